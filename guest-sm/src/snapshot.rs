@@ -1,0 +1,168 @@
+//! The snapshot encoding of a [`LockTable`].
+//!
+//! ```text
+//! "LKSM" | format: u8 = 1 | postcard(next_token: u64, locks: [(key, token, lease_ms)])
+//! ```
+//!
+//! Locks are written in key order, so the encoding is canonical: one state,
+//! one byte string. That is what makes the SHA-256 of these bytes a state
+//! hash that equal replicas agree on. Decoding checks everything a corrupt or
+//! hand-made snapshot could get wrong (magic, format, trailing bytes, key
+//! order, token range and uniqueness) and reports which.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::command::LockInfo;
+use crate::table::{LockTable, FIRST_TOKEN};
+
+pub const MAGIC: &[u8; 4] = b"LKSM";
+pub const FORMAT: u8 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnapshotError {
+    BadMagic,
+    UnknownFormat(u8),
+    Decode(String),
+    TrailingBytes(usize),
+    KeysOutOfOrder { key: String },
+    TokenOutOfRange { key: String, token: u64, next_token: u64 },
+    DuplicateToken { token: u64 },
+}
+
+impl core::fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SnapshotError::BadMagic => write!(f, "not a lock-sm snapshot (bad magic)"),
+            SnapshotError::UnknownFormat(v) => write!(f, "unknown snapshot format {v} (this module reads format {FORMAT})"),
+            SnapshotError::Decode(e) => write!(f, "snapshot body does not decode: {e}"),
+            SnapshotError::TrailingBytes(n) => write!(f, "{n} trailing bytes after the snapshot body"),
+            SnapshotError::KeysOutOfOrder { key } => write!(f, "keys not in strictly ascending order at {key:?}"),
+            SnapshotError::TokenOutOfRange { key, token, next_token } => {
+                write!(f, "token {token} of {key:?} is not below next_token {next_token}")
+            }
+            SnapshotError::DuplicateToken { token } => write!(f, "token {token} is held twice"),
+        }
+    }
+}
+
+impl std::error::Error for SnapshotError {}
+
+#[derive(Serialize)]
+struct BodyRef<'a> {
+    next_token: u64,
+    locks: Vec<(&'a str, u64, u64)>,
+}
+
+#[derive(Deserialize)]
+struct Body {
+    next_token: u64,
+    locks: Vec<(String, u64, u64)>,
+}
+
+pub fn encode(table: &LockTable) -> Vec<u8> {
+    let body = BodyRef {
+        next_token: table.next_token,
+        locks: table.locks.iter().map(|(k, i)| (k.as_str(), i.token, i.lease_ms)).collect(),
+    };
+    let mut out = Vec::with_capacity(16 + table.locks.len() * 24);
+    out.extend_from_slice(MAGIC);
+    out.push(FORMAT);
+    // Serialising plain integers and strings into a Vec cannot fail.
+    postcard::to_extend(&body, out).expect("postcard encoding into a Vec is infallible")
+}
+
+pub fn decode(bytes: &[u8]) -> Result<LockTable, SnapshotError> {
+    let rest = bytes.strip_prefix(MAGIC.as_slice()).ok_or(SnapshotError::BadMagic)?;
+    let (&format, body) = rest.split_first().ok_or(SnapshotError::UnknownFormat(0))?;
+    if format != FORMAT {
+        return Err(SnapshotError::UnknownFormat(format));
+    }
+    let (body, trailing): (Body, &[u8]) =
+        postcard::take_from_bytes(body).map_err(|e| SnapshotError::Decode(e.to_string()))?;
+    if !trailing.is_empty() {
+        return Err(SnapshotError::TrailingBytes(trailing.len()));
+    }
+    if body.next_token < FIRST_TOKEN {
+        return Err(SnapshotError::Decode(format!("next_token {} is below {FIRST_TOKEN}", body.next_token)));
+    }
+    let mut locks = BTreeMap::new();
+    let mut tokens = BTreeSet::new();
+    let mut last: Option<&str> = None;
+    for (key, token, _) in &body.locks {
+        if last.is_some_and(|prev| prev >= key.as_str()) {
+            return Err(SnapshotError::KeysOutOfOrder { key: key.clone() });
+        }
+        last = Some(key);
+        if *token < FIRST_TOKEN || *token >= body.next_token {
+            return Err(SnapshotError::TokenOutOfRange { key: key.clone(), token: *token, next_token: body.next_token });
+        }
+        if !tokens.insert(*token) {
+            return Err(SnapshotError::DuplicateToken { token: *token });
+        }
+    }
+    for (key, token, lease_ms) in body.locks {
+        locks.insert(key, LockInfo { token, lease_ms });
+    }
+    Ok(LockTable { locks, next_token: body.next_token })
+}
+
+pub fn hash(encoded: &[u8]) -> [u8; 32] {
+    Sha256::digest(encoded).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Command;
+
+    fn table() -> LockTable {
+        let mut t = LockTable::new();
+        for k in ["x", "a", "m"] {
+            t.apply(Command::Grant { key: k.into(), lease_ms: 100 });
+        }
+        t
+    }
+
+    #[test]
+    fn round_trip_is_canonical() {
+        let t = table();
+        let bytes = encode(&t);
+        let back = decode(&bytes).unwrap();
+        assert_eq!(back, t);
+        assert_eq!(encode(&back), bytes);
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_snapshot() {
+        assert_eq!(decode(b"nope"), Err(SnapshotError::BadMagic));
+        assert_eq!(decode(b"LKSM\x09"), Err(SnapshotError::UnknownFormat(9)));
+        let mut bytes = encode(&table());
+        bytes.push(0);
+        assert_eq!(decode(&bytes), Err(SnapshotError::TrailingBytes(1)));
+        let bytes = encode(&table());
+        assert!(matches!(decode(&bytes[..bytes.len() - 2]), Err(SnapshotError::Decode(_))));
+    }
+
+    #[test]
+    fn rejects_broken_invariants() {
+        let mut body: Vec<u8> = vec![];
+        body.extend_from_slice(MAGIC);
+        body.push(FORMAT);
+        let bad = BodyRef { next_token: 3, locks: vec![("b", 1, 1), ("a", 2, 1)] };
+        let body = postcard::to_extend(&bad, body).unwrap();
+        assert_eq!(decode(&body), Err(SnapshotError::KeysOutOfOrder { key: "a".into() }));
+
+        let body = body[..5].to_vec();
+        let bad = BodyRef { next_token: 2, locks: vec![("a", 1, 1), ("b", 2, 1)] };
+        let body = postcard::to_extend(&bad, body).unwrap();
+        assert!(matches!(decode(&body), Err(SnapshotError::TokenOutOfRange { token: 2, .. })));
+
+        let body = body[..5].to_vec();
+        let bad = BodyRef { next_token: 5, locks: vec![("a", 1, 1), ("b", 1, 1)] };
+        let body = postcard::to_extend(&bad, body).unwrap();
+        assert_eq!(decode(&body), Err(SnapshotError::DuplicateToken { token: 1 }));
+    }
+}

@@ -1,0 +1,117 @@
+//! The deterministic WebAssembly engine that runs the lock state machine.
+//!
+//! Determinism is the point of this module: every node must compute the same
+//! outcomes and the same state from the same committed entries. That holds
+//! when every node runs the same module bytes, under the same wasmtime
+//! version, with the same settings:
+//!
+//! * every wasm feature is set explicitly ([`settings`]): threads, relaxed
+//!   SIMD, multi-memory, memory64, GC, exceptions, stack switching and the
+//!   async component model are off; NaN canonicalisation is on, so float
+//!   results do not depend on the CPU;
+//! * fuel metering (not epochs, which depend on wall time) with a fixed budget
+//!   per call: a guest that loops runs out at the same instruction on every
+//!   node;
+//! * a memory limit enforced by a resource limiter: a guest that grows past it
+//!   fails at the same allocation on every node;
+//! * no host imports: a component that imports anything is refused at load.
+//!
+//! Those settings are summarised by an [`EngineFingerprint`]; nodes whose
+//! fingerprints differ must not be in one cluster.
+//!
+//! # Layout
+//!
+//! * [`settings`]: [`EngineSettings`], the wasmtime `Config` built from them,
+//!   and the [`EngineFingerprint`].
+//! * [`cache`]: compiled components on local disk, keyed by (module hash,
+//!   fingerprint). Artifacts are only ever produced locally; a peer's
+//!   precompiled bytes are never accepted.
+//! * [`guest`]: [`GuestModule`] (a loaded, checked component) and
+//!   [`GuestInstance`] (its running state, with the typed calls).
+//! * [`error`]: [`EngineError`].
+//!
+//! # Failure of a guest call
+//!
+//! A trap, fuel exhaustion or a memory-limit hit inside a call is returned as
+//! an [`EngineError`], never a panic. Such a call may have left the guest's
+//! state half-changed, and wasmtime refuses to re-enter a component instance
+//! that trapped, so the instance is **poisoned**: every later call returns
+//! [`EngineError::Poisoned`] naming the first failure. The failure is
+//! deterministic (same bytes, same inputs, same fuel, same limit), so every
+//! node poisons at the same entry; none of them goes on to hand out locks from
+//! a state it could not compute. Recovery is to build a fresh instance and
+//! `restore` a snapshot into it. A `restore` that the guest refuses with an
+//! error value (not a trap) leaves the instance and its state untouched.
+
+pub mod cache;
+pub mod error;
+pub mod guest;
+pub mod settings;
+
+pub use cache::ComponentCache;
+pub use error::EngineError;
+pub use guest::{GuestInstance, GuestModule, ModuleHash};
+pub use settings::{EngineFingerprint, EngineSettings};
+
+use std::path::PathBuf;
+
+use wasmtime::component::Linker;
+
+/// Bindings generated from the `lock-sm` world.
+pub mod bindings {
+    wasmtime::component::bindgen!({
+        world: "lock-sm",
+        path: "../wit",
+        additional_derives: [serde::Serialize, serde::Deserialize, PartialEq, Eq],
+    });
+}
+
+/// A wasmtime engine configured for deterministic execution, with the local
+/// component cache.
+pub struct WasmEngine {
+    engine: wasmtime::Engine,
+    settings: EngineSettings,
+    fingerprint: EngineFingerprint,
+    cache: Option<ComponentCache>,
+    /// Empty on purpose: a guest gets no host functions at all.
+    linker: Linker<guest::StoreState>,
+}
+
+impl WasmEngine {
+    /// Build the engine. `cache_dir` is where compiled components are kept
+    /// between runs; `None` compiles every module on load.
+    pub fn new(settings: EngineSettings, cache_dir: Option<PathBuf>) -> Result<Self, EngineError> {
+        let engine = wasmtime::Engine::new(&settings.wasmtime_config()).map_err(|e| EngineError::Config(format!("{e:#}")))?;
+        let fingerprint = settings.fingerprint();
+        let cache = match cache_dir {
+            Some(dir) => Some(ComponentCache::open(dir, &fingerprint)?),
+            None => None,
+        };
+        let linker = Linker::new(&engine);
+        Ok(WasmEngine { engine, settings, fingerprint, cache, linker })
+    }
+
+    pub fn settings(&self) -> &EngineSettings {
+        &self.settings
+    }
+
+    pub fn fingerprint(&self) -> &EngineFingerprint {
+        &self.fingerprint
+    }
+
+    pub fn cache(&self) -> Option<&ComponentCache> {
+        self.cache.as_ref()
+    }
+
+    /// Check and compile (or take from the cache) a component. Refuses bytes
+    /// that are not wasm, a core module instead of a component, a component
+    /// with any import, and one that does not export the `lock-sm` world.
+    pub fn load(&self, bytes: &[u8]) -> Result<GuestModule, EngineError> {
+        GuestModule::load(self, bytes)
+    }
+
+    /// A fresh instance of `module` with an empty lock table.
+    pub fn instantiate(&self, module: &GuestModule) -> Result<GuestInstance, EngineError> {
+        GuestInstance::new(self, module)
+    }
+}

@@ -1,0 +1,39 @@
+//! Every scenario in `scenarios/` against the native and the wasm build.
+
+use std::path::Path;
+
+use lock_tests::machines::all_machines;
+use lock_tests::scenario::run_file;
+
+#[test]
+fn every_scenario_passes_on_native_and_wasm() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("scenarios dir")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6, "expected the scenario files, found {files:?}");
+    let mut failures = Vec::new();
+    for f in &files {
+        match run_file(f, &mut all_machines()) {
+            Ok(steps) => assert!(steps > 0, "{} has no steps", f.display()),
+            Err(e) => failures.extend(e),
+        }
+    }
+    assert!(failures.is_empty(), "scenario failures:\n{}", failures.join("\n"));
+}
+
+/// The runner must be able to fail: a wrong expectation is reported with the
+/// file, line and machine.
+#[test]
+fn a_wrong_expectation_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wrong.txt");
+    std::fs::write(&path, "apply\ngrant a 1\n----\ngranted token=2\n").unwrap();
+    let failures = run_file(&path, &mut all_machines()).unwrap_err();
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    assert!(failures[0].contains("wrong.txt:1 [native]") && failures[0].contains("granted token=1"), "{failures:?}");
+    assert!(failures[1].contains("[wasm]"), "{failures:?}");
+}

@@ -1,0 +1,15 @@
+//! Guest components built from `tests/fixtures/` by `build.rs`.
+
+/// The real lock module, except that magic inputs make it loop, allocate
+/// without bound or trap (see `tests/fixtures/chaos-guest`).
+pub const CHAOS_GUEST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/chaos_guest.wasm"));
+
+/// A complete `lock-sm` component that also imports a host function.
+pub const IMPORT_GUEST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/import_guest.wasm"));
+
+/// The smallest valid core module (magic, version 1, no sections).
+pub const EMPTY_CORE_MODULE: &[u8] = b"\0asm\x01\0\0\0";
+
+/// The smallest valid component (magic, version 0x0d, layer 1): it exports
+/// nothing, so it is not of the `lock-sm` world.
+pub const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";

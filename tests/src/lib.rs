@@ -1,0 +1,16 @@
+//! Test support for the lock service.
+//!
+//! # Layout
+//!
+//! * [`machines`]: one interface, [`machines::LockMachine`], over the native
+//!   build of the state machine (`guest-sm` as a Rust library) and the wasm
+//!   build (the component run by `lockd`'s engine), so a test can drive both
+//!   with the same commands and compare.
+//! * [`scenario`]: data-driven scenario files (`scenarios/*.txt`): a
+//!   scenario is commands in and expected output out, run against every
+//!   machine.
+//! * [`fixtures`]: the hostile guest components built by `build.rs`.
+
+pub mod fixtures;
+pub mod machines;
+pub mod scenario;

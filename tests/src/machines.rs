@@ -1,0 +1,151 @@
+//! The native and the wasm build of the lock state machine behind one trait.
+//!
+//! Commands and outcomes are expressed in `guest-sm`'s types; the wasm
+//! machine converts to and from the host's generated WIT types, which is the
+//! conversion every node performs.
+
+use std::sync::OnceLock;
+
+use guest_sm::{Command, HeldLock, LockInfo, LockTable, Outcome, TableStats};
+use lockd::command as wit;
+use lockd::engine::{EngineSettings, GuestInstance, GuestModule, WasmEngine};
+
+/// A lock state machine under test. `None` in a batch is an entry that
+/// carries no lock command (Raft's blank or membership entry).
+pub trait LockMachine {
+    fn name(&self) -> &'static str;
+    fn apply(&mut self, batch: &[Option<Command>]) -> Vec<Outcome>;
+    fn get(&mut self, key: &str) -> Option<LockInfo>;
+    fn locks(&mut self, after: Option<&str>, limit: u32) -> Vec<HeldLock>;
+    fn stats(&mut self) -> TableStats;
+    fn snapshot(&mut self) -> Vec<u8>;
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), String>;
+    fn state_hash(&mut self) -> [u8; 32];
+    /// A fresh, empty machine of the same build.
+    fn fresh(&self) -> Box<dyn LockMachine>;
+}
+
+/// `guest-sm` compiled natively.
+#[derive(Default)]
+pub struct NativeMachine(pub LockTable);
+
+impl LockMachine for NativeMachine {
+    fn name(&self) -> &'static str {
+        "native"
+    }
+    fn apply(&mut self, batch: &[Option<Command>]) -> Vec<Outcome> {
+        batch.iter().map(|c| c.clone().map_or(Outcome::Noop, |c| self.0.apply(c))).collect()
+    }
+    fn get(&mut self, key: &str) -> Option<LockInfo> {
+        self.0.get(key)
+    }
+    fn locks(&mut self, after: Option<&str>, limit: u32) -> Vec<HeldLock> {
+        self.0.locks(after, limit as usize)
+    }
+    fn stats(&mut self) -> TableStats {
+        self.0.stats()
+    }
+    fn snapshot(&mut self) -> Vec<u8> {
+        self.0.snapshot()
+    }
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.0.restore(bytes).map_err(|e| e.to_string())
+    }
+    fn state_hash(&mut self) -> [u8; 32] {
+        self.0.state_hash()
+    }
+    fn fresh(&self) -> Box<dyn LockMachine> {
+        Box::new(NativeMachine::default())
+    }
+}
+
+/// The engine and the built-in module, compiled once per test binary.
+pub fn builtin() -> &'static (WasmEngine, GuestModule) {
+    static BUILTIN: OnceLock<(WasmEngine, GuestModule)> = OnceLock::new();
+    BUILTIN.get_or_init(|| {
+        let engine = WasmEngine::new(EngineSettings::default(), None).expect("engine");
+        let module = engine.load(lockd::builtin::LOCK_SM).expect("built-in module loads");
+        (engine, module)
+    })
+}
+
+/// `guest-sm` as the wasm component, run by `lockd`'s engine.
+pub struct WasmMachine(pub GuestInstance);
+
+impl WasmMachine {
+    pub fn new() -> WasmMachine {
+        let (engine, module) = builtin();
+        WasmMachine(engine.instantiate(module).expect("instantiate"))
+    }
+}
+
+impl Default for WasmMachine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub fn to_wit(c: &Command) -> wit::Command {
+    match c {
+        Command::Grant { key, lease_ms } => wit::Command::grant(key.clone(), *lease_ms),
+        Command::Release { key } => wit::Command::release(key.clone()),
+        Command::Expire { key, token } => wit::Command::expire(key.clone(), *token),
+    }
+}
+
+pub fn from_wit(o: wit::Outcome) -> Outcome {
+    match o {
+        wit::Outcome::Granted(token) => Outcome::Granted { token },
+        wit::Outcome::GrantRejected => Outcome::GrantRejected,
+        wit::Outcome::Released => Outcome::Released,
+        wit::Outcome::NotFound => Outcome::NotFound,
+        wit::Outcome::Expired(existed) => Outcome::Expired { existed },
+        wit::Outcome::Noop => Outcome::Noop,
+    }
+}
+
+impl LockMachine for WasmMachine {
+    fn name(&self) -> &'static str {
+        "wasm"
+    }
+    fn apply(&mut self, batch: &[Option<Command>]) -> Vec<Outcome> {
+        let entries = batch.iter().map(|c| c.as_ref().map(to_wit)).collect();
+        self.0.apply_entries(entries).expect("apply").into_iter().map(from_wit).collect()
+    }
+    fn get(&mut self, key: &str) -> Option<LockInfo> {
+        self.0.get(key).expect("get").map(|i| LockInfo { token: i.token, lease_ms: i.lease_ms })
+    }
+    fn locks(&mut self, after: Option<&str>, limit: u32) -> Vec<HeldLock> {
+        self.0
+            .locks(after, limit)
+            .expect("locks")
+            .into_iter()
+            .map(|h| HeldLock { key: h.key, token: h.token, lease_ms: h.lease_ms })
+            .collect()
+    }
+    fn stats(&mut self) -> TableStats {
+        let s = self.0.stats().expect("stats");
+        TableStats { held: s.held, next_token: s.next_token }
+    }
+    fn snapshot(&mut self) -> Vec<u8> {
+        self.0.snapshot().expect("snapshot")
+    }
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
+        match self.0.restore(bytes) {
+            Ok(()) => Ok(()),
+            Err(lockd::engine::EngineError::RestoreRejected(why)) => Err(why),
+            Err(e) => panic!("restore failed in the engine: {e}"),
+        }
+    }
+    fn state_hash(&mut self) -> [u8; 32] {
+        self.0.state_hash().expect("state hash")
+    }
+    fn fresh(&self) -> Box<dyn LockMachine> {
+        Box::new(WasmMachine::new())
+    }
+}
+
+/// One machine of each build.
+pub fn all_machines() -> Vec<Box<dyn LockMachine>> {
+    vec![Box::new(NativeMachine::default()), Box::new(WasmMachine::new())]
+}
