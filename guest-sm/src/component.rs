@@ -19,6 +19,9 @@ wit_bindgen::generate!({
     export_macro_name: "export",
 });
 
+#[global_allocator]
+static ALLOC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 thread_local! {
     // wasm32-unknown-unknown is single-threaded: one instance, one table.
     static TABLE: RefCell<LockTable> = RefCell::new(LockTable::new());

@@ -17,6 +17,8 @@
 //!
 //! * [`command`]: the commands and outcomes, exactly the two tables of the
 //!   design.
+//! * [`key`]: keys ordered byte-wise a word at a time (the order of `str`,
+//!   cheaper in wasm).
 //! * [`table`]: [`LockTable`], the state and its `apply`. Tokens are assigned
 //!   here, at apply time, from a counter that is part of the state.
 //! * [`snapshot`]: the versioned byte encoding of the state, which is also
@@ -32,6 +34,7 @@
 //! no way to observe anything but its inputs.
 
 pub mod command;
+pub mod key;
 pub mod snapshot;
 pub mod table;
 

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::command::LockInfo;
+use crate::key::Key;
 use crate::table::{LockTable, FIRST_TOKEN};
 
 pub const MAGIC: &[u8; 4] = b"LKSM";
@@ -65,7 +66,7 @@ struct Body {
 pub fn encode(table: &LockTable) -> Vec<u8> {
     let body = BodyRef {
         next_token: table.next_token,
-        locks: table.locks.iter().map(|(k, i)| (k.as_str(), i.token, i.lease_ms)).collect(),
+        locks: table.locks.iter().map(|(k, i)| (k.0.as_str(), i.token, i.lease_ms)).collect(),
     };
     let mut out = Vec::with_capacity(16 + table.locks.len() * 24);
     out.extend_from_slice(MAGIC);
@@ -104,7 +105,7 @@ pub fn decode(bytes: &[u8]) -> Result<LockTable, SnapshotError> {
         }
     }
     for (key, token, lease_ms) in body.locks {
-        locks.insert(key, LockInfo { token, lease_ms });
+        locks.insert(Key(key), LockInfo { token, lease_ms });
     }
     Ok(LockTable { locks, next_token: body.next_token })
 }

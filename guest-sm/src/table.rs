@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use crate::command::{Command, HeldLock, LockInfo, Outcome, TableStats};
+use crate::key::{Key, KeyRef};
 use crate::snapshot::{self, SnapshotError};
 
 /// The first token a fresh table issues. Zero is never a valid token, so a
@@ -18,7 +19,7 @@ pub const FIRST_TOKEN: u64 = 1;
 /// upgrades that migrate the counter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockTable {
-    pub(crate) locks: BTreeMap<String, LockInfo>,
+    pub(crate) locks: BTreeMap<Key, LockInfo>,
     pub(crate) next_token: u64,
 }
 
@@ -52,7 +53,7 @@ impl LockTable {
     /// means a proposal raced another and the holder keeps its lock.
     pub fn grant(&mut self, key: String, lease_ms: u64) -> Outcome {
         use std::collections::btree_map::Entry;
-        match self.locks.entry(key) {
+        match self.locks.entry(Key(key)) {
             Entry::Occupied(_) => Outcome::GrantRejected,
             Entry::Vacant(slot) => {
                 let token = self.next_token;
@@ -70,7 +71,7 @@ impl LockTable {
     /// is the leader's job before it proposes; the log only records that the
     /// key was freed.
     pub fn release(&mut self, key: &str) -> Outcome {
-        match self.locks.remove(key) {
+        match self.locks.remove(KeyRef::new(key)) {
             Some(_) => Outcome::Released,
             None => Outcome::NotFound,
         }
@@ -80,6 +81,7 @@ impl LockTable {
     /// a late or duplicated expiry cannot remove a lock granted again in the
     /// meantime. Applying it twice changes nothing the second time.
     pub fn expire(&mut self, key: &str, token: u64) -> Outcome {
+        let key = KeyRef::new(key);
         let existed = match self.locks.get(key) {
             Some(info) if info.token == token => {
                 self.locks.remove(key);
@@ -92,19 +94,19 @@ impl LockTable {
 
     /// The holder of `key`, if any.
     pub fn get(&self, key: &str) -> Option<LockInfo> {
-        self.locks.get(key).copied()
+        self.locks.get(KeyRef::new(key)).copied()
     }
 
     /// Held locks in key order, starting after `after`, at most `limit`.
     pub fn locks(&self, after: Option<&str>, limit: usize) -> Vec<HeldLock> {
         let start = match after {
-            Some(k) => Bound::Excluded(k),
+            Some(k) => Bound::Excluded(KeyRef::new(k)),
             None => Bound::Unbounded,
         };
         self.locks
-            .range::<str, _>((start, Bound::Unbounded))
+            .range::<KeyRef, _>((start, Bound::Unbounded))
             .take(limit)
-            .map(|(key, info)| HeldLock { key: key.clone(), token: info.token, lease_ms: info.lease_ms })
+            .map(|(key, info)| HeldLock { key: key.0.clone(), token: info.token, lease_ms: info.lease_ms })
             .collect()
     }
 
