@@ -32,6 +32,15 @@
 //! # Ok::<(), lockd::engine::EngineError>(())
 //! ```
 
+pub mod api;
 pub mod builtin;
 pub mod command;
+pub mod config;
 pub mod engine;
+pub mod log;
+pub mod membership;
+pub mod node;
+pub mod raft;
+pub mod service;
+pub mod shutdown;
+pub mod transport;

@@ -1,0 +1,177 @@
+//! `lockd`: a node of the lock service.
+//!
+//! ```text
+//! lockd serve                                  # embedded default: one node, 127.0.0.1:7400, ./lockd-data
+//! lockd serve --id 2 --addr 127.0.0.1:7402 --data-dir d2 \
+//!       --initial-cluster 1=127.0.0.1:7401,2=127.0.0.1:7402,3=127.0.0.1:7403
+//! lockd serve --id 4 --addr 127.0.0.1:7404 --data-dir d4 --join   # wait to be added
+//! lockd dev --nodes 3                          # a local 3-node cluster in one process
+//! ```
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use lockd::config::{parse_members, FileConfig, NodeConfig};
+use lockd::node::Node;
+
+#[derive(Parser)]
+#[command(name = "lockd", version, about = "A Raft-replicated lock service with its lock logic in WebAssembly")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a node (with no flags: a working single-node cluster).
+    Serve(ServeArgs),
+    /// Run a local cluster of several nodes in one process, for trying it out.
+    Dev(DevArgs),
+}
+
+#[derive(Args, Default)]
+struct ServeArgs {
+    /// This node's id (unique in the cluster).
+    #[arg(long)]
+    id: Option<u64>,
+    /// The one address this node serves peers, clients and HTTP on.
+    #[arg(long)]
+    addr: Option<String>,
+    /// Where the log, snapshots and compiled modules live.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Members of a new cluster, as ID=ADDR,...; ignored once initialised.
+    #[arg(long)]
+    initial_cluster: Option<String>,
+    /// Start uninitialised and wait to be added (`lockctl members add`).
+    #[arg(long)]
+    join: bool,
+    /// A TOML file with any of these settings (flags win).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    #[arg(long)]
+    heartbeat_ms: Option<u64>,
+    /// Election timeout; each node picks one in [this, 2 × this).
+    #[arg(long)]
+    election_timeout_ms: Option<u64>,
+    /// Build a snapshot every this many log entries.
+    #[arg(long)]
+    snapshot_threshold: Option<u64>,
+    /// Entries kept behind a snapshot for slow followers.
+    #[arg(long)]
+    keep_after_snapshot: Option<u64>,
+    /// The longest lease a client may ask for, in ms.
+    #[arg(long)]
+    max_lease_ms: Option<u64>,
+    /// Log segment size in bytes.
+    #[arg(long)]
+    segment_bytes: Option<u64>,
+    /// Fuel per guest call (part of the engine fingerprint: equal on every node).
+    #[arg(long)]
+    fuel_per_call: Option<u64>,
+    /// Guest memory limit in bytes (part of the engine fingerprint).
+    #[arg(long)]
+    memory_limit_bytes: Option<u64>,
+}
+
+#[derive(Args)]
+struct DevArgs {
+    #[arg(long, default_value_t = 3)]
+    nodes: u64,
+    /// Node i listens on 127.0.0.1:(base_port + i).
+    #[arg(long, default_value_t = 7400)]
+    base_port: u16,
+    #[arg(long, default_value = "lockd-dev")]
+    data_dir: PathBuf,
+}
+
+fn node_config(a: ServeArgs) -> Result<NodeConfig> {
+    let file = match &a.config {
+        Some(p) => FileConfig::load(p)?,
+        None => FileConfig::default(),
+    };
+    let mut c = NodeConfig::default();
+    macro_rules! set {
+        ($field:ident) => {
+            if let Some(v) = a.$field.or(file.$field) {
+                c.$field = v;
+            }
+        };
+    }
+    set!(id);
+    set!(addr);
+    set!(data_dir);
+    set!(heartbeat_ms);
+    set!(election_timeout_ms);
+    set!(snapshot_threshold);
+    set!(keep_after_snapshot);
+    set!(max_lease_ms);
+    set!(segment_bytes);
+    if let Some(v) = a.fuel_per_call.or(file.fuel_per_call) {
+        c.engine.fuel_per_call = v;
+    }
+    if let Some(v) = a.memory_limit_bytes.or(file.memory_limit_bytes) {
+        c.engine.memory_limit_bytes = v;
+    }
+    if let Some(m) = a.initial_cluster.or(file.initial_cluster) {
+        c.initial_cluster = parse_members(&m)?;
+    }
+    c.join = a.join || file.join.unwrap_or(false);
+    if c.join && !c.initial_cluster.is_empty() {
+        bail!("--join and --initial-cluster exclude each other: a joining node is added by the cluster");
+    }
+    Ok(c)
+}
+
+async fn serve(args: ServeArgs) -> Result<()> {
+    let config = node_config(args)?;
+    let node = Node::start(config).await.context("cannot start the node")?;
+    tokio::select! {
+        _ = lockd::shutdown::signal() => tracing::info!("shutting down"),
+        _ = node.stopped() => {}
+    }
+    node.shutdown().await;
+    Ok(())
+}
+
+async fn dev(args: DevArgs) -> Result<()> {
+    if args.nodes == 0 {
+        bail!("--nodes must be at least 1");
+    }
+    let members: Vec<(u64, String)> =
+        (1..=args.nodes).map(|i| (i, format!("127.0.0.1:{}", u64::from(args.base_port) + i))).collect();
+    let cluster = members.iter().map(|(i, a)| format!("{i}={a}")).collect::<Vec<_>>().join(",");
+    let mut nodes = Vec::new();
+    for (id, addr) in &members {
+        let mut c = NodeConfig { id: *id, addr: addr.clone(), ..NodeConfig::default() };
+        c.data_dir = args.data_dir.join(format!("n{id}"));
+        c.initial_cluster = parse_members(&cluster)?;
+        nodes.push(Node::start(c).await.with_context(|| format!("cannot start node {id}"))?);
+    }
+    let endpoints = members.iter().map(|(_, a)| a.as_str()).collect::<Vec<_>>().join(",");
+    println!("lockd dev: {} nodes serving; try\n  lockctl --endpoints {endpoints} status", args.nodes);
+    lockd::shutdown::signal().await;
+    for n in nodes {
+        n.shutdown().await;
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,openraft=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    rt.block_on(async {
+        match cli.command {
+            Cmd::Serve(a) => serve(a).await,
+            Cmd::Dev(a) => dev(a).await,
+        }
+    })
+}

@@ -1,0 +1,178 @@
+//! Node configuration: flags, an optional TOML file, and defaults.
+//!
+//! Precedence: a flag beats the file, the file beats the default. The file
+//! uses the same names as the flags with `_` for `-`:
+//!
+//! ```toml
+//! id = 2
+//! addr = "127.0.0.1:7402"
+//! data_dir = "d2"
+//! initial_cluster = "1=127.0.0.1:7401,2=127.0.0.1:7402,3=127.0.0.1:7403"
+//! heartbeat_ms = 100
+//! election_timeout_ms = 1000
+//! snapshot_threshold = 10000
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::engine::EngineSettings;
+
+pub const DEFAULT_ADDR: &str = "127.0.0.1:7400";
+pub const DEFAULT_DATA_DIR: &str = "lockd-data";
+
+/// Everything a node needs to start.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    pub id: u64,
+    /// The one address this node serves everything on, and that peers use.
+    pub addr: String,
+    pub data_dir: PathBuf,
+    /// Members to bootstrap a new cluster with. Ignored once the data dir is
+    /// initialised. Empty with `join` set: wait to be added as a learner.
+    pub initial_cluster: BTreeMap<u64, String>,
+    /// Start uninitialised and wait to be added to an existing cluster.
+    pub join: bool,
+    pub heartbeat_ms: u64,
+    /// Election timeout; each node picks its timeout in [this, 2 × this).
+    pub election_timeout_ms: u64,
+    /// Build a snapshot after this many entries since the last one.
+    pub snapshot_threshold: u64,
+    /// Entries kept in the log behind a snapshot (for slow followers).
+    pub keep_after_snapshot: u64,
+    /// The largest lease a client may ask for.
+    pub max_lease_ms: u64,
+    pub segment_bytes: u64,
+    pub engine: EngineSettings,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig {
+            id: 1,
+            addr: DEFAULT_ADDR.into(),
+            data_dir: DEFAULT_DATA_DIR.into(),
+            initial_cluster: BTreeMap::new(),
+            join: false,
+            heartbeat_ms: 100,
+            election_timeout_ms: 1000,
+            snapshot_threshold: 10_000,
+            keep_after_snapshot: 1_000,
+            max_lease_ms: 3_600_000,
+            segment_bytes: 64 << 20,
+            engine: EngineSettings::default(),
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("--initial-cluster: {0:?} is not ID=ADDR")]
+    BadMember(String),
+    #[error("--initial-cluster: {0:?} is not a node id")]
+    BadId(String),
+    #[error("--initial-cluster names node {0} twice")]
+    DuplicateId(u64),
+    #[error("--initial-cluster gives node {id} the address {listed}, but --addr is {addr}")]
+    AddrMismatch { id: u64, listed: String, addr: String },
+    #[error("cannot read config file {path}: {reason}")]
+    File { path: String, reason: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Parse `1=127.0.0.1:7401,2=127.0.0.1:7402`.
+pub fn parse_members(s: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
+    let mut out = BTreeMap::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (id, addr) = part.split_once('=').ok_or_else(|| ConfigError::BadMember(part.into()))?;
+        let id: u64 = id.trim().parse().map_err(|_| ConfigError::BadId(id.into()))?;
+        if addr.trim().is_empty() {
+            return Err(ConfigError::BadMember(part.into()));
+        }
+        if out.insert(id, addr.trim().to_string()).is_some() {
+            return Err(ConfigError::DuplicateId(id));
+        }
+    }
+    Ok(out)
+}
+
+/// The TOML file: every field optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub id: Option<u64>,
+    pub addr: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub initial_cluster: Option<String>,
+    pub join: Option<bool>,
+    pub heartbeat_ms: Option<u64>,
+    pub election_timeout_ms: Option<u64>,
+    pub snapshot_threshold: Option<u64>,
+    pub keep_after_snapshot: Option<u64>,
+    pub max_lease_ms: Option<u64>,
+    pub segment_bytes: Option<u64>,
+    pub fuel_per_call: Option<u64>,
+    pub memory_limit_bytes: Option<u64>,
+}
+
+impl FileConfig {
+    pub fn load(path: &std::path::Path) -> Result<FileConfig, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::File { path: path.display().to_string(), reason: e.to_string() })?;
+        toml::from_str(&text).map_err(|e| ConfigError::File { path: path.display().to_string(), reason: e.to_string() })
+    }
+}
+
+impl NodeConfig {
+    /// Check what a bad flag combination would otherwise turn into a
+    /// confusing failure later.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(listed) = self.initial_cluster.get(&self.id) {
+            if *listed != self.addr {
+                return Err(ConfigError::AddrMismatch { id: self.id, listed: listed.clone(), addr: self.addr.clone() });
+            }
+        }
+        if self.heartbeat_ms == 0 || self.election_timeout_ms <= self.heartbeat_ms * 2 {
+            return Err(ConfigError::Invalid(format!(
+                "election timeout ({} ms) must be more than twice the heartbeat ({} ms)",
+                self.election_timeout_ms, self.heartbeat_ms
+            )));
+        }
+        if self.max_lease_ms == 0 {
+            return Err(ConfigError::Invalid("max lease must be above 0 ms".into()));
+        }
+        Ok(())
+    }
+
+    /// The members to bootstrap with: the initial cluster, or this node
+    /// alone when none is given (and it is not joining).
+    pub fn bootstrap_members(&self) -> Option<BTreeMap<u64, String>> {
+        if self.join {
+            return None;
+        }
+        if self.initial_cluster.is_empty() {
+            return Some(BTreeMap::from([(self.id, self.addr.clone())]));
+        }
+        // A node that is not in the initial cluster waits to be added.
+        self.initial_cluster.contains_key(&self.id).then(|| self.initial_cluster.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_parse_and_errors_are_precise() {
+        let m = parse_members("1=127.0.0.1:7401, 2=127.0.0.1:7402").unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[&2], "127.0.0.1:7402");
+        assert!(matches!(parse_members("1-127.0.0.1:1"), Err(ConfigError::BadMember(_))));
+        assert!(matches!(parse_members("x=127.0.0.1:1"), Err(ConfigError::BadId(_))));
+        assert!(matches!(parse_members("1=a:1,1=b:2"), Err(ConfigError::DuplicateId(1))));
+    }
+}

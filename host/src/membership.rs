@@ -1,0 +1,80 @@
+//! Membership changes: add a learner, promote it, remove a node.
+//!
+//! Before a learner is added the leader connects to it as a peer: the new
+//! node checks the leader's engine fingerprint and names itself, so a node
+//! with a different wasm engine, or the wrong node at that address, is
+//! refused before it enters the membership.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use openraft::ChangeMembers;
+use thiserror::Error;
+
+use crate::node::Node;
+use crate::raft::Node as RaftNode;
+use crate::transport::frame::Role;
+use crate::transport::peer::FramedConn;
+
+#[derive(Debug, Error)]
+pub enum MembershipError {
+    #[error("node {id} at {addr} cannot join: {reason}")]
+    Refused { id: u64, addr: String, reason: String },
+    #[error("node {0} is not a member")]
+    NotMember(u64),
+    #[error("node {0} is not a learner")]
+    NotLearner(u64),
+    #[error("{0}")]
+    Raft(String),
+}
+
+pub async fn add_learner(node: &Node, id: u64, addr: &str) -> Result<(), MembershipError> {
+    let role = Role::Peer { from: node.id, fingerprint: node.engine.fingerprint().text.clone() };
+    let refused = |reason: String| MembershipError::Refused { id, addr: addr.to_string(), reason };
+    let conn = FramedConn::connect(addr, role, Duration::from_secs(3)).await.map_err(|e| refused(e.to_string()))?;
+    if conn.welcome.node_id != id {
+        return Err(refused(format!("the node at that address is node {}", conn.welcome.node_id)));
+    }
+    drop(conn);
+    node.raft
+        .add_learner(id, RaftNode { addr: addr.to_string() }, true)
+        .await
+        .map(|_| ())
+        .map_err(|e| MembershipError::Raft(e.to_string()))
+}
+
+fn membership(node: &Node) -> (BTreeSet<u64>, BTreeSet<u64>) {
+    let m = node.raft.metrics().borrow().membership_config.clone();
+    let voters: BTreeSet<u64> = m.membership().voter_ids().collect();
+    let all: BTreeSet<u64> = m.membership().nodes().map(|(id, _)| *id).collect();
+    (voters, all)
+}
+
+pub async fn promote(node: &Node, id: u64) -> Result<(), MembershipError> {
+    let (voters, all) = membership(node);
+    if !all.contains(&id) {
+        return Err(MembershipError::NotMember(id));
+    }
+    if voters.contains(&id) {
+        return Err(MembershipError::NotLearner(id));
+    }
+    node.raft
+        .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false)
+        .await
+        .map(|_| ())
+        .map_err(|e| MembershipError::Raft(e.to_string()))
+}
+
+pub async fn remove(node: &Node, id: u64) -> Result<(), MembershipError> {
+    let (voters, all) = membership(node);
+    if !all.contains(&id) {
+        return Err(MembershipError::NotMember(id));
+    }
+    let change = if voters.contains(&id) {
+        // retain = false: the removed voter leaves the cluster entirely.
+        ChangeMembers::RemoveVoters(BTreeSet::from([id]))
+    } else {
+        ChangeMembers::RemoveNodes(BTreeSet::from([id]))
+    };
+    node.raft.change_membership(change, false).await.map(|_| ()).map_err(|e| MembershipError::Raft(e.to_string()))
+}

@@ -1,0 +1,199 @@
+//! A node: the pieces assembled and started.
+//!
+//! ```text
+//! data dir ─┬─ node.meta        id + engine fingerprint (checked at every start)
+//!           ├─ raft/wal/        the log segments          (log_store)
+//!           ├─ raft/vote        the vote                  (log_store)
+//!           ├─ raft/purged      the purge point           (log_store)
+//!           ├─ snapshot/current the last snapshot         (state_machine)
+//!           └─ module-cache/    compiled components       (engine::cache)
+//! ```
+//!
+//! Start order: bind the address (so a busy port fails first), check the
+//! data dir against this binary's engine, open the state machine (restoring
+//! the snapshot) and the log (recovering the WAL), start Raft, serve, and on
+//! a pristine data dir bootstrap the initial cluster.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openraft::error::{InitializeError, RaftError};
+use openraft::SnapshotPolicy;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::NodeConfig;
+use crate::engine::{EngineError, EngineFingerprint, WasmEngine};
+use crate::log::WalOptions;
+use crate::raft::log_store::{LogOpenError, LogStore};
+use crate::raft::network::NetworkFactory;
+use crate::raft::state_machine::{SmOpenError, StateMachineStore};
+use crate::raft::{Node as RaftNode, NodeId, Raft};
+
+#[derive(Debug, Error)]
+pub enum NodeError {
+    #[error("invalid configuration: {0}")]
+    Config(#[from] crate::config::ConfigError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: String, source: std::io::Error },
+    #[error("data dir {path}: {reason}")]
+    DataDir { path: String, reason: String },
+    #[error("data dir {path} belongs to node {found}, not node {want}")]
+    WrongNode { path: String, found: u64, want: u64 },
+    #[error("data dir {path} was written by a node with a different wasm engine; refusing to start. Differences (data dir != this binary): {differences}")]
+    EngineMismatch { path: String, differences: String },
+    #[error("wasm engine: {0}")]
+    Engine(#[from] EngineError),
+    #[error("state machine: {0}")]
+    StateMachine(#[from] SmOpenError),
+    #[error("raft log: {0}")]
+    Log(#[from] LogOpenError),
+    #[error("raft: {0}")]
+    Raft(String),
+}
+
+/// What the data dir records about the node that owns it.
+#[derive(Serialize, Deserialize)]
+struct NodeMeta {
+    id: u64,
+    fingerprint: String,
+}
+
+/// A running node.
+pub struct Node {
+    pub id: NodeId,
+    pub addr: String,
+    pub config: NodeConfig,
+    pub raft: Raft,
+    pub sm: StateMachineStore,
+    pub log: LogStore,
+    pub engine: Arc<WasmEngine>,
+    pub started: Instant,
+    shutdown: watch::Sender<bool>,
+}
+
+fn data_err(path: &Path, e: impl ToString) -> NodeError {
+    NodeError::DataDir { path: path.display().to_string(), reason: e.to_string() }
+}
+
+/// Check (or record, on first start) which node and engine own `dir`.
+fn check_meta(dir: &Path, id: u64, fingerprint: &EngineFingerprint) -> Result<(), NodeError> {
+    let path = dir.join("node.meta");
+    match crate::log::read_atomic(&path).map_err(|e| data_err(&path, e))? {
+        Some(bytes) => {
+            let meta: NodeMeta = postcard::from_bytes(&bytes).map_err(|e| data_err(&path, e))?;
+            if meta.id != id {
+                return Err(NodeError::WrongNode { path: dir.display().to_string(), found: meta.id, want: id });
+            }
+            let stored = EngineFingerprint { hash: String::new(), text: meta.fingerprint };
+            let diffs = stored.differences(fingerprint);
+            if !diffs.is_empty() {
+                return Err(NodeError::EngineMismatch { path: dir.display().to_string(), differences: diffs.join(", ") });
+            }
+            Ok(())
+        }
+        None => {
+            let meta = NodeMeta { id, fingerprint: fingerprint.text.clone() };
+            let bytes = postcard::to_allocvec(&meta).map_err(|e| data_err(&path, e))?;
+            crate::log::write_atomic(&path, &bytes).map_err(|e| data_err(&path, e))
+        }
+    }
+}
+
+impl Node {
+    /// Start a node and serve until [`Node::shutdown`].
+    pub async fn start(config: NodeConfig) -> Result<Arc<Node>, NodeError> {
+        config.validate()?;
+        let listener =
+            TcpListener::bind(&config.addr).await.map_err(|source| NodeError::Bind { addr: config.addr.clone(), source })?;
+        let dir = config.data_dir.clone();
+        std::fs::create_dir_all(&dir).map_err(|e| data_err(&dir, e))?;
+        let engine = Arc::new(WasmEngine::new(config.engine.clone(), Some(dir.join("module-cache")))?);
+        check_meta(&dir, config.id, engine.fingerprint())?;
+
+        let sm = StateMachineStore::open(engine.clone(), &dir.join("snapshot"), crate::builtin::LOCK_SM)?;
+        let log = LogStore::open(&dir.join("raft"), WalOptions { segment_bytes: config.segment_bytes })?;
+
+        let raft_config = openraft::Config {
+            cluster_name: "lockd".into(),
+            heartbeat_interval: config.heartbeat_ms,
+            election_timeout_min: config.election_timeout_ms,
+            election_timeout_max: config.election_timeout_ms * 2,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(config.snapshot_threshold),
+            max_in_snapshot_log_to_keep: config.keep_after_snapshot,
+            purge_batch_size: 1,
+            install_snapshot_timeout: 10_000,
+            ..Default::default()
+        }
+        .validate()
+        .map_err(|e| NodeError::Raft(e.to_string()))?;
+        let network = NetworkFactory {
+            my_id: config.id,
+            fingerprint: engine.fingerprint().text.clone(),
+            connect_timeout: Duration::from_millis(config.heartbeat_ms.max(500)),
+        };
+        let raft = Raft::new(config.id, Arc::new(raft_config), network, log.clone(), sm.clone())
+            .await
+            .map_err(|e| NodeError::Raft(e.to_string()))?;
+
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let node = Arc::new(Node {
+            id: config.id,
+            addr: config.addr.clone(),
+            config: config.clone(),
+            raft,
+            sm,
+            log,
+            engine,
+            started: Instant::now(),
+            shutdown,
+        });
+        let span = tracing::info_span!("node", id = node.id);
+        tracing::info!(parent: &span, addr = %node.addr, data_dir = %dir.display(), fingerprint = %node.engine.fingerprint().short(), "node started");
+
+        let (n1, n2) = (node.clone(), node.clone());
+        tokio::spawn(crate::transport::listener::serve(
+            listener,
+            move |s| crate::api::framed::serve(n1.clone(), s),
+            move |s| crate::api::http::serve(n2.clone(), s),
+            shutdown_rx,
+        ));
+
+        if let Some(members) = config.bootstrap_members() {
+            node.bootstrap(members).await?;
+        }
+        Ok(node)
+    }
+
+    async fn bootstrap(&self, members: BTreeMap<u64, String>) -> Result<(), NodeError> {
+        let nodes: BTreeMap<NodeId, RaftNode> = members.into_iter().map(|(id, addr)| (id, RaftNode { addr })).collect();
+        match self.raft.initialize(nodes).await {
+            Ok(()) => {
+                tracing::info!(id = self.id, "bootstrapped a new cluster");
+                Ok(())
+            }
+            // Already initialised (a restart, or a peer's entries arrived
+            // first): the initial cluster is ignored, as documented.
+            Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Ok(()),
+            Err(e) => Err(NodeError::Raft(e.to_string())),
+        }
+    }
+
+    /// Stop serving and stop Raft.
+    pub async fn shutdown(&self) {
+        let _ = self.shutdown.send(true);
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!(error = %e, "raft shutdown");
+        }
+    }
+
+    /// Resolves when shutdown has been requested.
+    pub async fn stopped(&self) {
+        let mut rx = self.shutdown.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}

@@ -1,0 +1,291 @@
+//! `RaftLogStorage` over the on-disk log, with group commit.
+//!
+//! Entries are kept in memory (everything after the last purge: bounded by
+//! the snapshot policy) so reads never touch the disk; the disk is for
+//! durability and recovery. Appends are made readable at once and handed to
+//! a **writer thread** that drains every append waiting in its queue, writes
+//! them as one record and fsyncs once, then completes all their callbacks:
+//! under load many appends share one fsync (see `fsyncs` vs `entries` in
+//! [`LogStats`]). openraft acknowledges an entry only after its callback, so
+//! nothing is acknowledged before it is durable.
+//!
+//! The vote is a separate small file written atomically (tmp, fsync, rename,
+//! fsync dir) before `save_vote` returns. The purge point is a small file
+//! too, written before whole segments are deleted.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, RwLock};
+
+use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
+use openraft::{AnyError, RaftLogReader, StorageIOError};
+use tokio::sync::oneshot;
+
+use super::{Entry, LogId, StorageError, TypeConfig, Vote};
+use crate::log::{Wal, WalError, WalOp, WalOptions};
+
+/// Counters of the log, for metrics and the benchmark.
+#[derive(Default, Debug)]
+pub struct LogStats {
+    /// Entries appended since start.
+    pub entries: AtomicU64,
+    /// Records written (one per group-commit batch).
+    pub batches: AtomicU64,
+    /// fsyncs issued by the log (one per batch).
+    pub fsyncs: AtomicU64,
+}
+
+struct Shared {
+    entries: RwLock<BTreeMap<u64, Entry>>,
+    purged: RwLock<Option<LogId>>,
+    committed: Mutex<Option<LogId>>,
+    vote: Mutex<Option<Vote>>,
+    stats: LogStats,
+}
+
+enum WriteReq {
+    Append { entries: Vec<(u64, Vec<u8>)>, callback: LogFlushed<TypeConfig> },
+    Truncate { since: u64, done: oneshot::Sender<Result<(), String>> },
+    Purge { upto: u64, done: oneshot::Sender<Result<(), String>> },
+}
+
+/// The log store openraft owns; its reader is a clone.
+#[derive(Clone)]
+pub struct LogStore {
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<WriteReq>,
+    dir: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogOpenError {
+    #[error(transparent)]
+    Wal(#[from] WalError),
+    #[error("log entry {index} in {dir} does not decode: {reason}")]
+    BadEntry { dir: String, index: u64, reason: String },
+    #[error("{path} does not decode: {reason}")]
+    BadMeta { path: String, reason: String },
+    #[error("cannot start the log writer thread: {0}")]
+    Thread(std::io::Error),
+}
+
+fn io_err(e: impl ToString) -> std::io::Error {
+    std::io::Error::other(e.to_string())
+}
+
+impl LogStore {
+    /// Open (and recover) the log in `dir`.
+    pub fn open(dir: &Path, options: WalOptions) -> Result<LogStore, LogOpenError> {
+        let (wal, recovered) = Wal::open(&dir.join("wal"), options)?;
+        if let Some(t) = &recovered.torn_tail {
+            tracing::warn!(file = %t.file.display(), offset = t.offset, dropped = t.dropped_bytes, "cut a torn tail from the log (an unacknowledged batch)");
+        }
+        let purged: Option<LogId> = read_meta(&dir.join("purged"))?;
+        let vote: Option<Vote> = read_meta(&dir.join("vote"))?;
+        let mut entries = BTreeMap::new();
+        for (index, bytes) in recovered.entries {
+            if purged.is_some_and(|p| index <= p.index) {
+                continue;
+            }
+            let entry: Entry = postcard::from_bytes(&bytes).map_err(|e| LogOpenError::BadEntry {
+                dir: dir.display().to_string(),
+                index,
+                reason: e.to_string(),
+            })?;
+            entries.insert(index, entry);
+        }
+        tracing::info!(entries = entries.len(), purged = ?purged, vote = ?vote, "opened log");
+        let shared = Arc::new(Shared {
+            entries: RwLock::new(entries),
+            purged: RwLock::new(purged),
+            committed: Mutex::new(None),
+            vote: Mutex::new(vote),
+            stats: LogStats::default(),
+        });
+        let (tx, rx) = mpsc::channel();
+        let writer_shared = shared.clone();
+        std::thread::Builder::new()
+            .name("wal-writer".into())
+            .spawn(move || writer(wal, rx, writer_shared))
+            .map_err(LogOpenError::Thread)?;
+        Ok(LogStore { shared, tx, dir: dir.to_path_buf() })
+    }
+
+    pub fn stats(&self) -> &LogStats {
+        &self.shared.stats
+    }
+
+    /// The last committed log id openraft reported.
+    pub fn committed(&self) -> Option<LogId> {
+        *self.shared.committed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn send(&self, req: WriteReq) -> Result<(), StorageError> {
+        self.tx.send(req).map_err(|_| StorageIOError::write_logs(AnyError::error("the log writer thread has stopped")).into())
+    }
+}
+
+fn read_meta<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, LogOpenError> {
+    match crate::log::read_atomic(path)? {
+        None => Ok(None),
+        Some(bytes) => postcard::from_bytes(&bytes)
+            .map(Some)
+            .map_err(|e| LogOpenError::BadMeta { path: path.display().to_string(), reason: e.to_string() }),
+    }
+}
+
+/// The writer thread: group commit.
+fn writer(mut wal: Wal, rx: mpsc::Receiver<WriteReq>, shared: Arc<Shared>) {
+    let mut pending: Option<WriteReq> = None;
+    loop {
+        let first = match pending.take() {
+            Some(r) => r,
+            None => match rx.recv() {
+                Ok(r) => r,
+                Err(_) => return, // every LogStore is gone
+            },
+        };
+        match first {
+            WriteReq::Append { entries, callback } => {
+                // Drain every append already queued into the same batch.
+                let mut batch = vec![(entries, callback)];
+                while let Ok(next) = rx.try_recv() {
+                    match next {
+                        WriteReq::Append { entries, callback } => batch.push((entries, callback)),
+                        other => {
+                            pending = Some(other);
+                            break;
+                        }
+                    }
+                }
+                let ops: Vec<WalOp> = batch
+                    .iter()
+                    .flat_map(|(entries, _)| entries.iter().map(|(index, bytes)| WalOp::Append { index: *index, payload: bytes }))
+                    .collect();
+                let n = ops.len() as u64;
+                let result = wal.write_batch(&ops);
+                drop(ops);
+                if result.is_ok() {
+                    shared.stats.entries.fetch_add(n, Ordering::Relaxed);
+                    shared.stats.batches.fetch_add(1, Ordering::Relaxed);
+                    shared.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+                }
+                for (_, callback) in batch {
+                    callback.log_io_completed(result.as_ref().map(|_| ()).map_err(io_err));
+                }
+                if let Err(e) = result {
+                    tracing::error!(error = %e, "log write failed; the log is no longer writable");
+                }
+            }
+            WriteReq::Truncate { since, done } => {
+                let r = wal.write_batch(&[WalOp::Truncate { since }]).map_err(|e| e.to_string());
+                if r.is_ok() {
+                    shared.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+                }
+                let _ = done.send(r);
+            }
+            WriteReq::Purge { upto, done } => {
+                let _ = done.send(wal.purge(upto).map(|_| ()).map_err(|e| e.to_string()));
+            }
+        }
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        let entries = self.shared.entries.read().unwrap_or_else(|p| p.into_inner());
+        Ok(entries.range(range).map(|(_, e)| e.clone()).collect())
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogStore;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
+        let purged = *self.shared.purged.read().unwrap_or_else(|p| p.into_inner());
+        let last = self.shared.entries.read().unwrap_or_else(|p| p.into_inner()).values().next_back().map(|e| e.log_id);
+        Ok(LogState { last_purged_log_id: purged, last_log_id: last.or(purged) })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
+        let bytes = postcard::to_allocvec(vote).map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
+        let path = self.dir.join("vote");
+        tokio::task::block_in_place(|| crate::log::write_atomic(&path, &bytes))
+            .map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
+        *self.shared.vote.lock().unwrap_or_else(|p| p.into_inner()) = Some(*vote);
+        Ok(())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
+        Ok(*self.shared.vote.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        *self.shared.committed.lock().unwrap_or_else(|p| p.into_inner()) = committed;
+        Ok(())
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
+        Ok(self.committed())
+    }
+
+    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let mut encoded = Vec::new();
+        {
+            let mut log = self.shared.entries.write().unwrap_or_else(|p| p.into_inner());
+            for entry in entries {
+                let bytes = postcard::to_allocvec(&entry)
+                    .map_err(|e| StorageIOError::write_log_entry(entry.log_id, AnyError::new(&e)))?;
+                encoded.push((entry.log_id.index, bytes));
+                log.insert(entry.log_id.index, entry);
+            }
+        }
+        self.send(WriteReq::Append { entries: encoded, callback })
+    }
+
+    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        tracing::debug!(since = log_id.index, "truncate log");
+        self.shared.entries.write().unwrap_or_else(|p| p.into_inner()).split_off(&log_id.index);
+        let (done, wait) = oneshot::channel();
+        self.send(WriteReq::Truncate { since: log_id.index, done })?;
+        wait.await
+            .map_err(|_| AnyError::error("the log writer thread has stopped"))
+            .and_then(|r| r.map_err(AnyError::error))
+            .map_err(|e| StorageIOError::write_logs(e).into())
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        tracing::debug!(upto = log_id.index, "purge log");
+        let bytes = postcard::to_allocvec(&log_id).map_err(|e| StorageIOError::write_logs(AnyError::new(&e)))?;
+        let path = self.dir.join("purged");
+        tokio::task::block_in_place(|| crate::log::write_atomic(&path, &bytes))
+            .map_err(|e| StorageIOError::write_logs(AnyError::new(&e)))?;
+        *self.shared.purged.write().unwrap_or_else(|p| p.into_inner()) = Some(log_id);
+        {
+            let mut log = self.shared.entries.write().unwrap_or_else(|p| p.into_inner());
+            let keep = log.split_off(&(log_id.index + 1));
+            *log = keep;
+        }
+        let (done, wait) = oneshot::channel();
+        self.send(WriteReq::Purge { upto: log_id.index, done })?;
+        wait.await
+            .map_err(|_| AnyError::error("the log writer thread has stopped"))
+            .and_then(|r| r.map_err(AnyError::error))
+            .map_err(|e| StorageIOError::write_logs(e).into())
+    }
+}

@@ -1,0 +1,77 @@
+//! Consensus: openraft's type configuration and the adapters that connect it
+//! to our storage, state machine and transport.
+//!
+//! openraft drives everything; these modules are the places it calls out:
+//!
+//! ```text
+//!  client_write(Request) ─► leader appends ─► log_store::LogStore::append ─► WAL (group fsync)
+//!                           replicates    ─► network::PeerClient ─► peers' Raft::append_entries
+//!  committed range       ─► state_machine::StateMachineStore::apply ─► one guest call ─► Response
+//! ```
+//!
+//! # Layout
+//!
+//! * [`TypeConfig`], [`Request`], [`Response`]: what a log entry carries and
+//!   what applying it returns.
+//! * [`log_store`]: `RaftLogStorage` over the on-disk [`crate::log`], with a
+//!   writer thread that turns concurrent appends into one fsync.
+//! * [`state_machine`]: `RaftStateMachine` that applies each committed range
+//!   with one batched guest call, and snapshots = guest state + active
+//!   module + membership.
+//! * [`network`]: `RaftNetworkFactory` over [`crate::transport`].
+
+pub mod log_store;
+pub mod network;
+pub mod state_machine;
+
+use std::io::Cursor;
+
+use serde::{Deserialize, Serialize};
+
+use crate::command::{Command, Outcome};
+
+pub type NodeId = u64;
+pub use openraft::BasicNode as Node;
+
+openraft::declare_raft_types!(
+    /// The Raft types of lockd.
+    pub TypeConfig:
+        D = Request,
+        R = Response,
+        NodeId = NodeId,
+        Node = Node,
+        Entry = openraft::Entry<TypeConfig>,
+        SnapshotData = Cursor<Vec<u8>>,
+        AsyncRuntime = openraft::TokioRuntime,
+);
+
+pub type Raft = openraft::Raft<TypeConfig>;
+pub type LogId = openraft::LogId<NodeId>;
+pub type Entry = openraft::Entry<TypeConfig>;
+pub type Vote = openraft::Vote<NodeId>;
+pub type StoredMembership = openraft::StoredMembership<NodeId, Node>;
+pub type SnapshotMeta = openraft::SnapshotMeta<NodeId, Node>;
+pub type StorageError = openraft::StorageError<NodeId>;
+
+/// The application payload of a log entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// One of the replicated lock commands.
+    Lock(Command),
+}
+
+/// What applying an entry returns to the proposer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    /// The outcome of a lock command; `Noop` for Raft's blank and membership
+    /// entries.
+    Lock(Outcome),
+}
+
+impl std::fmt::Display for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Request::Lock(c) => write!(f, "{c}"),
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Raft RPC between peers over the framed transport.
+//!
+//! Each replication stream (one per target) gets its own [`PeerClient`] with
+//! its own connection, so a slow snapshot to one node never delays heartbeats
+//! to another. A connection is opened lazily, re-opened after any error, and
+//! every call has a deadline (openraft's hard TTL for the RPC).
+
+use std::time::Duration;
+
+use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest, VoteResponse,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{Node, NodeId, TypeConfig};
+use crate::transport::frame::Role;
+use crate::transport::peer::FramedConn;
+use crate::transport::TransportError;
+
+/// A Raft RPC from one node to another.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum PeerRequest {
+    AppendEntries(AppendEntriesRequest<TypeConfig>),
+    Vote(VoteRequest<NodeId>),
+    InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
+}
+
+/// The answer to a [`PeerRequest`]; `Error` when the request itself could
+/// not be handled (e.g. a client frame sent on a peer connection).
+#[derive(Debug, Serialize, Deserialize)]
+pub enum PeerResponse {
+    AppendEntries(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
+    Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
+    InstallSnapshot(Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>),
+    Error(String),
+}
+
+/// Makes a [`PeerClient`] per replication target.
+#[derive(Clone)]
+pub struct NetworkFactory {
+    pub my_id: NodeId,
+    /// This node's engine fingerprint (text), sent in every peer hello.
+    pub fingerprint: String,
+    pub connect_timeout: Duration,
+}
+
+impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
+    type Network = PeerClient;
+
+    async fn new_client(&mut self, target: NodeId, node: &Node) -> PeerClient {
+        PeerClient { factory: self.clone(), target, addr: node.addr.clone(), conn: None }
+    }
+}
+
+pub struct PeerClient {
+    factory: NetworkFactory,
+    target: NodeId,
+    addr: String,
+    conn: Option<FramedConn>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("node {target} answered a {want} request with {got}")]
+struct WrongReply {
+    target: NodeId,
+    want: &'static str,
+    got: String,
+}
+
+impl PeerClient {
+    async fn call(&mut self, req: PeerRequest, timeout: Duration) -> Result<PeerResponse, TransportError> {
+        if self.conn.is_none() {
+            let role = Role::Peer { from: self.factory.my_id, fingerprint: self.factory.fingerprint.clone() };
+            let conn = FramedConn::connect(&self.addr, role, self.factory.connect_timeout.min(timeout)).await?;
+            if conn.welcome.node_id != self.target {
+                // Addresses get reused: never send Raft RPC to the wrong node.
+                return Err(TransportError::Refused {
+                    addr: self.addr.clone(),
+                    reason: format!("it is node {}, not node {}", conn.welcome.node_id, self.target),
+                });
+            }
+            self.conn = Some(conn);
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(TransportError::Closed { addr: self.addr.clone() });
+        };
+        let result = conn.call(&req, timeout).await;
+        if result.is_err() {
+            self.conn = None;
+        }
+        result
+    }
+
+    fn unreachable<E: std::error::Error>(e: TransportError) -> RPCError<NodeId, Node, E> {
+        RPCError::Unreachable(Unreachable::new(&e))
+    }
+
+    fn wrong<E: std::error::Error>(&self, want: &'static str, got: PeerResponse) -> RPCError<NodeId, Node, E> {
+        RPCError::Network(NetworkError::new(&WrongReply { target: self.target, want, got: format!("{got:?}") }))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerClient {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, Node, RaftError<NodeId>>> {
+        match self.call(PeerRequest::AppendEntries(rpc), option.hard_ttl()).await.map_err(Self::unreachable)? {
+            PeerResponse::AppendEntries(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            other => Err(self.wrong("append-entries", other)),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<InstallSnapshotResponse<NodeId>, RPCError<NodeId, Node, RaftError<NodeId, InstallSnapshotError>>> {
+        match self.call(PeerRequest::InstallSnapshot(rpc), option.hard_ttl()).await.map_err(Self::unreachable)? {
+            PeerResponse::InstallSnapshot(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            other => Err(self.wrong("install-snapshot", other)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, Node, RaftError<NodeId>>> {
+        match self.call(PeerRequest::Vote(rpc), option.hard_ttl()).await.map_err(Self::unreachable)? {
+            PeerResponse::Vote(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            other => Err(self.wrong("vote", other)),
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! The node's one address: framed protocol and HTTP on the same port.
+//!
+//! Every node serves peer RPC, the native client protocol and HTTP on one
+//! TCP address. A connection is told apart by its first bytes: the framed
+//! protocol opens with the 4-byte preface `LKD` + version; anything else is
+//! handed to the HTTP server.
+//!
+//! ```text
+//! client/peer ─► listener (peek preface) ─┬─► framed: Hello/Welcome, then request/response frames
+//!                                         └─► HTTP (axum)
+//! ```
+//!
+//! Framed protocol: after the preface, length-delimited frames (4-byte
+//! big-endian length, at most [`frame::MAX_FRAME`]) whose bodies are postcard.
+//! The first frame is a [`frame::Hello`] (who is calling, and the engine
+//! fingerprint for peers); the server answers [`frame::Welcome`] or
+//! [`frame::Refused`] with the reason, so a wrong peer — another program, an
+//! older protocol version, a node with a different wasm engine — gets a clear
+//! error instead of undecodable bytes. Requests and responses then travel in
+//! [`frame::Envelope`]s carrying a request id.
+//!
+//! # Layout
+//!
+//! * [`frame`]: preface, hello, envelopes, encode/decode, the codec.
+//! * [`listener`]: the accept loop and the sniffing of the first bytes.
+//! * [`peer`]: the client side of a framed connection, with timeouts.
+
+pub mod frame;
+pub mod listener;
+pub mod peer;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum TransportError {
+    #[error("cannot connect to {addr}: {source}")]
+    Connect { addr: String, source: std::io::Error },
+    #[error("{what} to {addr} timed out after {ms} ms")]
+    Timeout { addr: String, what: &'static str, ms: u64 },
+    #[error("{addr} is not a lockd node speaking protocol version {}: {detail}", frame::VERSION)]
+    NotLockd { addr: String, detail: String },
+    #[error("{addr} refused the connection: {reason}")]
+    Refused { addr: String, reason: String },
+    #[error("connection to {addr} closed")]
+    Closed { addr: String },
+    #[error("i/o with {addr}: {source}")]
+    Io { addr: String, source: std::io::Error },
+    #[error("frame from {addr} does not decode: {detail}")]
+    Decode { addr: String, detail: String },
+    #[error("frame encoding failed: {0}")]
+    Encode(String),
+}
