@@ -9,8 +9,11 @@
 //! * [`scenario`]: data-driven scenario files (`scenarios/*.txt`): a
 //!   scenario is commands in and expected output out, run against every
 //!   machine.
+//! * [`cluster`]: real `lockd` processes on loopback, driven over HTTP,
+//!   killed and restarted.
 //! * [`fixtures`]: the hostile guest components built by `build.rs`.
 
+pub mod cluster;
 pub mod fixtures;
 pub mod machines;
 pub mod scenario;

@@ -96,6 +96,8 @@ impl StateMachineStore {
     /// Open the state machine in `dir`: restore the last snapshot if there is
     /// one, otherwise start empty on `initial_module`.
     pub fn open(engine: Arc<WasmEngine>, dir: &Path, initial_module: &[u8]) -> Result<StateMachineStore, SmOpenError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| SmOpenError::Snapshot { path: dir.display().to_string(), reason: e.to_string() })?;
         let path = dir.join("current");
         let stored = crate::log::read_atomic(&path)
             .map_err(|e| SmOpenError::Snapshot { path: path.display().to_string(), reason: e.to_string() })?;

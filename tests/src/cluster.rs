@@ -1,0 +1,328 @@
+//! A cluster of real `lockd` processes on loopback, for process-level tests.
+//!
+//! Each node is a separate `lockd serve` process with its own data dir under
+//! one temporary directory, its own port, and its output in `nN.log` there
+//! (kept when a test fails: the path is printed). Tests drive it through the
+//! HTTP API like any user would, and kill, restart or corrupt it like the
+//! real world does.
+//!
+//! The binary is `target/<profile>/lockd`, built by `cargo test` at the
+//! workspace root (the `lockd` package has integration tests, so cargo
+//! builds its binaries before any test runs); `LOCKD_BIN` overrides it.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lockd::api::status::Status;
+use serde_json::{json, Value};
+
+/// Timings short enough for tests, long enough for a loaded 2-core CI box.
+pub const HEARTBEAT_MS: u64 = 50;
+pub const ELECTION_MS: u64 = 400;
+
+pub fn lockd_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("LOCKD_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/deps/<test> → target/<profile>/lockd
+    let bin = exe.parent().and_then(Path::parent).map(|d| d.join("lockd")).expect("target dir");
+    assert!(bin.exists(), "{} is missing: run the tests with `cargo test --release` at the workspace root", bin.display());
+    bin
+}
+
+/// A free port on 127.0.0.1 (bound and released; the OS does not hand it out
+/// again at once).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("bind :0").port()
+}
+
+pub struct NodeProc {
+    pub id: u64,
+    pub addr: String,
+    pub data_dir: PathBuf,
+    pub log: PathBuf,
+    pub args: Vec<String>,
+    pub child: Option<Child>,
+}
+
+impl NodeProc {
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub nodes: BTreeMap<u64, NodeProc>,
+    /// Extra flags for every node (e.g. a small snapshot threshold).
+    pub extra: Vec<String>,
+    agent: ureq::Agent,
+}
+
+/// An HTTP answer: status code and JSON body.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn ok(&self) -> bool {
+        self.status == 200
+    }
+    pub fn error(&self) -> &str {
+        self.body["error"].as_str().unwrap_or("")
+    }
+}
+
+impl Cluster {
+    /// Start `n` nodes that bootstrap one cluster.
+    pub fn start(n: u64, extra: &[&str]) -> Cluster {
+        let mut c = Cluster::empty(extra);
+        let members: Vec<(u64, String)> = (1..=n).map(|id| (id, format!("127.0.0.1:{}", free_port()))).collect();
+        let initial = members.iter().map(|(i, a)| format!("{i}={a}")).collect::<Vec<_>>().join(",");
+        for (id, addr) in members {
+            c.add_proc(id, addr, &["--initial-cluster", &initial]);
+        }
+        for id in 1..=n {
+            c.spawn(id);
+        }
+        c
+    }
+
+    pub fn empty(extra: &[&str]) -> Cluster {
+        Cluster {
+            dir: tempfile::Builder::new().prefix("lockd-cluster-").tempdir().expect("tempdir"),
+            nodes: BTreeMap::new(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            agent: ureq::AgentBuilder::new().timeout(Duration::from_secs(10)).build(),
+        }
+    }
+
+    /// Register a node (not started) with its own flags.
+    pub fn add_proc(&mut self, id: u64, addr: String, flags: &[&str]) {
+        let data_dir = self.dir.path().join(format!("n{id}"));
+        let log = self.dir.path().join(format!("n{id}.log"));
+        let mut args: Vec<String> = vec![
+            "serve".into(),
+            "--id".into(),
+            id.to_string(),
+            "--addr".into(),
+            addr.clone(),
+            "--data-dir".into(),
+            data_dir.display().to_string(),
+            "--heartbeat-ms".into(),
+            HEARTBEAT_MS.to_string(),
+            "--election-timeout-ms".into(),
+            ELECTION_MS.to_string(),
+        ];
+        args.extend(self.extra.iter().cloned());
+        args.extend(flags.iter().map(|s| s.to_string()));
+        self.nodes.insert(id, NodeProc { id, addr, data_dir, log, args, child: None });
+    }
+
+    /// Start (or restart) node `id` with its registered flags.
+    pub fn spawn(&mut self, id: u64) {
+        let node = self.nodes.get_mut(&id).expect("known node");
+        assert!(node.child.is_none(), "node {id} is already running");
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&node.log).expect("log file");
+        let child = Command::new(lockd_bin())
+            .args(&node.args)
+            .env("RUST_LOG", "info,openraft=warn")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn lockd");
+        node.child = Some(child);
+    }
+
+    /// SIGKILL node `id` and reap it.
+    pub fn kill(&mut self, id: u64) {
+        let node = self.nodes.get_mut(&id).expect("known node");
+        if let Some(mut child) = node.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Run `lockd` with these args to completion (for startup failures).
+    pub fn run_to_exit(&self, id: u64, timeout: Duration) -> (Option<i32>, String) {
+        let node = &self.nodes[&id];
+        let mut child = Command::new(lockd_bin())
+            .args(&node.args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn lockd");
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                return (status.code(), err);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return (None, "still running at the deadline".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn addr(&self, id: u64) -> &str {
+        &self.nodes[&id].addr
+    }
+
+    pub fn running(&self) -> Vec<u64> {
+        self.nodes.values().filter(|n| n.is_running()).map(|n| n.id).collect()
+    }
+
+    fn request(&self, id: u64, method: &str, path: &str, body: Option<Value>) -> Result<Reply, String> {
+        let url = format!("http://{}{path}", self.addr(id));
+        let req = self.agent.request(method, &url);
+        let res = match body {
+            Some(b) => req.send_json(b),
+            None => req.call(),
+        };
+        match res {
+            Ok(r) => Ok(Reply { status: r.status(), body: r.into_json().unwrap_or(Value::Null) }),
+            Err(ureq::Error::Status(code, r)) => Ok(Reply { status: code, body: r.into_json().unwrap_or(Value::Null) }),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    pub fn get(&self, id: u64, path: &str) -> Result<Reply, String> {
+        self.request(id, "GET", path, None)
+    }
+
+    pub fn post(&self, id: u64, path: &str, body: Value) -> Result<Reply, String> {
+        self.request(id, "POST", path, Some(body))
+    }
+
+    pub fn status(&self, id: u64) -> Option<Status> {
+        let r = self.get(id, "/v1/status").ok()?;
+        serde_json::from_value(r.body).ok()
+    }
+
+    /// Wait until node `id` answers HTTP.
+    pub fn wait_up(&self, id: u64, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while self.status(id).is_none() {
+            assert!(Instant::now() < deadline, "node {id} did not come up within {timeout:?}: {}", self.describe());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Wait until every running node agrees on one leader; returns it.
+    pub fn wait_leader(&self, timeout: Duration) -> u64 {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let statuses: Vec<Status> = self.running().into_iter().filter_map(|id| self.status(id)).collect();
+            if statuses.len() == self.running().len() {
+                if let Some(l) = statuses.iter().find(|s| s.role == "leader") {
+                    if statuses.iter().all(|s| s.leader == Some(l.id) && s.term == l.term) {
+                        return l.id;
+                    }
+                }
+            }
+            assert!(Instant::now() < deadline, "no agreed leader within {timeout:?}: {}", self.describe());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Wait until every running node has applied the same index with the
+    /// same state hash and the same module; returns that status.
+    pub fn wait_converged(&self, timeout: Duration) -> Status {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let statuses: Vec<Status> = self.running().into_iter().filter_map(|id| self.status(id)).collect();
+            if statuses.len() == self.running().len() && !statuses.is_empty() {
+                let s0 = &statuses[0];
+                let same = statuses.iter().all(|s| {
+                    s.applied_index == s0.applied_index
+                        && s.state_hash == s0.state_hash
+                        && s.module_hash == s0.module_hash
+                });
+                if same && s0.applied_index > 0 {
+                    return s0.clone();
+                }
+            }
+            assert!(Instant::now() < deadline, "nodes did not converge within {timeout:?}: {}", self.describe());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Try once to take `key` on node `id`.
+    pub fn acquire(&self, id: u64, key: &str, lease_ms: u64) -> Result<Reply, String> {
+        self.post(id, &format!("/v1/locks/{key}/acquire"), json!({ "lease_ms": lease_ms }))
+    }
+
+    pub fn release(&self, id: u64, key: &str, token: u64) -> Result<Reply, String> {
+        self.post(id, &format!("/v1/locks/{key}/release"), json!({ "token": token }))
+    }
+
+    pub fn lock(&self, id: u64, key: &str) -> Result<Reply, String> {
+        self.get(id, &format!("/v1/locks/{key}"))
+    }
+
+    /// Acquire on whichever node is leader now, retrying through elections
+    /// until `timeout`. Returns the token.
+    pub fn acquire_on_leader(&self, key: &str, lease_ms: u64, timeout: Duration) -> u64 {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let leader = self.wait_leader(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)));
+            match self.acquire(leader, key, lease_ms) {
+                Ok(r) if r.ok() => return r.body["token"].as_u64().expect("token"),
+                Ok(r) if r.status == 409 => panic!("{key} is unexpectedly held: {r:?}"),
+                other => assert!(Instant::now() < deadline, "acquire {key} failed until the deadline: {other:?}"),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// One line per node: role, term, indexes, hash; and where the logs are.
+    pub fn describe(&self) -> String {
+        let mut out = format!("(logs in {})", self.dir.path().display());
+        for id in self.nodes.keys() {
+            match self.status(*id) {
+                Some(s) => out.push_str(&format!(
+                    "\n  node {id}: {} term {} leader {:?} commit {} applied {} hash {}",
+                    s.role,
+                    s.term,
+                    s.leader,
+                    s.commit_index,
+                    s.applied_index,
+                    &s.state_hash[..12.min(s.state_hash.len())]
+                )),
+                None => out.push_str(&format!("\n  node {id}: down")),
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("cluster state at failure: {}", self.describe());
+            let kept = self.dir.path().to_path_buf();
+            for id in self.nodes.keys().copied().collect::<Vec<_>>() {
+                self.kill(id);
+            }
+            // Leak the temp dir so the logs survive for a look.
+            let _ = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir")).keep();
+            eprintln!("node logs kept in {}", kept.display());
+            return;
+        }
+        for id in self.nodes.keys().copied().collect::<Vec<_>>() {
+            self.kill(id);
+        }
+    }
+}
