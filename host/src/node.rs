@@ -33,6 +33,7 @@ use crate::raft::log_store::{LogOpenError, LogStore};
 use crate::raft::network::NetworkFactory;
 use crate::raft::state_machine::{SmOpenError, StateMachineStore};
 use crate::raft::{Node as RaftNode, NodeId, Raft};
+use crate::service::proposer::Proposer;
 
 #[derive(Debug, Error)]
 pub enum NodeError {
@@ -72,6 +73,7 @@ pub struct Node {
     pub sm: StateMachineStore,
     pub log: LogStore,
     pub engine: Arc<WasmEngine>,
+    pub proposer: Proposer,
     pub started: Instant,
     shutdown: watch::Sender<bool>,
 }
@@ -141,7 +143,9 @@ impl Node {
             .map_err(|e| NodeError::Raft(e.to_string()))?;
 
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let proposer = Proposer::start(raft.clone(), config.id);
         let node = Arc::new(Node {
+            proposer,
             id: config.id,
             addr: config.addr.clone(),
             config: config.clone(),

@@ -28,8 +28,12 @@ pub fn lockd_bin() -> PathBuf {
         return PathBuf::from(p);
     }
     let exe = std::env::current_exe().expect("current exe");
-    // target/<profile>/deps/<test> → target/<profile>/lockd
-    let bin = exe.parent().and_then(Path::parent).map(|d| d.join("lockd")).expect("target dir");
+    // target/<profile>/deps/<test> or target/<profile>/<bench> → target/<profile>/lockd
+    let mut dir = exe.parent().expect("exe dir");
+    if dir.ends_with("deps") {
+        dir = dir.parent().expect("profile dir");
+    }
+    let bin = dir.join("lockd");
     assert!(bin.exists(), "{} is missing: run the tests with `cargo test --release` at the workspace root", bin.display());
     bin
 }
@@ -132,7 +136,7 @@ impl Cluster {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(&node.log).expect("log file");
         let child = Command::new(lockd_bin())
             .args(&node.args)
-            .env("RUST_LOG", "info,openraft=warn")
+            .env("RUST_LOG", std::env::var("LOCKD_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

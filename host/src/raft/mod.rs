@@ -56,22 +56,30 @@ pub type StorageError = openraft::StorageError<NodeId>;
 /// The application payload of a log entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Request {
-    /// One of the replicated lock commands.
-    Lock(Command),
+    /// Replicated lock commands, applied in this order. The leader puts
+    /// every command waiting at the moment into one entry (see
+    /// [`crate::service::proposer`]): one fsync for many commands.
+    Lock(Vec<Command>),
 }
 
 /// What applying an entry returns to the proposer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Response {
-    /// The outcome of a lock command; `Noop` for Raft's blank and membership
-    /// entries.
-    Lock(Outcome),
+    /// One outcome per command of the entry; a single `Noop` for Raft's blank
+    /// and membership entries.
+    Lock(Vec<Outcome>),
 }
 
 impl std::fmt::Display for Request {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Request::Lock(c) => write!(f, "{c}"),
+            Request::Lock(cs) => {
+                write!(f, "[")?;
+                for (i, c) in cs.iter().enumerate() {
+                    write!(f, "{}{c}", if i > 0 { ", " } else { "" })?;
+                }
+                write!(f, "]")
+            }
         }
     }
 }

@@ -86,7 +86,9 @@ impl PeerClient {
         let Some(conn) = self.conn.as_mut() else {
             return Err(TransportError::Closed { addr: self.addr.clone() });
         };
+        let started = std::time::Instant::now();
         let result = conn.call(&req, timeout).await;
+        tracing::trace!(target = self.target, micros = started.elapsed().as_micros() as u64, ok = result.is_ok(), "peer rpc");
         if result.is_err() {
             self.conn = None;
         }

@@ -172,26 +172,37 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         I::IntoIter: Send,
     {
         let mut st = self.state();
+        // Flatten the range into one guest batch: an entry's commands, or one
+        // `None` (answered Noop) for a blank or membership entry. `sizes`
+        // regroups the outcomes per entry.
         let mut batch: Vec<Option<Command>> = Vec::new();
+        let mut sizes = Vec::new();
         let mut last = None;
         for entry in entries {
             last = Some(entry.log_id);
-            batch.push(match entry.payload {
-                EntryPayload::Normal(Request::Lock(c)) => Some(c),
+            match entry.payload {
+                EntryPayload::Normal(Request::Lock(commands)) => {
+                    sizes.push(commands.len());
+                    batch.extend(commands.into_iter().map(Some));
+                }
                 EntryPayload::Membership(m) => {
                     st.membership = StoredMembership::new(Some(entry.log_id), m);
-                    None
+                    sizes.push(1);
+                    batch.push(None);
                 }
-                EntryPayload::Blank => None,
-            });
+                EntryPayload::Blank => {
+                    sizes.push(1);
+                    batch.push(None);
+                }
+            }
         }
-        let span = tracing::debug_span!("apply", entries = batch.len(), last = ?last.map(|l: LogId| l.index));
+        let span = tracing::debug_span!("apply", entries = sizes.len(), commands = batch.len(), last = ?last.map(|l: LogId| l.index));
         let _enter = span.enter();
-        let outcomes = st.guest.apply_entries(batch).map_err(sm_err)?;
+        let mut outcomes = st.guest.apply_entries(batch).map_err(sm_err)?.into_iter();
         if last.is_some() {
             st.last_applied = last;
         }
-        Ok(outcomes.into_iter().map(Response::Lock).collect())
+        Ok(sizes.into_iter().map(|n| Response::Lock(outcomes.by_ref().take(n).collect())).collect())
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {

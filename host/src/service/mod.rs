@@ -1,15 +1,20 @@
 //! The lock service on the leader: the only proposer of lock commands.
 //!
+//! # Layout
+//!
+//! * [`proposer`]: batches command groups into log entries.
+//!
 //! Acquire (try once), release with the holder's token, and linearizable
 //! reads. Requests are checked here — key and lease rules, token match —
 //! **before** anything is proposed, so bad input never reaches the log.
 
-use openraft::error::{ClientWriteError, RaftError};
+pub mod proposer;
+
+use openraft::error::RaftError;
 use thiserror::Error;
 
 use crate::command::{Command, LockInfo, Outcome};
 use crate::node::Node;
-use crate::raft::{Request, Response};
 
 /// The longest key accepted, in bytes.
 pub const MAX_KEY_BYTES: usize = 1024;
@@ -67,19 +72,6 @@ fn holder(node: &Node, key: &str) -> Result<Option<LockInfo>, ServiceError> {
     node.sm.state().guest.get(key).map_err(|e| ServiceError::StateMachine(e.to_string()))
 }
 
-/// Propose one command and wait for its applied outcome.
-pub async fn propose(node: &Node, command: Command) -> Result<Outcome, ServiceError> {
-    match node.raft.client_write(Request::Lock(command)).await {
-        Ok(resp) => match resp.data {
-            Response::Lock(outcome) => Ok(outcome),
-        },
-        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
-            Err(ServiceError::NotLeader { id: node.id, leader: f.leader_id })
-        }
-        Err(e) => Err(ServiceError::Unavailable(e.to_string())),
-    }
-}
-
 /// Take `key` if it is free.
 pub async fn try_acquire(node: &Node, key: &str, lease_ms: u64) -> Result<Acquired, ServiceError> {
     check_key(key)?;
@@ -87,7 +79,7 @@ pub async fn try_acquire(node: &Node, key: &str, lease_ms: u64) -> Result<Acquir
     if holder(node, key)?.is_some() {
         return Err(ServiceError::Held { key: key.into() });
     }
-    match propose(node, Command::grant(key, lease_ms)).await? {
+    match node.proposer.propose_one(Command::grant(key, lease_ms)).await? {
         Outcome::Granted(token) => Ok(Acquired { token, lease_ms }),
         Outcome::GrantRejected => Err(ServiceError::Held { key: key.into() }),
         other => Err(ServiceError::StateMachine(format!("grant answered {other}"))),
@@ -102,7 +94,7 @@ pub async fn release(node: &Node, key: &str, token: u64) -> Result<(), ServiceEr
         Some(h) if h.token != token => return Err(ServiceError::WrongToken { key: key.into(), given: token }),
         Some(_) => {}
     }
-    match propose(node, Command::release(key)).await? {
+    match node.proposer.propose_one(Command::release(key)).await? {
         Outcome::Released => Ok(()),
         Outcome::NotFound => Err(ServiceError::NotHeld { key: key.into() }),
         other => Err(ServiceError::StateMachine(format!("release answered {other}"))),

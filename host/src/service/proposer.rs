@@ -1,0 +1,118 @@
+//! Proposal batching: many commands, one log entry, one fsync.
+//!
+//! openraft 0.9 appends one entry (or one client write) at a time and waits
+//! for its fsync before taking the next, so without batching the leader
+//! commits at most one command per fsync. The proposer collects every
+//! command group submitted while earlier writes are in flight into **one**
+//! `Request::Lock` entry, with up to [`MAX_IN_FLIGHT`] entries outstanding,
+//! so under load one fsync carries hundreds of commands.
+//!
+//! A group (e.g. `[Release k, Grant k]` for a handoff) stays together and in
+//! order inside the entry, which is what lets the service pipeline a grant
+//! right behind the release it depends on.
+
+use std::sync::Arc;
+
+use openraft::error::{ClientWriteError, RaftError};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use super::ServiceError;
+use crate::command::{Command, Outcome};
+use crate::raft::{NodeId, Raft, Request, Response};
+
+/// Entries being committed at once.
+pub const MAX_IN_FLIGHT: usize = 4;
+/// Commands in one entry at most (the entry must stay well under a frame).
+pub const MAX_BATCH: usize = 4096;
+
+struct Pending {
+    commands: Vec<Command>,
+    reply: oneshot::Sender<Result<Vec<Outcome>, ServiceError>>,
+}
+
+/// Submits command groups to Raft in batches. Cheap to clone.
+#[derive(Clone)]
+pub struct Proposer {
+    tx: mpsc::UnboundedSender<Pending>,
+}
+
+impl Proposer {
+    pub fn start(raft: Raft, id: NodeId) -> Proposer {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(run(raft, id, rx));
+        Proposer { tx }
+    }
+
+    /// Commit `commands` (in this order, in one entry) and return their
+    /// outcomes.
+    pub async fn propose(&self, commands: Vec<Command>) -> Result<Vec<Outcome>, ServiceError> {
+        let (reply, wait) = oneshot::channel();
+        self.tx.send(Pending { commands, reply }).map_err(|_| ServiceError::Unavailable("the node is shutting down".into()))?;
+        wait.await.map_err(|_| ServiceError::Unavailable("the node is shutting down".into()))?
+    }
+
+    /// Commit one command and return its outcome.
+    pub async fn propose_one(&self, command: Command) -> Result<Outcome, ServiceError> {
+        let mut outcomes = self.propose(vec![command]).await?;
+        outcomes.pop().ok_or_else(|| ServiceError::StateMachine("no outcome for a committed command".into()))
+    }
+}
+
+async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
+    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    loop {
+        // Take a slot first: while all are busy, submissions pile up in the
+        // channel and become the next, larger batch.
+        let Ok(slot) = slots.clone().acquire_owned().await else { return };
+        let Some(first) = rx.recv().await else { return };
+        let mut total = first.commands.len();
+        let mut groups = vec![first];
+        while total < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(p) => {
+                    total += p.commands.len();
+                    groups.push(p);
+                }
+                Err(_) => break,
+            }
+        }
+        let raft = raft.clone();
+        tokio::spawn(async move {
+            let mut sizes = Vec::with_capacity(groups.len());
+            let mut replies = Vec::with_capacity(groups.len());
+            let mut commands = Vec::with_capacity(total);
+            for g in groups {
+                sizes.push(g.commands.len());
+                commands.extend(g.commands);
+                replies.push(g.reply);
+            }
+            let result = match raft.client_write(Request::Lock(commands)).await {
+                Ok(resp) => match resp.data {
+                    Response::Lock(outcomes) if outcomes.len() == total => Ok(outcomes),
+                    Response::Lock(outcomes) => Err(ServiceError::StateMachine(format!(
+                        "{} outcomes for an entry of {total} commands",
+                        outcomes.len()
+                    ))),
+                },
+                Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                    Err(ServiceError::NotLeader { id, leader: f.leader_id })
+                }
+                Err(e) => Err(ServiceError::Unavailable(e.to_string())),
+            };
+            match result {
+                Ok(outcomes) => {
+                    let mut outcomes = outcomes.into_iter();
+                    for (n, reply) in sizes.into_iter().zip(replies) {
+                        let _ = reply.send(Ok(outcomes.by_ref().take(n).collect()));
+                    }
+                }
+                Err(e) => {
+                    for reply in replies {
+                        let _ = reply.send(Err(e.clone()));
+                    }
+                }
+            }
+            drop(slot);
+        });
+    }
+}
