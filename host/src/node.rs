@@ -117,7 +117,7 @@ impl Node {
         let engine = Arc::new(WasmEngine::new(config.engine.clone(), Some(dir.join("module-cache")))?);
         check_meta(&dir, config.id, engine.fingerprint())?;
 
-        let sm = StateMachineStore::open(engine.clone(), &dir.join("snapshot"), crate::builtin::LOCK_SM)?;
+        let sm = StateMachineStore::open(config.id, engine.clone(), &dir.join("snapshot"), crate::builtin::LOCK_SM)?;
         let log = LogStore::open(&dir.join("raft"), WalOptions { segment_bytes: config.segment_bytes })?;
 
         let raft_config = openraft::Config {

@@ -61,6 +61,7 @@ pub struct SmState {
 }
 
 pub struct SmShared {
+    id: u64,
     engine: Arc<WasmEngine>,
     dir: PathBuf,
     state: Mutex<SmState>,
@@ -95,7 +96,7 @@ pub enum SmOpenError {
 impl StateMachineStore {
     /// Open the state machine in `dir`: restore the last snapshot if there is
     /// one, otherwise start empty on `initial_module`.
-    pub fn open(engine: Arc<WasmEngine>, dir: &Path, initial_module: &[u8]) -> Result<StateMachineStore, SmOpenError> {
+    pub fn open(id: u64, engine: Arc<WasmEngine>, dir: &Path, initial_module: &[u8]) -> Result<StateMachineStore, SmOpenError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| SmOpenError::Snapshot { path: dir.display().to_string(), reason: e.to_string() })?;
         let path = dir.join("current");
@@ -126,6 +127,7 @@ impl StateMachineStore {
         };
         Ok(StateMachineStore {
             shared: Arc::new(SmShared {
+                id,
                 engine,
                 dir: dir.to_path_buf(),
                 state: Mutex::new(state),
@@ -196,7 +198,14 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                 }
             }
         }
-        let span = tracing::debug_span!("apply", entries = sizes.len(), commands = batch.len(), last = ?last.map(|l: LogId| l.index));
+        let span = tracing::debug_span!(
+            "apply",
+            node = self.shared.id,
+            term = last.map(|l: LogId| l.leader_id.term),
+            index = last.map(|l: LogId| l.index),
+            entries = sizes.len(),
+            commands = batch.len()
+        );
         let _enter = span.enter();
         let mut outcomes = st.guest.apply_entries(batch).map_err(sm_err)?.into_iter();
         if last.is_some() {
@@ -232,7 +241,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         st.membership = meta.last_membership.clone();
         st.current = Some((meta.clone(), Arc::new(bytes)));
         self.shared.snapshots_installed.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(last_log_id = ?meta.last_log_id, module = %st.module.hash(), "installed snapshot from leader");
+        tracing::info!(node = self.shared.id, term = meta.last_log_id.map(|l| l.leader_id.term), index = meta.last_log_id.map(|l| l.index), module = %st.module.hash(), "installed snapshot from leader");
         Ok(())
     }
 
@@ -260,7 +269,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
         let blob = SnapshotBlob { meta: meta.clone(), module: st.module.bytes().to_vec(), guest_state };
         let bytes = blob.encode().map_err(|e| snap_err(None, e))?;
         self.persist(&bytes).map_err(|e| snap_err(Some(&meta), e))?;
-        tracing::info!(last_log_id = ?meta.last_log_id, bytes = bytes.len(), "built snapshot");
+        tracing::info!(node = self.shared.id, term = meta.last_log_id.map(|l| l.leader_id.term), index = meta.last_log_id.map(|l| l.index), bytes = bytes.len(), "built snapshot");
         let bytes = Arc::new(bytes);
         st.current = Some((meta.clone(), bytes.clone()));
         Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(bytes.as_ref().clone())) })
