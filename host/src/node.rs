@@ -33,6 +33,7 @@ use crate::raft::log_store::{LogOpenError, LogStore};
 use crate::raft::network::NetworkFactory;
 use crate::raft::state_machine::{SmOpenError, StateMachineStore};
 use crate::raft::{Node as RaftNode, NodeId, Raft};
+use crate::service::locks::LockService;
 use crate::service::proposer::Proposer;
 
 #[derive(Debug, Error)]
@@ -74,6 +75,7 @@ pub struct Node {
     pub log: LogStore,
     pub engine: Arc<WasmEngine>,
     pub proposer: Proposer,
+    pub locks: LockService,
     pub started: Instant,
     shutdown: watch::Sender<bool>,
 }
@@ -144,8 +146,13 @@ impl Node {
 
         let (shutdown, shutdown_rx) = watch::channel(false);
         let proposer = Proposer::start(raft.clone(), config.id);
+        // The longest an election can take: a new leader adds it to every
+        // held lease it inherits.
+        let election_max = Duration::from_millis(config.election_timeout_ms * 2);
+        let locks = LockService::start(config.id, raft.clone(), sm.clone(), proposer.clone(), election_max);
         let node = Arc::new(Node {
             proposer,
+            locks,
             id: config.id,
             addr: config.addr.clone(),
             config: config.clone(),

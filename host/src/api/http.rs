@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `POST /v1/locks/{key}/acquire` | `{"lease_ms":N,"wait_ms":N}` | `200 {"token":T,"lease_ms":N}`; `409` still held after the wait |
 //! | `POST /v1/locks/{key}/release` | `{"token":T}` | `200`; `404` not held; `409` not the holder's token |
+//! | `POST /v1/locks/{key}/keepalive` | `{"token":T}` | `200 {"lease_ms":N}`; `404`/`409` as above; `503` leadership not confirmed |
 //! | `GET /v1/locks/{key}` | | `{"held":bool,"token":T?,"lease_ms":N?}`, read linearizably |
 //! | `GET /v1/status` | | see [`super::status::Status`] |
 //! | `GET /v1/members` | | `[{"id":N,"addr":"…","voter":bool}]` |
@@ -19,12 +20,12 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -34,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::net::TcpStream;
 
+use super::forward;
 use super::status::{Member, Status};
 use crate::membership::{self, MembershipError};
 use crate::node::Node;
@@ -112,16 +114,11 @@ impl From<MembershipError> for ApiError {
 
 /// Parse a JSON body strictly, with errors that say what is wrong.
 fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
-    let bytes = body.map_err(|e| {
-        let status = e.status();
-        let msg = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            format!("request body is over {MAX_BODY} bytes")
-        } else {
-            format!("cannot read request body: {e}")
-        };
-        ApiError(status, msg, None)
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("malformed JSON body: {e}"), None))
+    parse_bytes(&read_body(body)?)
+}
+
+fn parse_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("malformed JSON body: {e}"), None))
 }
 
 async fn status(State(node): State<Arc<Node>>) -> Json<Status> {
@@ -192,48 +189,69 @@ struct LockReply {
     lease_ms: Option<u64>,
 }
 
+/// The body's bytes, or a precise error.
+fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|e| {
+        let status = e.status();
+        let msg = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            format!("request body is over {MAX_BODY} bytes")
+        } else {
+            format!("cannot read request body: {e}")
+        };
+        ApiError(status, msg, None)
+    })
+}
+
 fn lock_path(path: Result<Path<String>, axum::extract::rejection::PathRejection>) -> Result<String, ApiError> {
     path.map(|Path(p)| p).map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("{}: {e}", ServiceError::KeyNotUtf8), None))
 }
 
 async fn lock_get(
     State(node): State<Arc<Node>>,
+    uri: Uri,
+    headers: HeaderMap,
     path: Result<Path<String>, axum::extract::rejection::PathRejection>,
-) -> Result<Json<LockReply>, ApiError> {
+) -> Result<Response, ApiError> {
     let key = lock_path(path)?;
+    if let Some(leader) = forward::target(&node, &headers) {
+        return forward::forward(&node, leader, Method::GET, &uri, Bytes::new()).await;
+    }
     let info = service::get(&node, &key).await?;
-    Ok(Json(LockReply { held: info.is_some(), token: info.map(|i| i.token), lease_ms: info.map(|i| i.lease_ms) }))
+    Ok(Json(LockReply { held: info.is_some(), token: info.map(|i| i.token), lease_ms: info.map(|i| i.lease_ms) }).into_response())
 }
 
 async fn lock_post(
     State(node): State<Arc<Node>>,
+    uri: Uri,
+    headers: HeaderMap,
     path: Result<Path<String>, axum::extract::rejection::PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let path = lock_path(path)?;
+    let body = read_body(body)?;
+    if let Some(leader) = forward::target(&node, &headers) {
+        return forward::forward(&node, leader, Method::POST, &uri, body).await;
+    }
     let Some((key, action)) = path.rsplit_once('/') else {
-        return Err(ApiError(StatusCode::NOT_FOUND, "expected /v1/locks/{key}/acquire|release".into(), None));
+        return Err(ApiError(StatusCode::NOT_FOUND, "expected /v1/locks/{key}/acquire|release|keepalive".into(), None));
     };
     match action {
         "acquire" => {
-            let req: AcquireBody = parse(body)?;
-            let deadline = Instant::now() + Duration::from_millis(req.wait_ms);
-            loop {
-                match service::try_acquire(&node, key, req.lease_ms).await {
-                    Ok(a) => return Ok(Json(AcquireReply { token: a.token, lease_ms: a.lease_ms }).into_response()),
-                    Err(ServiceError::Held { .. }) if Instant::now() < deadline => {
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
+            let req: AcquireBody = parse_bytes(&body)?;
+            let a = service::acquire(&node, key, req.lease_ms, Duration::from_millis(req.wait_ms)).await?;
+            Ok(Json(AcquireReply { token: a.token, lease_ms: a.lease_ms }).into_response())
         }
         "release" => {
-            let req: TokenBody = parse(body)?;
+            let req: TokenBody = parse_bytes(&body)?;
             service::release(&node, key, req.token).await?;
             Ok(Json(json!({})).into_response())
         }
-        other => Err(ApiError(StatusCode::NOT_FOUND, format!("unknown lock action {other:?}; expected acquire or release"), None)),
+        "keepalive" => {
+            let req: TokenBody = parse_bytes(&body)?;
+            let lease_ms = service::keepalive(&node, key, req.token).await?;
+            Ok(Json(json!({ "lease_ms": lease_ms })).into_response())
+        }
+        other => Err(ApiError(StatusCode::NOT_FOUND, format!("unknown lock action {other:?}; expected acquire, release or keepalive"), None)),
     }
 }
 
@@ -255,6 +273,14 @@ async fn metrics(State(node): State<Arc<Node>>) -> impl IntoResponse {
     metric("lockd_wal_fsyncs_total", "counter", "fsyncs issued by the log.", stats.fsyncs.load(Ordering::Relaxed));
     metric("lockd_snapshots_built_total", "counter", "Snapshots built.", s.snapshots_built);
     metric("lockd_snapshots_installed_total", "counter", "Snapshots installed from a leader.", s.snapshots_installed);
+    let ls = &node.locks.stats;
+    metric("lockd_lock_grants_total", "counter", "Grants committed by this node as leader.", ls.grants.load(Ordering::Relaxed));
+    metric("lockd_lock_releases_total", "counter", "Releases committed for callers.", ls.releases.load(Ordering::Relaxed));
+    metric("lockd_lock_expires_total", "counter", "Expire commands committed.", ls.expires.load(Ordering::Relaxed));
+    metric("lockd_lock_handoffs_total", "counter", "Grants pipelined behind a release or expire.", ls.handoffs.load(Ordering::Relaxed));
+    metric("lockd_lock_phantom_releases_total", "counter", "Grants released because the caller left.", ls.phantom_releases.load(Ordering::Relaxed));
+    metric("lockd_lock_keepalives_total", "counter", "Leases extended.", ls.keepalives.load(Ordering::Relaxed));
+    metric("lockd_lock_waiters", "gauge", "Callers waiting for a lock.", ls.waiting.load(Ordering::Relaxed));
     metric("lockd_state_machine_poisoned", "gauge", "1 when the guest failed and applying stopped.", s.poisoned.is_some() as u64);
     ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
 }

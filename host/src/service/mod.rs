@@ -2,18 +2,23 @@
 //!
 //! # Layout
 //!
+//! * [`locks`]: the leader's actor: waiters, lease timers, handoff,
+//!   phantom-lock release.
 //! * [`proposer`]: batches command groups into log entries.
 //!
-//! Acquire (try once), release with the holder's token, and linearizable
-//! reads. Requests are checked here — key and lease rules, token match —
-//! **before** anything is proposed, so bad input never reaches the log.
+//! The functions here are what the HTTP and framed APIs call. Requests are
+//! checked here — key and lease rules — and tokens in [`locks`], **before**
+//! anything is proposed, so bad input never reaches the log.
 
+pub mod locks;
 pub mod proposer;
+
+use std::time::Duration;
 
 use openraft::error::RaftError;
 use thiserror::Error;
 
-use crate::command::{Command, LockInfo, Outcome};
+use crate::command::LockInfo;
 use crate::node::Node;
 
 /// The longest key accepted, in bytes.
@@ -68,44 +73,48 @@ pub fn check_lease(node: &Node, lease_ms: u64) -> Result<(), ServiceError> {
     }
 }
 
-fn holder(node: &Node, key: &str) -> Result<Option<LockInfo>, ServiceError> {
-    node.sm.state().guest.get(key).map_err(|e| ServiceError::StateMachine(e.to_string()))
-}
-
-/// Take `key` if it is free.
-pub async fn try_acquire(node: &Node, key: &str, lease_ms: u64) -> Result<Acquired, ServiceError> {
+/// Take `key`, waiting up to `wait` in the key's FIFO queue if it is held.
+pub async fn acquire(node: &Node, key: &str, lease_ms: u64, wait: Duration) -> Result<Acquired, ServiceError> {
     check_key(key)?;
     check_lease(node, lease_ms)?;
-    if holder(node, key)?.is_some() {
-        return Err(ServiceError::Held { key: key.into() });
-    }
-    match node.proposer.propose_one(Command::grant(key, lease_ms)).await? {
-        Outcome::Granted(token) => Ok(Acquired { token, lease_ms }),
-        Outcome::GrantRejected => Err(ServiceError::Held { key: key.into() }),
-        other => Err(ServiceError::StateMachine(format!("grant answered {other}"))),
-    }
+    node.locks.acquire(key.to_string(), lease_ms, wait).await
 }
 
-/// Free `key`, if `token` is its holder's.
+/// Free `key`, if `token` is its holder's (checked before proposing).
 pub async fn release(node: &Node, key: &str, token: u64) -> Result<(), ServiceError> {
     check_key(key)?;
-    match holder(node, key)? {
-        None => return Err(ServiceError::NotHeld { key: key.into() }),
-        Some(h) if h.token != token => return Err(ServiceError::WrongToken { key: key.into(), given: token }),
-        Some(_) => {}
+    node.locks.release(key.to_string(), token).await
+}
+
+/// Extend the lease of `token` on `key` by its full `lease_ms`, counted from
+/// before this node confirmed with a quorum that it is still the leader
+/// (read-index). A deposed or partitioned leader cannot confirm, so it
+/// cannot extend. Returns the lease in ms.
+pub async fn keepalive(node: &Node, key: &str, token: u64) -> Result<u64, ServiceError> {
+    check_key(key)?;
+    let from = tokio::time::Instant::now();
+    let limit = Duration::from_millis(node.config.election_timeout_ms);
+    match tokio::time::timeout(limit, node.raft.ensure_linearizable()).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f)))) => {
+            return Err(ServiceError::NotLeader { id: node.id, leader: f.leader_id })
+        }
+        Ok(Err(e)) => return Err(ServiceError::Unavailable(e.to_string())),
+        Err(_) => {
+            return Err(ServiceError::Unavailable(format!(
+                "node {} could not confirm its leadership with a quorum within {} ms",
+                node.id, node.config.election_timeout_ms
+            )))
+        }
     }
-    match node.proposer.propose_one(Command::release(key)).await? {
-        Outcome::Released => Ok(()),
-        Outcome::NotFound => Err(ServiceError::NotHeld { key: key.into() }),
-        other => Err(ServiceError::StateMachine(format!("release answered {other}"))),
-    }
+    node.locks.extend(key.to_string(), token, from).await
 }
 
 /// The holder of `key`, read linearizably (read-index through the leader).
 pub async fn get(node: &Node, key: &str) -> Result<Option<LockInfo>, ServiceError> {
     check_key(key)?;
     match node.raft.ensure_linearizable().await {
-        Ok(_) => holder(node, key),
+        Ok(_) => node.sm.state().guest.get(key).map_err(|e| ServiceError::StateMachine(e.to_string())),
         Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f))) => {
             Err(ServiceError::NotLeader { id: node.id, leader: f.leader_id })
         }
