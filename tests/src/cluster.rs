@@ -153,6 +153,22 @@ impl Cluster {
         }
     }
 
+    /// SIGSTOP node `id`: it stops answering but keeps its state and sockets.
+    pub fn pause(&self, id: u64) {
+        self.signal(id, "-STOP");
+    }
+
+    /// SIGCONT node `id`.
+    pub fn resume(&self, id: u64) {
+        self.signal(id, "-CONT");
+    }
+
+    fn signal(&self, id: u64, sig: &str) {
+        let pid = self.nodes[&id].child.as_ref().expect("node is running").id();
+        let ok = Command::new("kill").args([sig, &pid.to_string()]).status().expect("run kill").success();
+        assert!(ok, "kill {sig} {pid} failed");
+    }
+
     /// Run `lockd` with these args to completion (for startup failures).
     pub fn run_to_exit(&self, id: u64, timeout: Duration) -> (Option<i32>, String) {
         let node = &self.nodes[&id];
@@ -270,6 +286,20 @@ impl Cluster {
 
     pub fn release(&self, id: u64, key: &str, token: u64) -> Result<Reply, String> {
         self.post(id, &format!("/v1/locks/{key}/release"), json!({ "token": token }))
+    }
+
+    pub fn keepalive(&self, id: u64, key: &str, token: u64) -> Result<Reply, String> {
+        self.post(id, &format!("/v1/locks/{key}/keepalive"), json!({ "token": token }))
+    }
+
+    /// A metric's value on node `id` (first sample of that name).
+    pub fn metric(&self, id: u64, name: &str) -> Option<u64> {
+        let url = format!("http://{}/metrics", self.addr(id));
+        let text = self.agent.get(&url).call().ok()?.into_string().ok()?;
+        text.lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
     }
 
     pub fn lock(&self, id: u64, key: &str) -> Result<Reply, String> {

@@ -99,7 +99,12 @@ pub async fn keepalive(node: &Node, key: &str, token: u64) -> Result<u64, Servic
         Ok(Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f)))) => {
             return Err(ServiceError::NotLeader { id: node.id, leader: f.leader_id })
         }
-        Ok(Err(e)) => return Err(ServiceError::Unavailable(e.to_string())),
+        Ok(Err(e)) => {
+            return Err(ServiceError::Unavailable(format!(
+                "node {} could not confirm its leadership with a quorum: {e}",
+                node.id
+            )))
+        }
         Err(_) => {
             return Err(ServiceError::Unavailable(format!(
                 "node {} could not confirm its leadership with a quorum within {} ms",
