@@ -1,12 +1,19 @@
-//! The server side of a framed connection.
+//! The server side of a framed connection: peers (Raft RPC, one request at
+//! a time) and clients (the lock protocol, many requests at once).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
+use lockd_client::proto::{ClientRequest, ClientResponse, LockView, WireError};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-use tokio_util::codec::Framed;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
+use super::status::status_of;
+use crate::service::{self, ServiceError};
 use crate::node::Node;
 use crate::raft::network::{PeerRequest, PeerResponse};
 use crate::transport::frame::{self, Envelope, Hello, HelloReply, Refused, Role, Welcome};
@@ -47,11 +54,14 @@ pub async fn serve(node: Arc<Node>, mut stream: TcpStream) {
                 refuse(format!("node {} runs a different wasm engine (caller != this node): {diffs}", node.id))
             }
         }
-        Role::Client => refuse("this node does not serve the native client protocol yet; use the HTTP API".into()),
+        Role::Client => HelloReply::Welcome(Welcome { node_id: node.id }),
     };
     let welcomed = matches!(reply, HelloReply::Welcome(_));
     if send(&mut framed, &reply).await.is_err() || !welcomed {
         return;
+    }
+    if matches!(hello.role, Role::Client) {
+        return serve_client(node, framed).await;
     }
     while let Some(Ok(bytes)) = framed.next().await {
         let (id, response) = match frame::decode::<Envelope<PeerRequest>>(&bytes) {
@@ -65,11 +75,111 @@ pub async fn serve(node: Arc<Node>, mut stream: TcpStream) {
 }
 
 async fn send<T: serde::Serialize>(
-    framed: &mut Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>,
+    framed: &mut Framed<TcpStream, LengthDelimitedCodec>,
     value: &T,
 ) -> Result<(), ()> {
     let bytes = frame::encode(value).map_err(|_| ())?;
     framed.send(bytes).await.map_err(|_| ())
+}
+
+/// A client connection: requests run concurrently, answers go back as they
+/// finish, paired by id. When the connection closes, every request still
+/// running on it is dropped — an acquire still waiting leaves the queue, and a
+/// grant that lands after that is released at once (no phantom lock).
+async fn serve_client(node: Arc<Node>, framed: Framed<TcpStream, LengthDelimitedCodec>) {
+    let (mut sink, mut stream) = framed.split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Envelope<ClientResponse>>();
+    let mut tasks = JoinSet::new();
+    loop {
+        tokio::select! {
+            frame = stream.next() => match frame {
+                Some(Ok(bytes)) => match frame::decode::<Envelope<ClientRequest>>(&bytes) {
+                    Ok(env) => {
+                        let (node, tx) = (node.clone(), tx.clone());
+                        tasks.spawn(async move {
+                            let body = handle_client(&node, env.body).await;
+                            let _ = tx.send(Envelope { id: env.id, body });
+                        });
+                    }
+                    Err(e) => {
+                        let body = ClientResponse::Error(WireError::BadRequest(format!("request frame does not decode: {e}")));
+                        let _ = tx.send(Envelope { id: 0, body });
+                    }
+                },
+                Some(Err(e)) => {
+                    // The framing itself is broken (e.g. a length over the
+                    // limit): say why, then close, as nothing after it can
+                    // be trusted to be a frame boundary.
+                    let body = ClientResponse::Error(WireError::BadRequest(format!(
+                        "bad frame: {e} (frames are at most {} bytes)",
+                        frame::MAX_FRAME
+                    )));
+                    if let Ok(bytes) = frame::encode(&Envelope { id: 0, body }) {
+                        let _ = sink.send(bytes).await;
+                    }
+                    return;
+                }
+                None => return,
+            },
+            Some(resp) = rx.recv() => {
+                let Ok(bytes) = frame::encode(&resp) else { continue };
+                if sink.send(bytes).await.is_err() {
+                    return;
+                }
+            }
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    }
+}
+
+fn wire_error(node: &Node, e: ServiceError) -> WireError {
+    let msg = e.to_string();
+    match e {
+        ServiceError::EmptyKey
+        | ServiceError::KeyTooLong(_)
+        | ServiceError::KeyNotUtf8
+        | ServiceError::ZeroLease
+        | ServiceError::LeaseTooLong { .. } => WireError::BadRequest(msg),
+        ServiceError::Held { .. } => WireError::Held(msg),
+        ServiceError::NotHeld { .. } => WireError::NotHeld(msg),
+        ServiceError::WrongToken { .. } => WireError::WrongToken(msg),
+        ServiceError::NotLeader { leader, .. } => {
+            let leader_addr = leader.and_then(|l| {
+                node.raft.metrics().borrow().membership_config.membership().get_node(&l).map(|n| n.addr.clone())
+            });
+            WireError::NotLeader { leader, leader_addr, message: msg }
+        }
+        ServiceError::Unavailable(_) => WireError::Unavailable(msg),
+        ServiceError::StateMachine(_) => WireError::Internal(msg),
+    }
+}
+
+async fn handle_client(node: &Node, req: ClientRequest) -> ClientResponse {
+    let key = |k: Vec<u8>| String::from_utf8(k).map_err(|_| ServiceError::KeyNotUtf8);
+    let result = match req {
+        ClientRequest::Acquire { key: k, lease_ms, wait_ms } => match key(k) {
+            Ok(k) => service::acquire(node, &k, lease_ms, Duration::from_millis(wait_ms))
+                .await
+                .map(|a| ClientResponse::Acquired { token: a.token, lease_ms: a.lease_ms }),
+            Err(e) => Err(e),
+        },
+        ClientRequest::Release { key: k, token } => match key(k) {
+            Ok(k) => service::release(node, &k, token).await.map(|_| ClientResponse::Released),
+            Err(e) => Err(e),
+        },
+        ClientRequest::Keepalive { key: k, token } => match key(k) {
+            Ok(k) => service::keepalive(node, &k, token).await.map(|lease_ms| ClientResponse::KeptAlive { lease_ms }),
+            Err(e) => Err(e),
+        },
+        ClientRequest::Get { key: k } => match key(k) {
+            Ok(k) => service::get(node, &k)
+                .await
+                .map(|v| ClientResponse::Lock(v.map(|i| LockView { token: i.token, lease_ms: i.lease_ms }))),
+            Err(e) => Err(e),
+        },
+        ClientRequest::Status => Ok(ClientResponse::Status(Box::new(status_of(node)))),
+    };
+    result.unwrap_or_else(|e| ClientResponse::Error(wire_error(node, e)))
 }
 
 async fn handle_peer(node: &Node, req: PeerRequest) -> PeerResponse {

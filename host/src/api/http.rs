@@ -36,7 +36,7 @@ use serde_json::json;
 use tokio::net::TcpStream;
 
 use super::forward;
-use super::status::{Member, Status};
+use super::status::{status_of, Member, Status};
 use crate::membership::{self, MembershipError};
 use crate::node::Node;
 use crate::service::{self, ServiceError};
@@ -122,11 +122,11 @@ fn parse_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 }
 
 async fn status(State(node): State<Arc<Node>>) -> Json<Status> {
-    Json(Status::of(&node))
+    Json(status_of(&node))
 }
 
 async fn members(State(node): State<Arc<Node>>) -> Json<Vec<Member>> {
-    Json(Status::of(&node).members)
+    Json(status_of(&node).members)
 }
 
 #[derive(Deserialize)]
@@ -145,19 +145,19 @@ struct MemberId {
 async fn members_add(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<Json<Vec<Member>>, ApiError> {
     let req: AddMember = parse(body)?;
     membership::add_learner(&node, req.id, &req.addr).await?;
-    Ok(Json(Status::of(&node).members))
+    Ok(Json(status_of(&node).members))
 }
 
 async fn members_promote(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<Json<Vec<Member>>, ApiError> {
     let req: MemberId = parse(body)?;
     membership::promote(&node, req.id).await?;
-    Ok(Json(Status::of(&node).members))
+    Ok(Json(status_of(&node).members))
 }
 
 async fn members_remove(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<Json<Vec<Member>>, ApiError> {
     let req: MemberId = parse(body)?;
     membership::remove(&node, req.id).await?;
-    Ok(Json(Status::of(&node).members))
+    Ok(Json(status_of(&node).members))
 }
 
 #[derive(Deserialize)]
@@ -256,7 +256,7 @@ async fn lock_post(
 }
 
 async fn metrics(State(node): State<Arc<Node>>) -> impl IntoResponse {
-    let s = Status::of(&node);
+    let s = status_of(&node);
     let stats = node.log.stats();
     let mut out = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, value: u64| {

@@ -1,46 +1,10 @@
 //! The node's status report.
 
 use openraft::ServerState;
-use serde::{Deserialize, Serialize};
 
 use crate::node::Node;
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Member {
-    pub id: u64,
-    pub addr: String,
-    pub voter: bool,
-}
-
-/// `GET /v1/status`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Status {
-    pub id: u64,
-    pub addr: String,
-    /// "leader", "follower", "candidate", "learner" (or "shutdown").
-    pub role: String,
-    pub leader: Option<u64>,
-    pub term: u64,
-    pub commit_index: u64,
-    pub applied_index: u64,
-    pub last_log_index: u64,
-    pub snapshot_index: Option<u64>,
-    pub purged_index: Option<u64>,
-    pub members: Vec<Member>,
-    /// SHA-256 of the active module's component bytes.
-    pub module_hash: String,
-    pub module_version: String,
-    /// The guest state hash at `applied_index`.
-    pub state_hash: String,
-    pub locks_held: u64,
-    pub engine_fingerprint: String,
-    pub snapshots_built: u64,
-    pub snapshots_installed: u64,
-    pub wal_fsyncs: u64,
-    pub wal_entries: u64,
-    /// Set when the guest failed and the state machine stopped applying.
-    pub poisoned: Option<String>,
-}
+pub use lockd_client::proto::{Member, Status};
 
 pub fn role_name(state: ServerState) -> &'static str {
     match state {
@@ -52,8 +16,9 @@ pub fn role_name(state: ServerState) -> &'static str {
     }
 }
 
-impl Status {
-    pub fn of(node: &Node) -> Status {
+/// The status of `node` now.
+pub fn status_of(node: &Node) -> Status {
+    {
         let m = node.raft.metrics().borrow().clone();
         let membership = m.membership_config.membership();
         let voters: std::collections::BTreeSet<u64> = membership.voter_ids().collect();

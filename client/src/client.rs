@@ -1,0 +1,315 @@
+//! [`Client`]: endpoints, leader discovery, retries; [`LockGuard`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::conn::{Conn, ConnError};
+use crate::proto::{ClientRequest, ClientResponse, LockView, Status, WireError};
+
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    pub connect_timeout: Duration,
+    /// How long one request may take beyond any wait it asks for.
+    pub request_timeout: Duration,
+    /// How long to keep retrying through leader changes and dead nodes.
+    pub retry_for: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            connect_timeout: Duration::from_secs(2),
+            request_timeout: Duration::from_secs(5),
+            retry_for: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The node said no (held, not held, wrong token, bad input).
+    #[error(transparent)]
+    Rejected(#[from] WireError),
+    /// No node could be reached or no leader answered in time.
+    #[error("no leader reachable within {ms} ms; last error: {last}")]
+    Unreachable { ms: u64, last: String },
+    #[error("unexpected answer from the node: {0}")]
+    Protocol(String),
+}
+
+impl ClientError {
+    /// The lock was still held after the wait.
+    pub fn is_held(&self) -> bool {
+        matches!(self, ClientError::Rejected(WireError::Held(_)))
+    }
+}
+
+struct Inner {
+    endpoints: Vec<String>,
+    options: ClientOptions,
+    /// The connection in use, and the address to try first.
+    conn: tokio::sync::Mutex<Option<Conn>>,
+    preferred: Mutex<Option<String>>,
+}
+
+/// A client of a lockd cluster. Cheap to clone; clones share a connection.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl Client {
+    /// A client for a cluster reachable at any of `endpoints`. Connects
+    /// lazily and follows the leader.
+    pub fn new<I, S>(endpoints: I) -> Client
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Client::with_options(endpoints, ClientOptions::default())
+    }
+
+    pub fn with_options<I, S>(endpoints: I, options: ClientOptions) -> Client
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Client {
+            inner: Arc::new(Inner {
+                endpoints: endpoints.into_iter().map(Into::into).collect(),
+                options,
+                conn: tokio::sync::Mutex::new(None),
+                preferred: Mutex::new(None),
+            }),
+        }
+    }
+
+    async fn connection(&self, attempt: usize) -> Result<Conn, ConnError> {
+        let mut conn = self.inner.conn.lock().await;
+        if let Some(c) = conn.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(c.clone());
+        }
+        let preferred = self.inner.preferred.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let eps = &self.inner.endpoints;
+        let addr = preferred.unwrap_or_else(|| eps[attempt % eps.len().max(1)].clone());
+        let c = Conn::open(&addr, self.inner.options.connect_timeout).await?;
+        *conn = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn forget(&self, addr: &str) {
+        let mut conn = self.inner.conn.lock().await;
+        if conn.as_ref().is_some_and(|c| c.addr == addr) {
+            *conn = None;
+        }
+    }
+
+    /// Send `req` to the leader, retrying through leader changes.
+    async fn call(&self, req: ClientRequest, extra: Duration) -> Result<ClientResponse, ClientError> {
+        if self.inner.endpoints.is_empty() {
+            return Err(ClientError::Unreachable { ms: 0, last: "no endpoints given".into() });
+        }
+        let opts = &self.inner.options;
+        let deadline = Instant::now() + opts.retry_for + extra;
+        let mut attempt = 0usize;
+        let mut last = String::new();
+        loop {
+            let result: Result<(), String> = match self.connection(attempt).await {
+                Ok(conn) => match conn.call(req.clone(), opts.request_timeout + extra).await {
+                    Ok(ClientResponse::Error(WireError::NotLeader { leader_addr, message, .. })) => {
+                        self.forget(&conn.addr).await;
+                        *self.inner.preferred.lock().unwrap_or_else(|p| p.into_inner()) = leader_addr;
+                        Err(message)
+                    }
+                    Ok(ClientResponse::Error(WireError::Unavailable(m))) => Err(m),
+                    Ok(resp) => return Ok(resp),
+                    Err(e) => {
+                        self.forget(&conn.addr).await;
+                        Err(e.to_string())
+                    }
+                },
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = result {
+                last = e;
+            }
+            attempt += 1;
+            if Instant::now() >= deadline {
+                return Err(ClientError::Unreachable { ms: (opts.retry_for + extra).as_millis() as u64, last });
+            }
+            tokio::time::sleep(Duration::from_millis(20 * attempt.min(10) as u64)).await;
+        }
+    }
+
+    /// Take `key` for `lease`, waiting up to `wait` if it is held.
+    pub async fn acquire(&self, key: &str, lease: Duration, wait: Duration) -> Result<LockGuard, ClientError> {
+        let sent = Instant::now();
+        let req = ClientRequest::Acquire { key: key.as_bytes().to_vec(), lease_ms: lease.as_millis() as u64, wait_ms: wait.as_millis() as u64 };
+        match self.call(req, wait).await? {
+            ClientResponse::Acquired { token, lease_ms } => {
+                let lease = Duration::from_millis(lease_ms);
+                Ok(LockGuard {
+                    client: self.clone(),
+                    key: key.to_string(),
+                    token,
+                    lease,
+                    // Conservative: counted from before the request was sent,
+                    // so it never outlasts the lease the leader tracks.
+                    deadline: Arc::new(Mutex::new(sent + lease)),
+                    lost: Arc::new(AtomicBool::new(false)),
+                    keepalive: None,
+                    release_on_drop: false,
+                })
+            }
+            ClientResponse::Error(e) => Err(e.into()),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// Take `key` if it is free now; `None` if it is held.
+    pub async fn try_acquire(&self, key: &str, lease: Duration) -> Result<Option<LockGuard>, ClientError> {
+        match self.acquire(key, lease, Duration::ZERO).await {
+            Ok(g) => Ok(Some(g)),
+            Err(e) if e.is_held() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub async fn release(&self, key: &str, token: u64) -> Result<(), ClientError> {
+        match self.call(ClientRequest::Release { key: key.as_bytes().to_vec(), token }, Duration::ZERO).await? {
+            ClientResponse::Released => Ok(()),
+            ClientResponse::Error(e) => Err(e.into()),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// Renew the lease of `token` on `key`; returns the lease.
+    pub async fn keepalive(&self, key: &str, token: u64) -> Result<Duration, ClientError> {
+        match self.call(ClientRequest::Keepalive { key: key.as_bytes().to_vec(), token }, Duration::ZERO).await? {
+            ClientResponse::KeptAlive { lease_ms } => Ok(Duration::from_millis(lease_ms)),
+            ClientResponse::Error(e) => Err(e.into()),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// The holder of `key`, read linearizably.
+    pub async fn get(&self, key: &str) -> Result<Option<LockView>, ClientError> {
+        match self.call(ClientRequest::Get { key: key.as_bytes().to_vec() }, Duration::ZERO).await? {
+            ClientResponse::Lock(v) => Ok(v),
+            ClientResponse::Error(e) => Err(e.into()),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// The status of the node at `addr` (not necessarily the leader).
+    pub async fn status_of(&self, addr: &str) -> Result<Status, ClientError> {
+        let opts = &self.inner.options;
+        let conn = Conn::open(addr, opts.connect_timeout)
+            .await
+            .map_err(|e| ClientError::Unreachable { ms: opts.connect_timeout.as_millis() as u64, last: e.to_string() })?;
+        match conn.call(ClientRequest::Status, opts.request_timeout).await {
+            Ok(ClientResponse::Status(s)) => Ok(*s),
+            Ok(ClientResponse::Error(e)) => Err(e.into()),
+            Ok(other) => Err(ClientError::Protocol(format!("{other:?}"))),
+            Err(e) => Err(ClientError::Unreachable { ms: opts.request_timeout.as_millis() as u64, last: e.to_string() }),
+        }
+    }
+}
+
+/// A held lock: its fencing token, and a conservative local view of its
+/// lease. Dropping it does **not** release the lock unless
+/// [`LockGuard::release_on_drop`] was asked for; the lease ends it otherwise.
+pub struct LockGuard {
+    client: Client,
+    key: String,
+    token: u64,
+    lease: Duration,
+    deadline: Arc<Mutex<Instant>>,
+    lost: Arc<AtomicBool>,
+    keepalive: Option<tokio::task::JoinHandle<()>>,
+    release_on_drop: bool,
+}
+
+impl LockGuard {
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The fencing token. A protected resource must refuse writes carrying a
+    /// token lower than the highest it has seen.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// When the lease ends at the earliest, as far as this client knows:
+    /// counted from *before* the request that granted or renewed it.
+    pub fn deadline(&self) -> Instant {
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Still ours: before the local deadline and never refused a renewal.
+    pub fn is_valid(&self) -> bool {
+        !self.lost.load(Ordering::Relaxed) && Instant::now() < self.deadline()
+    }
+
+    /// Renew the lease in the background every third of it. A refused
+    /// renewal (the lock expired or was taken) marks the guard invalid.
+    pub fn keep_alive(&mut self) {
+        if self.keepalive.is_some() {
+            return;
+        }
+        let (client, key, token) = (self.client.clone(), self.key.clone(), self.token);
+        let (deadline, lost, every) = (self.deadline.clone(), self.lost.clone(), self.lease / 3);
+        self.keepalive = Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let sent = Instant::now();
+                match client.keepalive(&key, token).await {
+                    Ok(lease) => *deadline.lock().unwrap_or_else(|p| p.into_inner()) = sent + lease,
+                    Err(ClientError::Rejected(_)) => {
+                        lost.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    Err(e) => tracing::warn!(key, token, error = %e, "keepalive failed; retrying"),
+                }
+            }
+        }));
+    }
+
+    /// Release the lock when the guard is dropped (needs a tokio runtime).
+    pub fn release_on_drop(mut self, yes: bool) -> Self {
+        self.release_on_drop = yes;
+        self
+    }
+
+    pub async fn release(mut self) -> Result<(), ClientError> {
+        self.release_on_drop = false;
+        if let Some(k) = self.keepalive.take() {
+            k.abort();
+        }
+        self.client.release(&self.key, self.token).await
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if let Some(k) = self.keepalive.take() {
+            k.abort();
+        }
+        if self.release_on_drop {
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                let (client, key, token) = (self.client.clone(), self.key.clone(), self.token);
+                rt.spawn(async move {
+                    let _ = client.release(&key, token).await;
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! One framed connection to a node, carrying many requests at once.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::Framed;
+
+use crate::proto::{ClientRequest, ClientResponse};
+use crate::wire::{self, Envelope, Hello, HelloReply, Role};
+
+/// Why talking to a node failed (as opposed to the node saying no).
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ConnError {
+    #[error("cannot connect to {addr}: {reason}")]
+    Connect { addr: String, reason: String },
+    #[error("{addr} is not a lockd node: {reason}")]
+    NotLockd { addr: String, reason: String },
+    #[error("{addr} refused the connection: {reason}")]
+    Refused { addr: String, reason: String },
+    #[error("connection to {addr} lost")]
+    Lost { addr: String },
+    #[error("request to {addr} timed out after {ms} ms")]
+    Timeout { addr: String, ms: u64 },
+}
+
+type Call = (ClientRequest, oneshot::Sender<ClientResponse>);
+
+/// A live connection; dropping it closes the socket (and with it, every
+/// acquire still waiting on this connection is abandoned on the node).
+#[derive(Clone)]
+pub struct Conn {
+    pub addr: String,
+    pub node_id: u64,
+    tx: mpsc::UnboundedSender<Call>,
+}
+
+impl Conn {
+    pub async fn open(addr: &str, timeout: Duration) -> Result<Conn, ConnError> {
+        let fut = async {
+            let connect = |reason: String| ConnError::Connect { addr: addr.to_string(), reason };
+            let mut stream = TcpStream::connect(addr).await.map_err(|e| connect(e.to_string()))?;
+            stream.set_nodelay(true).map_err(|e| connect(e.to_string()))?;
+            stream.write_all(&wire::PREFACE).await.map_err(|e| connect(e.to_string()))?;
+            let mut framed = Framed::new(stream, wire::codec());
+            let hello = wire::encode(&Hello { role: Role::Client }).map_err(|e| connect(e.to_string()))?;
+            framed.send(hello).await.map_err(|e| connect(e.to_string()))?;
+            let not_lockd = |reason: String| ConnError::NotLockd { addr: addr.to_string(), reason };
+            let reply: HelloReply = match framed.next().await {
+                Some(Ok(b)) => wire::decode(&b).map_err(|e| not_lockd(format!("its answer to hello does not decode ({e})")))?,
+                Some(Err(e)) => return Err(not_lockd(format!("bad framing ({e})"))),
+                None => return Err(not_lockd("it closed the connection without answering hello".into())),
+            };
+            let welcome = match reply {
+                HelloReply::Welcome(w) => w,
+                HelloReply::Refused(r) => return Err(ConnError::Refused { addr: addr.to_string(), reason: r.reason }),
+            };
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(run(framed, rx));
+            Ok(Conn { addr: addr.to_string(), node_id: welcome.node_id, tx })
+        };
+        tokio::time::timeout(timeout, fut)
+            .await
+            .map_err(|_| ConnError::Timeout { addr: addr.to_string(), ms: timeout.as_millis() as u64 })?
+    }
+
+    /// Send one request; wait for its response at most `timeout`.
+    pub async fn call(&self, req: ClientRequest, timeout: Duration) -> Result<ClientResponse, ConnError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send((req, reply)).map_err(|_| ConnError::Lost { addr: self.addr.clone() })?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(_)) => Err(ConnError::Lost { addr: self.addr.clone() }),
+            Err(_) => Err(ConnError::Timeout { addr: self.addr.clone(), ms: timeout.as_millis() as u64 }),
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+/// The connection task: writes requests, routes responses by id.
+async fn run(framed: Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>, mut rx: mpsc::UnboundedReceiver<Call>) {
+    let (mut sink, mut stream) = framed.split();
+    let mut pending: HashMap<u64, oneshot::Sender<ClientResponse>> = HashMap::new();
+    let mut next_id = 1u64;
+    loop {
+        tokio::select! {
+            call = rx.recv() => {
+                let Some((req, reply)) = call else { return };
+                let id = next_id;
+                next_id += 1;
+                let Ok(bytes) = wire::encode(&Envelope { id, body: req }) else { continue };
+                pending.insert(id, reply);
+                if sink.send(bytes).await.is_err() {
+                    return;
+                }
+            }
+            frame = stream.next() => {
+                let Some(Ok(bytes)) = frame else { return };
+                let Ok(env) = wire::decode::<Envelope<ClientResponse>>(&bytes) else { return };
+                if let Some(reply) = pending.remove(&env.id) {
+                    let _ = reply.send(env.body);
+                }
+                // Drop the senders of callers that gave up (timed out).
+                pending.retain(|_, r| !r.is_closed());
+            }
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! The Rust client of lockd, and the wire types of its native protocol.
+//!
+//! No wasmtime here: a client needs only the protocol.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), lockd_client::ClientError> {
+//! use std::time::Duration;
+//! let client = lockd_client::Client::new(["127.0.0.1:7401", "127.0.0.1:7402", "127.0.0.1:7403"]);
+//! // Wait up to 5 s for the lock; hold it for 10 s unless kept alive.
+//! let mut guard = client.acquire("jobs/nightly", Duration::from_secs(10), Duration::from_secs(5)).await?;
+//! guard.keep_alive(); // renew in the background
+//! // Pass the fencing token to the protected resource with every write.
+//! let token = guard.token();
+//! assert!(guard.is_valid()); // our conservative local view of the lease
+//! guard.release().await?;
+//! # let _ = token; Ok(()) }
+//! ```
+//!
+//! # Layout
+//!
+//! * [`wire`]: the connection preface, hello, envelopes and frame codec.
+//! * [`proto`]: client requests, responses and errors.
+//! * [`conn`]: one multiplexed connection (many requests in flight, paired
+//!   by id).
+//! * [`client`]: [`Client`] (endpoints, leader discovery, retries) and
+//!   [`LockGuard`] (token, local deadline, background keepalive).
+
+pub mod client;
+pub mod conn;
+pub mod proto;
+pub mod wire;
+
+pub use client::{Client, ClientError, ClientOptions, LockGuard};
+pub use proto::{LockView, Status};
