@@ -2,9 +2,15 @@
 //! the component that `lockd` embeds as its built-in module.
 
 fn main() {
-    let manifest = std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+    );
     let workspace = manifest.parent().expect("host/ sits in the workspace");
-    if let Err(e) = guest_build::build_components(workspace, &["guest-sm"], &["guest-sm/src", "guest-sm/Cargo.toml", "wit"]) {
+    if let Err(e) = guest_build::build_components(
+        workspace,
+        &["guest-sm"],
+        &["guest-sm/src", "guest-sm/Cargo.toml", "wit"],
+    ) {
         panic!("cannot build the built-in lock state machine component:\n{e}");
     }
 }

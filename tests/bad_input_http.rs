@@ -10,7 +10,8 @@ use serde_json::json;
 
 fn raw(addr: &str, request: &[u8]) -> String {
     let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
     s.write_all(request).expect("send");
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
@@ -27,27 +28,117 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
 
     let long = "k".repeat(1025);
     let cases: Vec<(&str, String, serde_json::Value, u16, String)> = vec![
-        ("acquire", "".into(), json!({"lease_ms": 1000}), 400, "key must not be empty".into()),
-        ("acquire", long.clone(), json!({"lease_ms": 1000}), 400, "key is 1025 bytes; at most 1024 are allowed".into()),
-        ("acquire", "k".into(), json!({"lease_ms": 0}), 400, "lease_ms must be above 0".into()),
-        ("acquire", "k".into(), json!({"lease_ms": 60001}), 400, "lease_ms 60001 is above this cluster's maximum of 60000".into()),
-        ("acquire", "k".into(), json!({"wait_ms": 5}), 400, "malformed JSON body: missing field `lease_ms`".into()),
-        ("acquire", "k".into(), json!({"lease_ms": "ten"}), 400, "malformed JSON body: invalid type: string \"ten\", expected u64".into()),
-        ("acquire", "k".into(), json!({"lease_ms": 10, "lease": 5}), 400, "malformed JSON body: unknown field `lease`".into()),
-        ("acquire", "held".into(), json!({"lease_ms": 1000}), 409, "lock \"held\" is held by another holder".into()),
-        ("release", "held".into(), json!({"token": token + 1}), 409, format!("token {} does not hold lock \"held\"", token + 1)),
-        ("release", "free".into(), json!({"token": 1}), 404, "lock \"free\" is not held".into()),
-        ("keepalive", "free".into(), json!({"token": 1}), 404, "lock \"free\" is not held".into()),
-        ("keepalive", "held".into(), json!({"token": 999}), 409, "token 999 does not hold lock \"held\"".into()),
-        ("grab", "k".into(), json!({}), 404, "unknown lock action \"grab\"; expected acquire, release or keepalive".into()),
+        (
+            "acquire",
+            "".into(),
+            json!({"lease_ms": 1000}),
+            400,
+            "key must not be empty".into(),
+        ),
+        (
+            "acquire",
+            long.clone(),
+            json!({"lease_ms": 1000}),
+            400,
+            "key is 1025 bytes; at most 1024 are allowed".into(),
+        ),
+        (
+            "acquire",
+            "k".into(),
+            json!({"lease_ms": 0}),
+            400,
+            "lease_ms must be above 0".into(),
+        ),
+        (
+            "acquire",
+            "k".into(),
+            json!({"lease_ms": 60001}),
+            400,
+            "lease_ms 60001 is above this cluster's maximum of 60000".into(),
+        ),
+        (
+            "acquire",
+            "k".into(),
+            json!({"wait_ms": 5}),
+            400,
+            "malformed JSON body: missing field `lease_ms`".into(),
+        ),
+        (
+            "acquire",
+            "k".into(),
+            json!({"lease_ms": "ten"}),
+            400,
+            "malformed JSON body: invalid type: string \"ten\", expected u64".into(),
+        ),
+        (
+            "acquire",
+            "k".into(),
+            json!({"lease_ms": 10, "lease": 5}),
+            400,
+            "malformed JSON body: unknown field `lease`".into(),
+        ),
+        (
+            "acquire",
+            "held".into(),
+            json!({"lease_ms": 1000}),
+            409,
+            "lock \"held\" is held by another holder".into(),
+        ),
+        (
+            "release",
+            "held".into(),
+            json!({"token": token + 1}),
+            409,
+            format!("token {} does not hold lock \"held\"", token + 1),
+        ),
+        (
+            "release",
+            "free".into(),
+            json!({"token": 1}),
+            404,
+            "lock \"free\" is not held".into(),
+        ),
+        (
+            "keepalive",
+            "free".into(),
+            json!({"token": 1}),
+            404,
+            "lock \"free\" is not held".into(),
+        ),
+        (
+            "keepalive",
+            "held".into(),
+            json!({"token": 999}),
+            409,
+            "token 999 does not hold lock \"held\"".into(),
+        ),
+        (
+            "grab",
+            "k".into(),
+            json!({}),
+            404,
+            "unknown lock action \"grab\"; expected acquire, release or keepalive".into(),
+        ),
     ];
     for (action, key, body, status, error) in cases {
-        let path = if key.is_empty() { format!("/v1/locks/{action}") } else { format!("/v1/locks/{key}/{action}") };
+        let path = if key.is_empty() {
+            format!("/v1/locks/{action}")
+        } else {
+            format!("/v1/locks/{key}/{action}")
+        };
         // An empty key: "/v1/locks//acquire".
-        let path = if key.is_empty() { path.replace("/v1/locks/", "/v1/locks//") } else { path };
+        let path = if key.is_empty() {
+            path.replace("/v1/locks/", "/v1/locks//")
+        } else {
+            path
+        };
         let r = c.post(1, &path, body.clone()).expect("answer");
         assert_eq!(r.status, status, "{action} {key:.20} {body}: {r:?}");
-        assert!(r.error().starts_with(&error), "{action} {key:.20} {body}: got {:?}, want {error:?}", r.error());
+        assert!(
+            r.error().starts_with(&error),
+            "{action} {key:.20} {body}: got {:?}, want {error:?}",
+            r.error()
+        );
     }
 
     // Malformed JSON, oversized bodies, non-UTF-8 keys: sent raw.
@@ -60,19 +151,40 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
         raw(&addr, &req)
     };
     let resp = post("/v1/locks/k/acquire", b"{\"lease_ms\": 10");
-    assert!(resp.starts_with("HTTP/1.1 400") && resp.contains("malformed JSON body: EOF while parsing"), "{resp}");
+    assert!(
+        resp.starts_with("HTTP/1.1 400") && resp.contains("malformed JSON body: EOF while parsing"),
+        "{resp}"
+    );
     let resp = post("/v1/locks/k/acquire", &vec![b' '; 70 * 1024]);
-    assert!(resp.starts_with("HTTP/1.1 413") && resp.contains("request body is over 65536 bytes"), "{resp}");
+    assert!(
+        resp.starts_with("HTTP/1.1 413") && resp.contains("request body is over 65536 bytes"),
+        "{resp}"
+    );
     let resp = post("/v1/locks/%FF%FE/acquire", b"{\"lease_ms\": 10}");
-    assert!(resp.starts_with("HTTP/1.1 400") && resp.contains("key is not valid UTF-8"), "{resp}");
-    let resp = raw(&addr, b"GET /v1/nope HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
-    assert!(resp.starts_with("HTTP/1.1 404") && resp.contains("{\"error\":\"no such route\"}"), "{resp}");
+    assert!(
+        resp.starts_with("HTTP/1.1 400") && resp.contains("key is not valid UTF-8"),
+        "{resp}"
+    );
+    let resp = raw(
+        &addr,
+        b"GET /v1/nope HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    );
+    assert!(
+        resp.starts_with("HTTP/1.1 404") && resp.contains("{\"error\":\"no such route\"}"),
+        "{resp}"
+    );
     // Not HTTP at all: hyper answers 400 and the node carries on.
     let resp = raw(&addr, b"\x00\x01garbage\r\n\r\n");
-    assert!(resp.is_empty() || resp.starts_with("HTTP/1.1 400"), "{resp}");
+    assert!(
+        resp.is_empty() || resp.starts_with("HTTP/1.1 400"),
+        "{resp}"
+    );
 
     let after = c.wait_converged(Duration::from_secs(10));
-    assert_eq!(after.applied_index, before.applied_index, "bad input reached the log");
+    assert_eq!(
+        after.applied_index, before.applied_index,
+        "bad input reached the log"
+    );
     assert_eq!(after.state_hash, before.state_hash);
     let r = c.lock(1, "held").expect("get");
     assert_eq!(r.body["token"].as_u64(), Some(token));

@@ -11,7 +11,10 @@ use lockd_client::proto::{ClientRequest, ClientResponse, WireError};
 use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// A raw client connection past the hello.
@@ -43,33 +46,88 @@ fn bad_requests_get_precise_errors_and_change_nothing() {
     let token = held.body["token"].as_u64().unwrap();
     let before = c.wait_converged(Duration::from_secs(10));
     let rt = rt();
-    let conn = rt.block_on(Conn::open(c.addr(1), Duration::from_secs(5))).expect("connect");
-    let call = |req: ClientRequest| rt.block_on(conn.call(req, Duration::from_secs(5))).expect("answer");
+    let conn = rt
+        .block_on(Conn::open(c.addr(1), Duration::from_secs(5)))
+        .expect("connect");
+    let call = |req: ClientRequest| {
+        rt.block_on(conn.call(req, Duration::from_secs(5)))
+            .expect("answer")
+    };
     let bad = |msg: &str| ClientResponse::Error(WireError::BadRequest(msg.into()));
     let k = |s: &str| s.as_bytes().to_vec();
-    assert_eq!(call(ClientRequest::Acquire { key: vec![], lease_ms: 10, wait_ms: 0 }), bad("key must not be empty"));
     assert_eq!(
-        call(ClientRequest::Acquire { key: vec![b'k'; 1025], lease_ms: 10, wait_ms: 0 }),
+        call(ClientRequest::Acquire {
+            key: vec![],
+            lease_ms: 10,
+            wait_ms: 0
+        }),
+        bad("key must not be empty")
+    );
+    assert_eq!(
+        call(ClientRequest::Acquire {
+            key: vec![b'k'; 1025],
+            lease_ms: 10,
+            wait_ms: 0
+        }),
         bad("key is 1025 bytes; at most 1024 are allowed")
     );
-    assert_eq!(call(ClientRequest::Acquire { key: vec![0xff, 0xfe], lease_ms: 10, wait_ms: 0 }), bad("key is not valid UTF-8"));
-    assert_eq!(call(ClientRequest::Release { key: vec![0xc3], token: 1 }), bad("key is not valid UTF-8"));
-    assert_eq!(call(ClientRequest::Acquire { key: k("k"), lease_ms: 0, wait_ms: 0 }), bad("lease_ms must be above 0"));
     assert_eq!(
-        call(ClientRequest::Acquire { key: k("k"), lease_ms: 60_001, wait_ms: 0 }),
+        call(ClientRequest::Acquire {
+            key: vec![0xff, 0xfe],
+            lease_ms: 10,
+            wait_ms: 0
+        }),
+        bad("key is not valid UTF-8")
+    );
+    assert_eq!(
+        call(ClientRequest::Release {
+            key: vec![0xc3],
+            token: 1
+        }),
+        bad("key is not valid UTF-8")
+    );
+    assert_eq!(
+        call(ClientRequest::Acquire {
+            key: k("k"),
+            lease_ms: 0,
+            wait_ms: 0
+        }),
+        bad("lease_ms must be above 0")
+    );
+    assert_eq!(
+        call(ClientRequest::Acquire {
+            key: k("k"),
+            lease_ms: 60_001,
+            wait_ms: 0
+        }),
         bad("lease_ms 60001 is above this cluster's maximum of 60000")
     );
     assert_eq!(
-        call(ClientRequest::Release { key: k("held"), token: token + 1 }),
-        ClientResponse::Error(WireError::WrongToken(format!("token {} does not hold lock \"held\"", token + 1)))
+        call(ClientRequest::Release {
+            key: k("held"),
+            token: token + 1
+        }),
+        ClientResponse::Error(WireError::WrongToken(format!(
+            "token {} does not hold lock \"held\"",
+            token + 1
+        )))
     );
     assert_eq!(
-        call(ClientRequest::Keepalive { key: k("free"), token: 1 }),
+        call(ClientRequest::Keepalive {
+            key: k("free"),
+            token: 1
+        }),
         ClientResponse::Error(WireError::NotHeld("lock \"free\" is not held".into()))
     );
     assert_eq!(
-        call(ClientRequest::Acquire { key: k("held"), lease_ms: 10, wait_ms: 0 }),
-        ClientResponse::Error(WireError::Held("lock \"held\" is held by another holder".into()))
+        call(ClientRequest::Acquire {
+            key: k("held"),
+            lease_ms: 10,
+            wait_ms: 0
+        }),
+        ClientResponse::Error(WireError::Held(
+            "lock \"held\" is held by another holder".into()
+        ))
     );
 
     // A frame that is not a request: answered, and the connection goes on.
@@ -79,10 +137,16 @@ fn bad_requests_get_precise_errors_and_change_nothing() {
     s.write_all(&junk).unwrap();
     let env: Envelope<ClientResponse> = wire::decode(&read_frame(&mut s).expect("answer")).unwrap();
     match env.body {
-        ClientResponse::Error(WireError::BadRequest(m)) => assert!(m.starts_with("request frame does not decode"), "{m}"),
+        ClientResponse::Error(WireError::BadRequest(m)) => {
+            assert!(m.starts_with("request frame does not decode"), "{m}")
+        }
         other => panic!("{other:?}"),
     }
-    let get = wire::encode(&Envelope { id: 7, body: ClientRequest::Get { key: k("held") } }).unwrap();
+    let get = wire::encode(&Envelope {
+        id: 7,
+        body: ClientRequest::Get { key: k("held") },
+    })
+    .unwrap();
     s.write_all(&(get.len() as u32).to_be_bytes()).unwrap();
     s.write_all(&get).unwrap();
     let env: Envelope<ClientResponse> = wire::decode(&read_frame(&mut s).expect("answer")).unwrap();
@@ -94,12 +158,20 @@ fn bad_requests_get_precise_errors_and_change_nothing() {
     s.write_all(&(200u32 << 20).to_be_bytes()).unwrap();
     let env: Envelope<ClientResponse> = wire::decode(&read_frame(&mut s).expect("answer")).unwrap();
     match env.body {
-        ClientResponse::Error(WireError::BadRequest(m)) => assert!(m.contains("frames are at most 67108864 bytes"), "{m}"),
+        ClientResponse::Error(WireError::BadRequest(m)) => {
+            assert!(m.contains("frames are at most 67108864 bytes"), "{m}")
+        }
         other => panic!("{other:?}"),
     }
-    assert!(read_frame(&mut s).is_none(), "the connection must be closed");
+    assert!(
+        read_frame(&mut s).is_none(),
+        "the connection must be closed"
+    );
 
     let after = c.wait_converged(Duration::from_secs(10));
-    assert_eq!(after.applied_index, before.applied_index, "bad input reached the log");
+    assert_eq!(
+        after.applied_index, before.applied_index,
+        "bad input reached the log"
+    );
     assert_eq!(after.state_hash, before.state_hash);
 }

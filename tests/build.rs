@@ -2,10 +2,14 @@
 //! `OUT_DIR`, where the tests include them.
 
 fn main() {
-    let manifest = std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+    );
     let workspace = manifest.parent().expect("tests/ sits in the workspace");
     let watch = ["tests/fixtures", "guest-sm/src", "wit"];
-    if let Err(e) = guest_build::build_components(workspace, &["chaos-guest", "import-guest"], &watch) {
+    if let Err(e) =
+        guest_build::build_components(workspace, &["chaos-guest", "import-guest"], &watch)
+    {
         panic!("cannot build the test fixture guests:\n{e}");
     }
 }

@@ -32,7 +32,10 @@ fn all_nodes_killed_and_restarted_keep_the_state() {
     // A new term appends a blank entry, so the index moves on; the lock
     // table must not.
     assert!(after.applied_index >= before.applied_index);
-    assert_eq!(after.state_hash, before.state_hash, "state differs after a full restart");
+    assert_eq!(
+        after.state_hash, before.state_hash,
+        "state differs after a full restart"
+    );
     assert_eq!(after.locks_held, acked.len() as u64);
     for (key, token) in &acked {
         let r = c.lock(leader, key).expect("get");

@@ -13,7 +13,10 @@ fn leader_killed_new_leader_nothing_acknowledged_lost() {
     let mut acked = Vec::new();
     for i in 0..30 {
         let key = format!("before/{i}");
-        acked.push((key.clone(), c.acquire_on_leader(&key, 60_000, Duration::from_secs(10))));
+        acked.push((
+            key.clone(),
+            c.acquire_on_leader(&key, 60_000, Duration::from_secs(10)),
+        ));
     }
     c.kill(old);
     let new = c.wait_leader(Duration::from_secs(20));
@@ -25,7 +28,10 @@ fn leader_killed_new_leader_nothing_acknowledged_lost() {
     }
     // The cluster keeps serving with two of three nodes.
     let after = c.acquire_on_leader("after/0", 60_000, Duration::from_secs(10));
-    assert!(after > acked.last().expect("acked").1, "tokens keep increasing across the failover");
+    assert!(
+        after > acked.last().expect("acked").1,
+        "tokens keep increasing across the failover"
+    );
     // The killed node restarts from its data dir and catches up.
     c.spawn(old);
     let s = c.wait_converged(Duration::from_secs(30));

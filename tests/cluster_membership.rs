@@ -18,22 +18,36 @@ fn add_learner_promote_remove_keeps_serving() {
     c.spawn(4);
     c.wait_up(4, Duration::from_secs(20));
 
-    let r = c.post(leader, "/v1/members/add", json!({ "id": 4, "addr": addr })).expect("add");
+    let r = c
+        .post(leader, "/v1/members/add", json!({ "id": 4, "addr": addr }))
+        .expect("add");
     assert!(r.ok(), "{r:?}");
     let st = c.status(4).expect("node 4 answers");
     assert_eq!(st.role, "learner");
     c.acquire_on_leader("while-learner", 60_000, Duration::from_secs(10));
 
-    let r = c.post(leader, "/v1/members/promote", json!({ "id": 4 })).expect("promote");
+    let r = c
+        .post(leader, "/v1/members/promote", json!({ "id": 4 }))
+        .expect("promote");
     assert!(r.ok(), "{r:?}");
     let members = r.body.as_array().expect("members").clone();
-    assert!(members.iter().any(|m| m["id"] == 4 && m["voter"] == true), "{members:?}");
+    assert!(
+        members.iter().any(|m| m["id"] == 4 && m["voter"] == true),
+        "{members:?}"
+    );
 
     // Remove a follower that is not node 4.
     let victim = (1..=3).find(|id| *id != leader).expect("a follower");
-    let r = c.post(leader, "/v1/members/remove", json!({ "id": victim })).expect("remove");
+    let r = c
+        .post(leader, "/v1/members/remove", json!({ "id": victim }))
+        .expect("remove");
     assert!(r.ok(), "{r:?}");
-    assert!(!r.body.as_array().expect("members").iter().any(|m| m["id"] == victim));
+    assert!(!r
+        .body
+        .as_array()
+        .expect("members")
+        .iter()
+        .any(|m| m["id"] == victim));
     c.kill(victim);
     c.acquire_on_leader("after-remove", 60_000, Duration::from_secs(10));
     let s = c.wait_converged(Duration::from_secs(20));
@@ -41,9 +55,13 @@ fn add_learner_promote_remove_keeps_serving() {
     assert_eq!(s.members.len(), 3);
 
     // Bad admin requests get precise errors and change nothing.
-    let r = c.post(leader, "/v1/members/promote", json!({ "id": 99 })).expect("promote");
+    let r = c
+        .post(leader, "/v1/members/promote", json!({ "id": 99 }))
+        .expect("promote");
     assert_eq!((r.status, r.error()), (404, "node 99 is not a member"));
-    let r = c.post(leader, "/v1/members/add", json!({ "id": 5 })).expect("add");
+    let r = c
+        .post(leader, "/v1/members/add", json!({ "id": 5 }))
+        .expect("add");
     assert_eq!(r.status, 400);
     assert!(r.error().contains("missing field `addr`"), "{r:?}");
 }

@@ -20,7 +20,10 @@ fn three_nodes_elect_replicate_and_agree() {
             assert!(r.ok(), "{r:?}");
         }
     }
-    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens must strictly increase: {tokens:?}");
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "tokens must strictly increase: {tokens:?}"
+    );
     let s = c.wait_converged(Duration::from_secs(20));
     assert_eq!(s.locks_held, 40);
     // Every node answers reads for the replicated state (linearizable read

@@ -13,10 +13,16 @@ use lock_tests::cluster::Cluster;
 
 #[test]
 fn lagging_node_catches_up_by_snapshot() {
-    let mut c = Cluster::start(3, &["--snapshot-threshold", "50", "--keep-after-snapshot", "0"]);
+    let mut c = Cluster::start(
+        3,
+        &["--snapshot-threshold", "50", "--keep-after-snapshot", "0"],
+    );
     let leader = c.wait_leader(Duration::from_secs(20));
     let mut followers = (1..=3).filter(|id| *id != leader);
-    let (lagging, survivor) = (followers.next().expect("follower"), followers.next().expect("follower"));
+    let (lagging, survivor) = (
+        followers.next().expect("follower"),
+        followers.next().expect("follower"),
+    );
     c.wait_converged(Duration::from_secs(20));
     c.kill(lagging);
     for i in 0..160 {
@@ -35,7 +41,10 @@ fn lagging_node_catches_up_by_snapshot() {
         if st.applied_index >= 240 && st.purged_index.unwrap_or(0) > 100 {
             break st;
         }
-        assert!(Instant::now() < deadline, "node {survivor} did not snapshot and purge: {st:?}");
+        assert!(
+            Instant::now() < deadline,
+            "node {survivor} did not snapshot and purge: {st:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(st.snapshots_built >= 1);
@@ -44,13 +53,22 @@ fn lagging_node_catches_up_by_snapshot() {
     c.kill(leader);
     c.spawn(lagging);
     let new_leader = c.wait_leader(Duration::from_secs(30));
-    assert_eq!(new_leader, survivor, "only the up-to-date node can win the election");
+    assert_eq!(
+        new_leader, survivor,
+        "only the up-to-date node can win the election"
+    );
     let s = c.wait_converged(Duration::from_secs(30));
     let lag = c.status(lagging).expect("status");
-    assert!(lag.snapshots_installed >= 1, "node {lagging} caught up without a snapshot install: {lag:?}");
+    assert!(
+        lag.snapshots_installed >= 1,
+        "node {lagging} caught up without a snapshot install: {lag:?}"
+    );
     assert_eq!(lag.state_hash, expected_hash);
     assert_eq!(lag.locks_held, 80);
-    assert_eq!(lag.module_hash, s.module_hash, "the snapshot carries the active module");
+    assert_eq!(
+        lag.module_hash, s.module_hash,
+        "the snapshot carries the active module"
+    );
 
     // The old leader comes back too and all three agree.
     c.spawn(leader);

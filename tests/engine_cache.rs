@@ -8,21 +8,30 @@ use lockd::engine::{EngineSettings, WasmEngine};
 #[test]
 fn second_load_comes_from_the_cache_and_behaves_the_same() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
+    let engine =
+        WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
     let first = engine.load(lockd::builtin::LOCK_SM).unwrap();
     assert_eq!(first.compiled(), Compiled::Fresh);
     let path = engine.cache().unwrap().path_for(&first.hash());
     assert!(path.exists());
     let name = path.file_name().unwrap().to_str().unwrap().to_string();
-    assert!(name.starts_with(&first.hash().to_string()) && name.contains(engine.fingerprint().short()), "{name}");
+    assert!(
+        name.starts_with(&first.hash().to_string()) && name.contains(engine.fingerprint().short()),
+        "{name}"
+    );
 
     // A new engine (a restarted node) with the same settings.
-    let engine2 = WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
+    let engine2 =
+        WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
     let second = engine2.load(lockd::builtin::LOCK_SM).unwrap();
     assert_eq!(second.compiled(), Compiled::Cached);
     let mut a = engine.instantiate(&first).unwrap();
     let mut b = engine2.instantiate(&second).unwrap();
-    let batch = [Command::grant("x", 1), Command::release("x"), Command::grant("x", 2)];
+    let batch = [
+        Command::grant("x", 1),
+        Command::release("x"),
+        Command::grant("x", 2),
+    ];
     assert_eq!(a.apply(&batch).unwrap(), b.apply(&batch).unwrap());
     assert_eq!(a.state_hash().unwrap(), b.state_hash().unwrap());
 }
@@ -30,7 +39,8 @@ fn second_load_comes_from_the_cache_and_behaves_the_same() {
 #[test]
 fn a_corrupt_artifact_is_recompiled_not_loaded() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
+    let engine =
+        WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
     let module = engine.load(lockd::builtin::LOCK_SM).unwrap();
     let path = engine.cache().unwrap().path_for(&module.hash());
     let mut bytes = std::fs::read(&path).unwrap();
@@ -38,26 +48,43 @@ fn a_corrupt_artifact_is_recompiled_not_loaded() {
     bytes[mid] ^= 0x5a;
     std::fs::write(&path, &bytes).unwrap();
 
-    let engine2 = WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
+    let engine2 =
+        WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
     let again = engine2.load(lockd::builtin::LOCK_SM).unwrap();
     assert_eq!(again.compiled(), Compiled::Fresh);
     let mut g = engine2.instantiate(&again).unwrap();
-    assert_eq!(g.apply(&[Command::grant("k", 1)]).unwrap(), [Outcome::Granted(1)]);
+    assert_eq!(
+        g.apply(&[Command::grant("k", 1)]).unwrap(),
+        [Outcome::Granted(1)]
+    );
     // And the rewritten artifact is sound again.
-    let engine3 = WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
-    assert_eq!(engine3.load(lockd::builtin::LOCK_SM).unwrap().compiled(), Compiled::Cached);
+    let engine3 =
+        WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
+    assert_eq!(
+        engine3.load(lockd::builtin::LOCK_SM).unwrap().compiled(),
+        Compiled::Cached
+    );
 }
 
 #[test]
 fn a_different_fingerprint_uses_a_different_artifact() {
     let dir = tempfile::tempdir().unwrap();
     let a = WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
-    let other = EngineSettings { fuel_per_call: 1_000, ..EngineSettings::default() };
+    let other = EngineSettings {
+        fuel_per_call: 1_000,
+        ..EngineSettings::default()
+    };
     let b = WasmEngine::new(other, Some(dir.path().to_path_buf())).unwrap();
     assert_ne!(a.fingerprint().hash, b.fingerprint().hash);
-    assert_eq!(a.fingerprint().differences(b.fingerprint()), ["fuel-per-call=5000000000 != fuel-per-call=1000"]);
+    assert_eq!(
+        a.fingerprint().differences(b.fingerprint()),
+        ["fuel-per-call=5000000000 != fuel-per-call=1000"]
+    );
     let ma = a.load(lockd::builtin::LOCK_SM).unwrap();
     let mb = b.load(lockd::builtin::LOCK_SM).unwrap();
     assert_eq!(mb.compiled(), Compiled::Fresh);
-    assert_ne!(a.cache().unwrap().path_for(&ma.hash()), b.cache().unwrap().path_for(&mb.hash()));
+    assert_ne!(
+        a.cache().unwrap().path_for(&ma.hash()),
+        b.cache().unwrap().path_for(&mb.hash())
+    );
 }

@@ -22,7 +22,10 @@ fn expiry_happens_only_through_a_committed_expire() {
     }
     std::thread::sleep(Duration::from_millis(1500));
     let st = c.status(leader).expect("status");
-    assert_eq!(st.locks_held, 1, "a lock vanished without a committed Expire: {st:?}");
+    assert_eq!(
+        st.locks_held, 1,
+        "a lock vanished without a committed Expire: {st:?}"
+    );
     assert_eq!(c.metric(leader, "lockd_lock_expires_total"), Some(0));
 
     // With the quorum back, the Expire commits and every node drops the lock.
@@ -35,7 +38,11 @@ fn expiry_happens_only_through_a_committed_expire() {
         if statuses.len() == 3 && statuses.iter().all(|s| s.locks_held == 0) {
             break;
         }
-        assert!(Instant::now() < deadline, "the lock was never expired: {}", c.describe());
+        assert!(
+            Instant::now() < deadline,
+            "the lock was never expired: {}",
+            c.describe()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let s = c.wait_converged(Duration::from_secs(10));

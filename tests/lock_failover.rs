@@ -24,19 +24,28 @@ fn held_locks_survive_failover_with_their_tokens_and_full_leases() {
     while elected.elapsed() < Duration::from_millis(LEASE - 300) {
         for (key, token) in &held {
             let r = c.lock(new, key).expect("get");
-            assert_eq!(r.body["token"].as_u64(), Some(*token), "{key} lost or expired early at {:?}: {r:?}", elected.elapsed());
+            assert_eq!(
+                r.body["token"].as_u64(),
+                Some(*token),
+                "{key} lost or expired early at {:?}: {r:?}",
+                elected.elapsed()
+            );
         }
         std::thread::sleep(Duration::from_millis(200));
     }
     // And they do end, bounded by lease + election timeout after the election.
-    let deadline = elected + Duration::from_millis(LEASE + 2 * 2 * lock_tests::cluster::ELECTION_MS + 3000);
+    let deadline =
+        elected + Duration::from_millis(LEASE + 2 * 2 * lock_tests::cluster::ELECTION_MS + 3000);
     for (key, _) in &held {
         loop {
             let r = c.lock(new, key).expect("get");
             if r.body["held"] == false {
                 break;
             }
-            assert!(Instant::now() < deadline, "{key} never expired after the failover");
+            assert!(
+                Instant::now() < deadline,
+                "{key} never expired after the failover"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }

@@ -15,14 +15,22 @@ fn keepalive_keeps_a_lock_past_its_lease_and_stopping_lets_it_expire() {
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(2000) {
         // Through a follower too: it forwards to the leader.
-        let via = if start.elapsed().as_millis() % 2 == 0 { leader } else { follower };
+        let via = if start.elapsed().as_millis() % 2 == 0 {
+            leader
+        } else {
+            follower
+        };
         let r = c.keepalive(via, "kept", token).expect("keepalive");
         assert!(r.ok(), "{r:?}");
         assert_eq!(r.body["lease_ms"], 600);
         std::thread::sleep(Duration::from_millis(150));
     }
     let r = c.lock(leader, "kept").expect("get");
-    assert_eq!(r.body["token"].as_u64(), Some(token), "held past 3 leases by keepalive: {r:?}");
+    assert_eq!(
+        r.body["token"].as_u64(),
+        Some(token),
+        "held past 3 leases by keepalive: {r:?}"
+    );
     // Keepalive with the wrong token is refused and extends nothing.
     let r = c.keepalive(leader, "kept", token + 1).expect("keepalive");
     assert_eq!(r.status, 409, "{r:?}");
@@ -36,7 +44,11 @@ fn keepalive_keeps_a_lock_past_its_lease_and_stopping_lets_it_expire() {
         assert!(stopped.elapsed() < Duration::from_secs(5), "never expired");
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(stopped.elapsed() >= Duration::from_millis(400), "expired before its lease: {:?}", stopped.elapsed());
+    assert!(
+        stopped.elapsed() >= Duration::from_millis(400),
+        "expired before its lease: {:?}",
+        stopped.elapsed()
+    );
     let r = c.keepalive(leader, "kept", token).expect("keepalive");
     assert_eq!(r.status, 404, "{r:?}");
 }
@@ -53,8 +65,12 @@ fn keepalive_to_a_deposed_leader_fails() {
     let others: Vec<u64> = (1..=3).filter(|i| *i != old).collect();
     let deadline = Instant::now() + Duration::from_secs(20);
     let new = loop {
-        let leaders: Vec<u64> =
-            others.iter().filter_map(|i| c.status(*i)).filter(|s| s.role == "leader").map(|s| s.id).collect();
+        let leaders: Vec<u64> = others
+            .iter()
+            .filter_map(|i| c.status(*i))
+            .filter(|s| s.role == "leader")
+            .map(|s| s.id)
+            .collect();
         if let Some(l) = leaders.first() {
             break *l;
         }
@@ -64,7 +80,11 @@ fn keepalive_to_a_deposed_leader_fails() {
     // It wakes up still believing it leads, and is asked first thing.
     c.resume(old);
     let r = c
-        .post(old, "/v1/locks/fenced/keepalive", serde_json::json!({ "token": token }))
+        .post(
+            old,
+            "/v1/locks/fenced/keepalive",
+            serde_json::json!({ "token": token }),
+        )
         .expect("keepalive answered");
     assert_ne!(r.status, 200, "a deposed leader extended a lease: {r:?}");
     assert!(r.status == 503, "{r:?}");
@@ -82,7 +102,12 @@ fn keepalive_without_a_quorum_fails() {
     for f in (1..=3).filter(|i| *i != leader) {
         c.kill(f);
     }
-    let r = c.keepalive(leader, "alone", token).expect("keepalive answered");
+    let r = c
+        .keepalive(leader, "alone", token)
+        .expect("keepalive answered");
     assert_eq!(r.status, 503, "{r:?}");
-    assert!(r.error().contains("could not confirm its leadership"), "{r:?}");
+    assert!(
+        r.error().contains("could not confirm its leadership"),
+        "{r:?}"
+    );
 }

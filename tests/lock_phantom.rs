@@ -28,7 +28,11 @@ fn wait_free(c: &Cluster, leader: u64, key: &str, within: Duration) {
         if r.body["held"] == false {
             return;
         }
-        assert!(start.elapsed() < within, "{key} still held {:?} after its client vanished: {r:?}", start.elapsed());
+        assert!(
+            start.elapsed() < within,
+            "{key} still held {:?} after its client vanished: {r:?}",
+            start.elapsed()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -54,7 +58,13 @@ fn a_waiter_whose_client_vanished_is_skipped() {
     let r = c.acquire(leader, "w", 60_000).expect("acquire");
     let token = r.body["token"].as_u64().expect("token");
     // A waiter queues, then its process dies while waiting.
-    acquire_and_vanish(c.addr(leader), "w", 600_000, 30_000, Duration::from_millis(300));
+    acquire_and_vanish(
+        c.addr(leader),
+        "w",
+        600_000,
+        30_000,
+        Duration::from_millis(300),
+    );
     std::thread::sleep(Duration::from_millis(100));
     assert!(c.release(leader, "w", token).expect("release").ok());
     // Nobody live was waiting: the key is free, not held for ten minutes by

@@ -22,7 +22,11 @@ fn waiters_are_served_in_fifo_order() {
         handles.push(std::thread::spawn(move || {
             let c = cw;
             let r = c
-                .post(via, "/v1/locks/queue/acquire", serde_json::json!({ "lease_ms": 60_000, "wait_ms": 20_000 }))
+                .post(
+                    via,
+                    "/v1/locks/queue/acquire",
+                    serde_json::json!({ "lease_ms": 60_000, "wait_ms": 20_000 }),
+                )
                 .expect("acquire");
             assert!(r.ok(), "waiter {w}: {r:?}");
             let token = r.body["token"].as_u64().expect("token");
@@ -44,8 +48,15 @@ fn waiters_are_served_in_fifo_order() {
     let order = order.lock().unwrap().clone();
     let who: Vec<u64> = order.iter().map(|(w, _)| *w).collect();
     assert_eq!(who, [0, 1, 2, 3], "not FIFO: {order:?}");
-    assert!(order.windows(2).all(|p| p[0].1 < p[1].1), "tokens must increase: {order:?}");
-    assert_eq!(c.metric(leader, "lockd_lock_handoffs_total"), Some(4), "every waiter was served by a handoff");
+    assert!(
+        order.windows(2).all(|p| p[0].1 < p[1].1),
+        "tokens must increase: {order:?}"
+    );
+    assert_eq!(
+        c.metric(leader, "lockd_lock_handoffs_total"),
+        Some(4),
+        "every waiter was served by a handoff"
+    );
 }
 
 #[test]
@@ -54,8 +65,18 @@ fn a_waiter_gives_up_at_its_wait_limit_with_409() {
     c.wait_leader(Duration::from_secs(20));
     assert!(c.acquire(1, "busy", 60_000).expect("acquire").ok());
     let t = Instant::now();
-    let r = c.post(1, "/v1/locks/busy/acquire", serde_json::json!({ "lease_ms": 1000, "wait_ms": 300 })).expect("acquire");
+    let r = c
+        .post(
+            1,
+            "/v1/locks/busy/acquire",
+            serde_json::json!({ "lease_ms": 1000, "wait_ms": 300 }),
+        )
+        .expect("acquire");
     assert_eq!(r.status, 409, "{r:?}");
-    assert!(t.elapsed() >= Duration::from_millis(300), "gave up early: {:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "gave up early: {:?}",
+        t.elapsed()
+    );
     assert_eq!(r.error(), "lock \"busy\" is held by another holder");
 }

@@ -68,7 +68,10 @@ fn truncated_last_record_is_cut() {
     c.spawn(1);
     c.wait_leader(Duration::from_secs(20));
     for (key, token) in &acked {
-        assert_eq!(c.lock(1, key).expect("get").body["token"].as_u64(), Some(*token));
+        assert_eq!(
+            c.lock(1, key).expect("get").body["token"].as_u64(),
+            Some(*token)
+        );
     }
 }
 
@@ -85,5 +88,10 @@ fn flipped_byte_in_an_earlier_record_stops_startup_with_a_clear_error() {
     assert_ne!(code, Some(0), "the node must refuse to start");
     assert!(code.is_some(), "the node must exit, not hang: {stderr}");
     let name = seg.display().to_string();
-    assert!(stderr.contains("corrupt WAL record") && stderr.contains(&name) && stderr.contains("at offset"), "{stderr}");
+    assert!(
+        stderr.contains("corrupt WAL record")
+            && stderr.contains(&name)
+            && stderr.contains("at offset"),
+        "{stderr}"
+    );
 }

@@ -22,11 +22,10 @@ fn entry() -> impl Strategy<Value = Option<Command>> {
 }
 
 fn stream() -> impl Strategy<Value = (Vec<Vec<Option<Command>>>, usize)> {
-    prop::collection::vec(prop::collection::vec(entry(), 1..40), 1..30)
-        .prop_flat_map(|batches| {
-            let n = batches.len();
-            (Just(batches), 0..n)
-        })
+    prop::collection::vec(prop::collection::vec(entry(), 1..40), 1..30).prop_flat_map(|batches| {
+        let n = batches.len();
+        (Just(batches), 0..n)
+    })
 }
 
 proptest! {

@@ -14,7 +14,10 @@ fn every_scenario_passes_on_native_and_wasm() {
         .filter(|p| p.extension().is_some_and(|e| e == "txt"))
         .collect();
     files.sort();
-    assert!(files.len() >= 6, "expected the scenario files, found {files:?}");
+    assert!(
+        files.len() >= 6,
+        "expected the scenario files, found {files:?}"
+    );
     let mut failures = Vec::new();
     for f in &files {
         match run_file(f, &mut all_machines()) {
@@ -22,7 +25,11 @@ fn every_scenario_passes_on_native_and_wasm() {
             Err(e) => failures.extend(e),
         }
     }
-    assert!(failures.is_empty(), "scenario failures:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "scenario failures:\n{}",
+        failures.join("\n")
+    );
 }
 
 /// The runner must be able to fail: a wrong expectation is reported with the
@@ -34,6 +41,9 @@ fn a_wrong_expectation_is_reported() {
     std::fs::write(&path, "apply\ngrant a 1\n----\ngranted token=2\n").unwrap();
     let failures = run_file(&path, &mut all_machines()).unwrap_err();
     assert_eq!(failures.len(), 2, "{failures:?}");
-    assert!(failures[0].contains("wrong.txt:1 [native]") && failures[0].contains("granted token=1"), "{failures:?}");
+    assert!(
+        failures[0].contains("wrong.txt:1 [native]") && failures[0].contains("granted token=1"),
+        "{failures:?}"
+    );
     assert!(failures[1].contains("[wasm]"), "{failures:?}");
 }

@@ -10,7 +10,10 @@ use lockd::transport::peer::FramedConn;
 use lockd::transport::TransportError;
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -26,7 +29,10 @@ fn an_unknown_protocol_version_is_refused_with_a_reason() {
     s.read_exact(&mut body).unwrap();
     match frame::decode::<HelloReply>(&body).unwrap() {
         HelloReply::Refused(r) => {
-            assert_eq!(r.reason, "protocol version 7 is not supported; this node speaks version 1")
+            assert_eq!(
+                r.reason,
+                "protocol version 7 is not supported; this node speaks version 1"
+            )
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
@@ -45,11 +51,19 @@ fn a_peer_that_is_not_lockd_is_named_as_such() {
         }
     });
     let err = rt()
-        .block_on(FramedConn::connect(&addr, Role::Client, Duration::from_secs(5)))
+        .block_on(FramedConn::connect(
+            &addr,
+            Role::Client,
+            Duration::from_secs(5),
+        ))
         .err()
         .expect("must fail");
     assert!(matches!(err, TransportError::NotLockd { .. }), "{err}");
-    assert!(err.to_string().contains("is not a lockd node speaking protocol version 1"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("is not a lockd node speaking protocol version 1"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -58,7 +72,14 @@ fn the_wrong_node_at_an_address_is_detected() {
     c.wait_leader(Duration::from_secs(20));
     let fingerprint = lockd::engine::EngineSettings::default().fingerprint().text;
     let conn = rt()
-        .block_on(FramedConn::connect(c.addr(1), Role::Peer { from: 9, fingerprint }, Duration::from_secs(5)))
+        .block_on(FramedConn::connect(
+            c.addr(1),
+            Role::Peer {
+                from: 9,
+                fingerprint,
+            },
+            Duration::from_secs(5),
+        ))
         .expect("same engine: welcome");
     // The welcome names the node, so a caller expecting node 2 here knows.
     assert_eq!(conn.welcome.node_id, 1);

@@ -42,18 +42,6 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1e3
 }
 
-fn ensure_lockd_built() {
-    if std::env::var_os("LOCKD_BIN").is_some() {
-        return;
-    }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = std::process::Command::new(cargo)
-        .args(["build", "--release", "-p", "lockd", "--bin", "lockd"])
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "building lockd failed");
-}
-
 fn run(c: &Cluster, leader: u64, follower: u64, proposers: usize, dur: Duration) -> Row {
     let before_l = c.status(leader).expect("status");
     let before_f = c.status(follower).expect("status");
@@ -63,7 +51,9 @@ fn run(c: &Cluster, leader: u64, follower: u64, proposers: usize, dur: Duration)
         .map(|p| {
             let (addr, barrier) = (addr.clone(), barrier.clone());
             std::thread::spawn(move || {
-                let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(10)).build();
+                let agent = ureq::AgentBuilder::new()
+                    .timeout(Duration::from_secs(10))
+                    .build();
                 let key = format!("bench/{proposers}/{p}");
                 let acquire = format!("http://{addr}/v1/locks/{key}/acquire");
                 let release = format!("http://{addr}/v1/locks/{key}/release");
@@ -81,7 +71,10 @@ fn run(c: &Cluster, leader: u64, follower: u64, proposers: usize, dur: Duration)
                     lat.push(t.elapsed());
                     let token = r["token"].as_u64().expect("token");
                     let t = Instant::now();
-                    agent.post(&release).send_json(json!({ "token": token })).expect("release");
+                    agent
+                        .post(&release)
+                        .send_json(json!({ "token": token }))
+                        .expect("release");
                     lat.push(t.elapsed());
                 }
                 lat
@@ -90,7 +83,10 @@ fn run(c: &Cluster, leader: u64, follower: u64, proposers: usize, dur: Duration)
         .collect();
     barrier.wait();
     let start = Instant::now();
-    let mut lat: Vec<Duration> = handles.into_iter().flat_map(|h| h.join().expect("proposer")).collect();
+    let mut lat: Vec<Duration> = handles
+        .into_iter()
+        .flat_map(|h| h.join().expect("proposer"))
+        .collect();
     let secs = start.elapsed().as_secs_f64();
     lat.sort();
     let after_l = c.status(leader).expect("status");
@@ -105,36 +101,32 @@ fn run(c: &Cluster, leader: u64, follower: u64, proposers: usize, dur: Duration)
         p50_ms: percentile(&lat, 0.50),
         p99_ms: percentile(&lat, 0.99),
         leader_fsyncs_per_entry: per_entry(&before_l, &after_l),
-        leader_fsyncs_per_command: (after_l.wal_fsyncs - before_l.wal_fsyncs) as f64 / (lat.len().max(1)) as f64,
+        leader_fsyncs_per_command: (after_l.wal_fsyncs - before_l.wal_fsyncs) as f64
+            / (lat.len().max(1)) as f64,
         follower_fsyncs_per_entry: per_entry(&before_f, &after_f),
     }
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let json = args.iter().any(|a| a == "--json");
-    let seconds: f64 = args
-        .iter()
-        .position(|a| a == "--seconds")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.parse().expect("--seconds takes a number"))
-        .unwrap_or(5.0);
-    let nodes: u64 = args
-        .iter()
-        .position(|a| a == "--nodes")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.parse().expect("--nodes takes a number"))
-        .unwrap_or(3);
-    ensure_lockd_built();
+    let json = lock_bench::flag("--json");
+    let seconds: f64 = lock_bench::arg("--seconds", 5.0);
+    let nodes: u64 = lock_bench::arg("--nodes", 3);
+    lock_bench::ensure_binaries_built();
     let c = Cluster::start(nodes, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let follower = (1..=nodes).find(|i| *i != leader).unwrap_or(leader);
     let dur = Duration::from_secs_f64(seconds);
     // Warm up connections and the page cache.
     run(&c, leader, follower, 4, Duration::from_millis(500));
-    let rows: Vec<Row> = [1, 64].into_iter().map(|p| run(&c, leader, follower, p, dur)).collect();
+    let rows: Vec<Row> = [1, 64]
+        .into_iter()
+        .map(|p| run(&c, leader, follower, p, dur))
+        .collect();
     if json {
-        println!("{}", serde_json::to_string_pretty(&rows).expect("serialise"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("serialise")
+        );
         return;
     }
     println!("{nodes}-node cluster on loopback, fsync on, HTTP proposers, {seconds} s per row\n");

@@ -15,33 +15,43 @@ use std::time::Duration;
 use lock_tests::cluster::{lockd_bin, Cluster};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let seconds: f64 = args
-        .iter()
-        .position(|a| a == "--seconds")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.parse().expect("--seconds takes a number"))
-        .unwrap_or(5.0);
-    if std::env::var_os("LOCKD_BIN").is_none() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let ok = Command::new(cargo).args(["build", "--release", "-p", "lockd", "--bins"]).status().expect("cargo").success();
-        assert!(ok, "building lockd and lockctl failed");
-    }
+    let seconds: f64 = lock_bench::arg("--seconds", 5.0);
+    lock_bench::ensure_binaries_built();
     let lockctl = lockd_bin().with_file_name("lockctl");
     let c = Cluster::start(3, &[]);
     c.wait_leader(Duration::from_secs(20));
-    let endpoints = c.nodes.values().map(|n| n.addr.clone()).collect::<Vec<_>>().join(",");
-    println!("3-node cluster (separate processes, fsync on), native protocol, {seconds} s per row\n");
+    let endpoints = c
+        .nodes
+        .values()
+        .map(|n| n.addr.clone())
+        .collect::<Vec<_>>()
+        .join(",");
+    println!(
+        "3-node cluster (separate processes, fsync on), native protocol, {seconds} s per row\n"
+    );
     println!("| clients | keys | cycles/s | acquire p50 ms | p99 ms | p999 ms | errors |");
     println!("|---:|---|---:|---:|---:|---:|---:|");
     for (clients, contended) in [(1, false), (64, false), (16, true)] {
         let mut cmd = Command::new(&lockctl);
-        cmd.args(["--endpoints", &endpoints, "--json", "bench", "--clients", &clients.to_string(), "--seconds", &seconds.to_string()]);
+        cmd.args([
+            "--endpoints",
+            &endpoints,
+            "--json",
+            "bench",
+            "--clients",
+            &clients.to_string(),
+            "--seconds",
+            &seconds.to_string(),
+        ]);
         if contended {
             cmd.arg("--contended");
         }
         let out = cmd.output().expect("run lockctl bench");
-        assert!(out.status.success(), "lockctl bench failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "lockctl bench failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("bench json");
         println!(
             "| {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",

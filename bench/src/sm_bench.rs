@@ -64,7 +64,10 @@ fn stream() -> (Vec<NCommand>, Vec<Command>) {
     let mut native = Vec::with_capacity(2 * KEYS);
     let mut wasm = Vec::with_capacity(2 * KEYS);
     for k in &keys {
-        native.push(NCommand::Grant { key: k.clone(), lease_ms: 10_000 });
+        native.push(NCommand::Grant {
+            key: k.clone(),
+            lease_ms: 10_000,
+        });
         wasm.push(Command::grant(k.clone(), 10_000));
     }
     for k in &keys {
@@ -95,18 +98,14 @@ fn measure<T>(batches: &[&[T]], dur: Duration, mut f: impl FnMut(&[T])) -> (f64,
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let json = args.iter().any(|a| a == "--json");
-    let seconds: f64 = args
-        .iter()
-        .position(|a| a == "--seconds")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.parse().expect("--seconds takes a number"))
-        .unwrap_or(1.5);
+    let json = lock_bench::flag("--json");
+    let seconds: f64 = lock_bench::arg("--seconds", 1.5);
     let dur = Duration::from_secs_f64(seconds);
 
     let engine = WasmEngine::new(EngineSettings::default(), None).expect("engine");
-    let module = engine.load(lockd::builtin::LOCK_SM).expect("built-in module");
+    let module = engine
+        .load(lockd::builtin::LOCK_SM)
+        .expect("built-in module");
     let (native_stream, wasm_stream) = stream();
 
     let mut rows = Vec::new();
@@ -141,19 +140,35 @@ fn main() {
         std::hint::black_box(guest.stats().expect("stats"));
     });
     let per_call_overhead_ns = rows[0].wasm_ns_per_call - rows[0].native_ns_per_call;
-    let report = Report { keys: KEYS, seconds_per_measurement: seconds, rows, empty_call_ns, per_call_overhead_ns };
+    let report = Report {
+        keys: KEYS,
+        seconds_per_measurement: seconds,
+        rows,
+        empty_call_ns,
+        per_call_overhead_ns,
+    };
 
     if json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("report serialises"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("report serialises")
+        );
         return;
     }
     println!("State machine apply, Grant/Release over {KEYS} keys, {seconds} s per cell\n");
-    println!("| batch | native cmds/s | wasm cmds/s | native/wasm | native ns/call | wasm ns/call |");
+    println!(
+        "| batch | native cmds/s | wasm cmds/s | native/wasm | native ns/call | wasm ns/call |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|");
     for r in &report.rows {
         println!(
             "| {} | {:.0} | {:.0} | {:.2}x | {:.0} | {:.0} |",
-            r.batch, r.native_cmds_per_sec, r.wasm_cmds_per_sec, r.slowdown, r.native_ns_per_call, r.wasm_ns_per_call
+            r.batch,
+            r.native_cmds_per_sec,
+            r.wasm_cmds_per_sec,
+            r.slowdown,
+            r.native_ns_per_call,
+            r.wasm_ns_per_call
         );
     }
     println!(

@@ -92,7 +92,12 @@ impl Client {
         if let Some(c) = conn.as_ref().filter(|c| !c.is_closed()) {
             return Ok(c.clone());
         }
-        let preferred = self.inner.preferred.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let preferred = self
+            .inner
+            .preferred
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         let eps = &self.inner.endpoints;
         let addr = preferred.unwrap_or_else(|| eps[attempt % eps.len().max(1)].clone());
         let c = Conn::open(&addr, self.inner.options.connect_timeout).await?;
@@ -108,9 +113,16 @@ impl Client {
     }
 
     /// Send `req` to the leader, retrying through leader changes.
-    async fn call(&self, req: ClientRequest, extra: Duration) -> Result<ClientResponse, ClientError> {
+    async fn call(
+        &self,
+        req: ClientRequest,
+        extra: Duration,
+    ) -> Result<ClientResponse, ClientError> {
         if self.inner.endpoints.is_empty() {
-            return Err(ClientError::Unreachable { ms: 0, last: "no endpoints given".into() });
+            return Err(ClientError::Unreachable {
+                ms: 0,
+                last: "no endpoints given".into(),
+            });
         }
         let opts = &self.inner.options;
         let deadline = Instant::now() + opts.retry_for + extra;
@@ -119,9 +131,17 @@ impl Client {
         loop {
             let result: Result<(), String> = match self.connection(attempt).await {
                 Ok(conn) => match conn.call(req.clone(), opts.request_timeout + extra).await {
-                    Ok(ClientResponse::Error(WireError::NotLeader { leader_addr, message, .. })) => {
+                    Ok(ClientResponse::Error(WireError::NotLeader {
+                        leader_addr,
+                        message,
+                        ..
+                    })) => {
                         self.forget(&conn.addr).await;
-                        *self.inner.preferred.lock().unwrap_or_else(|p| p.into_inner()) = leader_addr;
+                        *self
+                            .inner
+                            .preferred
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner()) = leader_addr;
                         Err(message)
                     }
                     Ok(ClientResponse::Error(WireError::Unavailable(m))) => Err(m),
@@ -138,16 +158,28 @@ impl Client {
             }
             attempt += 1;
             if Instant::now() >= deadline {
-                return Err(ClientError::Unreachable { ms: (opts.retry_for + extra).as_millis() as u64, last });
+                return Err(ClientError::Unreachable {
+                    ms: (opts.retry_for + extra).as_millis() as u64,
+                    last,
+                });
             }
             tokio::time::sleep(Duration::from_millis(20 * attempt.min(10) as u64)).await;
         }
     }
 
     /// Take `key` for `lease`, waiting up to `wait` if it is held.
-    pub async fn acquire(&self, key: &str, lease: Duration, wait: Duration) -> Result<LockGuard, ClientError> {
+    pub async fn acquire(
+        &self,
+        key: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<LockGuard, ClientError> {
         let sent = Instant::now();
-        let req = ClientRequest::Acquire { key: key.as_bytes().to_vec(), lease_ms: lease.as_millis() as u64, wait_ms: wait.as_millis() as u64 };
+        let req = ClientRequest::Acquire {
+            key: key.as_bytes().to_vec(),
+            lease_ms: lease.as_millis() as u64,
+            wait_ms: wait.as_millis() as u64,
+        };
         match self.call(req, wait).await? {
             ClientResponse::Acquired { token, lease_ms } => {
                 let lease = Duration::from_millis(lease_ms);
@@ -170,7 +202,11 @@ impl Client {
     }
 
     /// Take `key` if it is free now; `None` if it is held.
-    pub async fn try_acquire(&self, key: &str, lease: Duration) -> Result<Option<LockGuard>, ClientError> {
+    pub async fn try_acquire(
+        &self,
+        key: &str,
+        lease: Duration,
+    ) -> Result<Option<LockGuard>, ClientError> {
         match self.acquire(key, lease, Duration::ZERO).await {
             Ok(g) => Ok(Some(g)),
             Err(e) if e.is_held() => Ok(None),
@@ -179,7 +215,16 @@ impl Client {
     }
 
     pub async fn release(&self, key: &str, token: u64) -> Result<(), ClientError> {
-        match self.call(ClientRequest::Release { key: key.as_bytes().to_vec(), token }, Duration::ZERO).await? {
+        match self
+            .call(
+                ClientRequest::Release {
+                    key: key.as_bytes().to_vec(),
+                    token,
+                },
+                Duration::ZERO,
+            )
+            .await?
+        {
             ClientResponse::Released => Ok(()),
             ClientResponse::Error(e) => Err(e.into()),
             other => Err(ClientError::Protocol(format!("{other:?}"))),
@@ -188,7 +233,16 @@ impl Client {
 
     /// Renew the lease of `token` on `key`; returns the lease.
     pub async fn keepalive(&self, key: &str, token: u64) -> Result<Duration, ClientError> {
-        match self.call(ClientRequest::Keepalive { key: key.as_bytes().to_vec(), token }, Duration::ZERO).await? {
+        match self
+            .call(
+                ClientRequest::Keepalive {
+                    key: key.as_bytes().to_vec(),
+                    token,
+                },
+                Duration::ZERO,
+            )
+            .await?
+        {
             ClientResponse::KeptAlive { lease_ms } => Ok(Duration::from_millis(lease_ms)),
             ClientResponse::Error(e) => Err(e.into()),
             other => Err(ClientError::Protocol(format!("{other:?}"))),
@@ -197,7 +251,15 @@ impl Client {
 
     /// The holder of `key`, read linearizably.
     pub async fn get(&self, key: &str) -> Result<Option<LockView>, ClientError> {
-        match self.call(ClientRequest::Get { key: key.as_bytes().to_vec() }, Duration::ZERO).await? {
+        match self
+            .call(
+                ClientRequest::Get {
+                    key: key.as_bytes().to_vec(),
+                },
+                Duration::ZERO,
+            )
+            .await?
+        {
             ClientResponse::Lock(v) => Ok(v),
             ClientResponse::Error(e) => Err(e.into()),
             other => Err(ClientError::Protocol(format!("{other:?}"))),
@@ -207,14 +269,21 @@ impl Client {
     /// The status of the node at `addr` (not necessarily the leader).
     pub async fn status_of(&self, addr: &str) -> Result<Status, ClientError> {
         let opts = &self.inner.options;
-        let conn = Conn::open(addr, opts.connect_timeout)
-            .await
-            .map_err(|e| ClientError::Unreachable { ms: opts.connect_timeout.as_millis() as u64, last: e.to_string() })?;
+        let conn =
+            Conn::open(addr, opts.connect_timeout)
+                .await
+                .map_err(|e| ClientError::Unreachable {
+                    ms: opts.connect_timeout.as_millis() as u64,
+                    last: e.to_string(),
+                })?;
         match conn.call(ClientRequest::Status, opts.request_timeout).await {
             Ok(ClientResponse::Status(s)) => Ok(*s),
             Ok(ClientResponse::Error(e)) => Err(e.into()),
             Ok(other) => Err(ClientError::Protocol(format!("{other:?}"))),
-            Err(e) => Err(ClientError::Unreachable { ms: opts.request_timeout.as_millis() as u64, last: e.to_string() }),
+            Err(e) => Err(ClientError::Unreachable {
+                ms: opts.request_timeout.as_millis() as u64,
+                last: e.to_string(),
+            }),
         }
     }
 }

@@ -41,40 +41,85 @@ pub struct Conn {
 impl Conn {
     pub async fn open(addr: &str, timeout: Duration) -> Result<Conn, ConnError> {
         let fut = async {
-            let connect = |reason: String| ConnError::Connect { addr: addr.to_string(), reason };
-            let mut stream = TcpStream::connect(addr).await.map_err(|e| connect(e.to_string()))?;
-            stream.set_nodelay(true).map_err(|e| connect(e.to_string()))?;
-            stream.write_all(&wire::PREFACE).await.map_err(|e| connect(e.to_string()))?;
+            let connect = |reason: String| ConnError::Connect {
+                addr: addr.to_string(),
+                reason,
+            };
+            let mut stream = TcpStream::connect(addr)
+                .await
+                .map_err(|e| connect(e.to_string()))?;
+            stream
+                .set_nodelay(true)
+                .map_err(|e| connect(e.to_string()))?;
+            stream
+                .write_all(&wire::PREFACE)
+                .await
+                .map_err(|e| connect(e.to_string()))?;
             let mut framed = Framed::new(stream, wire::codec());
-            let hello = wire::encode(&Hello { role: Role::Client }).map_err(|e| connect(e.to_string()))?;
-            framed.send(hello).await.map_err(|e| connect(e.to_string()))?;
-            let not_lockd = |reason: String| ConnError::NotLockd { addr: addr.to_string(), reason };
+            let hello =
+                wire::encode(&Hello { role: Role::Client }).map_err(|e| connect(e.to_string()))?;
+            framed
+                .send(hello)
+                .await
+                .map_err(|e| connect(e.to_string()))?;
+            let not_lockd = |reason: String| ConnError::NotLockd {
+                addr: addr.to_string(),
+                reason,
+            };
             let reply: HelloReply = match framed.next().await {
-                Some(Ok(b)) => wire::decode(&b).map_err(|e| not_lockd(format!("its answer to hello does not decode ({e})")))?,
+                Some(Ok(b)) => wire::decode(&b)
+                    .map_err(|e| not_lockd(format!("its answer to hello does not decode ({e})")))?,
                 Some(Err(e)) => return Err(not_lockd(format!("bad framing ({e})"))),
-                None => return Err(not_lockd("it closed the connection without answering hello".into())),
+                None => {
+                    return Err(not_lockd(
+                        "it closed the connection without answering hello".into(),
+                    ))
+                }
             };
             let welcome = match reply {
                 HelloReply::Welcome(w) => w,
-                HelloReply::Refused(r) => return Err(ConnError::Refused { addr: addr.to_string(), reason: r.reason }),
+                HelloReply::Refused(r) => {
+                    return Err(ConnError::Refused {
+                        addr: addr.to_string(),
+                        reason: r.reason,
+                    })
+                }
             };
             let (tx, rx) = mpsc::unbounded_channel();
             tokio::spawn(run(framed, rx));
-            Ok(Conn { addr: addr.to_string(), node_id: welcome.node_id, tx })
+            Ok(Conn {
+                addr: addr.to_string(),
+                node_id: welcome.node_id,
+                tx,
+            })
         };
         tokio::time::timeout(timeout, fut)
             .await
-            .map_err(|_| ConnError::Timeout { addr: addr.to_string(), ms: timeout.as_millis() as u64 })?
+            .map_err(|_| ConnError::Timeout {
+                addr: addr.to_string(),
+                ms: timeout.as_millis() as u64,
+            })?
     }
 
     /// Send one request; wait for its response at most `timeout`.
-    pub async fn call(&self, req: ClientRequest, timeout: Duration) -> Result<ClientResponse, ConnError> {
+    pub async fn call(
+        &self,
+        req: ClientRequest,
+        timeout: Duration,
+    ) -> Result<ClientResponse, ConnError> {
         let (reply, rx) = oneshot::channel();
-        self.tx.send((req, reply)).map_err(|_| ConnError::Lost { addr: self.addr.clone() })?;
+        self.tx.send((req, reply)).map_err(|_| ConnError::Lost {
+            addr: self.addr.clone(),
+        })?;
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(r)) => Ok(r),
-            Ok(Err(_)) => Err(ConnError::Lost { addr: self.addr.clone() }),
-            Err(_) => Err(ConnError::Timeout { addr: self.addr.clone(), ms: timeout.as_millis() as u64 }),
+            Ok(Err(_)) => Err(ConnError::Lost {
+                addr: self.addr.clone(),
+            }),
+            Err(_) => Err(ConnError::Timeout {
+                addr: self.addr.clone(),
+                ms: timeout.as_millis() as u64,
+            }),
         }
     }
 
@@ -84,7 +129,10 @@ impl Conn {
 }
 
 /// The connection task: writes requests, routes responses by id.
-async fn run(framed: Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>, mut rx: mpsc::UnboundedReceiver<Call>) {
+async fn run(
+    framed: Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>,
+    mut rx: mpsc::UnboundedReceiver<Call>,
+) {
     let (mut sink, mut stream) = framed.split();
     let mut pending: HashMap<u64, oneshot::Sender<ClientResponse>> = HashMap::new();
     let mut next_id = 1u64;

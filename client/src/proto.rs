@@ -8,11 +8,23 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClientRequest {
     /// Take `key`; wait up to `wait_ms` in the key's FIFO queue if held.
-    Acquire { key: Vec<u8>, lease_ms: u64, wait_ms: u64 },
-    Release { key: Vec<u8>, token: u64 },
-    Keepalive { key: Vec<u8>, token: u64 },
+    Acquire {
+        key: Vec<u8>,
+        lease_ms: u64,
+        wait_ms: u64,
+    },
+    Release {
+        key: Vec<u8>,
+        token: u64,
+    },
+    Keepalive {
+        key: Vec<u8>,
+        token: u64,
+    },
     /// Linearizable read of a key's holder.
-    Get { key: Vec<u8> },
+    Get {
+        key: Vec<u8>,
+    },
     /// The answering node's status.
     Status,
 }
@@ -49,7 +61,11 @@ pub enum WireError {
     WrongToken(String),
     /// Ask the leader instead (its address when known).
     #[error("{message}")]
-    NotLeader { leader: Option<u64>, leader_addr: Option<String>, message: String },
+    NotLeader {
+        leader: Option<u64>,
+        leader_addr: Option<String>,
+        message: String,
+    },
     /// No quorum, leadership changing, shutting down: try again.
     #[error("{0}")]
     Unavailable(String),

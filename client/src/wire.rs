@@ -62,7 +62,9 @@ pub struct Envelope<T> {
 }
 
 pub fn codec() -> LengthDelimitedCodec {
-    LengthDelimitedCodec::builder().max_frame_length(MAX_FRAME).new_codec()
+    LengthDelimitedCodec::builder()
+        .max_frame_length(MAX_FRAME)
+        .new_codec()
 }
 
 pub fn encode<T: Serialize>(value: &T) -> Result<Bytes, postcard::Error> {

@@ -55,7 +55,9 @@ pub fn ensure_wasm_target() -> Result<(), BuildError> {
     if libdir.is_dir() {
         return Ok(());
     }
-    let status = Command::new("rustup").args(["target", "add", WASM_TARGET]).status();
+    let status = Command::new("rustup")
+        .args(["target", "add", WASM_TARGET])
+        .status();
     match status {
         Ok(s) if s.success() && libdir.is_dir() => Ok(()),
         Ok(s) => Err(err(format!(
@@ -77,12 +79,21 @@ pub fn ensure_wasm_target() -> Result<(), BuildError> {
 fn scrub(cmd: &mut Command) {
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
-        let outer_only = (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_NET_OFFLINE")
-            || matches!(
-                key,
-                "TARGET" | "HOST" | "OUT_DIR" | "PROFILE" | "OPT_LEVEL" | "DEBUG" | "NUM_JOBS" | "RUSTFLAGS"
-                    | "RUSTDOCFLAGS" | "RUSTC_WORKSPACE_WRAPPER"
-            );
+        let outer_only =
+            (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_NET_OFFLINE")
+                || matches!(
+                    key,
+                    "TARGET"
+                        | "HOST"
+                        | "OUT_DIR"
+                        | "PROFILE"
+                        | "OPT_LEVEL"
+                        | "DEBUG"
+                        | "NUM_JOBS"
+                        | "RUSTFLAGS"
+                        | "RUSTDOCFLAGS"
+                        | "RUSTC_WORKSPACE_WRAPPER"
+                );
         if outer_only {
             cmd.env_remove(key);
         }
@@ -91,12 +102,24 @@ fn scrub(cmd: &mut Command) {
 
 /// Build `packages` of the workspace at `workspace` for wasm32 into
 /// `target_dir`; returns the core module of each, in order.
-pub fn cargo_build(workspace: &Path, packages: &[&str], target_dir: &Path) -> Result<Vec<PathBuf>, BuildError> {
+pub fn cargo_build(
+    workspace: &Path,
+    packages: &[&str],
+    target_dir: &Path,
+) -> Result<Vec<PathBuf>, BuildError> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     scrub(&mut cmd);
     cmd.current_dir(workspace)
-        .args(["build", "--quiet", "--target", WASM_TARGET, "--profile", PROFILE, "--target-dir"])
+        .args([
+            "build",
+            "--quiet",
+            "--target",
+            WASM_TARGET,
+            "--profile",
+            PROFILE,
+            "--target-dir",
+        ])
         .arg(target_dir);
     for p in packages {
         cmd.args(["-p", p]);
@@ -104,7 +127,9 @@ pub fn cargo_build(workspace: &Path, packages: &[&str], target_dir: &Path) -> Re
     if std::env::var_os("CARGO_NET_OFFLINE").is_some() {
         cmd.arg("--offline");
     }
-    let out = cmd.output().map_err(|e| err(format!("cannot run the nested cargo: {e}")))?;
+    let out = cmd
+        .output()
+        .map_err(|e| err(format!("cannot run the nested cargo: {e}")))?;
     if !out.status.success() {
         return Err(err(format!(
             "building guests {packages:?} for {WASM_TARGET} failed ({}):\n{}",
@@ -113,7 +138,10 @@ pub fn cargo_build(workspace: &Path, packages: &[&str], target_dir: &Path) -> Re
         )));
     }
     let dir = target_dir.join(WASM_TARGET).join(PROFILE);
-    Ok(packages.iter().map(|p| dir.join(format!("{}.wasm", p.replace('-', "_")))).collect())
+    Ok(packages
+        .iter()
+        .map(|p| dir.join(format!("{}.wasm", p.replace('-', "_"))))
+        .collect())
 }
 
 /// Turn a core module built with `wit-bindgen` into a component.
@@ -121,27 +149,43 @@ pub fn componentize(core: &[u8]) -> Result<Vec<u8>, BuildError> {
     wit_component::ComponentEncoder::default()
         .module(core)
         .and_then(|e| e.validate(true).encode())
-        .map_err(|e| err(format!("wit-component could not encode the component: {e:#}")))
+        .map_err(|e| {
+            err(format!(
+                "wit-component could not encode the component: {e:#}"
+            ))
+        })
 }
 
 /// Everything a build script needs: build `packages` (paths relative to the
 /// workspace root are watched for changes) and write
 /// `OUT_DIR/<crate_name>.wasm` components. Returns their paths.
-pub fn build_components(workspace: &Path, packages: &[&str], watch: &[&str]) -> Result<Vec<PathBuf>, BuildError> {
+pub fn build_components(
+    workspace: &Path,
+    packages: &[&str],
+    watch: &[&str],
+) -> Result<Vec<PathBuf>, BuildError> {
     for w in watch {
         println!("cargo:rerun-if-changed={}", workspace.join(w).display());
     }
-    println!("cargo:rerun-if-changed={}", workspace.join("Cargo.lock").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        workspace.join("Cargo.lock").display()
+    );
     ensure_wasm_target()?;
-    let target_root = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace.join("target"));
+    let target_root = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"));
     let cores = cargo_build(workspace, packages, &target_root.join("guest"))?;
-    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| err("OUT_DIR is not set"))?);
+    let out_dir =
+        PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| err("OUT_DIR is not set"))?);
     let mut written = Vec::new();
     for (package, core_path) in packages.iter().zip(cores) {
-        let core = std::fs::read(&core_path).map_err(|e| err(format!("cannot read {}: {e}", core_path.display())))?;
+        let core = std::fs::read(&core_path)
+            .map_err(|e| err(format!("cannot read {}: {e}", core_path.display())))?;
         let component = componentize(&core)?;
         let dest = out_dir.join(format!("{}.wasm", package.replace('-', "_")));
-        std::fs::write(&dest, component).map_err(|e| err(format!("cannot write {}: {e}", dest.display())))?;
+        std::fs::write(&dest, component)
+            .map_err(|e| err(format!("cannot write {}: {e}", dest.display())))?;
         written.push(dest);
     }
     Ok(written)

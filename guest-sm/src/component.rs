@@ -34,9 +34,15 @@ fn with_table<R>(f: impl FnOnce(&mut LockTable) -> R) -> R {
 impl From<Command> for Cmd {
     fn from(c: Command) -> Cmd {
         match c {
-            Command::Grant(g) => Cmd::Grant { key: g.key, lease_ms: g.lease_ms },
+            Command::Grant(g) => Cmd::Grant {
+                key: g.key,
+                lease_ms: g.lease_ms,
+            },
             Command::Release(key) => Cmd::Release { key },
-            Command::Expire(e) => Cmd::Expire { key: e.key, token: e.token },
+            Command::Expire(e) => Cmd::Expire {
+                key: e.key,
+                token: e.token,
+            },
         }
     }
 }
@@ -59,18 +65,32 @@ pub struct Exports;
 
 impl Guest for Exports {
     fn apply(batch: Vec<Command>) -> Vec<Outcome> {
-        with_table(|t| batch.into_iter().map(|c| t.apply(c.into()).into()).collect())
+        with_table(|t| {
+            batch
+                .into_iter()
+                .map(|c| t.apply(c.into()).into())
+                .collect()
+        })
     }
 
     fn get(key: String) -> Option<LockInfo> {
-        with_table(|t| t.get(&key).map(|i| LockInfo { token: i.token, lease_ms: i.lease_ms }))
+        with_table(|t| {
+            t.get(&key).map(|i| LockInfo {
+                token: i.token,
+                lease_ms: i.lease_ms,
+            })
+        })
     }
 
     fn locks(after: Option<String>, limit: u32) -> Vec<HeldLock> {
         with_table(|t| {
             t.locks(after.as_deref(), limit as usize)
                 .into_iter()
-                .map(|h| HeldLock { key: h.key, token: h.token, lease_ms: h.lease_ms })
+                .map(|h| HeldLock {
+                    key: h.key,
+                    token: h.token,
+                    lease_ms: h.lease_ms,
+                })
                 .collect()
         })
     }
@@ -78,7 +98,10 @@ impl Guest for Exports {
     fn stats() -> TableStats {
         with_table(|t| {
             let s = t.stats();
-            TableStats { held: s.held, next_token: s.next_token }
+            TableStats {
+                held: s.held,
+                next_token: s.next_token,
+            }
         })
     }
 

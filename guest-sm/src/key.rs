@@ -98,9 +98,23 @@ mod tests {
 
     #[test]
     fn prefixes_and_word_boundaries() {
-        for (a, b) in [("", ""), ("", "a"), ("abcdefgh", "abcdefghi"), ("abcdefgh", "abcdefgg"), ("abcdefghij", "abcdefghik")] {
-            assert_eq!(cmp_bytes(a.as_bytes(), b.as_bytes()), a.cmp(b), "{a:?} {b:?}");
-            assert_eq!(cmp_bytes(b.as_bytes(), a.as_bytes()), b.cmp(a), "{b:?} {a:?}");
+        for (a, b) in [
+            ("", ""),
+            ("", "a"),
+            ("abcdefgh", "abcdefghi"),
+            ("abcdefgh", "abcdefgg"),
+            ("abcdefghij", "abcdefghik"),
+        ] {
+            assert_eq!(
+                cmp_bytes(a.as_bytes(), b.as_bytes()),
+                a.cmp(b),
+                "{a:?} {b:?}"
+            );
+            assert_eq!(
+                cmp_bytes(b.as_bytes(), a.as_bytes()),
+                b.cmp(a),
+                "{b:?} {a:?}"
+            );
         }
     }
 }

@@ -46,4 +46,8 @@ pub use snapshot::SnapshotError;
 pub use table::LockTable;
 
 /// The version string this build of the lock logic reports.
-pub const VERSION: &str = concat!("lock-sm/", env!("CARGO_PKG_VERSION"), " (snapshot format 1)");
+pub const VERSION: &str = concat!(
+    "lock-sm/",
+    env!("CARGO_PKG_VERSION"),
+    " (snapshot format 1)"
+);

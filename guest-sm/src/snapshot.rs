@@ -28,21 +28,43 @@ pub enum SnapshotError {
     UnknownFormat(u8),
     Decode(String),
     TrailingBytes(usize),
-    KeysOutOfOrder { key: String },
-    TokenOutOfRange { key: String, token: u64, next_token: u64 },
-    DuplicateToken { token: u64 },
+    KeysOutOfOrder {
+        key: String,
+    },
+    TokenOutOfRange {
+        key: String,
+        token: u64,
+        next_token: u64,
+    },
+    DuplicateToken {
+        token: u64,
+    },
 }
 
 impl core::fmt::Display for SnapshotError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             SnapshotError::BadMagic => write!(f, "not a lock-sm snapshot (bad magic)"),
-            SnapshotError::UnknownFormat(v) => write!(f, "unknown snapshot format {v} (this module reads format {FORMAT})"),
+            SnapshotError::UnknownFormat(v) => write!(
+                f,
+                "unknown snapshot format {v} (this module reads format {FORMAT})"
+            ),
             SnapshotError::Decode(e) => write!(f, "snapshot body does not decode: {e}"),
-            SnapshotError::TrailingBytes(n) => write!(f, "{n} trailing bytes after the snapshot body"),
-            SnapshotError::KeysOutOfOrder { key } => write!(f, "keys not in strictly ascending order at {key:?}"),
-            SnapshotError::TokenOutOfRange { key, token, next_token } => {
-                write!(f, "token {token} of {key:?} is not below next_token {next_token}")
+            SnapshotError::TrailingBytes(n) => {
+                write!(f, "{n} trailing bytes after the snapshot body")
+            }
+            SnapshotError::KeysOutOfOrder { key } => {
+                write!(f, "keys not in strictly ascending order at {key:?}")
+            }
+            SnapshotError::TokenOutOfRange {
+                key,
+                token,
+                next_token,
+            } => {
+                write!(
+                    f,
+                    "token {token} of {key:?} is not below next_token {next_token}"
+                )
             }
             SnapshotError::DuplicateToken { token } => write!(f, "token {token} is held twice"),
         }
@@ -66,7 +88,11 @@ struct Body {
 pub fn encode(table: &LockTable) -> Vec<u8> {
     let body = BodyRef {
         next_token: table.next_token,
-        locks: table.locks.iter().map(|(k, i)| (k.0.as_str(), i.token, i.lease_ms)).collect(),
+        locks: table
+            .locks
+            .iter()
+            .map(|(k, i)| (k.0.as_str(), i.token, i.lease_ms))
+            .collect(),
     };
     let mut out = Vec::with_capacity(16 + table.locks.len() * 24);
     out.extend_from_slice(MAGIC);
@@ -76,7 +102,9 @@ pub fn encode(table: &LockTable) -> Vec<u8> {
 }
 
 pub fn decode(bytes: &[u8]) -> Result<LockTable, SnapshotError> {
-    let rest = bytes.strip_prefix(MAGIC.as_slice()).ok_or(SnapshotError::BadMagic)?;
+    let rest = bytes
+        .strip_prefix(MAGIC.as_slice())
+        .ok_or(SnapshotError::BadMagic)?;
     let (&format, body) = rest.split_first().ok_or(SnapshotError::UnknownFormat(0))?;
     if format != FORMAT {
         return Err(SnapshotError::UnknownFormat(format));
@@ -87,7 +115,10 @@ pub fn decode(bytes: &[u8]) -> Result<LockTable, SnapshotError> {
         return Err(SnapshotError::TrailingBytes(trailing.len()));
     }
     if body.next_token < FIRST_TOKEN {
-        return Err(SnapshotError::Decode(format!("next_token {} is below {FIRST_TOKEN}", body.next_token)));
+        return Err(SnapshotError::Decode(format!(
+            "next_token {} is below {FIRST_TOKEN}",
+            body.next_token
+        )));
     }
     let mut locks = BTreeMap::new();
     let mut tokens = BTreeSet::new();
@@ -98,7 +129,11 @@ pub fn decode(bytes: &[u8]) -> Result<LockTable, SnapshotError> {
         }
         last = Some(key);
         if *token < FIRST_TOKEN || *token >= body.next_token {
-            return Err(SnapshotError::TokenOutOfRange { key: key.clone(), token: *token, next_token: body.next_token });
+            return Err(SnapshotError::TokenOutOfRange {
+                key: key.clone(),
+                token: *token,
+                next_token: body.next_token,
+            });
         }
         if !tokens.insert(*token) {
             return Err(SnapshotError::DuplicateToken { token: *token });
@@ -107,7 +142,10 @@ pub fn decode(bytes: &[u8]) -> Result<LockTable, SnapshotError> {
     for (key, token, lease_ms) in body.locks {
         locks.insert(Key(key), LockInfo { token, lease_ms });
     }
-    Ok(LockTable { locks, next_token: body.next_token })
+    Ok(LockTable {
+        locks,
+        next_token: body.next_token,
+    })
 }
 
 pub fn hash(encoded: &[u8]) -> [u8; 32] {
@@ -122,7 +160,10 @@ mod tests {
     fn table() -> LockTable {
         let mut t = LockTable::new();
         for k in ["x", "a", "m"] {
-            t.apply(Command::Grant { key: k.into(), lease_ms: 100 });
+            t.apply(Command::Grant {
+                key: k.into(),
+                lease_ms: 100,
+            });
         }
         t
     }
@@ -144,7 +185,10 @@ mod tests {
         bytes.push(0);
         assert_eq!(decode(&bytes), Err(SnapshotError::TrailingBytes(1)));
         let bytes = encode(&table());
-        assert!(matches!(decode(&bytes[..bytes.len() - 2]), Err(SnapshotError::Decode(_))));
+        assert!(matches!(
+            decode(&bytes[..bytes.len() - 2]),
+            Err(SnapshotError::Decode(_))
+        ));
     }
 
     #[test]
@@ -152,18 +196,36 @@ mod tests {
         let mut body: Vec<u8> = vec![];
         body.extend_from_slice(MAGIC);
         body.push(FORMAT);
-        let bad = BodyRef { next_token: 3, locks: vec![("b", 1, 1), ("a", 2, 1)] };
+        let bad = BodyRef {
+            next_token: 3,
+            locks: vec![("b", 1, 1), ("a", 2, 1)],
+        };
         let body = postcard::to_extend(&bad, body).unwrap();
-        assert_eq!(decode(&body), Err(SnapshotError::KeysOutOfOrder { key: "a".into() }));
+        assert_eq!(
+            decode(&body),
+            Err(SnapshotError::KeysOutOfOrder { key: "a".into() })
+        );
 
         let body = body[..5].to_vec();
-        let bad = BodyRef { next_token: 2, locks: vec![("a", 1, 1), ("b", 2, 1)] };
+        let bad = BodyRef {
+            next_token: 2,
+            locks: vec![("a", 1, 1), ("b", 2, 1)],
+        };
         let body = postcard::to_extend(&bad, body).unwrap();
-        assert!(matches!(decode(&body), Err(SnapshotError::TokenOutOfRange { token: 2, .. })));
+        assert!(matches!(
+            decode(&body),
+            Err(SnapshotError::TokenOutOfRange { token: 2, .. })
+        ));
 
         let body = body[..5].to_vec();
-        let bad = BodyRef { next_token: 5, locks: vec![("a", 1, 1), ("b", 1, 1)] };
+        let bad = BodyRef {
+            next_token: 5,
+            locks: vec![("a", 1, 1), ("b", 1, 1)],
+        };
         let body = postcard::to_extend(&bad, body).unwrap();
-        assert_eq!(decode(&body), Err(SnapshotError::DuplicateToken { token: 1 }));
+        assert_eq!(
+            decode(&body),
+            Err(SnapshotError::DuplicateToken { token: 1 })
+        );
     }
 }

@@ -31,7 +31,10 @@ impl Default for LockTable {
 
 impl LockTable {
     pub fn new() -> Self {
-        LockTable { locks: BTreeMap::new(), next_token: FIRST_TOKEN }
+        LockTable {
+            locks: BTreeMap::new(),
+            next_token: FIRST_TOKEN,
+        }
     }
 
     /// Apply one committed command.
@@ -106,12 +109,19 @@ impl LockTable {
         self.locks
             .range::<KeyRef, _>((start, Bound::Unbounded))
             .take(limit)
-            .map(|(key, info)| HeldLock { key: key.0.clone(), token: info.token, lease_ms: info.lease_ms })
+            .map(|(key, info)| HeldLock {
+                key: key.0.clone(),
+                token: info.token,
+                lease_ms: info.lease_ms,
+            })
             .collect()
     }
 
     pub fn stats(&self) -> TableStats {
-        TableStats { held: self.locks.len() as u64, next_token: self.next_token }
+        TableStats {
+            held: self.locks.len() as u64,
+            next_token: self.next_token,
+        }
     }
 
     /// The state in the snapshot encoding (see [`crate::snapshot`]).
@@ -138,7 +148,10 @@ mod tests {
     use super::*;
 
     fn grant(key: &str, lease_ms: u64) -> Command {
-        Command::Grant { key: key.into(), lease_ms }
+        Command::Grant {
+            key: key.into(),
+            lease_ms,
+        }
     }
 
     #[test]
@@ -157,10 +170,25 @@ mod tests {
     fn release_frees_and_regrant_gets_new_token() {
         let mut t = LockTable::new();
         assert_eq!(t.apply(grant("a", 10)), Outcome::Granted { token: 1 });
-        assert_eq!(t.apply(Command::Release { key: "a".into() }), Outcome::Released);
+        assert_eq!(
+            t.apply(Command::Release { key: "a".into() }),
+            Outcome::Released
+        );
         assert_eq!(t.apply(grant("a", 10)), Outcome::Granted { token: 2 });
-        assert_eq!(t.apply(Command::Expire { key: "a".into(), token: 1 }), Outcome::Expired { existed: false });
-        assert_eq!(t.get("a"), Some(LockInfo { token: 2, lease_ms: 10 }));
+        assert_eq!(
+            t.apply(Command::Expire {
+                key: "a".into(),
+                token: 1
+            }),
+            Outcome::Expired { existed: false }
+        );
+        assert_eq!(
+            t.get("a"),
+            Some(LockInfo {
+                token: 2,
+                lease_ms: 10
+            })
+        );
     }
 
     #[test]

@@ -15,11 +15,16 @@
 
 use std::fmt;
 
-pub use crate::engine::bindings::{Command, Expire, Grant, HeldLock, LockInfo, Outcome, TableStats};
+pub use crate::engine::bindings::{
+    Command, Expire, Grant, HeldLock, LockInfo, Outcome, TableStats,
+};
 
 impl Command {
     pub fn grant(key: impl Into<String>, lease_ms: u64) -> Command {
-        Command::Grant(Grant { key: key.into(), lease_ms })
+        Command::Grant(Grant {
+            key: key.into(),
+            lease_ms,
+        })
     }
 
     pub fn release(key: impl Into<String>) -> Command {
@@ -27,7 +32,10 @@ impl Command {
     }
 
     pub fn expire(key: impl Into<String>, token: u64) -> Command {
-        Command::Expire(Expire { key: key.into(), token })
+        Command::Expire(Expire {
+            key: key.into(),
+            token,
+        })
     }
 
     /// The key the command is about.

@@ -77,7 +77,11 @@ pub enum ConfigError {
     #[error("--initial-cluster names node {0} twice")]
     DuplicateId(u64),
     #[error("--initial-cluster gives node {id} the address {listed}, but --addr is {addr}")]
-    AddrMismatch { id: u64, listed: String, addr: String },
+    AddrMismatch {
+        id: u64,
+        listed: String,
+        addr: String,
+    },
     #[error("cannot read config file {path}: {reason}")]
     File { path: String, reason: String },
     #[error("{0}")]
@@ -88,8 +92,13 @@ pub enum ConfigError {
 pub fn parse_members(s: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
     let mut out = BTreeMap::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (id, addr) = part.split_once('=').ok_or_else(|| ConfigError::BadMember(part.into()))?;
-        let id: u64 = id.trim().parse().map_err(|_| ConfigError::BadId(id.into()))?;
+        let (id, addr) = part
+            .split_once('=')
+            .ok_or_else(|| ConfigError::BadMember(part.into()))?;
+        let id: u64 = id
+            .trim()
+            .parse()
+            .map_err(|_| ConfigError::BadId(id.into()))?;
         if addr.trim().is_empty() {
             return Err(ConfigError::BadMember(part.into()));
         }
@@ -121,9 +130,14 @@ pub struct FileConfig {
 
 impl FileConfig {
     pub fn load(path: &std::path::Path) -> Result<FileConfig, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::File { path: path.display().to_string(), reason: e.to_string() })?;
-        toml::from_str(&text).map_err(|e| ConfigError::File { path: path.display().to_string(), reason: e.to_string() })
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        toml::from_str(&text).map_err(|e| ConfigError::File {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })
     }
 }
 
@@ -133,7 +147,11 @@ impl NodeConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(listed) = self.initial_cluster.get(&self.id) {
             if *listed != self.addr {
-                return Err(ConfigError::AddrMismatch { id: self.id, listed: listed.clone(), addr: self.addr.clone() });
+                return Err(ConfigError::AddrMismatch {
+                    id: self.id,
+                    listed: listed.clone(),
+                    addr: self.addr.clone(),
+                });
             }
         }
         if self.heartbeat_ms == 0 || self.election_timeout_ms <= self.heartbeat_ms * 2 {
@@ -158,7 +176,9 @@ impl NodeConfig {
             return Some(BTreeMap::from([(self.id, self.addr.clone())]));
         }
         // A node that is not in the initial cluster waits to be added.
-        self.initial_cluster.contains_key(&self.id).then(|| self.initial_cluster.clone())
+        self.initial_cluster
+            .contains_key(&self.id)
+            .then(|| self.initial_cluster.clone())
     }
 }
 
@@ -171,8 +191,17 @@ mod tests {
         let m = parse_members("1=127.0.0.1:7401, 2=127.0.0.1:7402").unwrap();
         assert_eq!(m.len(), 2);
         assert_eq!(m[&2], "127.0.0.1:7402");
-        assert!(matches!(parse_members("1-127.0.0.1:1"), Err(ConfigError::BadMember(_))));
-        assert!(matches!(parse_members("x=127.0.0.1:1"), Err(ConfigError::BadId(_))));
-        assert!(matches!(parse_members("1=a:1,1=b:2"), Err(ConfigError::DuplicateId(1))));
+        assert!(matches!(
+            parse_members("1-127.0.0.1:1"),
+            Err(ConfigError::BadMember(_))
+        ));
+        assert!(matches!(
+            parse_members("x=127.0.0.1:1"),
+            Err(ConfigError::BadId(_))
+        ));
+        assert!(matches!(
+            parse_members("1=a:1,1=b:2"),
+            Err(ConfigError::DuplicateId(1))
+        ));
     }
 }

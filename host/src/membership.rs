@@ -19,7 +19,11 @@ use crate::transport::peer::FramedConn;
 #[derive(Debug, Error)]
 pub enum MembershipError {
     #[error("node {id} at {addr} cannot join: {reason}")]
-    Refused { id: u64, addr: String, reason: String },
+    Refused {
+        id: u64,
+        addr: String,
+        reason: String,
+    },
     #[error("node {0} is not a member")]
     NotMember(u64),
     #[error("node {0} is not a learner")]
@@ -29,15 +33,33 @@ pub enum MembershipError {
 }
 
 pub async fn add_learner(node: &Node, id: u64, addr: &str) -> Result<(), MembershipError> {
-    let role = Role::Peer { from: node.id, fingerprint: node.engine.fingerprint().text.clone() };
-    let refused = |reason: String| MembershipError::Refused { id, addr: addr.to_string(), reason };
-    let conn = FramedConn::connect(addr, role, Duration::from_secs(3)).await.map_err(|e| refused(e.to_string()))?;
+    let role = Role::Peer {
+        from: node.id,
+        fingerprint: node.engine.fingerprint().text.clone(),
+    };
+    let refused = |reason: String| MembershipError::Refused {
+        id,
+        addr: addr.to_string(),
+        reason,
+    };
+    let conn = FramedConn::connect(addr, role, Duration::from_secs(3))
+        .await
+        .map_err(|e| refused(e.to_string()))?;
     if conn.welcome.node_id != id {
-        return Err(refused(format!("the node at that address is node {}", conn.welcome.node_id)));
+        return Err(refused(format!(
+            "the node at that address is node {}",
+            conn.welcome.node_id
+        )));
     }
     drop(conn);
     node.raft
-        .add_learner(id, RaftNode { addr: addr.to_string() }, true)
+        .add_learner(
+            id,
+            RaftNode {
+                addr: addr.to_string(),
+            },
+            true,
+        )
         .await
         .map(|_| ())
         .map_err(|e| MembershipError::Raft(e.to_string()))
@@ -76,5 +98,9 @@ pub async fn remove(node: &Node, id: u64) -> Result<(), MembershipError> {
     } else {
         ChangeMembers::RemoveNodes(BTreeSet::from([id]))
     };
-    node.raft.change_membership(change, false).await.map(|_| ()).map_err(|e| MembershipError::Raft(e.to_string()))
+    node.raft
+        .change_membership(change, false)
+        .await
+        .map(|_| ())
+        .map_err(|e| MembershipError::Raft(e.to_string()))
 }

@@ -41,7 +41,10 @@ pub enum NodeError {
     #[error("invalid configuration: {0}")]
     Config(#[from] crate::config::ConfigError),
     #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: String, source: std::io::Error },
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
     #[error("data dir {path}: {reason}")]
     DataDir { path: String, reason: String },
     #[error("data dir {path} belongs to node {found}, not node {want}")]
@@ -81,7 +84,10 @@ pub struct Node {
 }
 
 fn data_err(path: &Path, e: impl ToString) -> NodeError {
-    NodeError::DataDir { path: path.display().to_string(), reason: e.to_string() }
+    NodeError::DataDir {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
 }
 
 /// Check (or record, on first start) which node and engine own `dir`.
@@ -91,17 +97,30 @@ fn check_meta(dir: &Path, id: u64, fingerprint: &EngineFingerprint) -> Result<()
         Some(bytes) => {
             let meta: NodeMeta = postcard::from_bytes(&bytes).map_err(|e| data_err(&path, e))?;
             if meta.id != id {
-                return Err(NodeError::WrongNode { path: dir.display().to_string(), found: meta.id, want: id });
+                return Err(NodeError::WrongNode {
+                    path: dir.display().to_string(),
+                    found: meta.id,
+                    want: id,
+                });
             }
-            let stored = EngineFingerprint { hash: String::new(), text: meta.fingerprint };
+            let stored = EngineFingerprint {
+                hash: String::new(),
+                text: meta.fingerprint,
+            };
             let diffs = stored.differences(fingerprint);
             if !diffs.is_empty() {
-                return Err(NodeError::EngineMismatch { path: dir.display().to_string(), differences: diffs.join(", ") });
+                return Err(NodeError::EngineMismatch {
+                    path: dir.display().to_string(),
+                    differences: diffs.join(", "),
+                });
             }
             Ok(())
         }
         None => {
-            let meta = NodeMeta { id, fingerprint: fingerprint.text.clone() };
+            let meta = NodeMeta {
+                id,
+                fingerprint: fingerprint.text.clone(),
+            };
             let bytes = postcard::to_allocvec(&meta).map_err(|e| data_err(&path, e))?;
             crate::log::write_atomic(&path, &bytes).map_err(|e| data_err(&path, e))
         }
@@ -112,15 +131,32 @@ impl Node {
     /// Start a node and serve until [`Node::shutdown`].
     pub async fn start(config: NodeConfig) -> Result<Arc<Node>, NodeError> {
         config.validate()?;
-        let listener =
-            TcpListener::bind(&config.addr).await.map_err(|source| NodeError::Bind { addr: config.addr.clone(), source })?;
+        let listener = TcpListener::bind(&config.addr)
+            .await
+            .map_err(|source| NodeError::Bind {
+                addr: config.addr.clone(),
+                source,
+            })?;
         let dir = config.data_dir.clone();
         std::fs::create_dir_all(&dir).map_err(|e| data_err(&dir, e))?;
-        let engine = Arc::new(WasmEngine::new(config.engine.clone(), Some(dir.join("module-cache")))?);
+        let engine = Arc::new(WasmEngine::new(
+            config.engine.clone(),
+            Some(dir.join("module-cache")),
+        )?);
         check_meta(&dir, config.id, engine.fingerprint())?;
 
-        let sm = StateMachineStore::open(config.id, engine.clone(), &dir.join("snapshot"), crate::builtin::LOCK_SM)?;
-        let log = LogStore::open(&dir.join("raft"), WalOptions { segment_bytes: config.segment_bytes })?;
+        let sm = StateMachineStore::open(
+            config.id,
+            engine.clone(),
+            &dir.join("snapshot"),
+            crate::builtin::LOCK_SM,
+        )?;
+        let log = LogStore::open(
+            &dir.join("raft"),
+            WalOptions {
+                segment_bytes: config.segment_bytes,
+            },
+        )?;
 
         let raft_config = openraft::Config {
             cluster_name: "lockd".into(),
@@ -140,16 +176,28 @@ impl Node {
             fingerprint: engine.fingerprint().text.clone(),
             connect_timeout: Duration::from_millis(config.heartbeat_ms.max(500)),
         };
-        let raft = Raft::new(config.id, Arc::new(raft_config), network, log.clone(), sm.clone())
-            .await
-            .map_err(|e| NodeError::Raft(e.to_string()))?;
+        let raft = Raft::new(
+            config.id,
+            Arc::new(raft_config),
+            network,
+            log.clone(),
+            sm.clone(),
+        )
+        .await
+        .map_err(|e| NodeError::Raft(e.to_string()))?;
 
         let (shutdown, shutdown_rx) = watch::channel(false);
         let proposer = Proposer::start(raft.clone(), config.id);
         // The longest an election can take: a new leader adds it to every
         // held lease it inherits.
         let election_max = Duration::from_millis(config.election_timeout_ms * 2);
-        let locks = LockService::start(config.id, raft.clone(), sm.clone(), proposer.clone(), election_max);
+        let locks = LockService::start(
+            config.id,
+            raft.clone(),
+            sm.clone(),
+            proposer.clone(),
+            election_max,
+        );
         let node = Arc::new(Node {
             proposer,
             locks,
@@ -181,7 +229,10 @@ impl Node {
     }
 
     async fn bootstrap(&self, members: BTreeMap<u64, String>) -> Result<(), NodeError> {
-        let nodes: BTreeMap<NodeId, RaftNode> = members.into_iter().map(|(id, addr)| (id, RaftNode { addr })).collect();
+        let nodes: BTreeMap<NodeId, RaftNode> = members
+            .into_iter()
+            .map(|(id, addr)| (id, RaftNode { addr }))
+            .collect();
         match self.raft.initialize(nodes).await {
             Ok(()) => {
                 tracing::info!(id = self.id, "bootstrapped a new cluster");

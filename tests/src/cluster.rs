@@ -34,14 +34,21 @@ pub fn lockd_bin() -> PathBuf {
         dir = dir.parent().expect("profile dir");
     }
     let bin = dir.join("lockd");
-    assert!(bin.exists(), "{} is missing: run the tests with `cargo test --release` at the workspace root", bin.display());
+    assert!(
+        bin.exists(),
+        "{} is missing: run the tests with `cargo test --release` at the workspace root",
+        bin.display()
+    );
     bin
 }
 
 /// A free port on 127.0.0.1 (bound and released; the OS does not hand it out
 /// again at once).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("bind :0").port()
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind :0")
+        .port()
 }
 
 pub struct NodeProc {
@@ -87,8 +94,14 @@ impl Cluster {
     /// Start `n` nodes that bootstrap one cluster.
     pub fn start(n: u64, extra: &[&str]) -> Cluster {
         let mut c = Cluster::empty(extra);
-        let members: Vec<(u64, String)> = (1..=n).map(|id| (id, format!("127.0.0.1:{}", free_port()))).collect();
-        let initial = members.iter().map(|(i, a)| format!("{i}={a}")).collect::<Vec<_>>().join(",");
+        let members: Vec<(u64, String)> = (1..=n)
+            .map(|id| (id, format!("127.0.0.1:{}", free_port())))
+            .collect();
+        let initial = members
+            .iter()
+            .map(|(i, a)| format!("{i}={a}"))
+            .collect::<Vec<_>>()
+            .join(",");
         for (id, addr) in members {
             c.add_proc(id, addr, &["--initial-cluster", &initial]);
         }
@@ -100,10 +113,15 @@ impl Cluster {
 
     pub fn empty(extra: &[&str]) -> Cluster {
         Cluster {
-            dir: tempfile::Builder::new().prefix("lockd-cluster-").tempdir().expect("tempdir"),
+            dir: tempfile::Builder::new()
+                .prefix("lockd-cluster-")
+                .tempdir()
+                .expect("tempdir"),
             nodes: BTreeMap::new(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
-            agent: ureq::AgentBuilder::new().timeout(Duration::from_secs(10)).build(),
+            agent: ureq::AgentBuilder::new()
+                .timeout(Duration::from_secs(10))
+                .build(),
         }
     }
 
@@ -126,17 +144,34 @@ impl Cluster {
         ];
         args.extend(self.extra.iter().cloned());
         args.extend(flags.iter().map(|s| s.to_string()));
-        self.nodes.insert(id, NodeProc { id, addr, data_dir, log, args, child: None });
+        self.nodes.insert(
+            id,
+            NodeProc {
+                id,
+                addr,
+                data_dir,
+                log,
+                args,
+                child: None,
+            },
+        );
     }
 
     /// Start (or restart) node `id` with its registered flags.
     pub fn spawn(&mut self, id: u64) {
         let node = self.nodes.get_mut(&id).expect("known node");
         assert!(node.child.is_none(), "node {id} is already running");
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&node.log).expect("log file");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&node.log)
+            .expect("log file");
         let child = Command::new(lockd_bin())
             .args(&node.args)
-            .env("RUST_LOG", std::env::var("LOCKD_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("LOCKD_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()),
+            )
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -164,8 +199,16 @@ impl Cluster {
     }
 
     fn signal(&self, id: u64, sig: &str) {
-        let pid = self.nodes[&id].child.as_ref().expect("node is running").id();
-        let ok = Command::new("kill").args([sig, &pid.to_string()]).status().expect("run kill").success();
+        let pid = self.nodes[&id]
+            .child
+            .as_ref()
+            .expect("node is running")
+            .id();
+        let ok = Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .expect("run kill")
+            .success();
         assert!(ok, "kill {sig} {pid} failed");
     }
 
@@ -201,10 +244,20 @@ impl Cluster {
     }
 
     pub fn running(&self) -> Vec<u64> {
-        self.nodes.values().filter(|n| n.is_running()).map(|n| n.id).collect()
+        self.nodes
+            .values()
+            .filter(|n| n.is_running())
+            .map(|n| n.id)
+            .collect()
     }
 
-    fn request(&self, id: u64, method: &str, path: &str, body: Option<Value>) -> Result<Reply, String> {
+    fn request(
+        &self,
+        id: u64,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Reply, String> {
         let url = format!("http://{}{path}", self.addr(id));
         let req = self.agent.request(method, &url);
         let res = match body {
@@ -212,8 +265,14 @@ impl Cluster {
             None => req.call(),
         };
         match res {
-            Ok(r) => Ok(Reply { status: r.status(), body: r.into_json().unwrap_or(Value::Null) }),
-            Err(ureq::Error::Status(code, r)) => Ok(Reply { status: code, body: r.into_json().unwrap_or(Value::Null) }),
+            Ok(r) => Ok(Reply {
+                status: r.status(),
+                body: r.into_json().unwrap_or(Value::Null),
+            }),
+            Err(ureq::Error::Status(code, r)) => Ok(Reply {
+                status: code,
+                body: r.into_json().unwrap_or(Value::Null),
+            }),
             Err(e) => Err(e.to_string()),
         }
     }
@@ -235,7 +294,11 @@ impl Cluster {
     pub fn wait_up(&self, id: u64, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         while self.status(id).is_none() {
-            assert!(Instant::now() < deadline, "node {id} did not come up within {timeout:?}: {}", self.describe());
+            assert!(
+                Instant::now() < deadline,
+                "node {id} did not come up within {timeout:?}: {}",
+                self.describe()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -244,15 +307,26 @@ impl Cluster {
     pub fn wait_leader(&self, timeout: Duration) -> u64 {
         let deadline = Instant::now() + timeout;
         loop {
-            let statuses: Vec<Status> = self.running().into_iter().filter_map(|id| self.status(id)).collect();
+            let statuses: Vec<Status> = self
+                .running()
+                .into_iter()
+                .filter_map(|id| self.status(id))
+                .collect();
             if statuses.len() == self.running().len() {
                 if let Some(l) = statuses.iter().find(|s| s.role == "leader") {
-                    if statuses.iter().all(|s| s.leader == Some(l.id) && s.term == l.term) {
+                    if statuses
+                        .iter()
+                        .all(|s| s.leader == Some(l.id) && s.term == l.term)
+                    {
                         return l.id;
                     }
                 }
             }
-            assert!(Instant::now() < deadline, "no agreed leader within {timeout:?}: {}", self.describe());
+            assert!(
+                Instant::now() < deadline,
+                "no agreed leader within {timeout:?}: {}",
+                self.describe()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -262,7 +336,11 @@ impl Cluster {
     pub fn wait_converged(&self, timeout: Duration) -> Status {
         let deadline = Instant::now() + timeout;
         loop {
-            let statuses: Vec<Status> = self.running().into_iter().filter_map(|id| self.status(id)).collect();
+            let statuses: Vec<Status> = self
+                .running()
+                .into_iter()
+                .filter_map(|id| self.status(id))
+                .collect();
             if statuses.len() == self.running().len() && !statuses.is_empty() {
                 let s0 = &statuses[0];
                 let same = statuses.iter().all(|s| {
@@ -274,22 +352,38 @@ impl Cluster {
                     return s0.clone();
                 }
             }
-            assert!(Instant::now() < deadline, "nodes did not converge within {timeout:?}: {}", self.describe());
+            assert!(
+                Instant::now() < deadline,
+                "nodes did not converge within {timeout:?}: {}",
+                self.describe()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
 
     /// Try once to take `key` on node `id`.
     pub fn acquire(&self, id: u64, key: &str, lease_ms: u64) -> Result<Reply, String> {
-        self.post(id, &format!("/v1/locks/{key}/acquire"), json!({ "lease_ms": lease_ms }))
+        self.post(
+            id,
+            &format!("/v1/locks/{key}/acquire"),
+            json!({ "lease_ms": lease_ms }),
+        )
     }
 
     pub fn release(&self, id: u64, key: &str, token: u64) -> Result<Reply, String> {
-        self.post(id, &format!("/v1/locks/{key}/release"), json!({ "token": token }))
+        self.post(
+            id,
+            &format!("/v1/locks/{key}/release"),
+            json!({ "token": token }),
+        )
     }
 
     pub fn keepalive(&self, id: u64, key: &str, token: u64) -> Result<Reply, String> {
-        self.post(id, &format!("/v1/locks/{key}/keepalive"), json!({ "token": token }))
+        self.post(
+            id,
+            &format!("/v1/locks/{key}/keepalive"),
+            json!({ "token": token }),
+        )
     }
 
     /// A metric's value on node `id` (first sample of that name).
@@ -311,11 +405,18 @@ impl Cluster {
     pub fn acquire_on_leader(&self, key: &str, lease_ms: u64, timeout: Duration) -> u64 {
         let deadline = Instant::now() + timeout;
         loop {
-            let leader = self.wait_leader(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)));
+            let leader = self.wait_leader(
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(1)),
+            );
             match self.acquire(leader, key, lease_ms) {
                 Ok(r) if r.ok() => return r.body["token"].as_u64().expect("token"),
                 Ok(r) if r.status == 409 => panic!("{key} is unexpectedly held: {r:?}"),
-                other => assert!(Instant::now() < deadline, "acquire {key} failed until the deadline: {other:?}"),
+                other => assert!(
+                    Instant::now() < deadline,
+                    "acquire {key} failed until the deadline: {other:?}"
+                ),
             }
             std::thread::sleep(Duration::from_millis(50));
         }

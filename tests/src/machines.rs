@@ -34,7 +34,10 @@ impl LockMachine for NativeMachine {
         "native"
     }
     fn apply(&mut self, batch: &[Option<Command>]) -> Vec<Outcome> {
-        batch.iter().map(|c| c.clone().map_or(Outcome::Noop, |c| self.0.apply(c))).collect()
+        batch
+            .iter()
+            .map(|c| c.clone().map_or(Outcome::Noop, |c| self.0.apply(c)))
+            .collect()
     }
     fn get(&mut self, key: &str) -> Option<LockInfo> {
         self.0.get(key)
@@ -64,7 +67,9 @@ pub fn builtin() -> &'static (WasmEngine, GuestModule) {
     static BUILTIN: OnceLock<(WasmEngine, GuestModule)> = OnceLock::new();
     BUILTIN.get_or_init(|| {
         let engine = WasmEngine::new(EngineSettings::default(), None).expect("engine");
-        let module = engine.load(lockd::builtin::LOCK_SM).expect("built-in module loads");
+        let module = engine
+            .load(lockd::builtin::LOCK_SM)
+            .expect("built-in module loads");
         (engine, module)
     })
 }
@@ -110,22 +115,37 @@ impl LockMachine for WasmMachine {
     }
     fn apply(&mut self, batch: &[Option<Command>]) -> Vec<Outcome> {
         let entries = batch.iter().map(|c| c.as_ref().map(to_wit)).collect();
-        self.0.apply_entries(entries).expect("apply").into_iter().map(from_wit).collect()
+        self.0
+            .apply_entries(entries)
+            .expect("apply")
+            .into_iter()
+            .map(from_wit)
+            .collect()
     }
     fn get(&mut self, key: &str) -> Option<LockInfo> {
-        self.0.get(key).expect("get").map(|i| LockInfo { token: i.token, lease_ms: i.lease_ms })
+        self.0.get(key).expect("get").map(|i| LockInfo {
+            token: i.token,
+            lease_ms: i.lease_ms,
+        })
     }
     fn locks(&mut self, after: Option<&str>, limit: u32) -> Vec<HeldLock> {
         self.0
             .locks(after, limit)
             .expect("locks")
             .into_iter()
-            .map(|h| HeldLock { key: h.key, token: h.token, lease_ms: h.lease_ms })
+            .map(|h| HeldLock {
+                key: h.key,
+                token: h.token,
+                lease_ms: h.lease_ms,
+            })
             .collect()
     }
     fn stats(&mut self) -> TableStats {
         let s = self.0.stats().expect("stats");
-        TableStats { held: s.held, next_token: s.next_token }
+        TableStats {
+            held: s.held,
+            next_token: s.next_token,
+        }
     }
     fn snapshot(&mut self) -> Vec<u8> {
         self.0.snapshot().expect("snapshot")
@@ -147,5 +167,8 @@ impl LockMachine for WasmMachine {
 
 /// One machine of each build.
 pub fn all_machines() -> Vec<Box<dyn LockMachine>> {
-    vec![Box::new(NativeMachine::default()), Box::new(WasmMachine::new())]
+    vec![
+        Box::new(NativeMachine::default()),
+        Box::new(WasmMachine::new()),
+    ]
 }

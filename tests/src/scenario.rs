@@ -61,7 +61,9 @@ pub fn parse(text: &str) -> Result<Vec<Step>, String> {
         loop {
             match lines.next() {
                 Some((_, l)) if l.trim() == "----" => break,
-                Some((m, l)) if l.trim().is_empty() => return Err(format!("line {}: step has no ---- line", m + 1)),
+                Some((m, l)) if l.trim().is_empty() => {
+                    return Err(format!("line {}: step has no ---- line", m + 1))
+                }
                 Some((_, l)) => input.push(l.trim().to_string()),
                 None => return Err(format!("line {}: step has no ---- line", n + 1)),
             }
@@ -74,7 +76,13 @@ pub fn parse(text: &str) -> Result<Vec<Step>, String> {
             expected.push(l.trim().to_string());
             lines.next();
         }
-        steps.push(Step { line: n + 1, directive, args, input, expected });
+        steps.push(Step {
+            line: n + 1,
+            directive,
+            args,
+            input,
+            expected,
+        });
     }
     Ok(steps)
 }
@@ -82,11 +90,22 @@ pub fn parse(text: &str) -> Result<Vec<Step>, String> {
 /// Parse one input line of `apply`; `None` is a blank entry.
 pub fn parse_entry(line: &str) -> Result<Option<Command>, String> {
     let w: Vec<&str> = line.split_whitespace().collect();
-    let num = |s: &str| s.parse::<u64>().map_err(|e| format!("{line:?}: {s:?} is not a number: {e}"));
+    let num = |s: &str| {
+        s.parse::<u64>()
+            .map_err(|e| format!("{line:?}: {s:?} is not a number: {e}"))
+    };
     match w.as_slice() {
-        ["grant", key, lease] => Ok(Some(Command::Grant { key: key.to_string(), lease_ms: num(lease)? })),
-        ["release", key] => Ok(Some(Command::Release { key: key.to_string() })),
-        ["expire", key, token] => Ok(Some(Command::Expire { key: key.to_string(), token: num(token)? })),
+        ["grant", key, lease] => Ok(Some(Command::Grant {
+            key: key.to_string(),
+            lease_ms: num(lease)?,
+        })),
+        ["release", key] => Ok(Some(Command::Release {
+            key: key.to_string(),
+        })),
+        ["expire", key, token] => Ok(Some(Command::Expire {
+            key: key.to_string(),
+            token: num(token)?,
+        })),
         ["blank"] => Ok(None),
         _ => Err(format!("cannot parse entry {line:?}")),
     }
@@ -109,7 +128,12 @@ pub fn run_step(m: &mut Box<dyn LockMachine>, step: &Step) -> Result<Vec<String>
     let at = |msg: String| format!("line {} ({name}): {msg}", step.line);
     match step.directive.as_str() {
         "apply" => {
-            let batch = step.input.iter().map(|l| parse_entry(l)).collect::<Result<Vec<_>, _>>().map_err(at)?;
+            let batch = step
+                .input
+                .iter()
+                .map(|l| parse_entry(l))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(at)?;
             Ok(m.apply(&batch).iter().map(format_outcome).collect())
         }
         "get" => Ok(step
@@ -126,7 +150,9 @@ pub fn run_step(m: &mut Box<dyn LockMachine>, step: &Step) -> Result<Vec<String>
             for a in &step.args {
                 match a.split_once('=') {
                     Some(("after", k)) => after = Some(k.to_string()),
-                    Some(("limit", n)) => limit = n.parse().map_err(|e| at(format!("bad limit: {e}")))?,
+                    Some(("limit", n)) => {
+                        limit = n.parse().map_err(|e| at(format!("bad limit: {e}")))?
+                    }
                     _ => return Err(at(format!("unknown argument {a:?}"))),
                 }
             }
@@ -134,7 +160,10 @@ pub fn run_step(m: &mut Box<dyn LockMachine>, step: &Step) -> Result<Vec<String>
             if locks.is_empty() {
                 return Ok(vec!["(none)".into()]);
             }
-            Ok(locks.iter().map(|h| format!("{} token={} lease_ms={}", h.key, h.token, h.lease_ms)).collect())
+            Ok(locks
+                .iter()
+                .map(|h| format!("{} token={} lease_ms={}", h.key, h.token, h.lease_ms))
+                .collect())
         }
         "stats" => {
             let s = m.stats();
@@ -144,7 +173,9 @@ pub fn run_step(m: &mut Box<dyn LockMachine>, step: &Step) -> Result<Vec<String>
             let before = m.state_hash();
             let snap = m.snapshot();
             let mut fresh = m.fresh();
-            fresh.restore(&snap).map_err(|e| at(format!("restore of own snapshot refused: {e}")))?;
+            fresh
+                .restore(&snap)
+                .map_err(|e| at(format!("restore of own snapshot refused: {e}")))?;
             if fresh.state_hash() != before {
                 return Err(at("state hash changed across snapshot/restore".into()));
             }
@@ -195,9 +226,15 @@ pub fn run_file(path: &Path, machines: &mut [Box<dyn LockMachine>]) -> Result<us
                 Err(e) => failures.push(format!("{name}: {e}")),
             }
         }
-        let hashes: Vec<_> = machines.iter_mut().map(|m| (m.name(), hex::encode(m.state_hash()))).collect();
+        let hashes: Vec<_> = machines
+            .iter_mut()
+            .map(|m| (m.name(), hex::encode(m.state_hash())))
+            .collect();
         if hashes.windows(2).any(|w| w[0].1 != w[1].1) {
-            failures.push(format!("{name}:{}: state hashes differ after this step: {hashes:?}", step.line));
+            failures.push(format!(
+                "{name}:{}: state hashes differ after this step: {hashes:?}",
+                step.line
+            ));
         }
         if !failures.is_empty() {
             break;

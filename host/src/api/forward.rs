@@ -41,14 +41,32 @@ pub fn target(node: &Node, headers: &HeaderMap) -> Option<(u64, String)> {
     if leader == node.id {
         return None;
     }
-    let addr = m.membership_config.membership().get_node(&leader)?.addr.clone();
+    let addr = m
+        .membership_config
+        .membership()
+        .get_node(&leader)?
+        .addr
+        .clone();
     Some((leader, addr))
 }
 
-pub async fn forward(node: &Node, (leader, addr): (u64, String), method: Method, uri: &Uri, body: Bytes) -> Result<Response, ApiError> {
+pub async fn forward(
+    node: &Node,
+    (leader, addr): (u64, String),
+    method: Method,
+    uri: &Uri,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let unavailable = |e: String| {
-        ApiError(StatusCode::SERVICE_UNAVAILABLE, format!("node {} could not reach leader {leader} at {addr}: {e}", node.id), Some(leader))
+        ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "node {} could not reach leader {leader} at {addr}: {e}",
+                node.id
+            ),
+            Some(leader),
+        )
     };
     let request = axum::http::Request::builder()
         .method(method)
@@ -57,8 +75,20 @@ pub async fn forward(node: &Node, (leader, addr): (u64, String), method: Method,
         .header("content-type", "application/json")
         .body(Full::new(body))
         .map_err(|e| unavailable(e.to_string()))?;
-    let response = client().request(request).await.map_err(|e| unavailable(e.to_string()))?;
+    let response = client()
+        .request(request)
+        .await
+        .map_err(|e| unavailable(e.to_string()))?;
     let (parts, body) = response.into_parts();
-    let bytes = body.collect().await.map_err(|e| unavailable(e.to_string()))?.to_bytes();
-    Ok((parts.status, [(axum::http::header::CONTENT_TYPE, "application/json")], Body::from(bytes)).into_response())
+    let bytes = body
+        .collect()
+        .await
+        .map_err(|e| unavailable(e.to_string()))?
+        .to_bytes();
+    Ok((
+        parts.status,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        Body::from(bytes),
+    )
+        .into_response())
 }

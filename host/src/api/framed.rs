@@ -13,14 +13,17 @@ use tokio::task::JoinSet;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 use super::status::status_of;
-use crate::service::{self, ServiceError};
 use crate::node::Node;
 use crate::raft::network::{PeerRequest, PeerResponse};
+use crate::service::{self, ServiceError};
 use crate::transport::frame::{self, Envelope, Hello, HelloReply, Refused, Role, Welcome};
 
 /// Serve one framed connection until it closes.
 pub async fn serve(node: Arc<Node>, mut stream: TcpStream) {
-    let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     let mut preface = [0u8; 4];
     if stream.read_exact(&mut preface).await.is_err() {
         return;
@@ -28,7 +31,11 @@ pub async fn serve(node: Arc<Node>, mut stream: TcpStream) {
     let mut framed = Framed::new(stream, frame::codec());
     let refuse = |reason: String| HelloReply::Refused(Refused { reason });
     if preface[3] != frame::VERSION {
-        let reply = refuse(format!("protocol version {} is not supported; this node speaks version {}", preface[3], frame::VERSION));
+        let reply = refuse(format!(
+            "protocol version {} is not supported; this node speaks version {}",
+            preface[3],
+            frame::VERSION
+        ));
         let _ = send(&mut framed, &reply).await;
         return;
     }
@@ -36,7 +43,11 @@ pub async fn serve(node: Arc<Node>, mut stream: TcpStream) {
         Some(Ok(bytes)) => match frame::decode(&bytes) {
             Ok(h) => h,
             Err(e) => {
-                let _ = send(&mut framed, &refuse(format!("the first frame is not a hello: {e}"))).await;
+                let _ = send(
+                    &mut framed,
+                    &refuse(format!("the first frame is not a hello: {e}")),
+                )
+                .await;
                 return;
             }
         },
@@ -48,10 +59,16 @@ pub async fn serve(node: Arc<Node>, mut stream: TcpStream) {
             if fingerprint == ours {
                 HelloReply::Welcome(Welcome { node_id: node.id })
             } else {
-                let theirs = crate::engine::EngineFingerprint { text: fingerprint.clone(), hash: String::new() };
+                let theirs = crate::engine::EngineFingerprint {
+                    text: fingerprint.clone(),
+                    hash: String::new(),
+                };
                 let diffs = theirs.differences(node.engine.fingerprint()).join(", ");
                 tracing::error!(id = node.id, from, %peer, %diffs, "refused a peer with a different wasm engine");
-                refuse(format!("node {} runs a different wasm engine (caller != this node): {diffs}", node.id))
+                refuse(format!(
+                    "node {} runs a different wasm engine (caller != this node): {diffs}",
+                    node.id
+                ))
             }
         }
         Role::Client => HelloReply::Welcome(Welcome { node_id: node.id }),
@@ -66,9 +83,15 @@ pub async fn serve(node: Arc<Node>, mut stream: TcpStream) {
     while let Some(Ok(bytes)) = framed.next().await {
         let (id, response) = match frame::decode::<Envelope<PeerRequest>>(&bytes) {
             Ok(env) => (env.id, handle_peer(&node, env.body).await),
-            Err(e) => (0, PeerResponse::Error(format!("request does not decode: {e}"))),
+            Err(e) => (
+                0,
+                PeerResponse::Error(format!("request does not decode: {e}")),
+            ),
         };
-        if send(&mut framed, &Envelope { id, body: response }).await.is_err() {
+        if send(&mut framed, &Envelope { id, body: response })
+            .await
+            .is_err()
+        {
             return;
         }
     }
@@ -145,9 +168,19 @@ fn wire_error(node: &Node, e: ServiceError) -> WireError {
         ServiceError::WrongToken { .. } => WireError::WrongToken(msg),
         ServiceError::NotLeader { leader, .. } => {
             let leader_addr = leader.and_then(|l| {
-                node.raft.metrics().borrow().membership_config.membership().get_node(&l).map(|n| n.addr.clone())
+                node.raft
+                    .metrics()
+                    .borrow()
+                    .membership_config
+                    .membership()
+                    .get_node(&l)
+                    .map(|n| n.addr.clone())
             });
-            WireError::NotLeader { leader, leader_addr, message: msg }
+            WireError::NotLeader {
+                leader,
+                leader_addr,
+                message: msg,
+            }
         }
         ServiceError::Unavailable(_) => WireError::Unavailable(msg),
         ServiceError::StateMachine(_) => WireError::Internal(msg),
@@ -157,24 +190,38 @@ fn wire_error(node: &Node, e: ServiceError) -> WireError {
 async fn handle_client(node: &Node, req: ClientRequest) -> ClientResponse {
     let key = |k: Vec<u8>| String::from_utf8(k).map_err(|_| ServiceError::KeyNotUtf8);
     let result = match req {
-        ClientRequest::Acquire { key: k, lease_ms, wait_ms } => match key(k) {
+        ClientRequest::Acquire {
+            key: k,
+            lease_ms,
+            wait_ms,
+        } => match key(k) {
             Ok(k) => service::acquire(node, &k, lease_ms, Duration::from_millis(wait_ms))
                 .await
-                .map(|a| ClientResponse::Acquired { token: a.token, lease_ms: a.lease_ms }),
+                .map(|a| ClientResponse::Acquired {
+                    token: a.token,
+                    lease_ms: a.lease_ms,
+                }),
             Err(e) => Err(e),
         },
         ClientRequest::Release { key: k, token } => match key(k) {
-            Ok(k) => service::release(node, &k, token).await.map(|_| ClientResponse::Released),
+            Ok(k) => service::release(node, &k, token)
+                .await
+                .map(|_| ClientResponse::Released),
             Err(e) => Err(e),
         },
         ClientRequest::Keepalive { key: k, token } => match key(k) {
-            Ok(k) => service::keepalive(node, &k, token).await.map(|lease_ms| ClientResponse::KeptAlive { lease_ms }),
+            Ok(k) => service::keepalive(node, &k, token)
+                .await
+                .map(|lease_ms| ClientResponse::KeptAlive { lease_ms }),
             Err(e) => Err(e),
         },
         ClientRequest::Get { key: k } => match key(k) {
-            Ok(k) => service::get(node, &k)
-                .await
-                .map(|v| ClientResponse::Lock(v.map(|i| LockView { token: i.token, lease_ms: i.lease_ms }))),
+            Ok(k) => service::get(node, &k).await.map(|v| {
+                ClientResponse::Lock(v.map(|i| LockView {
+                    token: i.token,
+                    lease_ms: i.lease_ms,
+                }))
+            }),
             Err(e) => Err(e),
         },
         ClientRequest::Status => Ok(ClientResponse::Status(Box::new(status_of(node)))),
@@ -184,8 +231,12 @@ async fn handle_client(node: &Node, req: ClientRequest) -> ClientResponse {
 
 async fn handle_peer(node: &Node, req: PeerRequest) -> PeerResponse {
     match req {
-        PeerRequest::AppendEntries(r) => PeerResponse::AppendEntries(node.raft.append_entries(r).await),
+        PeerRequest::AppendEntries(r) => {
+            PeerResponse::AppendEntries(node.raft.append_entries(r).await)
+        }
         PeerRequest::Vote(r) => PeerResponse::Vote(node.raft.vote(r).await),
-        PeerRequest::InstallSnapshot(r) => PeerResponse::InstallSnapshot(node.raft.install_snapshot(r).await),
+        PeerRequest::InstallSnapshot(r) => {
+            PeerResponse::InstallSnapshot(node.raft.install_snapshot(r).await)
+        }
     }
 }

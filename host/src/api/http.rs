@@ -47,7 +47,10 @@ pub const MAX_BODY: usize = 64 << 10;
 /// Serve one HTTP connection.
 pub async fn serve(node: Arc<Node>, stream: TcpStream) {
     let svc = hyper_util::service::TowerToHyperService::new(router(node));
-    if let Err(e) = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await {
+    if let Err(e) = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), svc)
+        .await
+    {
         tracing::debug!(error = %e, "http connection ended with an error");
     }
 }
@@ -89,7 +92,9 @@ impl From<ServiceError> for ApiError {
             | ServiceError::LeaseTooLong { .. } => StatusCode::BAD_REQUEST,
             ServiceError::Held { .. } | ServiceError::WrongToken { .. } => StatusCode::CONFLICT,
             ServiceError::NotHeld { .. } => StatusCode::NOT_FOUND,
-            ServiceError::NotLeader { .. } | ServiceError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ServiceError::NotLeader { .. } | ServiceError::Unavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ServiceError::StateMachine(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let leader = match &e {
@@ -118,7 +123,13 @@ fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, 
 }
 
 fn parse_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("malformed JSON body: {e}"), None))
+    serde_json::from_slice(bytes).map_err(|e| {
+        ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("malformed JSON body: {e}"),
+            None,
+        )
+    })
 }
 
 async fn status(State(node): State<Arc<Node>>) -> Json<Status> {
@@ -142,19 +153,28 @@ struct MemberId {
     id: u64,
 }
 
-async fn members_add(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<Json<Vec<Member>>, ApiError> {
+async fn members_add(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Vec<Member>>, ApiError> {
     let req: AddMember = parse(body)?;
     membership::add_learner(&node, req.id, &req.addr).await?;
     Ok(Json(status_of(&node).members))
 }
 
-async fn members_promote(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<Json<Vec<Member>>, ApiError> {
+async fn members_promote(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Vec<Member>>, ApiError> {
     let req: MemberId = parse(body)?;
     membership::promote(&node, req.id).await?;
     Ok(Json(status_of(&node).members))
 }
 
-async fn members_remove(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<Json<Vec<Member>>, ApiError> {
+async fn members_remove(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Vec<Member>>, ApiError> {
     let req: MemberId = parse(body)?;
     membership::remove(&node, req.id).await?;
     Ok(Json(status_of(&node).members))
@@ -202,8 +222,16 @@ fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     })
 }
 
-fn lock_path(path: Result<Path<String>, axum::extract::rejection::PathRejection>) -> Result<String, ApiError> {
-    path.map(|Path(p)| p).map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("{}: {e}", ServiceError::KeyNotUtf8), None))
+fn lock_path(
+    path: Result<Path<String>, axum::extract::rejection::PathRejection>,
+) -> Result<String, ApiError> {
+    path.map(|Path(p)| p).map_err(|e| {
+        ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("{}: {e}", ServiceError::KeyNotUtf8),
+            None,
+        )
+    })
 }
 
 async fn lock_get(
@@ -217,7 +245,12 @@ async fn lock_get(
         return forward::forward(&node, leader, Method::GET, &uri, Bytes::new()).await;
     }
     let info = service::get(&node, &key).await?;
-    Ok(Json(LockReply { held: info.is_some(), token: info.map(|i| i.token), lease_ms: info.map(|i| i.lease_ms) }).into_response())
+    Ok(Json(LockReply {
+        held: info.is_some(),
+        token: info.map(|i| i.token),
+        lease_ms: info.map(|i| i.lease_ms),
+    })
+    .into_response())
 }
 
 async fn lock_post(
@@ -233,13 +266,22 @@ async fn lock_post(
         return forward::forward(&node, leader, Method::POST, &uri, body).await;
     }
     let Some((key, action)) = path.rsplit_once('/') else {
-        return Err(ApiError(StatusCode::NOT_FOUND, "expected /v1/locks/{key}/acquire|release|keepalive".into(), None));
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            "expected /v1/locks/{key}/acquire|release|keepalive".into(),
+            None,
+        ));
     };
     match action {
         "acquire" => {
             let req: AcquireBody = parse_bytes(&body)?;
-            let a = service::acquire(&node, key, req.lease_ms, Duration::from_millis(req.wait_ms)).await?;
-            Ok(Json(AcquireReply { token: a.token, lease_ms: a.lease_ms }).into_response())
+            let a = service::acquire(&node, key, req.lease_ms, Duration::from_millis(req.wait_ms))
+                .await?;
+            Ok(Json(AcquireReply {
+                token: a.token,
+                lease_ms: a.lease_ms,
+            })
+            .into_response())
         }
         "release" => {
             let req: TokenBody = parse_bytes(&body)?;
@@ -251,7 +293,11 @@ async fn lock_post(
             let lease_ms = service::keepalive(&node, key, req.token).await?;
             Ok(Json(json!({ "lease_ms": lease_ms })).into_response())
         }
-        other => Err(ApiError(StatusCode::NOT_FOUND, format!("unknown lock action {other:?}; expected acquire, release or keepalive"), None)),
+        other => Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!("unknown lock action {other:?}; expected acquire, release or keepalive"),
+            None,
+        )),
     }
 }
 
@@ -260,27 +306,126 @@ async fn metrics(State(node): State<Arc<Node>>) -> impl IntoResponse {
     let stats = node.log.stats();
     let mut out = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
-        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{{node=\"{}\"}} {value}\n", s.id));
+        out.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{{node=\"{}\"}} {value}\n",
+            s.id
+        ));
     };
     metric("lockd_raft_term", "gauge", "Current Raft term.", s.term);
-    metric("lockd_raft_is_leader", "gauge", "1 when this node is the leader.", (s.role == "leader") as u64);
-    metric("lockd_raft_commit_index", "gauge", "Last committed log index.", s.commit_index);
-    metric("lockd_raft_applied_index", "gauge", "Last applied log index.", s.applied_index);
-    metric("lockd_raft_last_log_index", "gauge", "Last log index.", s.last_log_index);
-    metric("lockd_locks_held", "gauge", "Locks held in the state machine.", s.locks_held);
-    metric("lockd_wal_entries_total", "counter", "Log entries made durable.", stats.entries.load(Ordering::Relaxed));
-    metric("lockd_wal_batches_total", "counter", "Group-commit batches written.", stats.batches.load(Ordering::Relaxed));
-    metric("lockd_wal_fsyncs_total", "counter", "fsyncs issued by the log.", stats.fsyncs.load(Ordering::Relaxed));
-    metric("lockd_snapshots_built_total", "counter", "Snapshots built.", s.snapshots_built);
-    metric("lockd_snapshots_installed_total", "counter", "Snapshots installed from a leader.", s.snapshots_installed);
+    metric(
+        "lockd_raft_is_leader",
+        "gauge",
+        "1 when this node is the leader.",
+        (s.role == "leader") as u64,
+    );
+    metric(
+        "lockd_raft_commit_index",
+        "gauge",
+        "Last committed log index.",
+        s.commit_index,
+    );
+    metric(
+        "lockd_raft_applied_index",
+        "gauge",
+        "Last applied log index.",
+        s.applied_index,
+    );
+    metric(
+        "lockd_raft_last_log_index",
+        "gauge",
+        "Last log index.",
+        s.last_log_index,
+    );
+    metric(
+        "lockd_locks_held",
+        "gauge",
+        "Locks held in the state machine.",
+        s.locks_held,
+    );
+    metric(
+        "lockd_wal_entries_total",
+        "counter",
+        "Log entries made durable.",
+        stats.entries.load(Ordering::Relaxed),
+    );
+    metric(
+        "lockd_wal_batches_total",
+        "counter",
+        "Group-commit batches written.",
+        stats.batches.load(Ordering::Relaxed),
+    );
+    metric(
+        "lockd_wal_fsyncs_total",
+        "counter",
+        "fsyncs issued by the log.",
+        stats.fsyncs.load(Ordering::Relaxed),
+    );
+    metric(
+        "lockd_snapshots_built_total",
+        "counter",
+        "Snapshots built.",
+        s.snapshots_built,
+    );
+    metric(
+        "lockd_snapshots_installed_total",
+        "counter",
+        "Snapshots installed from a leader.",
+        s.snapshots_installed,
+    );
     let ls = &node.locks.stats;
-    metric("lockd_lock_grants_total", "counter", "Grants committed by this node as leader.", ls.grants.load(Ordering::Relaxed));
-    metric("lockd_lock_releases_total", "counter", "Releases committed for callers.", ls.releases.load(Ordering::Relaxed));
-    metric("lockd_lock_expires_total", "counter", "Expire commands committed.", ls.expires.load(Ordering::Relaxed));
-    metric("lockd_lock_handoffs_total", "counter", "Grants pipelined behind a release or expire.", ls.handoffs.load(Ordering::Relaxed));
-    metric("lockd_lock_phantom_releases_total", "counter", "Grants released because the caller left.", ls.phantom_releases.load(Ordering::Relaxed));
-    metric("lockd_lock_keepalives_total", "counter", "Leases extended.", ls.keepalives.load(Ordering::Relaxed));
-    metric("lockd_lock_waiters", "gauge", "Callers waiting for a lock.", ls.waiting.load(Ordering::Relaxed));
-    metric("lockd_state_machine_poisoned", "gauge", "1 when the guest failed and applying stopped.", s.poisoned.is_some() as u64);
-    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
+    metric(
+        "lockd_lock_grants_total",
+        "counter",
+        "Grants committed by this node as leader.",
+        ls.grants.load(Ordering::Relaxed),
+    );
+    metric(
+        "lockd_lock_releases_total",
+        "counter",
+        "Releases committed for callers.",
+        ls.releases.load(Ordering::Relaxed),
+    );
+    metric(
+        "lockd_lock_expires_total",
+        "counter",
+        "Expire commands committed.",
+        ls.expires.load(Ordering::Relaxed),
+    );
+    metric(
+        "lockd_lock_handoffs_total",
+        "counter",
+        "Grants pipelined behind a release or expire.",
+        ls.handoffs.load(Ordering::Relaxed),
+    );
+    metric(
+        "lockd_lock_phantom_releases_total",
+        "counter",
+        "Grants released because the caller left.",
+        ls.phantom_releases.load(Ordering::Relaxed),
+    );
+    metric(
+        "lockd_lock_keepalives_total",
+        "counter",
+        "Leases extended.",
+        ls.keepalives.load(Ordering::Relaxed),
+    );
+    metric(
+        "lockd_lock_waiters",
+        "gauge",
+        "Callers waiting for a lock.",
+        ls.waiting.load(Ordering::Relaxed),
+    );
+    metric(
+        "lockd_state_machine_poisoned",
+        "gauge",
+        "1 when the guest failed and applying stopped.",
+        s.poisoned.is_some() as u64,
+    );
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4",
+        )],
+        out,
+    )
 }

@@ -18,50 +18,59 @@ pub fn role_name(state: ServerState) -> &'static str {
 
 /// The status of `node` now.
 pub fn status_of(node: &Node) -> Status {
-    {
-        let m = node.raft.metrics().borrow().clone();
-        let membership = m.membership_config.membership();
-        let voters: std::collections::BTreeSet<u64> = membership.voter_ids().collect();
-        let members = membership
-            .nodes()
-            .map(|(id, n)| Member { id: *id, addr: n.addr.clone(), voter: voters.contains(id) })
-            .collect();
-        // Applied index and state hash are read under one lock, so the hash
-        // is the hash *at* that index.
-        let (applied_index, module_hash, module_version, state_hash, locks_held, poisoned) = {
-            let mut st = node.sm.state();
-            let applied = st.last_applied.map_or(0, |l| l.index);
-            let module_hash = st.module_hash().to_string();
-            let version = st.guest.version().unwrap_or_else(|e| format!("unavailable: {e}"));
-            let hash = st.guest.state_hash().map(hex::encode).unwrap_or_else(|e| format!("unavailable: {e}"));
-            let held = st.guest.stats().map(|s| s.held).unwrap_or(0);
-            let poisoned = st.guest.poisoned().map(str::to_string);
-            (applied, module_hash, version, hash, held, poisoned)
-        };
-        let (built, installed) = node.sm.snapshot_counts();
-        let stats = node.log.stats();
-        Status {
-            id: node.id,
-            addr: node.addr.clone(),
-            role: role_name(m.state).into(),
-            leader: m.current_leader,
-            term: m.current_term,
-            commit_index: node.log.committed().map_or(0, |l| l.index),
-            applied_index,
-            last_log_index: m.last_log_index.unwrap_or(0),
-            snapshot_index: m.snapshot.map(|l| l.index),
-            purged_index: m.purged.map(|l| l.index),
-            members,
-            module_hash,
-            module_version,
-            state_hash,
-            locks_held,
-            engine_fingerprint: node.engine.fingerprint().hash.clone(),
-            snapshots_built: built,
-            snapshots_installed: installed,
-            wal_fsyncs: stats.fsyncs.load(std::sync::atomic::Ordering::Relaxed),
-            wal_entries: stats.entries.load(std::sync::atomic::Ordering::Relaxed),
-            poisoned,
-        }
+    let m = node.raft.metrics().borrow().clone();
+    let membership = m.membership_config.membership();
+    let voters: std::collections::BTreeSet<u64> = membership.voter_ids().collect();
+    let members = membership
+        .nodes()
+        .map(|(id, n)| Member {
+            id: *id,
+            addr: n.addr.clone(),
+            voter: voters.contains(id),
+        })
+        .collect();
+    // Applied index and state hash are read under one lock, so the hash
+    // is the hash *at* that index.
+    let (applied_index, module_hash, module_version, state_hash, locks_held, poisoned) = {
+        let mut st = node.sm.state();
+        let applied = st.last_applied.map_or(0, |l| l.index);
+        let module_hash = st.module_hash().to_string();
+        let version = st
+            .guest
+            .version()
+            .unwrap_or_else(|e| format!("unavailable: {e}"));
+        let hash = st
+            .guest
+            .state_hash()
+            .map(hex::encode)
+            .unwrap_or_else(|e| format!("unavailable: {e}"));
+        let held = st.guest.stats().map(|s| s.held).unwrap_or(0);
+        let poisoned = st.guest.poisoned().map(str::to_string);
+        (applied, module_hash, version, hash, held, poisoned)
+    };
+    let (built, installed) = node.sm.snapshot_counts();
+    let stats = node.log.stats();
+    Status {
+        id: node.id,
+        addr: node.addr.clone(),
+        role: role_name(m.state).into(),
+        leader: m.current_leader,
+        term: m.current_term,
+        commit_index: node.log.committed().map_or(0, |l| l.index),
+        applied_index,
+        last_log_index: m.last_log_index.unwrap_or(0),
+        snapshot_index: m.snapshot.map(|l| l.index),
+        purged_index: m.purged.map(|l| l.index),
+        members,
+        module_hash,
+        module_version,
+        state_hash,
+        locks_held,
+        engine_fingerprint: node.engine.fingerprint().hash.clone(),
+        snapshots_built: built,
+        snapshots_installed: installed,
+        wal_fsyncs: stats.fsyncs.load(std::sync::atomic::Ordering::Relaxed),
+        wal_entries: stats.entries.load(std::sync::atomic::Ordering::Relaxed),
+        poisoned,
     }
 }

@@ -16,7 +16,11 @@ use lockd::config::{parse_members, FileConfig, NodeConfig};
 use lockd::node::Node;
 
 #[derive(Parser)]
-#[command(name = "lockd", version, about = "A Raft-replicated lock service with its lock logic in WebAssembly")]
+#[command(
+    name = "lockd",
+    version,
+    about = "A Raft-replicated lock service with its lock logic in WebAssembly"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -139,18 +143,38 @@ async fn dev(args: DevArgs) -> Result<()> {
     if args.nodes == 0 {
         bail!("--nodes must be at least 1");
     }
-    let members: Vec<(u64, String)> =
-        (1..=args.nodes).map(|i| (i, format!("127.0.0.1:{}", u64::from(args.base_port) + i))).collect();
-    let cluster = members.iter().map(|(i, a)| format!("{i}={a}")).collect::<Vec<_>>().join(",");
+    let members: Vec<(u64, String)> = (1..=args.nodes)
+        .map(|i| (i, format!("127.0.0.1:{}", u64::from(args.base_port) + i)))
+        .collect();
+    let cluster = members
+        .iter()
+        .map(|(i, a)| format!("{i}={a}"))
+        .collect::<Vec<_>>()
+        .join(",");
     let mut nodes = Vec::new();
     for (id, addr) in &members {
-        let mut c = NodeConfig { id: *id, addr: addr.clone(), ..NodeConfig::default() };
+        let mut c = NodeConfig {
+            id: *id,
+            addr: addr.clone(),
+            ..NodeConfig::default()
+        };
         c.data_dir = args.data_dir.join(format!("n{id}"));
         c.initial_cluster = parse_members(&cluster)?;
-        nodes.push(Node::start(c).await.with_context(|| format!("cannot start node {id}"))?);
+        nodes.push(
+            Node::start(c)
+                .await
+                .with_context(|| format!("cannot start node {id}"))?,
+        );
     }
-    let endpoints = members.iter().map(|(_, a)| a.as_str()).collect::<Vec<_>>().join(",");
-    println!("lockd dev: {} nodes serving; try\n  lockctl --endpoints {endpoints} status", args.nodes);
+    let endpoints = members
+        .iter()
+        .map(|(_, a)| a.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    println!(
+        "lockd dev: {} nodes serving; try\n  lockctl --endpoints {endpoints} status",
+        args.nodes
+    );
     lockd::shutdown::signal().await;
     for n in nodes {
         n.shutdown().await;
@@ -161,7 +185,8 @@ async fn dev(args: DevArgs) -> Result<()> {
 fn main() -> Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,openraft=warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,openraft=warn".into()),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -39,7 +39,12 @@ pub enum Compiled {
 impl ComponentCache {
     pub fn open(dir: PathBuf, fingerprint: &EngineFingerprint) -> Result<Self, EngineError> {
         std::fs::create_dir_all(&dir).map_err(|e| cache_err(&dir, e))?;
-        Ok(ComponentCache { dir, fingerprint_short: fingerprint.short().to_string(), hits: AtomicU64::new(0), misses: AtomicU64::new(0) })
+        Ok(ComponentCache {
+            dir,
+            fingerprint_short: fingerprint.short().to_string(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        })
     }
 
     pub fn dir(&self) -> &Path {
@@ -47,12 +52,16 @@ impl ComponentCache {
     }
 
     pub fn path_for(&self, module: &ModuleHash) -> PathBuf {
-        self.dir.join(format!("{module}-{}.cwasm", self.fingerprint_short))
+        self.dir
+            .join(format!("{module}-{}.cwasm", self.fingerprint_short))
     }
 
     /// (hits, misses) since the cache was opened.
     pub fn stats(&self) -> (u64, u64) {
-        (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed))
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
     }
 
     /// The compiled component for `bytes`, from disk when a sound artifact is
@@ -112,5 +121,8 @@ pub(crate) fn compile(engine: &wasmtime::Engine, bytes: &[u8]) -> Result<Compone
 }
 
 fn cache_err(path: &Path, e: impl std::fmt::Display) -> EngineError {
-    EngineError::Cache { path: path.display().to_string(), reason: e.to_string() }
+    EngineError::Cache {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
 }

@@ -65,9 +65,18 @@ impl GuestModule {
         if !imports.is_empty() {
             return Err(EngineError::HasImports(imports));
         }
-        let instance_pre = engine.linker.instantiate_pre(&component).map_err(|e| EngineError::WrongWorld(format!("{e:#}")))?;
-        let pre = LockSmPre::new(instance_pre).map_err(|e| EngineError::WrongWorld(format!("{e:#}")))?;
-        Ok(GuestModule { hash, bytes: bytes.into(), pre, compiled })
+        let instance_pre = engine
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| EngineError::WrongWorld(format!("{e:#}")))?;
+        let pre =
+            LockSmPre::new(instance_pre).map_err(|e| EngineError::WrongWorld(format!("{e:#}")))?;
+        Ok(GuestModule {
+            hash,
+            bytes: bytes.into(),
+            pre,
+            compiled,
+        })
     }
 
     pub fn hash(&self) -> ModuleHash {
@@ -98,7 +107,12 @@ struct MemoryLimiter {
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired as u64 > self.limit {
             self.refused = true;
             return Ok(false);
@@ -106,7 +120,12 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         // Tables hold function references; a lock table needs a handful.
         Ok(desired <= 10_000)
     }
@@ -123,15 +142,28 @@ pub struct GuestInstance {
 }
 
 impl GuestInstance {
-    pub(super) fn new(engine: &WasmEngine, module: &GuestModule) -> Result<GuestInstance, EngineError> {
+    pub(super) fn new(
+        engine: &WasmEngine,
+        module: &GuestModule,
+    ) -> Result<GuestInstance, EngineError> {
         let settings = engine.settings();
         let mut store = Store::new(
             &engine.engine,
-            StoreState { limiter: MemoryLimiter { limit: settings.memory_limit_bytes, refused: false } },
+            StoreState {
+                limiter: MemoryLimiter {
+                    limit: settings.memory_limit_bytes,
+                    refused: false,
+                },
+            },
         );
         store.limiter(|s| &mut s.limiter);
-        store.set_fuel(settings.fuel_per_call).map_err(|e| EngineError::Config(format!("{e:#}")))?;
-        let bindings = module.pre.instantiate(&mut store).map_err(|e| classify("instantiate", e, &store, settings.fuel_per_call))?;
+        store
+            .set_fuel(settings.fuel_per_call)
+            .map_err(|e| EngineError::Config(format!("{e:#}")))?;
+        let bindings = module
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| classify("instantiate", e, &store, settings.fuel_per_call))?;
         Ok(GuestInstance {
             store,
             bindings,
@@ -166,7 +198,9 @@ impl GuestInstance {
             return Err(EngineError::Poisoned(first.clone()));
         }
         self.store.data_mut().limiter.refused = false;
-        self.store.set_fuel(self.fuel_per_call).map_err(|e| EngineError::Config(format!("{e:#}")))?;
+        self.store
+            .set_fuel(self.fuel_per_call)
+            .map_err(|e| EngineError::Config(format!("{e:#}")))?;
         match f(&self.bindings, &mut self.store) {
             Ok(r) => {
                 self.last_fuel_used = self.fuel_per_call - self.store.get_fuel().unwrap_or(0);
@@ -185,7 +219,10 @@ impl GuestInstance {
     pub fn apply(&mut self, batch: &[Command]) -> Result<Vec<Outcome>, EngineError> {
         let outcomes = self.call("apply", |b, s| b.call_apply(s, batch))?;
         if outcomes.len() != batch.len() {
-            let err = EngineError::OutcomeCount { want: batch.len(), got: outcomes.len() };
+            let err = EngineError::OutcomeCount {
+                want: batch.len(),
+                got: outcomes.len(),
+            };
             self.poisoned = Some(err.to_string());
             return Err(err);
         }
@@ -196,17 +233,31 @@ impl GuestInstance {
     /// carries no lock command (Raft's blank and membership entries): the
     /// commands go to the guest in **one** call and the others are answered
     /// [`Outcome::Noop`] without entering it.
-    pub fn apply_entries(&mut self, entries: Vec<Option<Command>>) -> Result<Vec<Outcome>, EngineError> {
+    pub fn apply_entries(
+        &mut self,
+        entries: Vec<Option<Command>>,
+    ) -> Result<Vec<Outcome>, EngineError> {
         let mut present = Vec::with_capacity(entries.len());
         let mut commands = Vec::with_capacity(entries.len());
         for e in entries {
             present.push(e.is_some());
             commands.extend(e);
         }
-        let mut outcomes = if commands.is_empty() { Vec::new() } else { self.apply(&commands)? }.into_iter();
+        let mut outcomes = if commands.is_empty() {
+            Vec::new()
+        } else {
+            self.apply(&commands)?
+        }
+        .into_iter();
         Ok(present
             .into_iter()
-            .map(|p| if p { outcomes.next().unwrap_or(Outcome::Noop) } else { Outcome::Noop })
+            .map(|p| {
+                if p {
+                    outcomes.next().unwrap_or(Outcome::Noop)
+                } else {
+                    Outcome::Noop
+                }
+            })
             .collect())
     }
 
@@ -229,13 +280,17 @@ impl GuestInstance {
     /// Replace the state with `bytes`. A refusal by the guest is
     /// [`EngineError::RestoreRejected`] and leaves the instance usable.
     pub fn restore(&mut self, bytes: &[u8]) -> Result<(), EngineError> {
-        self.call("restore", |b, s| b.call_restore(s, bytes))?.map_err(EngineError::RestoreRejected)
+        self.call("restore", |b, s| b.call_restore(s, bytes))?
+            .map_err(EngineError::RestoreRejected)
     }
 
     pub fn state_hash(&mut self) -> Result<[u8; 32], EngineError> {
         let bytes = self.call("state-hash", |b, s| b.call_state_hash(s))?;
         <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
-            let err = EngineError::Trap { call: "state-hash", trap: format!("returned {} bytes, not 32", bytes.len()) };
+            let err = EngineError::Trap {
+                call: "state-hash",
+                trap: format!("returned {} bytes, not 32", bytes.len()),
+            };
             self.poisoned = Some(err.to_string());
             err
         })
@@ -246,11 +301,25 @@ impl GuestInstance {
     }
 }
 
-fn classify(call: &'static str, e: wasmtime::Error, store: &Store<StoreState>, budget: u64) -> EngineError {
+fn classify(
+    call: &'static str,
+    e: wasmtime::Error,
+    store: &Store<StoreState>,
+    budget: u64,
+) -> EngineError {
     match e.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => EngineError::FuelExhausted { call, budget },
-        _ if store.data().limiter.refused => EngineError::MemoryLimit { call, limit: store.data().limiter.limit },
-        Some(trap) => EngineError::Trap { call, trap: trap.to_string() },
-        None => EngineError::Trap { call, trap: format!("{e:#}") },
+        _ if store.data().limiter.refused => EngineError::MemoryLimit {
+            call,
+            limit: store.data().limiter.limit,
+        },
+        Some(trap) => EngineError::Trap {
+            call,
+            trap: trap.to_string(),
+        },
+        None => EngineError::Trap {
+            call,
+            trap: format!("{e:#}"),
+        },
     }
 }

@@ -81,14 +81,21 @@ impl WasmEngine {
     /// Build the engine. `cache_dir` is where compiled components are kept
     /// between runs; `None` compiles every module on load.
     pub fn new(settings: EngineSettings, cache_dir: Option<PathBuf>) -> Result<Self, EngineError> {
-        let engine = wasmtime::Engine::new(&settings.wasmtime_config()).map_err(|e| EngineError::Config(format!("{e:#}")))?;
+        let engine = wasmtime::Engine::new(&settings.wasmtime_config())
+            .map_err(|e| EngineError::Config(format!("{e:#}")))?;
         let fingerprint = settings.fingerprint();
         let cache = match cache_dir {
             Some(dir) => Some(ComponentCache::open(dir, &fingerprint)?),
             None => None,
         };
         let linker = Linker::new(&engine);
-        Ok(WasmEngine { engine, settings, fingerprint, cache, linker })
+        Ok(WasmEngine {
+            engine,
+            settings,
+            fingerprint,
+            cache,
+            linker,
+        })
     }
 
     pub fn settings(&self) -> &EngineSettings {

@@ -44,7 +44,11 @@ impl Default for EngineSettings {
 pub const FEATURES: &[(&str, WasmFeatures, bool)] = &[
     // The MVP and the proposals Rust's wasm32 target emits by default.
     ("mutable-global", WasmFeatures::MUTABLE_GLOBAL, true),
-    ("saturating-float-to-int", WasmFeatures::SATURATING_FLOAT_TO_INT, true),
+    (
+        "saturating-float-to-int",
+        WasmFeatures::SATURATING_FLOAT_TO_INT,
+        true,
+    ),
     ("sign-extension", WasmFeatures::SIGN_EXTENSION, true),
     ("multi-value", WasmFeatures::MULTI_VALUE, true),
     ("bulk-memory", WasmFeatures::BULK_MEMORY, true),
@@ -58,11 +62,19 @@ pub const FEATURES: &[(&str, WasmFeatures, bool)] = &[
     // by a lock table and best kept out of the trusted surface.
     ("relaxed-simd", WasmFeatures::RELAXED_SIMD, false),
     ("threads", WasmFeatures::THREADS, false),
-    ("shared-everything-threads", WasmFeatures::SHARED_EVERYTHING_THREADS, false),
+    (
+        "shared-everything-threads",
+        WasmFeatures::SHARED_EVERYTHING_THREADS,
+        false,
+    ),
     ("multi-memory", WasmFeatures::MULTI_MEMORY, false),
     ("memory64", WasmFeatures::MEMORY64, false),
     ("tail-call", WasmFeatures::TAIL_CALL, false),
-    ("function-references", WasmFeatures::FUNCTION_REFERENCES, false),
+    (
+        "function-references",
+        WasmFeatures::FUNCTION_REFERENCES,
+        false,
+    ),
     ("gc", WasmFeatures::GC, false),
     ("exceptions", WasmFeatures::EXCEPTIONS, false),
     ("legacy-exceptions", WasmFeatures::LEGACY_EXCEPTIONS, false),
@@ -71,7 +83,11 @@ pub const FEATURES: &[(&str, WasmFeatures, bool)] = &[
     ("wide-arithmetic", WasmFeatures::WIDE_ARITHMETIC, false),
     ("memory-control", WasmFeatures::MEMORY_CONTROL, false),
     ("cm-async", WasmFeatures::CM_ASYNC, false),
-    ("cm-more-async-builtins", WasmFeatures::CM_MORE_ASYNC_BUILTINS, false),
+    (
+        "cm-more-async-builtins",
+        WasmFeatures::CM_MORE_ASYNC_BUILTINS,
+        false,
+    ),
     ("cm-threading", WasmFeatures::CM_THREADING, false),
     ("cm-async-stackful", WasmFeatures::CM_ASYNC_STACKFUL, false),
     ("cm-error-context", WasmFeatures::CM_ERROR_CONTEXT, false),
@@ -107,7 +123,11 @@ impl EngineSettings {
     /// and its hash.
     pub fn fingerprint(&self) -> EngineFingerprint {
         let mut text = String::new();
-        let _ = write!(text, "wasmtime={WASMTIME_VERSION};arch={};", std::env::consts::ARCH);
+        let _ = write!(
+            text,
+            "wasmtime={WASMTIME_VERSION};arch={};",
+            std::env::consts::ARCH
+        );
         for (name, _, on) in FEATURES {
             let _ = write!(text, "{name}={};", if *on { "on" } else { "off" });
         }
@@ -168,9 +188,18 @@ mod tests {
         let base = EngineSettings::default();
         let fp = base.fingerprint();
         assert_eq!(fp, EngineSettings::default().fingerprint());
-        let more_fuel = EngineSettings { fuel_per_call: base.fuel_per_call + 1, ..base.clone() };
-        let more_mem = EngineSettings { memory_limit_bytes: base.memory_limit_bytes * 2, ..base.clone() };
-        let more_stack = EngineSettings { max_wasm_stack: base.max_wasm_stack * 2, ..base.clone() };
+        let more_fuel = EngineSettings {
+            fuel_per_call: base.fuel_per_call + 1,
+            ..base.clone()
+        };
+        let more_mem = EngineSettings {
+            memory_limit_bytes: base.memory_limit_bytes * 2,
+            ..base.clone()
+        };
+        let more_stack = EngineSettings {
+            max_wasm_stack: base.max_wasm_stack * 2,
+            ..base.clone()
+        };
         for other in [more_fuel, more_mem, more_stack] {
             let ofp = other.fingerprint();
             assert_ne!(ofp.hash, fp.hash);

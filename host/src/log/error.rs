@@ -18,7 +18,11 @@ pub enum WalError {
     /// A record that is not a torn tail failed verification. Recovery never
     /// skips such a record: the log after it could hold acknowledged writes.
     #[error("corrupt WAL record in {} at offset {offset}: {reason}", .file.display())]
-    Corrupt { file: PathBuf, offset: u64, reason: String },
+    Corrupt {
+        file: PathBuf,
+        offset: u64,
+        reason: String,
+    },
 
     /// A segment file does not start with a valid header of this format.
     #[error("bad WAL segment header in {}: {reason}", .file.display())]
@@ -54,5 +58,8 @@ pub enum WalError {
 
 /// `map_err` helper: wrap an `io::Error` with the path it concerns.
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> WalError + '_ {
-    move |source| WalError::Io { path: path.to_path_buf(), source }
+    move |source| WalError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }

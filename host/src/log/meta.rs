@@ -32,7 +32,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WalError> {
     buf.extend_from_slice(&crc32c::crc32c(bytes).to_le_bytes());
     buf.extend_from_slice(bytes);
 
-    let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).map_err(io_err(&tmp))?;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .map_err(io_err(&tmp))?;
     f.write_all(&buf).map_err(io_err(&tmp))?;
     // The data must be durable before the rename makes it visible, or a crash
     // could leave `path` naming an empty or partial file.
@@ -50,18 +55,29 @@ pub fn read_atomic(path: &Path) -> Result<Option<Vec<u8>>, WalError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_err(path)(e)),
     };
-    let corrupt = |reason: String| WalError::CorruptMeta { file: path.to_path_buf(), reason };
+    let corrupt = |reason: String| WalError::CorruptMeta {
+        file: path.to_path_buf(),
+        reason,
+    };
     let Some(header) = buf.get(..HEADER_LEN) else {
-        return Err(corrupt(format!("file is {} bytes, shorter than the {HEADER_LEN}-byte header", buf.len())));
+        return Err(corrupt(format!(
+            "file is {} bytes, shorter than the {HEADER_LEN}-byte header",
+            buf.len()
+        )));
     };
     if &header[..4] != MAGIC {
-        return Err(corrupt(format!("wrong magic {:02x?} (expected \"LKMT\")", &header[..4])));
+        return Err(corrupt(format!(
+            "wrong magic {:02x?} (expected \"LKMT\")",
+            &header[..4]
+        )));
     }
     let len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
     let crc = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
     let body_len = buf.len() - HEADER_LEN;
     if len != body_len {
-        return Err(corrupt(format!("header says {len} bytes of data, file holds {body_len}")));
+        return Err(corrupt(format!(
+            "header says {len} bytes of data, file holds {body_len}"
+        )));
     }
     if crc32c::crc32c(&buf[HEADER_LEN..]) != crc {
         return Err(corrupt("checksum mismatch".into()));
@@ -72,7 +88,9 @@ pub fn read_atomic(path: &Path) -> Result<Option<Vec<u8>>, WalError> {
 
 /// fsync a directory, making creations, renames and deletions in it durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), WalError> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io_err(dir))
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir))
 }
 
 /// The directory holding `path` (`.` for a bare file name).
@@ -86,7 +104,10 @@ pub(crate) fn parent_dir(path: &Path) -> &Path {
 fn tmp_path(path: &Path) -> Result<PathBuf, WalError> {
     let Some(name) = path.file_name() else {
         let source = io::Error::new(io::ErrorKind::InvalidInput, "path has no file name");
-        return Err(WalError::Io { path: path.to_path_buf(), source });
+        return Err(WalError::Io {
+            path: path.to_path_buf(),
+            source,
+        });
     };
     let mut tmp: OsString = name.to_os_string();
     tmp.push(".tmp");
@@ -105,10 +126,16 @@ mod tests {
         write_atomic(&path, b"term 1").unwrap();
         assert_eq!(read_atomic(&path).unwrap().as_deref(), Some(&b"term 1"[..]));
         write_atomic(&path, b"term 2, voted for 3").unwrap();
-        assert_eq!(read_atomic(&path).unwrap().as_deref(), Some(&b"term 2, voted for 3"[..]));
+        assert_eq!(
+            read_atomic(&path).unwrap().as_deref(),
+            Some(&b"term 2, voted for 3"[..])
+        );
         write_atomic(&path, b"").unwrap();
         assert_eq!(read_atomic(&path).unwrap().as_deref(), Some(&b""[..]));
-        assert!(!dir.path().join("vote.tmp").exists(), "the tmp file is renamed away");
+        assert!(
+            !dir.path().join("vote.tmp").exists(),
+            "the tmp file is renamed away"
+        );
     }
 
     #[test]
@@ -120,9 +147,15 @@ mod tests {
         raw[HEADER_LEN + 3] ^= 0x01;
         fs::write(&path, &raw).unwrap();
         let err = read_atomic(&path).unwrap_err();
-        assert!(matches!(err, WalError::CorruptMeta { ref file, .. } if file == &path), "{err:?}");
+        assert!(
+            matches!(err, WalError::CorruptMeta { ref file, .. } if file == &path),
+            "{err:?}"
+        );
         let msg = err.to_string();
-        assert!(msg.contains(&path.display().to_string()) && msg.contains("checksum mismatch"), "{msg}");
+        assert!(
+            msg.contains(&path.display().to_string()) && msg.contains("checksum mismatch"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -134,10 +167,16 @@ mod tests {
         for cut in [0, 5, HEADER_LEN, raw.len() - 1] {
             fs::write(&path, &raw[..cut]).unwrap();
             let err = read_atomic(&path).unwrap_err();
-            assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+            assert!(
+                err.to_string().contains(&path.display().to_string()),
+                "{err}"
+            );
         }
         fs::write(&path, b"{\"term\": 1, \"voted_for\": 2}").unwrap();
-        assert!(read_atomic(&path).unwrap_err().to_string().contains("wrong magic"));
+        assert!(read_atomic(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("wrong magic"));
     }
 
     #[test]

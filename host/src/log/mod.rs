@@ -94,7 +94,9 @@ pub struct WalOptions {
 
 impl Default for WalOptions {
     fn default() -> Self {
-        WalOptions { segment_bytes: 64 << 20 }
+        WalOptions {
+            segment_bytes: 64 << 20,
+        }
     }
 }
 
@@ -165,7 +167,10 @@ impl Wal {
     pub fn open(dir: &Path, opts: WalOptions) -> Result<(Wal, Recovered), WalError> {
         create_dir_durably(dir)?;
         let lock = lock_dir(dir)?;
-        let recovery::Outcome { mut segments, recovered } = recovery::recover(dir)?;
+        let recovery::Outcome {
+            mut segments,
+            recovered,
+        } = recovery::recover(dir)?;
         let active = match segments.last() {
             Some(last) => segment::open_for_append(&last.path)?,
             None => {
@@ -205,10 +210,12 @@ impl Wal {
         if ops.is_empty() {
             return Ok(());
         }
-        record::encode_record(ops, record::MAX_PAYLOAD_LEN, &mut self.buf).map_err(|len| WalError::TooLarge {
-            file: self.active_path().to_path_buf(),
-            len,
-            max: record::MAX_PAYLOAD_LEN as u64,
+        record::encode_record(ops, record::MAX_PAYLOAD_LEN, &mut self.buf).map_err(|len| {
+            WalError::TooLarge {
+                file: self.active_path().to_path_buf(),
+                len,
+                max: record::MAX_PAYLOAD_LEN as u64,
+            }
         })?;
         let result = self.append_encoded(ops);
         if self.buf.capacity() > KEEP_BUFFER_BYTES {
@@ -272,7 +279,10 @@ impl Wal {
     fn check_usable(&self) -> Result<(), WalError> {
         match &self.poisoned {
             None => Ok(()),
-            Some(reason) => Err(WalError::Poisoned { file: self.active_path().to_path_buf(), reason: reason.clone() }),
+            Some(reason) => Err(WalError::Poisoned {
+                file: self.active_path().to_path_buf(),
+                reason: reason.clone(),
+            }),
         }
     }
 
@@ -284,9 +294,14 @@ impl Wal {
         let Some(seg) = self.segments.last_mut() else {
             // Unreachable: open creates a segment and purge keeps the last.
             let source = io::Error::other("the WAL has no active segment");
-            return Err(WalError::Io { path: self.dir.clone(), source });
+            return Err(WalError::Io {
+                path: self.dir.clone(),
+                source,
+            });
         };
-        self.active.write_all(&self.buf).map_err(io_err(&seg.path))?;
+        self.active
+            .write_all(&self.buf)
+            .map_err(io_err(&seg.path))?;
         self.active.sync_data().map_err(io_err(&seg.path))?;
         seg.len += self.buf.len() as u64;
         for op in ops {
@@ -305,7 +320,9 @@ impl Wal {
     /// segment without records (a tiny `segment_bytes` must not produce a
     /// trail of empty files).
     fn rotation_due(&self) -> bool {
-        self.segments.last().is_some_and(|s| s.has_records() && s.len >= self.opts.segment_bytes)
+        self.segments
+            .last()
+            .is_some_and(|s| s.has_records() && s.len >= self.opts.segment_bytes)
     }
 
     fn rotate(&mut self) -> Result<(), WalError> {
@@ -314,7 +331,8 @@ impl Wal {
         let (file, path) = segment::create_segment(&self.dir, seq)?;
         tracing::debug!(file = %path.display(), "rotated to a new WAL segment");
         self.active = file;
-        self.segments.push(SegmentInfo::new(seq, path, HEADER_LEN as u64));
+        self.segments
+            .push(SegmentInfo::new(seq, path, HEADER_LEN as u64));
         Ok(())
     }
 }
@@ -358,8 +376,13 @@ fn create_dir_durably(dir: &Path) -> Result<(), WalError> {
 /// files (it is released when the returned file is closed).
 fn lock_dir(dir: &Path) -> Result<File, WalError> {
     let path = dir.join(LOCK_FILE);
-    let file =
-        OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io_err(&path))?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io_err(&path))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(TryLockError::WouldBlock) => Err(WalError::Locked { file: path }),

@@ -32,7 +32,11 @@ const MIN_PAYLOAD_LEN: usize = OP_COUNT_LEN + TRUNCATE_LEN;
 /// Encode `ops` as one complete record (header + payload) into `out`.
 /// Returns the payload length that would have been needed if it exceeds
 /// `max_payload`; `out` is then unspecified and nothing must be written.
-pub(crate) fn encode_record(ops: &[WalOp<'_>], max_payload: usize, out: &mut Vec<u8>) -> Result<(), u64> {
+pub(crate) fn encode_record(
+    ops: &[WalOp<'_>],
+    max_payload: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), u64> {
     let payload_len = ops.iter().fold(OP_COUNT_LEN as u64, |acc, op| {
         acc.saturating_add(match op {
             WalOp::Append { payload, .. } => APPEND_FIXED_LEN as u64 + payload.len() as u64,
@@ -79,13 +83,18 @@ pub(crate) fn decode_payload(payload: &[u8]) -> Result<Vec<WalOp<'_>>, String> {
 }
 
 fn peek_count(payload: &[u8]) -> usize {
-    payload.get(..4).map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    payload
+        .get(..4)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
 }
 
 /// Parse `payload` exactly (no trailing bytes), calling `f` per op. Used both
 /// to decode and, without allocating, to test whether bytes form a batch.
 fn walk_payload<'a>(payload: &'a [u8], mut f: impl FnMut(WalOp<'a>)) -> Result<(), String> {
-    let mut r = Reader { buf: payload, pos: 0 };
+    let mut r = Reader {
+        buf: payload,
+        pos: 0,
+    };
     let count = r.u32().ok_or("payload too short for the op count")?;
     if count == 0 {
         return Err("batch has no ops".into());
@@ -93,7 +102,10 @@ fn walk_payload<'a>(payload: &'a [u8], mut f: impl FnMut(WalOp<'a>)) -> Result<(
     // Every op takes at least TRUNCATE_LEN bytes; rejecting an impossible
     // count up front keeps the walk over garbage short.
     if count as usize > (payload.len() - OP_COUNT_LEN) / TRUNCATE_LEN {
-        return Err(format!("op count {count} cannot fit in {} bytes", payload.len()));
+        return Err(format!(
+            "op count {count} cannot fit in {} bytes",
+            payload.len()
+        ));
     }
     for i in 0..count {
         let truncated = || format!("payload ends inside op {i} of {count}");
@@ -135,10 +147,14 @@ impl<'a> Reader<'a> {
         self.take(1).map(|b| b[0])
     }
     fn u32(&mut self) -> Option<u32> {
-        self.take(4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes)
+        self.take(4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
     }
     fn u64(&mut self) -> Option<u64> {
-        self.take(8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes)
+        self.take(8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
     }
 }
 
@@ -175,7 +191,10 @@ pub(crate) fn scan(buf: &[u8], start: usize) -> (Vec<Vec<WalOp<'_>>>, ScanEnd) {
             return (records, ScanEnd::TornCandidate { offset, reason });
         }
         let Some(header) = rest.get(..RECORD_HEADER_LEN) else {
-            let reason = format!("incomplete record header ({} of {RECORD_HEADER_LEN} bytes)", rest.len());
+            let reason = format!(
+                "incomplete record header ({} of {RECORD_HEADER_LEN} bytes)",
+                rest.len()
+            );
             return (records, ScanEnd::TornCandidate { offset, reason });
         };
         let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
@@ -210,7 +229,15 @@ pub(crate) fn scan(buf: &[u8], start: usize) -> (Vec<Vec<WalOp<'_>>>, ScanEnd) {
         // them is a format bug or incompatibility, never a torn write.
         match decode_payload(payload) {
             Ok(ops) => records.push(ops),
-            Err(e) => return (records, ScanEnd::Corrupt { offset, reason: format!("undecodable batch: {e}") }),
+            Err(e) => {
+                return (
+                    records,
+                    ScanEnd::Corrupt {
+                        offset,
+                        reason: format!("undecodable batch: {e}"),
+                    },
+                )
+            }
         }
         pos += record_len as usize;
     }
@@ -281,9 +308,15 @@ mod tests {
     #[test]
     fn encode_decode_round_trip() {
         let ops = [
-            WalOp::Append { index: 7, payload: b"seven" },
+            WalOp::Append {
+                index: 7,
+                payload: b"seven",
+            },
             WalOp::Truncate { since: 3 },
-            WalOp::Append { index: u64::MAX, payload: b"" },
+            WalOp::Append {
+                index: u64::MAX,
+                payload: b"",
+            },
         ];
         let r = rec(&ops);
         let len = u32::from_le_bytes(r[0..4].try_into().unwrap()) as usize;
@@ -298,7 +331,15 @@ mod tests {
     fn oversized_batch_is_refused() {
         let big = vec![0u8; 100];
         let mut out = Vec::new();
-        let err = encode_record(&[WalOp::Append { index: 1, payload: &big }], 64, &mut out).unwrap_err();
+        let err = encode_record(
+            &[WalOp::Append {
+                index: 1,
+                payload: &big,
+            }],
+            64,
+            &mut out,
+        )
+        .unwrap_err();
         assert_eq!(err, (OP_COUNT_LEN + APPEND_FIXED_LEN + 100) as u64);
     }
 
@@ -326,9 +367,15 @@ mod tests {
 
     #[test]
     fn finds_a_record_hidden_behind_a_bad_length() {
-        let mut buf = rec(&[WalOp::Append { index: 1, payload: b"a" }]);
+        let mut buf = rec(&[WalOp::Append {
+            index: 1,
+            payload: b"a",
+        }]);
         let second = buf.len();
-        buf.extend_from_slice(&rec(&[WalOp::Append { index: 2, payload: b"b" }]));
+        buf.extend_from_slice(&rec(&[WalOp::Append {
+            index: 2,
+            payload: b"b",
+        }]));
         assert_eq!(find_record_from(&buf, 1), Resync::Found(second));
         assert_eq!(find_record_from(&buf, second + 1), Resync::NotFound);
         assert_eq!(find_record_within(&buf, 1, 5), Resync::GaveUp);

@@ -15,7 +15,9 @@ use std::path::Path;
 use super::error::{io_err, WalError};
 use super::meta::sync_dir;
 use super::record::{find_record_from, scan, Resync, ScanEnd};
-use super::segment::{check_header, create_segment, list_dir, segment_name, HeaderCheck, SegmentInfo, HEADER_LEN};
+use super::segment::{
+    check_header, create_segment, list_dir, segment_name, HeaderCheck, SegmentInfo, HEADER_LEN,
+};
 use super::{Recovered, TornTail, WalOp};
 
 pub(crate) struct Outcome {
@@ -38,7 +40,9 @@ pub(crate) fn recover(dir: &Path) -> Result<Outcome, WalError> {
     if let Some(&(first, _)) = listing.segments.first() {
         for (expected, (seq, _)) in (first..).zip(&listing.segments) {
             if *seq != expected {
-                return Err(WalError::MissingSegment { file: dir.join(segment_name(expected)) });
+                return Err(WalError::MissingSegment {
+                    file: dir.join(segment_name(expected)),
+                });
             }
         }
     }
@@ -58,12 +62,19 @@ pub(crate) fn recover(dir: &Path) -> Result<Outcome, WalError> {
                 // written; lay the header down again.
                 tracing::warn!(file = %path.display(), bytes = buf.len(), "rewriting the incomplete header of the last WAL segment");
                 let (_, path) = create_segment(dir, seq)?;
-                torn_tail = Some(TornTail { file: path.clone(), offset: 0, dropped_bytes: buf.len() as u64 });
+                torn_tail = Some(TornTail {
+                    file: path.clone(),
+                    offset: 0,
+                    dropped_bytes: buf.len() as u64,
+                });
                 segments.push(SegmentInfo::new(seq, path, HEADER_LEN as u64));
                 continue;
             }
             HeaderCheck::Incomplete => {
-                let reason = format!("incomplete header ({} bytes) in a segment that is not the last", buf.len());
+                let reason = format!(
+                    "incomplete header ({} bytes) in a segment that is not the last",
+                    buf.len()
+                );
                 return Err(WalError::BadHeader { file: path, reason });
             }
             HeaderCheck::Bad(reason) => return Err(WalError::BadHeader { file: path, reason }),
@@ -73,32 +84,56 @@ pub(crate) fn recover(dir: &Path) -> Result<Outcome, WalError> {
         let mut info = SegmentInfo::new(seq, path, buf.len() as u64);
         match end {
             ScanEnd::Clean => {}
-            ScanEnd::Corrupt { offset, reason } => return Err(WalError::Corrupt { file: info.path, offset, reason }),
+            ScanEnd::Corrupt { offset, reason } => {
+                return Err(WalError::Corrupt {
+                    file: info.path,
+                    offset,
+                    reason,
+                })
+            }
             ScanEnd::TornCandidate { offset, reason } if !is_last => {
                 // Older segments were fsynced before the next one was
                 // created, so they cannot end in a torn write.
                 let reason = format!("{reason}, in a segment that is not the last");
-                return Err(WalError::Corrupt { file: info.path, offset, reason });
+                return Err(WalError::Corrupt {
+                    file: info.path,
+                    offset,
+                    reason,
+                });
             }
             ScanEnd::TornCandidate { offset, reason } => {
-                let start = usize::try_from(offset).unwrap_or(usize::MAX).saturating_add(1);
+                let start = usize::try_from(offset)
+                    .unwrap_or(usize::MAX)
+                    .saturating_add(1);
                 match find_record_from(&buf, start) {
                     Resync::NotFound => {}
                     Resync::Found(next) => {
                         let reason = format!(
                             "{reason}, but a valid record follows at offset {next}, so this is not a torn write"
                         );
-                        return Err(WalError::Corrupt { file: info.path, offset, reason });
+                        return Err(WalError::Corrupt {
+                            file: info.path,
+                            offset,
+                            reason,
+                        });
                     }
                     Resync::GaveUp => {
                         let reason = format!("{reason}, and the bytes after it could not be ruled out as valid records within the scan budget");
-                        return Err(WalError::Corrupt { file: info.path, offset, reason });
+                        return Err(WalError::Corrupt {
+                            file: info.path,
+                            offset,
+                            reason,
+                        });
                     }
                 }
                 let dropped_bytes = info.len - offset;
                 cut(&info.path, offset)?;
                 tracing::warn!(file = %info.path.display(), offset, dropped_bytes, %reason, "cut a torn tail from the WAL (an unacknowledged batch)");
-                torn_tail = Some(TornTail { file: info.path.clone(), offset, dropped_bytes });
+                torn_tail = Some(TornTail {
+                    file: info.path.clone(),
+                    offset,
+                    dropped_bytes,
+                });
                 info.len = offset;
             }
         }
@@ -107,7 +142,10 @@ pub(crate) fn recover(dir: &Path) -> Result<Outcome, WalError> {
         }
         segments.push(info);
     }
-    Ok(Outcome { segments, recovered: Recovered { entries, torn_tail } })
+    Ok(Outcome {
+        segments,
+        recovered: Recovered { entries, torn_tail },
+    })
 }
 
 fn apply(entries: &mut BTreeMap<u64, Vec<u8>>, info: &mut SegmentInfo, ops: &[WalOp<'_>]) {
@@ -126,7 +164,10 @@ fn apply(entries: &mut BTreeMap<u64, Vec<u8>>, info: &mut SegmentInfo, ops: &[Wa
 
 /// Cut `path` to `len` bytes durably.
 fn cut(path: &Path, len: u64) -> Result<(), WalError> {
-    let f = OpenOptions::new().write(true).open(path).map_err(io_err(path))?;
+    let f = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io_err(path))?;
     f.set_len(len).map_err(io_err(path))?;
     f.sync_all().map_err(io_err(path))
 }

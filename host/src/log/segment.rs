@@ -67,14 +67,21 @@ pub(crate) fn check_header(buf: &[u8], seq: u64) -> HeaderCheck {
         return if expected.starts_with(buf) {
             HeaderCheck::Incomplete
         } else {
-            HeaderCheck::Bad(format!("file is {} bytes, shorter than the {HEADER_LEN}-byte header", buf.len()))
+            HeaderCheck::Bad(format!(
+                "file is {} bytes, shorter than the {HEADER_LEN}-byte header",
+                buf.len()
+            ))
         };
     };
     if h == expected {
         return HeaderCheck::Ok;
     }
     if &h[..8] != MAGIC {
-        return HeaderCheck::Bad(format!("wrong magic {:02x?} (expected {:02x?} \"LOCKDWAL\")", &h[..8], MAGIC));
+        return HeaderCheck::Bad(format!(
+            "wrong magic {:02x?} (expected {:02x?} \"LOCKDWAL\")",
+            &h[..8],
+            MAGIC
+        ));
     }
     let version = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
     if version != FORMAT_VERSION {
@@ -86,7 +93,9 @@ pub(crate) fn check_header(buf: &[u8], seq: u64) -> HeaderCheck {
         return HeaderCheck::Bad("header checksum mismatch".into());
     }
     let found = u64::from_le_bytes([h[12], h[13], h[14], h[15], h[16], h[17], h[18], h[19]]);
-    HeaderCheck::Bad(format!("header says sequence number {found}, but the file name says {seq}"))
+    HeaderCheck::Bad(format!(
+        "header says sequence number {found}, but the file name says {seq}"
+    ))
 }
 
 /// What a WAL directory holds.
@@ -118,7 +127,10 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Listing, WalError> {
         }
     }
     segments.sort_unstable_by_key(|(seq, _)| *seq);
-    Ok(Listing { segments, stray_tmps })
+    Ok(Listing {
+        segments,
+        stray_tmps,
+    })
 }
 
 /// Create segment `seq` durably and return it opened for appending.
@@ -130,7 +142,12 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Listing, WalError> {
 pub(crate) fn create_segment(dir: &Path, seq: u64) -> Result<(File, PathBuf), WalError> {
     let path = dir.join(segment_name(seq));
     let tmp = dir.join(format!("{seq:0SEQ_DIGITS$}{TMP_SUFFIX}"));
-    let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).map_err(io_err(&tmp))?;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .map_err(io_err(&tmp))?;
     f.write_all(&encode_header(seq)).map_err(io_err(&tmp))?;
     f.sync_all().map_err(io_err(&tmp))?;
     drop(f);
@@ -140,7 +157,10 @@ pub(crate) fn create_segment(dir: &Path, seq: u64) -> Result<(File, PathBuf), Wa
 }
 
 pub(crate) fn open_for_append(path: &Path) -> Result<File, WalError> {
-    OpenOptions::new().append(true).open(path).map_err(io_err(path))
+    OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(io_err(path))
 }
 
 /// What the log knows about one segment file.
@@ -157,7 +177,13 @@ pub(crate) struct SegmentInfo {
 
 impl SegmentInfo {
     pub fn new(seq: u64, path: PathBuf, len: u64) -> SegmentInfo {
-        SegmentInfo { seq, path, len, min_index: None, max_index: None }
+        SegmentInfo {
+            seq,
+            path,
+            len,
+            min_index: None,
+            max_index: None,
+        }
     }
 
     pub fn note_append(&mut self, index: u64) {
@@ -199,8 +225,12 @@ mod tests {
         assert!(
             matches!(check_header(b"NOTAWAL!\x01\0\0\0\x05\0\0\0\0\0\0\0\0\0\0\0", 5), HeaderCheck::Bad(r) if r.contains("wrong magic"))
         );
-        assert!(matches!(check_header(b"garbage", 5), HeaderCheck::Bad(r) if r.contains("shorter than")));
-        assert!(matches!(check_header(&h, 6), HeaderCheck::Bad(r) if r.contains("sequence number 5")));
+        assert!(
+            matches!(check_header(b"garbage", 5), HeaderCheck::Bad(r) if r.contains("shorter than"))
+        );
+        assert!(
+            matches!(check_header(&h, 6), HeaderCheck::Bad(r) if r.contains("sequence number 5"))
+        );
         let mut v2 = h;
         v2[8] = 2;
         assert!(matches!(check_header(&v2, 5), HeaderCheck::Bad(r) if r.contains("version 2")));

@@ -22,25 +22,42 @@ fn open_err(dir: &Path) -> WalError {
 }
 
 fn payload(i: u64) -> Vec<u8> {
-    format!("entry-{i};").repeat((i % 4 + 1) as usize).into_bytes()
+    format!("entry-{i};")
+        .repeat((i % 4 + 1) as usize)
+        .into_bytes()
 }
 
 /// Append `indexes` as one batch, mirroring it into `model`; returns the
 /// (start offset, end offset) of the record in the active segment.
-fn append(wal: &mut Wal, model: &mut BTreeMap<u64, Vec<u8>>, indexes: impl IntoIterator<Item = u64>) -> (u64, u64) {
+fn append(
+    wal: &mut Wal,
+    model: &mut BTreeMap<u64, Vec<u8>>,
+    indexes: impl IntoIterator<Item = u64>,
+) -> (u64, u64) {
     let payloads: Vec<(u64, Vec<u8>)> = indexes.into_iter().map(|i| (i, payload(i))).collect();
-    let ops: Vec<WalOp> = payloads.iter().map(|(i, p)| WalOp::Append { index: *i, payload: p }).collect();
+    let ops: Vec<WalOp> = payloads
+        .iter()
+        .map(|(i, p)| WalOp::Append {
+            index: *i,
+            payload: p,
+        })
+        .collect();
     let (before, seq_before) = active_len(wal);
     wal.write_batch(&ops).expect("write batch");
     let (after, seq_after) = active_len(wal);
     model.extend(payloads);
     // A rotation moves the record to the start of a fresh segment.
-    let start = if seq_after == seq_before { before } else { HEADER_LEN as u64 };
+    let start = if seq_after == seq_before {
+        before
+    } else {
+        HEADER_LEN as u64
+    };
     (start, after)
 }
 
 fn truncate(wal: &mut Wal, model: &mut BTreeMap<u64, Vec<u8>>, since: u64) {
-    wal.write_batch(&[WalOp::Truncate { since }]).expect("truncate");
+    wal.write_batch(&[WalOp::Truncate { since }])
+        .expect("truncate");
     model.retain(|k, _| *k < since);
 }
 
@@ -60,20 +77,35 @@ fn flip_byte(path: &Path, offset: u64) {
 }
 
 fn set_len(path: &Path, len: u64) {
-    OpenOptions::new().write(true).open(path).unwrap().set_len(len).unwrap();
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
 }
 
 fn assert_corrupt(err: WalError, want_file: &Path, want_offset: u64, want_reason: &str) {
     let msg = err.to_string();
     match err {
-        WalError::Corrupt { file, offset, reason } => {
+        WalError::Corrupt {
+            file,
+            offset,
+            reason,
+        } => {
             assert_eq!(file, want_file, "{msg}");
             assert_eq!(offset, want_offset, "{msg}");
-            assert!(reason.contains(want_reason), "reason {reason:?} lacks {want_reason:?}");
+            assert!(
+                reason.contains(want_reason),
+                "reason {reason:?} lacks {want_reason:?}"
+            );
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
-    let expected = format!("corrupt WAL record in {} at offset {want_offset}: ", want_file.display());
+    let expected = format!(
+        "corrupt WAL record in {} at offset {want_offset}: ",
+        want_file.display()
+    );
     assert!(msg.starts_with(&expected), "{msg}");
 }
 
@@ -90,8 +122,14 @@ fn reopen_returns_identical_entries() {
         append(&mut wal, &mut model, [21, 22]);
         // Empty payload and an overwrite of an existing index.
         wal.write_batch(&[
-            WalOp::Append { index: 23, payload: b"" },
-            WalOp::Append { index: 5, payload: b"five again" },
+            WalOp::Append {
+                index: 23,
+                payload: b"",
+            },
+            WalOp::Append {
+                index: 5,
+                payload: b"five again",
+            },
         ])
         .unwrap();
         model.insert(23, Vec::new());
@@ -119,17 +157,33 @@ fn truncate_semantics_survive_reopen() {
         let (mut wal, _) = open(dir, WalOptions::default());
         append(&mut wal, &mut model, 1..=10);
         truncate(&mut wal, &mut model, 6);
-        assert_eq!(model.keys().copied().collect::<Vec<_>>(), vec![1, 2, 3, 4, 5]);
+        assert_eq!(
+            model.keys().copied().collect::<Vec<_>>(),
+            vec![1, 2, 3, 4, 5]
+        );
         // A new leader's entries replace the dropped ones.
         wal.write_batch(&[
-            WalOp::Append { index: 6, payload: b"term2-6" },
-            WalOp::Append { index: 7, payload: b"term2-7" },
+            WalOp::Append {
+                index: 6,
+                payload: b"term2-6",
+            },
+            WalOp::Append {
+                index: 7,
+                payload: b"term2-7",
+            },
         ])
         .unwrap();
         model.insert(6, b"term2-6".to_vec());
         model.insert(7, b"term2-7".to_vec());
         // Truncate and append in one batch apply in order.
-        wal.write_batch(&[WalOp::Truncate { since: 7 }, WalOp::Append { index: 7, payload: b"term3-7" }]).unwrap();
+        wal.write_batch(&[
+            WalOp::Truncate { since: 7 },
+            WalOp::Append {
+                index: 7,
+                payload: b"term3-7",
+            },
+        ])
+        .unwrap();
         model.insert(7, b"term3-7".to_vec());
         // Truncating beyond the end is a no-op.
         truncate(&mut wal, &mut model, 100);
@@ -170,7 +224,10 @@ fn rotation_spreads_the_log_over_contiguous_segments() {
     assert_eq!(rec.entries, model);
     assert_eq!(wal.segment_paths().len(), n);
     // Recovery rebuilt the index range of every segment.
-    assert!(wal.segments.iter().all(|s| s.min_index.is_some() && s.min_index <= s.max_index));
+    assert!(wal
+        .segments
+        .iter()
+        .all(|s| s.min_index.is_some() && s.min_index <= s.max_index));
     append(&mut wal, &mut model, [1000]);
     drop(wal);
     let (_, rec) = open(dir, opts(256));
@@ -199,8 +256,11 @@ fn purge_deletes_only_whole_older_segments() {
     for b in 0..30 {
         append(&mut wal, &mut model, b * 4 + 1..=b * 4 + 4);
     }
-    let before: Vec<(PathBuf, Option<u64>, Option<u64>)> =
-        wal.segments.iter().map(|s| (s.path.clone(), s.min_index, s.max_index)).collect();
+    let before: Vec<(PathBuf, Option<u64>, Option<u64>)> = wal
+        .segments
+        .iter()
+        .map(|s| (s.path.clone(), s.min_index, s.max_index))
+        .collect();
     assert!(before.len() >= 6);
     // A purge point inside the third segment.
     let (_, third_min, third_max) = before[2].clone();
@@ -209,7 +269,10 @@ fn purge_deletes_only_whole_older_segments() {
 
     assert_eq!(wal.purge(upto).unwrap(), 2);
     assert!(!before[0].0.exists() && !before[1].0.exists());
-    assert!(before[2..].iter().all(|(p, _, _)| p.exists()), "the segment holding upto+1 stays");
+    assert!(
+        before[2..].iter().all(|(p, _, _)| p.exists()),
+        "the segment holding upto+1 stays"
+    );
     assert_eq!(wal.purge(upto).unwrap(), 0, "purge is idempotent");
 
     // More writes after a purge, then purge everything: the active segment stays.
@@ -245,8 +308,17 @@ fn purge_keeps_entries_above_the_mark_across_reopen() {
         assert!(wal.purge(upto).unwrap() > 0);
     }
     let (wal, rec) = open(dir, opts(200));
-    let above: BTreeMap<u64, Vec<u8>> = model.range(upto + 1..).map(|(k, v)| (*k, v.clone())).collect();
-    assert_eq!(rec.entries.range(upto + 1..).map(|(k, v)| (*k, v.clone())).collect::<BTreeMap<_, _>>(), above);
+    let above: BTreeMap<u64, Vec<u8>> = model
+        .range(upto + 1..)
+        .map(|(k, v)| (*k, v.clone()))
+        .collect();
+    assert_eq!(
+        rec.entries
+            .range(upto + 1..)
+            .map(|(k, v)| (*k, v.clone()))
+            .collect::<BTreeMap<_, _>>(),
+        above
+    );
     // Whatever at or below the mark is still there is in the first segment
     // (the one straddling the mark), with its original payload.
     for (k, v) in rec.entries.range(..=upto) {
@@ -274,7 +346,11 @@ fn purge_with_a_truncate_in_a_kept_segment() {
         assert!(wal.purge(10).unwrap() > 0);
     }
     let (_, rec) = open(dir, opts(150));
-    let above = |m: &BTreeMap<u64, Vec<u8>>| m.range(11..).map(|(k, v)| (*k, v.clone())).collect::<Vec<_>>();
+    let above = |m: &BTreeMap<u64, Vec<u8>>| {
+        m.range(11..)
+            .map(|(k, v)| (*k, v.clone()))
+            .collect::<Vec<_>>()
+    };
     assert_eq!(above(&rec.entries), above(&model));
 }
 
@@ -299,9 +375,23 @@ fn torn_tail_is_cut_at_any_point_of_the_last_record() {
         set_len(&path, rec_start + keep);
 
         let (mut wal, rec) = open(&dir, WalOptions::default());
-        assert_eq!(rec.entries, model, "cut {cut}: the torn batch is gone, earlier ones intact");
-        assert_eq!(rec.torn_tail, Some(TornTail { file: path.clone(), offset: rec_start, dropped_bytes: keep }));
-        assert_eq!(fs::metadata(&path).unwrap().len(), rec_start, "the file was cut at the record start");
+        assert_eq!(
+            rec.entries, model,
+            "cut {cut}: the torn batch is gone, earlier ones intact"
+        );
+        assert_eq!(
+            rec.torn_tail,
+            Some(TornTail {
+                file: path.clone(),
+                offset: rec_start,
+                dropped_bytes: keep
+            })
+        );
+        assert_eq!(
+            fs::metadata(&path).unwrap().len(),
+            rec_start,
+            "the file was cut at the record start"
+        );
 
         // The log goes on cleanly after the cut.
         append(&mut wal, &mut model, 7..=8);
@@ -324,10 +414,22 @@ fn zero_filled_tail_is_cut() {
     };
     let path = seg_path(dir, 1);
     // The file grew but the data never reached the disk.
-    OpenOptions::new().append(true).open(&path).unwrap().write_all(&[0u8; 4096]).unwrap();
+    OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(&[0u8; 4096])
+        .unwrap();
     let (_, rec) = open(dir, WalOptions::default());
     assert_eq!(rec.entries, model);
-    assert_eq!(rec.torn_tail, Some(TornTail { file: path.clone(), offset: end, dropped_bytes: 4096 }));
+    assert_eq!(
+        rec.torn_tail,
+        Some(TornTail {
+            file: path.clone(),
+            offset: end,
+            dropped_bytes: 4096
+        })
+    );
     assert_eq!(fs::metadata(&path).unwrap().len(), end);
 }
 
@@ -347,7 +449,14 @@ fn zeroed_final_record_is_cut() {
     fs::write(&path, raw).unwrap();
     let (_, rec) = open(dir, WalOptions::default());
     assert_eq!(rec.entries, model);
-    assert_eq!(rec.torn_tail, Some(TornTail { file: path, offset: start, dropped_bytes: end - start }));
+    assert_eq!(
+        rec.torn_tail,
+        Some(TornTail {
+            file: path,
+            offset: start,
+            dropped_bytes: end - start
+        })
+    );
 }
 
 #[test]
@@ -364,7 +473,14 @@ fn crc_failure_in_the_final_record_is_a_torn_tail() {
     flip_byte(&path, end - 3);
     let (_, rec) = open(dir, WalOptions::default());
     assert_eq!(rec.entries, model);
-    assert_eq!(rec.torn_tail, Some(TornTail { file: path, offset: start, dropped_bytes: end - start }));
+    assert_eq!(
+        rec.torn_tail,
+        Some(TornTail {
+            file: path,
+            offset: start,
+            dropped_bytes: end - start
+        })
+    );
 }
 
 #[test]
@@ -424,8 +540,17 @@ fn damaged_length_is_not_mistaken_for_a_torn_tail() {
         let mut damaged = raw.clone();
         damaged[first.0 as usize..first.0 as usize + 4].copy_from_slice(&new_len.to_le_bytes());
         fs::write(&path, &damaged).unwrap();
-        assert_corrupt(open_err(dir), &path, first.0, &format!("valid record follows at offset {}", first.1));
-        assert_eq!(fs::metadata(&path).unwrap().len(), file_len, "nothing was cut");
+        assert_corrupt(
+            open_err(dir),
+            &path,
+            first.0,
+            &format!("valid record follows at offset {}", first.1),
+        );
+        assert_eq!(
+            fs::metadata(&path).unwrap().len(),
+            file_len,
+            "nothing was cut"
+        );
     }
 }
 
@@ -441,7 +566,12 @@ fn garbage_between_records_is_corrupt() {
     // Zeros followed by a valid record: not a zero tail.
     let mut raw = fs::read(&path).unwrap();
     let mut rec = Vec::new();
-    record::encode_record(&[WalOp::Truncate { since: 1 }], record::MAX_PAYLOAD_LEN, &mut rec).unwrap();
+    record::encode_record(
+        &[WalOp::Truncate { since: 1 }],
+        record::MAX_PAYLOAD_LEN,
+        &mut rec,
+    )
+    .unwrap();
     raw.extend_from_slice(&[0; 32]);
     raw.extend_from_slice(&rec);
     fs::write(&path, raw).unwrap();
@@ -495,7 +625,11 @@ fn bad_headers_are_named() {
     }
     let path = seg_path(dir, 1);
     let raw = fs::read(&path).unwrap();
-    for (at, what) in [(0usize, "wrong magic"), (8, "unsupported format version"), (14, "checksum")] {
+    for (at, what) in [
+        (0usize, "wrong magic"),
+        (8, "unsupported format version"),
+        (14, "checksum"),
+    ] {
         let mut damaged = raw.clone();
         damaged[at] ^= 0x02;
         fs::write(&path, &damaged).unwrap();
@@ -510,7 +644,10 @@ fn bad_headers_are_named() {
     fs::write(&path, &raw).unwrap();
     fs::rename(&path, seg_path(dir, 7)).unwrap();
     let err = open_err(dir);
-    assert!(matches!(&err, WalError::BadHeader { reason, .. } if reason.contains("sequence number 1")), "{err:?}");
+    assert!(
+        matches!(&err, WalError::BadHeader { reason, .. } if reason.contains("sequence number 1")),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -527,7 +664,10 @@ fn missing_middle_segment_is_an_error() {
     }
     fs::remove_file(seg_path(dir, 2)).unwrap();
     let err = open_err(dir);
-    assert!(matches!(&err, WalError::MissingSegment { file } if file == &seg_path(dir, 2)), "{err:?}");
+    assert!(
+        matches!(&err, WalError::MissingSegment { file } if file == &seg_path(dir, 2)),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -545,7 +685,14 @@ fn interrupted_segment_creation_is_repaired() {
     fs::write(seg_path(dir, 2), &encode_header(2)[..11]).unwrap();
     let (mut wal, rec) = open(dir, WalOptions::default());
     assert_eq!(rec.entries, model);
-    assert_eq!(rec.torn_tail, Some(TornTail { file: seg_path(dir, 2), offset: 0, dropped_bytes: 11 }));
+    assert_eq!(
+        rec.torn_tail,
+        Some(TornTail {
+            file: seg_path(dir, 2),
+            offset: 0,
+            dropped_bytes: 11
+        })
+    );
     assert!(!dir.join("0000000000000002.wal.tmp").exists());
     append(&mut wal, &mut model, [4]);
     drop(wal);
@@ -561,7 +708,10 @@ fn foreign_files_are_ignored_but_misnamed_segments_are_not() {
     drop(open(dir, WalOptions::default()));
     fs::write(dir.join("1.wal"), b"").unwrap();
     let err = open_err(dir);
-    assert!(matches!(&err, WalError::UnexpectedFile { file } if file == &dir.join("1.wal")), "{err:?}");
+    assert!(
+        matches!(&err, WalError::UnexpectedFile { file } if file == &dir.join("1.wal")),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -581,7 +731,15 @@ fn stats_count_one_fsync_per_batch() {
     truncate(&mut wal, &mut model, 50);
     wal.write_batch(&[]).unwrap(); // empty: nothing written, nothing synced
     let s = wal.stats();
-    assert_eq!(s, WalStats { batches: 5, fsyncs: 5, ops: ops + 1, bytes: bytes + 8 + 13 });
+    assert_eq!(
+        s,
+        WalStats {
+            batches: 5,
+            fsyncs: 5,
+            ops: ops + 1,
+            bytes: bytes + 8 + 13
+        }
+    );
 }
 
 #[test]
@@ -589,7 +747,10 @@ fn a_second_open_of_the_same_dir_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let (wal, _) = open(tmp.path(), WalOptions::default());
     let err = open_err(tmp.path());
-    assert!(matches!(&err, WalError::Locked { file } if file == &tmp.path().join("LOCK")), "{err:?}");
+    assert!(
+        matches!(&err, WalError::Locked { file } if file == &tmp.path().join("LOCK")),
+        "{err:?}"
+    );
     drop(wal);
     drop(open(tmp.path(), WalOptions::default()));
 }
@@ -600,10 +761,21 @@ fn oversized_batch_is_refused_without_poisoning() {
     let (mut wal, _) = open(tmp.path(), WalOptions::default());
     // Zeroed allocation: the pages are never touched, the size check comes first.
     let huge = vec![0u8; record::MAX_PAYLOAD_LEN];
-    let err = wal.write_batch(&[WalOp::Append { index: 1, payload: &huge }]).unwrap_err();
+    let err = wal
+        .write_batch(&[WalOp::Append {
+            index: 1,
+            payload: &huge,
+        }])
+        .unwrap_err();
     assert!(matches!(err, WalError::TooLarge { .. }), "{err:?}");
-    assert!(err.to_string().contains(&seg_path(tmp.path(), 1).display().to_string()));
-    wal.write_batch(&[WalOp::Append { index: 1, payload: b"fine" }]).unwrap();
+    assert!(err
+        .to_string()
+        .contains(&seg_path(tmp.path(), 1).display().to_string()));
+    wal.write_batch(&[WalOp::Append {
+        index: 1,
+        payload: b"fine",
+    }])
+    .unwrap();
     assert_eq!(wal.stats().batches, 1);
 }
 
@@ -612,8 +784,13 @@ fn poisoned_wal_refuses_writes() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut wal, _) = open(tmp.path(), WalOptions::default());
     wal.poisoned = Some("fdatasync failed: EIO".into());
-    let err = wal.write_batch(&[WalOp::Truncate { since: 1 }]).unwrap_err();
-    assert!(matches!(&err, WalError::Poisoned { file, .. } if file == &seg_path(tmp.path(), 1)), "{err:?}");
+    let err = wal
+        .write_batch(&[WalOp::Truncate { since: 1 }])
+        .unwrap_err();
+    assert!(
+        matches!(&err, WalError::Poisoned { file, .. } if file == &seg_path(tmp.path(), 1)),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("reopen"));
     assert!(matches!(wal.purge(1), Err(WalError::Poisoned { .. })));
 }

@@ -48,9 +48,18 @@ struct Shared {
 }
 
 enum WriteReq {
-    Append { entries: Vec<(u64, Vec<u8>)>, callback: LogFlushed<TypeConfig> },
-    Truncate { since: u64, done: oneshot::Sender<Result<(), String>> },
-    Purge { upto: u64, done: oneshot::Sender<Result<(), String>> },
+    Append {
+        entries: Vec<(u64, Vec<u8>)>,
+        callback: LogFlushed<TypeConfig>,
+    },
+    Truncate {
+        since: u64,
+        done: oneshot::Sender<Result<(), String>>,
+    },
+    Purge {
+        upto: u64,
+        done: oneshot::Sender<Result<(), String>>,
+    },
 }
 
 /// The log store openraft owns; its reader is a clone.
@@ -66,7 +75,11 @@ pub enum LogOpenError {
     #[error(transparent)]
     Wal(#[from] WalError),
     #[error("log entry {index} in {dir} does not decode: {reason}")]
-    BadEntry { dir: String, index: u64, reason: String },
+    BadEntry {
+        dir: String,
+        index: u64,
+        reason: String,
+    },
     #[error("{path} does not decode: {reason}")]
     BadMeta { path: String, reason: String },
     #[error("cannot start the log writer thread: {0}")]
@@ -91,11 +104,12 @@ impl LogStore {
             if purged.is_some_and(|p| index <= p.index) {
                 continue;
             }
-            let entry: Entry = postcard::from_bytes(&bytes).map_err(|e| LogOpenError::BadEntry {
-                dir: dir.display().to_string(),
-                index,
-                reason: e.to_string(),
-            })?;
+            let entry: Entry =
+                postcard::from_bytes(&bytes).map_err(|e| LogOpenError::BadEntry {
+                    dir: dir.display().to_string(),
+                    index,
+                    reason: e.to_string(),
+                })?;
             entries.insert(index, entry);
         }
         tracing::info!(entries = entries.len(), purged = ?purged, vote = ?vote, "opened log");
@@ -112,7 +126,11 @@ impl LogStore {
             .name("wal-writer".into())
             .spawn(move || writer(wal, rx, writer_shared))
             .map_err(LogOpenError::Thread)?;
-        Ok(LogStore { shared, tx, dir: dir.to_path_buf() })
+        Ok(LogStore {
+            shared,
+            tx,
+            dir: dir.to_path_buf(),
+        })
     }
 
     pub fn stats(&self) -> &LogStats {
@@ -121,11 +139,30 @@ impl LogStore {
 
     /// The last committed log id openraft reported.
     pub fn committed(&self) -> Option<LogId> {
-        *self.shared.committed.lock().unwrap_or_else(|p| p.into_inner())
+        *self
+            .shared
+            .committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hand a request to the writer thread and wait until it is durable.
+    async fn round_trip(
+        &self,
+        req: impl FnOnce(oneshot::Sender<Result<(), String>>) -> WriteReq,
+    ) -> Result<(), StorageError> {
+        let (done, wait) = oneshot::channel();
+        self.send(req(done))?;
+        wait.await
+            .map_err(|_| AnyError::error("the log writer thread has stopped"))
+            .and_then(|r| r.map_err(AnyError::error))
+            .map_err(|e| StorageIOError::write_logs(e).into())
     }
 
     fn send(&self, req: WriteReq) -> Result<(), StorageError> {
-        self.tx.send(req).map_err(|_| StorageIOError::write_logs(AnyError::error("the log writer thread has stopped")).into())
+        self.tx.send(req).map_err(|_| {
+            StorageIOError::write_logs(AnyError::error("the log writer thread has stopped")).into()
+        })
     }
 }
 
@@ -134,7 +171,10 @@ fn read_meta<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, L
         None => Ok(None),
         Some(bytes) => postcard::from_bytes(&bytes)
             .map(Some)
-            .map_err(|e| LogOpenError::BadMeta { path: path.display().to_string(), reason: e.to_string() }),
+            .map_err(|e| LogOpenError::BadMeta {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            }),
     }
 }
 
@@ -164,7 +204,12 @@ fn writer(mut wal: Wal, rx: mpsc::Receiver<WriteReq>, shared: Arc<Shared>) {
                 }
                 let ops: Vec<WalOp> = batch
                     .iter()
-                    .flat_map(|(entries, _)| entries.iter().map(|(index, bytes)| WalOp::Append { index: *index, payload: bytes }))
+                    .flat_map(|(entries, _)| {
+                        entries.iter().map(|(index, bytes)| WalOp::Append {
+                            index: *index,
+                            payload: bytes,
+                        })
+                    })
                     .collect();
                 let n = ops.len() as u64;
                 let result = wal.write_batch(&ops);
@@ -182,7 +227,9 @@ fn writer(mut wal: Wal, rx: mpsc::Receiver<WriteReq>, shared: Arc<Shared>) {
                 }
             }
             WriteReq::Truncate { since, done } => {
-                let r = wal.write_batch(&[WalOp::Truncate { since }]).map_err(|e| e.to_string());
+                let r = wal
+                    .write_batch(&[WalOp::Truncate { since }])
+                    .map_err(|e| e.to_string());
                 if r.is_ok() {
                     shared.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
                 }
@@ -200,7 +247,11 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
-        let entries = self.shared.entries.read().unwrap_or_else(|p| p.into_inner());
+        let entries = self
+            .shared
+            .entries
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
         Ok(entries.range(range).map(|(_, e)| e.clone()).collect())
     }
 }
@@ -210,8 +261,18 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
         let purged = *self.shared.purged.read().unwrap_or_else(|p| p.into_inner());
-        let last = self.shared.entries.read().unwrap_or_else(|p| p.into_inner()).values().next_back().map(|e| e.log_id);
-        Ok(LogState { last_purged_log_id: purged, last_log_id: last.or(purged) })
+        let last = self
+            .shared
+            .entries
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .next_back()
+            .map(|e| e.log_id);
+        Ok(LogState {
+            last_purged_log_id: purged,
+            last_log_id: last.or(purged),
+        })
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -219,7 +280,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
-        let bytes = postcard::to_allocvec(vote).map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
+        let bytes = postcard::to_allocvec(vote)
+            .map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
         let path = self.dir.join("vote");
         tokio::task::block_in_place(|| crate::log::write_atomic(&path, &bytes))
             .map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
@@ -232,7 +294,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
-        *self.shared.committed.lock().unwrap_or_else(|p| p.into_inner()) = committed;
+        *self
+            .shared
+            .committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = committed;
         Ok(())
     }
 
@@ -240,52 +306,75 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         Ok(self.committed())
     }
 
-    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError>
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError>
     where
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
     {
         let mut encoded = Vec::new();
         {
-            let mut log = self.shared.entries.write().unwrap_or_else(|p| p.into_inner());
+            let mut log = self
+                .shared
+                .entries
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
             for entry in entries {
-                let bytes = postcard::to_allocvec(&entry)
-                    .map_err(|e| StorageIOError::write_log_entry(entry.log_id, AnyError::new(&e)))?;
+                let bytes = postcard::to_allocvec(&entry).map_err(|e| {
+                    StorageIOError::write_log_entry(entry.log_id, AnyError::new(&e))
+                })?;
                 encoded.push((entry.log_id.index, bytes));
                 log.insert(entry.log_id.index, entry);
             }
         }
-        self.send(WriteReq::Append { entries: encoded, callback })
+        self.send(WriteReq::Append {
+            entries: encoded,
+            callback,
+        })
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
         tracing::debug!(since = log_id.index, "truncate log");
-        self.shared.entries.write().unwrap_or_else(|p| p.into_inner()).split_off(&log_id.index);
-        let (done, wait) = oneshot::channel();
-        self.send(WriteReq::Truncate { since: log_id.index, done })?;
-        wait.await
-            .map_err(|_| AnyError::error("the log writer thread has stopped"))
-            .and_then(|r| r.map_err(AnyError::error))
-            .map_err(|e| StorageIOError::write_logs(e).into())
+        self.shared
+            .entries
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .split_off(&log_id.index);
+        self.round_trip(|done| WriteReq::Truncate {
+            since: log_id.index,
+            done,
+        })
+        .await
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         tracing::debug!(upto = log_id.index, "purge log");
-        let bytes = postcard::to_allocvec(&log_id).map_err(|e| StorageIOError::write_logs(AnyError::new(&e)))?;
+        let bytes = postcard::to_allocvec(&log_id)
+            .map_err(|e| StorageIOError::write_logs(AnyError::new(&e)))?;
         let path = self.dir.join("purged");
         tokio::task::block_in_place(|| crate::log::write_atomic(&path, &bytes))
             .map_err(|e| StorageIOError::write_logs(AnyError::new(&e)))?;
-        *self.shared.purged.write().unwrap_or_else(|p| p.into_inner()) = Some(log_id);
+        *self
+            .shared
+            .purged
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Some(log_id);
         {
-            let mut log = self.shared.entries.write().unwrap_or_else(|p| p.into_inner());
+            let mut log = self
+                .shared
+                .entries
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
             let keep = log.split_off(&(log_id.index + 1));
             *log = keep;
         }
-        let (done, wait) = oneshot::channel();
-        self.send(WriteReq::Purge { upto: log_id.index, done })?;
-        wait.await
-            .map_err(|_| AnyError::error("the log writer thread has stopped"))
-            .and_then(|r| r.map_err(AnyError::error))
-            .map_err(|e| StorageIOError::write_logs(e).into())
+        self.round_trip(|done| WriteReq::Purge {
+            upto: log_id.index,
+            done,
+        })
+        .await
     }
 }

@@ -7,10 +7,13 @@
 
 use std::time::Duration;
 
-use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable};
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
 };
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +36,9 @@ pub enum PeerRequest {
 pub enum PeerResponse {
     AppendEntries(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
     Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
-    InstallSnapshot(Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>),
+    InstallSnapshot(
+        Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>,
+    ),
     Error(String),
 }
 
@@ -50,7 +55,12 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: NodeId, node: &Node) -> PeerClient {
-        PeerClient { factory: self.clone(), target, addr: node.addr.clone(), conn: None }
+        PeerClient {
+            factory: self.clone(),
+            target,
+            addr: node.addr.clone(),
+            conn: None,
+        }
     }
 }
 
@@ -70,25 +80,44 @@ struct WrongReply {
 }
 
 impl PeerClient {
-    async fn call(&mut self, req: PeerRequest, timeout: Duration) -> Result<PeerResponse, TransportError> {
+    async fn call(
+        &mut self,
+        req: PeerRequest,
+        timeout: Duration,
+    ) -> Result<PeerResponse, TransportError> {
         if self.conn.is_none() {
-            let role = Role::Peer { from: self.factory.my_id, fingerprint: self.factory.fingerprint.clone() };
-            let conn = FramedConn::connect(&self.addr, role, self.factory.connect_timeout.min(timeout)).await?;
+            let role = Role::Peer {
+                from: self.factory.my_id,
+                fingerprint: self.factory.fingerprint.clone(),
+            };
+            let conn =
+                FramedConn::connect(&self.addr, role, self.factory.connect_timeout.min(timeout))
+                    .await?;
             if conn.welcome.node_id != self.target {
                 // Addresses get reused: never send Raft RPC to the wrong node.
                 return Err(TransportError::Refused {
                     addr: self.addr.clone(),
-                    reason: format!("it is node {}, not node {}", conn.welcome.node_id, self.target),
+                    reason: format!(
+                        "it is node {}, not node {}",
+                        conn.welcome.node_id, self.target
+                    ),
                 });
             }
             self.conn = Some(conn);
         }
         let Some(conn) = self.conn.as_mut() else {
-            return Err(TransportError::Closed { addr: self.addr.clone() });
+            return Err(TransportError::Closed {
+                addr: self.addr.clone(),
+            });
         };
         let started = std::time::Instant::now();
         let result = conn.call(&req, timeout).await;
-        tracing::trace!(target = self.target, micros = started.elapsed().as_micros() as u64, ok = result.is_ok(), "peer rpc");
+        tracing::trace!(
+            target = self.target,
+            micros = started.elapsed().as_micros() as u64,
+            ok = result.is_ok(),
+            "peer rpc"
+        );
         if result.is_err() {
             self.conn = None;
         }
@@ -99,8 +128,16 @@ impl PeerClient {
         RPCError::Unreachable(Unreachable::new(&e))
     }
 
-    fn wrong<E: std::error::Error>(&self, want: &'static str, got: PeerResponse) -> RPCError<NodeId, Node, E> {
-        RPCError::Network(NetworkError::new(&WrongReply { target: self.target, want, got: format!("{got:?}") }))
+    fn wrong<E: std::error::Error>(
+        &self,
+        want: &'static str,
+        got: PeerResponse,
+    ) -> RPCError<NodeId, Node, E> {
+        RPCError::Network(NetworkError::new(&WrongReply {
+            target: self.target,
+            want,
+            got: format!("{got:?}"),
+        }))
     }
 }
 
@@ -110,8 +147,14 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, Node, RaftError<NodeId>>> {
-        match self.call(PeerRequest::AppendEntries(rpc), option.hard_ttl()).await.map_err(Self::unreachable)? {
-            PeerResponse::AppendEntries(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+        match self
+            .call(PeerRequest::AppendEntries(rpc), option.hard_ttl())
+            .await
+            .map_err(Self::unreachable)?
+        {
+            PeerResponse::AppendEntries(r) => {
+                r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
             other => Err(self.wrong("append-entries", other)),
         }
     }
@@ -120,9 +163,18 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         &mut self,
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<InstallSnapshotResponse<NodeId>, RPCError<NodeId, Node, RaftError<NodeId, InstallSnapshotError>>> {
-        match self.call(PeerRequest::InstallSnapshot(rpc), option.hard_ttl()).await.map_err(Self::unreachable)? {
-            PeerResponse::InstallSnapshot(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, Node, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        match self
+            .call(PeerRequest::InstallSnapshot(rpc), option.hard_ttl())
+            .await
+            .map_err(Self::unreachable)?
+        {
+            PeerResponse::InstallSnapshot(r) => {
+                r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
             other => Err(self.wrong("install-snapshot", other)),
         }
     }
@@ -132,8 +184,14 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, Node, RaftError<NodeId>>> {
-        match self.call(PeerRequest::Vote(rpc), option.hard_ttl()).await.map_err(Self::unreachable)? {
-            PeerResponse::Vote(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+        match self
+            .call(PeerRequest::Vote(rpc), option.hard_ttl())
+            .await
+            .map_err(Self::unreachable)?
+        {
+            PeerResponse::Vote(r) => {
+                r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
             other => Err(self.wrong("vote", other)),
         }
     }

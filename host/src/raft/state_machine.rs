@@ -22,7 +22,9 @@ use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{AnyError, EntryPayload, RaftSnapshotBuilder, StorageIOError};
 use serde::{Deserialize, Serialize};
 
-use super::{Entry, LogId, Request, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
+use super::{
+    Entry, LogId, Request, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
+};
 use crate::command::Command;
 use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEngine};
 
@@ -46,7 +48,9 @@ impl SnapshotBlob {
     }
 
     fn decode(bytes: &[u8]) -> Result<SnapshotBlob, String> {
-        let body = bytes.strip_prefix(SNAPSHOT_MAGIC.as_slice()).ok_or("not a lockd snapshot (bad magic)")?;
+        let body = bytes
+            .strip_prefix(SNAPSHOT_MAGIC.as_slice())
+            .ok_or("not a lockd snapshot (bad magic)")?;
         postcard::from_bytes(body).map_err(|e| format!("snapshot does not decode: {e}"))
     }
 }
@@ -96,17 +100,32 @@ pub enum SmOpenError {
 impl StateMachineStore {
     /// Open the state machine in `dir`: restore the last snapshot if there is
     /// one, otherwise start empty on `initial_module`.
-    pub fn open(id: u64, engine: Arc<WasmEngine>, dir: &Path, initial_module: &[u8]) -> Result<StateMachineStore, SmOpenError> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| SmOpenError::Snapshot { path: dir.display().to_string(), reason: e.to_string() })?;
+    pub fn open(
+        id: u64,
+        engine: Arc<WasmEngine>,
+        dir: &Path,
+        initial_module: &[u8],
+    ) -> Result<StateMachineStore, SmOpenError> {
+        std::fs::create_dir_all(dir).map_err(|e| SmOpenError::Snapshot {
+            path: dir.display().to_string(),
+            reason: e.to_string(),
+        })?;
         let path = dir.join("current");
-        let stored = crate::log::read_atomic(&path)
-            .map_err(|e| SmOpenError::Snapshot { path: path.display().to_string(), reason: e.to_string() })?;
+        let stored = crate::log::read_atomic(&path).map_err(|e| SmOpenError::Snapshot {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
         let state = match stored {
             Some(bytes) => {
-                let blob = SnapshotBlob::decode(&bytes)
-                    .map_err(|reason| SmOpenError::Snapshot { path: path.display().to_string(), reason })?;
-                let module_err = |source| SmOpenError::Module { path: path.display().to_string(), source };
+                let blob =
+                    SnapshotBlob::decode(&bytes).map_err(|reason| SmOpenError::Snapshot {
+                        path: path.display().to_string(),
+                        reason,
+                    })?;
+                let module_err = |source| SmOpenError::Module {
+                    path: path.display().to_string(),
+                    source,
+                };
                 let module = engine.load(&blob.module).map_err(module_err)?;
                 let mut guest = engine.instantiate(&module).map_err(module_err)?;
                 guest.restore(&blob.guest_state).map_err(module_err)?;
@@ -122,7 +141,13 @@ impl StateMachineStore {
             None => {
                 let module = engine.load(initial_module).map_err(SmOpenError::Builtin)?;
                 let guest = engine.instantiate(&module).map_err(SmOpenError::Builtin)?;
-                SmState { module, guest, last_applied: None, membership: StoredMembership::default(), current: None }
+                SmState {
+                    module,
+                    guest,
+                    last_applied: None,
+                    membership: StoredMembership::default(),
+                    current: None,
+                }
             }
         };
         Ok(StateMachineStore {
@@ -146,7 +171,10 @@ impl StateMachineStore {
 
     /// (snapshots built, snapshots installed from a leader) since start.
     pub fn snapshot_counts(&self) -> (u64, u64) {
-        (self.shared.snapshots_built.load(Ordering::Relaxed), self.shared.snapshots_installed.load(Ordering::Relaxed))
+        (
+            self.shared.snapshots_built.load(Ordering::Relaxed),
+            self.shared.snapshots_installed.load(Ordering::Relaxed),
+        )
     }
 
     fn persist(&self, bytes: &[u8]) -> Result<(), crate::log::WalError> {
@@ -211,7 +239,10 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         if last.is_some() {
             st.last_applied = last;
         }
-        Ok(sizes.into_iter().map(|n| Response::Lock(outcomes.by_ref().take(n).collect())).collect())
+        Ok(sizes
+            .into_iter()
+            .map(|n| Response::Lock(outcomes.by_ref().take(n).collect()))
+            .collect())
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
@@ -222,17 +253,30 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         Ok(Box::new(Cursor::new(Vec::new())))
     }
 
-    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: Box<Cursor<Vec<u8>>>) -> Result<(), StorageError> {
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
         let bytes = snapshot.into_inner();
         let blob = SnapshotBlob::decode(&bytes).map_err(|e| snap_err(Some(meta), e))?;
         if blob.meta.last_log_id != meta.last_log_id {
-            return Err(snap_err(Some(meta), "snapshot body names a different last log id than its metadata"));
+            return Err(snap_err(
+                Some(meta),
+                "snapshot body names a different last log id than its metadata",
+            ));
         }
         // Build the new state fully before touching the live one.
         let engine = &self.shared.engine;
-        let module = engine.load(&blob.module).map_err(|e| snap_err(Some(meta), e))?;
-        let mut guest = engine.instantiate(&module).map_err(|e| snap_err(Some(meta), e))?;
-        guest.restore(&blob.guest_state).map_err(|e| snap_err(Some(meta), e))?;
+        let module = engine
+            .load(&blob.module)
+            .map_err(|e| snap_err(Some(meta), e))?;
+        let mut guest = engine
+            .instantiate(&module)
+            .map_err(|e| snap_err(Some(meta), e))?;
+        guest
+            .restore(&blob.guest_state)
+            .map_err(|e| snap_err(Some(meta), e))?;
         self.persist(&bytes).map_err(|e| snap_err(Some(meta), e))?;
         let mut st = self.state();
         st.module = module;
@@ -240,7 +284,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         st.last_applied = meta.last_log_id;
         st.membership = meta.last_membership.clone();
         st.current = Some((meta.clone(), Arc::new(bytes)));
-        self.shared.snapshots_installed.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .snapshots_installed
+            .fetch_add(1, Ordering::Relaxed);
         tracing::info!(node = self.shared.id, term = meta.last_log_id.map(|l| l.leader_id.term), index = meta.last_log_id.map(|l| l.index), module = %st.module.hash(), "installed snapshot from leader");
         Ok(())
     }
@@ -265,13 +311,30 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
             Some(l) => format!("{}-{}-{n}", l.leader_id.term, l.index),
             None => format!("0-0-{n}"),
         };
-        let meta = SnapshotMeta { last_log_id: st.last_applied, last_membership: st.membership.clone(), snapshot_id };
-        let blob = SnapshotBlob { meta: meta.clone(), module: st.module.bytes().to_vec(), guest_state };
+        let meta = SnapshotMeta {
+            last_log_id: st.last_applied,
+            last_membership: st.membership.clone(),
+            snapshot_id,
+        };
+        let blob = SnapshotBlob {
+            meta: meta.clone(),
+            module: st.module.bytes().to_vec(),
+            guest_state,
+        };
         let bytes = blob.encode().map_err(|e| snap_err(None, e))?;
         self.persist(&bytes).map_err(|e| snap_err(Some(&meta), e))?;
-        tracing::info!(node = self.shared.id, term = meta.last_log_id.map(|l| l.leader_id.term), index = meta.last_log_id.map(|l| l.index), bytes = bytes.len(), "built snapshot");
+        tracing::info!(
+            node = self.shared.id,
+            term = meta.last_log_id.map(|l| l.leader_id.term),
+            index = meta.last_log_id.map(|l| l.index),
+            bytes = bytes.len(),
+            "built snapshot"
+        );
         let bytes = Arc::new(bytes);
         st.current = Some((meta.clone(), bytes.clone()));
-        Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(bytes.as_ref().clone())) })
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(bytes.as_ref().clone())),
+        })
     }
 }

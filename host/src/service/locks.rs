@@ -85,17 +85,47 @@ enum Op {
     /// `[Grant]` for a waiter (or a direct acquire).
     Grant { waiter: Waiter },
     /// `[Release]` or `[Expire]` (`expired` true), then maybe `[Grant]`.
-    Free { reply: Option<oneshot::Sender<Result<(), ServiceError>>>, next: Option<Waiter>, expired: bool, phantom: bool },
+    Free {
+        reply: Option<oneshot::Sender<Result<(), ServiceError>>>,
+        next: Option<Waiter>,
+        expired: bool,
+        phantom: bool,
+    },
 }
 
 enum Msg {
-    Acquire { key: String, lease_ms: u64, wait: Duration, reply: AcquireReply },
-    Release { key: String, token: u64, reply: oneshot::Sender<Result<(), ServiceError>> },
-    Extend { key: String, token: u64, from: Instant, reply: oneshot::Sender<Result<u64, ServiceError>> },
-    Done { key: String, op: Op, result: Result<Vec<Outcome>, ServiceError> },
-    Leader { term: u64 },
-    Follower { leader: Option<NodeId> },
-    Loaded { term: u64, locks: Result<Vec<HeldLock>, ServiceError> },
+    Acquire {
+        key: String,
+        lease_ms: u64,
+        wait: Duration,
+        reply: AcquireReply,
+    },
+    Release {
+        key: String,
+        token: u64,
+        reply: oneshot::Sender<Result<(), ServiceError>>,
+    },
+    Extend {
+        key: String,
+        token: u64,
+        from: Instant,
+        reply: oneshot::Sender<Result<u64, ServiceError>>,
+    },
+    Done {
+        key: String,
+        op: Op,
+        result: Result<Vec<Outcome>, ServiceError>,
+    },
+    Leader {
+        term: u64,
+    },
+    Follower {
+        leader: Option<NodeId>,
+    },
+    Loaded {
+        term: u64,
+        locks: Result<Vec<HeldLock>, ServiceError>,
+    },
 }
 
 /// The handle to the actor. Cheap to clone.
@@ -110,7 +140,13 @@ fn gone() -> ServiceError {
 }
 
 impl LockService {
-    pub fn start(id: NodeId, raft: Raft, sm: StateMachineStore, proposer: Proposer, election_timeout: Duration) -> LockService {
+    pub fn start(
+        id: NodeId,
+        raft: Raft,
+        sm: StateMachineStore,
+        proposer: Proposer,
+        election_timeout: Duration,
+    ) -> LockService {
         let (tx, rx) = mpsc::unbounded_channel();
         let stats = Arc::new(ServiceStats::default());
         let actor = Actor {
@@ -133,23 +169,49 @@ impl LockService {
         LockService { tx, stats }
     }
 
-    pub async fn acquire(&self, key: String, lease_ms: u64, wait: Duration) -> Result<Acquired, ServiceError> {
+    pub async fn acquire(
+        &self,
+        key: String,
+        lease_ms: u64,
+        wait: Duration,
+    ) -> Result<Acquired, ServiceError> {
         let (reply, rx) = oneshot::channel();
-        self.tx.send(Msg::Acquire { key, lease_ms, wait, reply }).map_err(|_| gone())?;
+        self.tx
+            .send(Msg::Acquire {
+                key,
+                lease_ms,
+                wait,
+                reply,
+            })
+            .map_err(|_| gone())?;
         rx.await.map_err(|_| gone())?
     }
 
     pub async fn release(&self, key: String, token: u64) -> Result<(), ServiceError> {
         let (reply, rx) = oneshot::channel();
-        self.tx.send(Msg::Release { key, token, reply }).map_err(|_| gone())?;
+        self.tx
+            .send(Msg::Release { key, token, reply })
+            .map_err(|_| gone())?;
         rx.await.map_err(|_| gone())?
     }
 
     /// Extend the lease of `token` on `key` to `from + lease_ms`. The caller
     /// must have confirmed leadership (read-index) after `from`.
-    pub async fn extend(&self, key: String, token: u64, from: Instant) -> Result<u64, ServiceError> {
+    pub async fn extend(
+        &self,
+        key: String,
+        token: u64,
+        from: Instant,
+    ) -> Result<u64, ServiceError> {
         let (reply, rx) = oneshot::channel();
-        self.tx.send(Msg::Extend { key, token, from, reply }).map_err(|_| gone())?;
+        self.tx
+            .send(Msg::Extend {
+                key,
+                token,
+                from,
+                reply,
+            })
+            .map_err(|_| gone())?;
         rx.await.map_err(|_| gone())?
     }
 }
@@ -161,10 +223,18 @@ async fn watch_leadership(id: NodeId, raft: Raft, tx: mpsc::UnboundedSender<Msg>
     loop {
         let now = {
             let m = metrics.borrow_and_update();
-            (m.current_leader == Some(id), m.current_term, m.current_leader)
+            (
+                m.current_leader == Some(id),
+                m.current_term,
+                m.current_leader,
+            )
         };
         if was != Some(now) {
-            let msg = if now.0 { Msg::Leader { term: now.1 } } else { Msg::Follower { leader: now.2 } };
+            let msg = if now.0 {
+                Msg::Leader { term: now.1 }
+            } else {
+                Msg::Follower { leader: now.2 }
+            };
             if tx.send(msg).is_err() {
                 return;
             }
@@ -179,8 +249,13 @@ async fn watch_leadership(id: NodeId, raft: Raft, tx: mpsc::UnboundedSender<Msg>
 enum Role {
     Follower(Option<NodeId>),
     /// Leader, loading the table; requests wait here.
-    Starting { term: u64, queued: Vec<Msg> },
-    Leader { term: u64 },
+    Starting {
+        term: u64,
+        queued: Vec<Msg>,
+    },
+    Leader {
+        term: u64,
+    },
 }
 
 struct Actor {
@@ -225,22 +300,33 @@ impl Actor {
             Role::Follower(l) => *l,
             _ => Some(self.id),
         };
-        ServiceError::NotLeader { id: self.id, leader }
+        ServiceError::NotLeader {
+            id: self.id,
+            leader,
+        }
     }
 
     fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Leader { term } => {
                 self.reset(ServiceError::Unavailable("leadership changed".into()));
-                self.role = Role::Starting { term, queued: Vec::new() };
+                self.role = Role::Starting {
+                    term,
+                    queued: Vec::new(),
+                };
                 self.load(term);
             }
             Msg::Follower { leader } => {
-                self.reset(ServiceError::NotLeader { id: self.id, leader });
+                self.reset(ServiceError::NotLeader {
+                    id: self.id,
+                    leader,
+                });
                 self.role = Role::Follower(leader);
             }
             Msg::Loaded { term, locks } => {
-                let Role::Starting { term: t, queued } = &mut self.role else { return };
+                let Role::Starting { term: t, queued } = &mut self.role else {
+                    return;
+                };
                 if *t != term {
                     return;
                 }
@@ -252,13 +338,22 @@ impl Actor {
                         // election the gap could have lasted.
                         let now = Instant::now();
                         for l in locks {
-                            let deadline = now + Duration::from_millis(l.lease_ms) + self.election_timeout;
+                            let deadline =
+                                now + Duration::from_millis(l.lease_ms) + self.election_timeout;
                             self.leases.insert((deadline, l.key.clone(), l.token));
-                            self.keys.entry(l.key).or_default().holder =
-                                Some(Holder { token: l.token, lease_ms: l.lease_ms, deadline });
+                            self.keys.entry(l.key).or_default().holder = Some(Holder {
+                                token: l.token,
+                                lease_ms: l.lease_ms,
+                                deadline,
+                            });
                             self.held += 1;
                         }
-                        tracing::info!(node = self.id, term, held = self.held, "leader: lock table loaded, lease timers restarted");
+                        tracing::info!(
+                            node = self.id,
+                            term,
+                            held = self.held,
+                            "leader: lock table loaded, lease timers restarted"
+                        );
                         self.role = Role::Leader { term };
                         for m in queued {
                             self.handle(m);
@@ -284,9 +379,19 @@ impl Actor {
                 }
                 Role::Starting { queued, .. } => queued.push(request),
                 Role::Leader { .. } => match request {
-                    Msg::Acquire { key, lease_ms, wait, reply } => self.acquire(key, lease_ms, wait, reply),
+                    Msg::Acquire {
+                        key,
+                        lease_ms,
+                        wait,
+                        reply,
+                    } => self.acquire(key, lease_ms, wait, reply),
                     Msg::Release { key, token, reply } => self.release(key, token, reply),
-                    Msg::Extend { key, token, from, reply } => {
+                    Msg::Extend {
+                        key,
+                        token,
+                        from,
+                        reply,
+                    } => {
                         let _ = reply.send(self.extend(&key, token, from));
                     }
                     _ => {}
@@ -340,11 +445,20 @@ impl Actor {
         }
         let id = self.next_waiter;
         self.next_waiter += 1;
-        let waiter = Waiter { id, lease_ms, until: Instant::now() + wait, reply };
+        let waiter = Waiter {
+            id,
+            lease_ms,
+            until: Instant::now() + wait,
+            reply,
+        };
         let k = self.keys.entry(key.clone()).or_default();
         if k.holder.is_none() && !k.busy && k.waiters.is_empty() {
             k.busy = true;
-            self.propose(key.clone(), vec![Command::grant(key, lease_ms)], Op::Grant { waiter });
+            self.propose(
+                key.clone(),
+                vec![Command::grant(key, lease_ms)],
+                Op::Grant { waiter },
+            );
         } else if wait.is_zero() {
             let _ = waiter.reply.send(Err(ServiceError::Held { key }));
         } else {
@@ -354,7 +468,12 @@ impl Actor {
         }
     }
 
-    fn release(&mut self, key: String, token: u64, reply: oneshot::Sender<Result<(), ServiceError>>) {
+    fn release(
+        &mut self,
+        key: String,
+        token: u64,
+        reply: oneshot::Sender<Result<(), ServiceError>>,
+    ) {
         let Some(k) = self.keys.get_mut(&key) else {
             let _ = reply.send(Err(ServiceError::NotHeld { key }));
             return;
@@ -372,18 +491,39 @@ impl Actor {
 
     /// Propose the end of the current holding (`Release`, or `Expire` when
     /// the lease ran out), with the next live waiter's `Grant` behind it.
-    fn free(&mut self, key: String, reply: Option<oneshot::Sender<Result<(), ServiceError>>>, expired: bool, phantom: bool) {
-        let Some(k) = self.keys.get_mut(&key) else { return };
+    fn free(
+        &mut self,
+        key: String,
+        reply: Option<oneshot::Sender<Result<(), ServiceError>>>,
+        expired: bool,
+        phantom: bool,
+    ) {
+        let Some(k) = self.keys.get_mut(&key) else {
+            return;
+        };
         let Some(h) = k.holder.take() else { return };
         self.leases.remove(&(h.deadline, key.clone(), h.token));
         self.held = self.held.saturating_sub(1);
         k.busy = true;
         let next = pop_live_waiter(&key, k, &mut self.waits, &self.stats);
-        let mut commands = vec![if expired { Command::expire(key.clone(), h.token) } else { Command::release(key.clone()) }];
+        let mut commands = vec![if expired {
+            Command::expire(key.clone(), h.token)
+        } else {
+            Command::release(key.clone())
+        }];
         if let Some(w) = &next {
             commands.push(Command::grant(key.clone(), w.lease_ms));
         }
-        self.propose(key, commands, Op::Free { reply, next, expired, phantom });
+        self.propose(
+            key,
+            commands,
+            Op::Free {
+                reply,
+                next,
+                expired,
+                phantom,
+            },
+        );
     }
 
     fn extend(&mut self, key: &str, token: u64, from: Instant) -> Result<u64, ServiceError> {
@@ -391,7 +531,10 @@ impl Actor {
             return Err(ServiceError::NotHeld { key: key.into() });
         };
         if h.token != token {
-            return Err(ServiceError::WrongToken { key: key.into(), given: token });
+            return Err(ServiceError::WrongToken {
+                key: key.into(),
+                given: token,
+            });
         }
         let deadline = from + Duration::from_millis(h.lease_ms);
         if deadline > h.deadline {
@@ -426,7 +569,10 @@ impl Actor {
                 tracing::warn!(node = self.id, key, error = %e, "proposal failed; reloading the lock table");
                 fail_op(op, e.clone());
                 self.reset(e);
-                self.role = Role::Starting { term, queued: Vec::new() };
+                self.role = Role::Starting {
+                    term,
+                    queued: Vec::new(),
+                };
                 self.load(term);
                 return;
             }
@@ -434,21 +580,35 @@ impl Actor {
         let mut outcomes = outcomes.into_iter();
         let granted_to = match op {
             Op::Grant { waiter } => Some(waiter),
-            Op::Free { reply, next, expired, phantom } => {
+            Op::Free {
+                reply,
+                next,
+                expired,
+                phantom,
+            } => {
                 let first = outcomes.next();
                 match (expired, first) {
                     (true, Some(Outcome::Expired(_))) => {
                         self.stats.expires.fetch_add(1, Ordering::Relaxed);
                     }
                     (false, Some(Outcome::Released)) => {
-                        let counter = if phantom { &self.stats.phantom_releases } else { &self.stats.releases };
+                        let counter = if phantom {
+                            &self.stats.phantom_releases
+                        } else {
+                            &self.stats.releases
+                        };
                         counter.fetch_add(1, Ordering::Relaxed);
                         if let Some(r) = reply {
                             let _ = r.send(Ok(()));
                         }
                     }
                     (_, other) => {
-                        tracing::error!(node = self.id, key, ?other, "unexpected outcome ending a holding");
+                        tracing::error!(
+                            node = self.id,
+                            key,
+                            ?other,
+                            "unexpected outcome ending a holding"
+                        );
                         if let Some(r) = reply {
                             let _ = r.send(Err(ServiceError::NotHeld { key: key.clone() }));
                         }
@@ -468,23 +628,42 @@ impl Actor {
                     self.leases.insert((deadline, key.clone(), token));
                     self.held += 1;
                     if let Some(k) = self.keys.get_mut(&key) {
-                        k.holder = Some(Holder { token, lease_ms: waiter.lease_ms, deadline });
+                        k.holder = Some(Holder {
+                            token,
+                            lease_ms: waiter.lease_ms,
+                            deadline,
+                        });
                         k.busy = false;
                     }
                     let lease_ms = waiter.lease_ms;
                     if waiter.reply.send(Ok(Acquired { token, lease_ms })).is_err() {
                         // The caller is gone: no phantom lock until the lease ends.
-                        tracing::info!(node = self.id, key, token, "caller left before its grant; releasing");
+                        tracing::info!(
+                            node = self.id,
+                            key,
+                            token,
+                            "caller left before its grant; releasing"
+                        );
                         self.free(key, None, false, true);
                         return;
                     }
                 }
                 other => {
-                    tracing::error!(node = self.id, key, ?other, "grant not granted; reloading the lock table");
-                    let _ = waiter.reply.send(Err(ServiceError::Held { key: key.clone() }));
+                    tracing::error!(
+                        node = self.id,
+                        key,
+                        ?other,
+                        "grant not granted; reloading the lock table"
+                    );
+                    let _ = waiter
+                        .reply
+                        .send(Err(ServiceError::Held { key: key.clone() }));
                     let err = ServiceError::Unavailable("lock table reloaded".into());
                     self.reset(err);
-                    self.role = Role::Starting { term, queued: Vec::new() };
+                    self.role = Role::Starting {
+                        term,
+                        queued: Vec::new(),
+                    };
                     self.load(term);
                     return;
                 }
@@ -497,14 +676,20 @@ impl Actor {
 
     /// After a key went idle: start the next waiter, or forget the key.
     fn settle(&mut self, key: String) {
-        let Some(k) = self.keys.get_mut(&key) else { return };
+        let Some(k) = self.keys.get_mut(&key) else {
+            return;
+        };
         if k.busy || k.holder.is_some() {
             return;
         }
         match pop_live_waiter(&key, k, &mut self.waits, &self.stats) {
             Some(w) => {
                 k.busy = true;
-                self.propose(key.clone(), vec![Command::grant(key, w.lease_ms)], Op::Grant { waiter: w });
+                self.propose(
+                    key.clone(),
+                    vec![Command::grant(key, w.lease_ms)],
+                    Op::Grant { waiter: w },
+                );
             }
             None => {
                 self.keys.remove(&key);
@@ -519,7 +704,11 @@ impl Actor {
                 break;
             }
             self.leases.pop_first();
-            let current = self.keys.get(&key).and_then(|k| k.holder.as_ref()).is_some_and(|h| h.token == token && h.deadline == at);
+            let current = self
+                .keys
+                .get(&key)
+                .and_then(|k| k.holder.as_ref())
+                .is_some_and(|h| h.token == token && h.deadline == at);
             if current {
                 tracing::debug!(node = self.id, key, token, "lease ended; proposing expire");
                 // Put the entry back so free() finds and removes it.
@@ -584,7 +773,11 @@ fn read_all(sm: &StateMachineStore) -> Result<Vec<HeldLock>, ServiceError> {
     let mut out = Vec::new();
     let mut after: Option<String> = None;
     loop {
-        let page = sm.state().guest.locks(after.as_deref(), 4096).map_err(|e| ServiceError::StateMachine(e.to_string()))?;
+        let page = sm
+            .state()
+            .guest
+            .locks(after.as_deref(), 4096)
+            .map_err(|e| ServiceError::StateMachine(e.to_string()))?;
         let Some(last) = page.last() else { break };
         after = Some(last.key.clone());
         let full = page.len() == 4096;

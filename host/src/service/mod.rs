@@ -74,7 +74,12 @@ pub fn check_lease(node: &Node, lease_ms: u64) -> Result<(), ServiceError> {
 }
 
 /// Take `key`, waiting up to `wait` in the key's FIFO queue if it is held.
-pub async fn acquire(node: &Node, key: &str, lease_ms: u64, wait: Duration) -> Result<Acquired, ServiceError> {
+pub async fn acquire(
+    node: &Node,
+    key: &str,
+    lease_ms: u64,
+    wait: Duration,
+) -> Result<Acquired, ServiceError> {
     check_key(key)?;
     check_lease(node, lease_ms)?;
     node.locks.acquire(key.to_string(), lease_ms, wait).await
@@ -97,7 +102,10 @@ pub async fn keepalive(node: &Node, key: &str, token: u64) -> Result<u64, Servic
     match tokio::time::timeout(limit, node.raft.ensure_linearizable()).await {
         Ok(Ok(_)) => {}
         Ok(Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f)))) => {
-            return Err(ServiceError::NotLeader { id: node.id, leader: f.leader_id })
+            return Err(ServiceError::NotLeader {
+                id: node.id,
+                leader: f.leader_id,
+            })
         }
         Ok(Err(e)) => {
             return Err(ServiceError::Unavailable(format!(
@@ -119,9 +127,17 @@ pub async fn keepalive(node: &Node, key: &str, token: u64) -> Result<u64, Servic
 pub async fn get(node: &Node, key: &str) -> Result<Option<LockInfo>, ServiceError> {
     check_key(key)?;
     match node.raft.ensure_linearizable().await {
-        Ok(_) => node.sm.state().guest.get(key).map_err(|e| ServiceError::StateMachine(e.to_string())),
+        Ok(_) => node
+            .sm
+            .state()
+            .guest
+            .get(key)
+            .map_err(|e| ServiceError::StateMachine(e.to_string())),
         Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f))) => {
-            Err(ServiceError::NotLeader { id: node.id, leader: f.leader_id })
+            Err(ServiceError::NotLeader {
+                id: node.id,
+                leader: f.leader_id,
+            })
         }
         Err(e) => Err(ServiceError::Unavailable(e.to_string())),
     }

@@ -47,14 +47,19 @@ impl Proposer {
     /// outcomes.
     pub async fn propose(&self, commands: Vec<Command>) -> Result<Vec<Outcome>, ServiceError> {
         let (reply, wait) = oneshot::channel();
-        self.tx.send(Pending { commands, reply }).map_err(|_| ServiceError::Unavailable("the node is shutting down".into()))?;
-        wait.await.map_err(|_| ServiceError::Unavailable("the node is shutting down".into()))?
+        self.tx
+            .send(Pending { commands, reply })
+            .map_err(|_| ServiceError::Unavailable("the node is shutting down".into()))?;
+        wait.await
+            .map_err(|_| ServiceError::Unavailable("the node is shutting down".into()))?
     }
 
     /// Commit one command and return its outcome.
     pub async fn propose_one(&self, command: Command) -> Result<Outcome, ServiceError> {
         let mut outcomes = self.propose(vec![command]).await?;
-        outcomes.pop().ok_or_else(|| ServiceError::StateMachine("no outcome for a committed command".into()))
+        outcomes
+            .pop()
+            .ok_or_else(|| ServiceError::StateMachine("no outcome for a committed command".into()))
     }
 }
 
@@ -63,7 +68,9 @@ async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
     loop {
         // Take a slot first: while all are busy, submissions pile up in the
         // channel and become the next, larger batch.
-        let Ok(slot) = slots.clone().acquire_owned().await else { return };
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
         let Some(first) = rx.recv().await else { return };
         let mut total = first.commands.len();
         let mut groups = vec![first];
@@ -95,7 +102,10 @@ async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
                     ))),
                 },
                 Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
-                    Err(ServiceError::NotLeader { id, leader: f.leader_id })
+                    Err(ServiceError::NotLeader {
+                        id,
+                        leader: f.leader_id,
+                    })
                 }
                 Err(e) => Err(ServiceError::Unavailable(e.to_string())),
             };

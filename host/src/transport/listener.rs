@@ -25,7 +25,9 @@ pub async fn sniff(stream: &TcpStream) -> std::io::Result<Option<Protocol>> {
     loop {
         let n = tokio::time::timeout_at(deadline, stream.peek(&mut buf))
             .await
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no bytes from the client"))??;
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "no bytes from the client")
+            })??;
         if n == 0 {
             return Ok(None);
         }
@@ -43,8 +45,12 @@ pub async fn sniff(stream: &TcpStream) -> std::io::Result<Option<Protocol>> {
 
 /// Accept connections until `shutdown` turns true, handing each to
 /// `on_framed` or `on_http` by its first bytes.
-pub async fn serve<F, FF, H, HF>(listener: TcpListener, on_framed: F, on_http: H, mut shutdown: watch::Receiver<bool>)
-where
+pub async fn serve<F, FF, H, HF>(
+    listener: TcpListener,
+    on_framed: F,
+    on_http: H,
+    mut shutdown: watch::Receiver<bool>,
+) where
     F: Fn(TcpStream) -> FF + Clone + Send + 'static,
     FF: Future<Output = ()> + Send + 'static,
     H: Fn(TcpStream) -> HF + Clone + Send + 'static,
@@ -71,7 +77,9 @@ where
                 Ok(Some(Protocol::Framed)) => on_framed(stream).await,
                 Ok(Some(Protocol::Http)) => on_http(stream).await,
                 Ok(None) => {}
-                Err(e) => tracing::debug!(%peer, error = %e, "connection dropped before its first bytes"),
+                Err(e) => {
+                    tracing::debug!(%peer, error = %e, "connection dropped before its first bytes")
+                }
             }
         });
     }

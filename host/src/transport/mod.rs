@@ -34,17 +34,30 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum TransportError {
     #[error("cannot connect to {addr}: {source}")]
-    Connect { addr: String, source: std::io::Error },
+    Connect {
+        addr: String,
+        source: std::io::Error,
+    },
     #[error("{what} to {addr} timed out after {ms} ms")]
-    Timeout { addr: String, what: &'static str, ms: u64 },
-    #[error("{addr} is not a lockd node speaking protocol version {}: {detail}", frame::VERSION)]
+    Timeout {
+        addr: String,
+        what: &'static str,
+        ms: u64,
+    },
+    #[error(
+        "{addr} is not a lockd node speaking protocol version {}: {detail}",
+        frame::VERSION
+    )]
     NotLockd { addr: String, detail: String },
     #[error("{addr} refused the connection: {reason}")]
     Refused { addr: String, reason: String },
     #[error("connection to {addr} closed")]
     Closed { addr: String },
     #[error("i/o with {addr}: {source}")]
-    Io { addr: String, source: std::io::Error },
+    Io {
+        addr: String,
+        source: std::io::Error,
+    },
     #[error("frame from {addr} does not decode: {detail}")]
     Decode { addr: String, detail: String },
     #[error("frame encoding failed: {0}")]

@@ -22,23 +22,55 @@ pub struct FramedConn {
 
 impl FramedConn {
     /// Connect, send the preface and the hello, and wait for the welcome.
-    pub async fn connect(addr: &str, role: Role, timeout: Duration) -> Result<FramedConn, TransportError> {
+    pub async fn connect(
+        addr: &str,
+        role: Role,
+        timeout: Duration,
+    ) -> Result<FramedConn, TransportError> {
         let ms = timeout.as_millis() as u64;
         let fut = async {
             let mut stream =
-                TcpStream::connect(addr).await.map_err(|source| TransportError::Connect { addr: addr.to_string(), source })?;
-            stream.set_nodelay(true).map_err(|source| TransportError::Io { addr: addr.to_string(), source })?;
-            stream.write_all(&frame::PREFACE).await.map_err(|source| TransportError::Io { addr: addr.to_string(), source })?;
-            let mut framed = Framed::new(stream, frame::codec());
-            let hello = frame::encode(&Hello { role }).map_err(|e| TransportError::Encode(e.to_string()))?;
-            framed.send(hello).await.map_err(|source| TransportError::Io { addr: addr.to_string(), source })?;
-            let reply = match framed.next().await {
-                Some(Ok(bytes)) => frame::decode::<HelloReply>(&bytes).map_err(|e| TransportError::NotLockd {
+                TcpStream::connect(addr)
+                    .await
+                    .map_err(|source| TransportError::Connect {
+                        addr: addr.to_string(),
+                        source,
+                    })?;
+            stream
+                .set_nodelay(true)
+                .map_err(|source| TransportError::Io {
                     addr: addr.to_string(),
-                    detail: format!("its answer to hello does not decode ({e})"),
-                })?,
+                    source,
+                })?;
+            stream
+                .write_all(&frame::PREFACE)
+                .await
+                .map_err(|source| TransportError::Io {
+                    addr: addr.to_string(),
+                    source,
+                })?;
+            let mut framed = Framed::new(stream, frame::codec());
+            let hello = frame::encode(&Hello { role })
+                .map_err(|e| TransportError::Encode(e.to_string()))?;
+            framed
+                .send(hello)
+                .await
+                .map_err(|source| TransportError::Io {
+                    addr: addr.to_string(),
+                    source,
+                })?;
+            let reply = match framed.next().await {
+                Some(Ok(bytes)) => {
+                    frame::decode::<HelloReply>(&bytes).map_err(|e| TransportError::NotLockd {
+                        addr: addr.to_string(),
+                        detail: format!("its answer to hello does not decode ({e})"),
+                    })?
+                }
                 Some(Err(e)) => {
-                    return Err(TransportError::NotLockd { addr: addr.to_string(), detail: format!("bad framing in its answer ({e})") })
+                    return Err(TransportError::NotLockd {
+                        addr: addr.to_string(),
+                        detail: format!("bad framing in its answer ({e})"),
+                    })
                 }
                 None => {
                     return Err(TransportError::NotLockd {
@@ -48,13 +80,25 @@ impl FramedConn {
                 }
             };
             match reply {
-                HelloReply::Welcome(welcome) => Ok(FramedConn { addr: addr.to_string(), framed, next_id: 1, welcome }),
-                HelloReply::Refused(r) => Err(TransportError::Refused { addr: addr.to_string(), reason: r.reason }),
+                HelloReply::Welcome(welcome) => Ok(FramedConn {
+                    addr: addr.to_string(),
+                    framed,
+                    next_id: 1,
+                    welcome,
+                }),
+                HelloReply::Refused(r) => Err(TransportError::Refused {
+                    addr: addr.to_string(),
+                    reason: r.reason,
+                }),
             }
         };
         tokio::time::timeout(timeout, fut)
             .await
-            .map_err(|_| TransportError::Timeout { addr: addr.to_string(), what: "connect", ms })?
+            .map_err(|_| TransportError::Timeout {
+                addr: addr.to_string(),
+                what: "connect",
+                ms,
+            })?
     }
 
     pub fn addr(&self) -> &str {
@@ -71,23 +115,44 @@ impl FramedConn {
         self.next_id += 1;
         let addr = self.addr.clone();
         let ms = timeout.as_millis() as u64;
-        let bytes = frame::encode(&Envelope { id, body }).map_err(|e| TransportError::Encode(e.to_string()))?;
+        let bytes = frame::encode(&Envelope { id, body })
+            .map_err(|e| TransportError::Encode(e.to_string()))?;
         let fut = async {
-            self.framed.send(bytes).await.map_err(|source| TransportError::Io { addr: addr.clone(), source })?;
+            self.framed
+                .send(bytes)
+                .await
+                .map_err(|source| TransportError::Io {
+                    addr: addr.clone(),
+                    source,
+                })?;
             loop {
                 let frame = match self.framed.next().await {
                     Some(Ok(f)) => f,
-                    Some(Err(source)) => return Err(TransportError::Io { addr: addr.clone(), source }),
+                    Some(Err(source)) => {
+                        return Err(TransportError::Io {
+                            addr: addr.clone(),
+                            source,
+                        })
+                    }
                     None => return Err(TransportError::Closed { addr: addr.clone() }),
                 };
                 let env: Envelope<Resp> =
-                    frame::decode(&frame).map_err(|e| TransportError::Decode { addr: addr.clone(), detail: e.to_string() })?;
+                    frame::decode(&frame).map_err(|e| TransportError::Decode {
+                        addr: addr.clone(),
+                        detail: e.to_string(),
+                    })?;
                 // A response to an earlier request that timed out: skip it.
                 if env.id == id {
                     return Ok(env.body);
                 }
             }
         };
-        tokio::time::timeout(timeout, fut).await.map_err(|_| TransportError::Timeout { addr: addr.clone(), what: "request", ms })?
+        tokio::time::timeout(timeout, fut)
+            .await
+            .map_err(|_| TransportError::Timeout {
+                addr: addr.clone(),
+                what: "request",
+                ms,
+            })?
     }
 }

@@ -28,12 +28,22 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 /// `clients` clients, each with its own connection, cycle for `dur`: on its
 /// own key, or all on one key (`contended`: every cycle is a handoff).
-pub async fn run(endpoints: &[String], clients: usize, contended: bool, dur: Duration, lease: Duration) -> BenchReport {
+pub async fn run(
+    endpoints: &[String],
+    clients: usize,
+    contended: bool,
+    dur: Duration,
+    lease: Duration,
+) -> BenchReport {
     let start = Instant::now() + Duration::from_millis(200);
     let mut tasks = Vec::new();
     for c in 0..clients {
         let client = Client::new(endpoints.to_vec());
-        let key = if contended { "bench/shared".to_string() } else { format!("bench/{c}") };
+        let key = if contended {
+            "bench/shared".to_string()
+        } else {
+            format!("bench/{c}")
+        };
         tasks.push(tokio::spawn(async move {
             // Connect before the clock starts.
             let _ = client.get(&key).await;
@@ -41,7 +51,11 @@ pub async fn run(endpoints: &[String], clients: usize, contended: bool, dur: Dur
             let (mut lat, mut errors) = (Vec::new(), 0u64);
             while start.elapsed() < dur {
                 let t = Instant::now();
-                let wait = if contended { Duration::from_secs(10) } else { Duration::ZERO };
+                let wait = if contended {
+                    Duration::from_secs(10)
+                } else {
+                    Duration::ZERO
+                };
                 match client.acquire(&key, lease, wait).await {
                     Ok(g) => {
                         lat.push(t.elapsed());

@@ -29,10 +29,19 @@ use lockd_client::{Client, ClientError};
 use serde_json::json;
 
 #[derive(Parser)]
-#[command(name = "lockctl", version, about = "Command line of the lockd lock service")]
+#[command(
+    name = "lockctl",
+    version,
+    about = "Command line of the lockd lock service"
+)]
 struct Cli {
     /// Nodes of the cluster (any of them; requests find the leader).
-    #[arg(long, global = true, value_delimiter = ',', default_value = "127.0.0.1:7400")]
+    #[arg(
+        long,
+        global = true,
+        value_delimiter = ',',
+        default_value = "127.0.0.1:7400"
+    )]
     endpoints: Vec<String>,
     /// Machine-readable output.
     #[arg(long, global = true)]
@@ -92,11 +101,18 @@ enum Cmd {
 enum MembersOp {
     List,
     /// Add node ID at ADDR as a learner (started with `lockd serve --join`).
-    Add { id: u64, addr: String },
+    Add {
+        id: u64,
+        addr: String,
+    },
     /// Make learner ID a voter.
-    Promote { id: u64 },
+    Promote {
+        id: u64,
+    },
     /// Remove node ID.
-    Remove { id: u64 },
+    Remove {
+        id: u64,
+    },
 }
 
 /// `10s`, `500ms`, `2m`, `1h`, or a bare number of milliseconds.
@@ -104,13 +120,19 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a duration like 10s, 500ms, 2m"))?;
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 10s, 500ms, 2m"))?;
     let ms = match unit {
         "" | "ms" => n,
         "s" => n * 1000,
         "m" => n * 60_000,
         "h" => n * 3_600_000,
-        other => return Err(format!("unknown unit {other:?} in {s:?}; use ms, s, m or h")),
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {s:?}; use ms, s, m or h"
+            ))
+        }
     };
     Ok(Duration::from_millis(ms))
 }
@@ -127,7 +149,9 @@ impl From<anyhow::Error> for Failure {
 impl From<ClientError> for Failure {
     fn from(e: ClientError) -> Self {
         let code = match &e {
-            ClientError::Rejected(WireError::Held(_) | WireError::NotHeld(_) | WireError::WrongToken(_)) => 2,
+            ClientError::Rejected(
+                WireError::Held(_) | WireError::NotHeld(_) | WireError::WrongToken(_),
+            ) => 2,
             _ => 1,
         };
         Failure(anyhow!(e), code)
@@ -142,7 +166,10 @@ fn print(json_out: bool, value: serde_json::Value, human: String) {
     }
 }
 
-async fn statuses(client: &Client, endpoints: &[String]) -> Vec<(String, Result<Status, ClientError>)> {
+async fn statuses(
+    client: &Client,
+    endpoints: &[String],
+) -> Vec<(String, Result<Status, ClientError>)> {
     let mut out = Vec::new();
     for e in endpoints {
         out.push((e.clone(), client.status_of(e).await));
@@ -151,7 +178,12 @@ async fn statuses(client: &Client, endpoints: &[String]) -> Vec<(String, Result<
 }
 
 /// POST an admin request to the leader's HTTP API.
-async fn admin(client: &Client, endpoints: &[String], path: &str, body: serde_json::Value) -> Result<serde_json::Value> {
+async fn admin(
+    client: &Client,
+    endpoints: &[String],
+    path: &str,
+    body: serde_json::Value,
+) -> Result<serde_json::Value> {
     let mut leader_addr = None;
     for (_, s) in statuses(client, endpoints).await {
         if let Ok(s) = s {
@@ -162,15 +194,19 @@ async fn admin(client: &Client, endpoints: &[String], path: &str, body: serde_js
         }
     }
     let addr = leader_addr.ok_or_else(|| anyhow!("no endpoint knows a leader"))?;
-    let http: HttpClient<_, Full<bytes::Bytes>> =
-        HttpClient::builder(TokioExecutor::new()).build(hyper_util::client::legacy::connect::HttpConnector::new());
+    let http: HttpClient<_, Full<bytes::Bytes>> = HttpClient::builder(TokioExecutor::new())
+        .build(hyper_util::client::legacy::connect::HttpConnector::new());
     let req = hyper::Request::post(format!("http://{addr}{path}"))
         .header("content-type", "application/json")
         .body(Full::new(bytes::Bytes::from(body.to_string())))?;
-    let resp = http.request(req).await.with_context(|| format!("POST {path} to the leader at {addr}"))?;
+    let resp = http
+        .request(req)
+        .await
+        .with_context(|| format!("POST {path} to the leader at {addr}"))?;
     let status = resp.status();
     let bytes = resp.into_body().collect().await?.to_bytes();
-    let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
     if !status.is_success() {
         bail!("{}", value["error"].as_str().unwrap_or("request failed"));
     }
@@ -186,16 +222,28 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             print(
                 j,
                 json!({ "key": key, "token": g.token(), "lease_ms": g.lease().as_millis() as u64 }),
-                format!("acquired {key} token {} lease {} ms", g.token(), g.lease().as_millis()),
+                format!(
+                    "acquired {key} token {} lease {} ms",
+                    g.token(),
+                    g.lease().as_millis()
+                ),
             );
         }
         Cmd::Release { key, token } => {
             client.release(&key, token).await?;
-            print(j, json!({ "key": key, "released": true }), format!("released {key}"));
+            print(
+                j,
+                json!({ "key": key, "released": true }),
+                format!("released {key}"),
+            );
         }
         Cmd::Keepalive { key, token } => {
             let lease = client.keepalive(&key, token).await?;
-            print(j, json!({ "key": key, "lease_ms": lease.as_millis() as u64 }), format!("{key} renewed for {} ms", lease.as_millis()));
+            print(
+                j,
+                json!({ "key": key, "lease_ms": lease.as_millis() as u64 }),
+                format!("{key} renewed for {} ms", lease.as_millis()),
+            );
         }
         Cmd::Get { key } => {
             let v = client.get(&key).await?;
@@ -205,7 +253,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     json!({ "key": key, "held": true, "token": v.token, "lease_ms": v.lease_ms }),
                     format!("{key}: held, token {} lease {} ms", v.token, v.lease_ms),
                 ),
-                None => print(j, json!({ "key": key, "held": false }), format!("{key}: free")),
+                None => print(
+                    j,
+                    json!({ "key": key, "held": false }),
+                    format!("{key}: free"),
+                ),
             }
         }
         Cmd::Status => {
@@ -220,7 +272,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     .collect();
                 println!("{}", serde_json::Value::Array(v));
             } else {
-                println!("{:<22} {:>3} {:<9} {:>6} {:>6} {:>9} {:>9} {:>6}  {:<16} {:<16}", "ENDPOINT", "ID", "ROLE", "LEADER", "TERM", "COMMIT", "APPLIED", "LOCKS", "STATE HASH", "MODULE");
+                println!(
+                    "{:<22} {:>3} {:<9} {:>6} {:>6} {:>9} {:>9} {:>6}  {:<16} {:<16}",
+                    "ENDPOINT",
+                    "ID",
+                    "ROLE",
+                    "LEADER",
+                    "TERM",
+                    "COMMIT",
+                    "APPLIED",
+                    "LOCKS",
+                    "STATE HASH",
+                    "MODULE"
+                );
                 for (e, s) in &all {
                     match s {
                         Ok(s) => println!(
@@ -228,7 +292,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                             e,
                             s.id,
                             s.role,
-                            s.leader.map(|l| l.to_string()).unwrap_or_else(|| "-".into()),
+                            s.leader
+                                .map(|l| l.to_string())
+                                .unwrap_or_else(|| "-".into()),
                             s.term,
                             s.commit_index,
                             s.applied_index,
@@ -248,30 +314,83 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let value = match op {
                 None | Some(MembersOp::List) => {
                     let all = statuses(&client, &cli.endpoints).await;
-                    let s = all.into_iter().find_map(|(_, s)| s.ok()).ok_or_else(|| anyhow!("no endpoint answered"))?;
+                    let s = all
+                        .into_iter()
+                        .find_map(|(_, s)| s.ok())
+                        .ok_or_else(|| anyhow!("no endpoint answered"))?;
                     serde_json::to_value(&s.members).map_err(anyhow::Error::from)?
                 }
-                Some(MembersOp::Add { id, addr }) => admin(&client, &cli.endpoints, "/v1/members/add", json!({ "id": id, "addr": addr })).await?,
-                Some(MembersOp::Promote { id }) => admin(&client, &cli.endpoints, "/v1/members/promote", json!({ "id": id })).await?,
-                Some(MembersOp::Remove { id }) => admin(&client, &cli.endpoints, "/v1/members/remove", json!({ "id": id })).await?,
+                Some(MembersOp::Add { id, addr }) => {
+                    admin(
+                        &client,
+                        &cli.endpoints,
+                        "/v1/members/add",
+                        json!({ "id": id, "addr": addr }),
+                    )
+                    .await?
+                }
+                Some(MembersOp::Promote { id }) => {
+                    admin(
+                        &client,
+                        &cli.endpoints,
+                        "/v1/members/promote",
+                        json!({ "id": id }),
+                    )
+                    .await?
+                }
+                Some(MembersOp::Remove { id }) => {
+                    admin(
+                        &client,
+                        &cli.endpoints,
+                        "/v1/members/remove",
+                        json!({ "id": id }),
+                    )
+                    .await?
+                }
             };
             if j {
                 println!("{value}");
             } else {
                 for m in value.as_array().into_iter().flatten() {
-                    println!("{:>3} {:<22} {}", m["id"], m["addr"].as_str().unwrap_or(""), if m["voter"] == true { "voter" } else { "learner" });
+                    println!(
+                        "{:>3} {:<22} {}",
+                        m["id"],
+                        m["addr"].as_str().unwrap_or(""),
+                        if m["voter"] == true {
+                            "voter"
+                        } else {
+                            "learner"
+                        }
+                    );
                 }
             }
         }
-        Cmd::Bench { clients, contended, seconds, lease } => {
+        Cmd::Bench {
+            clients,
+            contended,
+            seconds,
+            lease,
+        } => {
             if clients == 0 {
                 return Err(anyhow!("--clients must be at least 1").into());
             }
-            let r = bench::run(&cli.endpoints, clients, contended, Duration::from_secs_f64(seconds), lease).await;
+            let r = bench::run(
+                &cli.endpoints,
+                clients,
+                contended,
+                Duration::from_secs_f64(seconds),
+                lease,
+            )
+            .await;
             if j {
-                println!("{}", serde_json::to_string(&r).map_err(anyhow::Error::from)?);
+                println!(
+                    "{}",
+                    serde_json::to_string(&r).map_err(anyhow::Error::from)?
+                );
             } else {
-                println!("| clients | keys | cycles/s | acquire p50 ms | p99 ms | p999 ms | errors |");
+                println!(
+                    "| clients | keys | cycles/s | acquire p50 ms | p99 ms | p999 ms | errors |"
+                );
                 println!("|---:|---|---:|---:|---:|---:|---:|");
                 println!(
                     "| {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",

@@ -1,0 +1,44 @@
+//! Benchmarks of lockd. Each binary prints a markdown table (`--json` where
+//! noted) and says in its doc how to reproduce it.
+//!
+//! # Layout
+//!
+//! * `sm-bench`: state-machine apply, native vs wasm.
+//! * `cluster-bench`: commit throughput and latency over HTTP, fsyncs per entry.
+//! * `lock-bench`: lock cycles over the native protocol (runs `lockctl bench`).
+//! * this library: what the binaries share.
+
+/// The value after `--name` on the command line, or `default`.
+pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
+    let args: Vec<String> = std::env::args().collect();
+    match args
+        .iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+    {
+        Some(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: cannot parse {v:?}")),
+        None => default,
+    }
+}
+
+/// Whether `--name` is on the command line.
+pub fn flag(name: &str) -> bool {
+    std::env::args().any(|a| a == name)
+}
+
+/// Build the `lockd` binaries the benchmark starts, unless `LOCKD_BIN`
+/// points at one already.
+pub fn ensure_binaries_built() {
+    if std::env::var_os("LOCKD_BIN").is_some() {
+        return;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let ok = std::process::Command::new(cargo)
+        .args(["build", "--release", "-p", "lockd", "--bins"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "building lockd and lockctl failed");
+}
