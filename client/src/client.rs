@@ -36,6 +36,12 @@ pub enum ClientError {
     /// No node could be reached or no leader answered in time.
     #[error("no leader reachable within {ms} ms; last error: {last}")]
     Unreachable { ms: u64, last: String },
+    /// The request reached a leader but no answer came back (the leader
+    /// failed or lost leadership): it may or may not have taken effect. An
+    /// acquire that ends like this may have granted a lock that nobody
+    /// knows the token of; its lease ends it.
+    #[error("outcome unknown, the request may have taken effect: {0}")]
+    Unknown(String),
     #[error("unexpected answer from the node: {0}")]
     Protocol(String),
 }
@@ -112,12 +118,21 @@ impl Client {
         }
     }
 
-    /// Send `req` to the leader, retrying through leader changes.
+    /// Send `req` to the leader, retrying through leader changes. A request
+    /// that is not idempotent (acquire, release) is retried only when it
+    /// certainly did not take effect (no connection, or a node that is not
+    /// the leader); otherwise the caller learns the outcome is unknown,
+    /// rather than a retry taking a second lock or reporting a release as
+    /// "not held".
     async fn call(
         &self,
         req: ClientRequest,
         extra: Duration,
     ) -> Result<ClientResponse, ClientError> {
+        let idempotent = matches!(
+            req,
+            ClientRequest::Get { .. } | ClientRequest::Status | ClientRequest::Keepalive { .. }
+        );
         if self.inner.endpoints.is_empty() {
             return Err(ClientError::Unreachable {
                 ms: 0,
@@ -144,10 +159,16 @@ impl Client {
                             .unwrap_or_else(|p| p.into_inner()) = leader_addr;
                         Err(message)
                     }
+                    Ok(ClientResponse::Error(WireError::Unavailable(m))) if !idempotent => {
+                        return Err(ClientError::Unknown(m));
+                    }
                     Ok(ClientResponse::Error(WireError::Unavailable(m))) => Err(m),
                     Ok(resp) => return Ok(resp),
                     Err(e) => {
                         self.forget(&conn.addr).await;
+                        if !idempotent && !matches!(e, ConnError::NotSent { .. }) {
+                            return Err(ClientError::Unknown(e.to_string()));
+                        }
                         Err(e.to_string())
                     }
                 },

@@ -21,6 +21,10 @@ pub enum ConnError {
     NotLockd { addr: String, reason: String },
     #[error("{addr} refused the connection: {reason}")]
     Refused { addr: String, reason: String },
+    /// The connection was already closed: the request was never sent.
+    #[error("connection to {addr} was closed")]
+    NotSent { addr: String },
+    /// The connection broke after the request was sent.
     #[error("connection to {addr} lost")]
     Lost { addr: String },
     #[error("request to {addr} timed out after {ms} ms")]

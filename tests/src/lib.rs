@@ -11,9 +11,11 @@
 //!   machine.
 //! * [`cluster`]: real `lockd` processes on loopback, driven over HTTP,
 //!   killed and restarted.
+//! * [`jepsen`]: fault-injection runs with history checkers.
 //! * [`fixtures`]: the hostile guest components built by `build.rs`.
 
 pub mod cluster;
 pub mod fixtures;
+pub mod jepsen;
 pub mod machines;
 pub mod scenario;

@@ -1,0 +1,69 @@
+//! Operations as the clients saw them.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// What a client asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Call {
+    Acquire { lease_ms: u64, wait_ms: u64 },
+    Release { token: u64 },
+}
+
+/// What it got back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ret {
+    Granted(u64),
+    Released,
+    /// The key was held (acquire after its wait).
+    Held,
+    /// Not held, or not by this token.
+    Refused,
+    /// No answer (timeout, unreachable, leadership change): it may or may
+    /// not have taken effect.
+    Unknown,
+}
+
+#[derive(Clone, Debug)]
+pub struct Op {
+    pub client: usize,
+    pub key: String,
+    pub call: Call,
+    /// Milliseconds since the run started.
+    pub invoke: f64,
+    pub complete: f64,
+    pub ret: Ret,
+}
+
+/// The history of a run, shared by all clients.
+pub struct History {
+    start: Instant,
+    ops: Mutex<Vec<Op>>,
+}
+
+impl History {
+    pub fn new() -> History {
+        History {
+            start: Instant::now(),
+            ops: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn now(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1e3
+    }
+
+    pub fn record(&self, op: Op) {
+        self.ops.lock().unwrap_or_else(|p| p.into_inner()).push(op);
+    }
+
+    pub fn ops(&self) -> Vec<Op> {
+        self.ops.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl Default for History {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,397 @@
+//! A run: cluster, clients, nemesis, heal, checks.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lockd_client::proto::WireError;
+use lockd_client::{Client, ClientError, ClientOptions};
+
+use super::check;
+use super::history::{Call, History, Op, Ret};
+use super::register::FencedRegister;
+use crate::cluster::Cluster;
+
+/// Faults the nemesis may inject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// SIGKILL the leader, restart it after a while.
+    KillLeader,
+    /// SIGKILL a follower, restart it after a while.
+    KillFollower,
+    /// SIGSTOP the leader past the election timeout, then SIGCONT.
+    PauseLeader,
+    /// SIGSTOP a follower, then SIGCONT.
+    PauseFollower,
+    /// Several leader kills in a row while leases expire.
+    LeaderStorm,
+}
+
+pub const ALL_FAULTS: [Fault; 5] = [
+    Fault::KillLeader,
+    Fault::KillFollower,
+    Fault::PauseLeader,
+    Fault::PauseFollower,
+    Fault::LeaderStorm,
+];
+
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub nodes: u64,
+    pub clients: usize,
+    pub keys: usize,
+    pub duration: Duration,
+    pub seed: u64,
+    pub lease_ms: u64,
+    /// One in this many holders pauses past its lease before writing.
+    pub pause_one_in: u64,
+    pub faults: Vec<Fault>,
+    /// Test-only: a register that does not check tokens.
+    pub unfenced_register: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            nodes: 3,
+            clients: 6,
+            keys: 2,
+            duration: Duration::from_secs(12),
+            seed: 1,
+            lease_ms: 800,
+            pause_one_in: 8,
+            faults: ALL_FAULTS.to_vec(),
+            unfenced_register: false,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Report {
+    pub ops: usize,
+    pub granted: usize,
+    pub faults: Vec<String>,
+    pub rejected_stale: u64,
+    pub violations: Vec<String>,
+}
+
+/// A small deterministic generator (xorshift): runs are reproducible by seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn ret_of(e: &ClientError) -> Ret {
+    match e {
+        ClientError::Rejected(WireError::Held(_)) => Ret::Held,
+        ClientError::Rejected(WireError::NotHeld(_) | WireError::WrongToken(_)) => Ret::Refused,
+        _ => Ret::Unknown,
+    }
+}
+
+async fn client_loop(
+    id: usize,
+    cfg: RunConfig,
+    endpoints: Vec<String>,
+    history: Arc<History>,
+    register: Arc<FencedRegister>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut rng = Rng::new(cfg.seed * 1000 + id as u64);
+    let opts = ClientOptions {
+        retry_for: Duration::from_secs(3),
+        request_timeout: Duration::from_secs(3),
+        ..Default::default()
+    };
+    let client = Client::with_options(endpoints, opts);
+    while !stop.load(Ordering::Relaxed) {
+        let key = format!("j{}", rng.below(cfg.keys as u64));
+        let wait_ms = if rng.below(2) == 0 { 0 } else { 1500 };
+        let invoke = history.now();
+        let r = client
+            .acquire(
+                &key,
+                Duration::from_millis(cfg.lease_ms),
+                Duration::from_millis(wait_ms),
+            )
+            .await;
+        let call = Call::Acquire {
+            lease_ms: cfg.lease_ms,
+            wait_ms,
+        };
+        let ret = match &r {
+            Ok(g) => Ret::Granted(g.token()),
+            Err(e) => ret_of(e),
+        };
+        history.record(Op {
+            client: id,
+            key: key.clone(),
+            call,
+            invoke,
+            complete: history.now(),
+            ret,
+        });
+        let Ok(guard) = r else {
+            tokio::time::sleep(Duration::from_millis(rng.below(50))).await;
+            continue;
+        };
+        let token = guard.token();
+        if let Some(v) = register.read(&key, token) {
+            // A holder that stalls past its lease (a GC pause, a stopped VM).
+            if rng.below(cfg.pause_one_in) == 0 {
+                tokio::time::sleep(Duration::from_millis(cfg.lease_ms * 3 / 2)).await;
+            } else {
+                tokio::time::sleep(Duration::from_millis(rng.below(20))).await;
+            }
+            register.write(&key, id, token, v);
+        }
+        let invoke = history.now();
+        let r = client.release(&key, token).await;
+        let ret = match &r {
+            Ok(()) => Ret::Released,
+            Err(e) => ret_of(e),
+        };
+        history.record(Op {
+            client: id,
+            key,
+            call: Call::Release { token },
+            invoke,
+            complete: history.now(),
+            ret,
+        });
+        std::mem::forget(guard); // released above (or lost); no drop action
+    }
+}
+
+fn leader_of(c: &Cluster) -> Option<u64> {
+    c.running()
+        .into_iter()
+        .filter_map(|i| c.status(i))
+        .find(|s| s.role == "leader")
+        .map(|s| s.id)
+}
+
+/// Inject faults until `stop`; returns what was done.
+fn nemesis(c: &mut Cluster, cfg: &RunConfig, stop: &AtomicBool) -> Vec<String> {
+    let mut rng = Rng::new(cfg.seed ^ 0xfa17);
+    let mut log = Vec::new();
+    let t0 = Instant::now();
+    let pause = |ms: u64| std::thread::sleep(Duration::from_millis(ms));
+    while !stop.load(Ordering::Relaxed) {
+        pause(600 + rng.below(600));
+        if stop.load(Ordering::Relaxed) || cfg.faults.is_empty() {
+            break;
+        }
+        let fault = cfg.faults[rng.below(cfg.faults.len() as u64) as usize];
+        let Some(leader) = leader_of(c) else { continue };
+        let follower = (1..=cfg.nodes)
+            .filter(|i| *i != leader)
+            .nth(rng.below(cfg.nodes - 1) as usize)
+            .unwrap_or(leader);
+        let at = t0.elapsed().as_millis();
+        match fault {
+            Fault::KillLeader | Fault::KillFollower => {
+                let victim = if fault == Fault::KillLeader {
+                    leader
+                } else {
+                    follower
+                };
+                c.kill(victim);
+                pause(500 + rng.below(1000));
+                c.spawn(victim);
+                log.push(format!(
+                    "{at} ms: SIGKILL node {victim} ({fault:?}), restarted"
+                ));
+            }
+            Fault::PauseLeader | Fault::PauseFollower => {
+                let victim = if fault == Fault::PauseLeader {
+                    leader
+                } else {
+                    follower
+                };
+                c.pause(victim);
+                pause(1000 + rng.below(1000));
+                c.resume(victim);
+                log.push(format!(
+                    "{at} ms: SIGSTOP node {victim} ({fault:?}), SIGCONT"
+                ));
+            }
+            Fault::LeaderStorm => {
+                for _ in 0..3 {
+                    let Some(l) = leader_of(c) else { break };
+                    c.kill(l);
+                    pause(300);
+                    c.spawn(l);
+                    pause(700);
+                    log.push(format!(
+                        "{at} ms: leader storm: SIGKILL node {l}, restarted"
+                    ));
+                }
+            }
+        }
+    }
+    log
+}
+
+/// Run the workload with faults, heal, and check everything.
+pub fn run(cfg: RunConfig) -> Report {
+    let mut c = Cluster::start(cfg.nodes, &[]);
+    c.wait_leader(Duration::from_secs(30));
+    let endpoints: Vec<String> = c.nodes.values().map(|n| n.addr.clone()).collect();
+    let history = Arc::new(History::new());
+    let register = Arc::new(FencedRegister::new(cfg.unfenced_register));
+    let stop = Arc::new(AtomicBool::new(false));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let tasks: Vec<_> = (0..cfg.clients)
+        .map(|id| {
+            rt.spawn(client_loop(
+                id,
+                cfg.clone(),
+                endpoints.clone(),
+                history.clone(),
+                register.clone(),
+                stop.clone(),
+            ))
+        })
+        .collect();
+    let nemesis_stop = Arc::new(AtomicBool::new(false));
+    let faults = {
+        let ns = nemesis_stop.clone();
+        let d = cfg.duration;
+        std::thread::spawn(move || {
+            std::thread::sleep(d);
+            ns.store(true, Ordering::Relaxed);
+        });
+        nemesis(&mut c, &cfg, &nemesis_stop)
+    };
+    // Heal: every node running and unpaused (the nemesis always resumes and
+    // restarts what it hurt), then let the clients see a healthy cluster.
+    for id in c.nodes.keys().copied().collect::<Vec<_>>() {
+        if !c.nodes[&id].is_running() {
+            c.spawn(id);
+        }
+    }
+    c.wait_leader(Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(1000));
+    stop.store(true, Ordering::Relaxed);
+    rt.block_on(async {
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+
+    let mut violations = Vec::new();
+    // 5. After healing, every client that waits is served within a bound.
+    let bound = Duration::from_millis(cfg.lease_ms * 2 + 4 * crate::cluster::ELECTION_MS + 3000);
+    let served = Arc::new(AtomicU64::new(0));
+    rt.block_on(async {
+        let mut waits = Vec::new();
+        for id in 0..cfg.clients {
+            let (endpoints, served, history) = (endpoints.clone(), served.clone(), history.clone());
+            let key = format!("j{}", id % cfg.keys);
+            waits.push(tokio::spawn(async move {
+                let client = Client::new(endpoints);
+                let invoke = history.now();
+                let t = Instant::now();
+                let r = client
+                    .acquire(&key, Duration::from_millis(200), bound)
+                    .await;
+                let ret = match &r {
+                    Ok(g) => Ret::Granted(g.token()),
+                    Err(e) => ret_of(e),
+                };
+                history.record(Op {
+                    client: 1000 + id,
+                    key: key.clone(),
+                    call: Call::Acquire {
+                        lease_ms: 200,
+                        wait_ms: bound.as_millis() as u64,
+                    },
+                    invoke,
+                    complete: history.now(),
+                    ret,
+                });
+                if let Ok(g) = r {
+                    if t.elapsed() <= bound {
+                        served.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let token = g.token();
+                    let invoke = history.now();
+                    let r = g.release().await;
+                    let ret = if r.is_ok() {
+                        Ret::Released
+                    } else {
+                        Ret::Unknown
+                    };
+                    history.record(Op {
+                        client: 1000 + id,
+                        key,
+                        call: Call::Release { token },
+                        invoke,
+                        complete: history.now(),
+                        ret,
+                    });
+                }
+            }));
+        }
+        for w in waits {
+            let _ = w.await;
+        }
+    });
+    let served = served.load(Ordering::Relaxed) as usize;
+    if served != cfg.clients {
+        violations.push(format!(
+            "after healing only {served} of {} waiting clients were served within {bound:?}",
+            cfg.clients
+        ));
+    }
+
+    let ops = history.ops();
+    let regs = register.snapshot();
+    violations.extend(check::lost_updates(&regs));
+    violations.extend(check::tokens(&ops));
+    violations.extend(check::linearizable(&ops));
+    let leader = c.wait_leader(Duration::from_secs(30));
+    let finals: BTreeMap<String, Option<u64>> = (0..cfg.keys)
+        .map(|k| {
+            let key = format!("j{k}");
+            let r = c.lock(leader, &key).expect("final read");
+            (key, r.body["token"].as_u64())
+        })
+        .collect();
+    violations.extend(check::survived(&ops, &finals));
+    let s = c.wait_converged(Duration::from_secs(30));
+    for id in c.running() {
+        let st = c.status(id).expect("status");
+        if st.state_hash != s.state_hash {
+            violations.push(format!("node {id} state hash differs after the run"));
+        }
+    }
+    Report {
+        ops: ops.len(),
+        granted: ops
+            .iter()
+            .filter(|o| matches!(o.ret, Ret::Granted(_)))
+            .count(),
+        faults,
+        rejected_stale: regs.iter().map(|r| r.2).sum(),
+        violations,
+    }
+}
