@@ -460,7 +460,7 @@ impl Actor {
                 Op::Grant { waiter },
             );
         } else if wait.is_zero() {
-            let _ = waiter.reply.send(Err(ServiceError::Held { key }));
+            self.refuse(waiter.reply, ServiceError::Held { key });
         } else {
             self.waits.insert((waiter.until, key, id));
             k.waiters.push_back(waiter);
@@ -475,15 +475,15 @@ impl Actor {
         reply: oneshot::Sender<Result<(), ServiceError>>,
     ) {
         let Some(k) = self.keys.get_mut(&key) else {
-            let _ = reply.send(Err(ServiceError::NotHeld { key }));
+            self.refuse(reply, ServiceError::NotHeld { key });
             return;
         };
         match &k.holder {
             None => {
-                let _ = reply.send(Err(ServiceError::NotHeld { key }));
+                self.refuse(reply, ServiceError::NotHeld { key });
             }
             Some(h) if h.token != token => {
-                let _ = reply.send(Err(ServiceError::WrongToken { key, given: token }));
+                self.refuse(reply, ServiceError::WrongToken { key, given: token });
             }
             Some(_) => self.free(key, Some(reply), false, false),
         }
@@ -544,6 +544,20 @@ impl Actor {
         }
         self.stats.keepalives.fetch_add(1, Ordering::Relaxed);
         Ok(h.lease_ms)
+    }
+
+    /// Answer a refusal (held, not held, wrong token) only after confirming
+    /// with a quorum that this node is still the leader (read-index). A
+    /// refusal comes from the leader's own view, not from a commit; a
+    /// deposed leader that has not noticed yet (a paused process, a
+    /// partition) must not tell a holder its lock is gone, or a caller that
+    /// a free key is held.
+    fn refuse<T: Send + 'static>(
+        &self,
+        reply: oneshot::Sender<Result<T, ServiceError>>,
+        err: ServiceError,
+    ) {
+        refuse(&self.raft, self.id, reply, err);
     }
 
     fn propose(&self, key: String, commands: Vec<Command>, op: Op) {
@@ -725,7 +739,12 @@ impl Actor {
                 if let Some(pos) = k.waiters.iter().position(|w| w.id == id) {
                     if let Some(w) = k.waiters.remove(pos) {
                         self.stats.waiting.fetch_sub(1, Ordering::Relaxed);
-                        let _ = w.reply.send(Err(ServiceError::Held { key: key.clone() }));
+                        refuse(
+                            &self.raft,
+                            self.id,
+                            w.reply,
+                            ServiceError::Held { key: key.clone() },
+                        );
                     }
                 }
                 if k.holder.is_none() && !k.busy && k.waiters.is_empty() {
@@ -734,6 +753,31 @@ impl Actor {
             }
         }
     }
+}
+
+/// See [`Actor::refuse`].
+fn refuse<T: Send + 'static>(
+    raft: &Raft,
+    id: NodeId,
+    reply: oneshot::Sender<Result<T, ServiceError>>,
+    err: ServiceError,
+) {
+    let raft = raft.clone();
+    tokio::spawn(async move {
+        let answer = match raft.ensure_linearizable().await {
+            Ok(_) => err,
+            Err(openraft::error::RaftError::APIError(
+                openraft::error::CheckIsLeaderError::ForwardToLeader(f),
+            )) => ServiceError::NotLeader {
+                id,
+                leader: f.leader_id,
+            },
+            Err(e) => ServiceError::Unavailable(format!(
+                "node {id} could not confirm its leadership: {e}"
+            )),
+        };
+        let _ = reply.send(Err(answer));
+    });
 }
 
 /// The first waiter that is still connected and still willing to wait.
