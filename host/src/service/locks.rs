@@ -339,7 +339,7 @@ impl Actor {
                         let now = Instant::now();
                         for l in locks {
                             let deadline =
-                                now + Duration::from_millis(l.lease_ms) + self.election_timeout;
+                                now + lease(l.lease_ms) + self.election_timeout;
                             self.leases.insert((deadline, l.key.clone(), l.token));
                             self.keys.entry(l.key).or_default().holder = Some(Holder {
                                 token: l.token,
@@ -536,7 +536,7 @@ impl Actor {
                 given: token,
             });
         }
-        let deadline = from + Duration::from_millis(h.lease_ms);
+        let deadline = from + lease(h.lease_ms);
         if deadline > h.deadline {
             self.leases.remove(&(h.deadline, key.to_string(), token));
             h.deadline = deadline;
@@ -638,7 +638,7 @@ impl Actor {
             match outcomes.next() {
                 Some(Outcome::Granted(token)) => {
                     self.stats.grants.fetch_add(1, Ordering::Relaxed);
-                    let deadline = Instant::now() + Duration::from_millis(waiter.lease_ms);
+                    let deadline = Instant::now() + lease(waiter.lease_ms);
                     self.leases.insert((deadline, key.clone(), token));
                     self.held += 1;
                     if let Some(k) = self.keys.get_mut(&key) {
@@ -753,6 +753,21 @@ impl Actor {
             }
         }
     }
+}
+
+/// How long a lease of `ms` lasts on the leader's clock.
+#[cfg(not(feature = "fault-early-expiry"))]
+fn lease(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+/// A deliberately broken build (cargo feature `fault-early-expiry`, never
+/// enabled by normal builds): leases end after a quarter of their time. It
+/// exists to show that the fault-injection checkers catch a lock service
+/// that ends leases early (`scripts/broken-variant.sh`).
+#[cfg(feature = "fault-early-expiry")]
+fn lease(ms: u64) -> Duration {
+    Duration::from_millis(ms / 4)
 }
 
 /// See [`Actor::refuse`].
