@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use lock_tests::jepsen::run::{run, Fault, RunConfig};
+use lock_tests::jepsen::run::{run, Fault, RunConfig, PARTITIONS};
+use lock_tests::netns::NetHosts;
 
 fn assert_clean(cfg: RunConfig) {
     let r = run(cfg.clone());
@@ -59,4 +60,23 @@ fn an_unfenced_resource_loses_updates_and_the_checker_sees_it() {
         r.violations.iter().any(|v| v.starts_with("lost update")),
         "expected lost updates: {r:?}"
     );
+}
+
+/// Partitions between separate hosts (one network namespace per node):
+/// an isolated leader, majority/minority, a bridge — plus kills.
+#[test]
+fn partitions_on_separate_hosts_seed_4() {
+    assert!(
+        NetHosts::available(),
+        "network namespaces are needed (run as root with iproute2)"
+    );
+    let mut faults = PARTITIONS.to_vec();
+    faults.push(Fault::KillLeader);
+    assert_clean(RunConfig {
+        nodes: 5,
+        seed: 4,
+        hosts: true,
+        faults,
+        ..RunConfig::default()
+    });
 }

@@ -71,6 +71,8 @@ pub struct Cluster {
     pub nodes: BTreeMap<u64, NodeProc>,
     /// Extra flags for every node (e.g. a small snapshot threshold).
     pub extra: Vec<String>,
+    /// Set when every node runs in its own network namespace.
+    pub net: Option<crate::netns::NetHosts>,
     agent: ureq::Agent,
 }
 
@@ -111,6 +113,47 @@ impl Cluster {
         c
     }
 
+    /// Start `n` nodes, each on its own host (network namespace), so links
+    /// between them can be cut ([`Cluster::partition`]).
+    pub fn start_hosts(n: u64, extra: &[&str]) -> Result<Cluster, String> {
+        let ids: Vec<u64> = (1..=n).collect();
+        let net = crate::netns::NetHosts::create(&ids)?;
+        let mut c = Cluster::empty(extra);
+        let members: Vec<(u64, String)> = ids
+            .iter()
+            .map(|id| (*id, format!("{}:7400", net.host_ip(*id))))
+            .collect();
+        let initial = members
+            .iter()
+            .map(|(i, a)| format!("{i}={a}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        c.net = Some(net);
+        for (id, addr) in members {
+            c.add_proc(id, addr, &["--initial-cluster", &initial]);
+        }
+        for id in ids {
+            c.spawn(id);
+        }
+        Ok(c)
+    }
+
+    /// Cut the links between the groups (a node in two groups bridges them).
+    pub fn partition(&mut self, groups: &[Vec<u64>]) {
+        let net = self
+            .net
+            .as_mut()
+            .expect("partitions need a cluster on separate hosts");
+        net.partition(groups).expect("partition");
+    }
+
+    /// Restore every link.
+    pub fn heal(&mut self) {
+        if let Some(net) = self.net.as_mut() {
+            net.heal().expect("heal");
+        }
+    }
+
     pub fn empty(extra: &[&str]) -> Cluster {
         Cluster {
             dir: tempfile::Builder::new()
@@ -119,6 +162,7 @@ impl Cluster {
                 .expect("tempdir"),
             nodes: BTreeMap::new(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            net: None,
             agent: ureq::AgentBuilder::new()
                 .timeout(Duration::from_secs(10))
                 .build(),
@@ -166,7 +210,17 @@ impl Cluster {
             .append(true)
             .open(&node.log)
             .expect("log file");
-        let child = Command::new(lockd_bin())
+        // On separate hosts: `ip netns exec` enters the namespace and execs
+        // lockd, so the child's pid is lockd's own (kill and pause reach it).
+        let mut cmd = match &self.net {
+            Some(net) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &net.ns(id)]).arg(lockd_bin());
+                c
+            }
+            None => Command::new(lockd_bin()),
+        };
+        let child = cmd
             .args(&node.args)
             .env(
                 "RUST_LOG",

@@ -12,10 +12,12 @@
 //! * [`cluster`]: real `lockd` processes on loopback, driven over HTTP,
 //!   killed and restarted.
 //! * [`jepsen`]: fault-injection runs with history checkers.
+//! * [`netns`]: one network namespace per node, for partitions.
 //! * [`fixtures`]: the hostile guest components built by `build.rs`.
 
 pub mod cluster;
 pub mod fixtures;
 pub mod jepsen;
 pub mod machines;
+pub mod netns;
 pub mod scenario;

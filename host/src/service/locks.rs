@@ -338,8 +338,7 @@ impl Actor {
                         // election the gap could have lasted.
                         let now = Instant::now();
                         for l in locks {
-                            let deadline =
-                                now + lease(l.lease_ms) + self.election_timeout;
+                            let deadline = now + lease(l.lease_ms) + self.election_timeout;
                             self.leases.insert((deadline, l.key.clone(), l.token));
                             self.keys.entry(l.key).or_default().holder = Some(Holder {
                                 token: l.token,

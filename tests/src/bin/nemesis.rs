@@ -1,7 +1,7 @@
 //! The long fault-injection run: one command, a report.
 //!
 //! ```text
-//! cargo run --release -p lock-tests --bin nemesis -- [--seconds 600] [--nodes 5] [--clients 10] [--keys 3] [--seed 7] [--no-faults]
+//! cargo run --release -p lock-tests --bin nemesis -- [--seconds 600] [--nodes 5] [--clients 10] [--keys 3] [--seed 7] [--no-faults | --partitions]
 //! ```
 //!
 //! Prints operations done, faults injected and violations found; exits 1 on
@@ -27,7 +27,18 @@ fn main() {
         keys: arg("--keys", 3) as usize,
         duration: Duration::from_secs(arg("--seconds", 600)),
         seed: arg("--seed", 7),
-        faults: if std::env::args().any(|a| a == "--no-faults") { Vec::new() } else { RunConfig::default().faults },
+        faults: if std::env::args().any(|a| a == "--no-faults") {
+            Vec::new()
+        } else if std::env::args().any(|a| a == "--partitions") {
+            [
+                lock_tests::jepsen::run::ALL_FAULTS.as_slice(),
+                lock_tests::jepsen::run::PARTITIONS.as_slice(),
+            ]
+            .concat()
+        } else {
+            RunConfig::default().faults
+        },
+        hosts: std::env::args().any(|a| a == "--partitions"),
         ..RunConfig::default()
     };
     println!(

@@ -26,8 +26,15 @@ pub enum Fault {
     PauseFollower,
     /// Several leader kills in a row while leases expire.
     LeaderStorm,
+    /// Cut the leader off from every peer (clients still reach it).
+    IsolateLeader,
+    /// Split into a majority and a minority that holds the leader.
+    MajorityMinority,
+    /// Two sides that cannot see each other, and one node that sees both.
+    Bridge,
 }
 
+/// Faults that need no separate hosts.
 pub const ALL_FAULTS: [Fault; 5] = [
     Fault::KillLeader,
     Fault::KillFollower,
@@ -35,6 +42,9 @@ pub const ALL_FAULTS: [Fault; 5] = [
     Fault::PauseFollower,
     Fault::LeaderStorm,
 ];
+
+/// Network partitions (the cluster must run on separate hosts).
+pub const PARTITIONS: [Fault; 3] = [Fault::IsolateLeader, Fault::MajorityMinority, Fault::Bridge];
 
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -49,6 +59,8 @@ pub struct RunConfig {
     pub faults: Vec<Fault>,
     /// Test-only: a register that does not check tokens.
     pub unfenced_register: bool,
+    /// Run each node in its own network namespace (needed for partitions).
+    pub hosts: bool,
 }
 
 impl Default for RunConfig {
@@ -63,6 +75,7 @@ impl Default for RunConfig {
             pause_one_in: 8,
             faults: ALL_FAULTS.to_vec(),
             unfenced_register: false,
+            hosts: false,
         }
     }
 }
@@ -229,6 +242,34 @@ fn nemesis(c: &mut Cluster, cfg: &RunConfig, stop: &AtomicBool) -> Vec<String> {
                     "{at} ms: SIGSTOP node {victim} ({fault:?}), SIGCONT"
                 ));
             }
+            Fault::IsolateLeader | Fault::MajorityMinority | Fault::Bridge => {
+                let others: Vec<u64> = (1..=cfg.nodes).filter(|i| *i != leader).collect();
+                let groups: Vec<Vec<u64>> = match fault {
+                    Fault::IsolateLeader => vec![vec![leader], others.clone()],
+                    Fault::MajorityMinority => {
+                        // The leader and fewer than half of the rest.
+                        let minority = ((cfg.nodes - 1) / 2) as usize;
+                        let mut small = vec![leader];
+                        small.extend(others.iter().take(minority.saturating_sub(1)));
+                        let big: Vec<u64> = others
+                            .iter()
+                            .copied()
+                            .filter(|i| !small.contains(i))
+                            .collect();
+                        vec![small, big]
+                    }
+                    _ => {
+                        // others[0] bridges the leader's side and the rest.
+                        let bridge = others[0];
+                        let rest: Vec<u64> = others[1..].to_vec();
+                        vec![vec![leader, bridge], [vec![bridge], rest].concat()]
+                    }
+                };
+                c.partition(&groups);
+                pause(1500 + rng.below(1500));
+                c.heal();
+                log.push(format!("{at} ms: partition {groups:?} ({fault:?}), healed"));
+            }
             Fault::LeaderStorm => {
                 for _ in 0..3 {
                     let Some(l) = leader_of(c) else { break };
@@ -248,7 +289,12 @@ fn nemesis(c: &mut Cluster, cfg: &RunConfig, stop: &AtomicBool) -> Vec<String> {
 
 /// Run the workload with faults, heal, and check everything.
 pub fn run(cfg: RunConfig) -> Report {
-    let mut c = Cluster::start(cfg.nodes, &[]);
+    let mut c = if cfg.hosts {
+        Cluster::start_hosts(cfg.nodes, &[])
+            .expect("separate hosts (network namespaces; needs root)")
+    } else {
+        Cluster::start(cfg.nodes, &[])
+    };
     c.wait_leader(Duration::from_secs(30));
     let endpoints: Vec<String> = c.nodes.values().map(|n| n.addr.clone()).collect();
     let history = Arc::new(History::new());
@@ -281,8 +327,10 @@ pub fn run(cfg: RunConfig) -> Report {
         });
         nemesis(&mut c, &cfg, &nemesis_stop)
     };
-    // Heal: every node running and unpaused (the nemesis always resumes and
-    // restarts what it hurt), then let the clients see a healthy cluster.
+    // Heal: every link up, every node running and unpaused (the nemesis
+    // always resumes and restarts what it hurt), then let the clients see a
+    // healthy cluster.
+    c.heal();
     for id in c.nodes.keys().copied().collect::<Vec<_>>() {
         if !c.nodes[&id].is_running() {
             c.spawn(id);
