@@ -57,6 +57,8 @@ pub struct NodeProc {
     pub data_dir: PathBuf,
     pub log: PathBuf,
     pub args: Vec<String>,
+    /// Extra environment for this node's process.
+    pub env: Vec<(String, String)>,
     pub child: Option<Child>,
 }
 
@@ -196,6 +198,7 @@ impl Cluster {
                 data_dir,
                 log,
                 args,
+                env: Vec::new(),
                 child: None,
             },
         );
@@ -222,6 +225,7 @@ impl Cluster {
         };
         let child = cmd
             .args(&node.args)
+            .envs(node.env.iter().map(|(k, v)| (k, v)))
             .env(
                 "RUST_LOG",
                 std::env::var("LOCKD_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()),
