@@ -10,13 +10,30 @@
 //!
 //! # Layout
 //!
+//! The path of an acquire, top to bottom:
+//!
+//! * [`transport`]: the node's one address; the first bytes of a
+//!   connection tell the framed protocol from HTTP.
+//! * [`api`]: HTTP/JSON (with follower → leader forwarding), the framed
+//!   protocol for peers (Raft RPC) and clients, status and metrics.
+//! * [`service`]: the leader's lock actor (waiters, leases, keepalive,
+//!   handoff, phantom release) and the proposer that batches commands into
+//!   log entries.
+//! * [`raft`]: openraft's type config and the adapters: log store (group
+//!   commit), state machine (one guest call per committed range), network.
+//! * [`log`]: the on-disk write-ahead log (segments, CRC32C records,
+//!   recovery) and atomic small files.
+//! * [`engine`]: wasmtime under a deterministic configuration: settings and
+//!   fingerprint, the compiled-component cache, the typed guest wrapper that
+//!   turns traps and fuel exhaustion into errors.
 //! * [`command`]: the replicated lock commands and their outcomes (the types
 //!   of the `lock-sm` world, as the host sees them).
-//! * [`engine`]: wasmtime under a deterministic configuration: the settings
-//!   and their fingerprint, the local cache of compiled components, and the
-//!   typed guest wrapper that turns traps and fuel exhaustion into errors.
 //! * [`builtin`]: the lock state machine component built from `guest-sm/`
 //!   and embedded in the binary; the module a new cluster starts with.
+//!
+//! Around them: [`node`] assembles and starts a node, [`config`] reads flags
+//! and the TOML file, [`membership`] adds, promotes and removes nodes, and
+//! [`shutdown`] waits for the signal to stop.
 //!
 //! # Using the engine
 //!
