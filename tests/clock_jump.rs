@@ -36,23 +36,7 @@ fn libfaketime() -> PathBuf {
 #[test]
 fn wall_clock_jumps_do_not_move_lease_expiry() {
     let lib = libfaketime();
-    let mut c = Cluster::empty(&[]);
-    let members: Vec<(u64, String)> = (1..=3)
-        .map(|id| {
-            (
-                id,
-                format!("127.0.0.1:{}", lock_tests::cluster::free_port()),
-            )
-        })
-        .collect();
-    let initial = members
-        .iter()
-        .map(|(i, a)| format!("{i}={a}"))
-        .collect::<Vec<_>>()
-        .join(",");
-    for (id, addr) in &members {
-        c.add_proc(*id, addr.clone(), &["--initial-cluster", &initial]);
-    }
+    let mut c = Cluster::configure(3, &[]);
     let clock = |id: u64| c.dir.path().join(format!("clock{id}"));
     let clocks: Vec<PathBuf> = (1..=3).map(clock).collect();
     for (id, file) in (1..=3).zip(&clocks) {

@@ -97,22 +97,34 @@ impl Reply {
 impl Cluster {
     /// Start `n` nodes that bootstrap one cluster.
     pub fn start(n: u64, extra: &[&str]) -> Cluster {
+        let mut c = Cluster::configure(n, extra);
+        for id in 1..=n {
+            c.spawn(id);
+        }
+        c
+    }
+
+    /// Register (not start) `n` nodes of one cluster on loopback ports.
+    pub fn configure(n: u64, extra: &[&str]) -> Cluster {
         let mut c = Cluster::empty(extra);
-        let members: Vec<(u64, String)> = (1..=n)
-            .map(|id| (id, format!("127.0.0.1:{}", free_port())))
-            .collect();
+        c.add_members(
+            (1..=n)
+                .map(|id| (id, format!("127.0.0.1:{}", free_port())))
+                .collect(),
+        );
+        c
+    }
+
+    /// Register nodes that bootstrap one cluster of exactly these members.
+    fn add_members(&mut self, members: Vec<(u64, String)>) {
         let initial = members
             .iter()
             .map(|(i, a)| format!("{i}={a}"))
             .collect::<Vec<_>>()
             .join(",");
         for (id, addr) in members {
-            c.add_proc(id, addr, &["--initial-cluster", &initial]);
+            self.add_proc(id, addr, &["--initial-cluster", &initial]);
         }
-        for id in 1..=n {
-            c.spawn(id);
-        }
-        c
     }
 
     /// Start `n` nodes, each on its own host (network namespace), so links
@@ -121,19 +133,12 @@ impl Cluster {
         let ids: Vec<u64> = (1..=n).collect();
         let net = crate::netns::NetHosts::create(&ids)?;
         let mut c = Cluster::empty(extra);
-        let members: Vec<(u64, String)> = ids
-            .iter()
-            .map(|id| (*id, format!("{}:7400", net.host_ip(*id))))
-            .collect();
-        let initial = members
-            .iter()
-            .map(|(i, a)| format!("{i}={a}"))
-            .collect::<Vec<_>>()
-            .join(",");
+        c.add_members(
+            ids.iter()
+                .map(|id| (*id, format!("{}:7400", net.host_ip(*id))))
+                .collect(),
+        );
         c.net = Some(net);
-        for (id, addr) in members {
-            c.add_proc(id, addr, &["--initial-cluster", &initial]);
-        }
         for id in ids {
             c.spawn(id);
         }
