@@ -6,7 +6,12 @@ use std::time::Duration;
 use lock_tests::jepsen::run::{run, Fault, RunConfig, PARTITIONS};
 use lock_tests::netns::NetHosts;
 
+/// One run at a time: each is a whole cluster plus clients, and the machine
+/// has two cores.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn assert_clean(cfg: RunConfig) {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let r = run(cfg.clone());
     eprintln!(
         "seed {}: {} ops, {} grants, {} stale accesses refused, faults: {:#?}",
@@ -46,6 +51,7 @@ fn five_nodes_kills_and_pauses_seed_2() {
 /// holders that all stall past their leases, updates are lost and found.
 #[test]
 fn an_unfenced_resource_loses_updates_and_the_checker_sees_it() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let r = run(RunConfig {
         seed: 3,
         clients: 4,
