@@ -1,7 +1,7 @@
 //! `lockctl`: the command line of lockd.
 //!
 //! ```text
-//! lockctl [--endpoints ADDR[,ADDR…]] [--json] acquire KEY --lease 10s [--wait 5s]
+//! lockctl [--endpoints ADDR[,ADDR…]] [--json] acquire KEY --lease 10s [--wait 5s] [--hold]
 //! lockctl release KEY --token T
 //! lockctl keepalive KEY --token T
 //! lockctl get KEY
@@ -12,7 +12,7 @@
 //!
 //! Exit status: 0 done; 1 error; 2 the lock is held (acquire after its wait,
 //! release or keepalive by a non-holder, …): scripts can tell "busy" from
-//! "broken". A lock taken by `acquire` stays held after lockctl exits, until
+//! "broken"; 3 a lock held with `acquire --hold` was lost. A lock taken by `acquire` stays held after lockctl exits, until
 //! released or its lease ends.
 
 mod bench;
@@ -61,6 +61,10 @@ enum Cmd {
         /// Wait this long for a held lock (default: try once).
         #[arg(long, value_parser = parse_duration, default_value = "0ms")]
         wait: Duration,
+        /// Keep holding: renew the lease in the background until Ctrl-C or
+        /// SIGTERM, then release. Exits with status 3 if the lock is lost.
+        #[arg(long)]
+        hold: bool,
     },
     /// Release a lock held with TOKEN.
     Release {
@@ -217,8 +221,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     let client = Client::new(cli.endpoints.clone());
     let j = cli.json;
     match cli.command {
-        Cmd::Acquire { key, lease, wait } => {
-            let g = client.acquire(&key, lease, wait).await?;
+        Cmd::Acquire { key, lease, wait, hold } => {
+            let mut g = client.acquire(&key, lease, wait).await?;
             print(
                 j,
                 json!({ "key": key, "token": g.token(), "lease_ms": g.lease().as_millis() as u64 }),
@@ -228,6 +232,24 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     g.lease().as_millis()
                 ),
             );
+            if hold {
+                use std::io::Write as _;
+                let _ = std::io::stdout().flush();
+                g.keep_alive();
+                loop {
+                    tokio::select! {
+                        _ = lockd::shutdown::signal() => {
+                            g.release().await?;
+                            return Ok(());
+                        }
+                        _ = tokio::time::sleep(Duration::from_millis(50)) => {
+                            if !g.is_valid() {
+                                return Err(Failure(anyhow!("lost lock {key} (token {}): its lease ran out or it was taken", g.token()), 3));
+                            }
+                        }
+                    }
+                }
+            }
         }
         Cmd::Release { key, token } => {
             client.release(&key, token).await?;
