@@ -221,7 +221,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     let client = Client::new(cli.endpoints.clone());
     let j = cli.json;
     match cli.command {
-        Cmd::Acquire { key, lease, wait, hold } => {
+        Cmd::Acquire {
+            key,
+            lease,
+            wait,
+            hold,
+        } => {
             let mut g = client.acquire(&key, lease, wait).await?;
             print(
                 j,
