@@ -1,0 +1,76 @@
+//! `lockctl` against a running cluster: output, `--json`, exit statuses.
+
+use std::process::Command;
+use std::time::Duration;
+
+use lock_tests::cluster::{lockd_bin, Cluster};
+
+fn lockctl(c: &Cluster, args: &[&str]) -> (Option<i32>, String, String) {
+    let endpoints = c
+        .nodes
+        .values()
+        .map(|n| n.addr.clone())
+        .collect::<Vec<_>>()
+        .join(",");
+    let out = Command::new(lockd_bin().with_file_name("lockctl"))
+        .args(["--endpoints", &endpoints])
+        .args(args)
+        .output()
+        .expect("run lockctl");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn lockctl_takes_checks_and_frees_locks_with_exit_statuses() {
+    let c = Cluster::start(3, &[]);
+    c.wait_leader(Duration::from_secs(20));
+    let (code, out, err) = lockctl(&c, &["acquire", "db/primary", "--lease", "10s"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "acquired db/primary token 1 lease 10000 ms");
+    // Held: exit status 2 after the wait.
+    let (code, _, err) = lockctl(
+        &c,
+        &["acquire", "db/primary", "--lease", "10s", "--wait", "200ms"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("lock \"db/primary\" is held by another holder"),
+        "{err}"
+    );
+    let (code, out, _) = lockctl(&c, &["get", "db/primary"]);
+    assert_eq!(
+        (code, out.trim()),
+        (Some(0), "db/primary: held, token 1 lease 10000 ms")
+    );
+    let (code, out, _) = lockctl(&c, &["--json", "get", "db/primary"]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(
+        (code, v["token"].as_u64(), v["held"].as_bool()),
+        (Some(0), Some(1), Some(true))
+    );
+    // Not the holder: exit status 2.
+    let (code, _, err) = lockctl(&c, &["release", "db/primary", "--token", "7"]);
+    assert_eq!(code, Some(2), "{err}");
+    let (code, out, _) = lockctl(&c, &["release", "db/primary", "--token", "1"]);
+    assert_eq!((code, out.trim()), (Some(0), "released db/primary"));
+    let (code, out, _) = lockctl(&c, &["get", "db/primary"]);
+    assert_eq!((code, out.trim()), (Some(0), "db/primary: free"));
+    // Bad input: exit status 1 with the node's precise error.
+    let (code, _, err) = lockctl(&c, &["acquire", "k", "--lease", "0ms"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("lease_ms must be above 0"), "{err}");
+    // Status of every endpoint, and the members.
+    let (code, out, _) = lockctl(&c, &["--json", "status"]);
+    let all: Vec<serde_json::Value> = serde_json::from_str(&out).expect("json");
+    assert_eq!((code, all.len()), (Some(0), 3));
+    assert_eq!(all.iter().filter(|s| s["role"] == "leader").count(), 1);
+    let (code, out, _) = lockctl(&c, &["members"]);
+    assert_eq!(
+        (code, out.lines().filter(|l| l.contains("voter")).count()),
+        (Some(0), 3)
+    );
+}
