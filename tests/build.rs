@@ -1,15 +1,15 @@
-//! Builds the hostile guest fixtures for wasm32 and componentises them into
-//! `OUT_DIR`, where the tests include them.
+//! Builds the hostile guest fixtures and version 2 of the lock module for
+//! wasm32 and componentises them into `OUT_DIR`, where the tests include
+//! them.
 
 fn main() {
     let manifest = std::path::PathBuf::from(
         std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
     );
     let workspace = manifest.parent().expect("tests/ sits in the workspace");
-    let watch = ["tests/fixtures", "guest-sm/src", "wit"];
-    if let Err(e) =
-        guest_build::build_components(workspace, &["chaos-guest", "import-guest"], &watch)
-    {
+    let watch = ["tests/fixtures", "guest-sm/src", "guest-sm-v2/src", "wit"];
+    let guests = ["chaos-guest", "import-guest", "guest-sm-v2"];
+    if let Err(e) = guest_build::build_components(workspace, &guests, &watch) {
         panic!("cannot build the test fixture guests:\n{e}");
     }
 }
