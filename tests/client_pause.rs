@@ -7,30 +7,16 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{lockd_bin, Cluster};
+use lock_tests::cluster::Cluster;
 use serde_json::json;
 
 #[test]
 fn a_client_stopped_past_its_lease_loses_the_lock_and_notices() {
     let c = Cluster::start(3, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));
-    let endpoints = c
-        .nodes
-        .values()
-        .map(|n| n.addr.clone())
-        .collect::<Vec<_>>()
-        .join(",");
-    let mut holder = Command::new(lockd_bin().with_file_name("lockctl"))
-        .args([
-            "--endpoints",
-            &endpoints,
-            "--json",
-            "acquire",
-            "paused",
-            "--lease",
-            "800ms",
-            "--hold",
-        ])
+    let mut holder = c
+        .lockctl()
+        .args(["--json", "acquire", "paused", "--lease", "800ms", "--hold"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -1,22 +1,11 @@
 //! `lockctl` against a running cluster: output, `--json`, exit statuses.
 
-use std::process::Command;
 use std::time::Duration;
 
-use lock_tests::cluster::{lockd_bin, Cluster};
+use lock_tests::cluster::Cluster;
 
 fn lockctl(c: &Cluster, args: &[&str]) -> (Option<i32>, String, String) {
-    let endpoints = c
-        .nodes
-        .values()
-        .map(|n| n.addr.clone())
-        .collect::<Vec<_>>()
-        .join(",");
-    let out = Command::new(lockd_bin().with_file_name("lockctl"))
-        .args(["--endpoints", &endpoints])
-        .args(args)
-        .output()
-        .expect("run lockctl");
+    let out = c.lockctl().args(args).output().expect("run lockctl");
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

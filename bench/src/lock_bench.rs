@@ -9,33 +9,23 @@
 //! clients contending for one key (every cycle is a handoff). Each client has
 //! its own connection over the native protocol.
 
-use std::process::Command;
 use std::time::Duration;
 
-use lock_tests::cluster::{lockd_bin, Cluster};
+use lock_tests::cluster::Cluster;
 
 fn main() {
     let seconds: f64 = lock_bench::arg("--seconds", 5.0);
     lock_bench::ensure_binaries_built();
-    let lockctl = lockd_bin().with_file_name("lockctl");
     let c = Cluster::start(3, &[]);
     c.wait_leader(Duration::from_secs(20));
-    let endpoints = c
-        .nodes
-        .values()
-        .map(|n| n.addr.clone())
-        .collect::<Vec<_>>()
-        .join(",");
     println!(
         "3-node cluster (separate processes, fsync on), native protocol, {seconds} s per row\n"
     );
     println!("| clients | keys | cycles/s | acquire p50 ms | p99 ms | p999 ms | errors |");
     println!("|---:|---|---:|---:|---:|---:|---:|");
     for (clients, contended) in [(1, false), (64, false), (16, true)] {
-        let mut cmd = Command::new(&lockctl);
+        let mut cmd = c.lockctl();
         cmd.args([
-            "--endpoints",
-            &endpoints,
             "--json",
             "bench",
             "--clients",

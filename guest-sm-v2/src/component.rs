@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use guest_sm::component::{Command, Guest, HeldLock, LockInfo, Outcome, TableStats};
+use guest_sm::component::{query, Command, Guest, HeldLock, LockInfo, Outcome, TableStats};
 
 use crate::V2;
 
@@ -28,36 +28,15 @@ impl Guest for ExportsV2 {
     }
 
     fn get(key: String) -> Option<LockInfo> {
-        with(|s| {
-            s.table.get(&key).map(|i| LockInfo {
-                token: i.token,
-                lease_ms: i.lease_ms,
-            })
-        })
+        with(|s| query::get(&s.table, &key))
     }
 
     fn locks(after: Option<String>, limit: u32) -> Vec<HeldLock> {
-        with(|s| {
-            s.table
-                .locks(after.as_deref(), limit as usize)
-                .into_iter()
-                .map(|h| HeldLock {
-                    key: h.key,
-                    token: h.token,
-                    lease_ms: h.lease_ms,
-                })
-                .collect()
-        })
+        with(|s| query::locks(&s.table, after, limit))
     }
 
     fn stats() -> TableStats {
-        with(|s| {
-            let st = s.table.stats();
-            TableStats {
-                held: st.held,
-                next_token: st.next_token,
-            }
-        })
+        with(|s| query::stats(&s.table))
     }
 
     fn snapshot() -> Vec<u8> {

@@ -60,6 +60,39 @@ impl From<Out> for Outcome {
     }
 }
 
+/// The read-only queries of a [`LockTable`], answered in WIT types; shared
+/// by every module built on this table.
+pub mod query {
+    use super::{HeldLock, LockInfo, TableStats};
+    use crate::table::LockTable;
+
+    pub fn get(t: &LockTable, key: &str) -> Option<LockInfo> {
+        t.get(key).map(|i| LockInfo {
+            token: i.token,
+            lease_ms: i.lease_ms,
+        })
+    }
+
+    pub fn locks(t: &LockTable, after: Option<String>, limit: u32) -> Vec<HeldLock> {
+        t.locks(after.as_deref(), limit as usize)
+            .into_iter()
+            .map(|h| HeldLock {
+                key: h.key,
+                token: h.token,
+                lease_ms: h.lease_ms,
+            })
+            .collect()
+    }
+
+    pub fn stats(t: &LockTable) -> TableStats {
+        let s = t.stats();
+        TableStats {
+            held: s.held,
+            next_token: s.next_token,
+        }
+    }
+}
+
 /// The lock state machine as the component's exports.
 pub struct Exports;
 
@@ -74,35 +107,15 @@ impl Guest for Exports {
     }
 
     fn get(key: String) -> Option<LockInfo> {
-        with_table(|t| {
-            t.get(&key).map(|i| LockInfo {
-                token: i.token,
-                lease_ms: i.lease_ms,
-            })
-        })
+        with_table(|t| query::get(t, &key))
     }
 
     fn locks(after: Option<String>, limit: u32) -> Vec<HeldLock> {
-        with_table(|t| {
-            t.locks(after.as_deref(), limit as usize)
-                .into_iter()
-                .map(|h| HeldLock {
-                    key: h.key,
-                    token: h.token,
-                    lease_ms: h.lease_ms,
-                })
-                .collect()
-        })
+        with_table(|t| query::locks(t, after, limit))
     }
 
     fn stats() -> TableStats {
-        with_table(|t| {
-            let s = t.stats();
-            TableStats {
-                held: s.held,
-                next_token: s.next_token,
-            }
-        })
+        with_table(|t| query::stats(t))
     }
 
     fn snapshot() -> Vec<u8> {

@@ -302,6 +302,18 @@ impl Cluster {
         }
     }
 
+    /// Every node's address.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.nodes.values().map(|n| n.addr.clone()).collect()
+    }
+
+    /// A `lockctl` command pointed at every node of this cluster.
+    pub fn lockctl(&self) -> Command {
+        let mut cmd = Command::new(lockd_bin().with_file_name("lockctl"));
+        cmd.args(["--endpoints", &self.endpoints().join(",")]);
+        cmd
+    }
+
     pub fn addr(&self, id: u64) -> &str {
         &self.nodes[&id].addr
     }

@@ -36,7 +36,7 @@ use serde_json::json;
 use tokio::net::TcpStream;
 
 use super::forward;
-use super::status::{status_of, Member, Status};
+use super::status::{members_of, status_of, status_with, Member, Status};
 use crate::membership::{self, MembershipError};
 use crate::node::Node;
 use crate::service::{self, ServiceError};
@@ -137,7 +137,7 @@ async fn status(State(node): State<Arc<Node>>) -> Json<Status> {
 }
 
 async fn members(State(node): State<Arc<Node>>) -> Json<Vec<Member>> {
-    Json(status_of(&node).members)
+    Json(members_of(&node))
 }
 
 #[derive(Deserialize)]
@@ -159,7 +159,7 @@ async fn members_add(
 ) -> Result<Json<Vec<Member>>, ApiError> {
     let req: AddMember = parse(body)?;
     membership::add_learner(&node, req.id, &req.addr).await?;
-    Ok(Json(status_of(&node).members))
+    Ok(Json(members_of(&node)))
 }
 
 async fn members_promote(
@@ -168,7 +168,7 @@ async fn members_promote(
 ) -> Result<Json<Vec<Member>>, ApiError> {
     let req: MemberId = parse(body)?;
     membership::promote(&node, req.id).await?;
-    Ok(Json(status_of(&node).members))
+    Ok(Json(members_of(&node)))
 }
 
 async fn members_remove(
@@ -177,7 +177,7 @@ async fn members_remove(
 ) -> Result<Json<Vec<Member>>, ApiError> {
     let req: MemberId = parse(body)?;
     membership::remove(&node, req.id).await?;
-    Ok(Json(status_of(&node).members))
+    Ok(Json(members_of(&node)))
 }
 
 #[derive(Deserialize)]
@@ -302,7 +302,7 @@ async fn lock_post(
 }
 
 async fn metrics(State(node): State<Arc<Node>>) -> impl IntoResponse {
-    let s = status_of(&node);
+    let s = status_with(&node, false);
     let stats = node.log.stats();
     let mut out = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, value: u64| {

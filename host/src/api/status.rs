@@ -16,19 +16,33 @@ pub fn role_name(state: ServerState) -> &'static str {
     }
 }
 
-/// The status of `node` now.
-pub fn status_of(node: &Node) -> Status {
-    let m = node.raft.metrics().borrow().clone();
-    let membership = m.membership_config.membership();
+/// The members of the cluster as this node knows them.
+pub fn members_of(node: &Node) -> Vec<Member> {
+    let m = node.raft.metrics().borrow().membership_config.clone();
+    let membership = m.membership();
     let voters: std::collections::BTreeSet<u64> = membership.voter_ids().collect();
-    let members = membership
+    membership
         .nodes()
         .map(|(id, n)| Member {
             id: *id,
             addr: n.addr.clone(),
             voter: voters.contains(id),
         })
-        .collect();
+        .collect()
+}
+
+/// The status of `node` now.
+pub fn status_of(node: &Node) -> Status {
+    status_with(node, true)
+}
+
+/// The status; without `state_hash` (left empty) when `hash` is false. The
+/// state hash encodes and hashes the whole lock table while holding the
+/// state machine's lock, so frequent readers that do not report it (metrics
+/// scrapes) skip it rather than stall apply.
+pub fn status_with(node: &Node, hash: bool) -> Status {
+    let m = node.raft.metrics().borrow().clone();
+    let members = members_of(node);
     // Applied index and state hash are read under one lock, so the hash
     // is the hash *at* that index.
     let (applied_index, module_hash, module_version, state_hash, locks_held, poisoned) = {
@@ -39,11 +53,14 @@ pub fn status_of(node: &Node) -> Status {
             .guest
             .version()
             .unwrap_or_else(|e| format!("unavailable: {e}"));
-        let hash = st
-            .guest
-            .state_hash()
-            .map(hex::encode)
-            .unwrap_or_else(|e| format!("unavailable: {e}"));
+        let hash = if hash {
+            st.guest
+                .state_hash()
+                .map(hex::encode)
+                .unwrap_or_else(|e| format!("unavailable: {e}"))
+        } else {
+            String::new()
+        };
         let held = st.guest.stats().map(|s| s.held).unwrap_or(0);
         let poisoned = st.guest.poisoned().map(str::to_string);
         (applied, module_hash, version, hash, held, poisoned)

@@ -296,7 +296,7 @@ pub fn run(cfg: RunConfig) -> Report {
         Cluster::start(cfg.nodes, &[])
     };
     c.wait_leader(Duration::from_secs(30));
-    let endpoints: Vec<String> = c.nodes.values().map(|n| n.addr.clone()).collect();
+    let endpoints = c.endpoints();
     let history = Arc::new(History::new());
     let register = Arc::new(FencedRegister::new(cfg.unfenced_register));
     let stop = Arc::new(AtomicBool::new(false));
