@@ -6,6 +6,8 @@
 //! * `sm-bench`: state-machine apply, native vs wasm.
 //! * `cluster-bench`: commit throughput and latency over HTTP, fsyncs per entry.
 //! * `lock-bench`: lock cycles over the native protocol (runs `lockctl bench`).
+//! * `upgrade-bench`: the client-visible pause of a hot upgrade with 100k
+//!   held locks, compile included and excluded.
 //! * this library: what the binaries share.
 
 /// The value after `--name` on the command line, or `default`.

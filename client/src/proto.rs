@@ -59,6 +59,9 @@ pub enum WireError {
     NotHeld(String),
     #[error("{0}")]
     WrongToken(String),
+    /// The lock module's policy refused the grant (the key is not held).
+    #[error("{0}")]
+    Refused(String),
     /// Ask the leader instead (its address when known).
     #[error("{message}")]
     NotLeader {
@@ -108,4 +111,121 @@ pub struct Status {
     pub wal_entries: u64,
     /// Set when the guest failed and the state machine stopped applying.
     pub poisoned: Option<String>,
+    /// The log index at which the active module became active (0: it is
+    /// the module the cluster started with, or came with a snapshot).
+    #[serde(default)]
+    pub module_since_index: u64,
+    /// The most recent upgrade entries this node applied, oldest first.
+    #[serde(default)]
+    pub upgrades: Vec<UpgradeRecord>,
+    /// The candidate module running in shadow mode, if any.
+    #[serde(default)]
+    pub shadow: Option<ShadowStatus>,
+    /// Audit divergences this node has seen between itself and a peer.
+    #[serde(default)]
+    pub audit_divergences: u64,
+}
+
+/// What applying one upgrade entry did on a node. Everything but
+/// `swap_us` is computed deterministically, so every node records the same.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UpgradeRecord {
+    /// The log index of the upgrade entry.
+    pub index: u64,
+    /// The module hash the entry said it replaces.
+    pub replaces: String,
+    /// SHA-256 of the new component bytes.
+    pub module_hash: String,
+    /// "swapped" or "rejected".
+    pub result: String,
+    /// The new module's version string (swapped only).
+    pub version: Option<String>,
+    /// Why the upgrade was rejected (rejected only).
+    pub reason: Option<String>,
+    /// How long the swap took on this node, in µs (not deterministic).
+    #[serde(default)]
+    pub swap_us: u64,
+}
+
+impl UpgradeRecord {
+    pub fn swapped(&self) -> bool {
+        self.result == "swapped"
+    }
+
+    /// The deterministic part, for comparing nodes.
+    pub fn outcome(&self) -> (u64, &str, &str, &str, Option<&str>, Option<&str>) {
+        (
+            self.index,
+            &self.replaces,
+            &self.module_hash,
+            &self.result,
+            self.version.as_deref(),
+            self.reason.as_deref(),
+        )
+    }
+}
+
+/// A candidate module fed the committed stream beside the active one.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShadowStatus {
+    pub module_hash: String,
+    pub module_version: String,
+    /// The log index of the entry that started it.
+    pub since_index: u64,
+    /// Commands fed to both modules.
+    pub commands_compared: u64,
+    /// Commands whose outcomes differed.
+    pub outcome_diffs: u64,
+    /// State hashes compared (at every audit point).
+    pub hash_checks: u64,
+    pub hash_diffs: u64,
+    /// Set when the candidate failed (trap, fuel, memory); it is then fed
+    /// nothing more. The active module is never affected.
+    pub failed: Option<String>,
+    /// The first few differing outcomes.
+    pub examples: Vec<ShadowDiff>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShadowDiff {
+    pub index: u64,
+    pub command: String,
+    pub active: String,
+    pub shadow: String,
+}
+
+/// One (index, state hash) point a node recorded for the determinism audit.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AuditRecord {
+    pub index: u64,
+    pub state_hash: String,
+    pub module_hash: String,
+    /// "interval" (a multiple of the audit interval), "upgrade" (right after
+    /// an upgrade entry) or "snapshot" (right after installing one).
+    pub kind: String,
+}
+
+/// A node's audit points (`GET /v1/audit`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AuditReport {
+    pub id: u64,
+    pub interval: u64,
+    pub records: Vec<AuditRecord>,
+}
+
+/// The answer to an upgrade or shadow request (`POST /v1/admin/...`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UpgradeReply {
+    /// The log index of the entry.
+    pub index: u64,
+    /// "swapped", "rejected", "shadow-started", "shadow-stopped".
+    pub result: String,
+    pub module_hash: String,
+    pub replaces: String,
+    pub version: Option<String>,
+    pub reason: Option<String>,
+    /// Leader-side check: compile (or cache load) time in µs, if checked.
+    pub precheck_compile_us: Option<u64>,
+    /// Leader-side check: dry-run migration time in µs, if checked.
+    pub precheck_migrate_us: Option<u64>,
 }

@@ -46,6 +46,12 @@ pub struct NodeConfig {
     /// The largest lease a client may ask for.
     pub max_lease_ms: u64,
     pub segment_bytes: u64,
+    /// Record the state hash every this many log indices (0: only at
+    /// upgrades and snapshot installs). Equal on every node, so that they
+    /// record at the same indices.
+    pub audit_interval: u64,
+    /// How often the node compares its audit points with its peers' (ms).
+    pub audit_check_ms: u64,
     pub engine: EngineSettings,
 }
 
@@ -63,6 +69,8 @@ impl Default for NodeConfig {
             keep_after_snapshot: 1_000,
             max_lease_ms: 3_600_000,
             segment_bytes: 64 << 20,
+            audit_interval: 1000,
+            audit_check_ms: 10_000,
             engine: EngineSettings::default(),
         }
     }
@@ -126,6 +134,8 @@ pub struct FileConfig {
     pub segment_bytes: Option<u64>,
     pub fuel_per_call: Option<u64>,
     pub memory_limit_bytes: Option<u64>,
+    pub audit_interval: Option<u64>,
+    pub audit_check_ms: Option<u64>,
 }
 
 impl FileConfig {
@@ -159,6 +169,9 @@ impl NodeConfig {
                 "election timeout ({} ms) must be more than twice the heartbeat ({} ms)",
                 self.election_timeout_ms, self.heartbeat_ms
             )));
+        }
+        if self.audit_check_ms == 0 {
+            return Err(ConfigError::Invalid("audit check period must be above 0 ms".into()));
         }
         if self.max_lease_ms == 0 {
             return Err(ConfigError::Invalid("max lease must be above 0 ms".into()));

@@ -31,6 +31,11 @@
 //! * [`builtin`]: the lock state machine component built from `guest-sm/`
 //!   and embedded in the binary; the module a new cluster starts with.
 //!
+//! Beside the request path, [`upgrade`] replaces the lock module through the
+//! log (validate on the leader, migrate and swap at apply on every node),
+//! runs candidate modules in shadow mode, records and compares state hashes
+//! for the determinism audit, and replays a stored log through a module.
+//!
 //! Around them: [`node`] assembles and starts a node, [`config`] reads flags
 //! and the TOML file, [`membership`] adds, promotes and removes nodes, and
 //! [`shutdown`] waits for the signal to stop.
@@ -61,3 +66,4 @@ pub mod raft;
 pub mod service;
 pub mod shutdown;
 pub mod transport;
+pub mod upgrade;

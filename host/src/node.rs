@@ -35,6 +35,7 @@ use crate::raft::state_machine::{SmOpenError, StateMachineStore};
 use crate::raft::{Node as RaftNode, NodeId, Raft};
 use crate::service::locks::LockService;
 use crate::service::proposer::Proposer;
+use crate::upgrade::precompile::Precompiler;
 
 #[derive(Debug, Error)]
 pub enum NodeError {
@@ -145,17 +146,20 @@ impl Node {
         )?);
         check_meta(&dir, config.id, engine.fingerprint())?;
 
+        let precompiler = Precompiler::new(engine.clone());
         let sm = StateMachineStore::open(
             config.id,
-            engine.clone(),
+            precompiler.clone(),
             &dir.join("snapshot"),
             crate::builtin::LOCK_SM,
+            config.audit_interval,
         )?;
         let log = LogStore::open(
             &dir.join("raft"),
             WalOptions {
                 segment_bytes: config.segment_bytes,
             },
+            Some(precompiler),
         )?;
 
         let raft_config = openraft::Config {
@@ -220,6 +224,11 @@ impl Node {
             move |s| crate::api::framed::serve(n1.clone(), s),
             move |s| crate::api::http::serve(n2.clone(), s),
             shutdown_rx,
+        ));
+
+        tokio::spawn(crate::upgrade::audit::run_checker(
+            node.clone(),
+            Duration::from_millis(config.audit_check_ms),
         ));
 
         if let Some(members) = config.bootstrap_members() {

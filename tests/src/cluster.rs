@@ -59,6 +59,8 @@ pub struct NodeProc {
     pub args: Vec<String>,
     /// Extra environment for this node's process.
     pub env: Vec<(String, String)>,
+    /// A binary other than [`lockd_bin`] for this node.
+    pub bin: Option<PathBuf>,
     pub child: Option<Child>,
 }
 
@@ -204,6 +206,7 @@ impl Cluster {
                 log,
                 args,
                 env: Vec::new(),
+                bin: None,
                 child: None,
             },
         );
@@ -223,10 +226,11 @@ impl Cluster {
         let mut cmd = match &self.net {
             Some(net) => {
                 let mut c = Command::new("ip");
-                c.args(["netns", "exec", &net.ns(id)]).arg(lockd_bin());
+                c.args(["netns", "exec", &net.ns(id)])
+                    .arg(node.bin.clone().unwrap_or_else(lockd_bin));
                 c
             }
-            None => Command::new(lockd_bin()),
+            None => Command::new(node.bin.clone().unwrap_or_else(lockd_bin)),
         };
         let child = cmd
             .args(&node.args)
@@ -358,6 +362,33 @@ impl Cluster {
 
     pub fn post(&self, id: u64, path: &str, body: Value) -> Result<Reply, String> {
         self.request(id, "POST", path, Some(body))
+    }
+
+    /// POST raw bytes (a module) to node `id`.
+    pub fn post_bytes(&self, id: u64, path: &str, body: &[u8]) -> Result<Reply, String> {
+        let url = format!("http://{}{path}", self.addr(id));
+        let res = self
+            .agent
+            .post(&url)
+            .set("content-type", "application/wasm")
+            .send_bytes(body);
+        match res {
+            Ok(r) => Ok(Reply {
+                status: r.status(),
+                body: r.into_json().unwrap_or(Value::Null),
+            }),
+            Err(ureq::Error::Status(code, r)) => Ok(Reply {
+                status: code,
+                body: r.into_json().unwrap_or(Value::Null),
+            }),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Node `id`'s audit points.
+    pub fn audit(&self, id: u64) -> Option<lockd_client::proto::AuditReport> {
+        let r = self.get(id, "/v1/audit").ok()?;
+        serde_json::from_value(r.body).ok()
     }
 
     pub fn status(&self, id: u64) -> Option<Status> {

@@ -14,10 +14,13 @@
 //! * [`jepsen`]: fault-injection runs with history checkers.
 //! * [`netns`]: one network namespace per node, for partitions.
 //! * [`fixtures`]: the hostile guest components built by `build.rs`.
+//! * [`load`]: client threads that keep taking and freeing locks while a
+//!   test upgrades, and what they saw.
 
 pub mod cluster;
 pub mod fixtures;
 pub mod jepsen;
+pub mod load;
 pub mod machines;
 pub mod netns;
 pub mod scenario;

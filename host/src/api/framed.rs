@@ -166,6 +166,7 @@ fn wire_error(node: &Node, e: ServiceError) -> WireError {
         ServiceError::Held { .. } => WireError::Held(msg),
         ServiceError::NotHeld { .. } => WireError::NotHeld(msg),
         ServiceError::WrongToken { .. } => WireError::WrongToken(msg),
+        ServiceError::Refused { .. } => WireError::Refused(msg),
         ServiceError::NotLeader { leader, .. } => {
             let leader_addr = leader.and_then(|l| {
                 node.raft

@@ -2,7 +2,7 @@
 //!
 //! | route | body | answer |
 //! |---|---|---|
-//! | `POST /v1/locks/{key}/acquire` | `{"lease_ms":N,"wait_ms":N}` | `200 {"token":T,"lease_ms":N}`; `409` still held after the wait |
+//! | `POST /v1/locks/{key}/acquire` | `{"lease_ms":N,"wait_ms":N}` | `200 {"token":T,"lease_ms":N}`; `409` still held after the wait; `403` the lock module's policy refused the key |
 //! | `POST /v1/locks/{key}/release` | `{"token":T}` | `200`; `404` not held; `409` not the holder's token |
 //! | `POST /v1/locks/{key}/keepalive` | `{"token":T}` | `200 {"lease_ms":N}`; `404`/`409` as above; `503` leadership not confirmed |
 //! | `GET /v1/locks/{key}` | | `{"held":bool,"token":T?,"lease_ms":N?}`, read linearizably |
@@ -12,6 +12,7 @@
 //! | `POST /v1/members/promote` | `{"id":N}` | learner → voter |
 //! | `POST /v1/members/remove` | `{"id":N}` | remove a voter or learner |
 //! | `GET /metrics` | | Prometheus text |
+//! | `/v1/admin/…`, `GET /v1/audit` | | upgrade, shadow mode, audit: see [`super::admin`] |
 //!
 //! Keys may contain `/`; other reserved characters are percent-encoded. A
 //! key is everything between `/v1/locks/` and the action. Every error is
@@ -64,6 +65,15 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/v1/members/remove", post(members_remove))
         .route("/v1/locks/{*path}", get(lock_get).post(lock_post))
         .route("/metrics", get(metrics))
+        .route("/v1/audit", get(super::admin::audit))
+        .merge(
+            Router::new()
+                .route("/v1/admin/upgrade", post(super::admin::upgrade))
+                .route("/v1/admin/shadow", post(super::admin::shadow_start))
+                .route("/v1/admin/shadow/promote", post(super::admin::shadow_promote))
+                .route("/v1/admin/shadow/abort", post(super::admin::shadow_abort))
+                .layer(DefaultBodyLimit::max(super::admin::MAX_MODULE)),
+        )
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such route".into(), None) })
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(node)
@@ -92,6 +102,7 @@ impl From<ServiceError> for ApiError {
             | ServiceError::LeaseTooLong { .. } => StatusCode::BAD_REQUEST,
             ServiceError::Held { .. } | ServiceError::WrongToken { .. } => StatusCode::CONFLICT,
             ServiceError::NotHeld { .. } => StatusCode::NOT_FOUND,
+            ServiceError::Refused { .. } => StatusCode::FORBIDDEN,
             ServiceError::NotLeader { .. } | ServiceError::Unavailable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -420,6 +431,56 @@ async fn metrics(State(node): State<Arc<Node>>) -> impl IntoResponse {
         "gauge",
         "1 when the guest failed and applying stopped.",
         s.poisoned.is_some() as u64,
+    );
+    let (swapped, rejected) = node.sm.upgrade_counts();
+    metric(
+        "lockd_upgrades_swapped_total",
+        "counter",
+        "Upgrade entries applied that swapped the lock module.",
+        swapped,
+    );
+    metric(
+        "lockd_upgrades_rejected_total",
+        "counter",
+        "Upgrade entries applied that were rejected (the old module stayed).",
+        rejected,
+    );
+    metric(
+        "lockd_module_since_index",
+        "gauge",
+        "Log index at which the active module became active.",
+        s.module_since_index,
+    );
+    metric(
+        "lockd_audit_divergences_total",
+        "counter",
+        "State-hash divergences between nodes found by the determinism audit.",
+        s.audit_divergences,
+    );
+    let sh = s.shadow.as_ref();
+    metric(
+        "lockd_shadow_active",
+        "gauge",
+        "1 when a shadow module runs (and has not failed).",
+        sh.is_some_and(|x| x.failed.is_none()) as u64,
+    );
+    metric(
+        "lockd_shadow_commands_compared_total",
+        "counter",
+        "Commands fed to both the active and the shadow module.",
+        sh.map_or(0, |x| x.commands_compared),
+    );
+    metric(
+        "lockd_shadow_outcome_diffs_total",
+        "counter",
+        "Commands whose shadow outcome differed from the active one.",
+        sh.map_or(0, |x| x.outcome_diffs),
+    );
+    metric(
+        "lockd_shadow_hash_diffs_total",
+        "counter",
+        "Audit points where the shadow's state hash differed.",
+        sh.map_or(0, |x| x.hash_diffs),
     );
     (
         [(

@@ -45,7 +45,7 @@ pub fn status_with(node: &Node, hash: bool) -> Status {
     let members = members_of(node);
     // Applied index and state hash are read under one lock, so the hash
     // is the hash *at* that index.
-    let (applied_index, module_hash, module_version, state_hash, locks_held, poisoned) = {
+    let (applied_index, module_hash, module_version, state_hash, locks_held, poisoned, upgrade) = {
         let mut st = node.sm.state();
         let applied = st.last_applied.map_or(0, |l| l.index);
         let module_hash = st.module_hash().to_string();
@@ -63,8 +63,14 @@ pub fn status_with(node: &Node, hash: bool) -> Status {
         };
         let held = st.guest.stats().map(|s| s.held).unwrap_or(0);
         let poisoned = st.guest.poisoned().map(str::to_string);
-        (applied, module_hash, version, hash, held, poisoned)
+        let upgrade = (
+            st.module_since,
+            st.upgrades.iter().cloned().collect::<Vec<_>>(),
+            st.shadow.as_ref().map(|s| s.status()),
+        );
+        (applied, module_hash, version, hash, held, poisoned, upgrade)
     };
+    let (module_since_index, upgrades, shadow) = upgrade;
     let (built, installed) = node.sm.snapshot_counts();
     let stats = node.log.stats();
     Status {
@@ -89,5 +95,9 @@ pub fn status_with(node: &Node, hash: bool) -> Status {
         wal_fsyncs: stats.fsyncs.load(std::sync::atomic::Ordering::Relaxed),
         wal_entries: stats.entries.load(std::sync::atomic::Ordering::Relaxed),
         poisoned,
+        module_since_index,
+        upgrades,
+        shadow,
+        audit_divergences: node.sm.divergences(),
     }
 }

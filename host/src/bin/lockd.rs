@@ -6,7 +6,11 @@
 //!       --initial-cluster 1=127.0.0.1:7401,2=127.0.0.1:7402,3=127.0.0.1:7403
 //! lockd serve --id 4 --addr 127.0.0.1:7404 --data-dir d4 --join   # wait to be added
 //! lockd dev --nodes 3                          # a local 3-node cluster in one process
+//! lockd replay --data-dir d2 --module new.wasm # a stopped node's log through another module
 //! ```
+//!
+//! `lockd replay` exits 0 when every outcome is the same, 2 when some differ
+//! (they are listed), 1 on an error.
 
 use std::path::PathBuf;
 
@@ -32,6 +36,28 @@ enum Cmd {
     Serve(ServeArgs),
     /// Run a local cluster of several nodes in one process, for trying it out.
     Dev(DevArgs),
+    /// Replay a stopped node's stored log through a module and report every
+    /// outcome that differs from the active module's.
+    Replay(ReplayArgs),
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    /// The node's data dir (the node must be stopped).
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// The candidate component.
+    #[arg(long)]
+    module: PathBuf,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+    /// Fuel per guest call (use the cluster's value if it is not the default).
+    #[arg(long)]
+    fuel_per_call: Option<u64>,
+    /// Guest memory limit in bytes (likewise).
+    #[arg(long)]
+    memory_limit_bytes: Option<u64>,
 }
 
 #[derive(Args, Default)]
@@ -77,6 +103,13 @@ struct ServeArgs {
     /// Guest memory limit in bytes (part of the engine fingerprint).
     #[arg(long)]
     memory_limit_bytes: Option<u64>,
+    /// Record the state hash for the determinism audit every this many log
+    /// indices (same on every node; 0: only at upgrades).
+    #[arg(long)]
+    audit_interval: Option<u64>,
+    /// How often to compare audit points with the peers, in ms.
+    #[arg(long)]
+    audit_check_ms: Option<u64>,
 }
 
 #[derive(Args)]
@@ -112,6 +145,8 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
     set!(keep_after_snapshot);
     set!(max_lease_ms);
     set!(segment_bytes);
+    set!(audit_interval);
+    set!(audit_check_ms);
     if let Some(v) = a.fuel_per_call.or(file.fuel_per_call) {
         c.engine.fuel_per_call = v;
     }
@@ -182,7 +217,59 @@ async fn dev(args: DevArgs) -> Result<()> {
     Ok(())
 }
 
-fn main() -> Result<()> {
+fn replay(a: ReplayArgs) -> Result<()> {
+    let module = std::fs::read(&a.module)
+        .with_context(|| format!("cannot read module {}", a.module.display()))?;
+    let mut settings = lockd::engine::EngineSettings::default();
+    if let Some(v) = a.fuel_per_call {
+        settings.fuel_per_call = v;
+    }
+    if let Some(v) = a.memory_limit_bytes {
+        settings.memory_limit_bytes = v;
+    }
+    let engine = lockd::engine::WasmEngine::new(settings, None)?;
+    let r = lockd::upgrade::replay::replay(&engine, &a.data_dir, &module, lockd::builtin::LOCK_SM)
+        .with_context(|| format!("cannot replay {}", a.data_dir.display()))?;
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        println!(
+            "replayed entries {}..={} ({} entries, {} commands, {} upgrade entries) after the snapshot at {}",
+            r.from_index + 1,
+            r.to_index,
+            r.entries,
+            r.commands,
+            r.upgrades,
+            r.from_index
+        );
+        println!("active module    {}", r.active_module);
+        println!("candidate module {} ({})", r.candidate_module, r.candidate_version);
+        for d in &r.differences {
+            println!(
+                "index {}: {}: active {}, candidate {}",
+                d.index, d.command, d.active, d.candidate
+            );
+        }
+        if let Some(f) = &r.candidate_failed {
+            println!("the candidate failed {f}; nothing after it was compared");
+        }
+        println!(
+            "{} outcome(s) differ; final state hashes {}",
+            r.differences.len(),
+            if r.candidate_state_hash.as_deref() == Some(r.active_state_hash.as_str()) {
+                "equal"
+            } else {
+                "differ"
+            }
+        );
+    }
+    if !r.differences.is_empty() || r.candidate_failed.is_some() {
+        std::process::exit(2);
+    }
+    Ok(())
+}
+
+pub fn main() -> Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -192,11 +279,15 @@ fn main() -> Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
+    if let Cmd::Replay(a) = cli.command {
+        return replay(a);
+    }
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     rt.block_on(async {
         match cli.command {
             Cmd::Serve(a) => serve(a).await,
             Cmd::Dev(a) => dev(a).await,
+            Cmd::Replay(_) => Ok(()),
         }
     })
 }

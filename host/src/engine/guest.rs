@@ -13,12 +13,18 @@ use crate::command::{Command, HeldLock, LockInfo, Outcome, TableStats};
 
 /// SHA-256 of a module's component bytes: the module's identity in the log,
 /// in snapshots, in the cache and in status output.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ModuleHash(pub [u8; 32]);
 
 impl ModuleHash {
     pub fn of(bytes: &[u8]) -> ModuleHash {
         ModuleHash(Sha256::digest(bytes).into())
+    }
+
+    /// Parse the 64-digit hex form.
+    pub fn parse(hex_digits: &str) -> Option<ModuleHash> {
+        let bytes = hex::decode(hex_digits.trim()).ok()?;
+        <[u8; 32]>::try_from(bytes.as_slice()).ok().map(ModuleHash)
     }
 }
 

@@ -25,7 +25,11 @@ use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, RaftLogReader, StorageIOError};
 use tokio::sync::oneshot;
 
-use super::{Entry, LogId, StorageError, TypeConfig, Vote};
+use openraft::EntryPayload;
+
+use super::{Entry, LogId, Request, StorageError, TypeConfig, Vote};
+use crate::upgrade::precompile::Precompiler;
+use crate::upgrade::ShadowEntry;
 use crate::log::{Wal, WalError, WalOp, WalOptions};
 
 /// Counters of the log, for metrics and the benchmark.
@@ -68,6 +72,8 @@ pub struct LogStore {
     shared: Arc<Shared>,
     tx: mpsc::Sender<WriteReq>,
     dir: PathBuf,
+    /// Modules in upgrade and shadow entries start compiling on append.
+    precompiler: Option<Arc<Precompiler>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -92,7 +98,11 @@ fn io_err(e: impl ToString) -> std::io::Error {
 
 impl LogStore {
     /// Open (and recover) the log in `dir`.
-    pub fn open(dir: &Path, options: WalOptions) -> Result<LogStore, LogOpenError> {
+    pub fn open(
+        dir: &Path,
+        options: WalOptions,
+        precompiler: Option<Arc<Precompiler>>,
+    ) -> Result<LogStore, LogOpenError> {
         let (wal, recovered) = Wal::open(&dir.join("wal"), options)?;
         if let Some(t) = &recovered.torn_tail {
             tracing::warn!(file = %t.file.display(), offset = t.offset, dropped = t.dropped_bytes, "cut a torn tail from the log (an unacknowledged batch)");
@@ -130,6 +140,7 @@ impl LogStore {
             shared,
             tx,
             dir: dir.to_path_buf(),
+            precompiler,
         })
     }
 
@@ -327,6 +338,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                     StorageIOError::write_log_entry(entry.log_id, AnyError::new(&e))
                 })?;
                 encoded.push((entry.log_id.index, bytes));
+                if let Some(p) = &self.precompiler {
+                    match &entry.payload {
+                        EntryPayload::Normal(Request::Upgrade(u)) => p.prepare(&u.module),
+                        EntryPayload::Normal(Request::Shadow(ShadowEntry::Start { module })) => {
+                            p.prepare(module)
+                        }
+                        _ => {}
+                    }
+                }
                 log.insert(entry.log_id.index, entry);
             }
         }

@@ -7,6 +7,7 @@
 //!  client_write(Request) ─► leader appends ─► log_store::LogStore::append ─► WAL (group fsync)
 //!                           replicates    ─► network::PeerClient ─► peers' Raft::append_entries
 //!  committed range       ─► state_machine::StateMachineStore::apply ─► one guest call ─► Response
+//!                           (split at upgrade/shadow entries and audit points)
 //! ```
 //!
 //! # Layout
@@ -29,6 +30,7 @@ use std::io::Cursor;
 use serde::{Deserialize, Serialize};
 
 use crate::command::{Command, Outcome};
+use crate::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 
 pub type NodeId = u64;
 pub use openraft::BasicNode as Node;
@@ -60,6 +62,10 @@ pub enum Request {
     /// every command waiting at the moment into one entry (see
     /// [`crate::service::proposer`]): one fsync for many commands.
     Lock(Vec<Command>),
+    /// Replace the lock module (see [`crate::upgrade`]).
+    Upgrade(UpgradeEntry),
+    /// Start or stop a shadow module (see [`crate::upgrade::shadow`]).
+    Shadow(ShadowEntry),
 }
 
 /// What applying an entry returns to the proposer.
@@ -68,6 +74,8 @@ pub enum Response {
     /// One outcome per command of the entry; a single `Noop` for Raft's blank
     /// and membership entries.
     Lock(Vec<Outcome>),
+    Upgrade(UpgradeOutcome),
+    Shadow(ShadowOutcome),
 }
 
 impl std::fmt::Display for Request {
@@ -80,6 +88,8 @@ impl std::fmt::Display for Request {
                 }
                 write!(f, "]")
             }
+            Request::Upgrade(u) => write!(f, "{u:?}"),
+            Request::Shadow(s) => write!(f, "{s:?}"),
         }
     }
 }

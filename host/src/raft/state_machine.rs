@@ -1,9 +1,9 @@
 //! The Raft state machine: committed entries → one batched guest call.
 //!
 //! Every committed range openraft hands to [`StateMachineStore::apply`] goes
-//! to the guest in **one** call ([`GuestInstance::apply_entries`]); blank and
-//! membership entries are answered `Noop` by the host, without entering the
-//! guest. The guest state lives only in wasm memory; durability comes from
+//! to the guest in **one** call ([`GuestInstance::apply`]) — split only where
+//! noted below; blank and membership entries are answered `Noop` by the
+//! host, without entering the guest. The guest state lives only in wasm memory; durability comes from
 //! snapshots plus the log: on start the last snapshot is restored and
 //! openraft re-applies the log after it.
 //!
@@ -12,6 +12,12 @@
 //! node that installs it runs exactly the module that was active at that
 //! index. The current snapshot is kept on disk (`snapshot/current`, written
 //! atomically) and in memory for sending to peers.
+//!
+//! A range is split where it must be: at an upgrade or shadow entry (applied
+//! by the host, see [`crate::upgrade`]) and at every audit point (a multiple
+//! of the audit interval, where the state hash is recorded). Between those,
+//! lock commands still go to the guest in one call; when a shadow module is
+//! running, the same batch goes to it next and the outcomes are compared.
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
@@ -22,11 +28,24 @@ use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{AnyError, EntryPayload, RaftSnapshotBuilder, StorageIOError};
 use serde::{Deserialize, Serialize};
 
+use std::collections::VecDeque;
+
+use lockd_client::proto::{AuditReport, UpgradeRecord};
+
 use super::{
     Entry, LogId, Request, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
 };
-use crate::command::Command;
+use crate::command::{Command, Outcome};
 use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEngine};
+use crate::upgrade::audit::AuditLog;
+use crate::upgrade::precompile::Precompiler;
+use crate::upgrade::shadow::Shadow;
+use crate::upgrade::{
+    capture, migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome,
+};
+
+/// Upgrade records kept (in status and in snapshots).
+const KEEP_UPGRADES: usize = 32;
 
 /// The snapshot blob: what is stored on disk and sent to peers.
 #[derive(Serialize, Deserialize)]
@@ -36,9 +55,22 @@ struct SnapshotBlob {
     module: Vec<u8>,
     /// The guest's `snapshot()` output.
     guest_state: Vec<u8>,
+    /// The index at which `module` became active (0: from the start).
+    module_since: u64,
+    /// The most recent upgrade entries applied.
+    upgrades: Vec<UpgradeRecord>,
 }
 
-const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP1";
+/// Format 1, before upgrades existed: read, never written.
+#[derive(Deserialize)]
+struct SnapshotBlobV1 {
+    meta: SnapshotMeta,
+    module: Vec<u8>,
+    guest_state: Vec<u8>,
+}
+
+const SNAPSHOT_MAGIC_V1: &[u8; 8] = b"LKDSNAP1";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP2";
 
 impl SnapshotBlob {
     fn encode(&self) -> Result<Vec<u8>, postcard::Error> {
@@ -47,12 +79,49 @@ impl SnapshotBlob {
         Ok(out)
     }
 
-    fn decode(bytes: &[u8]) -> Result<SnapshotBlob, String> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<SnapshotBlob, String> {
+        if let Some(body) = bytes.strip_prefix(SNAPSHOT_MAGIC_V1.as_slice()) {
+            let v1: SnapshotBlobV1 =
+                postcard::from_bytes(body).map_err(|e| format!("snapshot does not decode: {e}"))?;
+            return Ok(SnapshotBlob {
+                meta: v1.meta,
+                module: v1.module,
+                guest_state: v1.guest_state,
+                module_since: 0,
+                upgrades: Vec::new(),
+            });
+        }
         let body = bytes
             .strip_prefix(SNAPSHOT_MAGIC.as_slice())
             .ok_or("not a lockd snapshot (bad magic)")?;
         postcard::from_bytes(body).map_err(|e| format!("snapshot does not decode: {e}"))
     }
+}
+
+/// A stored snapshot, opened for `lockd replay`.
+pub struct StoredSnapshot {
+    pub last_log_id: Option<LogId>,
+    pub module: Vec<u8>,
+    pub guest_state: Vec<u8>,
+}
+
+/// Read `snapshot/current` in `dir`, if there is one.
+pub fn read_snapshot(dir: &Path) -> Result<Option<StoredSnapshot>, SmOpenError> {
+    let path = dir.join("current");
+    let stored = crate::log::read_atomic(&path).map_err(|e| SmOpenError::Snapshot {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let Some(bytes) = stored else { return Ok(None) };
+    let blob = SnapshotBlob::decode(&bytes).map_err(|reason| SmOpenError::Snapshot {
+        path: path.display().to_string(),
+        reason,
+    })?;
+    Ok(Some(StoredSnapshot {
+        last_log_id: blob.meta.last_log_id,
+        module: blob.module,
+        guest_state: blob.guest_state,
+    }))
 }
 
 /// The live state: the active module, its instance, and Raft's bookkeeping.
@@ -62,15 +131,26 @@ pub struct SmState {
     pub last_applied: Option<LogId>,
     pub membership: StoredMembership,
     current: Option<(SnapshotMeta, Arc<Vec<u8>>)>,
+    /// The index at which the active module became active.
+    pub module_since: u64,
+    pub upgrades: VecDeque<UpgradeRecord>,
+    pub shadow: Option<Shadow>,
+    pub audit: AuditLog,
 }
 
 pub struct SmShared {
     id: u64,
     engine: Arc<WasmEngine>,
+    precompiler: Arc<Precompiler>,
     dir: PathBuf,
     state: Mutex<SmState>,
     snapshots_built: AtomicU64,
     snapshots_installed: AtomicU64,
+    divergences: AtomicU64,
+    upgrades_swapped: AtomicU64,
+    upgrades_rejected: AtomicU64,
+    #[cfg(feature = "fault-diverge")]
+    fault_done: std::sync::atomic::AtomicBool,
 }
 
 /// The handle openraft owns; clones share the same state.
@@ -102,10 +182,12 @@ impl StateMachineStore {
     /// one, otherwise start empty on `initial_module`.
     pub fn open(
         id: u64,
-        engine: Arc<WasmEngine>,
+        precompiler: Arc<Precompiler>,
         dir: &Path,
         initial_module: &[u8],
+        audit_interval: u64,
     ) -> Result<StateMachineStore, SmOpenError> {
+        let engine = precompiler.engine().clone();
         std::fs::create_dir_all(dir).map_err(|e| SmOpenError::Snapshot {
             path: dir.display().to_string(),
             reason: e.to_string(),
@@ -135,6 +217,10 @@ impl StateMachineStore {
                     guest,
                     last_applied: blob.meta.last_log_id,
                     membership: blob.meta.last_membership.clone(),
+                    module_since: blob.module_since,
+                    upgrades: blob.upgrades.into_iter().collect(),
+                    shadow: None,
+                    audit: AuditLog::new(audit_interval),
                     current: Some((blob.meta, Arc::new(bytes))),
                 }
             }
@@ -146,6 +232,10 @@ impl StateMachineStore {
                     guest,
                     last_applied: None,
                     membership: StoredMembership::default(),
+                    module_since: 0,
+                    upgrades: VecDeque::new(),
+                    shadow: None,
+                    audit: AuditLog::new(audit_interval),
                     current: None,
                 }
             }
@@ -154,10 +244,16 @@ impl StateMachineStore {
             shared: Arc::new(SmShared {
                 id,
                 engine,
+                precompiler,
                 dir: dir.to_path_buf(),
                 state: Mutex::new(state),
                 snapshots_built: AtomicU64::new(0),
                 snapshots_installed: AtomicU64::new(0),
+                divergences: AtomicU64::new(0),
+                upgrades_swapped: AtomicU64::new(0),
+                upgrades_rejected: AtomicU64::new(0),
+                #[cfg(feature = "fault-diverge")]
+                fault_done: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -174,6 +270,32 @@ impl StateMachineStore {
         (
             self.shared.snapshots_built.load(Ordering::Relaxed),
             self.shared.snapshots_installed.load(Ordering::Relaxed),
+        )
+    }
+
+    pub fn precompiler(&self) -> &Arc<Precompiler> {
+        &self.shared.precompiler
+    }
+
+    /// This node's audit points.
+    pub fn audit_report(&self) -> AuditReport {
+        self.state().audit.report(self.shared.id)
+    }
+
+    /// Count one audit divergence (seen by the background checker).
+    pub fn count_divergence(&self) {
+        self.shared.divergences.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn divergences(&self) -> u64 {
+        self.shared.divergences.load(Ordering::Relaxed)
+    }
+
+    /// (upgrade entries that swapped, that were rejected) applied since start.
+    pub fn upgrade_counts(&self) -> (u64, u64) {
+        (
+            self.shared.upgrades_swapped.load(Ordering::Relaxed),
+            self.shared.upgrades_rejected.load(Ordering::Relaxed),
         )
     }
 
@@ -201,47 +323,48 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
     {
-        let mut st = self.state();
-        // Flatten the range into one guest batch: an entry's commands, or one
-        // `None` (answered Noop) for a blank or membership entry. `sizes`
-        // regroups the outcomes per entry.
-        let mut batch: Vec<Option<Command>> = Vec::new();
-        let mut sizes = Vec::new();
-        let mut last = None;
+        let mut guard = self.state();
+        let st = &mut *guard;
+        let mut run = Run::default();
+        let mut responses: Vec<Option<Response>> = Vec::new();
         for entry in entries {
-            last = Some(entry.log_id);
+            let log_id = entry.log_id;
+            let slot = responses.len();
             match entry.payload {
                 EntryPayload::Normal(Request::Lock(commands)) => {
-                    sizes.push(commands.len());
-                    batch.extend(commands.into_iter().map(Some));
+                    run.push(slot, log_id, commands);
+                    responses.push(None);
                 }
                 EntryPayload::Membership(m) => {
-                    st.membership = StoredMembership::new(Some(entry.log_id), m);
-                    sizes.push(1);
-                    batch.push(None);
+                    st.membership = StoredMembership::new(Some(log_id), m);
+                    run.push_empty(slot, log_id);
+                    responses.push(None);
                 }
                 EntryPayload::Blank => {
-                    sizes.push(1);
-                    batch.push(None);
+                    run.push_empty(slot, log_id);
+                    responses.push(None);
+                }
+                EntryPayload::Normal(Request::Upgrade(up)) => {
+                    self.flush(st, &mut run, &mut responses)?;
+                    let outcome = self.upgrade(st, log_id, up);
+                    responses.push(Some(Response::Upgrade(outcome)));
+                }
+                EntryPayload::Normal(Request::Shadow(sh)) => {
+                    self.flush(st, &mut run, &mut responses)?;
+                    let outcome = self.shadow(st, log_id, sh);
+                    responses.push(Some(Response::Shadow(outcome)));
                 }
             }
+            st.last_applied = Some(log_id);
+            if st.audit.due(log_id.index) {
+                self.flush(st, &mut run, &mut responses)?;
+                self.audit_point(st, log_id.index);
+            }
         }
-        let span = tracing::debug_span!(
-            "apply",
-            node = self.shared.id,
-            term = last.map(|l: LogId| l.leader_id.term),
-            index = last.map(|l: LogId| l.index),
-            entries = sizes.len(),
-            commands = batch.len()
-        );
-        let _enter = span.enter();
-        let mut outcomes = st.guest.apply_entries(batch).map_err(sm_err)?.into_iter();
-        if last.is_some() {
-            st.last_applied = last;
-        }
-        Ok(sizes
+        self.flush(st, &mut run, &mut responses)?;
+        Ok(responses
             .into_iter()
-            .map(|n| Response::Lock(outcomes.by_ref().take(n).collect()))
+            .map(|r| r.unwrap_or(Response::Lock(vec![Outcome::Noop])))
             .collect())
     }
 
@@ -278,11 +401,20 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             .restore(&blob.guest_state)
             .map_err(|e| snap_err(Some(meta), e))?;
         self.persist(&bytes).map_err(|e| snap_err(Some(meta), e))?;
+        let hash = guest.state_hash().map_err(|e| snap_err(Some(meta), e))?;
         let mut st = self.state();
         st.module = module;
         st.guest = guest;
         st.last_applied = meta.last_log_id;
         st.membership = meta.last_membership.clone();
+        st.module_since = blob.module_since;
+        st.upgrades = blob.upgrades.into_iter().collect();
+        // The shadow was compared against a state this node no longer has.
+        st.shadow = None;
+        let module_hash = st.module.hash();
+        if let Some(l) = meta.last_log_id {
+            st.audit.record(l.index, &hash, module_hash, "snapshot");
+        }
         st.current = Some((meta.clone(), Arc::new(bytes)));
         self.shared
             .snapshots_installed
@@ -320,6 +452,8 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
             meta: meta.clone(),
             module: st.module.bytes().to_vec(),
             guest_state,
+            module_since: st.module_since,
+            upgrades: st.upgrades.iter().cloned().collect(),
         };
         let bytes = blob.encode().map_err(|e| snap_err(None, e))?;
         self.persist(&bytes).map_err(|e| snap_err(Some(&meta), e))?;
@@ -336,5 +470,255 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
             meta,
             snapshot: Box::new(Cursor::new(bytes.as_ref().clone())),
         })
+    }
+}
+
+/// Lock commands of consecutive entries, waiting for one guest call.
+#[derive(Default)]
+struct Run {
+    commands: Vec<Command>,
+    /// The log index of each command (for shadow examples).
+    indices: Vec<u64>,
+    /// Per entry: (response slot, number of commands; 0 = answered Noop).
+    entries: Vec<(usize, usize)>,
+    last: Option<LogId>,
+}
+
+impl Run {
+    fn push(&mut self, slot: usize, log_id: LogId, commands: Vec<Command>) {
+        self.entries.push((slot, commands.len()));
+        self.indices
+            .extend(std::iter::repeat_n(log_id.index, commands.len()));
+        self.commands.extend(commands);
+        self.last = Some(log_id);
+    }
+
+    fn push_empty(&mut self, slot: usize, log_id: LogId) {
+        self.entries.push((slot, 0));
+        self.last = Some(log_id);
+    }
+}
+
+impl StateMachineStore {
+    /// Apply the waiting run in one guest call and fill its responses.
+    fn flush(
+        &self,
+        st: &mut SmState,
+        run: &mut Run,
+        responses: &mut [Option<Response>],
+    ) -> Result<(), StorageError> {
+        if run.entries.is_empty() {
+            return Ok(());
+        }
+        let run = std::mem::take(run);
+        let span = tracing::debug_span!(
+            "apply",
+            node = self.shared.id,
+            term = run.last.map(|l| l.leader_id.term),
+            index = run.last.map(|l| l.index),
+            entries = run.entries.len(),
+            commands = run.commands.len()
+        );
+        let _enter = span.enter();
+        let outcomes = if run.commands.is_empty() {
+            Vec::new()
+        } else {
+            st.guest.apply(&run.commands).map_err(sm_err)?
+        };
+        if let Some(shadow) = st.shadow.as_mut() {
+            shadow.feed(&run.commands, &run.indices, &outcomes);
+        }
+        #[cfg(feature = "fault-diverge")]
+        self.plant_divergence(st, run.last);
+        let mut outcomes = outcomes.into_iter();
+        for (slot, n) in run.entries {
+            let r = if n == 0 {
+                vec![Outcome::Noop]
+            } else {
+                outcomes.by_ref().take(n).collect()
+            };
+            if let Some(place) = responses.get_mut(slot) {
+                *place = Some(Response::Lock(r));
+            }
+        }
+        Ok(())
+    }
+
+    /// Record the state hash at `index` (and compare the shadow's).
+    fn audit_point(&self, st: &mut SmState, index: u64) {
+        match st.guest.state_hash() {
+            Ok(hash) => {
+                let module = st.module.hash();
+                st.audit.record(index, &hash, module, "interval");
+                if let Some(shadow) = st.shadow.as_mut() {
+                    shadow.check_hash(&hash);
+                }
+            }
+            Err(e) => {
+                tracing::error!(node = self.shared.id, index, error = %e, "state hash failed at an audit point")
+            }
+        }
+    }
+
+    /// Apply an upgrade entry: migrate and swap, or reject and keep the
+    /// active module. The same on every node (see [`crate::upgrade`]).
+    fn upgrade(&self, st: &mut SmState, log_id: LogId, up: UpgradeEntry) -> UpgradeOutcome {
+        let started = std::time::Instant::now();
+        let new_hash = ModuleHash::of(&up.module);
+        let span = tracing::info_span!(
+            "upgrade",
+            node = self.shared.id,
+            term = log_id.leader_id.term,
+            index = log_id.index,
+            module = %new_hash
+        );
+        let _enter = span.enter();
+        let active = st.module.hash();
+        let result = (|| {
+            if up.replaces != active {
+                return Err(MigrateError::Stale {
+                    replaces: up.replaces,
+                    active,
+                });
+            }
+            let module = self
+                .shared
+                .precompiler
+                .load(&up.module)
+                .map_err(MigrateError::Load)?;
+            let (state, stats) = capture(&mut st.guest)?;
+            let migrated = migrate(&self.shared.engine, &module, &state, &stats)?;
+            Ok((module, migrated))
+        })();
+        let outcome = match result {
+            Ok((module, mut migrated)) => {
+                let version = migrated.version.clone();
+                let hash = migrated.instance.state_hash();
+                st.module = module;
+                st.guest = migrated.instance;
+                st.module_since = log_id.index;
+                if let Ok(hash) = hash {
+                    st.audit.record(log_id.index, &hash, new_hash, "upgrade");
+                }
+                if st.shadow.as_ref().is_some_and(|s| s.module.hash() == new_hash) {
+                    tracing::info!("the shadow module was promoted; shadow mode ends");
+                    st.shadow = None;
+                }
+                tracing::info!(version = %version, replaced = %active, "upgraded the lock module");
+                self.shared.upgrades_swapped.fetch_add(1, Ordering::Relaxed);
+                UpgradeOutcome::Swapped {
+                    module: new_hash,
+                    replaced: active,
+                    version,
+                }
+            }
+            Err(e) => {
+                tracing::warn!(reason = %e, "upgrade rejected; the active module stays");
+                self.shared.upgrades_rejected.fetch_add(1, Ordering::Relaxed);
+                UpgradeOutcome::Rejected {
+                    module: new_hash,
+                    replaces: up.replaces,
+                    reason: e.to_string(),
+                }
+            }
+        };
+        let record = record_of(log_id.index, &up.replaces, &outcome, started.elapsed());
+        st.upgrades.push_back(record);
+        while st.upgrades.len() > KEEP_UPGRADES {
+            st.upgrades.pop_front();
+        }
+        outcome
+    }
+
+    /// Apply a shadow entry.
+    fn shadow(&self, st: &mut SmState, log_id: LogId, entry: ShadowEntry) -> ShadowOutcome {
+        match entry {
+            ShadowEntry::Stop => {
+                let module = st.shadow.take().map(|s| s.module.hash());
+                tracing::info!(node = self.shared.id, index = log_id.index, ?module, "shadow mode stopped");
+                ShadowOutcome::Stopped { module }
+            }
+            ShadowEntry::Start { module: bytes } => {
+                let hash = ModuleHash::of(&bytes);
+                let result = (|| {
+                    let module = self
+                        .shared
+                        .precompiler
+                        .load(&bytes)
+                        .map_err(MigrateError::Load)?;
+                    let (state, stats) = capture(&mut st.guest)?;
+                    let migrated = migrate(&self.shared.engine, &module, &state, &stats)?;
+                    Ok::<_, MigrateError>((module, migrated))
+                })();
+                match result {
+                    Ok((module, migrated)) => {
+                        let version = migrated.version.clone();
+                        tracing::info!(node = self.shared.id, index = log_id.index, module = %hash, %version, "shadow mode started");
+                        st.shadow = Some(Shadow::new(module, migrated.instance, migrated.version, log_id.index));
+                        ShadowOutcome::Started {
+                            module: hash,
+                            version,
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(node = self.shared.id, index = log_id.index, module = %hash, reason = %e, "shadow module refused");
+                        ShadowOutcome::Failed {
+                            module: hash,
+                            reason: e.to_string(),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Test-only fault: once the applied index reaches
+    /// `LOCKD_FAULT_DIVERGE_AT`, this node applies one extra grant that no
+    /// other node applies, so its state hash diverges from there on.
+    #[cfg(feature = "fault-diverge")]
+    fn plant_divergence(&self, st: &mut SmState, last: Option<LogId>) {
+        let Some(at) = std::env::var("LOCKD_FAULT_DIVERGE_AT")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        else {
+            return;
+        };
+        if last.is_some_and(|l| l.index >= at)
+            && !self.shared.fault_done.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(node = self.shared.id, "FAULT: planting a state divergence");
+            let _ = st.guest.apply(&[Command::grant("fault/diverged", 1)]);
+        }
+    }
+}
+
+/// The status record of an applied upgrade entry.
+pub fn record_of(
+    index: u64,
+    replaces: &ModuleHash,
+    outcome: &UpgradeOutcome,
+    took: std::time::Duration,
+) -> UpgradeRecord {
+    match outcome {
+        UpgradeOutcome::Swapped {
+            module, version, ..
+        } => UpgradeRecord {
+            index,
+            replaces: replaces.to_string(),
+            module_hash: module.to_string(),
+            result: "swapped".into(),
+            version: Some(version.clone()),
+            reason: None,
+            swap_us: took.as_micros() as u64,
+        },
+        UpgradeOutcome::Rejected { module, reason, .. } => UpgradeRecord {
+            index,
+            replaces: replaces.to_string(),
+            module_hash: module.to_string(),
+            result: "rejected".into(),
+            version: None,
+            reason: Some(reason.clone()),
+            swap_us: took.as_micros() as u64,
+        },
     }
 }

@@ -661,6 +661,17 @@ impl Actor {
                         return;
                     }
                 }
+                Some(Outcome::GrantRejected) if self.sm.state().guest.get(&key).ok() == Some(None) => {
+                    // The key is free, yet the module said no: its policy
+                    // (e.g. a reserved prefix after an upgrade). Nothing
+                    // changed, so the mirror is still right.
+                    let _ = waiter
+                        .reply
+                        .send(Err(ServiceError::Refused { key: key.clone() }));
+                    if let Some(k) = self.keys.get_mut(&key) {
+                        k.busy = false;
+                    }
+                }
                 other => {
                     tracing::error!(
                         node = self.id,

@@ -46,6 +46,8 @@ pub enum ServiceError {
     Held { key: String },
     #[error("lock {key:?} is not held")]
     NotHeld { key: String },
+    #[error("the lock module refused to grant {key:?} (a policy of the active module; the key is not held)")]
+    Refused { key: String },
     #[error("token {given} does not hold lock {key:?}")]
     WrongToken { key: String, given: u64 },
     #[error("node {id} is not the leader{}", leader.map(|l| format!("; node {l} is")).unwrap_or_default())]

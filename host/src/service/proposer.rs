@@ -100,6 +100,9 @@ async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
                         "{} outcomes for an entry of {total} commands",
                         outcomes.len()
                     ))),
+                    other => Err(ServiceError::StateMachine(format!(
+                        "a lock entry was answered {other:?}"
+                    ))),
                 },
                 Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
                     Err(ServiceError::NotLeader {

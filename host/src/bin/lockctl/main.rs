@@ -8,6 +8,9 @@
 //! lockctl status
 //! lockctl members [list] | members add ID ADDR | members promote ID | members remove ID
 //! lockctl bench --clients 64 [--contended] [--seconds 5]
+//! lockctl upgrade FILE.wasm [--replaces HASH] [--no-precheck]   # swap the lock module
+//! lockctl upgrade --shadow FILE.wasm | upgrade --promote | upgrade --abort
+//! lockctl audit                                                  # determinism check
 //! ```
 //!
 //! Exit status: 0 done; 1 error; 2 the lock is held (acquire after its wait,
@@ -87,6 +90,30 @@ enum Cmd {
         #[command(subcommand)]
         op: Option<MembersOp>,
     },
+    /// Replace the lock module through the log; with --shadow, run it
+    /// beside the active one first (then --promote or --abort).
+    Upgrade {
+        /// The component file (a lock-sm component).
+        file: Option<std::path::PathBuf>,
+        /// Start FILE as a shadow module: fed every committed batch, its
+        /// differences counted in `status`, no effect on locks.
+        #[arg(long)]
+        shadow: bool,
+        /// Upgrade to the running shadow module.
+        #[arg(long, conflicts_with_all = ["shadow", "abort", "file"])]
+        promote: bool,
+        /// Stop the running shadow module.
+        #[arg(long, conflicts_with_all = ["shadow", "promote", "file"])]
+        abort: bool,
+        /// The module hash this upgrade replaces (default: the active one).
+        #[arg(long)]
+        replaces: Option<String>,
+        /// Skip the leader's dry run; every node still checks at apply.
+        #[arg(long)]
+        no_precheck: bool,
+    },
+    /// Compare the state hashes recorded by every node; name any that differs.
+    Audit,
     /// Lock cycles per second and acquire latency.
     Bench {
         #[arg(long, default_value_t = 1)]
@@ -188,6 +215,24 @@ async fn admin(
     path: &str,
     body: serde_json::Value,
 ) -> Result<serde_json::Value> {
+    admin_bytes(
+        client,
+        endpoints,
+        path,
+        "application/json",
+        bytes::Bytes::from(body.to_string()),
+    )
+    .await
+}
+
+/// POST raw bytes to the leader's HTTP API.
+async fn admin_bytes(
+    client: &Client,
+    endpoints: &[String],
+    path: &str,
+    content_type: &str,
+    body: bytes::Bytes,
+) -> Result<serde_json::Value> {
     let mut leader_addr = None;
     for (_, s) in statuses(client, endpoints).await {
         if let Ok(s) = s {
@@ -201,8 +246,8 @@ async fn admin(
     let http: HttpClient<_, Full<bytes::Bytes>> = HttpClient::builder(TokioExecutor::new())
         .build(hyper_util::client::legacy::connect::HttpConnector::new());
     let req = hyper::Request::post(format!("http://{addr}{path}"))
-        .header("content-type", "application/json")
-        .body(Full::new(bytes::Bytes::from(body.to_string())))?;
+        .header("content-type", content_type)
+        .body(Full::new(body))?;
     let resp = http
         .request(req)
         .await
@@ -332,6 +377,47 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                         Err(err) => println!("{e:<22} unreachable: {err}"),
                     }
                 }
+                for s in all.iter().filter_map(|(_, s)| s.as_ref().ok()) {
+                    println!(
+                        "node {}: module {} since index {}",
+                        s.id, s.module_version, s.module_since_index
+                    );
+                    if let Some(u) = s.upgrades.last() {
+                        println!(
+                            "node {}: last upgrade entry at index {}: {}{}",
+                            s.id,
+                            u.index,
+                            u.result,
+                            u.reason
+                                .as_deref()
+                                .map(|r| format!(" ({r})"))
+                                .unwrap_or_default()
+                        );
+                    }
+                    if let Some(sh) = &s.shadow {
+                        println!(
+                            "node {}: shadow {} ({}) since index {}: {} commands compared, {} outcome diffs, {} of {} state hashes differ{}",
+                            s.id,
+                            &sh.module_hash[..16.min(sh.module_hash.len())],
+                            sh.module_version,
+                            sh.since_index,
+                            sh.commands_compared,
+                            sh.outcome_diffs,
+                            sh.hash_diffs,
+                            sh.hash_checks,
+                            sh.failed
+                                .as_deref()
+                                .map(|f| format!("; FAILED: {f}"))
+                                .unwrap_or_default()
+                        );
+                    }
+                    if s.audit_divergences > 0 {
+                        println!(
+                            "node {}: DETERMINISM AUDIT found {} divergence(s); run `lockctl audit`",
+                            s.id, s.audit_divergences
+                        );
+                    }
+                }
             }
             if all.iter().all(|(_, s)| s.is_err()) {
                 return Err(Failure(anyhow!("no endpoint answered"), 1));
@@ -390,6 +476,143 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                         }
                     );
                 }
+            }
+        }
+        Cmd::Upgrade {
+            file,
+            shadow,
+            promote,
+            abort,
+            replaces,
+            no_precheck,
+        } => {
+            let (path, body) = if promote {
+                ("/v1/admin/shadow/promote".to_string(), bytes::Bytes::new())
+            } else if abort {
+                ("/v1/admin/shadow/abort".to_string(), bytes::Bytes::new())
+            } else {
+                let file = file.ok_or_else(|| {
+                    anyhow!("give the component file (or --promote / --abort)")
+                })?;
+                let module = std::fs::read(&file)
+                    .with_context(|| format!("cannot read {}", file.display()))?;
+                let mut query = Vec::new();
+                if let Some(r) = &replaces {
+                    if shadow {
+                        return Err(anyhow!("--replaces applies to upgrades, not --shadow").into());
+                    }
+                    query.push(format!("replaces={r}"));
+                }
+                if no_precheck {
+                    query.push("precheck=false".into());
+                }
+                let route = if shadow {
+                    "/v1/admin/shadow"
+                } else {
+                    "/v1/admin/upgrade"
+                };
+                let path = if query.is_empty() {
+                    route.to_string()
+                } else {
+                    format!("{route}?{}", query.join("&"))
+                };
+                (path, bytes::Bytes::from(module))
+            };
+            let r = admin_bytes(&client, &cli.endpoints, &path, "application/wasm", body).await?;
+            let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+            let human = match s("result").as_str() {
+                "swapped" => format!(
+                    "upgraded at index {}: module {} ({}) replaced {}",
+                    r["index"],
+                    s("module_hash"),
+                    s("version"),
+                    s("replaces")
+                ),
+                "shadow-started" => format!(
+                    "shadow module {} ({}) started at index {}; watch `lockctl status`",
+                    s("module_hash"),
+                    s("version"),
+                    r["index"]
+                ),
+                "shadow-stopped" => format!(
+                    "shadow module {} stopped at index {}",
+                    s("module_hash"),
+                    r["index"]
+                ),
+                other => format!("{other}: {r}"),
+            };
+            print(j, r.clone(), human);
+        }
+        Cmd::Audit => {
+            let all = statuses(&client, &cli.endpoints).await;
+            let members = all
+                .iter()
+                .find_map(|(_, s)| s.as_ref().ok())
+                .map(|s| s.members.clone())
+                .ok_or_else(|| anyhow!("no endpoint answered"))?;
+            let http: HttpClient<_, Full<bytes::Bytes>> =
+                HttpClient::builder(TokioExecutor::new())
+                    .build(hyper_util::client::legacy::connect::HttpConnector::new());
+            let mut reports = Vec::new();
+            let mut unreachable = Vec::new();
+            for m in &members {
+                let fetched: Result<lockd_client::proto::AuditReport> = async {
+                    let req = hyper::Request::get(format!("http://{}/v1/audit", m.addr))
+                        .body(Full::new(bytes::Bytes::new()))?;
+                    let resp = tokio::time::timeout(Duration::from_secs(5), http.request(req))
+                        .await
+                        .map_err(|_| anyhow!("timed out"))??;
+                    let body = resp.into_body().collect().await?.to_bytes();
+                    Ok(serde_json::from_slice(&body)?)
+                }
+                .await;
+                match fetched {
+                    Ok(r) => reports.push(r),
+                    Err(e) => unreachable.push((m.id, e.to_string())),
+                }
+            }
+            let c = lockd::upgrade::audit::compare(&reports);
+            let nodes: Vec<u64> = reports.iter().map(|r| r.id).collect();
+            let value = json!({
+                "nodes": nodes,
+                "unreachable": unreachable.iter().map(|(id, e)| json!({"id": id, "error": e})).collect::<Vec<_>>(),
+                "common_indices": c.common_indices,
+                "last_common": c.last_common,
+                "divergences": c.divergences,
+                "divergent_nodes": c.divergent_nodes(),
+            });
+            let mut human = format!(
+                "audit: nodes {nodes:?} answered; {} common indices (last {})",
+                c.common_indices,
+                c.last_common.map_or("-".into(), |l| l.to_string())
+            );
+            for (id, e) in &unreachable {
+                human.push_str(&format!("\nnode {id} unreachable: {e}"));
+            }
+            if c.divergences.is_empty() {
+                human.push_str("; no divergence");
+            }
+            for d in &c.divergences {
+                human.push_str(&format!(
+                    "\nDIVERGENCE at index {}: node {} has state hash {}, {}",
+                    d.index,
+                    d.node,
+                    d.hash,
+                    match &d.majority {
+                        Some(m) => format!("the majority has {m}"),
+                        None => "and no hash has a majority".into(),
+                    }
+                ));
+            }
+            print(j, value, human);
+            if !c.divergences.is_empty() {
+                return Err(Failure(
+                    anyhow!(
+                        "the determinism audit found divergent node(s) {:?}",
+                        c.divergent_nodes()
+                    ),
+                    1,
+                ));
             }
         }
         Cmd::Bench {

@@ -1,0 +1,212 @@
+//! The client-visible pause of a hot upgrade with many held locks.
+//!
+//! ```text
+//! cargo run --release -p lock-bench --bin upgrade-bench [-- --locks 100000 --clients 8 --seconds 4]
+//! ```
+//!
+//! Starts three `lockd` processes (fsync on), takes `--locks` locks with a
+//! long lease (they stay held through everything), then keeps `--clients`
+//! clients doing acquire/release cycles on their own keys over the native
+//! protocol while two upgrades happen:
+//!
+//! 1. **compile included**: to a module no node has compiled yet (the
+//!    chaos fixture: version 1's logic built as another component), with
+//!    the leader's dry run skipped — the entry reaches every node's apply
+//!    while its compilation (started at append) is still running, so the
+//!    swap waits for the compiler;
+//! 2. **compile excluded**: to version 2 (snapshot format 2, so `restore`
+//!    migrates every lock) through the normal route — the leader compiles
+//!    and dry-runs before proposing, the followers compile at append.
+//!
+//! For each, it prints acquire latency p50/p99/max over the steady second
+//! before the upgrade and over the second from the moment it was
+//! submitted, and the swap's duration as each node measured it at apply.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lock_tests::cluster::Cluster;
+use lock_tests::fixtures::{CHAOS_GUEST, LOCK_SM_V2};
+use lockd_client::Client;
+
+#[derive(Clone, Copy)]
+struct Sample {
+    start: Instant,
+    latency: Duration,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn window(samples: &[Sample], from: Instant, to: Instant) -> (usize, f64, f64, f64) {
+    let mut ms: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.start >= from && s.start < to)
+        .map(|s| s.latency.as_secs_f64() * 1e3)
+        .collect();
+    ms.sort_by(|a, b| a.total_cmp(b));
+    (
+        ms.len(),
+        percentile(&ms, 0.5),
+        percentile(&ms, 0.99),
+        ms.last().copied().unwrap_or(f64::NAN),
+    )
+}
+
+async fn fill(endpoints: Vec<String>, locks: usize, clients: usize) {
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (client, next) = (Client::new(endpoints.clone()), next.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= locks {
+                    return;
+                }
+                let key = format!("held/{i:06}");
+                // Dropped guards keep their locks: they stay held.
+                if let Err(e) = client
+                    .acquire(&key, Duration::from_secs(3600), Duration::ZERO)
+                    .await
+                {
+                    panic!("filling: acquire {key}: {e}");
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("fill task");
+    }
+}
+
+async fn cycles(endpoints: Vec<String>, id: usize, stop: Arc<AtomicBool>, out: Arc<Mutex<Vec<Sample>>>, errors: Arc<Mutex<Vec<String>>>) {
+    let client = Client::new(endpoints);
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let key = format!("cycle/{id}/{}", n % 4);
+        n += 1;
+        let start = Instant::now();
+        match client
+            .acquire(&key, Duration::from_secs(30), Duration::ZERO)
+            .await
+        {
+            Ok(g) => {
+                out.lock().expect("samples").push(Sample {
+                    start,
+                    latency: start.elapsed(),
+                });
+                if let Err(e) = g.release().await {
+                    errors.lock().expect("errors").push(format!("release {key}: {e}"));
+                }
+            }
+            Err(e) => errors.lock().expect("errors").push(format!("acquire {key}: {e}")),
+        }
+    }
+}
+
+fn main() {
+    let locks: usize = lock_bench::arg("--locks", 100_000);
+    let clients: usize = lock_bench::arg("--clients", 8);
+    let seconds: f64 = lock_bench::arg("--seconds", 4.0);
+    lock_bench::ensure_binaries_built();
+    let c = Cluster::start(3, &[]);
+    let leader = c.wait_leader(Duration::from_secs(20));
+    let endpoints = c.endpoints();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+
+    let t = Instant::now();
+    rt.block_on(fill(endpoints.clone(), locks, 64));
+    let fill_s = t.elapsed().as_secs_f64();
+    let st = c.status(leader).expect("status");
+    assert_eq!(st.locks_held as usize, locks, "locks held after filling");
+    println!(
+        "3-node cluster (separate processes, fsync on); {locks} locks held (taken in {fill_s:.1} s); {clients} clients cycling on their own keys\n"
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let tasks: Vec<_> = (0..clients)
+        .map(|i| {
+            rt.spawn(cycles(
+                endpoints.clone(),
+                i,
+                stop.clone(),
+                samples.clone(),
+                errors.clone(),
+            ))
+        })
+        .collect();
+    let settle = Duration::from_secs_f64(seconds);
+    let mut marks = Vec::new();
+    for (name, module, path) in [
+        ("compile included", CHAOS_GUEST, "/v1/admin/upgrade?precheck=false"),
+        ("compile excluded", LOCK_SM_V2, "/v1/admin/upgrade"),
+    ] {
+        std::thread::sleep(settle);
+        let submitted = Instant::now();
+        let r = c.post_bytes(leader, path, module).expect("upgrade request");
+        let answered = submitted.elapsed();
+        assert_eq!(r.status, 200, "{name}: {r:?}");
+        marks.push((name, submitted, answered, r.body));
+    }
+    std::thread::sleep(settle);
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        rt.block_on(t).expect("client task");
+    }
+    let errors = errors.lock().expect("errors").clone();
+    let samples = samples.lock().expect("samples").clone();
+    let statuses: Vec<_> = (1..=3).map(|id| c.status(id).expect("status")).collect();
+
+    println!("| upgrade | window | acquires | p50 ms | p99 ms | max ms |");
+    println!("|---|---|---:|---:|---:|---:|");
+    let second = Duration::from_secs(1);
+    for (name, submitted, _, _) in &marks {
+        let steady = window(&samples, *submitted - second - Duration::from_millis(500), *submitted - Duration::from_millis(500));
+        let around = window(&samples, *submitted, *submitted + second);
+        for (label, w) in [("steady second before", steady), ("second from submit", around)] {
+            println!(
+                "| {name} | {label} | {} | {:.2} | {:.2} | {:.2} |",
+                w.0, w.1, w.2, w.3
+            );
+        }
+    }
+    println!();
+    println!("| upgrade | answered after ms | leader compile ms (dry run) | leader migrate ms (dry run) | swap at apply ms, node 1 / 2 / 3 |");
+    println!("|---|---:|---:|---:|---|");
+    for (name, _, answered, body) in &marks {
+        let index = body["index"].as_u64().unwrap_or(0);
+        let swaps: Vec<String> = statuses
+            .iter()
+            .map(|s| {
+                s.upgrades
+                    .iter()
+                    .find(|u| u.index == index)
+                    .map_or("-".into(), |u| format!("{:.1}", u.swap_us as f64 / 1e3))
+            })
+            .collect();
+        let us = |k: &str| body[k].as_u64().map_or("-".into(), |v| format!("{:.1}", v as f64 / 1e3));
+        println!(
+            "| {name} | {:.1} | {} | {} | {} |",
+            answered.as_secs_f64() * 1e3,
+            us("precheck_compile_us"),
+            us("precheck_migrate_us"),
+            swaps.join(" / ")
+        );
+    }
+    println!("\nclient errors: {}", errors.len());
+    for e in errors.iter().take(10) {
+        println!("  {e}");
+    }
+    assert!(
+        statuses.iter().all(|s| s.locks_held as usize >= locks),
+        "the held locks survived both migrations"
+    );
+}

@@ -1,0 +1,179 @@
+//! Hot upgrade: the lock module is replaced through the log, identically on
+//! every node, while the cluster keeps serving.
+//!
+//! An upgrade is a log entry like any other ([`crate::raft::Request::Upgrade`]),
+//! carrying the new component's bytes and the hash of the module it
+//! replaces. When it is applied, every node runs the same steps at the same
+//! index, in [`migrate`]:
+//!
+//! 1. the `replaces` hash must name the active module (else: stale);
+//! 2. load the component (compiled when the entry was *appended*, see
+//!    [`precompile`], so apply does not wait for the compiler);
+//! 3. old module's `snapshot()` → new instance's `restore()`;
+//! 4. the migration must keep every held lock and must not move the token
+//!    counter back (`stats()` before and after): fencing tokens never repeat;
+//! 5. swap.
+//!
+//! Every step is deterministic (same bytes, same state, same fuel and memory
+//! limits), so a failure at any step — invalid bytes, an import, a trap, fuel
+//! or memory exhausted in `restore`, a refused snapshot — rejects the upgrade
+//! on every node with the same reason, and the old module keeps serving.
+//! The leader runs the same steps as a dry run before it proposes
+//! ([`submit`]), so a bad module is usually refused before it reaches the
+//! log; the apply-time checks are what make it safe when it does.
+//!
+//! # Layout
+//!
+//! * this file: the entries ([`UpgradeEntry`], [`ShadowEntry`]), their
+//!   deterministic outcomes, and [`migrate`], the one migration path used by
+//!   apply, the leader's dry run, shadow start and `lockd replay`.
+//! * [`precompile`]: compiles a module when its entry is appended.
+//! * [`shadow`]: a candidate module fed the committed stream beside the
+//!   active one, with outcome and state-hash differences counted.
+//! * [`audit`]: (index, state hash) points recorded by every node, compared
+//!   across the cluster in the background and by `lockctl audit`.
+//! * [`submit`]: the leader's side: validate, then propose.
+//! * [`replay`]: `lockd replay`, a node's stored log through another module.
+
+pub mod audit;
+pub mod precompile;
+pub mod replay;
+pub mod shadow;
+pub mod submit;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::command::TableStats;
+use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEngine};
+
+/// The upgrade log entry.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeEntry {
+    /// The new component's bytes.
+    pub module: Vec<u8>,
+    /// The module this one replaces; a different active module means the
+    /// entry is stale and is rejected.
+    pub replaces: ModuleHash,
+}
+
+impl std::fmt::Debug for UpgradeEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "UpgradeEntry {{ module: {} ({} bytes), replaces: {} }}",
+            ModuleHash::of(&self.module),
+            self.module.len(),
+            self.replaces
+        )
+    }
+}
+
+/// The shadow-mode log entries: starting a candidate at an index makes every
+/// node start it from the same state.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ShadowEntry {
+    Start { module: Vec<u8> },
+    Stop,
+}
+
+impl std::fmt::Debug for ShadowEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShadowEntry::Start { module } => write!(
+                f,
+                "ShadowEntry::Start {{ module: {} ({} bytes) }}",
+                ModuleHash::of(module),
+                module.len()
+            ),
+            ShadowEntry::Stop => f.write_str("ShadowEntry::Stop"),
+        }
+    }
+}
+
+/// What an upgrade entry did. Deterministic: every node computes the same.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UpgradeOutcome {
+    Swapped {
+        module: ModuleHash,
+        replaced: ModuleHash,
+        version: String,
+    },
+    Rejected {
+        module: ModuleHash,
+        replaces: ModuleHash,
+        reason: String,
+    },
+}
+
+/// What a shadow entry did. Deterministic.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ShadowOutcome {
+    Started { module: ModuleHash, version: String },
+    Failed { module: ModuleHash, reason: String },
+    Stopped { module: Option<ModuleHash> },
+}
+
+/// Why a migration to a new module failed. The text is part of the
+/// replicated outcome, so it is built only from deterministic inputs.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum MigrateError {
+    #[error("stale upgrade: it replaces module {replaces}, but the active module is {active}")]
+    Stale {
+        replaces: ModuleHash,
+        active: ModuleHash,
+    },
+    #[error("the new module cannot be loaded: {0}")]
+    Load(EngineError),
+    #[error("the active module could not take a snapshot: {0}")]
+    OldSnapshot(EngineError),
+    #[error("the new module failed to restore the current state: {0}")]
+    Restore(EngineError),
+    #[error("the new module failed after restore: {0}")]
+    After(EngineError),
+    #[error("the migration would drop held locks: {before} held before, {after} after")]
+    LostLocks { before: u64, after: u64 },
+    #[error("the migration would move the token counter back from {before} to {after}; fencing tokens must never repeat")]
+    TokensBack { before: u64, after: u64 },
+}
+
+/// The new module, running, with the old state migrated into it.
+pub struct Migrated {
+    pub instance: GuestInstance,
+    pub version: String,
+}
+
+/// Start `module` from `state` (the active module's `snapshot()`, whose
+/// `stats()` were `before`) and check the result. The one migration path:
+/// apply, the leader's dry run, shadow start and replay all use it.
+pub fn migrate(
+    engine: &WasmEngine,
+    module: &GuestModule,
+    state: &[u8],
+    before: &TableStats,
+) -> Result<Migrated, MigrateError> {
+    let mut instance = engine.instantiate(module).map_err(MigrateError::Restore)?;
+    instance.restore(state).map_err(MigrateError::Restore)?;
+    let after = instance.stats().map_err(MigrateError::After)?;
+    if after.held != before.held {
+        return Err(MigrateError::LostLocks {
+            before: before.held,
+            after: after.held,
+        });
+    }
+    if after.next_token < before.next_token {
+        return Err(MigrateError::TokensBack {
+            before: before.next_token,
+            after: after.next_token,
+        });
+    }
+    let version = instance.version().map_err(MigrateError::After)?;
+    Ok(Migrated { instance, version })
+}
+
+/// The active module's state and counters, as input to [`migrate`].
+pub fn capture(active: &mut GuestInstance) -> Result<(Vec<u8>, TableStats), MigrateError> {
+    let state = active.snapshot().map_err(MigrateError::OldSnapshot)?;
+    let stats = active.stats().map_err(MigrateError::OldSnapshot)?;
+    Ok((state, stats))
+}

@@ -1,0 +1,105 @@
+//! Compile a module when its entry is appended, not when it is applied.
+//!
+//! An upgrade or shadow entry reaches a follower (and the leader's own log)
+//! well before it commits. [`Precompiler::prepare`] starts compiling it on a
+//! thread at append time; by the time the entry is applied the compiled
+//! module is usually ready, and [`Precompiler::load`] takes it without
+//! stalling the apply path. If it is not ready, `load` waits for it; if it
+//! was never prepared (a restart that re-applies the log), `load` compiles
+//! (or takes it from the on-disk cache) itself. Either way the result is the
+//! same [`WasmEngine::load`], so it cannot differ between nodes.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::engine::{EngineError, GuestModule, ModuleHash, WasmEngine};
+
+/// Modules kept ready; an entry that never commits leaves one behind, so
+/// the oldest are dropped.
+const KEEP: usize = 8;
+
+struct Slot {
+    done: Mutex<Option<Result<GuestModule, EngineError>>>,
+    ready: Condvar,
+}
+
+pub struct Precompiler {
+    engine: Arc<WasmEngine>,
+    slots: Mutex<VecDeque<(ModuleHash, Arc<Slot>)>>,
+}
+
+impl Precompiler {
+    pub fn new(engine: Arc<WasmEngine>) -> Arc<Precompiler> {
+        Arc::new(Precompiler {
+            engine,
+            slots: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    pub fn engine(&self) -> &Arc<WasmEngine> {
+        &self.engine
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, VecDeque<(ModuleHash, Arc<Slot>)>> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Start compiling `bytes` in the background (once per module).
+    pub fn prepare(&self, bytes: &[u8]) {
+        let hash = ModuleHash::of(bytes);
+        let slot = {
+            let mut slots = self.slots();
+            if slots.iter().any(|(h, _)| *h == hash) {
+                return;
+            }
+            let slot = Arc::new(Slot {
+                done: Mutex::new(None),
+                ready: Condvar::new(),
+            });
+            slots.push_back((hash, slot.clone()));
+            while slots.len() > KEEP {
+                slots.pop_front();
+            }
+            slot
+        };
+        let engine = self.engine.clone();
+        let bytes = bytes.to_vec();
+        let spawned = std::thread::Builder::new()
+            .name("precompile".into())
+            .spawn({
+                let slot = slot.clone();
+                move || {
+                    let started = std::time::Instant::now();
+                    let result = engine.load(&bytes);
+                    tracing::info!(module = %hash, ok = result.is_ok(), ms = started.elapsed().as_secs_f64() * 1e3, "precompiled a module from the log");
+                    *slot.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+                    slot.ready.notify_all();
+                }
+            });
+        if spawned.is_err() {
+            // No thread: `load` compiles inline instead.
+            self.slots().retain(|(h, _)| *h != hash);
+        }
+    }
+
+    /// The loaded module for `bytes`: the prepared one (waiting for it if
+    /// it is still compiling) or a fresh load.
+    pub fn load(&self, bytes: &[u8]) -> Result<GuestModule, EngineError> {
+        let hash = ModuleHash::of(bytes);
+        let slot = self
+            .slots()
+            .iter()
+            .find(|(h, _)| *h == hash)
+            .map(|(_, s)| s.clone());
+        if let Some(slot) = slot {
+            let mut done = slot.done.lock().unwrap_or_else(|p| p.into_inner());
+            while done.is_none() {
+                done = slot.ready.wait(done).unwrap_or_else(|p| p.into_inner());
+            }
+            if let Some(result) = done.as_ref() {
+                return result.clone();
+            }
+        }
+        self.engine.load(bytes)
+    }
+}

@@ -1,0 +1,41 @@
+//! Write the lock modules built in this workspace to a directory, as
+//! component files for `lockctl upgrade` and `lockd replay`.
+//!
+//! ```text
+//! cargo run --release -p lock-tests --bin modules -- DIR
+//! ```
+//!
+//! * `lock_sm_v1.wasm`: the built-in module (`guest-sm/`), what a new
+//!   cluster runs;
+//! * `lock_sm_v2.wasm`: version 2 (`guest-sm-v2/`): snapshot format 2 and
+//!   keys under `reserved/` refused;
+//! * `chaos_guest.wasm`: the hostile test fixture (see its docs), for
+//!   seeing a rejected upgrade.
+
+fn main() {
+    let Some(dir) = std::env::args().nth(1) else {
+        eprintln!("usage: modules DIR");
+        std::process::exit(1);
+    };
+    let dir = std::path::PathBuf::from(dir);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("cannot create {}: {e}", dir.display());
+        std::process::exit(1);
+    }
+    for (name, bytes) in [
+        ("lock_sm_v1.wasm", lockd::builtin::LOCK_SM),
+        ("lock_sm_v2.wasm", lock_tests::fixtures::LOCK_SM_V2),
+        ("chaos_guest.wasm", lock_tests::fixtures::CHAOS_GUEST),
+    ] {
+        let path = dir.join(name);
+        if let Err(e) = std::fs::write(&path, bytes) {
+            eprintln!("cannot write {}: {e}", path.display());
+            std::process::exit(1);
+        }
+        println!(
+            "{}  {}",
+            lockd::engine::ModuleHash::of(bytes),
+            path.display()
+        );
+    }
+}
