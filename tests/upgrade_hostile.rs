@@ -127,6 +127,9 @@ fn upgrade_route_refuses_bad_requests() {
     let r = c.post_bytes(1, "/v1/admin/upgrade?bogus=1", LOCK_SM_V2).expect("post");
     assert_eq!(r.status, 400);
     assert!(r.error().contains("unknown query parameter"), "{r:?}");
+    let r = c.post_bytes(1, "/v1/admin/upgrade", lockd::builtin::LOCK_SM).expect("post");
+    assert_eq!(r.status, 409, "{r:?}");
+    assert!(r.error().contains("already the active module"), "{r:?}");
     let r = c.post(1, "/v1/admin/shadow/abort", serde_json::json!({})).expect("post");
     assert_eq!(r.status, 404, "{r:?}");
     assert!(r.error().contains("no shadow"), "{r:?}");

@@ -21,6 +21,11 @@
 //! For each, it prints acquire latency p50/p99/max over the steady second
 //! before the upgrade and over the second from the moment it was
 //! submitted, and the swap's duration as each node measured it at apply.
+//!
+//! First, in this process and without a cluster, it times the steps of the
+//! same migration on a table of `--locks` locks: compiling version 2, the
+//! old module's `snapshot`, the new one's `restore` (with the checks), and
+//! the state hash recorded at the swap.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -110,10 +115,58 @@ async fn cycles(endpoints: Vec<String>, id: usize, stop: Arc<AtomicBool>, out: A
     }
 }
 
+/// The swap's steps in this process, median of five, in ms.
+fn breakdown(locks: usize) {
+    use lockd::command::Command;
+    use lockd::engine::{EngineSettings, WasmEngine};
+    let engine = WasmEngine::new(EngineSettings::default(), None).expect("engine");
+    let v1 = engine.load(lockd::builtin::LOCK_SM).expect("v1");
+    let mut old = engine.instantiate(&v1).expect("instance");
+    for chunk in (0..locks).collect::<Vec<_>>().chunks(4096) {
+        let batch: Vec<Command> = chunk
+            .iter()
+            .map(|i| Command::grant(format!("held/{i:06}"), 3_600_000))
+            .collect();
+        old.apply(&batch).expect("fill");
+    }
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let mut rows: Vec<[f64; 4]> = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let v2 = engine.load(LOCK_SM_V2).expect("v2");
+        let compile = ms(t);
+        let t = Instant::now();
+        let (state, stats) = lockd::upgrade::capture(&mut old).expect("capture");
+        let snapshot = ms(t);
+        let t = Instant::now();
+        let mut m = lockd::upgrade::migrate(&engine, &v2, &state, &stats).expect("migrate");
+        let restore = ms(t);
+        let t = Instant::now();
+        m.instance.state_hash().expect("hash");
+        let hash = ms(t);
+        rows.push([compile, snapshot, restore, hash]);
+    }
+    let median = |k: usize| {
+        let mut v: Vec<f64> = rows.iter().map(|r| r[k]).collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    let (compile, snapshot, restore, hash) = (median(0), median(1), median(2), median(3));
+    println!("Swap steps in one process, {locks} locks, version 1 → 2 (median of 5):\n");
+    println!("| compile v2 ms | old snapshot ms | new restore + checks ms | state hash ms | swap, compile excluded ms | swap, compile included ms |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| {compile:.1} | {snapshot:.1} | {restore:.1} | {hash:.1} | {:.1} | {:.1} |\n",
+        snapshot + restore + hash,
+        compile + snapshot + restore + hash
+    );
+}
+
 fn main() {
     let locks: usize = lock_bench::arg("--locks", 100_000);
     let clients: usize = lock_bench::arg("--clients", 8);
     let seconds: f64 = lock_bench::arg("--seconds", 4.0);
+    breakdown(locks);
     lock_bench::ensure_binaries_built();
     let c = Cluster::start(3, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));

@@ -184,7 +184,9 @@ impl Client {
                     last,
                 });
             }
-            tokio::time::sleep(Duration::from_millis(20 * attempt.min(10) as u64)).await;
+            // Short steps: a leader change takes well under a second, and a
+            // client should notice the new leader soon after it exists.
+            tokio::time::sleep(Duration::from_millis((10 * attempt as u64).min(50))).await;
         }
     }
 

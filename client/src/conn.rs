@@ -31,7 +31,9 @@ pub enum ConnError {
     Timeout { addr: String, ms: u64 },
 }
 
-type Call = (ClientRequest, oneshot::Sender<ClientResponse>);
+/// A request and where its answer goes: the node's response, or
+/// [`ConnError::NotSent`] when the connection ended before it was written.
+type Call = (ClientRequest, oneshot::Sender<Result<ClientResponse, ConnError>>);
 
 /// A live connection; dropping it closes the socket (and with it, every
 /// acquire still waiting on this connection is abandoned on the node).
@@ -112,11 +114,13 @@ impl Conn {
         timeout: Duration,
     ) -> Result<ClientResponse, ConnError> {
         let (reply, rx) = oneshot::channel();
-        self.tx.send((req, reply)).map_err(|_| ConnError::Lost {
+        // A closed queue means the connection task is gone: never sent.
+        self.tx.send((req, reply)).map_err(|_| ConnError::NotSent {
             addr: self.addr.clone(),
         })?;
         match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(r)) => Ok(r),
+            Ok(Ok(r)) => r,
+            // Written (or being written) when the connection broke.
             Ok(Err(_)) => Err(ConnError::Lost {
                 addr: self.addr.clone(),
             }),
@@ -137,8 +141,27 @@ async fn run(
     framed: Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>,
     mut rx: mpsc::UnboundedReceiver<Call>,
 ) {
+    let addr = framed
+        .get_ref()
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    serve(framed, &mut rx).await;
+    // Requests still queued were never written: say so, so that callers
+    // may safely retry them elsewhere. (Written ones are dropped: "lost".)
+    rx.close();
+    while let Ok((_, reply)) = rx.try_recv() {
+        let _ = reply.send(Err(ConnError::NotSent { addr: addr.clone() }));
+    }
+}
+
+async fn serve(
+    framed: Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>,
+    rx: &mut mpsc::UnboundedReceiver<Call>,
+) {
     let (mut sink, mut stream) = framed.split();
-    let mut pending: HashMap<u64, oneshot::Sender<ClientResponse>> = HashMap::new();
+    let mut pending: HashMap<u64, oneshot::Sender<Result<ClientResponse, ConnError>>> =
+        HashMap::new();
     let mut next_id = 1u64;
     loop {
         tokio::select! {
@@ -156,7 +179,7 @@ async fn run(
                 let Some(Ok(bytes)) = frame else { return };
                 let Ok(env) = wire::decode::<Envelope<ClientResponse>>(&bytes) else { return };
                 if let Some(reply) = pending.remove(&env.id) {
-                    let _ = reply.send(env.body);
+                    let _ = reply.send(Ok(env.body));
                 }
                 // Drop the senders of callers that gave up (timed out).
                 pending.retain(|_, r| !r.is_closed());

@@ -59,9 +59,6 @@ pub enum WireError {
     NotHeld(String),
     #[error("{0}")]
     WrongToken(String),
-    /// The lock module's policy refused the grant (the key is not held).
-    #[error("{0}")]
-    Refused(String),
     /// Ask the leader instead (its address when known).
     #[error("{message}")]
     NotLeader {
@@ -74,6 +71,10 @@ pub enum WireError {
     Unavailable(String),
     #[error("{0}")]
     Internal(String),
+    /// The lock module's policy refused the grant (the key is not held).
+    /// Last, so that older peers decode every earlier variant unchanged.
+    #[error("{0}")]
+    Refused(String),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]

@@ -166,7 +166,7 @@ impl Node {
             cluster_name: "lockd".into(),
             heartbeat_interval: config.heartbeat_ms,
             election_timeout_min: config.election_timeout_ms,
-            election_timeout_max: config.election_timeout_ms * 2,
+            election_timeout_max: config.election_max_ms(),
             snapshot_policy: SnapshotPolicy::LogsSinceLast(config.snapshot_threshold),
             max_in_snapshot_log_to_keep: config.keep_after_snapshot,
             purge_batch_size: 1,
@@ -194,7 +194,7 @@ impl Node {
         let proposer = Proposer::start(raft.clone(), config.id);
         // The longest an election can take: a new leader adds it to every
         // held lease it inherits.
-        let election_max = Duration::from_millis(config.election_timeout_ms * 2);
+        let election_max = Duration::from_millis(config.election_max_ms());
         let locks = LockService::start(
             config.id,
             raft.clone(),

@@ -77,6 +77,10 @@ pub struct Cluster {
     pub extra: Vec<String>,
     /// Set when every node runs in its own network namespace.
     pub net: Option<crate::netns::NetHosts>,
+    /// Raft timings given to every node registered after they are set
+    /// (tests use short ones; benchmarks may use the defaults).
+    pub heartbeat_ms: u64,
+    pub election_ms: u64,
     agent: ureq::Agent,
 }
 
@@ -100,6 +104,23 @@ impl Cluster {
     /// Start `n` nodes that bootstrap one cluster.
     pub fn start(n: u64, extra: &[&str]) -> Cluster {
         let mut c = Cluster::configure(n, extra);
+        for id in 1..=n {
+            c.spawn(id);
+        }
+        c
+    }
+
+    /// Start `n` nodes with the given Raft timings instead of the tests'
+    /// (benchmarks use lockd's defaults).
+    pub fn start_timed(n: u64, extra: &[&str], heartbeat_ms: u64, election_ms: u64) -> Cluster {
+        let mut c = Cluster::empty(extra);
+        c.heartbeat_ms = heartbeat_ms;
+        c.election_ms = election_ms;
+        c.add_members(
+            (1..=n)
+                .map(|id| (id, format!("127.0.0.1:{}", free_port())))
+                .collect(),
+        );
         for id in 1..=n {
             c.spawn(id);
         }
@@ -172,6 +193,8 @@ impl Cluster {
             nodes: BTreeMap::new(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
             net: None,
+            heartbeat_ms: HEARTBEAT_MS,
+            election_ms: ELECTION_MS,
             agent: ureq::AgentBuilder::new()
                 .timeout(Duration::from_secs(10))
                 .build(),
@@ -191,9 +214,9 @@ impl Cluster {
             "--data-dir".into(),
             data_dir.display().to_string(),
             "--heartbeat-ms".into(),
-            HEARTBEAT_MS.to_string(),
+            self.heartbeat_ms.to_string(),
             "--election-timeout-ms".into(),
-            ELECTION_MS.to_string(),
+            self.election_ms.to_string(),
         ];
         args.extend(self.extra.iter().cloned());
         args.extend(flags.iter().map(|s| s.to_string()));

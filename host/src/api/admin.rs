@@ -50,7 +50,7 @@ impl IntoResponse for UpgradeError {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             UpgradeError::NoShadow => StatusCode::NOT_FOUND,
-            UpgradeError::ShadowFailed(_) => StatusCode::CONFLICT,
+            UpgradeError::ShadowFailed(_) | UpgradeError::AlreadyActive(_) => StatusCode::CONFLICT,
             UpgradeError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let mut body = json!({ "error": self.to_string() });

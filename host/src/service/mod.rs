@@ -100,7 +100,7 @@ pub async fn release(node: &Node, key: &str, token: u64) -> Result<(), ServiceEr
 pub async fn keepalive(node: &Node, key: &str, token: u64) -> Result<u64, ServiceError> {
     check_key(key)?;
     let from = tokio::time::Instant::now();
-    let limit = Duration::from_millis(node.config.election_timeout_ms);
+    let limit = Duration::from_millis(node.config.election_max_ms());
     match tokio::time::timeout(limit, node.raft.ensure_linearizable()).await {
         Ok(Ok(_)) => {}
         Ok(Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f)))) => {

@@ -20,8 +20,12 @@ use super::ServiceError;
 use crate::command::{Command, Outcome};
 use crate::raft::{NodeId, Raft, Request, Response};
 
-/// Entries being committed at once.
-pub const MAX_IN_FLIGHT: usize = 4;
+/// Entries being committed at once. Two: while one entry commits, the next
+/// is appended; more than that only makes entries smaller. Measured with
+/// 64 clients on 3 nodes (2 cores), lock cycles/s: 1 or 2 in flight ≈ 20–22 k,
+/// 4 ≈ 17 k, 8 ≈ 13 k; contended handoffs and single-client latency the
+/// same for all.
+pub const MAX_IN_FLIGHT: usize = 2;
 /// Commands in one entry at most (the entry must stay well under a frame).
 pub const MAX_BATCH: usize = 4096;
 

@@ -34,6 +34,8 @@ pub enum UpgradeError {
     /// The entry was committed and every node rejected it.
     #[error("upgrade entry {} was rejected on every node: {}", .0.index, .0.reason.as_deref().unwrap_or(""))]
     Rejected(Box<UpgradeReply>),
+    #[error("module {0} is already the active module; nothing to upgrade")]
+    AlreadyActive(ModuleHash),
     #[error("no shadow module is running")]
     NoShadow,
     #[error("the shadow module failed ({0}); drop it with --abort")]
@@ -120,6 +122,9 @@ pub async fn upgrade(
     if precheck_first {
         if replaces != active {
             return Err(UpgradeError::Refused(MigrateError::Stale { replaces, active }));
+        }
+        if ModuleHash::of(&module) == active {
+            return Err(UpgradeError::AlreadyActive(active));
         }
         timings = Some(precheck(node, &module).await?);
     }

@@ -1,0 +1,213 @@
+//! The two drivers: the same loop against lockd (native protocol, the
+//! `lockd-client` crate) and against etcd (its v3 gRPC lock API), one
+//! connection per client.
+//!
+//! A cycle is acquire + release. Uncontended, each client has its own key;
+//! contended, all clients want one key and every cycle is a handoff. Only
+//! the acquire is timed (from sending to holding the lock).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcd_client::LockOptions;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum System {
+    Lockd,
+    Etcd,
+}
+
+impl System {
+    pub fn name(self) -> &'static str {
+        match self {
+            System::Lockd => "lockd",
+            System::Etcd => "etcd",
+        }
+    }
+}
+
+/// What one client did in a run.
+#[derive(Default)]
+pub struct ClientRun {
+    pub cycles: u64,
+    pub errors: u64,
+    pub last_error: Option<String>,
+    /// The first errors, with when they happened.
+    pub error_log: Vec<(Instant, String)>,
+    /// Acquire latencies.
+    pub latencies: Vec<Duration>,
+    /// When each successful acquire started and finished.
+    pub acquired: Vec<(Instant, Instant)>,
+}
+
+/// The key of `client`. After a failure whose outcome is unknown (the
+/// lock may have been taken, e.g. its leader died while answering), an
+/// uncontended client moves on to a fresh key (`generation`) rather than
+/// wait for its own orphaned lock's lease.
+fn key_for(client: usize, contended: bool, generation: u64) -> String {
+    if contended {
+        "bench/contended".into()
+    } else {
+        format!("bench/own/{client}/{generation}")
+    }
+}
+
+/// Run `clients` clients against `endpoints` until `stop` (or `until`).
+pub async fn run(
+    system: System,
+    endpoints: Vec<String>,
+    clients: usize,
+    contended: bool,
+    until: Instant,
+    stop: Arc<AtomicBool>,
+) -> Vec<ClientRun> {
+    let mut tasks = Vec::new();
+    for i in 0..clients {
+        let (endpoints, stop) = (endpoints.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            match system {
+                System::Lockd => lockd_client_loop(endpoints, i, contended, until, stop).await,
+                System::Etcd => etcd_client_loop(endpoints, i, contended, until, stop).await,
+            }
+        }));
+    }
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap_or_default());
+    }
+    out
+}
+
+fn done(until: Instant, stop: &AtomicBool) -> bool {
+    Instant::now() >= until || stop.load(Ordering::Relaxed)
+}
+
+async fn lockd_client_loop(
+    endpoints: Vec<String>,
+    i: usize,
+    contended: bool,
+    until: Instant,
+    stop: Arc<AtomicBool>,
+) -> ClientRun {
+    let client = lockd_client::Client::new(endpoints);
+    let mut generation = 0;
+    let mut key = key_for(i, contended, generation);
+    let wait = if contended { Duration::from_secs(10) } else { Duration::ZERO };
+    let mut r = ClientRun::default();
+    while !done(until, &stop) {
+        let start = Instant::now();
+        match client.acquire(&key, Duration::from_secs(10), wait).await {
+            Ok(g) => {
+                let held = Instant::now();
+                r.latencies.push(held - start);
+                r.acquired.push((start, held));
+                match g.release().await {
+                    Ok(()) => r.cycles += 1,
+                    Err(e) => {
+                        r.errors += 1;
+                        r.last_error = Some(e.to_string());
+                        // The lock may still be held: move on.
+                        generation += 1;
+                        key = key_for(i, contended, generation);
+                    }
+                }
+            }
+            Err(e) => {
+                r.errors += 1;
+                r.last_error = Some(e.to_string());
+                if r.error_log.len() < 20 {
+                    r.error_log.push((Instant::now(), e.to_string()));
+                }
+                if !e.is_held() {
+                    generation += 1;
+                    key = key_for(i, contended, generation);
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+    r
+}
+
+async fn etcd_client_loop(
+    endpoints: Vec<String>,
+    i: usize,
+    contended: bool,
+    until: Instant,
+    stop: Arc<AtomicBool>,
+) -> ClientRun {
+    let mut r = ClientRun::default();
+    let mut generation = 0;
+    let mut name = key_for(i, contended, generation);
+    let mut client = None;
+    let mut lease = 0;
+    while !done(until, &stop) {
+        if client.is_none() {
+            // One connection and one lease per client, as etcd's own
+            // concurrency package does.
+            let setup = async {
+                let mut c = etcd_client::Client::connect(&endpoints, None).await?;
+                let l = c.lease_grant(60, None).await?.id();
+                Ok::<_, etcd_client::Error>((c, l))
+            };
+            match setup.await {
+                Ok((c, l)) => {
+                    client = Some(c);
+                    lease = l;
+                }
+                Err(e) => {
+                    r.errors += 1;
+                    r.last_error = Some(e.to_string());
+                    if r.error_log.len() < 20 {
+                        r.error_log.push((Instant::now(), format!("setup: {e}")));
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            }
+        }
+        let Some(c) = client.as_mut() else { continue };
+        let start = Instant::now();
+        let locked = tokio::time::timeout(
+            Duration::from_secs(10),
+            c.lock(name.as_str(), Some(LockOptions::new().with_lease(lease))),
+        )
+        .await;
+        match locked {
+            Ok(Ok(resp)) => {
+                let held = Instant::now();
+                r.latencies.push(held - start);
+                r.acquired.push((start, held));
+                match c.unlock(resp.key().to_vec()).await {
+                    Ok(_) => r.cycles += 1,
+                    Err(e) => {
+                        r.errors += 1;
+                        r.last_error = Some(e.to_string());
+                        client = None;
+                        generation += 1;
+                        name = key_for(i, contended, generation);
+                    }
+                }
+            }
+            Ok(Err(e)) => {
+                r.errors += 1;
+                r.last_error = Some(e.to_string());
+                if r.error_log.len() < 20 {
+                    r.error_log.push((Instant::now(), format!("lock: {e}")));
+                }
+                client = None;
+                generation += 1;
+                name = key_for(i, contended, generation);
+            }
+            Err(_) => {
+                r.errors += 1;
+                r.last_error = Some("lock timed out after 10 s".into());
+                client = None;
+                generation += 1;
+                name = key_for(i, contended, generation);
+            }
+        }
+    }
+    r
+}
