@@ -144,6 +144,9 @@ impl Client {
         let mut attempt = 0usize;
         let mut last = String::new();
         loop {
+            // Set when a node named another node as the leader: go there
+            // at once instead of waiting.
+            let mut redirected = false;
             let result: Result<(), String> = match self.connection(attempt).await {
                 Ok(conn) => match conn.call(req.clone(), opts.request_timeout + extra).await {
                     Ok(ClientResponse::Error(WireError::NotLeader {
@@ -152,6 +155,7 @@ impl Client {
                         ..
                     })) => {
                         self.forget(&conn.addr).await;
+                        redirected = leader_addr.as_ref().is_some_and(|a| *a != conn.addr);
                         *self
                             .inner
                             .preferred
@@ -184,9 +188,12 @@ impl Client {
                     last,
                 });
             }
+            if redirected && attempt % 4 != 0 {
+                continue; // (a hint that keeps pointing at a dead node still waits)
+            }
             // Short steps: a leader change takes well under a second, and a
             // client should notice the new leader soon after it exists.
-            tokio::time::sleep(Duration::from_millis((10 * attempt as u64).min(50))).await;
+            tokio::time::sleep(Duration::from_millis((5 * attempt as u64).min(25))).await;
         }
     }
 

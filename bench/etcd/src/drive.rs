@@ -6,7 +6,7 @@
 //! contended, all clients want one key and every cycle is a handoff. Only
 //! the acquire is timed (from sending to holding the lock).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -45,6 +45,33 @@ pub struct ClientRun {
 /// lock may have been taken, e.g. its leader died while answering), an
 /// uncontended client moves on to a fresh key (`generation`) rather than
 /// wait for its own orphaned lock's lease.
+/// Shared by a run's clients: the start of the latest successful acquire,
+/// so that a failover measurement can stop as soon as service is back.
+pub struct Progress {
+    base: Instant,
+    last_success_start_ns: AtomicU64,
+}
+
+impl Progress {
+    pub fn new() -> Arc<Progress> {
+        Arc::new(Progress {
+            base: Instant::now(),
+            last_success_start_ns: AtomicU64::new(0),
+        })
+    }
+
+    fn record(&self, start: Instant) {
+        let ns = start.saturating_duration_since(self.base).as_nanos() as u64;
+        self.last_success_start_ns.fetch_max(ns, Ordering::Relaxed);
+    }
+
+    /// Whether an acquire that started at or after `t` has succeeded.
+    pub fn succeeded_since(&self, t: Instant) -> bool {
+        let ns = t.saturating_duration_since(self.base).as_nanos() as u64;
+        self.last_success_start_ns.load(Ordering::Relaxed) >= ns
+    }
+}
+
 fn key_for(client: usize, contended: bool, generation: u64) -> String {
     if contended {
         "bench/contended".into()
@@ -61,14 +88,19 @@ pub async fn run(
     contended: bool,
     until: Instant,
     stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
 ) -> Vec<ClientRun> {
     let mut tasks = Vec::new();
     for i in 0..clients {
-        let (endpoints, stop) = (endpoints.clone(), stop.clone());
+        let (endpoints, stop, progress) = (endpoints.clone(), stop.clone(), progress.clone());
         tasks.push(tokio::spawn(async move {
             match system {
-                System::Lockd => lockd_client_loop(endpoints, i, contended, until, stop).await,
-                System::Etcd => etcd_client_loop(endpoints, i, contended, until, stop).await,
+                System::Lockd => {
+                    lockd_client_loop(endpoints, i, contended, until, stop, progress).await
+                }
+                System::Etcd => {
+                    etcd_client_loop(endpoints, i, contended, until, stop, progress).await
+                }
             }
         }));
     }
@@ -89,6 +121,7 @@ async fn lockd_client_loop(
     contended: bool,
     until: Instant,
     stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
 ) -> ClientRun {
     let client = lockd_client::Client::new(endpoints);
     let mut generation = 0;
@@ -102,6 +135,7 @@ async fn lockd_client_loop(
                 let held = Instant::now();
                 r.latencies.push(held - start);
                 r.acquired.push((start, held));
+                progress.record(start);
                 match g.release().await {
                     Ok(()) => r.cycles += 1,
                     Err(e) => {
@@ -136,6 +170,7 @@ async fn etcd_client_loop(
     contended: bool,
     until: Instant,
     stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
 ) -> ClientRun {
     let mut r = ClientRun::default();
     let mut generation = 0;
@@ -179,6 +214,7 @@ async fn etcd_client_loop(
                 let held = Instant::now();
                 r.latencies.push(held - start);
                 r.acquired.push((start, held));
+                progress.record(start);
                 match c.unlock(resp.key().to_vec()).await {
                     Ok(_) => r.cycles += 1,
                     Err(e) => {

@@ -26,6 +26,7 @@
 
 mod drive;
 mod etcd;
+mod profile;
 mod report;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,12 +63,19 @@ pub struct Workload {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Failover {
     pub system: String,
-    /// Kill → first acquire that started after the kill and succeeded.
-    pub first_acquire_ms: f64,
+    /// Kill → first acquire that started after the kill and succeeded, one
+    /// per trial (NaN: none within the window).
+    pub trials_ms: Vec<f64>,
+    pub median_ms: f64,
+    pub max_ms: f64,
+    /// Failed client operations, over all trials.
     pub errors: u64,
     /// The last error a client saw, for the report.
     pub sample_error: Option<String>,
 }
+
+/// How long after the kill a failover trial waits for service to return.
+const FAILOVER_WINDOW: Duration = Duration::from_secs(10);
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -118,21 +126,29 @@ async fn one_run(
         contended,
         until,
         Arc::new(AtomicBool::new(false)),
+        drive::Progress::new(),
     )
     .await;
     (runs, start.elapsed())
 }
 
-/// SIGKILL the leader under load; time to the first fresh acquire.
-async fn failover(system: System, kill: impl FnOnce(), endpoints: Vec<String>) -> Failover {
+/// One trial: SIGKILL the leader under load from 8 clients; the time to
+/// the first acquire that started after the kill and succeeded.
+async fn failover_once(
+    system: System,
+    kill: impl FnOnce(),
+    endpoints: Vec<String>,
+) -> (f64, u64, Option<String>) {
     let stop = Arc::new(AtomicBool::new(false));
+    let progress = drive::Progress::new();
     let until = Instant::now() + Duration::from_secs(60);
-    let load = tokio::spawn(drive::run(system, endpoints, 8, false, until, stop.clone()));
+    let load = tokio::spawn(drive::run(system, endpoints, 8, false, until, stop.clone(), progress.clone()));
     tokio::time::sleep(Duration::from_secs(2)).await;
     let killed = Instant::now();
     kill();
-    // Long enough for etcd's own request timeout (5 s) to pass too.
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    while !progress.succeeded_since(killed) && killed.elapsed() < FAILOVER_WINDOW {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     stop.store(true, Ordering::Relaxed);
     let runs = load.await.unwrap_or_default();
     if std::env::var_os("VS_ETCD_DEBUG").is_some() {
@@ -148,12 +164,52 @@ async fn failover(system: System, kill: impl FnOnce(), endpoints: Vec<String>) -
         .filter(|(start, _)| *start >= killed)
         .map(|(_, held)| *held - killed)
         .min();
-    Failover {
+    (
+        first.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
+        runs.iter().map(|r| r.errors).sum(),
+        runs.iter().find_map(|r| r.last_error.clone()),
+    )
+}
+
+/// `trials` failovers, each on a fresh 3-member cluster.
+fn failover(rt: &tokio::runtime::Runtime, system: System, trials: usize) -> Failover {
+    let mut out = Failover {
         system: system.name().into(),
-        first_acquire_ms: first.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
-        errors: runs.iter().map(|r| r.errors).sum(),
-        sample_error: runs.iter().find_map(|r| r.last_error.clone()),
+        trials_ms: Vec::new(),
+        median_ms: f64::NAN,
+        max_ms: f64::NAN,
+        errors: 0,
+        sample_error: None,
+    };
+    for _ in 0..trials {
+        let (ms, errors, sample) = match system {
+            System::Lockd => {
+                let mut c = Cluster::start_timed(3, &[], HEARTBEAT_MS, ELECTION_MS);
+                let leader = c.wait_leader(Duration::from_secs(20));
+                let eps = c.endpoints();
+                rt.block_on(failover_once(system, || c.kill(leader), eps))
+            }
+            System::Etcd => {
+                let mut e = etcd::EtcdCluster::start(3, HEARTBEAT_MS, ELECTION_MS);
+                let leader = rt.block_on(e.wait_leader(Duration::from_secs(30)));
+                let eps = e.endpoints();
+                rt.block_on(failover_once(system, || e.kill(leader), eps))
+            }
+        };
+        eprintln!("failover {}: {ms:.0} ms", system.name());
+        out.trials_ms.push(ms);
+        out.errors += errors;
+        if sample.is_some() {
+            out.sample_error = sample;
+        }
     }
+    let mut sorted: Vec<f64> = out.trials_ms.iter().map(|v| if v.is_nan() { f64::INFINITY } else { *v }).collect();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    if !sorted.is_empty() {
+        out.median_ms = sorted[sorted.len() / 2];
+        out.max_ms = sorted[sorted.len() - 1];
+    }
+    out
 }
 
 fn run_bin(name: &str, args: &[&str]) -> String {
@@ -172,12 +228,21 @@ fn main() {
     let rounds: usize = lock_bench::arg("--rounds", 2);
     let out: String = lock_bench::arg("--out", "docs".to_string());
     let skip_extras = lock_bench::flag("--skip-extras");
+    let trials: usize = lock_bench::arg("--failover-trials", 5);
+    let only_failover = lock_bench::flag("--only-failover");
     lock_bench::ensure_binaries_built();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
 
-    let mut lockd = Cluster::start_timed(3, &[], HEARTBEAT_MS, ELECTION_MS);
+    if only_failover {
+        for system in [System::Lockd, System::Etcd] {
+            let f = failover(&rt, system, trials);
+            println!("{}: trials {:?} median {:.0} max {:.0}", f.system, f.trials_ms, f.median_ms, f.max_ms);
+        }
+        return;
+    }
+    let lockd = Cluster::start_timed(3, &[], HEARTBEAT_MS, ELECTION_MS);
     let lockd_leader = lockd.wait_leader(Duration::from_secs(20));
-    let mut etcd = etcd::EtcdCluster::start(3, HEARTBEAT_MS, ELECTION_MS);
+    let etcd = etcd::EtcdCluster::start(3, HEARTBEAT_MS, ELECTION_MS);
     let etcd_leader = rt.block_on(etcd.wait_leader(Duration::from_secs(30)));
     let lockd_eps = lockd.endpoints();
     let etcd_leader_ep = vec![etcd.members[etcd_leader].client_url.clone()];
@@ -212,12 +277,44 @@ fn main() {
         });
     }
 
-    // Failover, lockd then etcd (each cluster loses its leader for good).
-    let lockd_failover = rt.block_on(failover(System::Lockd, || lockd.kill(lockd_leader), lockd_eps.clone()));
-    let etcd_all = etcd.endpoints();
-    let etcd_failover = rt.block_on(failover(System::Etcd, || etcd.kill(etcd_leader), etcd_all));
+    // Where lockd's time goes at 64 clients: perf on the machine while the
+    // leader serves them (skipped when perf is missing).
+    let have_perf = std::process::Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let profile = if have_perf && !lock_bench::flag("--no-profile") {
+        let stop = Arc::new(AtomicBool::new(false));
+        let load = rt.spawn(drive::run(
+            System::Lockd,
+            lockd_eps.clone(),
+            64,
+            false,
+            Instant::now() + Duration::from_secs(30),
+            stop.clone(),
+            drive::Progress::new(),
+        ));
+        std::thread::sleep(Duration::from_millis(1500));
+        let pid = lockd.nodes[&lockd_leader].child.as_ref().map_or(0, |c| c.id());
+        std::fs::create_dir_all(&out).expect("create the output directory");
+        let p = profile::record(std::path::Path::new(&out), pid, 4);
+        stop.store(true, Ordering::Relaxed);
+        let _ = rt.block_on(load);
+        match p {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!("no profile: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
     drop(lockd);
     drop(etcd);
+    // Failover: fresh clusters, one trial at a time.
+    let lockd_failover = failover(&rt, System::Lockd, trials);
+    let etcd_failover = failover(&rt, System::Etcd, trials);
 
     let (sm, upgrade) = if skip_extras {
         (String::new(), String::new())
@@ -225,6 +322,6 @@ fn main() {
         (run_bin("sm-bench", &[]), run_bin("upgrade-bench", &[]))
     };
     let failovers = vec![lockd_failover, etcd_failover];
-    report::write(&out, &results, &failovers, &sm, &upgrade, seconds, rounds);
+    report::write(&out, &results, &failovers, profile.as_ref(), &sm, &upgrade, seconds, rounds);
     println!("{}", std::fs::read_to_string(format!("{out}/benchmarks.md")).unwrap_or_default());
 }

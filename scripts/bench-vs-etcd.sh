@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# lockd against etcd, side by side in one run.
+#
+#   scripts/bench-vs-etcd.sh [--seconds 5] [--rounds 2] [--out docs]
+#
+# Installs what it needs from Debian when missing (etcd-server, protoc for
+# etcd's gRPC client, a font for the chart), builds lockd, the lockd
+# benchmarks and the etcd comparison, and writes docs/benchmarks.md,
+# docs/benchmarks.png and docs/benchmarks.json. See bench/etcd/src/main.rs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v etcd >/dev/null || need+=(etcd-server)
+command -v protoc >/dev/null || need+=(protobuf-compiler)
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
+if [ ${#need[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    echo "installing ${need[*]}" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >&2
+fi
+
+cargo build --release -p lockd -p lock-bench -p etcd-bench --bins
+exec target/release/vs-etcd "$@"
