@@ -8,8 +8,8 @@
 //! addr = "127.0.0.1:7402"
 //! data_dir = "d2"
 //! initial_cluster = "1=127.0.0.1:7401,2=127.0.0.1:7402,3=127.0.0.1:7403"
-//! heartbeat_ms = 50
-//! election_timeout_ms = 250
+//! heartbeat_ms = 40
+//! election_timeout_ms = 200
 //! snapshot_threshold = 10000
 //! ```
 
@@ -36,13 +36,15 @@ pub struct NodeConfig {
     pub initial_cluster: BTreeMap<u64, String>,
     /// Start uninitialised and wait to be added to an existing cluster.
     pub join: bool,
-    /// Leader heartbeat period (default 50 ms).
+    /// Leader heartbeat period (default 40 ms).
     pub heartbeat_ms: u64,
-    /// Election timeout (default 250 ms); each node picks its timeout in
+    /// Election timeout (default 200 ms); each node picks its timeout in
     /// [this, 1.5 × this). openraft 0.9 lets a follower stand for election
     /// only after the leader's lease (the largest timeout) *plus* its own
-    /// timeout have passed without a heartbeat, so with the defaults a dead
-    /// leader is replaced 625–750 ms after its last heartbeat.
+    /// timeout have passed without a heartbeat: 500–600 ms with the
+    /// defaults, or one more timeout when the first candidate had the
+    /// shorter log (it loses, and its term bump costs the other node a
+    /// round). Measured: a dead leader replaced and serving in 0.55–0.95 s.
     pub election_timeout_ms: u64,
     /// Build a snapshot after this many entries since the last one.
     pub snapshot_threshold: u64,
@@ -68,8 +70,8 @@ impl Default for NodeConfig {
             data_dir: DEFAULT_DATA_DIR.into(),
             initial_cluster: BTreeMap::new(),
             join: false,
-            heartbeat_ms: 50,
-            election_timeout_ms: 250,
+            heartbeat_ms: 40,
+            election_timeout_ms: 200,
             snapshot_threshold: 10_000,
             keep_after_snapshot: 1_000,
             max_lease_ms: 3_600_000,

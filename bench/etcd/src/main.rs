@@ -6,8 +6,8 @@
 //! ```
 //!
 //! Starts a 3-member etcd (Debian's 3.4) and a 3-node lockd on loopback,
-//! both with fsync on and the same Raft timings (heartbeat 50 ms, election
-//! timeout 250 ms: lockd's defaults), data in temporary directories, and runs
+//! both with fsync on and the same Raft timings (heartbeat 40 ms, election
+//! timeout 200 ms: lockd's defaults; etcd needs election ≥ 5 × heartbeat), data in temporary directories, and runs
 //! the same workloads against both, **interleaved**: every round runs each
 //! workload on lockd and on etcd back to back (alternating which goes
 //! first), so both see the same machine state. Workloads: 1 client, 64
@@ -22,7 +22,11 @@
 //! alone that belong in the report: wasm vs native apply (`sm-bench`) and
 //! the upgrade pause (`upgrade-bench`), run as the already built binaries.
 //!
-//! Writes `OUT/benchmarks.md` and `OUT/benchmarks.png`.
+//! Writes `OUT/benchmarks.md`, `OUT/benchmarks.png`, `OUT/benchmarks.json`
+//! and the leader's flamegraph `OUT/leader-profile.svg` (when `perf` is
+//! there). `--only-failover` runs just the failover trials;
+//! `VS_ETCD_KEEP=1` keeps each lockd trial's node logs (and prints where),
+//! `VS_ETCD_DEBUG=1` prints the clients' errors around each kill.
 
 mod drive;
 mod etcd;
@@ -37,8 +41,13 @@ use drive::System;
 use lock_tests::cluster::Cluster;
 
 /// The Raft timings of both clusters: lockd's defaults.
-pub const HEARTBEAT_MS: u64 = 50;
-pub const ELECTION_MS: u64 = 250;
+pub const HEARTBEAT_MS: u64 = 40;
+pub const ELECTION_MS: u64 = 200;
+
+/// The election timeout this run uses (`--election-ms`, default lockd's).
+pub fn election_ms() -> u64 {
+    lock_bench::arg("--election-ms", ELECTION_MS)
+}
 
 /// One workload's measurements on one system, over all rounds.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -184,13 +193,18 @@ fn failover(rt: &tokio::runtime::Runtime, system: System, trials: usize) -> Fail
     for _ in 0..trials {
         let (ms, errors, sample) = match system {
             System::Lockd => {
-                let mut c = Cluster::start_timed(3, &[], HEARTBEAT_MS, ELECTION_MS);
+                let mut c = Cluster::start_timed(3, &[], HEARTBEAT_MS, election_ms());
                 let leader = c.wait_leader(Duration::from_secs(20));
                 let eps = c.endpoints();
-                rt.block_on(failover_once(system, || c.kill(leader), eps))
+                let r = rt.block_on(failover_once(system, || c.kill(leader), eps));
+                if std::env::var_os("VS_ETCD_KEEP").is_some() {
+                    let dir = std::mem::replace(&mut c.dir, tempfile::tempdir().expect("tempdir"));
+                    eprintln!("trial {:.0} ms, leader {leader}, logs in {}", r.0, dir.keep().display());
+                }
+                r
             }
             System::Etcd => {
-                let mut e = etcd::EtcdCluster::start(3, HEARTBEAT_MS, ELECTION_MS);
+                let mut e = etcd::EtcdCluster::start(3, HEARTBEAT_MS, election_ms());
                 let leader = rt.block_on(e.wait_leader(Duration::from_secs(30)));
                 let eps = e.endpoints();
                 rt.block_on(failover_once(system, || e.kill(leader), eps))
@@ -240,9 +254,9 @@ fn main() {
         }
         return;
     }
-    let lockd = Cluster::start_timed(3, &[], HEARTBEAT_MS, ELECTION_MS);
+    let lockd = Cluster::start_timed(3, &[], HEARTBEAT_MS, election_ms());
     let lockd_leader = lockd.wait_leader(Duration::from_secs(20));
-    let etcd = etcd::EtcdCluster::start(3, HEARTBEAT_MS, ELECTION_MS);
+    let etcd = etcd::EtcdCluster::start(3, HEARTBEAT_MS, election_ms());
     let etcd_leader = rt.block_on(etcd.wait_leader(Duration::from_secs(30)));
     let lockd_eps = lockd.endpoints();
     let etcd_leader_ep = vec![etcd.members[etcd_leader].client_url.clone()];

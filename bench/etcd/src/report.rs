@@ -74,7 +74,7 @@ pub fn write(
         md,
         "Both clusters: 3 members on loopback, one process each, fsync on, heartbeat {} ms, election timeout {} ms (lockd's defaults). Each workload runs {rounds} × {seconds} s per system, interleaved (lockd and etcd back to back, alternating which goes first). A cycle is acquire + release; only the acquire is timed. lockd: native protocol (`lockd-client`), one connection per client. etcd: v3 gRPC lock API (`etcd-client`), one connection and one lease per client, Lock + Unlock per cycle, connected to the leader.\n",
         crate::HEARTBEAT_MS,
-        crate::ELECTION_MS
+        crate::election_ms()
     );
     let _ = writeln!(md, "| workload | lockd cycles/s | etcd cycles/s | lockd ÷ etcd | lockd acquire p50 / p99 / p999 ms | etcd acquire p50 / p99 / p999 ms | errors lockd / etcd |");
     let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");

@@ -46,7 +46,12 @@ impl AuditLog {
         self.interval > 0 && index > 0 && index % self.interval == 0
     }
 
+    /// Record a point; a second point at the same index (an upgrade entry
+    /// that falls on an interval) is the same state and is not repeated.
     pub fn record(&mut self, index: u64, hash: &[u8; 32], module: ModuleHash, kind: &str) {
+        if self.records.back().is_some_and(|r| r.index == index) {
+            return;
+        }
         self.records.push_back(AuditRecord {
             index,
             state_hash: hex::encode(hash),
@@ -212,6 +217,19 @@ mod tests {
         assert_eq!(c.last_common, Some(20));
         assert_eq!(c.divergent_nodes(), BTreeSet::from([2]));
         assert_eq!(c.divergences[0].majority.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn one_point_per_index() {
+        let mut log = AuditLog::new(10);
+        let m = ModuleHash([7; 32]);
+        log.record(10, &[1; 32], m, "upgrade");
+        log.record(10, &[1; 32], m, "interval");
+        log.record(20, &[2; 32], m, "interval");
+        let r = log.report(1);
+        assert_eq!(r.records.len(), 2);
+        assert_eq!(r.records[0].kind, "upgrade");
+        assert!(log.due(20) && !log.due(25) && !log.due(0));
     }
 
     #[test]
