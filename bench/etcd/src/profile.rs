@@ -30,7 +30,7 @@ fn perf_report(data: &Path, args: &[&str], lines: usize) -> String {
             .lines()
             .filter(|l| l.contains('%') && !l.starts_with('#'))
             .take(lines)
-            .map(|l| l.trim_end().to_string())
+            .map(|l| l.trim_end_matches([' ', '-']).to_string())
             .collect::<Vec<_>>()
             .join("\n"),
         Err(e) => format!("perf report failed: {e}"),
@@ -55,8 +55,8 @@ pub fn record(out_dir: &Path, leader: u32, seconds: u64) -> Result<Profile, Stri
     }
     let pid = leader.to_string();
     let by_process = perf_report(&data, &["--sort", "comm"], 12);
-    let leader_by_dso = perf_report(&data, &["--pid", &pid, "--sort", "dso"], 8);
-    let leader_symbols = perf_report(&data, &["--pid", &pid, "--sort", "dso,symbol"], 20);
+    let leader_by_dso = perf_report(&data, &["--pid", &pid, "--percentage", "relative", "--sort", "dso"], 8);
+    let leader_symbols = perf_report(&data, &["--pid", &pid, "--percentage", "relative", "--sort", "dso,symbol"], 20);
     let script = Command::new("perf")
         .arg("script")
         .arg("-i")

@@ -143,8 +143,8 @@ pub fn write(
         let _ = writeln!(md, "\n## Where lockd's time goes (64 clients, own keys)\n");
         let _ = writeln!(md, "`perf record -a -g` for 4 s while lockd's leader serves 64 clients (the same load as the table above).{}\n", p.flamegraph.as_ref().map(|f| format!(" Flamegraph of the leader: [{f}]({f})."), ).unwrap_or_default());
         let _ = writeln!(md, "CPU by thread name, whole machine (three lockd processes, the benchmark's clients, the kernel):\n\n```text\n{}\n```\n", p.by_process);
-        let _ = writeln!(md, "The leader's CPU by binary:\n\n```text\n{}\n```\n", p.leader_by_dso);
-        let _ = writeln!(md, "The leader's hottest functions (self time):\n\n```text\n{}\n```", p.leader_symbols);
+        let _ = writeln!(md, "The leader's own samples by binary (what is not listed is the kernel: TCP on loopback, wakeups, the disk):\n\n```text\n{}\n```\n", p.leader_by_dso);
+        let _ = writeln!(md, "The leader's hottest functions (self time, share of the leader's samples):\n\n```text\n{}\n```", p.leader_symbols);
     }
     if !sm.is_empty() {
         let _ = writeln!(md, "\n## lockd alone: wasm vs native apply (`sm-bench`)\n\n{}", sm.trim());
