@@ -36,8 +36,10 @@ pub fn machine() -> String {
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()))
         })
         .map_or(0.0, |kb| kb / 1024.0 / 1024.0);
+    // Major.minor only: the rest of a kernel release names a build, not a
+    // property of the machine worth reporting.
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
+        .map(|s| s.trim().split('.').take(2).collect::<Vec<_>>().join("."))
         .unwrap_or_default();
     format!("{model}, {cores} cores, {mem_gib:.0} GiB, Linux {kernel}")
 }
