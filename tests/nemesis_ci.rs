@@ -47,6 +47,29 @@ fn five_nodes_kills_and_pauses_seed_2() {
     });
 }
 
+/// A hot upgrade in the middle of leader kills and pauses: every checker
+/// still passes across the swap, and every node ends on version 2.
+#[test]
+fn three_nodes_upgrade_amid_kills_seed_5() {
+    let r = {
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        run(RunConfig {
+            seed: 5,
+            upgrade_at: Some(Duration::from_secs(4)),
+            faults: vec![Fault::KillLeader, Fault::PauseLeader, Fault::KillFollower],
+            ..RunConfig::default()
+        })
+    };
+    eprintln!("seed 5: {} ops, {} grants, faults: {:#?}", r.ops, r.granted, r.faults);
+    assert!(r.granted > 20, "too little work to mean anything: {r:?}");
+    assert!(
+        r.faults.iter().any(|f| f.contains("version 2")),
+        "the upgrade did not go in: {:?}",
+        r.faults
+    );
+    assert!(r.violations.is_empty(), "violations:\n{}", r.violations.join("\n"));
+}
+
 /// The checkers can fail: with a resource that ignores fencing tokens and
 /// holders that all stall past their leases, updates are lost and found.
 #[test]

@@ -19,7 +19,9 @@ use crate::engine::{EngineError, GuestModule, ModuleHash, WasmEngine};
 const KEEP: usize = 8;
 
 struct Slot {
-    done: Mutex<Option<Result<GuestModule, EngineError>>>,
+    /// `None` while compiling; `Some(None)` if the compile thread died (the
+    /// caller then compiles inline); `Some(Some(result))` when done.
+    done: Mutex<Option<Option<Result<GuestModule, EngineError>>>>,
     ready: Condvar,
 }
 
@@ -70,8 +72,11 @@ impl Precompiler {
                 let slot = slot.clone();
                 move || {
                     let started = std::time::Instant::now();
-                    let result = engine.load(&bytes);
-                    tracing::info!(module = %hash, ok = result.is_ok(), ms = started.elapsed().as_secs_f64() * 1e3, "precompiled a module from the log");
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        engine.load(&bytes)
+                    }))
+                    .ok();
+                    tracing::info!(module = %hash, ok = result.as_ref().is_some_and(|r| r.is_ok()), ms = started.elapsed().as_secs_f64() * 1e3, "precompiled a module from the log");
                     *slot.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
                     slot.ready.notify_all();
                 }
@@ -96,7 +101,7 @@ impl Precompiler {
             while done.is_none() {
                 done = slot.ready.wait(done).unwrap_or_else(|p| p.into_inner());
             }
-            if let Some(result) = done.as_ref() {
+            if let Some(Some(result)) = done.as_ref() {
                 return result.clone();
             }
         }

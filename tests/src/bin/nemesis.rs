@@ -1,7 +1,7 @@
 //! The long fault-injection run: one command, a report.
 //!
 //! ```text
-//! cargo run --release -p lock-tests --bin nemesis -- [--seconds 600] [--nodes 5] [--clients 10] [--keys 3] [--seed 7] [--no-faults | --partitions]
+//! cargo run --release -p lock-tests --bin nemesis -- [--seconds 600] [--nodes 5] [--clients 10] [--keys 3] [--seed 7] [--no-faults | --partitions] [--upgrade-at SECS]
 //! ```
 //!
 //! Prints operations done, faults injected and violations found; exits 1 on
@@ -39,6 +39,9 @@ fn main() {
             RunConfig::default().faults
         },
         hosts: std::env::args().any(|a| a == "--partitions"),
+        upgrade_at: std::env::args()
+            .any(|a| a == "--upgrade-at")
+            .then(|| Duration::from_secs(arg("--upgrade-at", 60))),
         ..RunConfig::default()
     };
     println!(

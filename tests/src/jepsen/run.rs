@@ -61,6 +61,11 @@ pub struct RunConfig {
     pub unfenced_register: bool,
     /// Run each node in its own network namespace (needed for partitions).
     pub hosts: bool,
+    /// Upgrade the lock module to version 2 (`guest-sm-v2`) this long into
+    /// the run, between faults; retried until it is in (the request may
+    /// meet a dying leader). The run then also checks that every node ends
+    /// on version 2.
+    pub upgrade_at: Option<Duration>,
 }
 
 impl Default for RunConfig {
@@ -76,6 +81,7 @@ impl Default for RunConfig {
             faults: ALL_FAULTS.to_vec(),
             unfenced_register: false,
             hosts: false,
+            upgrade_at: None,
         }
     }
 }
@@ -197,15 +203,49 @@ fn leader_of(c: &Cluster) -> Option<u64> {
         .map(|s| s.id)
 }
 
+/// Submit the upgrade to version 2 until it is in: answered "swapped", or
+/// "already the active module" (an earlier attempt committed although its
+/// answer was lost). Returns what happened, or `None` after 20 attempts.
+fn upgrade(c: &Cluster) -> Option<String> {
+    for attempt in 1..=20 {
+        let via = leader_of(c).or_else(|| c.running().first().copied())?;
+        match c.post_bytes(via, "/v1/admin/upgrade", crate::fixtures::LOCK_SM_V2) {
+            Ok(r) if r.status == 200 => {
+                return Some(format!(
+                    "upgraded to version 2 at index {} (attempt {attempt})",
+                    r.body["index"]
+                ))
+            }
+            Ok(r) if r.status == 409 && r.error().contains("already the active module") => {
+                return Some(format!("upgrade to version 2 was in already (attempt {attempt})"))
+            }
+            _ => std::thread::sleep(Duration::from_millis(300)),
+        }
+    }
+    None
+}
+
 /// Inject faults until `stop`; returns what was done.
 fn nemesis(c: &mut Cluster, cfg: &RunConfig, stop: &AtomicBool) -> Vec<String> {
     let mut rng = Rng::new(cfg.seed ^ 0xfa17);
     let mut log = Vec::new();
     let t0 = Instant::now();
     let pause = |ms: u64| std::thread::sleep(Duration::from_millis(ms));
+    let mut upgrade_due = cfg.upgrade_at;
     while !stop.load(Ordering::Relaxed) {
         pause(600 + rng.below(600));
+        if upgrade_due.is_some_and(|at| t0.elapsed() >= at) {
+            upgrade_due = None;
+            let at = t0.elapsed().as_millis();
+            match upgrade(c) {
+                Some(what) => log.push(format!("{at} ms: {what}")),
+                None => log.push(format!("{at} ms: UPGRADE FAILED after 20 attempts")),
+            }
+        }
         if stop.load(Ordering::Relaxed) || cfg.faults.is_empty() {
+            if upgrade_due.is_some() {
+                continue;
+            }
             break;
         }
         let fault = cfg.faults[rng.below(cfg.faults.len() as u64) as usize];
@@ -426,10 +466,17 @@ pub fn run(cfg: RunConfig) -> Report {
         .collect();
     violations.extend(check::survived(&ops, &finals));
     let s = c.wait_converged(Duration::from_secs(30));
+    let v2 = lockd::engine::ModuleHash::of(crate::fixtures::LOCK_SM_V2).to_string();
     for id in c.running() {
         let st = c.status(id).expect("status");
         if st.state_hash != s.state_hash {
             violations.push(format!("node {id} state hash differs after the run"));
+        }
+        if cfg.upgrade_at.is_some() && st.module_hash != v2 {
+            violations.push(format!(
+                "node {id} runs module {} after the upgrade to version 2",
+                st.module_hash
+            ));
         }
     }
     Report {
