@@ -34,14 +34,6 @@ struct Row {
     leader_fsyncs_per_command: f64,
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1e3
-}
-
 fn run(c: &Cluster, leader: u64, follower: u64, proposers: usize, dur: Duration) -> Row {
     let before_l = c.status(leader).expect("status");
     let before_f = c.status(follower).expect("status");
@@ -98,8 +90,8 @@ fn run(c: &Cluster, leader: u64, follower: u64, proposers: usize, dur: Duration)
         proposers,
         commits: lat.len() as u64,
         commits_per_sec: lat.len() as f64 / secs,
-        p50_ms: percentile(&lat, 0.50),
-        p99_ms: percentile(&lat, 0.99),
+        p50_ms: lock_bench::percentile(&lat, 0.50).map_or(0.0, |d| d.as_secs_f64() * 1e3),
+        p99_ms: lock_bench::percentile(&lat, 0.99).map_or(0.0, |d| d.as_secs_f64() * 1e3),
         leader_fsyncs_per_entry: per_entry(&before_l, &after_l),
         leader_fsyncs_per_command: (after_l.wal_fsyncs - before_l.wal_fsyncs) as f64
             / (lat.len().max(1)) as f64,

@@ -44,3 +44,17 @@ pub fn ensure_binaries_built() {
         .unwrap_or(false);
     assert!(ok, "building lockd and lockctl failed");
 }
+
+/// The `p` quantile (0..=1) of sorted values, nearest rank; `None` when
+/// there are none.
+pub fn percentile<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
+    if sorted.is_empty() {
+        return None;
+    }
+    Some(sorted[((sorted.len() as f64 - 1.0) * p).round() as usize])
+}
+
+/// [`percentile`] of sorted milliseconds, NaN when there are none.
+pub fn percentile_ms(sorted: &[f64], p: f64) -> f64 {
+    percentile(sorted, p).unwrap_or(f64::NAN)
+}

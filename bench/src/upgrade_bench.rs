@@ -41,13 +41,6 @@ struct Sample {
     latency: Duration,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
 fn window(samples: &[Sample], from: Instant, to: Instant) -> (usize, f64, f64, f64) {
     let mut ms: Vec<f64> = samples
         .iter()
@@ -57,8 +50,8 @@ fn window(samples: &[Sample], from: Instant, to: Instant) -> (usize, f64, f64, f
     ms.sort_by(|a, b| a.total_cmp(b));
     (
         ms.len(),
-        percentile(&ms, 0.5),
-        percentile(&ms, 0.99),
+        lock_bench::percentile_ms(&ms, 0.5),
+        lock_bench::percentile_ms(&ms, 0.99),
         ms.last().copied().unwrap_or(f64::NAN),
     )
 }

@@ -4,13 +4,12 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::Framed;
 
 use crate::proto::{ClientRequest, ClientResponse};
-use crate::wire::{self, Envelope, Hello, HelloReply, Role};
+use crate::wire::{self, Envelope, HandshakeError, Role};
 
 /// Why talking to a node failed (as opposed to the node saying no).
 #[derive(Clone, Debug, thiserror::Error)]
@@ -51,46 +50,24 @@ impl Conn {
                 addr: addr.to_string(),
                 reason,
             };
-            let mut stream = TcpStream::connect(addr)
+            let stream = TcpStream::connect(addr)
                 .await
                 .map_err(|e| connect(e.to_string()))?;
-            stream
-                .set_nodelay(true)
-                .map_err(|e| connect(e.to_string()))?;
-            stream
-                .write_all(&wire::PREFACE)
-                .await
-                .map_err(|e| connect(e.to_string()))?;
-            let mut framed = Framed::new(stream, wire::codec());
-            let hello =
-                wire::encode(&Hello { role: Role::Client }).map_err(|e| connect(e.to_string()))?;
-            framed
-                .send(hello)
-                .await
-                .map_err(|e| connect(e.to_string()))?;
-            let not_lockd = |reason: String| ConnError::NotLockd {
-                addr: addr.to_string(),
-                reason,
-            };
-            let reply: HelloReply = match framed.next().await {
-                Some(Ok(b)) => wire::decode(&b)
-                    .map_err(|e| not_lockd(format!("its answer to hello does not decode ({e})")))?,
-                Some(Err(e)) => return Err(not_lockd(format!("bad framing ({e})"))),
-                None => {
-                    return Err(not_lockd(
-                        "it closed the connection without answering hello".into(),
-                    ))
-                }
-            };
-            let welcome = match reply {
-                HelloReply::Welcome(w) => w,
-                HelloReply::Refused(r) => {
-                    return Err(ConnError::Refused {
-                        addr: addr.to_string(),
-                        reason: r.reason,
-                    })
-                }
-            };
+            let (framed, welcome) =
+                wire::handshake(stream, Role::Client)
+                    .await
+                    .map_err(|e| match e {
+                        HandshakeError::Io(e) => connect(e.to_string()),
+                        HandshakeError::Encode(e) => connect(e),
+                        HandshakeError::NotLockd(reason) => ConnError::NotLockd {
+                            addr: addr.to_string(),
+                            reason,
+                        },
+                        HandshakeError::Refused(reason) => ConnError::Refused {
+                            addr: addr.to_string(),
+                            reason,
+                        },
+                    })?;
             let (tx, rx) = mpsc::unbounded_channel();
             tokio::spawn(run(framed, rx));
             Ok(Conn {
@@ -146,7 +123,7 @@ async fn run(
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    serve(framed, &mut rx).await;
+    serve(framed, &mut rx, &addr).await;
     // Requests still queued were never written: say so, so that callers
     // may safely retry them elsewhere. (Written ones are dropped: "lost".)
     rx.close();
@@ -158,6 +135,7 @@ async fn run(
 async fn serve(
     framed: Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>,
     rx: &mut mpsc::UnboundedReceiver<Call>,
+    addr: &str,
 ) {
     let (mut sink, mut stream) = framed.split();
     let mut pending: HashMap<u64, oneshot::Sender<Result<ClientResponse, ConnError>>> =
@@ -169,7 +147,11 @@ async fn serve(
                 let Some((req, reply)) = call else { return };
                 let id = next_id;
                 next_id += 1;
-                let Ok(bytes) = wire::encode(&Envelope { id, body: req }) else { continue };
+                let Ok(bytes) = wire::encode(&Envelope { id, body: req }) else {
+                    // Never written: the caller may retry it elsewhere.
+                    let _ = reply.send(Err(ConnError::NotSent { addr: addr.to_string() }));
+                    continue;
+                };
                 pending.insert(id, reply);
                 if sink.send(bytes).await.is_err() {
                     return;

@@ -74,3 +74,49 @@ pub fn encode<T: Serialize>(value: &T) -> Result<Bytes, postcard::Error> {
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, postcard::Error> {
     postcard::from_bytes(bytes)
 }
+
+/// Why the opening handshake on a connected stream failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HandshakeError {
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("hello does not encode: {0}")]
+    Encode(String),
+    /// The other side does not speak this protocol.
+    #[error("{0}")]
+    NotLockd(String),
+    /// A lockd node that refused us (e.g. a different engine).
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// The client side of the opening handshake, shared by clients and peers:
+/// preface, `Hello { role }`, then the node's welcome (or refusal).
+pub async fn handshake(
+    mut stream: tokio::net::TcpStream,
+    role: Role,
+) -> Result<(tokio_util::codec::Framed<tokio::net::TcpStream, LengthDelimitedCodec>, Welcome), HandshakeError>
+{
+    use futures::{SinkExt, StreamExt};
+    use tokio::io::AsyncWriteExt;
+    stream.set_nodelay(true)?;
+    stream.write_all(&PREFACE).await?;
+    let mut framed = tokio_util::codec::Framed::new(stream, codec());
+    let hello = encode(&Hello { role }).map_err(|e| HandshakeError::Encode(e.to_string()))?;
+    framed.send(hello).await?;
+    let reply: HelloReply = match framed.next().await {
+        Some(Ok(b)) => decode(&b).map_err(|e| {
+            HandshakeError::NotLockd(format!("its answer to hello does not decode ({e})"))
+        })?,
+        Some(Err(e)) => return Err(HandshakeError::NotLockd(format!("bad framing in its answer ({e})"))),
+        None => {
+            return Err(HandshakeError::NotLockd(
+                "it closed the connection without answering hello".into(),
+            ))
+        }
+    };
+    match reply {
+        HelloReply::Welcome(w) => Ok((framed, w)),
+        HelloReply::Refused(r) => Err(HandshakeError::Refused(r.reason)),
+    }
+}

@@ -43,7 +43,9 @@ pub fn encode(table: &LockTable) -> Vec<u8> {
 
 pub fn decode(bytes: &[u8]) -> Result<LockTable, SnapshotError> {
     match bytes.get(4) {
-        Some(1) if bytes.starts_with(MAGIC) => guest_sm::snapshot::decode(bytes),
+        Some(&guest_sm::snapshot::FORMAT) if bytes.starts_with(MAGIC) => {
+            guest_sm::snapshot::decode(bytes)
+        }
         Some(&FORMAT) if bytes.starts_with(MAGIC) => {
             let (body, rest): (Body, &[u8]) = postcard::take_from_bytes(&bytes[5..])
                 .map_err(|e| SnapshotError::Decode(e.to_string()))?;
@@ -57,27 +59,15 @@ pub fn decode(bytes: &[u8]) -> Result<LockTable, SnapshotError> {
                     body.locks.len()
                 )));
             }
-            // Rebuild through the format-1 decoder, which checks key order,
-            // token range and uniqueness.
-            let v1 = V1Body {
-                next_token: body.next_token,
-                locks: body.locks.into_iter().map(|(k, l, t)| (k, t, l)).collect(),
-            };
-            let mut v1_bytes = MAGIC.to_vec();
-            v1_bytes.push(1);
-            let v1_bytes = postcard::to_extend(&v1, v1_bytes)
-                .map_err(|e| SnapshotError::Decode(e.to_string()))?;
-            guest_sm::snapshot::decode(&v1_bytes)
+            // The checks every format shares: key order, token range and
+            // uniqueness.
+            guest_sm::snapshot::table_from_parts(
+                body.next_token,
+                body.locks.into_iter().map(|(k, l, t)| (k, t, l)).collect(),
+            )
         }
         Some(other) if bytes.starts_with(MAGIC) => Err(SnapshotError::UnknownFormat(*other)),
         _ if bytes.starts_with(MAGIC) => Err(SnapshotError::UnknownFormat(0)),
         _ => Err(SnapshotError::BadMagic),
     }
-}
-
-/// The format-1 body, to hand migrated state to its checked decoder.
-#[derive(Serialize)]
-struct V1Body {
-    next_token: u64,
-    locks: Vec<(String, u64, u64)>,
 }

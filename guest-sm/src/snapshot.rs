@@ -114,38 +114,45 @@ pub fn decode(bytes: &[u8]) -> Result<LockTable, SnapshotError> {
     if !trailing.is_empty() {
         return Err(SnapshotError::TrailingBytes(trailing.len()));
     }
-    if body.next_token < FIRST_TOKEN {
+    table_from_parts(body.next_token, body.locks)
+}
+
+/// Build a table from its parts — `locks` as `(key, token, lease_ms)` in key
+/// order — checking what every snapshot format must hold: keys strictly
+/// ascending, every token below `next_token` and none used twice. Shared by
+/// the decoders of every format.
+pub fn table_from_parts(
+    next_token: u64,
+    parts: Vec<(String, u64, u64)>,
+) -> Result<LockTable, SnapshotError> {
+    if next_token < FIRST_TOKEN {
         return Err(SnapshotError::Decode(format!(
-            "next_token {} is below {FIRST_TOKEN}",
-            body.next_token
+            "next_token {next_token} is below {FIRST_TOKEN}"
         )));
     }
     let mut locks = BTreeMap::new();
     let mut tokens = BTreeSet::new();
     let mut last: Option<&str> = None;
-    for (key, token, _) in &body.locks {
+    for (key, token, _) in &parts {
         if last.is_some_and(|prev| prev >= key.as_str()) {
             return Err(SnapshotError::KeysOutOfOrder { key: key.clone() });
         }
         last = Some(key);
-        if *token < FIRST_TOKEN || *token >= body.next_token {
+        if *token < FIRST_TOKEN || *token >= next_token {
             return Err(SnapshotError::TokenOutOfRange {
                 key: key.clone(),
                 token: *token,
-                next_token: body.next_token,
+                next_token,
             });
         }
         if !tokens.insert(*token) {
             return Err(SnapshotError::DuplicateToken { token: *token });
         }
     }
-    for (key, token, lease_ms) in body.locks {
+    for (key, token, lease_ms) in parts {
         locks.insert(Key(key), LockInfo { token, lease_ms });
     }
-    Ok(LockTable {
-        locks,
-        next_token: body.next_token,
-    })
+    Ok(LockTable { locks, next_token })
 }
 
 pub fn hash(encoded: &[u8]) -> [u8; 32] {

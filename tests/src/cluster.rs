@@ -42,6 +42,22 @@ pub fn lockd_bin() -> PathBuf {
     bin
 }
 
+/// An HTTP answer (any status) as a [`Reply`]; `Err` only when there was
+/// no answer.
+fn to_reply(res: Result<ureq::Response, ureq::Error>) -> Result<Reply, String> {
+    match res {
+        Ok(r) => Ok(Reply {
+            status: r.status(),
+            body: r.into_json().unwrap_or(Value::Null),
+        }),
+        Err(ureq::Error::Status(code, r)) => Ok(Reply {
+            status: code,
+            body: r.into_json().unwrap_or(Value::Null),
+        }),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// A free port on 127.0.0.1 (bound and released; the OS does not hand it out
 /// again at once).
 pub fn free_port() -> u16 {
@@ -116,11 +132,7 @@ impl Cluster {
         let mut c = Cluster::empty(extra);
         c.heartbeat_ms = heartbeat_ms;
         c.election_ms = election_ms;
-        c.add_members(
-            (1..=n)
-                .map(|id| (id, format!("127.0.0.1:{}", free_port())))
-                .collect(),
-        );
+        c.add_loopback_members(n);
         for id in 1..=n {
             c.spawn(id);
         }
@@ -130,12 +142,17 @@ impl Cluster {
     /// Register (not start) `n` nodes of one cluster on loopback ports.
     pub fn configure(n: u64, extra: &[&str]) -> Cluster {
         let mut c = Cluster::empty(extra);
-        c.add_members(
+        c.add_loopback_members(n);
+        c
+    }
+
+    /// Register nodes 1..=n on free loopback ports, bootstrapping together.
+    fn add_loopback_members(&mut self, n: u64) {
+        self.add_members(
             (1..=n)
                 .map(|id| (id, format!("127.0.0.1:{}", free_port())))
                 .collect(),
         );
-        c
     }
 
     /// Register nodes that bootstrap one cluster of exactly these members.
@@ -366,17 +383,7 @@ impl Cluster {
             Some(b) => req.send_json(b),
             None => req.call(),
         };
-        match res {
-            Ok(r) => Ok(Reply {
-                status: r.status(),
-                body: r.into_json().unwrap_or(Value::Null),
-            }),
-            Err(ureq::Error::Status(code, r)) => Ok(Reply {
-                status: code,
-                body: r.into_json().unwrap_or(Value::Null),
-            }),
-            Err(e) => Err(e.to_string()),
-        }
+        to_reply(res)
     }
 
     pub fn get(&self, id: u64, path: &str) -> Result<Reply, String> {
@@ -395,17 +402,7 @@ impl Cluster {
             .post(&url)
             .set("content-type", "application/wasm")
             .send_bytes(body);
-        match res {
-            Ok(r) => Ok(Reply {
-                status: r.status(),
-                body: r.into_json().unwrap_or(Value::Null),
-            }),
-            Err(ureq::Error::Status(code, r)) => Ok(Reply {
-                status: code,
-                body: r.into_json().unwrap_or(Value::Null),
-            }),
-            Err(e) => Err(e.to_string()),
-        }
+        to_reply(res)
     }
 
     /// Node `id`'s audit points.

@@ -128,22 +128,23 @@ impl NetHosts {
         if x == y || !self.cut.insert((x, y)) {
             return Ok(());
         }
-        ip(&[
-            "-n",
-            &self.ns(x),
-            "route",
-            "add",
-            "blackhole",
-            &format!("{}/32", self.host_ip(y)),
-        ])?;
-        ip(&[
-            "-n",
-            &self.ns(y),
-            "route",
-            "add",
-            "blackhole",
-            &format!("{}/32", self.host_ip(x)),
-        ])
+        self.blackhole("add", x, y)
+    }
+
+    /// Add or delete (`op`) the blackhole routes between `x` and `y`, both
+    /// ways.
+    fn blackhole(&self, op: &str, x: u64, y: u64) -> Result<(), String> {
+        for (from, to) in [(x, y), (y, x)] {
+            ip(&[
+                "-n",
+                &self.ns(from),
+                "route",
+                op,
+                "blackhole",
+                &format!("{}/32", self.host_ip(to)),
+            ])?;
+        }
+        Ok(())
     }
 
     /// Split into groups: every pair in different groups is cut. A node in
@@ -166,22 +167,7 @@ impl NetHosts {
     /// Restore every link.
     pub fn heal(&mut self) -> Result<(), String> {
         for (x, y) in std::mem::take(&mut self.cut) {
-            ip(&[
-                "-n",
-                &self.ns(x),
-                "route",
-                "del",
-                "blackhole",
-                &format!("{}/32", self.host_ip(y)),
-            ])?;
-            ip(&[
-                "-n",
-                &self.ns(y),
-                "route",
-                "del",
-                "blackhole",
-                &format!("{}/32", self.host_ip(x)),
-            ])?;
+            self.blackhole("del", x, y)?;
         }
         Ok(())
     }

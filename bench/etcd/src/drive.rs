@@ -35,16 +35,10 @@ pub struct ClientRun {
     pub last_error: Option<String>,
     /// The first errors, with when they happened.
     pub error_log: Vec<(Instant, String)>,
-    /// Acquire latencies.
-    pub latencies: Vec<Duration>,
     /// When each successful acquire started and finished.
     pub acquired: Vec<(Instant, Instant)>,
 }
 
-/// The key of `client`. After a failure whose outcome is unknown (the
-/// lock may have been taken, e.g. its leader died while answering), an
-/// uncontended client moves on to a fresh key (`generation`) rather than
-/// wait for its own orphaned lock's lease.
 /// Shared by a run's clients: the start of the latest successful acquire,
 /// so that a failover measurement can stop as soon as service is back.
 pub struct Progress {
@@ -72,11 +66,45 @@ impl Progress {
     }
 }
 
-fn key_for(client: usize, contended: bool, generation: u64) -> String {
-    if contended {
-        "bench/contended".into()
-    } else {
-        format!("bench/own/{client}/{generation}")
+/// The keys of one client. After a failure whose outcome is unknown (the
+/// lock may have been taken, e.g. its leader died while answering), an
+/// uncontended client moves on to a fresh key rather than wait for its own
+/// orphaned lock's lease.
+struct Keys {
+    client: usize,
+    contended: bool,
+    generation: u64,
+}
+
+impl Keys {
+    fn current(&self) -> String {
+        if self.contended {
+            "bench/contended".into()
+        } else {
+            format!("bench/own/{}/{}", self.client, self.generation)
+        }
+    }
+
+    fn next(&mut self) -> String {
+        self.generation += 1;
+        self.current()
+    }
+}
+
+impl ClientRun {
+    /// An acquire that started at `start` holds the lock now.
+    fn acquired(&mut self, start: Instant, progress: &Progress) {
+        self.acquired.push((start, Instant::now()));
+        progress.record(start);
+    }
+
+    /// A failed operation; the first few that `log` are kept with a time.
+    fn fail(&mut self, error: String, log: bool) {
+        self.errors += 1;
+        if log && self.error_log.len() < 20 {
+            self.error_log.push((Instant::now(), error.clone()));
+        }
+        self.last_error = Some(error);
     }
 }
 
@@ -106,7 +134,7 @@ pub async fn run(
     }
     let mut out = Vec::new();
     for t in tasks {
-        out.push(t.await.unwrap_or_default());
+        out.push(t.await.expect("a benchmark client task panicked"));
     }
     out
 }
@@ -124,38 +152,28 @@ async fn lockd_client_loop(
     progress: Arc<Progress>,
 ) -> ClientRun {
     let client = lockd_client::Client::new(endpoints);
-    let mut generation = 0;
-    let mut key = key_for(i, contended, generation);
+    let mut keys = Keys { client: i, contended, generation: 0 };
+    let mut key = keys.current();
     let wait = if contended { Duration::from_secs(10) } else { Duration::ZERO };
     let mut r = ClientRun::default();
     while !done(until, &stop) {
         let start = Instant::now();
         match client.acquire(&key, Duration::from_secs(10), wait).await {
             Ok(g) => {
-                let held = Instant::now();
-                r.latencies.push(held - start);
-                r.acquired.push((start, held));
-                progress.record(start);
+                r.acquired(start, &progress);
                 match g.release().await {
                     Ok(()) => r.cycles += 1,
                     Err(e) => {
-                        r.errors += 1;
-                        r.last_error = Some(e.to_string());
+                        r.fail(e.to_string(), false);
                         // The lock may still be held: move on.
-                        generation += 1;
-                        key = key_for(i, contended, generation);
+                        key = keys.next();
                     }
                 }
             }
             Err(e) => {
-                r.errors += 1;
-                r.last_error = Some(e.to_string());
-                if r.error_log.len() < 20 {
-                    r.error_log.push((Instant::now(), e.to_string()));
-                }
+                r.fail(e.to_string(), true);
                 if !e.is_held() {
-                    generation += 1;
-                    key = key_for(i, contended, generation);
+                    key = keys.next();
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
@@ -173,8 +191,8 @@ async fn etcd_client_loop(
     progress: Arc<Progress>,
 ) -> ClientRun {
     let mut r = ClientRun::default();
-    let mut generation = 0;
-    let mut name = key_for(i, contended, generation);
+    let mut keys = Keys { client: i, contended, generation: 0 };
+    let mut name = keys.current();
     let mut client = None;
     let mut lease = 0;
     while !done(until, &stop) {
@@ -192,11 +210,7 @@ async fn etcd_client_loop(
                     lease = l;
                 }
                 Err(e) => {
-                    r.errors += 1;
-                    r.last_error = Some(e.to_string());
-                    if r.error_log.len() < 20 {
-                        r.error_log.push((Instant::now(), format!("setup: {e}")));
-                    }
+                    r.fail(format!("setup: {e}"), true);
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 }
@@ -209,40 +223,25 @@ async fn etcd_client_loop(
             c.lock(name.as_str(), Some(LockOptions::new().with_lease(lease))),
         )
         .await;
-        match locked {
+        let failed = match locked {
             Ok(Ok(resp)) => {
-                let held = Instant::now();
-                r.latencies.push(held - start);
-                r.acquired.push((start, held));
-                progress.record(start);
+                r.acquired(start, &progress);
                 match c.unlock(resp.key().to_vec()).await {
-                    Ok(_) => r.cycles += 1,
-                    Err(e) => {
-                        r.errors += 1;
-                        r.last_error = Some(e.to_string());
-                        client = None;
-                        generation += 1;
-                        name = key_for(i, contended, generation);
+                    Ok(_) => {
+                        r.cycles += 1;
+                        None
                     }
+                    Err(e) => Some((e.to_string(), false)),
                 }
             }
-            Ok(Err(e)) => {
-                r.errors += 1;
-                r.last_error = Some(e.to_string());
-                if r.error_log.len() < 20 {
-                    r.error_log.push((Instant::now(), format!("lock: {e}")));
-                }
-                client = None;
-                generation += 1;
-                name = key_for(i, contended, generation);
-            }
-            Err(_) => {
-                r.errors += 1;
-                r.last_error = Some("lock timed out after 10 s".into());
-                client = None;
-                generation += 1;
-                name = key_for(i, contended, generation);
-            }
+            Ok(Err(e)) => Some((format!("lock: {e}"), true)),
+            Err(_) => Some(("lock timed out after 10 s".to_string(), false)),
+        };
+        // Any failure: a new connection, lease and key.
+        if let Some((error, log)) = failed {
+            r.fail(error, log);
+            client = None;
+            name = keys.next();
         }
     }
     r

@@ -86,13 +86,6 @@ pub struct Failover {
 /// How long after the kill a failover trial waits for service to return.
 const FAILOVER_WINDOW: Duration = Duration::from_secs(10);
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
 fn measure(runs: &[(Vec<drive::ClientRun>, Duration)]) -> Measured {
     let mut lat: Vec<f64> = Vec::new();
     let (mut cycles, mut errors, mut secs) = (0u64, 0u64, 0f64);
@@ -105,15 +98,15 @@ fn measure(runs: &[(Vec<drive::ClientRun>, Duration)]) -> Measured {
             if c.last_error.is_some() {
                 last_error = c.last_error.clone();
             }
-            lat.extend(c.latencies.iter().map(|d| d.as_secs_f64() * 1e3));
+            lat.extend(c.acquired.iter().map(|(start, held)| (*held - *start).as_secs_f64() * 1e3));
         }
     }
     lat.sort_by(|a, b| a.total_cmp(b));
     Measured {
         cycles_per_sec: cycles as f64 / secs.max(1e-9),
-        p50_ms: percentile(&lat, 0.50),
-        p99_ms: percentile(&lat, 0.99),
-        p999_ms: percentile(&lat, 0.999),
+        p50_ms: lock_bench::percentile_ms(&lat, 0.50),
+        p99_ms: lock_bench::percentile_ms(&lat, 0.99),
+        p999_ms: lock_bench::percentile_ms(&lat, 0.999),
         errors,
         last_error,
     }
@@ -159,7 +152,7 @@ async fn failover_once(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     stop.store(true, Ordering::Relaxed);
-    let runs = load.await.unwrap_or_default();
+    let runs = load.await.expect("the failover load task panicked");
     if std::env::var_os("VS_ETCD_DEBUG").is_some() {
         for (i, r) in runs.iter().enumerate() {
             for (t, e) in &r.error_log {

@@ -4,7 +4,6 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 pub struct Profile {
     /// `perf report` text: CPU share by command name, whole machine.
@@ -77,7 +76,6 @@ pub fn record(out_dir: &Path, leader: u32, seconds: u64) -> Result<Profile, Stri
         inferno::flamegraph::from_reader(&mut opts, &folded[..], std::io::BufWriter::new(file)).ok()?;
         Some(name.to_string())
     })();
-    std::thread::sleep(Duration::from_millis(10));
     Ok(Profile {
         by_process,
         leader_by_dso,

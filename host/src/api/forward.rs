@@ -36,7 +36,9 @@ pub fn target(node: &Node, headers: &HeaderMap) -> Option<(u64, String)> {
     if headers.contains_key(FORWARDED) {
         return None;
     }
-    let m = node.raft.metrics().borrow().clone();
+    // Borrow, do not clone, the metrics: this runs on every request.
+    let metrics = node.raft.metrics();
+    let m = metrics.borrow();
     let leader = m.current_leader?;
     if leader == node.id {
         return None;

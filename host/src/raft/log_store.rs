@@ -27,9 +27,8 @@ use tokio::sync::oneshot;
 
 use openraft::EntryPayload;
 
-use super::{Entry, LogId, Request, StorageError, TypeConfig, Vote};
+use super::{Entry, LogId, StorageError, TypeConfig, Vote};
 use crate::upgrade::precompile::Precompiler;
-use crate::upgrade::ShadowEntry;
 use crate::log::{Wal, WalError, WalOp, WalOptions};
 
 /// Counters of the log, for metrics and the benchmark.
@@ -177,7 +176,8 @@ impl LogStore {
     }
 }
 
-fn read_meta<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, LogOpenError> {
+/// Read a small postcard-encoded meta file (vote, purge point), if present.
+pub(crate) fn read_meta<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, LogOpenError> {
     match crate::log::read_atomic(path)? {
         None => Ok(None),
         Some(bytes) => postcard::from_bytes(&bytes)
@@ -327,6 +327,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: Send,
     {
         let mut encoded = Vec::new();
+        let mut modules = Vec::new();
         {
             let mut log = self
                 .shared
@@ -338,16 +339,19 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                     StorageIOError::write_log_entry(entry.log_id, AnyError::new(&e))
                 })?;
                 encoded.push((entry.log_id.index, bytes));
-                if let Some(p) = &self.precompiler {
-                    match &entry.payload {
-                        EntryPayload::Normal(Request::Upgrade(u)) => p.prepare(&u.module),
-                        EntryPayload::Normal(Request::Shadow(ShadowEntry::Start { module })) => {
-                            p.prepare(module)
-                        }
-                        _ => {}
+                if let EntryPayload::Normal(r) = &entry.payload {
+                    if let Some(m) = r.module_bytes() {
+                        modules.push(m.to_vec());
                     }
                 }
                 log.insert(entry.log_id.index, entry);
+            }
+        }
+        // Outside the lock: hashing and spawning a compile do not hold up
+        // readers of the log.
+        if let Some(p) = &self.precompiler {
+            for m in &modules {
+                p.prepare(m);
             }
         }
         self.send(WriteReq::Append {

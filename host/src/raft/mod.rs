@@ -78,6 +78,18 @@ pub enum Response {
     Shadow(ShadowOutcome),
 }
 
+impl Request {
+    /// The component bytes an entry carries, if any (upgrade, shadow start):
+    /// what the log store hands to the precompiler on append.
+    pub fn module_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Request::Upgrade(u) => Some(&u.module),
+            Request::Shadow(ShadowEntry::Start { module }) => Some(module),
+            Request::Lock(_) | Request::Shadow(ShadowEntry::Stop) => None,
+        }
+    }
+}
+
 impl std::fmt::Display for Request {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -41,7 +41,7 @@ use crate::upgrade::audit::AuditLog;
 use crate::upgrade::precompile::Precompiler;
 use crate::upgrade::shadow::Shadow;
 use crate::upgrade::{
-    capture, migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome,
+    apply_upgrade, switch_to, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome,
 };
 
 /// Upgrade records kept (in status and in snapshots).
@@ -105,19 +105,25 @@ pub struct StoredSnapshot {
     pub guest_state: Vec<u8>,
 }
 
-/// Read `snapshot/current` in `dir`, if there is one.
-pub fn read_snapshot(dir: &Path) -> Result<Option<StoredSnapshot>, SmOpenError> {
+/// Read and decode `snapshot/current` in `dir`, if there is one; also
+/// returns the raw bytes (kept for sending to peers).
+fn read_blob(dir: &Path) -> Result<Option<(SnapshotBlob, Vec<u8>)>, SmOpenError> {
     let path = dir.join("current");
-    let stored = crate::log::read_atomic(&path).map_err(|e| SmOpenError::Snapshot {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    })?;
-    let Some(bytes) = stored else { return Ok(None) };
-    let blob = SnapshotBlob::decode(&bytes).map_err(|reason| SmOpenError::Snapshot {
+    let snapshot_err = |reason: String| SmOpenError::Snapshot {
         path: path.display().to_string(),
         reason,
-    })?;
-    Ok(Some(StoredSnapshot {
+    };
+    let Some(bytes) = crate::log::read_atomic(&path).map_err(|e| snapshot_err(e.to_string()))?
+    else {
+        return Ok(None);
+    };
+    let blob = SnapshotBlob::decode(&bytes).map_err(snapshot_err)?;
+    Ok(Some((blob, bytes)))
+}
+
+/// Read `snapshot/current` in `dir`, if there is one.
+pub fn read_snapshot(dir: &Path) -> Result<Option<StoredSnapshot>, SmOpenError> {
+    Ok(read_blob(dir)?.map(|(blob, _)| StoredSnapshot {
         last_log_id: blob.meta.last_log_id,
         module: blob.module,
         guest_state: blob.guest_state,
@@ -193,17 +199,8 @@ impl StateMachineStore {
             reason: e.to_string(),
         })?;
         let path = dir.join("current");
-        let stored = crate::log::read_atomic(&path).map_err(|e| SmOpenError::Snapshot {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        let state = match stored {
-            Some(bytes) => {
-                let blob =
-                    SnapshotBlob::decode(&bytes).map_err(|reason| SmOpenError::Snapshot {
-                        path: path.display().to_string(),
-                        reason,
-                    })?;
+        let state = match read_blob(dir)? {
+            Some((blob, bytes)) => {
                 let module_err = |source| SmOpenError::Module {
                     path: path.display().to_string(),
                     source,
@@ -477,25 +474,34 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
 #[derive(Default)]
 struct Run {
     commands: Vec<Command>,
-    /// The log index of each command (for shadow examples).
-    indices: Vec<u64>,
-    /// Per entry: (response slot, number of commands; 0 = answered Noop).
-    entries: Vec<(usize, usize)>,
+    /// Per entry: (response slot, number of commands (0 = answered Noop),
+    /// log index).
+    entries: Vec<(usize, usize, u64)>,
     last: Option<LogId>,
 }
 
 impl Run {
     fn push(&mut self, slot: usize, log_id: LogId, commands: Vec<Command>) {
-        self.entries.push((slot, commands.len()));
-        self.indices
-            .extend(std::iter::repeat_n(log_id.index, commands.len()));
+        self.entries.push((slot, commands.len(), log_id.index));
         self.commands.extend(commands);
         self.last = Some(log_id);
     }
 
     fn push_empty(&mut self, slot: usize, log_id: LogId) {
-        self.entries.push((slot, 0));
+        self.entries.push((slot, 0, log_id.index));
         self.last = Some(log_id);
+    }
+
+    /// The log index of the `i`-th command (only looked up for the few
+    /// shadow differences kept as examples).
+    fn index_of(&self, mut i: usize) -> u64 {
+        for &(_, n, index) in &self.entries {
+            if i < n {
+                return index;
+            }
+            i -= n;
+        }
+        0
     }
 }
 
@@ -526,12 +532,12 @@ impl StateMachineStore {
             st.guest.apply(&run.commands).map_err(sm_err)?
         };
         if let Some(shadow) = st.shadow.as_mut() {
-            shadow.feed(&run.commands, &run.indices, &outcomes);
+            shadow.feed(&run.commands, |i| run.index_of(i), &outcomes);
         }
         #[cfg(feature = "fault-diverge")]
         self.plant_divergence(st, run.last);
         let mut outcomes = outcomes.into_iter();
-        for (slot, n) in run.entries {
+        for (slot, n, _) in run.entries {
             let r = if n == 0 {
                 vec![Outcome::Noop]
             } else {
@@ -574,22 +580,9 @@ impl StateMachineStore {
         );
         let _enter = span.enter();
         let active = st.module.hash();
-        let result = (|| {
-            if up.replaces != active {
-                return Err(MigrateError::Stale {
-                    replaces: up.replaces,
-                    active,
-                });
-            }
-            let module = self
-                .shared
-                .precompiler
-                .load(&up.module)
-                .map_err(MigrateError::Load)?;
-            let (state, stats) = capture(&mut st.guest)?;
-            let migrated = migrate(&self.shared.engine, &module, &state, &stats)?;
-            Ok((module, migrated))
-        })();
+        let result = apply_upgrade(&self.shared.engine, &up, active, &mut st.guest, |b| {
+            self.shared.precompiler.load(b)
+        });
         let outcome = match result {
             Ok((module, mut migrated)) => {
                 let version = migrated.version.clone();
@@ -640,16 +633,11 @@ impl StateMachineStore {
             }
             ShadowEntry::Start { module: bytes } => {
                 let hash = ModuleHash::of(&bytes);
-                let result = (|| {
-                    let module = self
-                        .shared
-                        .precompiler
-                        .load(&bytes)
-                        .map_err(MigrateError::Load)?;
-                    let (state, stats) = capture(&mut st.guest)?;
-                    let migrated = migrate(&self.shared.engine, &module, &state, &stats)?;
-                    Ok::<_, MigrateError>((module, migrated))
-                })();
+                let result = switch_to(
+                    &self.shared.engine,
+                    self.shared.precompiler.load(&bytes),
+                    &mut st.guest,
+                );
                 match result {
                     Ok((module, migrated)) => {
                         let version = migrated.version.clone();
@@ -699,26 +687,21 @@ pub fn record_of(
     outcome: &UpgradeOutcome,
     took: std::time::Duration,
 ) -> UpgradeRecord {
-    match outcome {
+    let (module, result, version, reason) = match outcome {
         UpgradeOutcome::Swapped {
             module, version, ..
-        } => UpgradeRecord {
-            index,
-            replaces: replaces.to_string(),
-            module_hash: module.to_string(),
-            result: "swapped".into(),
-            version: Some(version.clone()),
-            reason: None,
-            swap_us: took.as_micros() as u64,
-        },
-        UpgradeOutcome::Rejected { module, reason, .. } => UpgradeRecord {
-            index,
-            replaces: replaces.to_string(),
-            module_hash: module.to_string(),
-            result: "rejected".into(),
-            version: None,
-            reason: Some(reason.clone()),
-            swap_us: took.as_micros() as u64,
-        },
+        } => (module, "swapped", Some(version.clone()), None),
+        UpgradeOutcome::Rejected { module, reason, .. } => {
+            (module, "rejected", None, Some(reason.clone()))
+        }
+    };
+    UpgradeRecord {
+        index,
+        replaces: replaces.to_string(),
+        module_hash: module.to_string(),
+        result: result.into(),
+        version,
+        reason,
+        swap_us: took.as_micros() as u64,
     }
 }

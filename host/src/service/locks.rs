@@ -162,7 +162,6 @@ impl LockService {
             leases: BTreeSet::new(),
             waits: BTreeSet::new(),
             next_waiter: 0,
-            held: 0,
         };
         tokio::spawn(actor.run(rx));
         tokio::spawn(watch_leadership(id, raft, tx.clone()));
@@ -258,6 +257,19 @@ enum Role {
     },
 }
 
+impl Msg {
+    /// Answer a caller's request (acquire, release, extend) with `err`;
+    /// internal messages have no caller.
+    fn fail(self, err: ServiceError) {
+        match self {
+            Msg::Acquire { reply, .. } => drop(reply.send(Err(err))),
+            Msg::Release { reply, .. } => drop(reply.send(Err(err))),
+            Msg::Extend { reply, .. } => drop(reply.send(Err(err))),
+            _ => {}
+        }
+    }
+}
+
 struct Actor {
     id: NodeId,
     raft: Raft,
@@ -273,7 +285,6 @@ struct Actor {
     /// (until, key, waiter id) of every waiter.
     waits: BTreeSet<(Instant, String, u64)>,
     next_waiter: u64,
-    held: u64,
 }
 
 impl Actor {
@@ -309,12 +320,7 @@ impl Actor {
     fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Leader { term } => {
-                self.reset(ServiceError::Unavailable("leadership changed".into()));
-                self.role = Role::Starting {
-                    term,
-                    queued: Vec::new(),
-                };
-                self.load(term);
+                self.reload(term, ServiceError::Unavailable("leadership changed".into()));
             }
             Msg::Follower { leader } => {
                 self.reset(ServiceError::NotLeader {
@@ -345,12 +351,11 @@ impl Actor {
                                 lease_ms: l.lease_ms,
                                 deadline,
                             });
-                            self.held += 1;
                         }
                         tracing::info!(
                             node = self.id,
                             term,
-                            held = self.held,
+                            held = self.leases.len(),
                             "leader: lock table loaded, lease timers restarted"
                         );
                         self.role = Role::Leader { term };
@@ -368,13 +373,7 @@ impl Actor {
             Msg::Done { key, op, result } => self.done(key, op, result),
             request => match &mut self.role {
                 Role::Follower(_) => {
-                    let err = self.not_leader();
-                    match request {
-                        Msg::Acquire { reply, .. } => drop(reply.send(Err(err))),
-                        Msg::Release { reply, .. } => drop(reply.send(Err(err))),
-                        Msg::Extend { reply, .. } => drop(reply.send(Err(err))),
-                        _ => {}
-                    }
+                    request.fail(self.not_leader());
                 }
                 Role::Starting { queued, .. } => queued.push(request),
                 Role::Leader { .. } => match request {
@@ -399,6 +398,17 @@ impl Actor {
         }
     }
 
+    /// Drop all leader state (failing everyone who waits with `err`) and
+    /// rebuild the mirror from the applied state for `term`.
+    fn reload(&mut self, term: u64, err: ServiceError) {
+        self.reset(err);
+        self.role = Role::Starting {
+            term,
+            queued: Vec::new(),
+        };
+        self.load(term);
+    }
+
     /// Drop all leader state, failing everyone who waits.
     fn reset(&mut self, err: ServiceError) {
         for (_, k) in self.keys.drain() {
@@ -408,17 +418,11 @@ impl Actor {
         }
         if let Role::Starting { queued, .. } = &mut self.role {
             for m in queued.drain(..) {
-                match m {
-                    Msg::Acquire { reply, .. } => drop(reply.send(Err(err.clone()))),
-                    Msg::Release { reply, .. } => drop(reply.send(Err(err.clone()))),
-                    Msg::Extend { reply, .. } => drop(reply.send(Err(err.clone()))),
-                    _ => {}
-                }
+                m.fail(err.clone());
             }
         }
         self.leases.clear();
         self.waits.clear();
-        self.held = 0;
         self.stats.waiting.store(0, Ordering::Relaxed);
     }
 
@@ -502,7 +506,6 @@ impl Actor {
         };
         let Some(h) = k.holder.take() else { return };
         self.leases.remove(&(h.deadline, key.clone(), h.token));
-        self.held = self.held.saturating_sub(1);
         k.busy = true;
         let next = pop_live_waiter(&key, k, &mut self.waits, &self.stats);
         let mut commands = vec![if expired {
@@ -581,12 +584,7 @@ impl Actor {
                 // mirror from the applied state rather than guess.
                 tracing::warn!(node = self.id, key, error = %e, "proposal failed; reloading the lock table");
                 fail_op(op, e.clone());
-                self.reset(e);
-                self.role = Role::Starting {
-                    term,
-                    queued: Vec::new(),
-                };
-                self.load(term);
+                self.reload(term, e);
                 return;
             }
         };
@@ -639,7 +637,6 @@ impl Actor {
                     self.stats.grants.fetch_add(1, Ordering::Relaxed);
                     let deadline = Instant::now() + lease(waiter.lease_ms);
                     self.leases.insert((deadline, key.clone(), token));
-                    self.held += 1;
                     if let Some(k) = self.keys.get_mut(&key) {
                         k.holder = Some(Holder {
                             token,
@@ -682,13 +679,7 @@ impl Actor {
                     let _ = waiter
                         .reply
                         .send(Err(ServiceError::Held { key: key.clone() }));
-                    let err = ServiceError::Unavailable("lock table reloaded".into());
-                    self.reset(err);
-                    self.role = Role::Starting {
-                        term,
-                        queued: Vec::new(),
-                    };
-                    self.load(term);
+                    self.reload(term, ServiceError::Unavailable("lock table reloaded".into()));
                     return;
                 }
             }

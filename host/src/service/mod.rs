@@ -118,7 +118,8 @@ pub async fn keepalive(node: &Node, key: &str, token: u64) -> Result<u64, Servic
         Err(_) => {
             return Err(ServiceError::Unavailable(format!(
                 "node {} could not confirm its leadership with a quorum within {} ms",
-                node.id, node.config.election_timeout_ms
+                node.id,
+                limit.as_millis()
             )))
         }
     }

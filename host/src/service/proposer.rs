@@ -57,14 +57,6 @@ impl Proposer {
         wait.await
             .map_err(|_| ServiceError::Unavailable("the node is shutting down".into()))?
     }
-
-    /// Commit one command and return its outcome.
-    pub async fn propose_one(&self, command: Command) -> Result<Outcome, ServiceError> {
-        let mut outcomes = self.propose(vec![command]).await?;
-        outcomes
-            .pop()
-            .ok_or_else(|| ServiceError::StateMachine("no outcome for a committed command".into()))
-    }
 }
 
 async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {

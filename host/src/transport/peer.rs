@@ -5,11 +5,10 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
-use super::frame::{self, Envelope, Hello, HelloReply, Role, Welcome};
+use super::frame::{self, Envelope, HandshakeError, Role, Welcome};
 use super::TransportError;
 
 /// One framed connection, used for one request at a time.
@@ -29,68 +28,34 @@ impl FramedConn {
     ) -> Result<FramedConn, TransportError> {
         let ms = timeout.as_millis() as u64;
         let fut = async {
-            let mut stream =
+            let stream =
                 TcpStream::connect(addr)
                     .await
                     .map_err(|source| TransportError::Connect {
                         addr: addr.to_string(),
                         source,
                     })?;
-            stream
-                .set_nodelay(true)
-                .map_err(|source| TransportError::Io {
+            let (framed, welcome) = frame::handshake(stream, role).await.map_err(|e| match e {
+                HandshakeError::Io(source) => TransportError::Io {
                     addr: addr.to_string(),
                     source,
-                })?;
-            stream
-                .write_all(&frame::PREFACE)
-                .await
-                .map_err(|source| TransportError::Io {
+                },
+                HandshakeError::Encode(e) => TransportError::Encode(e),
+                HandshakeError::NotLockd(detail) => TransportError::NotLockd {
                     addr: addr.to_string(),
-                    source,
-                })?;
-            let mut framed = Framed::new(stream, frame::codec());
-            let hello = frame::encode(&Hello { role })
-                .map_err(|e| TransportError::Encode(e.to_string()))?;
-            framed
-                .send(hello)
-                .await
-                .map_err(|source| TransportError::Io {
+                    detail,
+                },
+                HandshakeError::Refused(reason) => TransportError::Refused {
                     addr: addr.to_string(),
-                    source,
-                })?;
-            let reply = match framed.next().await {
-                Some(Ok(bytes)) => {
-                    frame::decode::<HelloReply>(&bytes).map_err(|e| TransportError::NotLockd {
-                        addr: addr.to_string(),
-                        detail: format!("its answer to hello does not decode ({e})"),
-                    })?
-                }
-                Some(Err(e)) => {
-                    return Err(TransportError::NotLockd {
-                        addr: addr.to_string(),
-                        detail: format!("bad framing in its answer ({e})"),
-                    })
-                }
-                None => {
-                    return Err(TransportError::NotLockd {
-                        addr: addr.to_string(),
-                        detail: "it closed the connection without answering hello".into(),
-                    })
-                }
-            };
-            match reply {
-                HelloReply::Welcome(welcome) => Ok(FramedConn {
-                    addr: addr.to_string(),
-                    framed,
-                    next_id: 1,
-                    welcome,
-                }),
-                HelloReply::Refused(r) => Err(TransportError::Refused {
-                    addr: addr.to_string(),
-                    reason: r.reason,
-                }),
-            }
+                    reason,
+                },
+            })?;
+            Ok(FramedConn {
+                addr: addr.to_string(),
+                framed,
+                next_id: 1,
+                welcome,
+            })
         };
         tokio::time::timeout(timeout, fut)
             .await

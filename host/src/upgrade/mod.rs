@@ -171,6 +171,39 @@ pub fn migrate(
     Ok(Migrated { instance, version })
 }
 
+/// Switch to a loaded module: capture the active instance's state and
+/// [`migrate`] it into `loaded`. The steps an upgrade apply, a shadow start
+/// and replay share.
+pub fn switch_to(
+    engine: &WasmEngine,
+    loaded: Result<GuestModule, EngineError>,
+    active: &mut GuestInstance,
+) -> Result<(GuestModule, Migrated), MigrateError> {
+    let module = loaded.map_err(MigrateError::Load)?;
+    let (state, stats) = capture(active)?;
+    let migrated = migrate(engine, &module, &state, &stats)?;
+    Ok((module, migrated))
+}
+
+/// Apply an upgrade entry's checks and switch: `replaces` must name the
+/// active module; `load` turns the entry's bytes into a module (the
+/// precompiled one on a node, a plain load in replay).
+pub fn apply_upgrade(
+    engine: &WasmEngine,
+    entry: &UpgradeEntry,
+    active_hash: ModuleHash,
+    active: &mut GuestInstance,
+    load: impl FnOnce(&[u8]) -> Result<GuestModule, EngineError>,
+) -> Result<(GuestModule, Migrated), MigrateError> {
+    if entry.replaces != active_hash {
+        return Err(MigrateError::Stale {
+            replaces: entry.replaces,
+            active: active_hash,
+        });
+    }
+    switch_to(engine, load(&entry.module), active)
+}
+
 /// The active module's state and counters, as input to [`migrate`].
 pub fn capture(active: &mut GuestInstance) -> Result<(Vec<u8>, TableStats), MigrateError> {
     let state = active.snapshot().map_err(MigrateError::OldSnapshot)?;

@@ -18,10 +18,11 @@ use std::path::Path;
 use serde::Serialize;
 use thiserror::Error;
 
-use super::{capture, migrate, MigrateError};
+use super::{apply_upgrade, switch_to, MigrateError};
 use crate::command::Command;
-use crate::engine::{EngineError, GuestInstance, ModuleHash, WasmEngine};
+use crate::engine::{EngineError, GuestInstance, WasmEngine};
 use crate::log::{Wal, WalError, WalOptions};
+use crate::raft::log_store::{read_meta, LogOpenError};
 use crate::raft::state_machine::{read_snapshot, SmOpenError};
 use crate::raft::{Entry, LogId, Request};
 
@@ -31,8 +32,8 @@ pub enum ReplayError {
     Snapshot(#[from] SmOpenError),
     #[error("log: {0}")]
     Wal(#[from] WalError),
-    #[error("{path} does not decode: {reason}")]
-    Meta { path: String, reason: String },
+    #[error("log: {0}")]
+    Log(#[from] LogOpenError),
     #[error("log entry {index} does not decode: {reason}")]
     Entry { index: u64, reason: String },
     #[error("the active module: {0}")]
@@ -72,16 +73,6 @@ pub struct ReplayReport {
     pub candidate_state_hash: Option<String>,
 }
 
-fn read_purged(path: &Path) -> Result<Option<LogId>, ReplayError> {
-    match crate::log::read_atomic(path)? {
-        None => Ok(None),
-        Some(bytes) => postcard::from_bytes(&bytes).map_err(|e| ReplayError::Meta {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        }),
-    }
-}
-
 /// Replay the log in `data_dir` through `candidate` (component bytes).
 pub fn replay(
     engine: &WasmEngine,
@@ -105,16 +96,12 @@ pub fn replay(
     if let Some(state) = state {
         active.restore(state).map_err(ReplayError::Active)?;
     }
-    let candidate_module = engine
-        .load(candidate)
-        .map_err(|e| ReplayError::Candidate(MigrateError::Load(e)))?;
-    let (state, stats) = capture(&mut active).map_err(ReplayError::Candidate)?;
-    let migrated =
-        migrate(engine, &candidate_module, &state, &stats).map_err(ReplayError::Candidate)?;
+    let (candidate_module, migrated) =
+        switch_to(engine, engine.load(candidate), &mut active).map_err(ReplayError::Candidate)?;
     let mut cand: Option<GuestInstance> = Some(migrated.instance);
 
     let raft = data_dir.join("raft");
-    let purged = read_purged(&raft.join("purged"))?;
+    let purged: Option<LogId> = read_meta(&raft.join("purged"))?;
     let (wal, recovered) = Wal::open(&raft.join("wal"), WalOptions::default())?;
     drop(wal);
 
@@ -158,18 +145,10 @@ pub fn replay(
                 report.upgrades += 1;
                 // The same steps as the state machine; a rejected upgrade
                 // leaves the active side as it was, as it did on the node.
-                let swap = (|| {
-                    if up.replaces != active_module.hash() {
-                        return Err(MigrateError::Stale {
-                            replaces: up.replaces,
-                            active: active_module.hash(),
-                        });
-                    }
-                    let m = engine.load(&up.module).map_err(MigrateError::Load)?;
-                    let (state, stats) = capture(&mut active)?;
-                    let migrated = migrate(engine, &m, &state, &stats)?;
-                    Ok((m, migrated))
-                })();
+                let swap =
+                    apply_upgrade(engine, &up, active_module.hash(), &mut active, |b| {
+                        engine.load(b)
+                    });
                 if let Ok((m, migrated)) = swap {
                     active_module = m;
                     active = migrated.instance;
@@ -183,7 +162,7 @@ pub fn replay(
         .as_mut()
         .and_then(|c| c.state_hash().ok())
         .map(hex::encode);
-    report.active_module = ModuleHash::of(active_module.bytes()).to_string();
+    report.active_module = active_module.hash().to_string();
     Ok(report)
 }
 

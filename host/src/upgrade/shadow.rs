@@ -25,22 +25,15 @@ const EXAMPLES: usize = 16;
 pub struct Shadow {
     pub module: GuestModule,
     pub instance: GuestInstance,
-    pub version: String,
-    pub since_index: u64,
-    pub commands_compared: u64,
-    pub outcome_diffs: u64,
-    pub hash_checks: u64,
-    pub hash_diffs: u64,
-    pub failed: Option<String>,
-    pub examples: Vec<ShadowDiff>,
+    /// Identity, counters and examples, in the form status reports them.
+    status: ShadowStatus,
 }
 
 impl Shadow {
     pub fn new(module: GuestModule, instance: GuestInstance, version: String, since_index: u64) -> Shadow {
-        Shadow {
-            module,
-            instance,
-            version,
+        let status = ShadowStatus {
+            module_hash: module.hash().to_string(),
+            module_version: version,
             since_index,
             commands_compared: 0,
             outcome_diffs: 0,
@@ -48,28 +41,34 @@ impl Shadow {
             hash_diffs: 0,
             failed: None,
             examples: Vec::new(),
+        };
+        Shadow {
+            module,
+            instance,
+            status,
         }
     }
 
-    pub fn healthy(&self) -> bool {
-        self.failed.is_none()
+    pub fn failed(&self) -> Option<&str> {
+        self.status.failed.as_deref()
     }
 
-    /// Feed the batch the active module just applied (`indices[i]` is the
+    /// Feed the batch the active module just applied (`index_of(i)` is the
     /// log index of `batch[i]`) and compare outcomes.
-    pub fn feed(&mut self, batch: &[Command], indices: &[u64], active: &[Outcome]) {
-        if !self.healthy() || batch.is_empty() {
+    pub fn feed(&mut self, batch: &[Command], index_of: impl Fn(usize) -> u64, active: &[Outcome]) {
+        if self.status.failed.is_some() || batch.is_empty() {
             return;
         }
         match self.instance.apply(batch) {
             Ok(outcomes) => {
-                self.commands_compared += batch.len() as u64;
+                let st = &mut self.status;
+                st.commands_compared += batch.len() as u64;
                 for (i, (a, s)) in active.iter().zip(&outcomes).enumerate() {
                     if a != s {
-                        self.outcome_diffs += 1;
-                        if self.examples.len() < EXAMPLES {
-                            self.examples.push(ShadowDiff {
-                                index: indices.get(i).copied().unwrap_or(0),
+                        st.outcome_diffs += 1;
+                        if st.examples.len() < EXAMPLES {
+                            st.examples.push(ShadowDiff {
+                                index: index_of(i),
                                 command: batch[i].to_string(),
                                 active: a.to_string(),
                                 shadow: s.to_string(),
@@ -80,38 +79,28 @@ impl Shadow {
             }
             Err(e) => {
                 tracing::warn!(module = %self.module.hash(), error = %e, "shadow module failed; it gets no more input");
-                self.failed = Some(e.to_string());
+                self.status.failed = Some(e.to_string());
             }
         }
     }
 
     /// Compare the shadow's state hash with the active module's.
     pub fn check_hash(&mut self, active: &[u8; 32]) {
-        if !self.healthy() {
+        if self.status.failed.is_some() {
             return;
         }
         match self.instance.state_hash() {
             Ok(h) => {
-                self.hash_checks += 1;
+                self.status.hash_checks += 1;
                 if &h != active {
-                    self.hash_diffs += 1;
+                    self.status.hash_diffs += 1;
                 }
             }
-            Err(e) => self.failed = Some(e.to_string()),
+            Err(e) => self.status.failed = Some(e.to_string()),
         }
     }
 
     pub fn status(&self) -> ShadowStatus {
-        ShadowStatus {
-            module_hash: self.module.hash().to_string(),
-            module_version: self.version.clone(),
-            since_index: self.since_index,
-            commands_compared: self.commands_compared,
-            outcome_diffs: self.outcome_diffs,
-            hash_checks: self.hash_checks,
-            hash_diffs: self.hash_diffs,
-            failed: self.failed.clone(),
-            examples: self.examples.clone(),
-        }
+        self.status.clone()
     }
 }

@@ -207,8 +207,8 @@ pub async fn shadow_promote(node: &Node) -> Result<UpgradeReply, UpgradeError> {
     let bytes = {
         let st = node.sm.state();
         let shadow = st.shadow.as_ref().ok_or(UpgradeError::NoShadow)?;
-        if let Some(f) = &shadow.failed {
-            return Err(UpgradeError::ShadowFailed(f.clone()));
+        if let Some(f) = shadow.failed() {
+            return Err(UpgradeError::ShadowFailed(f.to_string()));
         }
         shadow.module.bytes().to_vec()
     };

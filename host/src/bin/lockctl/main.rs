@@ -146,6 +146,12 @@ enum MembersOp {
     },
 }
 
+/// The first 16 characters of a hash a node reported (char-safe: the text
+/// may be an error message instead of hex).
+fn short(s: &str) -> &str {
+    s.char_indices().nth(16).map_or(s, |(i, _)| &s[..i])
+}
+
 /// `10s`, `500ms`, `2m`, `1h`, or a bare number of milliseconds.
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -154,17 +160,20 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     let n: u64 = num
         .parse()
         .map_err(|_| format!("{s:?} is not a duration like 10s, 500ms, 2m"))?;
-    let ms = match unit {
-        "" | "ms" => n,
-        "s" => n * 1000,
-        "m" => n * 60_000,
-        "h" => n * 3_600_000,
+    let scale: u64 = match unit {
+        "" | "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
         other => {
             return Err(format!(
                 "unknown unit {other:?} in {s:?}; use ms, s, m or h"
             ))
         }
     };
+    let ms = n
+        .checked_mul(scale)
+        .ok_or_else(|| format!("{s:?} is too long a duration"))?;
     Ok(Duration::from_millis(ms))
 }
 
@@ -371,8 +380,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                             s.commit_index,
                             s.applied_index,
                             s.locks_held,
-                            &s.state_hash[..16.min(s.state_hash.len())],
-                            &s.module_hash[..16.min(s.module_hash.len())],
+                            short(&s.state_hash),
+                            short(&s.module_hash),
                         ),
                         Err(err) => println!("{e:<22} unreachable: {err}"),
                     }
@@ -398,7 +407,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                         println!(
                             "node {}: shadow {} ({}) since index {}: {} commands compared, {} outcome diffs, {} of {} state hashes differ{}",
                             s.id,
-                            &sh.module_hash[..16.min(sh.module_hash.len())],
+                            short(&sh.module_hash),
                             sh.module_version,
                             sh.since_index,
                             sh.commands_compared,
@@ -550,25 +559,17 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 .find_map(|(_, s)| s.as_ref().ok())
                 .map(|s| s.members.clone())
                 .ok_or_else(|| anyhow!("no endpoint answered"))?;
-            let http: HttpClient<_, Full<bytes::Bytes>> =
-                HttpClient::builder(TokioExecutor::new())
-                    .build(hyper_util::client::legacy::connect::HttpConnector::new());
             let mut reports = Vec::new();
             let mut unreachable = Vec::new();
             for m in &members {
-                let fetched: Result<lockd_client::proto::AuditReport> = async {
-                    let req = hyper::Request::get(format!("http://{}/v1/audit", m.addr))
-                        .body(Full::new(bytes::Bytes::new()))?;
-                    let resp = tokio::time::timeout(Duration::from_secs(5), http.request(req))
-                        .await
-                        .map_err(|_| anyhow!("timed out"))??;
-                    let body = resp.into_body().collect().await?.to_bytes();
-                    Ok(serde_json::from_slice(&body)?)
-                }
-                .await;
-                match fetched {
+                match lockd::api::forward::get_json::<lockd_client::proto::AuditReport>(
+                    &m.addr,
+                    "/v1/audit",
+                )
+                .await
+                {
                     Ok(r) => reports.push(r),
-                    Err(e) => unreachable.push((m.id, e.to_string())),
+                    Err(e) => unreachable.push((m.id, e)),
                 }
             }
             let c = lockd::upgrade::audit::compare(&reports);
@@ -628,7 +629,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 &cli.endpoints,
                 clients,
                 contended,
-                Duration::from_secs_f64(seconds),
+                Duration::try_from_secs_f64(seconds)
+                    .map_err(|e| anyhow!("--seconds {seconds}: {e}"))?,
                 lease,
             )
             .await;
