@@ -155,6 +155,26 @@ pub fn table_from_parts(
     Ok(LockTable { locks, next_token })
 }
 
+impl LockTable {
+    /// The state in the snapshot encoding.
+    pub fn snapshot(&self) -> Vec<u8> {
+        encode(self)
+    }
+
+    /// Replace the state with a decoded snapshot. On error the state is left
+    /// exactly as it was.
+    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
+        *self = decode(bytes)?;
+        Ok(())
+    }
+
+    /// SHA-256 of the snapshot encoding: equal states have equal hashes, on
+    /// every node and in every build.
+    pub fn state_hash(&self) -> [u8; 32] {
+        hash(&self.snapshot())
+    }
+}
+
 pub fn hash(encoded: &[u8]) -> [u8; 32] {
     Sha256::digest(encoded).into()
 }

@@ -1,11 +1,11 @@
-//! The lock table and the semantics of each command.
+//! The lock table and the semantics of each command. Its byte encoding,
+//! `snapshot`/`restore` and the state hash live in [`crate::snapshot`].
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use crate::command::{Command, HeldLock, LockInfo, Outcome, TableStats};
 use crate::key::{Key, KeyRef};
-use crate::snapshot::{self, SnapshotError};
 
 /// The first token a fresh table issues. Zero is never a valid token, so a
 /// client can use it as "no token yet".
@@ -122,24 +122,6 @@ impl LockTable {
             held: self.locks.len() as u64,
             next_token: self.next_token,
         }
-    }
-
-    /// The state in the snapshot encoding (see [`crate::snapshot`]).
-    pub fn snapshot(&self) -> Vec<u8> {
-        snapshot::encode(self)
-    }
-
-    /// Replace the state with a decoded snapshot. On error the state is left
-    /// exactly as it was.
-    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
-        *self = snapshot::decode(bytes)?;
-        Ok(())
-    }
-
-    /// SHA-256 of the snapshot encoding: equal states have equal hashes, on
-    /// every node and in every build.
-    pub fn state_hash(&self) -> [u8; 32] {
-        snapshot::hash(&self.snapshot())
     }
 }
 

@@ -11,8 +11,7 @@ use std::time::Duration;
 use openraft::ChangeMembers;
 use thiserror::Error;
 
-use crate::node::Node;
-use crate::raft::Node as RaftNode;
+use crate::raft::{Node as RaftNode, NodeId, Raft};
 use crate::transport::frame::Role;
 use crate::transport::peer::FramedConn;
 
@@ -32,10 +31,25 @@ pub enum MembershipError {
     Raft(String),
 }
 
-pub async fn add_learner(node: &Node, id: u64, addr: &str) -> Result<(), MembershipError> {
+/// Membership changes proposed by this node (they take effect only on the
+/// leader; elsewhere openraft refuses them).
+#[derive(Clone)]
+pub struct Membership {
+    id: NodeId,
+    raft: Raft,
+    /// This node's engine fingerprint, which a new learner must share.
+    fingerprint: String,
+}
+
+impl Membership {
+    pub fn new(id: NodeId, raft: Raft, fingerprint: String) -> Membership {
+        Membership { id, raft, fingerprint }
+    }
+
+pub async fn add_learner(&self, id: u64, addr: &str) -> Result<(), MembershipError> {
     let role = Role::Peer {
-        from: node.id,
-        fingerprint: node.engine.fingerprint().text.clone(),
+        from: self.id,
+        fingerprint: self.fingerprint.clone(),
     };
     let refused = |reason: String| MembershipError::Refused {
         id,
@@ -52,7 +66,7 @@ pub async fn add_learner(node: &Node, id: u64, addr: &str) -> Result<(), Members
         )));
     }
     drop(conn);
-    node.raft
+    self.raft
         .add_learner(
             id,
             RaftNode {
@@ -65,30 +79,30 @@ pub async fn add_learner(node: &Node, id: u64, addr: &str) -> Result<(), Members
         .map_err(|e| MembershipError::Raft(e.to_string()))
 }
 
-fn membership(node: &Node) -> (BTreeSet<u64>, BTreeSet<u64>) {
-    let m = node.raft.metrics().borrow().membership_config.clone();
+fn membership(&self) -> (BTreeSet<u64>, BTreeSet<u64>) {
+    let m = self.raft.metrics().borrow().membership_config.clone();
     let voters: BTreeSet<u64> = m.membership().voter_ids().collect();
     let all: BTreeSet<u64> = m.membership().nodes().map(|(id, _)| *id).collect();
     (voters, all)
 }
 
-pub async fn promote(node: &Node, id: u64) -> Result<(), MembershipError> {
-    let (voters, all) = membership(node);
+pub async fn promote(&self, id: u64) -> Result<(), MembershipError> {
+    let (voters, all) = self.membership();
     if !all.contains(&id) {
         return Err(MembershipError::NotMember(id));
     }
     if voters.contains(&id) {
         return Err(MembershipError::NotLearner(id));
     }
-    node.raft
+    self.raft
         .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false)
         .await
         .map(|_| ())
         .map_err(|e| MembershipError::Raft(e.to_string()))
 }
 
-pub async fn remove(node: &Node, id: u64) -> Result<(), MembershipError> {
-    let (voters, all) = membership(node);
+pub async fn remove(&self, id: u64) -> Result<(), MembershipError> {
+    let (voters, all) = self.membership();
     if !all.contains(&id) {
         return Err(MembershipError::NotMember(id));
     }
@@ -98,9 +112,10 @@ pub async fn remove(node: &Node, id: u64) -> Result<(), MembershipError> {
     } else {
         ChangeMembers::RemoveNodes(BTreeSet::from([id]))
     };
-    node.raft
+    self.raft
         .change_membership(change, false)
         .await
         .map(|_| ())
         .map_err(|e| MembershipError::Raft(e.to_string()))
+}
 }

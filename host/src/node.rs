@@ -26,16 +26,19 @@ use thiserror::Error;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::api::Services;
 use crate::config::NodeConfig;
 use crate::engine::{EngineError, EngineFingerprint, WasmEngine};
 use crate::log::WalOptions;
+use crate::membership::Membership;
 use crate::raft::log_store::{LogOpenError, LogStore};
 use crate::raft::network::NetworkFactory;
 use crate::raft::state_machine::{SmOpenError, StateMachineStore};
 use crate::raft::{Node as RaftNode, NodeId, Raft};
-use crate::service::locks::LockService;
 use crate::service::proposer::Proposer;
+use crate::service::LockService;
 use crate::upgrade::precompile::Precompiler;
+use crate::upgrade::submit::Upgrader;
 
 #[derive(Debug, Error)]
 pub enum NodeError {
@@ -72,15 +75,10 @@ struct NodeMeta {
 /// A running node.
 pub struct Node {
     pub id: NodeId,
-    pub addr: String,
     pub config: NodeConfig,
+    /// What the APIs use; shared with every connection.
+    pub services: Arc<Services>,
     pub raft: Raft,
-    pub sm: StateMachineStore,
-    pub log: LogStore,
-    pub engine: Arc<WasmEngine>,
-    pub proposer: Proposer,
-    pub locks: LockService,
-    pub started: Instant,
     shutdown: watch::Sender<bool>,
 }
 
@@ -199,36 +197,46 @@ impl Node {
             config.id,
             raft.clone(),
             sm.clone(),
-            proposer.clone(),
-            election_max,
-        );
-        let node = Arc::new(Node {
             proposer,
-            locks,
+            election_max,
+            config.max_lease_ms,
+        );
+        let services = Arc::new(Services {
             id: config.id,
             addr: config.addr.clone(),
-            config: config.clone(),
-            raft,
-            sm,
+            raft: raft.clone(),
+            sm: sm.clone(),
             log,
-            engine,
+            engine: engine.clone(),
+            locks,
+            upgrader: Upgrader::new(config.id, raft.clone(), sm.clone()),
+            membership: Membership::new(config.id, raft.clone(), engine.fingerprint().text.clone()),
             started: Instant::now(),
+        });
+        let node = Arc::new(Node {
+            id: config.id,
+            config: config.clone(),
+            services: services.clone(),
+            raft: raft.clone(),
             shutdown,
         });
         let span = tracing::info_span!("node", id = node.id);
-        tracing::info!(parent: &span, addr = %node.addr, data_dir = %dir.display(), fingerprint = %node.engine.fingerprint().short(), "node started");
+        tracing::info!(parent: &span, addr = %config.addr, data_dir = %dir.display(), fingerprint = %engine.fingerprint().short(), "node started");
 
-        let (n1, n2) = (node.clone(), node.clone());
+        let (s1, s2) = (services.clone(), services);
         tokio::spawn(crate::transport::listener::serve(
             listener,
-            move |s| crate::api::framed::serve(n1.clone(), s),
-            move |s| crate::api::http::serve(n2.clone(), s),
-            shutdown_rx,
+            move |s| crate::api::framed::serve(s1.clone(), s),
+            move |s| crate::api::http::serve(s2.clone(), s),
+            shutdown_rx.clone(),
         ));
 
-        tokio::spawn(crate::upgrade::audit::run_checker(
-            node.clone(),
+        tokio::spawn(crate::upgrade::checker::run(
+            config.id,
+            raft,
+            sm,
             Duration::from_millis(config.audit_check_ms),
+            shutdown_rx,
         ));
 
         if let Some(members) = config.bootstrap_members() {

@@ -1,39 +1,33 @@
-//! Forwarding lock requests from a follower to the leader.
+//! Requests that only the leader can answer, passed on by any other node.
 //!
-//! Any node answers the lock routes: a follower passes the request on to the
-//! leader over a pooled HTTP/1 connection and relays the answer. The
-//! forwarded request carries `x-lockd-forwarded`, and a node never forwards
-//! such a request again (a stale view of the leader costs one 503 with a
-//! leader hint, not a loop). If the caller disconnects, the forwarded request
-//! is dropped with it, so the leader sees the caller leave.
+//! A layer on the leader-only routes (locks, admin, membership changes):
+//! when this node knows another node leads, the request goes there over a
+//! pooled HTTP/1 connection and the answer comes back unchanged. The body
+//! is read here first, within the route's limit, so an oversized body gets
+//! its 413 from this node rather than a broken forward. The forwarded request carries `x-lockd-forwarded`,
+//! and a node never forwards such a request again (a stale view of the
+//! leader costs one 503 with a leader hint, not a loop). If the caller
+//! disconnects, the forwarded request is dropped with it, so the leader
+//! sees the caller leave.
 
-use std::sync::OnceLock;
+use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 
-use super::http::ApiError;
-use crate::node::Node;
+use super::body::read;
+use super::error::ApiError;
+use super::services::Services;
+use crate::transport::http;
 
 pub const FORWARDED: &str = "x-lockd-forwarded";
 
-fn client() -> &'static Client<HttpConnector, Full<Bytes>> {
-    static CLIENT: OnceLock<Client<HttpConnector, Full<Bytes>>> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        Client::builder(TokioExecutor::new()).build(connector)
-    })
-}
-
 /// The leader's id and address, when a request here should go there.
-pub fn target(node: &Node, headers: &HeaderMap) -> Option<(u64, String)> {
-    if headers.contains_key(FORWARDED) {
+fn target(node: &Services, req: &Request) -> Option<(u64, String)> {
+    if req.headers().contains_key(FORWARDED) {
         return None;
     }
     // Borrow, do not clone, the metrics: this runs on every request.
@@ -43,81 +37,52 @@ pub fn target(node: &Node, headers: &HeaderMap) -> Option<(u64, String)> {
     if leader == node.id {
         return None;
     }
-    let addr = m
-        .membership_config
-        .membership()
-        .get_node(&leader)?
-        .addr
-        .clone();
+    let addr = m.membership_config.membership().get_node(&leader)?.addr.clone();
     Some((leader, addr))
 }
 
-pub async fn forward(
-    node: &Node,
-    (leader, addr): (u64, String),
-    method: Method,
-    uri: &Uri,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-    let unavailable = |e: String| {
-        ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "node {} could not reach leader {leader} at {addr}: {e}",
-                node.id
-            ),
-            Some(leader),
-        )
-    };
-    let request = axum::http::Request::builder()
-        .method(method)
-        .uri(format!("http://{addr}{path}"))
-        .header(FORWARDED, node.id.to_string())
-        .header("content-type", "application/json")
-        .body(Full::new(body))
-        .map_err(|e| unavailable(e.to_string()))?;
-    let response = client()
-        .request(request)
-        .await
-        .map_err(|e| unavailable(e.to_string()))?;
-    let (parts, body) = response.into_parts();
-    let bytes = body
-        .collect()
-        .await
-        .map_err(|e| unavailable(e.to_string()))?
-        .to_bytes();
-    Ok((
-        parts.status,
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        Body::from(bytes),
-    )
-        .into_response())
+/// The layer's state: the node, and the body limit of the routes it wraps.
+#[derive(Clone)]
+pub struct Forwarding {
+    pub node: Arc<Services>,
+    pub limit: usize,
+    /// What the body is, for the error at the limit.
+    pub what: &'static str,
 }
 
-/// GET `path` from the node at `addr` and decode its JSON answer (peer
-/// queries such as the audit checker's), with a short timeout.
-pub async fn get_json<T: serde::de::DeserializeOwned>(addr: &str, path: &str) -> Result<T, String> {
-    let request = axum::http::Request::builder()
-        .method(Method::GET)
-        .uri(format!("http://{addr}{path}"))
-        .body(Full::new(Bytes::new()))
-        .map_err(|e| e.to_string())?;
-    let fetch = async {
-        let response = client().request(request).await.map_err(|e| e.to_string())?;
-        let status = response.status();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        if status != StatusCode::OK {
-            return Err(format!("{status}: {}", String::from_utf8_lossy(&bytes)));
-        }
-        serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+/// The layer: answer here, or forward to the leader.
+pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) -> Response {
+    let node = &f.node;
+    let Some((leader, addr)) = target(node, &req) else {
+        return next.run(req).await;
     };
-    tokio::time::timeout(std::time::Duration::from_secs(5), fetch)
-        .await
-        .map_err(|_| "timed out".to_string())?
+    let unavailable = |e: String| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("node {} could not reach leader {leader} at {addr}: {e}", node.id),
+        )
+        .with_leader(Some(leader))
+        .into_response()
+    };
+    let (parts, body) = req.into_parts();
+    let body = match read(body, f.limit, f.what).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let mut forwarded = axum::http::Request::builder()
+        .method(parts.method.clone())
+        .uri(format!("http://{addr}{path}"))
+        .header(FORWARDED, node.id.to_string());
+    if let Some(ct) = parts.headers.get(header::CONTENT_TYPE) {
+        forwarded = forwarded.header(header::CONTENT_TYPE, ct);
+    }
+    let forwarded = match forwarded.body(Body::from(body)) {
+        Ok(r) => r,
+        Err(e) => return unavailable(e.to_string()),
+    };
+    match http::send(forwarded).await {
+        Ok(response) => response.into_response(),
+        Err(e) => unavailable(e),
+    }
 }

@@ -12,14 +12,14 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
+use super::services::Services;
 use super::status::status_of;
-use crate::node::Node;
 use crate::raft::network::{PeerRequest, PeerResponse};
-use crate::service::{self, ServiceError};
+use crate::service::ServiceError;
 use crate::transport::frame::{self, Envelope, Hello, HelloReply, Refused, Role, Welcome};
 
 /// Serve one framed connection until it closes.
-pub async fn serve(node: Arc<Node>, mut stream: TcpStream) {
+pub async fn serve(node: Arc<Services>, mut stream: TcpStream) {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
@@ -109,7 +109,7 @@ async fn send<T: serde::Serialize>(
 /// finish, paired by id. When the connection closes, every request still
 /// running on it is dropped — an acquire still waiting leaves the queue, and a
 /// grant that lands after that is released at once (no phantom lock).
-async fn serve_client(node: Arc<Node>, framed: Framed<TcpStream, LengthDelimitedCodec>) {
+async fn serve_client(node: Arc<Services>, framed: Framed<TcpStream, LengthDelimitedCodec>) {
     let (mut sink, mut stream) = framed.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Envelope<ClientResponse>>();
     let mut tasks = JoinSet::new();
@@ -155,7 +155,7 @@ async fn serve_client(node: Arc<Node>, framed: Framed<TcpStream, LengthDelimited
     }
 }
 
-fn wire_error(node: &Node, e: ServiceError) -> WireError {
+fn wire_error(node: &Services, e: ServiceError) -> WireError {
     let msg = e.to_string();
     match e {
         ServiceError::EmptyKey
@@ -168,15 +168,7 @@ fn wire_error(node: &Node, e: ServiceError) -> WireError {
         ServiceError::WrongToken { .. } => WireError::WrongToken(msg),
         ServiceError::Refused { .. } => WireError::Refused(msg),
         ServiceError::NotLeader { leader, .. } => {
-            let leader_addr = leader.and_then(|l| {
-                node.raft
-                    .metrics()
-                    .borrow()
-                    .membership_config
-                    .membership()
-                    .get_node(&l)
-                    .map(|n| n.addr.clone())
-            });
+            let leader_addr = leader.and_then(|l| node.addr_of(l));
             WireError::NotLeader {
                 leader,
                 leader_addr,
@@ -188,7 +180,7 @@ fn wire_error(node: &Node, e: ServiceError) -> WireError {
     }
 }
 
-async fn handle_client(node: &Node, req: ClientRequest) -> ClientResponse {
+async fn handle_client(node: &Services, req: ClientRequest) -> ClientResponse {
     let key = |k: Vec<u8>| String::from_utf8(k).map_err(|_| ServiceError::KeyNotUtf8);
     let result = match req {
         ClientRequest::Acquire {
@@ -196,7 +188,7 @@ async fn handle_client(node: &Node, req: ClientRequest) -> ClientResponse {
             lease_ms,
             wait_ms,
         } => match key(k) {
-            Ok(k) => service::acquire(node, &k, lease_ms, Duration::from_millis(wait_ms))
+            Ok(k) => node.locks.acquire(&k, lease_ms, Duration::from_millis(wait_ms))
                 .await
                 .map(|a| ClientResponse::Acquired {
                     token: a.token,
@@ -205,19 +197,19 @@ async fn handle_client(node: &Node, req: ClientRequest) -> ClientResponse {
             Err(e) => Err(e),
         },
         ClientRequest::Release { key: k, token } => match key(k) {
-            Ok(k) => service::release(node, &k, token)
+            Ok(k) => node.locks.release(&k, token)
                 .await
                 .map(|_| ClientResponse::Released),
             Err(e) => Err(e),
         },
         ClientRequest::Keepalive { key: k, token } => match key(k) {
-            Ok(k) => service::keepalive(node, &k, token)
+            Ok(k) => node.locks.keepalive(&k, token)
                 .await
                 .map(|lease_ms| ClientResponse::KeptAlive { lease_ms }),
             Err(e) => Err(e),
         },
         ClientRequest::Get { key: k } => match key(k) {
-            Ok(k) => service::get(node, &k).await.map(|v| {
+            Ok(k) => node.locks.get(&k).await.map(|v| {
                 ClientResponse::Lock(v.map(|i| LockView {
                     token: i.token,
                     lease_ms: i.lease_ms,
@@ -230,7 +222,7 @@ async fn handle_client(node: &Node, req: ClientRequest) -> ClientResponse {
     result.unwrap_or_else(|e| ClientResponse::Error(wire_error(node, e)))
 }
 
-async fn handle_peer(node: &Node, req: PeerRequest) -> PeerResponse {
+async fn handle_peer(node: &Services, req: PeerRequest) -> PeerResponse {
     match req {
         PeerRequest::AppendEntries(r) => {
             PeerResponse::AppendEntries(node.raft.append_entries(r).await)

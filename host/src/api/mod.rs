@@ -2,15 +2,26 @@
 //!
 //! # Layout
 //!
+//! * [`services`]: [`Services`], the parts of the node that requests use.
 //! * [`framed`]: the server side of the framed protocol — hello and
-//!   fingerprint check, then Raft RPC from peers.
+//!   fingerprint check, then Raft RPC from peers and the client protocol.
+//! * [`http`]: the HTTP/JSON API's routes — locks, status, membership.
 //! * [`admin`]: hot upgrade, shadow mode and audit routes.
-//! * [`forward`]: lock requests reaching a follower go on to the leader.
-//! * [`http`]: the HTTP/JSON API — locks, status, membership admin, metrics.
+//! * [`forward`]: the layer that passes leader-only requests to the leader.
+//! * [`body`]: request bodies, read and checked once.
+//! * [`error`]: [`ApiError`], every HTTP error answer.
 //! * [`status`]: the node's status report, shared by HTTP and the CLI.
+//! * [`metrics`]: Prometheus text.
 
 pub mod admin;
+pub mod body;
+pub mod error;
 pub mod forward;
 pub mod framed;
 pub mod http;
+pub mod metrics;
+pub mod services;
 pub mod status;
+
+pub use error::ApiError;
+pub use services::Services;

@@ -2,7 +2,8 @@
 
 use openraft::ServerState;
 
-use crate::node::Node;
+use super::services::Services;
+use crate::raft::members;
 
 pub use lockd_client::proto::{Member, Status};
 
@@ -16,88 +17,59 @@ pub fn role_name(state: ServerState) -> &'static str {
     }
 }
 
-/// The members of the cluster as this node knows them.
-pub fn members_of(node: &Node) -> Vec<Member> {
-    let m = node.raft.metrics().borrow().membership_config.clone();
-    let membership = m.membership();
-    let voters: std::collections::BTreeSet<u64> = membership.voter_ids().collect();
-    membership
-        .nodes()
-        .map(|(id, n)| Member {
-            id: *id,
-            addr: n.addr.clone(),
-            voter: voters.contains(id),
-        })
-        .collect()
-}
-
 /// The status of `node` now.
-pub fn status_of(node: &Node) -> Status {
-    status_with(node, true)
+pub fn status_of(node: &Services) -> Status {
+    status_with(node, true).0
 }
 
 /// The status; without `state_hash` (left empty) when `hash` is false. The
 /// state hash encodes and hashes the whole lock table while holding the
 /// state machine's lock, so frequent readers that do not report it (metrics
-/// scrapes) skip it rather than stall apply.
-pub fn status_with(node: &Node, hash: bool) -> Status {
+/// scrapes) skip it rather than stall apply. Also returns the upgrade
+/// counters, which status does not show.
+pub fn status_with(node: &Services, hash: bool) -> (Status, UpgradeCounts) {
     let m = node.raft.metrics().borrow().clone();
-    let members = members_of(node);
-    // Applied index and state hash are read under one lock, so the hash
-    // is the hash *at* that index.
-    let (applied_index, module_hash, module_version, state_hash, locks_held, poisoned, upgrade) = {
-        let mut st = node.sm.state();
-        let applied = st.last_applied.map_or(0, |l| l.index);
-        let module_hash = st.module_hash().to_string();
-        let version = st
-            .guest
-            .version()
-            .unwrap_or_else(|e| format!("unavailable: {e}"));
-        let hash = if hash {
-            st.guest
-                .state_hash()
-                .map(hex::encode)
-                .unwrap_or_else(|e| format!("unavailable: {e}"))
-        } else {
-            String::new()
-        };
-        let held = st.guest.stats().map(|s| s.held).unwrap_or(0);
-        let poisoned = st.guest.poisoned().map(str::to_string);
-        let upgrade = (
-            st.module_since,
-            st.upgrades.iter().cloned().collect::<Vec<_>>(),
-            st.shadow.as_ref().map(|s| s.status()),
-        );
-        (applied, module_hash, version, hash, held, poisoned, upgrade)
-    };
-    let (module_since_index, upgrades, shadow) = upgrade;
+    // Applied index and state hash are read under one lock, so the hash is
+    // the hash *at* that index.
+    let v = node.sm.view(hash);
     let (built, installed) = node.sm.snapshot_counts();
     let stats = node.log.stats();
-    Status {
+    let status = Status {
         id: node.id,
         addr: node.addr.clone(),
         role: role_name(m.state).into(),
         leader: m.current_leader,
         term: m.current_term,
         commit_index: node.log.committed().map_or(0, |l| l.index),
-        applied_index,
+        applied_index: v.applied_index,
         last_log_index: m.last_log_index.unwrap_or(0),
         snapshot_index: m.snapshot.map(|l| l.index),
         purged_index: m.purged.map(|l| l.index),
-        members,
-        module_hash,
-        module_version,
-        state_hash,
-        locks_held,
+        members: members(&node.raft),
+        module_hash: v.module_hash,
+        module_version: v.module_version,
+        state_hash: v.state_hash,
+        locks_held: v.locks_held,
         engine_fingerprint: node.engine.fingerprint().hash.clone(),
         snapshots_built: built,
         snapshots_installed: installed,
         wal_fsyncs: stats.fsyncs.load(std::sync::atomic::Ordering::Relaxed),
         wal_entries: stats.entries.load(std::sync::atomic::Ordering::Relaxed),
-        poisoned,
-        module_since_index,
-        upgrades,
-        shadow,
+        poisoned: v.poisoned,
+        module_since_index: v.module_since_index,
+        upgrades: v.upgrades,
+        shadow: v.shadow,
         audit_divergences: node.sm.divergences(),
-    }
+    };
+    let counts = UpgradeCounts {
+        swapped: v.upgrades_swapped,
+        rejected: v.upgrades_rejected,
+    };
+    (status, counts)
+}
+
+/// Upgrade entries applied since start: swapped, rejected.
+pub struct UpgradeCounts {
+    pub swapped: u64,
+    pub rejected: u64,
 }

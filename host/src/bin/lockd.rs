@@ -227,7 +227,7 @@ fn replay(a: ReplayArgs) -> Result<()> {
     if let Some(v) = a.memory_limit_bytes {
         settings.memory_limit_bytes = v;
     }
-    let engine = lockd::engine::WasmEngine::new(settings, None)?;
+    let engine = std::sync::Arc::new(lockd::engine::WasmEngine::new(settings, None)?);
     let r = lockd::upgrade::replay::replay(&engine, &a.data_dir, &module, lockd::builtin::LOCK_SM)
         .with_context(|| format!("cannot replay {}", a.data_dir.display()))?;
     if a.json {

@@ -17,8 +17,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use super::guest::ModuleHash;
-use super::{EngineError, EngineFingerprint};
+use super::error::EngineError;
+use super::hash::ModuleHash;
+use super::settings::EngineFingerprint;
 
 pub struct ComponentCache {
     dir: PathBuf,

@@ -1,44 +1,15 @@
 //! A loaded lock module and a running instance of it.
 
-use std::fmt;
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
-use wasmtime::{ResourceLimiter, Store, Trap};
+use wasmtime::{Store, Trap};
 
-use super::bindings::{LockSm, LockSmPre};
+use super::bindings::{Command, HeldLock, LockInfo, LockSm, LockSmPre, Outcome, TableStats};
 use super::cache::{self, Compiled};
-use super::{EngineError, WasmEngine};
-use crate::command::{Command, HeldLock, LockInfo, Outcome, TableStats};
-
-/// SHA-256 of a module's component bytes: the module's identity in the log,
-/// in snapshots, in the cache and in status output.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-pub struct ModuleHash(pub [u8; 32]);
-
-impl ModuleHash {
-    pub fn of(bytes: &[u8]) -> ModuleHash {
-        ModuleHash(Sha256::digest(bytes).into())
-    }
-
-    /// Parse the 64-digit hex form.
-    pub fn parse(hex_digits: &str) -> Option<ModuleHash> {
-        let bytes = hex::decode(hex_digits.trim()).ok()?;
-        <[u8; 32]>::try_from(bytes.as_slice()).ok().map(ModuleHash)
-    }
-}
-
-impl fmt::Display for ModuleHash {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&hex::encode(self.0))
-    }
-}
-
-impl fmt::Debug for ModuleHash {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ModuleHash({self})")
-    }
-}
+use super::error::EngineError;
+use super::hash::ModuleHash;
+use super::store::{MemoryLimiter, StoreState};
+use super::wasm::WasmEngine;
 
 /// A checked, compiled component of the `lock-sm` world.
 #[derive(Clone)]
@@ -96,44 +67,6 @@ impl GuestModule {
     /// Whether this load compiled the component or took it from the cache.
     pub fn compiled(&self) -> Compiled {
         self.compiled
-    }
-}
-
-/// Per-instance store data: the memory limiter.
-pub struct StoreState {
-    limiter: MemoryLimiter,
-}
-
-struct MemoryLimiter {
-    limit: u64,
-    /// Set when a growth was refused during the current call, so that the
-    /// trap that follows (Rust aborts on allocation failure) is reported as
-    /// what it is.
-    refused: bool,
-}
-
-impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired as u64 > self.limit {
-            self.refused = true;
-            return Ok(false);
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        // Tables hold function references; a lock table needs a handful.
-        Ok(desired <= 10_000)
     }
 }
 
@@ -327,5 +260,19 @@ fn classify(
             call,
             trap: format!("{e:#}"),
         },
+    }
+}
+
+impl WasmEngine {
+    /// Check and compile (or take from the cache) a component. Refuses bytes
+    /// that are not wasm, a core module instead of a component, a component
+    /// with any import, and one that does not export the `lock-sm` world.
+    pub fn load(&self, bytes: &[u8]) -> Result<GuestModule, EngineError> {
+        GuestModule::load(self, bytes)
+    }
+
+    /// A fresh instance of `module` with an empty lock table.
+    pub fn instantiate(&self, module: &GuestModule) -> Result<GuestInstance, EngineError> {
+        GuestInstance::new(self, module)
     }
 }

@@ -28,6 +28,10 @@
 //!   precompiled bytes are never accepted.
 //! * [`guest`]: [`GuestModule`] (a loaded, checked component) and
 //!   [`GuestInstance`] (its running state, with the typed calls).
+//! * [`wasm`]: [`WasmEngine`], the engine those settings build.
+//! * [`bindings`]: the types and calls generated from the `lock-sm` world.
+//! * [`store`]: per-instance store data (the memory limiter).
+//! * [`hash`]: [`ModuleHash`], a module's identity.
 //! * [`error`]: [`EngineError`].
 //!
 //! # Failure of a guest call
@@ -43,82 +47,18 @@
 //! `restore` a snapshot into it. A `restore` that the guest refuses with an
 //! error value (not a trap) leaves the instance and its state untouched.
 
+pub mod bindings;
 pub mod cache;
 pub mod error;
 pub mod guest;
+pub mod hash;
 pub mod settings;
+pub mod store;
+pub mod wasm;
 
 pub use cache::ComponentCache;
 pub use error::EngineError;
-pub use guest::{GuestInstance, GuestModule, ModuleHash};
+pub use guest::{GuestInstance, GuestModule};
+pub use hash::ModuleHash;
 pub use settings::{EngineFingerprint, EngineSettings};
-
-use std::path::PathBuf;
-
-use wasmtime::component::Linker;
-
-/// Bindings generated from the `lock-sm` world.
-pub mod bindings {
-    wasmtime::component::bindgen!({
-        world: "lock-sm",
-        path: "../wit",
-        additional_derives: [serde::Serialize, serde::Deserialize, PartialEq, Eq],
-    });
-}
-
-/// A wasmtime engine configured for deterministic execution, with the local
-/// component cache.
-pub struct WasmEngine {
-    engine: wasmtime::Engine,
-    settings: EngineSettings,
-    fingerprint: EngineFingerprint,
-    cache: Option<ComponentCache>,
-    /// Empty on purpose: a guest gets no host functions at all.
-    linker: Linker<guest::StoreState>,
-}
-
-impl WasmEngine {
-    /// Build the engine. `cache_dir` is where compiled components are kept
-    /// between runs; `None` compiles every module on load.
-    pub fn new(settings: EngineSettings, cache_dir: Option<PathBuf>) -> Result<Self, EngineError> {
-        let engine = wasmtime::Engine::new(&settings.wasmtime_config())
-            .map_err(|e| EngineError::Config(format!("{e:#}")))?;
-        let fingerprint = settings.fingerprint();
-        let cache = match cache_dir {
-            Some(dir) => Some(ComponentCache::open(dir, &fingerprint)?),
-            None => None,
-        };
-        let linker = Linker::new(&engine);
-        Ok(WasmEngine {
-            engine,
-            settings,
-            fingerprint,
-            cache,
-            linker,
-        })
-    }
-
-    pub fn settings(&self) -> &EngineSettings {
-        &self.settings
-    }
-
-    pub fn fingerprint(&self) -> &EngineFingerprint {
-        &self.fingerprint
-    }
-
-    pub fn cache(&self) -> Option<&ComponentCache> {
-        self.cache.as_ref()
-    }
-
-    /// Check and compile (or take from the cache) a component. Refuses bytes
-    /// that are not wasm, a core module instead of a component, a component
-    /// with any import, and one that does not export the `lock-sm` world.
-    pub fn load(&self, bytes: &[u8]) -> Result<GuestModule, EngineError> {
-        GuestModule::load(self, bytes)
-    }
-
-    /// A fresh instance of `module` with an empty lock table.
-    pub fn instantiate(&self, module: &GuestModule) -> Result<GuestInstance, EngineError> {
-        GuestInstance::new(self, module)
-    }
-}
+pub use wasm::WasmEngine;

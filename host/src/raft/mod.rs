@@ -16,13 +16,18 @@
 //!   what applying it returns.
 //! * [`log_store`]: `RaftLogStorage` over the on-disk [`crate::log`], with a
 //!   writer thread that turns concurrent appends into one fsync.
-//! * [`state_machine`]: `RaftStateMachine` that applies each committed range
-//!   with one batched guest call, and snapshots = guest state + active
-//!   module + membership.
+//! * [`replica`]: the node's replicated state (active module, shadow, audit
+//!   points) and the one I/O-free path that applies committed entries: one
+//!   batched guest call per range.
+//! * [`state_machine`]: the `RaftStateMachine` adapter around the replica.
+//! * [`snapshot`]: the snapshot file = guest state + active module +
+//!   membership.
 //! * [`network`]: `RaftNetworkFactory` over [`crate::transport`].
 
 pub mod log_store;
 pub mod network;
+pub mod replica;
+pub mod snapshot;
 pub mod state_machine;
 
 use std::io::Cursor;
@@ -104,4 +109,30 @@ impl std::fmt::Display for Request {
             Request::Shadow(s) => write!(f, "{s:?}"),
         }
     }
+}
+
+/// When openraft refused a call because another node leads (or none is
+/// known): `Some(the leader it named)`. The one place that reads openraft's
+/// forward-to-leader answer.
+pub fn leader_hint<E>(e: &openraft::error::RaftError<NodeId, E>) -> Option<Option<NodeId>>
+where
+    E: openraft::TryAsRef<openraft::error::ForwardToLeader<NodeId, Node>> + std::fmt::Debug,
+{
+    e.forward_to_leader::<Node>().map(|f| f.leader_id)
+}
+
+/// The members of the cluster as this node knows them.
+pub fn members(raft: &Raft) -> Vec<lockd_client::proto::Member> {
+    let metrics = raft.metrics();
+    let m = metrics.borrow();
+    let membership = m.membership_config.membership();
+    let voters: std::collections::BTreeSet<NodeId> = membership.voter_ids().collect();
+    membership
+        .nodes()
+        .map(|(id, n)| lockd_client::proto::Member {
+            id: *id,
+            addr: n.addr.clone(),
+            voter: voters.contains(id),
+        })
+        .collect()
 }

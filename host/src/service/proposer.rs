@@ -13,12 +13,11 @@
 
 use std::sync::Arc;
 
-use openraft::error::{ClientWriteError, RaftError};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use super::ServiceError;
+use super::error::ServiceError;
 use crate::command::{Command, Outcome};
-use crate::raft::{NodeId, Raft, Request, Response};
+use crate::raft::{leader_hint, NodeId, Raft, Request, Response};
 
 /// Entries being committed at once. Two: while one entry commits, the next
 /// is appended; more than that only makes entries smaller. Measured with
@@ -100,13 +99,10 @@ async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
                         "a lock entry was answered {other:?}"
                     ))),
                 },
-                Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
-                    Err(ServiceError::NotLeader {
-                        id,
-                        leader: f.leader_id,
-                    })
-                }
-                Err(e) => Err(ServiceError::Unavailable(e.to_string())),
+                Err(e) => Err(match leader_hint(&e) {
+                    Some(leader) => ServiceError::NotLeader { id, leader },
+                    None => ServiceError::Unavailable(e.to_string()),
+                }),
             };
             match result {
                 Ok(outcomes) => {

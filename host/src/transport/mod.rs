@@ -24,8 +24,11 @@
 //! * [`frame`]: preface, hello, envelopes, encode/decode, the codec.
 //! * [`listener`]: the accept loop and the sniffing of the first bytes.
 //! * [`peer`]: the client side of a framed connection, with timeouts.
+//! * [`http`]: the HTTP client for peers (forwarding to the leader, audit
+//!   queries).
 
 pub mod frame;
+pub mod http;
 pub mod listener;
 pub mod peer;
 

@@ -12,13 +12,10 @@
 //! from outside with [`compare`].
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::Arc;
-use std::time::Duration;
 
 use lockd_client::proto::{AuditRecord, AuditReport};
 
 use crate::engine::ModuleHash;
-use crate::node::Node;
 
 /// Points kept per node.
 const KEEP: usize = 4096;
@@ -140,50 +137,6 @@ pub fn compare(reports: &[AuditReport]) -> Comparison {
         }
     }
     out
-}
-
-/// Compare this node's audit points with every peer's, every `every`, and
-/// raise the alarm for each divergence not seen before.
-pub async fn run_checker(node: Arc<Node>, every: Duration) {
-    let mut seen: BTreeSet<(u64, u64)> = BTreeSet::new();
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = node.stopped() => return,
-        }
-        let mut reports = vec![node.sm.audit_report()];
-        for m in crate::api::status::members_of(&node) {
-            if m.id == node.id {
-                continue;
-            }
-            match crate::api::forward::get_json::<AuditReport>(&m.addr, "/v1/audit").await {
-                Ok(r) if r.id == m.id => reports.push(r),
-                Ok(r) => tracing::warn!(node = node.id, peer = m.id, answered = r.id, "audit: a peer answered with another id"),
-                Err(e) => tracing::debug!(node = node.id, peer = m.id, error = %e, "audit: peer unreachable"),
-            }
-        }
-        for d in compare(&reports).divergences {
-            if seen.insert((d.node, d.index)) {
-                node.sm.count_divergence();
-                tracing::error!(
-                    node = node.id,
-                    divergent_node = d.node,
-                    index = d.index,
-                    hash = %d.hash,
-                    majority = d.majority.as_deref().unwrap_or("none"),
-                    "DETERMINISM AUDIT: node {} has a different state hash at index {}",
-                    d.node,
-                    d.index
-                );
-            }
-        }
-        // Forget what fell out of every node's window.
-        if seen.len() > 65_536 {
-            seen.clear();
-        }
-    }
 }
 
 #[cfg(test)]

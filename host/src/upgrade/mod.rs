@@ -30,12 +30,14 @@
 //! * [`precompile`]: compiles a module when its entry is appended.
 //! * [`shadow`]: a candidate module fed the committed stream beside the
 //!   active one, with outcome and state-hash differences counted.
-//! * [`audit`]: (index, state hash) points recorded by every node, compared
-//!   across the cluster in the background and by `lockctl audit`.
+//! * [`audit`]: (index, state hash) points recorded by every node, and
+//!   their comparison across the cluster.
+//! * [`checker`]: the background task that compares them with the peers'.
 //! * [`submit`]: the leader's side: validate, then propose.
 //! * [`replay`]: `lockd replay`, a node's stored log through another module.
 
 pub mod audit;
+pub mod checker;
 pub mod precompile;
 pub mod replay;
 pub mod shadow;

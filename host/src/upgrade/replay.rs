@@ -14,22 +14,24 @@
 //! are replayed like the others.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
 use thiserror::Error;
 
-use super::{apply_upgrade, switch_to, MigrateError};
+use super::{migrate, MigrateError};
 use crate::command::Command;
 use crate::engine::{EngineError, GuestInstance, WasmEngine};
 use crate::log::{Wal, WalError, WalOptions};
 use crate::raft::log_store::{read_meta, LogOpenError};
-use crate::raft::state_machine::{read_snapshot, SmOpenError};
-use crate::raft::{Entry, LogId, Request};
+use crate::raft::replica::{Loader, Replica};
+use crate::raft::snapshot::{read_blob, SnapshotFileError};
+use crate::raft::{Entry, LogId, Request, Response};
 
 #[derive(Debug, Error)]
 pub enum ReplayError {
     #[error("snapshot: {0}")]
-    Snapshot(#[from] SmOpenError),
+    Snapshot(#[from] SnapshotFileError),
     #[error("log: {0}")]
     Wal(#[from] WalError),
     #[error("log: {0}")]
@@ -75,29 +77,28 @@ pub struct ReplayReport {
 
 /// Replay the log in `data_dir` through `candidate` (component bytes).
 pub fn replay(
-    engine: &WasmEngine,
+    engine: &Arc<WasmEngine>,
     data_dir: &Path,
     candidate: &[u8],
     builtin: &[u8],
 ) -> Result<ReplayReport, ReplayError> {
-    let snapshot = read_snapshot(&data_dir.join("snapshot"))?;
-    let from_index = snapshot
-        .as_ref()
-        .and_then(|s| s.last_log_id)
-        .map_or(0, |l| l.index);
-    let (active_bytes, state) = match &snapshot {
-        Some(s) => (s.module.as_slice(), Some(s.guest_state.as_slice())),
-        None => (builtin, None),
+    let loader = Loader::Plain(engine.clone());
+    // The active side is the node's own replica path, audit points off.
+    let (mut active, from_index) = match read_blob(&data_dir.join("snapshot"))? {
+        Some((blob, _)) => (
+            Replica::from_snapshot(0, loader, &blob, 0).map_err(ReplayError::Active)?,
+            blob.meta.last_log_id.map_or(0, |l| l.index),
+        ),
+        None => {
+            let module = engine.load(builtin).map_err(ReplayError::Active)?;
+            (Replica::new(0, loader, module, 0).map_err(ReplayError::Active)?, 0)
+        }
     };
-    let mut active_module = engine.load(active_bytes).map_err(ReplayError::Active)?;
-    let mut active = engine
-        .instantiate(&active_module)
-        .map_err(ReplayError::Active)?;
-    if let Some(state) = state {
-        active.restore(state).map_err(ReplayError::Active)?;
-    }
-    let (candidate_module, migrated) =
-        switch_to(engine, engine.load(candidate), &mut active).map_err(ReplayError::Candidate)?;
+    let (state, stats) = active.capture().map_err(ReplayError::Candidate)?;
+    let candidate_module = engine
+        .load(candidate)
+        .map_err(|e| ReplayError::Candidate(MigrateError::Load(e)))?;
+    let migrated = migrate(engine, &candidate_module, &state, &stats).map_err(ReplayError::Candidate)?;
     let mut cand: Option<GuestInstance> = Some(migrated.instance);
 
     let raft = data_dir.join("raft");
@@ -111,7 +112,7 @@ pub fn replay(
         entries: 0,
         commands: 0,
         upgrades: 0,
-        active_module: active_module.hash().to_string(),
+        active_module: active.module_hash().to_string(),
         candidate_module: candidate_module.hash().to_string(),
         candidate_version: migrated.version,
         differences: Vec::new(),
@@ -127,34 +128,29 @@ pub fn replay(
         })?;
         report.entries += 1;
         report.to_index = *index;
-        match entry.payload {
-            openraft::EntryPayload::Normal(Request::Lock(commands)) => {
-                report.commands += commands.len() as u64;
-                let a = active.apply(&commands).map_err(ReplayError::Active)?;
-                if let Some(c) = cand.as_mut() {
-                    match c.apply(&commands) {
-                        Ok(b) => compare(*index, &commands, &a, &b, &mut report.differences),
-                        Err(e) => {
-                            report.candidate_failed = Some(format!("at index {index}: {e}"));
-                            cand = None;
-                        }
-                    }
-                }
-            }
-            openraft::EntryPayload::Normal(Request::Upgrade(up)) => {
+        let commands = match &entry.payload {
+            openraft::EntryPayload::Normal(Request::Lock(commands)) => Some(commands.clone()),
+            openraft::EntryPayload::Normal(Request::Upgrade(_)) => {
                 report.upgrades += 1;
-                // The same steps as the state machine; a rejected upgrade
-                // leaves the active side as it was, as it did on the node.
-                let swap =
-                    apply_upgrade(engine, &up, active_module.hash(), &mut active, |b| {
-                        engine.load(b)
-                    });
-                if let Ok((m, migrated)) = swap {
-                    active_module = m;
-                    active = migrated.instance;
+                None
+            }
+            _ => None,
+        };
+        // The same apply as the node's, upgrade entries included: a rejected
+        // upgrade leaves the active side as it was, as it did on the node.
+        let responses = active.apply([entry]).map_err(ReplayError::Active)?;
+        let (Some(commands), Some(Response::Lock(a))) = (commands, responses.first()) else {
+            continue;
+        };
+        report.commands += commands.len() as u64;
+        if let Some(c) = cand.as_mut() {
+            match c.apply(&commands) {
+                Ok(b) => compare(*index, &commands, a, &b, &mut report.differences),
+                Err(e) => {
+                    report.candidate_failed = Some(format!("at index {index}: {e}"));
+                    cand = None;
                 }
             }
-            _ => {}
         }
     }
     report.active_state_hash = hex::encode(active.state_hash().map_err(ReplayError::Active)?);
@@ -162,7 +158,7 @@ pub fn replay(
         .as_mut()
         .and_then(|c| c.state_hash().ok())
         .map(hex::encode);
-    report.active_module = active_module.hash().to_string();
+    report.active_module = active.module_hash().to_string();
     Ok(report)
 }
 

@@ -16,13 +16,12 @@
 use std::time::Instant;
 
 use lockd_client::proto::UpgradeReply;
-use openraft::error::{ClientWriteError, RaftError};
 use thiserror::Error;
 
-use super::{capture, migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
+use super::{migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 use crate::engine::ModuleHash;
-use crate::node::Node;
-use crate::raft::{Request, Response};
+use crate::raft::state_machine::StateMachineStore;
+use crate::raft::{leader_hint, NodeId, Raft, Request, Response};
 
 #[derive(Debug, Error)]
 pub enum UpgradeError {
@@ -46,27 +45,40 @@ pub enum UpgradeError {
     Internal(String),
 }
 
-fn check_leader(node: &Node) -> Result<(), UpgradeError> {
-    let leader = node.raft.metrics().borrow().current_leader;
-    if leader != Some(node.id) {
-        return Err(UpgradeError::NotLeader {
-            id: node.id,
-            leader,
-        });
-    }
-    Ok(())
-}
-
 /// Timings of a dry run, in µs.
 struct Precheck {
     compile_us: u64,
     migrate_us: u64,
 }
 
+/// The leader's upgrade and shadow requests.
+#[derive(Clone)]
+pub struct Upgrader {
+    id: NodeId,
+    raft: Raft,
+    sm: StateMachineStore,
+}
+
+impl Upgrader {
+    pub fn new(id: NodeId, raft: Raft, sm: StateMachineStore) -> Upgrader {
+        Upgrader { id, raft, sm }
+    }
+
+fn check_leader(&self) -> Result<(), UpgradeError> {
+    let leader = self.raft.metrics().borrow().current_leader;
+    if leader != Some(self.id) {
+        return Err(UpgradeError::NotLeader {
+            id: self.id,
+            leader,
+        });
+    }
+    Ok(())
+}
+
 /// The dry run: load `module` (compiling it once, for the apply path too)
 /// and migrate the current state into it.
-async fn precheck(node: &Node, module: &[u8]) -> Result<Precheck, UpgradeError> {
-    let pre = node.sm.precompiler().clone();
+async fn precheck(&self, module: &[u8]) -> Result<Precheck, UpgradeError> {
+    let pre = self.sm.precompiler().clone();
     let bytes = module.to_vec();
     let started = Instant::now();
     let loaded = tokio::task::spawn_blocking(move || {
@@ -77,11 +89,8 @@ async fn precheck(node: &Node, module: &[u8]) -> Result<Precheck, UpgradeError> 
     .map_err(|e| UpgradeError::Internal(format!("compile task: {e}")))?
     .map_err(|e| UpgradeError::Refused(MigrateError::Load(e)))?;
     let compile_us = started.elapsed().as_micros() as u64;
-    let (state, stats) = {
-        let mut st = node.sm.state();
-        capture(&mut st.guest).map_err(UpgradeError::Refused)?
-    };
-    let engine = node.engine.clone();
+    let (state, stats) = self.sm.capture().map_err(UpgradeError::Refused)?;
+    let engine = self.sm.engine().clone();
     let started = Instant::now();
     tokio::task::spawn_blocking(move || migrate(&engine, &loaded, &state, &stats).map(|_| ()))
         .await
@@ -93,16 +102,13 @@ async fn precheck(node: &Node, module: &[u8]) -> Result<Precheck, UpgradeError> 
     })
 }
 
-async fn propose(node: &Node, request: Request) -> Result<(u64, Response), UpgradeError> {
-    match node.raft.client_write(request).await {
+async fn propose(&self, request: Request) -> Result<(u64, Response), UpgradeError> {
+    match self.raft.client_write(request).await {
         Ok(r) => Ok((r.log_id.index, r.data)),
-        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
-            Err(UpgradeError::NotLeader {
-                id: node.id,
-                leader: f.leader_id,
-            })
-        }
-        Err(e) => Err(UpgradeError::Unavailable(e.to_string())),
+        Err(e) => Err(match leader_hint(&e) {
+            Some(leader) => UpgradeError::NotLeader { id: self.id, leader },
+            None => UpgradeError::Unavailable(e.to_string()),
+        }),
     }
 }
 
@@ -110,13 +116,13 @@ async fn propose(node: &Node, request: Request) -> Result<(u64, Response), Upgra
 /// active module's hash. Answers with the index of the entry and whether
 /// the swap happened there.
 pub async fn upgrade(
-    node: &Node,
+    &self,
     module: Vec<u8>,
     replaces: Option<ModuleHash>,
     precheck_first: bool,
 ) -> Result<UpgradeReply, UpgradeError> {
-    check_leader(node)?;
-    let active = node.sm.state().module_hash();
+    self.check_leader()?;
+    let active = self.sm.module_hash();
     let replaces = replaces.unwrap_or(active);
     let mut timings = None;
     if precheck_first {
@@ -126,9 +132,9 @@ pub async fn upgrade(
         if ModuleHash::of(&module) == active {
             return Err(UpgradeError::AlreadyActive(active));
         }
-        timings = Some(precheck(node, &module).await?);
+        timings = Some(self.precheck(&module).await?);
     }
-    let (index, response) = propose(node, Request::Upgrade(UpgradeEntry { module, replaces })).await?;
+    let (index, response) = self.propose(Request::Upgrade(UpgradeEntry { module, replaces })).await?;
     let mut reply = UpgradeReply {
         index,
         result: String::new(),
@@ -160,18 +166,18 @@ pub async fn upgrade(
 
 /// Start `module` as a shadow on every node, from the state at the entry.
 pub async fn shadow_start(
-    node: &Node,
+    &self,
     module: Vec<u8>,
     precheck_first: bool,
 ) -> Result<UpgradeReply, UpgradeError> {
-    check_leader(node)?;
+    self.check_leader()?;
     let timings = if precheck_first {
-        Some(precheck(node, &module).await?)
+        Some(self.precheck(&module).await?)
     } else {
         None
     };
-    let active = node.sm.state().module_hash();
-    let (index, response) = propose(node, Request::Shadow(ShadowEntry::Start { module })).await?;
+    let active = self.sm.module_hash();
+    let (index, response) = self.propose(Request::Shadow(ShadowEntry::Start { module })).await?;
     let mut reply = UpgradeReply {
         index,
         result: String::new(),
@@ -202,28 +208,23 @@ pub async fn shadow_start(
 }
 
 /// Promote the running shadow: a normal upgrade entry with its bytes.
-pub async fn shadow_promote(node: &Node) -> Result<UpgradeReply, UpgradeError> {
-    check_leader(node)?;
-    let bytes = {
-        let st = node.sm.state();
-        let shadow = st.shadow.as_ref().ok_or(UpgradeError::NoShadow)?;
-        if let Some(f) = shadow.failed() {
-            return Err(UpgradeError::ShadowFailed(f.to_string()));
-        }
-        shadow.module.bytes().to_vec()
-    };
-    upgrade(node, bytes, None, true).await
+pub async fn shadow_promote(&self) -> Result<UpgradeReply, UpgradeError> {
+    self.check_leader()?;
+    let (_, failed, bytes) = self.sm.shadow_module().ok_or(UpgradeError::NoShadow)?;
+    if let Some(f) = failed {
+        return Err(UpgradeError::ShadowFailed(f));
+    }
+    self.upgrade(bytes.to_vec(), None, true).await
 }
 
 /// Stop shadow mode on every node.
-pub async fn shadow_abort(node: &Node) -> Result<UpgradeReply, UpgradeError> {
-    check_leader(node)?;
-    let running = node.sm.state().shadow.as_ref().map(|s| s.module.hash());
-    if running.is_none() {
+pub async fn shadow_abort(&self) -> Result<UpgradeReply, UpgradeError> {
+    self.check_leader()?;
+    if self.sm.shadow_module().is_none() {
         return Err(UpgradeError::NoShadow);
     }
-    let active = node.sm.state().module_hash();
-    let (index, response) = propose(node, Request::Shadow(ShadowEntry::Stop)).await?;
+    let active = self.sm.module_hash();
+    let (index, response) = self.propose(Request::Shadow(ShadowEntry::Stop)).await?;
     let module = match response {
         Response::Shadow(ShadowOutcome::Stopped { module }) => module,
         other => {
@@ -242,4 +243,5 @@ pub async fn shadow_abort(node: &Node) -> Result<UpgradeReply, UpgradeError> {
         precheck_compile_us: None,
         precheck_migrate_us: None,
     })
+}
 }

@@ -562,7 +562,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let mut reports = Vec::new();
             let mut unreachable = Vec::new();
             for m in &members {
-                match lockd::api::forward::get_json::<lockd_client::proto::AuditReport>(
+                match lockd::transport::http::get_json::<lockd_client::proto::AuditReport>(
                     &m.addr,
                     "/v1/audit",
                 )

@@ -1,0 +1,80 @@
+//! Request bodies, read once: [`JsonBody`] (strict JSON, at most
+//! [`MAX_BODY`] bytes), [`RawBody`] (the same bytes, parsed by the handler)
+//! and [`ModuleBody`] (component bytes, at most
+//! [`MAX_MODULE`]). Either refuses with a precise [`ApiError`] before a
+//! handler runs, so bad input never gets near the log.
+
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+
+use super::error::ApiError;
+
+/// The largest JSON request body accepted.
+pub const MAX_BODY: usize = 64 << 10;
+
+/// The largest module accepted.
+pub const MAX_MODULE: usize = 32 << 20;
+
+/// The body's bytes, at most `limit` of them (`what` names it in the error).
+pub async fn read(body: Body, limit: usize, what: &str) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("{what} is over {limit} bytes"),
+            )
+        } else {
+            ApiError::bad_request(format!("cannot read request body: {e}"))
+        }
+    })
+}
+
+/// A JSON body, parsed strictly (unknown fields are refused by the types).
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
+        let bytes = read(req.into_body(), MAX_BODY, "request body").await?;
+        parse(&bytes).map(JsonBody)
+    }
+}
+
+/// A JSON body's bytes, read within [`MAX_BODY`], for a handler that picks
+/// the type from the path; parse them with [`parse`].
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
+        read(req.into_body(), MAX_BODY, "request body").await.map(RawBody)
+    }
+}
+
+/// Parse a JSON body strictly, with errors that say what is wrong.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))
+}
+
+/// A component's bytes; never empty.
+pub struct ModuleBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for ModuleBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
+        let bytes = read(req.into_body(), MAX_MODULE, "module").await?;
+        if bytes.is_empty() {
+            return Err(ApiError::bad_request(
+                "the request body must be the component's bytes (it is empty)",
+            ));
+        }
+        Ok(ModuleBody(bytes))
+    }
+}

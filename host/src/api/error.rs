@@ -1,0 +1,131 @@
+//! [`ApiError`]: every HTTP error answer, `{"error":"…"}` with a fitting
+//! status code, plus the leader's id when it helps and any details.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use crate::engine::EngineError;
+use crate::membership::MembershipError;
+use crate::service::ServiceError;
+use crate::upgrade::submit::UpgradeError;
+use crate::upgrade::MigrateError;
+
+/// An error answer.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    /// The leader to ask instead, when this node knows it.
+    pub leader: Option<u64>,
+    /// More fields of the JSON body (an upgrade rejected at apply says where).
+    pub details: Map<String, Value>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+            leader: None,
+            details: Map::new(),
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+
+    pub fn with_leader(mut self, leader: Option<u64>) -> ApiError {
+        self.leader = leader;
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = self.details;
+        body.insert("error".into(), json!(self.message));
+        if let Some(leader) = self.leader {
+            body.insert("leader".into(), json!(leader));
+        }
+        (self.status, Json(Value::Object(body))).into_response()
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> ApiError {
+        let status = match &e {
+            ServiceError::EmptyKey
+            | ServiceError::KeyTooLong(_)
+            | ServiceError::KeyNotUtf8
+            | ServiceError::ZeroLease
+            | ServiceError::LeaseTooLong { .. } => StatusCode::BAD_REQUEST,
+            ServiceError::Held { .. } | ServiceError::WrongToken { .. } => StatusCode::CONFLICT,
+            ServiceError::NotHeld { .. } => StatusCode::NOT_FOUND,
+            ServiceError::Refused { .. } => StatusCode::FORBIDDEN,
+            ServiceError::NotLeader { .. } | ServiceError::Unavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ServiceError::StateMachine(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let leader = match &e {
+            ServiceError::NotLeader { leader, .. } => *leader,
+            _ => None,
+        };
+        ApiError::new(status, e.to_string()).with_leader(leader)
+    }
+}
+
+impl From<MembershipError> for ApiError {
+    fn from(e: MembershipError) -> ApiError {
+        let status = match &e {
+            MembershipError::Refused { .. } => StatusCode::BAD_GATEWAY,
+            MembershipError::NotMember(_) => StatusCode::NOT_FOUND,
+            MembershipError::NotLearner(_) => StatusCode::CONFLICT,
+            MembershipError::Raft(_) => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        ApiError::new(status, e.to_string())
+    }
+}
+
+impl From<UpgradeError> for ApiError {
+    fn from(e: UpgradeError) -> ApiError {
+        let status = match &e {
+            UpgradeError::NotLeader { .. } | UpgradeError::Unavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            UpgradeError::Refused(MigrateError::Stale { .. }) => StatusCode::CONFLICT,
+            UpgradeError::Refused(MigrateError::Load(
+                EngineError::NotWasm
+                | EngineError::NotAComponent
+                | EngineError::Invalid(_)
+                | EngineError::HasImports(_)
+                | EngineError::WrongWorld(_),
+            )) => StatusCode::BAD_REQUEST,
+            UpgradeError::Refused(_) | UpgradeError::Rejected(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+            UpgradeError::NoShadow => StatusCode::NOT_FOUND,
+            UpgradeError::ShadowFailed(_) | UpgradeError::AlreadyActive(_) => StatusCode::CONFLICT,
+            UpgradeError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let mut err = ApiError::new(status, e.to_string());
+        match &e {
+            UpgradeError::NotLeader { leader, .. } => err.leader = *leader,
+            UpgradeError::Rejected(reply) => {
+                err.details.insert("index".into(), json!(reply.index));
+                err.details.insert("result".into(), json!(reply.result));
+                err.details.insert("module_hash".into(), json!(reply.module_hash));
+                err.details.insert("reason".into(), json!(reply.reason));
+            }
+            _ => {}
+        }
+        err
+    }
+}

@@ -1,0 +1,37 @@
+//! [`Services`]: what the APIs of a node reach — built and started by
+//! [`crate::node`], shared by every connection.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::engine::WasmEngine;
+use crate::membership::Membership;
+use crate::raft::log_store::LogStore;
+use crate::raft::state_machine::StateMachineStore;
+use crate::raft::{NodeId, Raft};
+use crate::service::LockService;
+use crate::upgrade::submit::Upgrader;
+
+/// The parts of a running node that requests use.
+pub struct Services {
+    pub id: NodeId,
+    /// The address peers and clients reach this node at.
+    pub addr: String,
+    pub raft: Raft,
+    pub sm: StateMachineStore,
+    pub log: LogStore,
+    pub engine: Arc<WasmEngine>,
+    pub locks: LockService,
+    pub upgrader: Upgrader,
+    pub membership: Membership,
+    pub started: Instant,
+}
+
+impl Services {
+    /// The address of member `id`, as this node's membership knows it.
+    pub fn addr_of(&self, id: NodeId) -> Option<String> {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        m.membership_config.membership().get_node(&id).map(|n| n.addr.clone())
+    }
+}

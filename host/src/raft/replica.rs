@@ -1,0 +1,494 @@
+//! [`Replica`]: the replicated state of one node — the active lock module
+//! and its instance, the shadow, the audit points — and the one path that
+//! applies committed entries to it. No I/O: the openraft adapter
+//! ([`super::state_machine`]), `lockd replay` and the tests all drive this.
+//!
+//! Every committed range goes to the guest in **one** call
+//! ([`GuestInstance::apply`]), split only where it must be: at an upgrade or
+//! shadow entry (applied by the host, see [`crate::upgrade`]) and at every
+//! audit point (a multiple of the audit interval, where the state hash is
+//! recorded). Blank and membership entries are answered `Noop` by the host
+//! without entering the guest. When a shadow module is running, the same
+//! batch goes to it next and the outcomes are compared.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lockd_client::proto::{AuditReport, ShadowStatus, UpgradeRecord};
+use openraft::EntryPayload;
+
+use super::snapshot::SnapshotBlob;
+use super::{Entry, LogId, Request, Response, SnapshotMeta, StoredMembership};
+use crate::command::{Command, HeldLock, LockInfo, Outcome, TableStats};
+use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEngine};
+use crate::upgrade::audit::AuditLog;
+use crate::upgrade::precompile::Precompiler;
+use crate::upgrade::shadow::Shadow;
+use crate::upgrade::{
+    apply_upgrade, capture, switch_to, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry,
+    UpgradeOutcome,
+};
+
+/// Upgrade records kept (in status and in snapshots).
+const KEEP_UPGRADES: usize = 32;
+
+/// How a replica turns module bytes into a loaded module: through the
+/// node's precompiler (compiled when the entry was appended), or a plain
+/// load (replay, tests).
+#[derive(Clone)]
+pub enum Loader {
+    Precompiled(Arc<Precompiler>),
+    Plain(Arc<WasmEngine>),
+}
+
+impl Loader {
+    pub fn engine(&self) -> &Arc<WasmEngine> {
+        match self {
+            Loader::Precompiled(p) => p.engine(),
+            Loader::Plain(e) => e,
+        }
+    }
+
+    pub fn load(&self, bytes: &[u8]) -> Result<GuestModule, EngineError> {
+        match self {
+            Loader::Precompiled(p) => p.load(bytes),
+            Loader::Plain(e) => e.load(bytes),
+        }
+    }
+}
+
+/// The active module, its running instance, and what is applied with it.
+pub struct Replica {
+    id: u64,
+    loader: Loader,
+    module: GuestModule,
+    guest: GuestInstance,
+    last_applied: Option<LogId>,
+    membership: StoredMembership,
+    /// The index at which the active module became active.
+    module_since: u64,
+    upgrades: VecDeque<UpgradeRecord>,
+    shadow: Option<Shadow>,
+    audit: AuditLog,
+    upgrades_swapped: u64,
+    upgrades_rejected: u64,
+    #[cfg(feature = "fault-diverge")]
+    fault_done: bool,
+}
+
+/// What status reports about the replica, read at one applied index.
+pub struct ReplicaView {
+    pub applied_index: u64,
+    pub module_hash: String,
+    pub module_version: String,
+    /// Empty unless asked for (it costs a pass over the whole table).
+    pub state_hash: String,
+    pub locks_held: u64,
+    pub poisoned: Option<String>,
+    pub module_since_index: u64,
+    pub upgrades: Vec<UpgradeRecord>,
+    pub shadow: Option<ShadowStatus>,
+    pub upgrades_swapped: u64,
+    pub upgrades_rejected: u64,
+}
+
+impl Replica {
+    /// An empty lock table on `module`, nothing applied.
+    pub fn new(id: u64, loader: Loader, module: GuestModule, audit_interval: u64) -> Result<Replica, EngineError> {
+        let guest = loader.engine().instantiate(&module)?;
+        Ok(Replica {
+            id,
+            loader,
+            module,
+            guest,
+            last_applied: None,
+            membership: StoredMembership::default(),
+            module_since: 0,
+            upgrades: VecDeque::new(),
+            shadow: None,
+            audit: AuditLog::new(audit_interval),
+            upgrades_swapped: 0,
+            upgrades_rejected: 0,
+            #[cfg(feature = "fault-diverge")]
+            fault_done: false,
+        })
+    }
+
+    /// The state a snapshot holds: its module, restored from its guest state.
+    pub fn from_snapshot(
+        id: u64,
+        loader: Loader,
+        blob: &SnapshotBlob,
+        audit_interval: u64,
+    ) -> Result<Replica, EngineError> {
+        let module = loader.engine().load(&blob.module)?;
+        let mut replica = Replica::new(id, loader, module, audit_interval)?;
+        replica.guest.restore(&blob.guest_state)?;
+        replica.last_applied = blob.meta.last_log_id;
+        replica.membership = blob.meta.last_membership.clone();
+        replica.module_since = blob.module_since;
+        replica.upgrades = blob.upgrades.iter().cloned().collect();
+        Ok(replica)
+    }
+
+    /// Take over `other` (built from a snapshot installed from the leader),
+    /// keeping this node's audit points and counters, and record the
+    /// installed state's hash as an audit point.
+    pub fn install(&mut self, other: Replica) -> Result<(), EngineError> {
+        let mut other = other;
+        let hash = other.guest.state_hash()?;
+        self.module = other.module;
+        self.guest = other.guest;
+        self.last_applied = other.last_applied;
+        self.membership = other.membership;
+        self.module_since = other.module_since;
+        self.upgrades = other.upgrades;
+        // The shadow was compared against a state this node no longer has.
+        self.shadow = None;
+        if let Some(l) = self.last_applied {
+            self.audit.record(l.index, &hash, self.module.hash(), "snapshot");
+        }
+        Ok(())
+    }
+
+    /// The snapshot of the state now, under `meta`.
+    pub fn snapshot_blob(&mut self, meta: SnapshotMeta) -> Result<SnapshotBlob, EngineError> {
+        Ok(SnapshotBlob {
+            meta,
+            module: self.module.bytes().to_vec(),
+            guest_state: self.guest.snapshot()?,
+            module_since: self.module_since,
+            upgrades: self.upgrades.iter().cloned().collect(),
+        })
+    }
+
+    /// Apply committed entries, in order; one response per entry.
+    pub fn apply(&mut self, entries: impl IntoIterator<Item = Entry>) -> Result<Vec<Response>, EngineError> {
+        let mut run = Run::default();
+        let mut responses: Vec<Option<Response>> = Vec::new();
+        for entry in entries {
+            let log_id = entry.log_id;
+            let slot = responses.len();
+            match entry.payload {
+                EntryPayload::Normal(Request::Lock(commands)) => {
+                    run.push(slot, log_id, commands);
+                    responses.push(None);
+                }
+                EntryPayload::Membership(m) => {
+                    self.membership = StoredMembership::new(Some(log_id), m);
+                    run.push_empty(slot, log_id);
+                    responses.push(None);
+                }
+                EntryPayload::Blank => {
+                    run.push_empty(slot, log_id);
+                    responses.push(None);
+                }
+                EntryPayload::Normal(Request::Upgrade(up)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let outcome = self.upgrade(log_id, up);
+                    responses.push(Some(Response::Upgrade(outcome)));
+                }
+                EntryPayload::Normal(Request::Shadow(sh)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let outcome = self.shadow_entry(log_id, sh);
+                    responses.push(Some(Response::Shadow(outcome)));
+                }
+            }
+            self.last_applied = Some(log_id);
+            if self.audit.due(log_id.index) {
+                self.flush(&mut run, &mut responses)?;
+                self.audit_point(log_id.index);
+            }
+        }
+        self.flush(&mut run, &mut responses)?;
+        Ok(responses
+            .into_iter()
+            .map(|r| r.unwrap_or(Response::Lock(vec![Outcome::Noop])))
+            .collect())
+    }
+
+    /// Apply the waiting run in one guest call and fill its responses.
+    fn flush(&mut self, run: &mut Run, responses: &mut [Option<Response>]) -> Result<(), EngineError> {
+        if run.entries.is_empty() {
+            return Ok(());
+        }
+        let run = std::mem::take(run);
+        let span = tracing::debug_span!(
+            "apply",
+            node = self.id,
+            term = run.last.map(|l| l.leader_id.term),
+            index = run.last.map(|l| l.index),
+            entries = run.entries.len(),
+            commands = run.commands.len()
+        );
+        let _enter = span.enter();
+        let outcomes = if run.commands.is_empty() {
+            Vec::new()
+        } else {
+            self.guest.apply(&run.commands)?
+        };
+        if let Some(shadow) = self.shadow.as_mut() {
+            shadow.feed(&run.commands, |i| run.index_of(i), &outcomes);
+        }
+        #[cfg(feature = "fault-diverge")]
+        self.plant_divergence(run.last);
+        let mut outcomes = outcomes.into_iter();
+        for (slot, n, _) in run.entries {
+            let r = if n == 0 {
+                vec![Outcome::Noop]
+            } else {
+                outcomes.by_ref().take(n).collect()
+            };
+            if let Some(place) = responses.get_mut(slot) {
+                *place = Some(Response::Lock(r));
+            }
+        }
+        Ok(())
+    }
+
+    /// Record the state hash at `index` (and compare the shadow's).
+    fn audit_point(&mut self, index: u64) {
+        match self.guest.state_hash() {
+            Ok(hash) => {
+                self.audit.record(index, &hash, self.module.hash(), "interval");
+                if let Some(shadow) = self.shadow.as_mut() {
+                    shadow.check_hash(&hash);
+                }
+            }
+            Err(e) => {
+                tracing::error!(node = self.id, index, error = %e, "state hash failed at an audit point")
+            }
+        }
+    }
+
+    /// Apply an upgrade entry: migrate and swap, or reject and keep the
+    /// active module. The same on every node (see [`crate::upgrade`]).
+    fn upgrade(&mut self, log_id: LogId, up: UpgradeEntry) -> UpgradeOutcome {
+        let started = Instant::now();
+        let new_hash = ModuleHash::of(&up.module);
+        let span = tracing::info_span!(
+            "upgrade",
+            node = self.id,
+            term = log_id.leader_id.term,
+            index = log_id.index,
+            module = %new_hash
+        );
+        let _enter = span.enter();
+        let active = self.module.hash();
+        let loader = self.loader.clone();
+        let result = apply_upgrade(loader.engine(), &up, active, &mut self.guest, |b| loader.load(b));
+        let outcome = match result {
+            Ok((module, mut migrated)) => {
+                let version = migrated.version.clone();
+                let hash = migrated.instance.state_hash();
+                self.module = module;
+                self.guest = migrated.instance;
+                self.module_since = log_id.index;
+                if let Ok(hash) = hash {
+                    self.audit.record(log_id.index, &hash, new_hash, "upgrade");
+                }
+                if self.shadow.as_ref().is_some_and(|s| s.module.hash() == new_hash) {
+                    tracing::info!("the shadow module was promoted; shadow mode ends");
+                    self.shadow = None;
+                }
+                tracing::info!(version = %version, replaced = %active, "upgraded the lock module");
+                self.upgrades_swapped += 1;
+                UpgradeOutcome::Swapped {
+                    module: new_hash,
+                    replaced: active,
+                    version,
+                }
+            }
+            Err(e) => {
+                tracing::warn!(reason = %e, "upgrade rejected; the active module stays");
+                self.upgrades_rejected += 1;
+                UpgradeOutcome::Rejected {
+                    module: new_hash,
+                    replaces: up.replaces,
+                    reason: e.to_string(),
+                }
+            }
+        };
+        let record = record_of(log_id.index, &up.replaces, &outcome, started.elapsed());
+        self.upgrades.push_back(record);
+        while self.upgrades.len() > KEEP_UPGRADES {
+            self.upgrades.pop_front();
+        }
+        outcome
+    }
+
+    /// Apply a shadow entry.
+    fn shadow_entry(&mut self, log_id: LogId, entry: ShadowEntry) -> ShadowOutcome {
+        match entry {
+            ShadowEntry::Stop => {
+                let module = self.shadow.take().map(|s| s.module.hash());
+                tracing::info!(node = self.id, index = log_id.index, ?module, "shadow mode stopped");
+                ShadowOutcome::Stopped { module }
+            }
+            ShadowEntry::Start { module: bytes } => {
+                let hash = ModuleHash::of(&bytes);
+                let loader = self.loader.clone();
+                match switch_to(loader.engine(), loader.load(&bytes), &mut self.guest) {
+                    Ok((module, migrated)) => {
+                        let version = migrated.version.clone();
+                        tracing::info!(node = self.id, index = log_id.index, module = %hash, %version, "shadow mode started");
+                        self.shadow = Some(Shadow::new(module, migrated.instance, migrated.version, log_id.index));
+                        ShadowOutcome::Started { module: hash, version }
+                    }
+                    Err(e) => {
+                        tracing::warn!(node = self.id, index = log_id.index, module = %hash, reason = %e, "shadow module refused");
+                        ShadowOutcome::Failed {
+                            module: hash,
+                            reason: e.to_string(),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Test-only fault: once the applied index reaches
+    /// `LOCKD_FAULT_DIVERGE_AT`, this node applies one extra grant that no
+    /// other node applies, so its state hash diverges from there on.
+    #[cfg(feature = "fault-diverge")]
+    fn plant_divergence(&mut self, last: Option<LogId>) {
+        let Some(at) = std::env::var("LOCKD_FAULT_DIVERGE_AT")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        else {
+            return;
+        };
+        if last.is_some_and(|l| l.index >= at) && !self.fault_done {
+            self.fault_done = true;
+            tracing::warn!(node = self.id, "FAULT: planting a state divergence");
+            let _ = self.guest.apply(&[Command::grant("fault/diverged", 1)]);
+        }
+    }
+
+    // Queries. Each is one guest call (or none) at the applied index.
+
+    pub fn last_applied(&self) -> Option<LogId> {
+        self.last_applied
+    }
+
+    pub fn membership(&self) -> &StoredMembership {
+        &self.membership
+    }
+
+    pub fn module_hash(&self) -> ModuleHash {
+        self.module.hash()
+    }
+
+    pub fn get(&mut self, key: &str) -> Result<Option<LockInfo>, EngineError> {
+        self.guest.get(key)
+    }
+
+    /// Up to `limit` held locks after `after`, in key order.
+    pub fn locks(&mut self, after: Option<&str>, limit: u32) -> Result<Vec<HeldLock>, EngineError> {
+        self.guest.locks(after, limit)
+    }
+
+    pub fn stats(&mut self) -> Result<TableStats, EngineError> {
+        self.guest.stats()
+    }
+
+    pub fn state_hash(&mut self) -> Result<[u8; 32], EngineError> {
+        self.guest.state_hash()
+    }
+
+    pub fn version(&mut self) -> Result<String, EngineError> {
+        self.guest.version()
+    }
+
+    /// The active state and counters, as input to a migration dry run.
+    pub fn capture(&mut self) -> Result<(Vec<u8>, TableStats), MigrateError> {
+        capture(&mut self.guest)
+    }
+
+    /// The running shadow's bytes, or why there is none to promote.
+    pub fn shadow_module(&self) -> Option<(ModuleHash, Option<String>, Arc<[u8]>)> {
+        self.shadow.as_ref().map(|s| {
+            (s.module.hash(), s.failed().map(str::to_string), s.module.bytes().clone())
+        })
+    }
+
+    pub fn audit_report(&self) -> AuditReport {
+        self.audit.report(self.id)
+    }
+
+    /// What status shows, at one applied index; with the state hash when
+    /// `hash` is set.
+    pub fn view(&mut self, hash: bool) -> ReplicaView {
+        let unavailable = |e: EngineError| format!("unavailable: {e}");
+        ReplicaView {
+            applied_index: self.last_applied.map_or(0, |l| l.index),
+            module_hash: self.module.hash().to_string(),
+            module_version: self.guest.version().unwrap_or_else(unavailable),
+            state_hash: if hash {
+                self.guest.state_hash().map(hex::encode).unwrap_or_else(unavailable)
+            } else {
+                String::new()
+            },
+            locks_held: self.guest.stats().map(|s| s.held).unwrap_or(0),
+            poisoned: self.guest.poisoned().map(str::to_string),
+            module_since_index: self.module_since,
+            upgrades: self.upgrades.iter().cloned().collect(),
+            shadow: self.shadow.as_ref().map(|s| s.status()),
+            upgrades_swapped: self.upgrades_swapped,
+            upgrades_rejected: self.upgrades_rejected,
+        }
+    }
+}
+
+/// Lock commands of consecutive entries, waiting for one guest call.
+#[derive(Default)]
+struct Run {
+    commands: Vec<Command>,
+    /// Per entry: (response slot, number of commands (0 = answered Noop),
+    /// log index).
+    entries: Vec<(usize, usize, u64)>,
+    last: Option<LogId>,
+}
+
+impl Run {
+    fn push(&mut self, slot: usize, log_id: LogId, commands: Vec<Command>) {
+        self.entries.push((slot, commands.len(), log_id.index));
+        self.commands.extend(commands);
+        self.last = Some(log_id);
+    }
+
+    fn push_empty(&mut self, slot: usize, log_id: LogId) {
+        self.entries.push((slot, 0, log_id.index));
+        self.last = Some(log_id);
+    }
+
+    /// The log index of the `i`-th command (only looked up for the few
+    /// shadow differences kept as examples).
+    fn index_of(&self, mut i: usize) -> u64 {
+        for &(_, n, index) in &self.entries {
+            if i < n {
+                return index;
+            }
+            i -= n;
+        }
+        0
+    }
+}
+
+/// The status record of an applied upgrade entry.
+pub fn record_of(index: u64, replaces: &ModuleHash, outcome: &UpgradeOutcome, took: Duration) -> UpgradeRecord {
+    let (module, result, version, reason) = match outcome {
+        UpgradeOutcome::Swapped { module, version, .. } => (module, "swapped", Some(version.clone()), None),
+        UpgradeOutcome::Rejected { module, reason, .. } => (module, "rejected", None, Some(reason.clone())),
+    };
+    UpgradeRecord {
+        index,
+        replaces: replaces.to_string(),
+        module_hash: module.to_string(),
+        result: result.into(),
+        version,
+        reason,
+        swap_us: took.as_micros() as u64,
+    }
+}

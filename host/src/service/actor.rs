@@ -1,0 +1,465 @@
+//! The leader's lock actor: one task owns the leader's view of the lock
+//! table and is the only proposer of lock commands. This file holds its
+//! state, its message loop and the requests; [`super::handoff`] what happens
+//! when a proposal commits and when timers fire.
+//!
+//!
+//! Every lock command of the cluster is proposed here, on the leader, by one
+//! actor task that keeps a mirror of the applied lock table plus what only
+//! the leader needs: a lease deadline per held lock (monotonic clock), a FIFO
+//! queue of waiters per key, and which keys have a proposal in flight.
+//! Because the actor is the only proposer, its mirror follows the applied
+//! state exactly; on any doubt (a proposal that failed, a new term) it is
+//! rebuilt from the state machine.
+//!
+//! Rules (the design's, made concrete):
+//!
+//! * **Acquire** a free key: propose `Grant`; the answer carries the token
+//!   from the applied outcome. A held key: join the key's FIFO queue if the
+//!   caller is willing to wait, else `Held`.
+//! * **Release** checks the token here, before proposing. When someone is
+//!   waiting, the next waiter's `Grant` goes into the same entry right behind
+//!   the `Release` (`[Release k, Grant k]`): the log order makes it safe, and
+//!   a contended handoff costs one commit, not two.
+//! * **Leases** end only by a committed `Expire { key, token }`, proposed when
+//!   the leader's deadline passes (again with the next waiter's `Grant`
+//!   behind it).
+//! * **Keepalive** extends a deadline only after the caller has confirmed
+//!   leadership with a quorum (read-index) — see [`super::keepalive`]; the
+//!   extension counts from *before* that confirmation.
+//! * **Phantom locks:** a caller is "connected" while its reply channel is
+//!   open (an HTTP or framed connection that closes drops it). A grant whose
+//!   caller is gone is released at once (`Release` proposed right after the
+//!   grant); waiters that are gone are skipped.
+//! * **New leader:** every held lock's deadline restarts at `now + lease_ms +
+//!   election timeout`, so a lease never ends earlier than its holder was
+//!   promised; it may end that much later after a leader change.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::error::{Acquired, ServiceError};
+use super::proposer::Proposer;
+use crate::command::{HeldLock, Outcome};
+use crate::raft::state_machine::StateMachineStore;
+use crate::raft::{leader_hint, NodeId, Raft};
+
+/// Counters of the lock service (for metrics).
+#[derive(Default, Debug)]
+pub struct ServiceStats {
+    pub grants: AtomicU64,
+    pub releases: AtomicU64,
+    pub expires: AtomicU64,
+    pub handoffs: AtomicU64,
+    pub phantom_releases: AtomicU64,
+    pub keepalives: AtomicU64,
+    pub waiting: AtomicU64,
+}
+
+pub(super) type AcquireReply = oneshot::Sender<Result<Acquired, ServiceError>>;
+
+pub(super) struct Waiter {
+    pub(super) id: u64,
+    pub(super) lease_ms: u64,
+    pub(super) until: Instant,
+    pub(super) reply: AcquireReply,
+}
+
+pub(super) struct Holder {
+    pub(super) token: u64,
+    pub(super) lease_ms: u64,
+    pub(super) deadline: Instant,
+}
+
+#[derive(Default)]
+pub(super) struct KeyState {
+    pub(super) holder: Option<Holder>,
+    /// A proposal for this key is in flight.
+    pub(super) busy: bool,
+    pub(super) waiters: VecDeque<Waiter>,
+}
+
+/// What a proposal was for, so its outcomes can be handled.
+pub(super) enum Op {
+    /// `[Grant]` for a waiter (or a direct acquire).
+    Grant { waiter: Waiter },
+    /// `[Release]` or `[Expire]` (`expired` true), then maybe `[Grant]`.
+    Free {
+        reply: Option<oneshot::Sender<Result<(), ServiceError>>>,
+        next: Option<Waiter>,
+        expired: bool,
+        phantom: bool,
+    },
+}
+
+pub(super) enum Msg {
+    Acquire {
+        key: String,
+        lease_ms: u64,
+        wait: Duration,
+        reply: AcquireReply,
+    },
+    Release {
+        key: String,
+        token: u64,
+        reply: oneshot::Sender<Result<(), ServiceError>>,
+    },
+    Extend {
+        key: String,
+        token: u64,
+        from: Instant,
+        reply: oneshot::Sender<Result<u64, ServiceError>>,
+    },
+    Done {
+        key: String,
+        op: Op,
+        result: Result<Vec<Outcome>, ServiceError>,
+    },
+    Leader {
+        term: u64,
+    },
+    Follower {
+        leader: Option<NodeId>,
+    },
+    Loaded {
+        term: u64,
+        locks: Result<Vec<HeldLock>, ServiceError>,
+    },
+}
+
+/// Start the actor and the task that tells it about leadership changes.
+pub(super) fn spawn(
+    id: NodeId,
+    raft: Raft,
+    sm: StateMachineStore,
+    proposer: Proposer,
+    election_timeout: Duration,
+    stats: Arc<ServiceStats>,
+) -> mpsc::UnboundedSender<Msg> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let actor = Actor {
+        id,
+        raft: raft.clone(),
+        sm,
+        proposer,
+        election_timeout,
+        tx: tx.clone(),
+        stats,
+        role: Role::Follower(None),
+        keys: HashMap::new(),
+        leases: BTreeSet::new(),
+        waits: BTreeSet::new(),
+        next_waiter: 0,
+    };
+    tokio::spawn(actor.run(rx));
+    tokio::spawn(watch_leadership(id, raft, tx.clone()));
+    tx
+}
+
+/// Tell the actor whenever this node becomes or stops being the leader.
+async fn watch_leadership(id: NodeId, raft: Raft, tx: mpsc::UnboundedSender<Msg>) {
+    let mut metrics = raft.metrics();
+    let mut was: Option<(bool, u64, Option<NodeId>)> = None;
+    loop {
+        let now = {
+            let m = metrics.borrow_and_update();
+            (
+                m.current_leader == Some(id),
+                m.current_term,
+                m.current_leader,
+            )
+        };
+        if was != Some(now) {
+            let msg = if now.0 {
+                Msg::Leader { term: now.1 }
+            } else {
+                Msg::Follower { leader: now.2 }
+            };
+            if tx.send(msg).is_err() {
+                return;
+            }
+            was = Some(now);
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+pub(super) enum Role {
+    Follower(Option<NodeId>),
+    /// Leader, loading the table; requests wait here.
+    Starting {
+        term: u64,
+        queued: Vec<Msg>,
+    },
+    Leader {
+        term: u64,
+    },
+}
+
+impl Msg {
+    /// Answer a caller's request (acquire, release, extend) with `err`;
+    /// internal messages have no caller.
+    fn fail(self, err: ServiceError) {
+        match self {
+            Msg::Acquire { reply, .. } => drop(reply.send(Err(err))),
+            Msg::Release { reply, .. } => drop(reply.send(Err(err))),
+            Msg::Extend { reply, .. } => drop(reply.send(Err(err))),
+            _ => {}
+        }
+    }
+}
+
+pub(super) struct Actor {
+    pub(super) id: NodeId,
+    pub(super) raft: Raft,
+    pub(super) sm: StateMachineStore,
+    pub(super) proposer: Proposer,
+    pub(super) election_timeout: Duration,
+    pub(super) tx: mpsc::UnboundedSender<Msg>,
+    pub(super) stats: Arc<ServiceStats>,
+    pub(super) role: Role,
+    pub(super) keys: HashMap<String, KeyState>,
+    /// (deadline, key, token) of every held lock.
+    pub(super) leases: BTreeSet<(Instant, String, u64)>,
+    /// (until, key, waiter id) of every waiter.
+    pub(super) waits: BTreeSet<(Instant, String, u64)>,
+    pub(super) next_waiter: u64,
+}
+
+impl Actor {
+    pub(super) async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
+        loop {
+            let next = match (self.leases.first(), self.waits.first()) {
+                (Some(a), Some(b)) => Some(a.0.min(b.0)),
+                (a, b) => a.or(b).map(|x| x.0),
+            };
+            let msg = match next {
+                Some(at) => tokio::select! {
+                    m = rx.recv() => m,
+                    _ = tokio::time::sleep_until(at) => { self.fire_timers(); continue; }
+                },
+                None => rx.recv().await,
+            };
+            let Some(msg) = msg else { return };
+            self.handle(msg);
+        }
+    }
+
+    pub(super) fn not_leader(&self) -> ServiceError {
+        let leader = match &self.role {
+            Role::Follower(l) => *l,
+            _ => Some(self.id),
+        };
+        ServiceError::NotLeader {
+            id: self.id,
+            leader,
+        }
+    }
+
+    pub(super) fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Leader { term } => {
+                self.reload(term, ServiceError::Unavailable("leadership changed".into()));
+            }
+            Msg::Follower { leader } => {
+                self.reset(ServiceError::NotLeader {
+                    id: self.id,
+                    leader,
+                });
+                self.role = Role::Follower(leader);
+            }
+            Msg::Loaded { term, locks } => {
+                let Role::Starting { term: t, queued } = &mut self.role else {
+                    return;
+                };
+                if *t != term {
+                    return;
+                }
+                let queued = std::mem::take(queued);
+                match locks {
+                    Ok(locks) => {
+                        // A lease never ends earlier than promised: restart
+                        // every timer with a full lease plus the longest
+                        // election the gap could have lasted.
+                        let now = Instant::now();
+                        for l in locks {
+                            let deadline = now + lease(l.lease_ms) + self.election_timeout;
+                            self.leases.insert((deadline, l.key.clone(), l.token));
+                            self.keys.entry(l.key).or_default().holder = Some(Holder {
+                                token: l.token,
+                                lease_ms: l.lease_ms,
+                                deadline,
+                            });
+                        }
+                        tracing::info!(
+                            node = self.id,
+                            term,
+                            held = self.leases.len(),
+                            "leader: lock table loaded, lease timers restarted"
+                        );
+                        self.role = Role::Leader { term };
+                        for m in queued {
+                            self.handle(m);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(node = self.id, term, error = %e, "leader: could not load the lock table; retrying");
+                        self.role = Role::Starting { term, queued };
+                        self.load(term);
+                    }
+                }
+            }
+            Msg::Done { key, op, result } => self.done(key, op, result),
+            request => match &mut self.role {
+                Role::Follower(_) => {
+                    request.fail(self.not_leader());
+                }
+                Role::Starting { queued, .. } => queued.push(request),
+                Role::Leader { .. } => match request {
+                    Msg::Acquire {
+                        key,
+                        lease_ms,
+                        wait,
+                        reply,
+                    } => self.acquire(key, lease_ms, wait, reply),
+                    Msg::Release { key, token, reply } => self.release(key, token, reply),
+                    Msg::Extend {
+                        key,
+                        token,
+                        from,
+                        reply,
+                    } => {
+                        let _ = reply.send(self.extend(&key, token, from));
+                    }
+                    _ => {}
+                },
+            },
+        }
+    }
+
+    /// Drop all leader state (failing everyone who waits with `err`) and
+    /// rebuild the mirror from the applied state for `term`.
+    pub(super) fn reload(&mut self, term: u64, err: ServiceError) {
+        self.reset(err);
+        self.role = Role::Starting {
+            term,
+            queued: Vec::new(),
+        };
+        self.load(term);
+    }
+
+    /// Drop all leader state, failing everyone who waits.
+    pub(super) fn reset(&mut self, err: ServiceError) {
+        for (_, k) in self.keys.drain() {
+            for w in k.waiters {
+                let _ = w.reply.send(Err(err.clone()));
+            }
+        }
+        if let Role::Starting { queued, .. } = &mut self.role {
+            for m in queued.drain(..) {
+                m.fail(err.clone());
+            }
+        }
+        self.leases.clear();
+        self.waits.clear();
+        self.stats.waiting.store(0, Ordering::Relaxed);
+    }
+
+    /// Read the applied lock table once everything committed before this
+    /// term has been applied (read-index), then report back.
+    pub(super) fn load(&self, term: u64) {
+        let (raft, sm, tx) = (self.raft.clone(), self.sm.clone(), self.tx.clone());
+        tokio::spawn(async move {
+            let locks = match raft.ensure_linearizable().await {
+                Ok(_) => read_all(&sm),
+                Err(e) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Err(ServiceError::Unavailable(e.to_string()))
+                }
+            };
+            let _ = tx.send(Msg::Loaded { term, locks });
+        });
+    }
+
+}
+
+/// How long a lease of `ms` lasts on the leader's clock.
+#[cfg(not(feature = "fault-early-expiry"))]
+pub(super) fn lease(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+/// A deliberately broken build (cargo feature `fault-early-expiry`, never
+/// enabled by normal builds): leases end after a quarter of their time. It
+/// exists to show that the fault-injection checkers catch a lock service
+/// that ends leases early (`scripts/broken-variant.sh`).
+#[cfg(feature = "fault-early-expiry")]
+pub(super) fn lease(ms: u64) -> Duration {
+    Duration::from_millis(ms / 4)
+}
+
+/// See [`Actor::refuse`].
+pub(super) fn refuse<T: Send + 'static>(
+    raft: &Raft,
+    id: NodeId,
+    reply: oneshot::Sender<Result<T, ServiceError>>,
+    err: ServiceError,
+) {
+    let raft = raft.clone();
+    tokio::spawn(async move {
+        let answer = match raft.ensure_linearizable().await {
+            Ok(_) => err,
+            Err(e) => match leader_hint(&e) {
+                Some(leader) => ServiceError::NotLeader { id, leader },
+                None => ServiceError::Unavailable(format!(
+                    "node {id} could not confirm its leadership: {e}"
+                )),
+            },
+        };
+        let _ = reply.send(Err(answer));
+    });
+}
+
+/// The first waiter that is still connected and still willing to wait.
+pub(super) fn pop_live_waiter(
+    key: &str,
+    k: &mut KeyState,
+    waits: &mut BTreeSet<(Instant, String, u64)>,
+    stats: &ServiceStats,
+) -> Option<Waiter> {
+    let now = Instant::now();
+    while let Some(w) = k.waiters.pop_front() {
+        stats.waiting.fetch_sub(1, Ordering::Relaxed);
+        waits.remove(&(w.until, key.to_string(), w.id));
+        if !w.reply.is_closed() && w.until > now {
+            return Some(w);
+        }
+    }
+    None
+}
+
+/// Every held lock, in pages, from the applied state.
+pub(super) fn read_all(sm: &StateMachineStore) -> Result<Vec<HeldLock>, ServiceError> {
+    let mut out = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = sm
+            .locks(after.as_deref(), 4096)
+            .map_err(|e| ServiceError::StateMachine(e.to_string()))?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.key.clone());
+        let full = page.len() == 4096;
+        out.extend(page);
+        if !full {
+            break;
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,49 @@
+//! What the lock service answers when it cannot do what was asked, and the
+//! request checks that run before anything is proposed.
+
+use thiserror::Error;
+
+/// The longest key accepted, in bytes.
+pub const MAX_KEY_BYTES: usize = 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acquired {
+    pub token: u64,
+    pub lease_ms: u64,
+}
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ServiceError {
+    #[error("key must not be empty")]
+    EmptyKey,
+    #[error("key is {0} bytes; at most {MAX_KEY_BYTES} are allowed")]
+    KeyTooLong(usize),
+    #[error("key is not valid UTF-8")]
+    KeyNotUtf8,
+    #[error("lease_ms must be above 0")]
+    ZeroLease,
+    #[error("lease_ms {got} is above this cluster's maximum of {max}")]
+    LeaseTooLong { got: u64, max: u64 },
+    #[error("lock {key:?} is held by another holder")]
+    Held { key: String },
+    #[error("lock {key:?} is not held")]
+    NotHeld { key: String },
+    #[error("the lock module refused to grant {key:?} (a policy of the active module; the key is not held)")]
+    Refused { key: String },
+    #[error("token {given} does not hold lock {key:?}")]
+    WrongToken { key: String, given: u64 },
+    #[error("node {id} is not the leader{}", leader.map(|l| format!("; node {l} is")).unwrap_or_default())]
+    NotLeader { id: u64, leader: Option<u64> },
+    #[error("consensus unavailable: {0}")]
+    Unavailable(String),
+    #[error("state machine failed: {0}")]
+    StateMachine(String),
+}
+
+pub fn check_key(key: &str) -> Result<(), ServiceError> {
+    match key.len() {
+        0 => Err(ServiceError::EmptyKey),
+        n if n > MAX_KEY_BYTES => Err(ServiceError::KeyTooLong(n)),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,58 @@
+//! The determinism audit's background checker: every node compares its
+//! audit points with its peers' and raises the alarm (log line and metric)
+//! for each divergence it has not seen before.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use lockd_client::proto::AuditReport;
+use tokio::sync::watch;
+
+use super::audit::compare;
+use crate::raft::state_machine::StateMachineStore;
+use crate::raft::{members, NodeId, Raft};
+use crate::transport::http::get_json;
+
+/// Compare this node's audit points with every peer's, every `every`, and
+/// raise the alarm for each divergence not seen before.
+pub async fn run(id: NodeId, raft: Raft, sm: StateMachineStore, every: Duration, mut stop: watch::Receiver<bool>) {
+    let mut seen: BTreeSet<(u64, u64)> = BTreeSet::new();
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let mut reports = vec![sm.audit_report()];
+        for m in members(&raft) {
+            if m.id == id {
+                continue;
+            }
+            match get_json::<AuditReport>(&m.addr, "/v1/audit").await {
+                Ok(r) if r.id == m.id => reports.push(r),
+                Ok(r) => tracing::warn!(node = id, peer = m.id, answered = r.id, "audit: a peer answered with another id"),
+                Err(e) => tracing::debug!(node = id, peer = m.id, error = %e, "audit: peer unreachable"),
+            }
+        }
+        for d in compare(&reports).divergences {
+            if seen.insert((d.node, d.index)) {
+                sm.count_divergence();
+                tracing::error!(
+                    node = id,
+                    divergent_node = d.node,
+                    index = d.index,
+                    hash = %d.hash,
+                    majority = d.majority.as_deref().unwrap_or("none"),
+                    "DETERMINISM AUDIT: node {} has a different state hash at index {}",
+                    d.node,
+                    d.index
+                );
+            }
+        }
+        // Forget what fell out of every node's window.
+        if seen.len() > 65_536 {
+            seen.clear();
+        }
+    }
+}
