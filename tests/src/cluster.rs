@@ -42,6 +42,42 @@ pub fn lockd_bin() -> PathBuf {
     bin
 }
 
+/// `lockd-fault`: lockd built with the test-only fault features (never in
+/// normal builds), next to `lockd` (same profile and target dir; its own
+/// file name, so the real binary is never replaced). Each fault acts only
+/// when its environment variable is set on the node.
+pub fn fault_binary() -> PathBuf {
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = BUILD.lock().unwrap_or_else(|p| p.into_inner());
+    let bin = lockd_bin().with_file_name("lockd-fault");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace")
+        .to_path_buf();
+    let profile_dir = lockd_bin().parent().expect("profile dir").to_path_buf();
+    let target_dir = profile_dir.parent().expect("target dir").to_path_buf();
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&workspace).args([
+        "build",
+        "-p",
+        "lockd",
+        "--features",
+        "fault-diverge fault-stale-done",
+        "--bin",
+        "lockd-fault",
+        "--target-dir",
+    ]);
+    cmd.arg(&target_dir);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().expect("run cargo build for lockd-fault");
+    assert!(status.success(), "building lockd-fault failed");
+    assert!(bin.exists(), "{} was not built", bin.display());
+    bin
+}
+
 /// An HTTP answer (any status) as a [`Reply`]; `Err` only when there was
 /// no answer.
 fn to_reply(res: Result<ureq::Response, ureq::Error>) -> Result<Reply, String> {

@@ -130,6 +130,9 @@ pub(super) enum Msg {
         term: u64,
         locks: Result<Vec<HeldLock>, ServiceError>,
     },
+    /// Test-only fault: rebuild the mirror now (see `super::fault`).
+    #[cfg(feature = "fault-stale-done")]
+    FaultReload,
 }
 
 /// Start the actor and the task that tells it about leadership changes.
@@ -155,6 +158,7 @@ pub(super) fn spawn(
         leases: BTreeSet::new(),
         waits: BTreeSet::new(),
         next_waiter: 0,
+        in_flight: 0,
     };
     tokio::spawn(actor.run(rx));
     tokio::spawn(watch_leadership(id, raft, tx.clone()));
@@ -193,10 +197,13 @@ async fn watch_leadership(id: NodeId, raft: Raft, tx: mpsc::UnboundedSender<Msg>
 
 pub(super) enum Role {
     Follower(Option<NodeId>),
-    /// Leader, loading the table; requests wait here.
+    /// Leader, (re)building the mirror; requests wait here. The table is
+    /// read only once every proposal made before is done (`loading` then
+    /// becomes true), so no answer from before can land on the new mirror.
     Starting {
         term: u64,
         queued: Vec<Msg>,
+        loading: bool,
     },
     Leader {
         term: u64,
@@ -231,6 +238,8 @@ pub(super) struct Actor {
     /// (until, key, waiter id) of every waiter.
     pub(super) waits: BTreeSet<(Instant, String, u64)>,
     pub(super) next_waiter: u64,
+    /// Proposals whose `Done` has not been handled yet.
+    pub(super) in_flight: usize,
 }
 
 impl Actor {
@@ -268,6 +277,13 @@ impl Actor {
             Msg::Leader { term } => {
                 self.reload(term, ServiceError::Unavailable("leadership changed".into()));
             }
+            #[cfg(feature = "fault-stale-done")]
+            Msg::FaultReload => {
+                if let Role::Leader { term } = self.role {
+                    tracing::warn!(node = self.id, "FAULT: rebuilding the mirror with a release's Done held back");
+                    self.reload(term, ServiceError::Unavailable("fault: reload".into()));
+                }
+            }
             Msg::Follower { leader } => {
                 self.reset(ServiceError::NotLeader {
                     id: self.id,
@@ -276,7 +292,12 @@ impl Actor {
                 self.role = Role::Follower(leader);
             }
             Msg::Loaded { term, locks } => {
-                let Role::Starting { term: t, queued } = &mut self.role else {
+                let Role::Starting {
+                    term: t,
+                    queued,
+                    loading: true,
+                } = &mut self.role
+                else {
                     return;
                 };
                 if *t != term {
@@ -311,12 +332,26 @@ impl Actor {
                     }
                     Err(e) => {
                         tracing::warn!(node = self.id, term, error = %e, "leader: could not load the lock table; retrying");
-                        self.role = Role::Starting { term, queued };
+                        self.role = Role::Starting {
+                            term,
+                            queued,
+                            loading: true,
+                        };
                         self.load(term);
                     }
                 }
             }
-            Msg::Done { key, op, result } => self.done(key, op, result),
+            Msg::Done { key, op, result } => {
+                self.in_flight = self.in_flight.saturating_sub(1);
+                if matches!(self.role, Role::Leader { .. }) {
+                    self.done(key, op, result);
+                } else {
+                    // From before the mirror was dropped: answer the callers
+                    // with what was committed, and leave the mirror alone.
+                    self.answer_stale(key, op, result);
+                    self.start_loading();
+                }
+            }
             request => match &mut self.role {
                 Role::Follower(_) => {
                     request.fail(self.not_leader());
@@ -351,8 +386,26 @@ impl Actor {
         self.role = Role::Starting {
             term,
             queued: Vec::new(),
+            loading: false,
         };
-        self.load(term);
+        self.start_loading();
+    }
+
+    /// Read the table once no proposal from before is still in flight: its
+    /// `Done` would otherwise be applied to a mirror that already holds its
+    /// effect (or, committed after the read, lacks it) — a stale release
+    /// that clears the busy flag of a grant in flight drops that grant's
+    /// holder from the mirror, and the holder's own release is then refused
+    /// as "not held" inside its lease.
+    pub(super) fn start_loading(&mut self) {
+        let in_flight = self.in_flight;
+        if let Role::Starting { term, loading, .. } = &mut self.role {
+            if !*loading && in_flight == 0 {
+                *loading = true;
+                let term = *term;
+                self.load(term);
+            }
+        }
     }
 
     /// Drop all leader state, failing everyone who waits.

@@ -55,15 +55,22 @@ impl Actor {
                         }
                     }
                     (_, other) => {
+                        // The mirror said held and the table said otherwise:
+                        // answer what the table says, and rebuild the mirror.
                         tracing::error!(
                             node = self.id,
                             key,
                             ?other,
-                            "unexpected outcome ending a holding"
+                            "unexpected outcome ending a holding; reloading the lock table"
                         );
                         if let Some(r) = reply {
                             let _ = r.send(Err(ServiceError::NotHeld { key: key.clone() }));
                         }
+                        if let Some(w) = next {
+                            let _ = w.reply.send(Err(ServiceError::Unavailable("lock table reloaded".into())));
+                        }
+                        self.reload(term, ServiceError::Unavailable("lock table reloaded".into()));
+                        return;
                     }
                 }
                 if next.is_some() {
@@ -128,6 +135,49 @@ impl Actor {
             k.busy = false;
         }
         self.settle(key);
+    }
+
+    /// Answer the callers of a proposal made before the mirror was dropped
+    /// (leadership changed, or a reload): what committed is a fact, so a
+    /// grant is handed out and a release confirmed; the mirror is rebuilt
+    /// from the table, which holds the same effects.
+    pub(super) fn answer_stale(&mut self, key: String, op: Op, result: Result<Vec<Outcome>, ServiceError>) {
+        let outcomes = match result {
+            Ok(o) => o,
+            Err(e) => return fail_op(op, e),
+        };
+        let gone = || ServiceError::Unavailable("leadership changed while the request was being committed".into());
+        let mut outcomes = outcomes.into_iter();
+        let waiter = match op {
+            Op::Grant { waiter } => Some(waiter),
+            Op::Free { reply, next, .. } => {
+                let answer = match outcomes.next() {
+                    Some(Outcome::Released | Outcome::Expired(_)) => Ok(()),
+                    Some(Outcome::NotFound) => Err(ServiceError::NotHeld { key: key.clone() }),
+                    _ => Err(gone()),
+                };
+                if let Some(r) = reply {
+                    let _ = r.send(answer);
+                }
+                next
+            }
+        };
+        if let Some(w) = waiter {
+            let answer = match outcomes.next() {
+                Some(Outcome::Granted(token)) => {
+                    self.stats.grants.fetch_add(1, Ordering::Relaxed);
+                    Ok(Acquired {
+                        token,
+                        lease_ms: w.lease_ms,
+                    })
+                }
+                _ => Err(gone()),
+            };
+            if w.reply.send(answer).is_err() {
+                // Nobody to tell: the lease ends it, on the rebuilt mirror.
+                tracing::info!(node = self.id, key, "caller left before a grant from before a reload");
+            }
+        }
     }
 
     /// After a key went idle: start the next waiter, or forget the key.

@@ -15,6 +15,8 @@
 
 mod actor;
 pub mod error;
+#[cfg(feature = "fault-stale-done")]
+mod fault;
 mod handle;
 mod handoff;
 pub mod proposer;

@@ -133,11 +133,41 @@ impl Actor {
         refuse(&self.raft, self.id, reply, err);
     }
 
-    pub(super) fn propose(&self, key: String, commands: Vec<Command>, op: Op) {
+    pub(super) fn propose(&mut self, key: String, commands: Vec<Command>, op: Op) {
+        self.in_flight += 1;
+        #[cfg(feature = "fault-stale-done")]
+        let gate = self.fault_gate(&key, &commands, &op);
         let (proposer, tx) = (self.proposer.clone(), self.tx.clone());
         tokio::spawn(async move {
             let result = proposer.propose(commands).await;
+            #[cfg(feature = "fault-stale-done")]
+            if let Some(gate) = gate {
+                let _ = tx.send(Msg::FaultReload);
+                super::fault::hold(gate).await;
+            }
             let _ = tx.send(Msg::Done { key, op, result });
         });
+    }
+
+    /// Test-only fault (see `super::fault`): a client's release gets a gate
+    /// for its `Done`; a grant opens the gate of its key.
+    #[cfg(feature = "fault-stale-done")]
+    fn fault_gate(&self, key: &str, commands: &[Command], op: &Op) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        if !super::fault::active() {
+            return None;
+        }
+        if matches!(commands.first(), Some(Command::Grant(_))) {
+            super::fault::open(key);
+        }
+        let client_release = matches!(
+            op,
+            Op::Free {
+                reply: Some(_),
+                expired: false,
+                next: None,
+                ..
+            }
+        );
+        client_release.then(|| super::fault::gate(key))
     }
 }
