@@ -76,6 +76,40 @@ pub fn linearizable(ops: &[Op]) -> Vec<String> {
         .collect()
 }
 
+/// 3b. No refusal inside a lease: a holder's release answered "not held" or
+///    "wrong token" before its lease could have ended is a violation. The
+///    lease is counted from the acquire's *invoke* — the earliest it can
+///    have started, so the end it gives is the earliest the service may
+///    ever end it ("a lease never ends early").
+pub fn no_refusal_inside_lease(ops: &[Op]) -> Vec<String> {
+    let mut grants: HashMap<(&str, u64), &Op> = HashMap::new();
+    for o in ops {
+        if let Ret::Granted(t) = o.ret {
+            grants.insert((o.key.as_str(), t), o);
+        }
+    }
+    let mut out = Vec::new();
+    for o in ops {
+        let (Call::Release { token }, Ret::Refused) = (&o.call, &o.ret) else {
+            continue;
+        };
+        let Some(g) = grants.get(&(o.key.as_str(), *token)) else {
+            continue;
+        };
+        let Call::Acquire { lease_ms, .. } = g.call else {
+            continue;
+        };
+        let earliest_end = g.invoke + lease_ms as f64;
+        if o.complete < earliest_end {
+            out.push(format!(
+                "{}: the release of token {token} by client {} was refused at {:.0} ms, inside its lease (acquire invoked at {:.0} ms with a lease of {lease_ms} ms, so it could not end before {:.0} ms)",
+                o.key, o.client, o.complete, g.invoke, earliest_end
+            ));
+        }
+    }
+    out
+}
+
 /// 4. Acknowledged operations survived: a key still held at the end is held
 ///    by its newest acknowledged grant (or a later one), never by a token
 ///    whose release was acknowledged.
@@ -110,4 +144,50 @@ pub fn survived(ops: &[Op], final_holders: &BTreeMap<String, Option<u64>>) -> Ve
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(client: usize, call: Call, invoke: f64, complete: f64, ret: Ret) -> Op {
+        Op {
+            client,
+            key: "k".into(),
+            call,
+            invoke,
+            complete,
+            ret,
+        }
+    }
+
+    fn acquire(lease_ms: u64) -> Call {
+        Call::Acquire {
+            lease_ms,
+            wait_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_refusal_inside_the_lease_is_a_violation() {
+        let ops = [
+            op(0, acquire(1200), 0.0, 5.0, Ret::Granted(926)),
+            op(0, Call::Release { token: 926 }, 340.0, 342.0, Ret::Refused),
+        ];
+        let v = no_refusal_inside_lease(&ops);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].contains("token 926"), "{v:?}");
+    }
+
+    #[test]
+    fn a_refusal_after_the_lease_could_end_is_allowed() {
+        let ops = [
+            op(0, acquire(1200), 0.0, 5.0, Ret::Granted(926)),
+            // Counted from the invoke: 1200 ms after 0.0.
+            op(0, Call::Release { token: 926 }, 1150.0, 1201.0, Ret::Refused),
+            op(1, acquire(1200), 0.0, 5.0, Ret::Granted(927)),
+            op(1, Call::Release { token: 927 }, 10.0, 12.0, Ret::Released),
+        ];
+        assert!(no_refusal_inside_lease(&ops).is_empty());
+    }
 }

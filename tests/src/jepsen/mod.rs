@@ -9,7 +9,8 @@
 //! 1. no lost update through the fenced register ([`register`]);
 //! 2. tokens are unique and increase per key in real-time order;
 //! 3. the lock operations of each key are linearizable against a lock model
-//!    with leases ([`lin`], a Wing–Gong search);
+//!    with leases ([`lin`], a Wing–Gong search), and no holder's release is
+//!    refused before its lease could have ended;
 //! 4. acknowledged grants and releases survive the faults (final state);
 //! 5. after the faults heal, every waiting client is served within a bound.
 //!

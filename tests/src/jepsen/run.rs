@@ -456,6 +456,7 @@ pub fn run(cfg: RunConfig) -> Report {
     violations.extend(check::lost_updates(&regs));
     violations.extend(check::tokens(&ops));
     violations.extend(check::linearizable(&ops));
+    violations.extend(check::no_refusal_inside_lease(&ops));
     let leader = c.wait_leader(Duration::from_secs(30));
     let finals: BTreeMap<String, Option<u64>> = (0..cfg.keys)
         .map(|k| {
