@@ -35,10 +35,24 @@ pub struct Op {
     pub ret: Ret,
 }
 
+/// A time a client believed it held a key: from the grant's answer to the
+/// earlier of its release's invoke and its guard's conservative deadline
+/// (request sent + lease, renewed by keepalives) — the window in which it
+/// may touch what the lock protects.
+#[derive(Clone, Debug)]
+pub struct Holding {
+    pub client: usize,
+    pub key: String,
+    pub token: u64,
+    pub from: f64,
+    pub until: f64,
+}
+
 /// The history of a run, shared by all clients.
 pub struct History {
     start: Instant,
     ops: Mutex<Vec<Op>>,
+    holdings: Mutex<Vec<Holding>>,
 }
 
 impl History {
@@ -46,11 +60,25 @@ impl History {
         History {
             start: Instant::now(),
             ops: Mutex::new(Vec::new()),
+            holdings: Mutex::new(Vec::new()),
         }
     }
 
     pub fn now(&self) -> f64 {
         self.start.elapsed().as_secs_f64() * 1e3
+    }
+
+    /// `t` as milliseconds since the run started.
+    pub fn at(&self, t: Instant) -> f64 {
+        t.saturating_duration_since(self.start).as_secs_f64() * 1e3
+    }
+
+    pub fn record_holding(&self, h: Holding) {
+        self.holdings.lock().unwrap_or_else(|p| p.into_inner()).push(h);
+    }
+
+    pub fn holdings(&self) -> Vec<Holding> {
+        self.holdings.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     pub fn record(&self, op: Op) {

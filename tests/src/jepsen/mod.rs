@@ -6,7 +6,9 @@
 //! faults, records every operation's invocation and completion, heals, and
 //! then checks the history:
 //!
-//! 1. no lost update through the fenced register ([`register`]);
+//! 1. no lost update through the fenced register ([`register`]), and no two
+//!    clients believing they hold one key at once (each holder's window runs
+//!    from the grant's answer to its own conservative deadline or release);
 //! 2. tokens are unique and increase per key in real-time order;
 //! 3. the lock operations of each key are linearizable against a lock model
 //!    with leases ([`lin`], a Wing–Gong search), and no holder's release is

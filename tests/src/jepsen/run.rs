@@ -9,7 +9,7 @@ use lockd_client::proto::WireError;
 use lockd_client::{Client, ClientError, ClientOptions};
 
 use super::check;
-use super::history::{Call, History, Op, Ret};
+use super::history::{Call, History, Holding, Op, Ret};
 use super::register::FencedRegister;
 use crate::cluster::Cluster;
 
@@ -168,6 +168,7 @@ async fn client_loop(
             continue;
         };
         let token = guard.token();
+        let from = history.now();
         if let Some(v) = register.read(&key, token) {
             // A holder that stalls past its lease (a GC pause, a stopped VM).
             if rng.below(cfg.pause_one_in) == 0 {
@@ -178,6 +179,13 @@ async fn client_loop(
             register.write(&key, id, token, v);
         }
         let invoke = history.now();
+        history.record_holding(Holding {
+            client: id,
+            key: key.clone(),
+            token,
+            from,
+            until: invoke.min(history.at(guard.deadline().into_std())),
+        });
         let r = client.release(&key, token).await;
         let ret = match &r {
             Ok(()) => Ret::Released,
@@ -421,7 +429,15 @@ pub fn run(cfg: RunConfig) -> Report {
                         served.fetch_add(1, Ordering::Relaxed);
                     }
                     let token = g.token();
+                    let from = history.now();
                     let invoke = history.now();
+                    history.record_holding(Holding {
+                        client: 1000 + id,
+                        key: key.clone(),
+                        token,
+                        from,
+                        until: invoke.min(history.at(g.deadline().into_std())),
+                    });
                     let r = g.release().await;
                     let ret = if r.is_ok() {
                         Ret::Released
@@ -456,6 +472,7 @@ pub fn run(cfg: RunConfig) -> Report {
     violations.extend(check::lost_updates(&regs));
     violations.extend(check::tokens(&ops));
     violations.extend(check::linearizable(&ops));
+    violations.extend(check::mutual_exclusion(&history.holdings()));
     violations.extend(check::no_refusal_inside_lease(&ops));
     let leader = c.wait_leader(Duration::from_secs(30));
     let finals: BTreeMap<String, Option<u64>> = (0..cfg.keys)
