@@ -6,9 +6,15 @@
 
 use std::sync::OnceLock;
 
+use std::sync::Arc;
+
 use guest_sm::{Command, HeldLock, LockInfo, LockTable, Outcome, TableStats};
 use lockd::command as wit;
-use lockd::engine::{EngineSettings, GuestInstance, GuestModule, WasmEngine};
+use lockd::engine::{EngineError, EngineSettings, GuestModule, WasmEngine};
+use lockd::raft::replica::{Loader, Replica};
+use lockd::raft::snapshot::SnapshotBlob;
+use lockd::raft::{Entry, Request, Response, SnapshotMeta};
+use openraft::{CommittedLeaderId, EntryPayload, LogId};
 
 /// A lock state machine under test. `None` in a batch is an entry that
 /// carries no lock command (Raft's blank or membership entry).
@@ -63,30 +69,47 @@ impl LockMachine for NativeMachine {
 }
 
 /// The engine and the built-in module, compiled once per test binary.
-pub fn builtin() -> &'static (WasmEngine, GuestModule) {
-    static BUILTIN: OnceLock<(WasmEngine, GuestModule)> = OnceLock::new();
+pub fn builtin() -> &'static (Arc<WasmEngine>, GuestModule) {
+    static BUILTIN: OnceLock<(Arc<WasmEngine>, GuestModule)> = OnceLock::new();
     BUILTIN.get_or_init(|| {
         let engine = WasmEngine::new(EngineSettings::default(), None).expect("engine");
         let module = engine
             .load(lockd::builtin::LOCK_SM)
             .expect("built-in module loads");
-        (engine, module)
+        (Arc::new(engine), module)
     })
 }
 
-/// `guest-sm` as the wasm component, run by `lockd`'s engine.
-pub struct WasmMachine(pub GuestInstance);
+/// Audit points in the wasm machine's replica: often enough that batches
+/// are split at them as on a node (every 16th entry).
+const AUDIT_INTERVAL: u64 = 16;
+
+/// `guest-sm` as the wasm component, run by `lockd`'s engine through the
+/// node's own [`Replica`]: commands become log entries (one per command, a
+/// blank entry for `None`) and a batch is one committed range, so tests
+/// drive the production apply path, batching and audit splits included.
+pub struct WasmMachine {
+    pub replica: Replica,
+    /// The index of the last entry applied.
+    index: u64,
+}
 
 impl WasmMachine {
     pub fn new() -> WasmMachine {
         let (engine, module) = builtin();
-        WasmMachine(engine.instantiate(module).expect("instantiate"))
+        let loader = Loader::Plain(engine.clone());
+        let replica = Replica::new(0, loader, module.clone(), AUDIT_INTERVAL).expect("instantiate");
+        WasmMachine { replica, index: 0 }
     }
-}
 
-impl Default for WasmMachine {
-    fn default() -> Self {
-        Self::new()
+    fn entry(&mut self, command: Option<&Command>) -> Entry {
+        self.index += 1;
+        let log_id = LogId::new(CommittedLeaderId::new(1, 0), self.index);
+        let payload = match command {
+            Some(c) => EntryPayload::Normal(Request::Lock(vec![to_wit(c)])),
+            None => EntryPayload::Blank,
+        };
+        Entry { log_id, payload }
     }
 }
 
@@ -114,22 +137,25 @@ impl LockMachine for WasmMachine {
         "wasm"
     }
     fn apply(&mut self, batch: &[Option<Command>]) -> Vec<Outcome> {
-        let entries = batch.iter().map(|c| c.as_ref().map(to_wit)).collect();
-        self.0
-            .apply_entries(entries)
+        let entries: Vec<Entry> = batch.iter().map(|c| self.entry(c.as_ref())).collect();
+        self.replica
+            .apply(entries)
             .expect("apply")
             .into_iter()
-            .map(from_wit)
+            .map(|r| match r {
+                Response::Lock(mut outcomes) if outcomes.len() == 1 => from_wit(outcomes.remove(0)),
+                other => panic!("a lock entry was answered {other:?}"),
+            })
             .collect()
     }
     fn get(&mut self, key: &str) -> Option<LockInfo> {
-        self.0.get(key).expect("get").map(|i| LockInfo {
+        self.replica.get(key).expect("get").map(|i| LockInfo {
             token: i.token,
             lease_ms: i.lease_ms,
         })
     }
     fn locks(&mut self, after: Option<&str>, limit: u32) -> Vec<HeldLock> {
-        self.0
+        self.replica
             .locks(after, limit)
             .expect("locks")
             .into_iter()
@@ -141,24 +167,38 @@ impl LockMachine for WasmMachine {
             .collect()
     }
     fn stats(&mut self) -> TableStats {
-        let s = self.0.stats().expect("stats");
+        let s = self.replica.stats().expect("stats");
         TableStats {
             held: s.held,
             next_token: s.next_token,
         }
     }
     fn snapshot(&mut self) -> Vec<u8> {
-        self.0.snapshot().expect("snapshot")
+        let meta = SnapshotMeta::default();
+        self.replica.snapshot_blob(meta).expect("snapshot").guest_state
     }
+    /// As a node installs a snapshot: a new replica from the blob, swapped
+    /// in only when the restore succeeded.
     fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
-        match self.0.restore(bytes) {
-            Ok(()) => Ok(()),
-            Err(lockd::engine::EngineError::RestoreRejected(why)) => Err(why),
+        let (engine, module) = builtin();
+        let blob = SnapshotBlob {
+            meta: SnapshotMeta::default(),
+            module: module.bytes().to_vec(),
+            guest_state: bytes.to_vec(),
+            module_since: 0,
+            upgrades: Vec::new(),
+        };
+        match Replica::from_snapshot(0, Loader::Plain(engine.clone()), &blob, AUDIT_INTERVAL) {
+            Ok(installed) => {
+                self.replica.install(installed).expect("install");
+                Ok(())
+            }
+            Err(EngineError::RestoreRejected(why)) => Err(why),
             Err(e) => panic!("restore failed in the engine: {e}"),
         }
     }
     fn state_hash(&mut self) -> [u8; 32] {
-        self.0.state_hash().expect("state hash")
+        self.replica.state_hash().expect("state hash")
     }
     fn fresh(&self) -> Box<dyn LockMachine> {
         Box::new(WasmMachine::new())

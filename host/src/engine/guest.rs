@@ -168,38 +168,6 @@ impl GuestInstance {
         Ok(outcomes)
     }
 
-    /// Apply a committed range of log entries, where `None` is an entry that
-    /// carries no lock command (Raft's blank and membership entries): the
-    /// commands go to the guest in **one** call and the others are answered
-    /// [`Outcome::Noop`] without entering it.
-    pub fn apply_entries(
-        &mut self,
-        entries: Vec<Option<Command>>,
-    ) -> Result<Vec<Outcome>, EngineError> {
-        let mut present = Vec::with_capacity(entries.len());
-        let mut commands = Vec::with_capacity(entries.len());
-        for e in entries {
-            present.push(e.is_some());
-            commands.extend(e);
-        }
-        let mut outcomes = if commands.is_empty() {
-            Vec::new()
-        } else {
-            self.apply(&commands)?
-        }
-        .into_iter();
-        Ok(present
-            .into_iter()
-            .map(|p| {
-                if p {
-                    outcomes.next().unwrap_or(Outcome::Noop)
-                } else {
-                    Outcome::Noop
-                }
-            })
-            .collect())
-    }
-
     pub fn get(&mut self, key: &str) -> Result<Option<LockInfo>, EngineError> {
         self.call("get", |b, s| b.call_get(s, key))
     }
