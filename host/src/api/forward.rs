@@ -94,30 +94,3 @@ pub async fn forward(
     )
         .into_response())
 }
-
-/// GET `path` from the node at `addr` and decode its JSON answer (peer
-/// queries such as the audit checker's), with a short timeout.
-pub async fn get_json<T: serde::de::DeserializeOwned>(addr: &str, path: &str) -> Result<T, String> {
-    let request = axum::http::Request::builder()
-        .method(Method::GET)
-        .uri(format!("http://{addr}{path}"))
-        .body(Full::new(Bytes::new()))
-        .map_err(|e| e.to_string())?;
-    let fetch = async {
-        let response = client().request(request).await.map_err(|e| e.to_string())?;
-        let status = response.status();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        if status != StatusCode::OK {
-            return Err(format!("{status}: {}", String::from_utf8_lossy(&bytes)));
-        }
-        serde_json::from_slice(&bytes).map_err(|e| e.to_string())
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(5), fetch)
-        .await
-        .map_err(|_| "timed out".to_string())?
-}
