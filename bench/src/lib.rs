@@ -30,15 +30,24 @@ pub fn flag(name: &str) -> bool {
     std::env::args().any(|a| a == name)
 }
 
-/// Build the `lockd` binaries the benchmark starts, unless `LOCKD_BIN`
-/// points at one already.
+/// Build the binaries the benchmark starts (`lockd`, and `lockctl` from its
+/// own package), unless `LOCKD_BIN` points at a built `lockd` (with
+/// `lockctl` beside it).
 pub fn ensure_binaries_built() {
     if std::env::var_os("LOCKD_BIN").is_some() {
         return;
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let ok = std::process::Command::new(cargo)
-        .args(["build", "--release", "-p", "lockd", "--bins"])
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "lockd",
+            "-p",
+            "lockctl",
+            "--bins",
+        ])
         .status()
         .map(|s| s.success())
         .unwrap_or(false);

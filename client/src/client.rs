@@ -188,7 +188,7 @@ impl Client {
                     last,
                 });
             }
-            if redirected && attempt % 4 != 0 {
+            if redirected && !attempt.is_multiple_of(4) {
                 continue; // (a hint that keeps pointing at a dead node still waits)
             }
             // Short steps: a leader change takes well under a second, and a

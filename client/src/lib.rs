@@ -24,7 +24,12 @@
 //!   by id).
 //! * [`client`]: [`Client`] (endpoints, leader discovery, retries) and
 //!   [`LockGuard`] (token, local deadline, background keepalive).
+//! * [`admin`]: the HTTP/JSON admin API (membership, upgrades, shadow
+//!   mode, audit points) and a GET-JSON helper with a timeout.
+//! * [`audit`]: comparing the nodes' determinism-audit points.
 
+pub mod admin;
+pub mod audit;
 pub mod client;
 pub mod conn;
 pub mod proto;

@@ -1,6 +1,6 @@
-//! The `lockd` and `lockctl` command lines: bad flags get precise errors.
-//! (Also makes `cargo test` build the binaries that process-level tests in
-//! `tests/` start.)
+//! The `lockd` command line: bad flags get precise errors. (Also makes
+//! `cargo test` build the `lockd` binaries that process-level tests in
+//! `tests/` start; `lockctl` has its own package and tests.)
 
 use std::process::Command;
 

@@ -6,9 +6,10 @@
 //! HTTP API like any user would, and kill, restart or corrupt it like the
 //! real world does.
 //!
-//! The binary is `target/<profile>/lockd`, built by `cargo test` at the
-//! workspace root (the `lockd` package has integration tests, so cargo
-//! builds its binaries before any test runs); `LOCKD_BIN` overrides it.
+//! The binaries are `target/<profile>/lockd` and `lockctl`, built by `cargo
+//! test` at the workspace root (the `lockd` and `lockctl` packages have
+//! integration tests, so cargo builds their binaries before any test runs);
+//! `LOCKD_BIN` overrides `lockd`, and `lockctl` is taken from beside it.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;

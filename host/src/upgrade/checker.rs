@@ -5,18 +5,20 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use lockd_client::admin::Http;
+use lockd_client::audit::compare;
 use lockd_client::proto::AuditReport;
 use tokio::sync::watch;
 
-use super::audit::compare;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{members, NodeId, Raft};
-use crate::transport::http::get_json;
 
 /// Compare this node's audit points with every peer's, every `every`, and
 /// raise the alarm for each divergence not seen before.
 pub async fn run(id: NodeId, raft: Raft, sm: StateMachineStore, every: Duration, mut stop: watch::Receiver<bool>) {
     let mut seen: BTreeSet<(u64, u64)> = BTreeSet::new();
+    // One client for the whole run, so peer connections are reused.
+    let http = Http::new();
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -29,7 +31,7 @@ pub async fn run(id: NodeId, raft: Raft, sm: StateMachineStore, every: Duration,
             if m.id == id {
                 continue;
             }
-            match get_json::<AuditReport>(&m.addr, "/v1/audit").await {
+            match http.get_json::<AuditReport>(&m.addr, "/v1/audit").await {
                 Ok(r) if r.id == m.id => reports.push(r),
                 Ok(r) => tracing::warn!(node = id, peer = m.id, answered = r.id, "audit: a peer answered with another id"),
                 Err(e) => tracing::debug!(node = id, peer = m.id, error = %e, "audit: peer unreachable"),

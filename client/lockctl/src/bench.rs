@@ -1,10 +1,15 @@
-//! `lockctl bench`: lock cycles (acquire + release) against a cluster.
+//! `lockctl bench --clients N [--contended] [--seconds S] [--lease D]`:
+//! lock cycles (acquire + release) against a cluster; prints cycles per
+//! second and acquire latency as a Markdown table row (or JSON).
 
 use std::time::Duration;
 
+use anyhow::anyhow;
 use lockd_client::Client;
 use serde::Serialize;
 use tokio::time::Instant;
+
+use crate::output::Failure;
 
 #[derive(Serialize)]
 pub struct BenchReport {
@@ -19,6 +24,42 @@ pub struct BenchReport {
     pub errors: u64,
 }
 
+pub async fn run(
+    endpoints: &[String],
+    j: bool,
+    clients: usize,
+    contended: bool,
+    seconds: f64,
+    lease: Duration,
+) -> Result<(), Failure> {
+    if clients == 0 {
+        return Err(anyhow!("--clients must be at least 1").into());
+    }
+    let dur =
+        Duration::try_from_secs_f64(seconds).map_err(|e| anyhow!("--seconds {seconds}: {e}"))?;
+    let r = measure(endpoints, clients, contended, dur, lease).await;
+    if j {
+        println!(
+            "{}",
+            serde_json::to_string(&r).map_err(anyhow::Error::from)?
+        );
+    } else {
+        println!("| clients | keys | cycles/s | acquire p50 ms | p99 ms | p999 ms | errors |");
+        println!("|---:|---|---:|---:|---:|---:|---:|");
+        println!(
+            "| {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",
+            r.clients,
+            if r.contended { "one shared" } else { "own" },
+            r.cycles_per_sec,
+            r.acquire_p50_ms,
+            r.acquire_p99_ms,
+            r.acquire_p999_ms,
+            r.errors
+        );
+    }
+    Ok(())
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -28,7 +69,7 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 /// `clients` clients, each with its own connection, cycle for `dur`: on its
 /// own key, or all on one key (`contended`: every cycle is a handoff).
-pub async fn run(
+async fn measure(
     endpoints: &[String],
     clients: usize,
     contended: bool,

@@ -1,0 +1,85 @@
+//! `lockctl acquire KEY --lease D [--wait D] [--hold]`: take a lock and
+//! print its fencing token. With `--hold`, keep renewing it until Ctrl-C or
+//! SIGTERM (then release), or exit with status 3 once it is lost.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use lockd_client::Client;
+use serde_json::json;
+
+use crate::output::{print, Failure};
+
+/// How often `--hold` checks that the lock is still ours.
+const HOLD_CHECK: Duration = Duration::from_millis(50);
+
+pub async fn run(
+    client: &Client,
+    j: bool,
+    key: &str,
+    lease: Duration,
+    wait: Duration,
+    hold: bool,
+) -> Result<(), Failure> {
+    let mut g = client.acquire(key, lease, wait).await?;
+    print(
+        j,
+        json!({ "key": key, "token": g.token(), "lease_ms": g.lease().as_millis() as u64 }),
+        format!(
+            "acquired {key} token {} lease {} ms",
+            g.token(),
+            g.lease().as_millis()
+        ),
+    );
+    if !hold {
+        return Ok(());
+    }
+    // stdout may be a pipe (block-buffered): a script reading the token
+    // must get it now, not when we exit.
+    let _ = std::io::stdout().flush();
+    g.keep_alive();
+    // Listen from now on, not only between checks, so no signal slips by.
+    let stop = stop_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => {
+                g.release().await?;
+                return Ok(());
+            }
+            _ = tokio::time::sleep(HOLD_CHECK) => {
+                if !g.is_valid() {
+                    return Err(Failure(
+                        anyhow!("lost lock {key} (token {}): its lease ran out or it was taken", g.token()),
+                        3,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Resolves on the first Ctrl-C (SIGINT) or SIGTERM.
+async fn stop_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            // No SIGTERM handler: Ctrl-C still releases the lock.
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

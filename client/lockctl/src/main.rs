@@ -1,0 +1,275 @@
+//! `lockctl`: the command line of lockd.
+//!
+//! ```text
+//! lockctl [--endpoints ADDR[,ADDR…]] [--json] acquire KEY --lease 10s [--wait 5s] [--hold]
+//! lockctl release KEY --token T
+//! lockctl keepalive KEY --token T
+//! lockctl get KEY
+//! lockctl status
+//! lockctl members [list] | members add ID ADDR | members promote ID | members remove ID
+//! lockctl bench --clients 64 [--contended] [--seconds 5]
+//! lockctl upgrade FILE.wasm [--replaces HASH] [--no-precheck]   # swap the lock module
+//! lockctl upgrade --shadow FILE.wasm | upgrade --promote | upgrade --abort
+//! lockctl audit                                                  # determinism check
+//! ```
+//!
+//! Exit status: 0 done; 1 error; 2 the lock is held (acquire after its wait,
+//! release or keepalive by a non-holder, …): scripts can tell "busy" from
+//! "broken"; 3 a lock held with `acquire --hold` was lost. A lock taken by `acquire` stays held after lockctl exits, until
+//! released or its lease ends.
+//!
+//! A client only: it links `lockd-client`, not the server (and so no
+//! WebAssembly runtime). One module per subcommand; [`output`] holds the
+//! printing and exit-status rules they share.
+
+mod acquire;
+mod audit;
+mod bench;
+mod get;
+mod keepalive;
+mod members;
+mod output;
+mod release;
+mod status;
+mod upgrade;
+
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use lockd_client::admin::Admin;
+use lockd_client::Client;
+
+use output::Failure;
+
+#[derive(Parser)]
+#[command(
+    name = "lockctl",
+    version,
+    about = "Command line of the lockd lock service"
+)]
+struct Cli {
+    /// Nodes of the cluster (any of them; requests find the leader).
+    #[arg(
+        long,
+        global = true,
+        value_delimiter = ',',
+        default_value = "127.0.0.1:7400"
+    )]
+    endpoints: Vec<String>,
+    /// Machine-readable output.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Take a lock; prints its fencing token.
+    Acquire {
+        key: String,
+        /// Lease, e.g. 10s, 500ms, 2m.
+        #[arg(long, value_parser = parse_duration)]
+        lease: Duration,
+        /// Wait this long for a held lock (default: try once).
+        #[arg(long, value_parser = parse_duration, default_value = "0ms")]
+        wait: Duration,
+        /// Keep holding: renew the lease in the background until Ctrl-C or
+        /// SIGTERM, then release. Exits with status 3 if the lock is lost.
+        #[arg(long)]
+        hold: bool,
+    },
+    /// Release a lock held with TOKEN.
+    Release {
+        key: String,
+        #[arg(long)]
+        token: u64,
+    },
+    /// Renew the lease of TOKEN.
+    Keepalive {
+        key: String,
+        #[arg(long)]
+        token: u64,
+    },
+    /// Who holds KEY (linearizable read).
+    Get { key: String },
+    /// Status of every endpoint.
+    Status,
+    /// Show or change the membership.
+    Members {
+        #[command(subcommand)]
+        op: Option<MembersOp>,
+    },
+    /// Replace the lock module through the log; with --shadow, run it
+    /// beside the active one first (then --promote or --abort).
+    Upgrade {
+        /// The component file (a lock-sm component).
+        file: Option<std::path::PathBuf>,
+        /// Start FILE as a shadow module: fed every committed batch, its
+        /// differences counted in `status`, no effect on locks.
+        #[arg(long)]
+        shadow: bool,
+        /// Upgrade to the running shadow module.
+        #[arg(long, conflicts_with_all = ["shadow", "abort", "file"])]
+        promote: bool,
+        /// Stop the running shadow module.
+        #[arg(long, conflicts_with_all = ["shadow", "promote", "file"])]
+        abort: bool,
+        /// The module hash this upgrade replaces (default: the active one).
+        #[arg(long)]
+        replaces: Option<String>,
+        /// Skip the leader's dry run; every node still checks at apply.
+        #[arg(long)]
+        no_precheck: bool,
+    },
+    /// Compare the state hashes recorded by every node; name any that differs.
+    Audit,
+    /// Lock cycles per second and acquire latency.
+    Bench {
+        #[arg(long, default_value_t = 1)]
+        clients: usize,
+        /// All clients on one key (every cycle is a handoff).
+        #[arg(long)]
+        contended: bool,
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        #[arg(long, value_parser = parse_duration, default_value = "10s")]
+        lease: Duration,
+    },
+}
+
+#[derive(Subcommand)]
+enum MembersOp {
+    List,
+    /// Add node ID at ADDR as a learner (started with `lockd serve --join`).
+    Add {
+        id: u64,
+        addr: String,
+    },
+    /// Make learner ID a voter.
+    Promote {
+        id: u64,
+    },
+    /// Remove node ID.
+    Remove {
+        id: u64,
+    },
+}
+
+/// `10s`, `500ms`, `2m`, `1h`, or a bare number of milliseconds.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 10s, 500ms, 2m"))?;
+    let scale: u64 = match unit {
+        "" | "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {s:?}; use ms, s, m or h"
+            ))
+        }
+    };
+    let ms = n
+        .checked_mul(scale)
+        .ok_or_else(|| format!("{s:?} is too long a duration"))?;
+    Ok(Duration::from_millis(ms))
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    let client = Client::new(cli.endpoints.clone());
+    let admin = Admin::new(client.clone(), cli.endpoints.clone());
+    let j = cli.json;
+    match cli.command {
+        Cmd::Acquire {
+            key,
+            lease,
+            wait,
+            hold,
+        } => acquire::run(&client, j, &key, lease, wait, hold).await,
+        Cmd::Release { key, token } => release::run(&client, j, &key, token).await,
+        Cmd::Keepalive { key, token } => keepalive::run(&client, j, &key, token).await,
+        Cmd::Get { key } => get::run(&client, j, &key).await,
+        Cmd::Status => status::run(&admin, j).await,
+        Cmd::Members { op } => members::run(&admin, j, op).await,
+        Cmd::Upgrade {
+            file,
+            shadow,
+            promote,
+            abort,
+            replaces,
+            no_precheck,
+        } => {
+            let what = if promote {
+                upgrade::Upgrade::Promote
+            } else if abort {
+                upgrade::Upgrade::Abort
+            } else {
+                upgrade::Upgrade::Install {
+                    file,
+                    shadow,
+                    replaces,
+                    precheck: !no_precheck,
+                }
+            };
+            upgrade::run(&admin, j, what).await
+        }
+        Cmd::Audit => audit::run(&admin, j).await,
+        Cmd::Bench {
+            clients,
+            contended,
+            seconds,
+            lease,
+        } => bench::run(&cli.endpoints, j, clients, contended, seconds, lease).await,
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("lockctl: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(Failure(e, code)) = rt.block_on(run(cli)) {
+        eprintln!("lockctl: {e:#}");
+        std::process::exit(code);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_a_unit_or_milliseconds() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration(" 500ms "), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("250"), Ok(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn bad_durations_say_why() {
+        assert_eq!(
+            parse_duration("10x"),
+            Err("unknown unit \"x\" in \"10x\"; use ms, s, m or h".into())
+        );
+        assert_eq!(
+            parse_duration("s"),
+            Err("\"s\" is not a duration like 10s, 500ms, 2m".into())
+        );
+        assert_eq!(
+            parse_duration("99999999999999999h"),
+            Err("\"99999999999999999h\" is too long a duration".into())
+        );
+    }
+}

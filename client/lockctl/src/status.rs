@@ -1,0 +1,102 @@
+//! `lockctl status`: the status of every endpoint, as a table (or a JSON
+//! array, one object per endpoint), then each node's module, last upgrade,
+//! shadow module and audit alarms. Fails only when no endpoint answers.
+
+use anyhow::anyhow;
+use lockd_client::admin::Admin;
+use serde_json::json;
+
+use crate::output::{short, Failure};
+
+pub async fn run(admin: &Admin, j: bool) -> Result<(), Failure> {
+    let all = admin.statuses().await;
+    if j {
+        let v: Vec<serde_json::Value> = all
+            .iter()
+            .map(|(e, s)| match s {
+                Ok(s) => serde_json::to_value(s).unwrap_or_default(),
+                Err(err) => json!({ "endpoint": e, "error": err.to_string() }),
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(v));
+    } else {
+        println!(
+            "{:<22} {:>3} {:<9} {:>6} {:>6} {:>9} {:>9} {:>6}  {:<16} {:<16}",
+            "ENDPOINT",
+            "ID",
+            "ROLE",
+            "LEADER",
+            "TERM",
+            "COMMIT",
+            "APPLIED",
+            "LOCKS",
+            "STATE HASH",
+            "MODULE"
+        );
+        for (e, s) in &all {
+            match s {
+                Ok(s) => println!(
+                    "{:<22} {:>3} {:<9} {:>6} {:>6} {:>9} {:>9} {:>6}  {:<16} {:<16}",
+                    e,
+                    s.id,
+                    s.role,
+                    s.leader
+                        .map(|l| l.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                    s.term,
+                    s.commit_index,
+                    s.applied_index,
+                    s.locks_held,
+                    short(&s.state_hash),
+                    short(&s.module_hash),
+                ),
+                Err(err) => println!("{e:<22} unreachable: {err}"),
+            }
+        }
+        for s in all.iter().filter_map(|(_, s)| s.as_ref().ok()) {
+            println!(
+                "node {}: module {} since index {}",
+                s.id, s.module_version, s.module_since_index
+            );
+            if let Some(u) = s.upgrades.last() {
+                println!(
+                    "node {}: last upgrade entry at index {}: {}{}",
+                    s.id,
+                    u.index,
+                    u.result,
+                    u.reason
+                        .as_deref()
+                        .map(|r| format!(" ({r})"))
+                        .unwrap_or_default()
+                );
+            }
+            if let Some(sh) = &s.shadow {
+                println!(
+                    "node {}: shadow {} ({}) since index {}: {} commands compared, {} outcome diffs, {} of {} state hashes differ{}",
+                    s.id,
+                    short(&sh.module_hash),
+                    sh.module_version,
+                    sh.since_index,
+                    sh.commands_compared,
+                    sh.outcome_diffs,
+                    sh.hash_diffs,
+                    sh.hash_checks,
+                    sh.failed
+                        .as_deref()
+                        .map(|f| format!("; FAILED: {f}"))
+                        .unwrap_or_default()
+                );
+            }
+            if s.audit_divergences > 0 {
+                println!(
+                    "node {}: DETERMINISM AUDIT found {} divergence(s); run `lockctl audit`",
+                    s.id, s.audit_divergences
+                );
+            }
+        }
+    }
+    if all.iter().all(|(_, s)| s.is_err()) {
+        return Err(Failure(anyhow!("no endpoint answered"), 1));
+    }
+    Ok(())
+}

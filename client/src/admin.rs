@@ -1,0 +1,344 @@
+//! The admin side of lockd over its HTTP/JSON API: membership changes,
+//! module upgrades and shadow mode (sent to the leader), and the audit
+//! points each node serves.
+//!
+//! * [`Http`]: plain requests to one node, such as [`Http::get_json`] with a
+//!   timeout (also what a node uses to read its peers' audit points).
+//! * [`Admin`]: a cluster seen through a list of endpoints; finds the leader
+//!   with the native [`Client`] and posts admin requests to it.
+//!
+//! Admin answers come back as the leader's JSON, unchanged, so that a
+//! command line can print exactly what the node said.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use crate::proto::{AuditReport, Member, Status};
+use crate::{Client, ClientError};
+
+/// How long [`Http::get_json`] waits for a whole answer by default: these
+/// are quick reads, and a node that takes longer is as good as unreachable.
+pub const GET_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why an admin request or a read failed. The texts are what `lockctl`
+/// prints, so they name the request and keep the node's own message.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// No endpoint answered a status request.
+    #[error("no endpoint answered")]
+    NoAnswer,
+    /// Endpoints answered, but none of them knows a leader.
+    #[error("no endpoint knows a leader")]
+    NoLeader,
+    /// The address or path does not make a valid request.
+    #[error(transparent)]
+    Request(#[from] hyper::http::Error),
+    /// No answer from the node (refused, reset, …).
+    #[error(transparent)]
+    Send(#[from] hyper_util::client::legacy::Error),
+    /// No answer from the leader to an admin request.
+    #[error("POST {path} to the leader at {addr}")]
+    Post {
+        path: String,
+        addr: String,
+        #[source]
+        source: hyper_util::client::legacy::Error,
+    },
+    /// The answer broke off.
+    #[error(transparent)]
+    Body(#[from] hyper::Error),
+    /// A read answered with something other than 200.
+    #[error("{status}: {body}")]
+    Status { status: StatusCode, body: String },
+    /// The leader refused an admin request; its own message.
+    #[error("{message}")]
+    Refused { status: StatusCode, message: String },
+    /// The answer was not the JSON expected.
+    #[error(transparent)]
+    Decode(#[from] serde_json::Error),
+    /// No whole answer within the [`Http`] timeout.
+    #[error("timed out")]
+    Timeout,
+}
+
+/// An HTTP/1 client for single nodes. Cheap to clone; clones share idle
+/// connections.
+#[derive(Clone)]
+pub struct Http {
+    client: hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>,
+    timeout: Duration,
+}
+
+impl Default for Http {
+    fn default() -> Self {
+        Http::with_timeout(GET_TIMEOUT)
+    }
+}
+
+impl Http {
+    pub fn new() -> Http {
+        Http::default()
+    }
+
+    /// `timeout` bounds each [`Http::get_json`], from connect to last byte.
+    pub fn with_timeout(timeout: Duration) -> Http {
+        let mut connector = HttpConnector::new();
+        // Small request/answer pairs: do not let Nagle hold them back.
+        connector.set_nodelay(true);
+        Http {
+            client: hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+                .build(connector),
+            timeout,
+        }
+    }
+
+    /// GET `path` from the node at `addr` and decode its JSON answer; any
+    /// status but 200 is an error carrying the body.
+    pub async fn get_json<T: DeserializeOwned>(
+        &self,
+        addr: &str,
+        path: &str,
+    ) -> Result<T, AdminError> {
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(format!("http://{addr}{path}"))
+            .body(Full::new(Bytes::new()))?;
+        let fetch = async {
+            let (status, bytes) = self.send(request).await?;
+            if status != StatusCode::OK {
+                return Err(AdminError::Status {
+                    status,
+                    body: String::from_utf8_lossy(&bytes).into_owned(),
+                });
+            }
+            Ok(serde_json::from_slice(&bytes)?)
+        };
+        tokio::time::timeout(self.timeout, fetch)
+            .await
+            .map_err(|_| AdminError::Timeout)?
+    }
+
+    /// Send `request` and read the whole answer.
+    async fn send(&self, request: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes), AdminError> {
+        let response = self.client.request(request).await?;
+        let status = response.status();
+        let bytes = response.into_body().collect().await?.to_bytes();
+        Ok((status, bytes))
+    }
+}
+
+/// A cluster, reached through any of its endpoints.
+#[derive(Clone)]
+pub struct Admin {
+    client: Client,
+    endpoints: Vec<String>,
+    http: Http,
+}
+
+impl Admin {
+    /// `client` asks the nodes for their status (native protocol);
+    /// `endpoints` are the nodes to ask, in order.
+    pub fn new(client: Client, endpoints: Vec<String>) -> Admin {
+        Admin {
+            client,
+            endpoints,
+            http: Http::new(),
+        }
+    }
+
+    /// The status of every endpoint, in order, or why it did not answer.
+    pub async fn statuses(&self) -> Vec<(String, Result<Status, ClientError>)> {
+        let mut out = Vec::new();
+        for e in &self.endpoints {
+            out.push((e.clone(), self.client.status_of(e).await));
+        }
+        out
+    }
+
+    /// The membership as the first endpoint that answers sees it.
+    pub async fn members(&self) -> Result<Vec<Member>, AdminError> {
+        self.statuses()
+            .await
+            .into_iter()
+            .find_map(|(_, s)| s.ok())
+            .map(|s| s.members)
+            .ok_or(AdminError::NoAnswer)
+    }
+
+    /// The address of the leader, according to the first endpoint that
+    /// knows one.
+    pub async fn leader_addr(&self) -> Result<String, AdminError> {
+        for (_, s) in self.statuses().await {
+            if let Ok(s) = s {
+                if let Some(l) = s.leader {
+                    return s
+                        .members
+                        .iter()
+                        .find(|m| m.id == l)
+                        .map(|m| m.addr.clone())
+                        .ok_or(AdminError::NoLeader);
+                }
+            }
+        }
+        Err(AdminError::NoLeader)
+    }
+
+    /// Add node `id` at `addr` as a learner.
+    pub async fn add_member(&self, id: u64, addr: &str) -> Result<Value, AdminError> {
+        self.post_json("/v1/members/add", &json!({ "id": id, "addr": addr }))
+            .await
+    }
+
+    /// Make learner `id` a voter.
+    pub async fn promote_member(&self, id: u64) -> Result<Value, AdminError> {
+        self.post_json("/v1/members/promote", &json!({ "id": id }))
+            .await
+    }
+
+    pub async fn remove_member(&self, id: u64) -> Result<Value, AdminError> {
+        self.post_json("/v1/members/remove", &json!({ "id": id }))
+            .await
+    }
+
+    /// Replace the lock module with the component `module`. `replaces`
+    /// guards against a concurrent upgrade (default: the active module);
+    /// `precheck` false skips the leader's dry run (every node still checks
+    /// at apply).
+    pub async fn upgrade(
+        &self,
+        module: Vec<u8>,
+        replaces: Option<&str>,
+        precheck: bool,
+    ) -> Result<Value, AdminError> {
+        let mut query = Vec::new();
+        if let Some(r) = replaces {
+            query.push(format!("replaces={r}"));
+        }
+        if !precheck {
+            query.push("precheck=false".to_string());
+        }
+        self.post_wasm(&with_query("/v1/admin/upgrade", &query), module.into())
+            .await
+    }
+
+    /// Start `module` as a shadow beside the active module.
+    pub async fn start_shadow(&self, module: Vec<u8>, precheck: bool) -> Result<Value, AdminError> {
+        let query = if precheck {
+            Vec::new()
+        } else {
+            vec!["precheck=false".to_string()]
+        };
+        self.post_wasm(&with_query("/v1/admin/shadow", &query), module.into())
+            .await
+    }
+
+    /// Upgrade to the running shadow module.
+    pub async fn promote_shadow(&self) -> Result<Value, AdminError> {
+        self.post_wasm("/v1/admin/shadow/promote", Bytes::new())
+            .await
+    }
+
+    /// Stop the running shadow module.
+    pub async fn abort_shadow(&self) -> Result<Value, AdminError> {
+        self.post_wasm("/v1/admin/shadow/abort", Bytes::new()).await
+    }
+
+    /// The audit points of the node at `addr` (asked directly: audit
+    /// requests are never forwarded).
+    pub async fn audit_report(&self, addr: &str) -> Result<AuditReport, AdminError> {
+        self.http.get_json(addr, "/v1/audit").await
+    }
+
+    async fn post_json(&self, path: &str, body: &Value) -> Result<Value, AdminError> {
+        self.post(path, "application/json", Bytes::from(body.to_string()))
+            .await
+    }
+
+    async fn post_wasm(&self, path: &str, body: Bytes) -> Result<Value, AdminError> {
+        self.post(path, "application/wasm", body).await
+    }
+
+    /// POST to the leader; a refusal carries the leader's `error` message.
+    /// No timeout: an upgrade compiles and commits before it answers.
+    async fn post(&self, path: &str, content_type: &str, body: Bytes) -> Result<Value, AdminError> {
+        let addr = self.leader_addr().await?;
+        let request = Request::post(format!("http://{addr}{path}"))
+            .header("content-type", content_type)
+            .body(Full::new(body))?;
+        let response =
+            self.http
+                .client
+                .request(request)
+                .await
+                .map_err(|source| AdminError::Post {
+                    path: path.to_string(),
+                    addr: addr.clone(),
+                    source,
+                })?;
+        let status = response.status();
+        let bytes = response.into_body().collect().await?.to_bytes();
+        // An answer that is not JSON (a proxy's error page, say) still has
+        // a status worth reporting.
+        let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if !status.is_success() {
+            return Err(AdminError::Refused {
+                status,
+                message: value["error"]
+                    .as_str()
+                    .unwrap_or("request failed")
+                    .to_string(),
+            });
+        }
+        Ok(value)
+    }
+}
+
+/// `route` with `query` parameters joined by `&`, if any.
+fn with_query(route: &str, query: &[String]) -> String {
+    if query.is_empty() {
+        route.to_string()
+    } else {
+        format!("{route}?{}", query.join("&"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_parameters_are_joined_only_when_present() {
+        assert_eq!(with_query("/v1/admin/shadow", &[]), "/v1/admin/shadow");
+        assert_eq!(
+            with_query(
+                "/v1/admin/upgrade",
+                &["replaces=ab".into(), "precheck=false".into()]
+            ),
+            "/v1/admin/upgrade?replaces=ab&precheck=false"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_node_that_does_not_answer_is_a_timeout() {
+        // The kernel completes the connection (backlog); nobody answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        let http = Http::with_timeout(Duration::from_millis(100));
+        let r = http.get_json::<AuditReport>(&addr, "/v1/audit").await;
+        assert!(matches!(r, Err(AdminError::Timeout)), "{r:?}");
+        assert_eq!(
+            r.map(|_| ()).map_err(|e| e.to_string()),
+            Err("timed out".into())
+        );
+        drop(listener);
+    }
+}
