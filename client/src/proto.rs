@@ -84,13 +84,83 @@ pub struct Member {
     pub voter: bool,
 }
 
+/// A node's part in the cluster, as status reports it (lowercase in JSON).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Leader,
+    Follower,
+    Candidate,
+    Learner,
+    Shutdown,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Leader => "leader",
+            Role::Follower => "follower",
+            Role::Candidate => "candidate",
+            Role::Learner => "learner",
+            Role::Shutdown => "shutdown",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an upgrade or shadow entry did (kebab-case in JSON).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpgradeResult {
+    /// The module was swapped at the entry's index.
+    #[default]
+    Swapped,
+    /// Every node rejected the entry; the old module stays.
+    Rejected,
+    ShadowStarted,
+    ShadowStopped,
+}
+
+impl UpgradeResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpgradeResult::Swapped => "swapped",
+            UpgradeResult::Rejected => "rejected",
+            UpgradeResult::ShadowStarted => "shadow-started",
+            UpgradeResult::ShadowStopped => "shadow-stopped",
+        }
+    }
+}
+
+impl std::fmt::Display for UpgradeResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why an audit point was recorded (lowercase in JSON).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditKind {
+    /// A multiple of the audit interval.
+    Interval,
+    /// Right after an upgrade entry.
+    Upgrade,
+    /// Right after installing a snapshot.
+    Snapshot,
+}
+
 /// A node's status (`GET /v1/status`, `lockctl status`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Status {
     pub id: u64,
     pub addr: String,
-    /// "leader", "follower", "candidate", "learner" (or "shutdown").
-    pub role: String,
+    pub role: Role,
     pub leader: Option<u64>,
     pub term: u64,
     pub commit_index: u64,
@@ -137,8 +207,8 @@ pub struct UpgradeRecord {
     pub replaces: String,
     /// SHA-256 of the new component bytes.
     pub module_hash: String,
-    /// "swapped" or "rejected".
-    pub result: String,
+    /// Swapped or rejected.
+    pub result: UpgradeResult,
     /// The new module's version string (swapped only).
     pub version: Option<String>,
     /// Why the upgrade was rejected (rejected only).
@@ -150,16 +220,16 @@ pub struct UpgradeRecord {
 
 impl UpgradeRecord {
     pub fn swapped(&self) -> bool {
-        self.result == "swapped"
+        self.result == UpgradeResult::Swapped
     }
 
     /// The deterministic part, for comparing nodes.
-    pub fn outcome(&self) -> (u64, &str, &str, &str, Option<&str>, Option<&str>) {
+    pub fn outcome(&self) -> (u64, &str, &str, UpgradeResult, Option<&str>, Option<&str>) {
         (
             self.index,
             &self.replaces,
             &self.module_hash,
-            &self.result,
+            self.result,
             self.version.as_deref(),
             self.reason.as_deref(),
         )
@@ -184,15 +254,19 @@ pub struct ShadowStatus {
     /// nothing more. The active module is never affected.
     pub failed: Option<String>,
     /// The first few differing outcomes.
-    pub examples: Vec<ShadowDiff>,
+    pub examples: Vec<OutcomeDiff>,
 }
 
+/// One command that the active module and a candidate (a shadow, or the
+/// module `lockd replay` was given) answered differently.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ShadowDiff {
+pub struct OutcomeDiff {
     pub index: u64,
     pub command: String,
     pub active: String,
-    pub shadow: String,
+    /// The candidate's outcome (read also from the older name `shadow`).
+    #[serde(alias = "shadow")]
+    pub candidate: String,
 }
 
 /// One (index, state hash) point a node recorded for the determinism audit.
@@ -201,9 +275,7 @@ pub struct AuditRecord {
     pub index: u64,
     pub state_hash: String,
     pub module_hash: String,
-    /// "interval" (a multiple of the audit interval), "upgrade" (right after
-    /// an upgrade entry) or "snapshot" (right after installing one).
-    pub kind: String,
+    pub kind: AuditKind,
 }
 
 /// A node's audit points (`GET /v1/audit`).
@@ -219,8 +291,7 @@ pub struct AuditReport {
 pub struct UpgradeReply {
     /// The log index of the entry.
     pub index: u64,
-    /// "swapped", "rejected", "shadow-started", "shadow-stopped".
-    pub result: String,
+    pub result: UpgradeResult,
     pub module_hash: String,
     pub replaces: String,
     pub version: Option<String>,

@@ -476,7 +476,7 @@ impl Cluster {
                 .filter_map(|id| self.status(id))
                 .collect();
             if statuses.len() == self.running().len() {
-                if let Some(l) = statuses.iter().find(|s| s.role == "leader") {
+                if let Some(l) = statuses.iter().find(|s| s.role == lockd_client::proto::Role::Leader) {
                     if statuses
                         .iter()
                         .all(|s| s.leader == Some(l.id) && s.term == l.term)

@@ -113,6 +113,12 @@ impl WasmMachine {
     }
 }
 
+impl Default for WasmMachine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 pub fn to_wit(c: &Command) -> wit::Command {
     match c {
         Command::Grant { key, lease_ms } => wit::Command::grant(key.clone(), *lease_ms),

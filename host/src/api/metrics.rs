@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::response::IntoResponse;
 
 use super::services::Services;
-use super::status::status_with;
+use super::status::{status_with, Role};
 
 pub async fn metrics(State(node): State<Arc<Services>>) -> impl IntoResponse {
     let (s, upgrades) = status_with(&node, false);
@@ -21,7 +21,7 @@ pub async fn metrics(State(node): State<Arc<Services>>) -> impl IntoResponse {
     #[rustfmt::skip]
     let rows: [(&str, &str, &str, u64); 27] = [
         ("lockd_raft_term", "gauge", "Current Raft term.", s.term),
-        ("lockd_raft_is_leader", "gauge", "1 when this node is the leader.", (s.role == "leader") as u64),
+        ("lockd_raft_is_leader", "gauge", "1 when this node is the leader.", (s.role == Role::Leader) as u64),
         ("lockd_raft_commit_index", "gauge", "Last committed log index.", s.commit_index),
         ("lockd_raft_applied_index", "gauge", "Last applied log index.", s.applied_index),
         ("lockd_raft_last_log_index", "gauge", "Last log index.", s.last_log_index),

@@ -5,15 +5,15 @@ use openraft::ServerState;
 use super::services::Services;
 use crate::raft::members;
 
-pub use lockd_client::proto::{Member, Status};
+pub use lockd_client::proto::{Member, Role, Status};
 
-pub fn role_name(state: ServerState) -> &'static str {
+pub fn role_of(state: ServerState) -> Role {
     match state {
-        ServerState::Leader => "leader",
-        ServerState::Follower => "follower",
-        ServerState::Candidate => "candidate",
-        ServerState::Learner => "learner",
-        ServerState::Shutdown => "shutdown",
+        ServerState::Leader => Role::Leader,
+        ServerState::Follower => Role::Follower,
+        ServerState::Candidate => Role::Candidate,
+        ServerState::Learner => Role::Learner,
+        ServerState::Shutdown => Role::Shutdown,
     }
 }
 
@@ -37,7 +37,7 @@ pub fn status_with(node: &Services, hash: bool) -> (Status, UpgradeCounts) {
     let status = Status {
         id: node.id,
         addr: node.addr.clone(),
-        role: role_name(m.state).into(),
+        role: role_of(m.state),
         leader: m.current_leader,
         term: m.current_term,
         commit_index: node.log.committed().map_or(0, |l| l.index),

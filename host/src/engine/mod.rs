@@ -32,7 +32,7 @@
 //! * [`bindings`]: the types and calls generated from the `lock-sm` world.
 //! * [`store`]: per-instance store data (the memory limiter).
 //! * [`hash`]: [`ModuleHash`], a module's identity.
-//! * [`error`]: [`EngineError`].
+//! * [`error`]: the engine's error type, [`EngineError`].
 //!
 //! # Failure of a guest call
 //!

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lockd_client::proto::{AuditReport, ShadowStatus, UpgradeRecord};
+use lockd_client::proto::{AuditKind, AuditReport, ShadowStatus, UpgradeRecord, UpgradeResult};
 use openraft::EntryPayload;
 
 use super::snapshot::SnapshotBlob;
@@ -147,7 +147,7 @@ impl Replica {
         // The shadow was compared against a state this node no longer has.
         self.shadow = None;
         if let Some(l) = self.last_applied {
-            self.audit.record(l.index, &hash, self.module.hash(), "snapshot");
+            self.audit.record(l.index, &hash, self.module.hash(), AuditKind::Snapshot);
         }
         Ok(())
     }
@@ -251,7 +251,7 @@ impl Replica {
     fn audit_point(&mut self, index: u64) {
         match self.guest.state_hash() {
             Ok(hash) => {
-                self.audit.record(index, &hash, self.module.hash(), "interval");
+                self.audit.record(index, &hash, self.module.hash(), AuditKind::Interval);
                 if let Some(shadow) = self.shadow.as_mut() {
                     shadow.check_hash(&hash);
                 }
@@ -286,7 +286,7 @@ impl Replica {
                 self.guest = migrated.instance;
                 self.module_since = log_id.index;
                 if let Ok(hash) = hash {
-                    self.audit.record(log_id.index, &hash, new_hash, "upgrade");
+                    self.audit.record(log_id.index, &hash, new_hash, AuditKind::Upgrade);
                 }
                 if self.shadow.as_ref().is_some_and(|s| s.module.hash() == new_hash) {
                     tracing::info!("the shadow module was promoted; shadow mode ends");
@@ -479,14 +479,14 @@ impl Run {
 /// The status record of an applied upgrade entry.
 pub fn record_of(index: u64, replaces: &ModuleHash, outcome: &UpgradeOutcome, took: Duration) -> UpgradeRecord {
     let (module, result, version, reason) = match outcome {
-        UpgradeOutcome::Swapped { module, version, .. } => (module, "swapped", Some(version.clone()), None),
-        UpgradeOutcome::Rejected { module, reason, .. } => (module, "rejected", None, Some(reason.clone())),
+        UpgradeOutcome::Swapped { module, version, .. } => (module, UpgradeResult::Swapped, Some(version.clone()), None),
+        UpgradeOutcome::Rejected { module, reason, .. } => (module, UpgradeResult::Rejected, None, Some(reason.clone())),
     };
     UpgradeRecord {
         index,
         replaces: replaces.to_string(),
         module_hash: module.to_string(),
-        result: result.into(),
+        result,
         version,
         reason,
         swap_us: took.as_micros() as u64,

@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 
-use lockd_client::proto::{AuditRecord, AuditReport};
+use lockd_client::proto::{AuditKind, AuditRecord, AuditReport};
 
 use crate::engine::ModuleHash;
 
@@ -41,12 +41,12 @@ impl AuditLog {
 
     /// Whether `index` is a fixed audit point.
     pub fn due(&self, index: u64) -> bool {
-        self.interval > 0 && index > 0 && index % self.interval == 0
+        self.interval > 0 && index > 0 && index.is_multiple_of(self.interval)
     }
 
     /// Record a point; a second point at the same index (an upgrade entry
     /// that falls on an interval) is the same state and is not repeated.
-    pub fn record(&mut self, index: u64, hash: &[u8; 32], module: ModuleHash, kind: &str) {
+    pub fn record(&mut self, index: u64, hash: &[u8; 32], module: ModuleHash, kind: AuditKind) {
         if self.records.back().is_some_and(|r| r.index == index) {
             return;
         }
@@ -54,7 +54,7 @@ impl AuditLog {
             index,
             state_hash: hex::encode(hash),
             module_hash: module.to_string(),
-            kind: kind.to_string(),
+            kind,
         });
         while self.records.len() > KEEP {
             self.records.pop_front();
@@ -78,12 +78,12 @@ mod tests {
     fn one_point_per_index() {
         let mut log = AuditLog::new(10);
         let m = ModuleHash([7; 32]);
-        log.record(10, &[1; 32], m, "upgrade");
-        log.record(10, &[1; 32], m, "interval");
-        log.record(20, &[2; 32], m, "interval");
+        log.record(10, &[1; 32], m, AuditKind::Upgrade);
+        log.record(10, &[1; 32], m, AuditKind::Interval);
+        log.record(20, &[2; 32], m, AuditKind::Interval);
         let r = log.report(1);
         assert_eq!(r.records.len(), 2);
-        assert_eq!(r.records[0].kind, "upgrade");
+        assert_eq!(r.records[0].kind, AuditKind::Upgrade);
         assert!(log.due(20) && !log.due(25) && !log.due(0));
     }
 }

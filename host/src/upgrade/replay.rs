@@ -16,6 +16,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use lockd_client::proto::OutcomeDiff;
 use serde::Serialize;
 use thiserror::Error;
 
@@ -44,15 +45,6 @@ pub enum ReplayError {
     Candidate(MigrateError),
 }
 
-/// One command the two modules answered differently.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
-pub struct ReplayDiff {
-    pub index: u64,
-    pub command: String,
-    pub active: String,
-    pub candidate: String,
-}
-
 #[derive(Clone, Debug, Serialize)]
 pub struct ReplayReport {
     /// The snapshot's last index (0: no snapshot).
@@ -66,7 +58,7 @@ pub struct ReplayReport {
     pub active_module: String,
     pub candidate_module: String,
     pub candidate_version: String,
-    pub differences: Vec<ReplayDiff>,
+    pub differences: Vec<OutcomeDiff>,
     /// Set when the candidate failed (trap, fuel, memory) at some entry;
     /// nothing after it was compared.
     pub candidate_failed: Option<String>,
@@ -167,12 +159,12 @@ fn compare(
     commands: &[Command],
     a: &[crate::command::Outcome],
     b: &[crate::command::Outcome],
-    out: &mut Vec<ReplayDiff>,
+    out: &mut Vec<OutcomeDiff>,
 ) {
     for (i, c) in commands.iter().enumerate() {
         let (x, y) = (a.get(i), b.get(i));
         if x != y {
-            out.push(ReplayDiff {
+            out.push(OutcomeDiff {
                 index,
                 command: c.to_string(),
                 active: x.map_or("(none)".into(), |o| o.to_string()),

@@ -14,7 +14,7 @@
 //! without it (start it again). Promotion goes through a normal upgrade
 //! entry with the shadow's bytes.
 
-use lockd_client::proto::{ShadowDiff, ShadowStatus};
+use lockd_client::proto::{OutcomeDiff, ShadowStatus};
 
 use crate::command::{Command, Outcome};
 use crate::engine::{GuestInstance, GuestModule};
@@ -67,11 +67,11 @@ impl Shadow {
                     if a != s {
                         st.outcome_diffs += 1;
                         if st.examples.len() < EXAMPLES {
-                            st.examples.push(ShadowDiff {
+                            st.examples.push(OutcomeDiff {
                                 index: index_of(i),
                                 command: batch[i].to_string(),
                                 active: a.to_string(),
-                                shadow: s.to_string(),
+                                candidate: s.to_string(),
                             });
                         }
                     }

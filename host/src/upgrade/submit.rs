@@ -15,7 +15,7 @@
 
 use std::time::Instant;
 
-use lockd_client::proto::UpgradeReply;
+use lockd_client::proto::{UpgradeReply, UpgradeResult};
 use thiserror::Error;
 
 use super::{migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
@@ -137,7 +137,7 @@ pub async fn upgrade(
     let (index, response) = self.propose(Request::Upgrade(UpgradeEntry { module, replaces })).await?;
     let mut reply = UpgradeReply {
         index,
-        result: String::new(),
+        result: UpgradeResult::Swapped,
         module_hash: String::new(),
         replaces: replaces.to_string(),
         version: None,
@@ -147,13 +147,13 @@ pub async fn upgrade(
     };
     match response {
         Response::Upgrade(UpgradeOutcome::Swapped { module, version, .. }) => {
-            reply.result = "swapped".into();
+            reply.result = UpgradeResult::Swapped;
             reply.module_hash = module.to_string();
             reply.version = Some(version);
             Ok(reply)
         }
         Response::Upgrade(UpgradeOutcome::Rejected { module, reason, .. }) => {
-            reply.result = "rejected".into();
+            reply.result = UpgradeResult::Rejected;
             reply.module_hash = module.to_string();
             reply.reason = Some(reason);
             Err(UpgradeError::Rejected(Box::new(reply)))
@@ -180,7 +180,7 @@ pub async fn shadow_start(
     let (index, response) = self.propose(Request::Shadow(ShadowEntry::Start { module })).await?;
     let mut reply = UpgradeReply {
         index,
-        result: String::new(),
+        result: UpgradeResult::Swapped,
         module_hash: String::new(),
         replaces: active.to_string(),
         version: None,
@@ -190,13 +190,13 @@ pub async fn shadow_start(
     };
     match response {
         Response::Shadow(ShadowOutcome::Started { module, version }) => {
-            reply.result = "shadow-started".into();
+            reply.result = UpgradeResult::ShadowStarted;
             reply.module_hash = module.to_string();
             reply.version = Some(version);
             Ok(reply)
         }
         Response::Shadow(ShadowOutcome::Failed { module, reason }) => {
-            reply.result = "rejected".into();
+            reply.result = UpgradeResult::Rejected;
             reply.module_hash = module.to_string();
             reply.reason = Some(reason);
             Err(UpgradeError::Rejected(Box::new(reply)))
@@ -235,7 +235,7 @@ pub async fn shadow_abort(&self) -> Result<UpgradeReply, UpgradeError> {
     };
     Ok(UpgradeReply {
         index,
-        result: "shadow-stopped".into(),
+        result: UpgradeResult::ShadowStopped,
         module_hash: module.map(|m| m.to_string()).unwrap_or_default(),
         replaces: active.to_string(),
         version: None,

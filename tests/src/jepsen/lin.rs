@@ -51,44 +51,38 @@ fn step(s: State, op: &Op) -> Vec<State> {
     let mut out = Vec::new();
     for s in starts {
         match (&op.call, &op.ret) {
-            (Call::Acquire { lease_ms, .. }, Ret::Granted(t)) => {
-                if s.holder.is_none() && *t > s.last_token {
-                    let may = op.invoke + *lease_ms as f64;
-                    out.push(State {
-                        holder: Some(Holder {
-                            token: Some(*t),
-                            may_end: may.to_bits(),
-                        }),
-                        last_token: *t,
-                    });
-                }
+            (Call::Acquire { lease_ms, .. }, Ret::Granted(t))
+                if s.holder.is_none() && *t > s.last_token =>
+            {
+                let may = op.invoke + *lease_ms as f64;
+                out.push(State {
+                    holder: Some(Holder {
+                        token: Some(*t),
+                        may_end: may.to_bits(),
+                    }),
+                    last_token: *t,
+                });
             }
-            (Call::Acquire { .. }, Ret::Held) => {
-                if s.holder.is_some() {
-                    out.push(s);
-                }
+            (Call::Acquire { .. }, Ret::Held) if s.holder.is_some() => out.push(s),
+            (Call::Acquire { lease_ms, .. }, Ret::Unknown) if s.holder.is_none() => {
+                let may = op.invoke + *lease_ms as f64;
+                out.push(State {
+                    holder: Some(Holder {
+                        token: None,
+                        may_end: may.to_bits(),
+                    }),
+                    ..s
+                });
             }
-            (Call::Acquire { lease_ms, .. }, Ret::Unknown) => {
-                if s.holder.is_none() {
-                    let may = op.invoke + *lease_ms as f64;
-                    out.push(State {
-                        holder: Some(Holder {
-                            token: None,
-                            may_end: may.to_bits(),
-                        }),
-                        ..s
-                    });
-                }
+            (Call::Release { token }, Ret::Released | Ret::Unknown)
+                if s.holder.is_some_and(|h| h.token == Some(*token)) =>
+            {
+                out.push(State { holder: None, ..s });
             }
-            (Call::Release { token }, Ret::Released | Ret::Unknown) => {
-                if s.holder.is_some_and(|h| h.token == Some(*token)) {
-                    out.push(State { holder: None, ..s });
-                }
-            }
-            (Call::Release { token }, Ret::Refused) => {
-                if !s.holder.is_some_and(|h| h.token == Some(*token)) {
-                    out.push(s);
-                }
+            (Call::Release { token }, Ret::Refused)
+                if s.holder.is_none_or(|h| h.token != Some(*token)) =>
+            {
+                out.push(s);
             }
             _ => {}
         }

@@ -102,14 +102,14 @@ impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.next_u64() % n.max(1)
     }
 }
 
@@ -207,7 +207,7 @@ fn leader_of(c: &Cluster) -> Option<u64> {
     c.running()
         .into_iter()
         .filter_map(|i| c.status(i))
-        .find(|s| s.role == "leader")
+        .find(|s| s.role == lockd_client::proto::Role::Leader)
         .map(|s| s.id)
 }
 
