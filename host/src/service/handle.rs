@@ -56,6 +56,16 @@ impl LockService {
         }
     }
 
+    /// Send the actor a request and wait for its answer.
+    async fn ask<T>(
+        &self,
+        msg: impl FnOnce(oneshot::Sender<Result<T, ServiceError>>) -> Msg,
+    ) -> Result<T, ServiceError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(msg(reply)).map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?
+    }
+
     fn check_lease(&self, lease_ms: u64) -> Result<(), ServiceError> {
         match lease_ms {
             0 => Err(ServiceError::ZeroLease),
@@ -71,30 +81,24 @@ impl LockService {
     pub async fn acquire(&self, key: &str, lease_ms: u64, wait: Duration) -> Result<Acquired, ServiceError> {
         check_key(key)?;
         self.check_lease(lease_ms)?;
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Msg::Acquire {
-                key: key.to_string(),
-                lease_ms,
-                wait,
-                reply,
-            })
-            .map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())?
+        self.ask(|reply| Msg::Acquire {
+            key: key.to_string(),
+            lease_ms,
+            wait,
+            reply,
+        })
+        .await
     }
 
     /// Free `key`, if `token` is its holder's (checked before proposing).
     pub async fn release(&self, key: &str, token: u64) -> Result<(), ServiceError> {
         check_key(key)?;
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Msg::Release {
-                key: key.to_string(),
-                token,
-                reply,
-            })
-            .map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())?
+        self.ask(|reply| Msg::Release {
+            key: key.to_string(),
+            token,
+            reply,
+        })
+        .await
     }
 
     /// Extend the lease of `token` on `key` by its full `lease_ms`, counted
@@ -124,16 +128,13 @@ impl LockService {
                 )))
             }
         }
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Msg::Extend {
-                key: key.to_string(),
-                token,
-                from,
-                reply,
-            })
-            .map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())?
+        self.ask(|reply| Msg::Extend {
+            key: key.to_string(),
+            token,
+            from,
+            reply,
+        })
+        .await
     }
 
     /// The holder of `key`, read linearizably (read-index through the leader).
