@@ -60,14 +60,21 @@ fn three_nodes_upgrade_amid_kills_seed_5() {
             ..RunConfig::default()
         })
     };
-    eprintln!("seed 5: {} ops, {} grants, faults: {:#?}", r.ops, r.granted, r.faults);
+    eprintln!(
+        "seed 5: {} ops, {} grants, faults: {:#?}",
+        r.ops, r.granted, r.faults
+    );
     assert!(r.granted > 20, "too little work to mean anything: {r:?}");
     assert!(
         r.faults.iter().any(|f| f.contains("version 2")),
         "the upgrade did not go in: {:?}",
         r.faults
     );
-    assert!(r.violations.is_empty(), "violations:\n{}", r.violations.join("\n"));
+    assert!(
+        r.violations.is_empty(),
+        "violations:\n{}",
+        r.violations.join("\n")
+    );
 }
 
 /// The checkers can fail: with a resource that ignores fencing tokens and

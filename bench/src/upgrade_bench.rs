@@ -83,7 +83,13 @@ async fn fill(endpoints: Vec<String>, locks: usize, clients: usize) {
     }
 }
 
-async fn cycles(endpoints: Vec<String>, id: usize, stop: Arc<AtomicBool>, out: Arc<Mutex<Vec<Sample>>>, errors: Arc<Mutex<Vec<String>>>) {
+async fn cycles(
+    endpoints: Vec<String>,
+    id: usize,
+    stop: Arc<AtomicBool>,
+    out: Arc<Mutex<Vec<Sample>>>,
+    errors: Arc<Mutex<Vec<String>>>,
+) {
     let client = Client::new(endpoints);
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -100,10 +106,16 @@ async fn cycles(endpoints: Vec<String>, id: usize, stop: Arc<AtomicBool>, out: A
                     latency: start.elapsed(),
                 });
                 if let Err(e) = g.release().await {
-                    errors.lock().expect("errors").push(format!("release {key}: {e}"));
+                    errors
+                        .lock()
+                        .expect("errors")
+                        .push(format!("release {key}: {e}"));
                 }
             }
-            Err(e) => errors.lock().expect("errors").push(format!("acquire {key}: {e}")),
+            Err(e) => errors
+                .lock()
+                .expect("errors")
+                .push(format!("acquire {key}: {e}")),
         }
     }
 }
@@ -192,7 +204,11 @@ fn main() {
     let settle = Duration::from_secs_f64(seconds);
     let mut marks = Vec::new();
     for (name, module, path) in [
-        ("compile included", CHAOS_GUEST, "/v1/admin/upgrade?precheck=false"),
+        (
+            "compile included",
+            CHAOS_GUEST,
+            "/v1/admin/upgrade?precheck=false",
+        ),
         ("compile excluded", LOCK_SM_V2, "/v1/admin/upgrade"),
     ] {
         std::thread::sleep(settle);
@@ -215,9 +231,16 @@ fn main() {
     println!("|---|---|---:|---:|---:|---:|");
     let second = Duration::from_secs(1);
     for (name, submitted, _, _) in &marks {
-        let steady = window(&samples, *submitted - second - Duration::from_millis(500), *submitted - Duration::from_millis(500));
+        let steady = window(
+            &samples,
+            *submitted - second - Duration::from_millis(500),
+            *submitted - Duration::from_millis(500),
+        );
         let around = window(&samples, *submitted, *submitted + second);
-        for (label, w) in [("steady second before", steady), ("second from submit", around)] {
+        for (label, w) in [
+            ("steady second before", steady),
+            ("second from submit", around),
+        ] {
             println!(
                 "| {name} | {label} | {} | {:.2} | {:.2} | {:.2} |",
                 w.0, w.1, w.2, w.3
@@ -238,7 +261,11 @@ fn main() {
                     .map_or("-".into(), |u| format!("{:.1}", u.swap_us as f64 / 1e3))
             })
             .collect();
-        let us = |k: &str| body[k].as_u64().map_or("-".into(), |v| format!("{:.1}", v as f64 / 1e3));
+        let us = |k: &str| {
+            body[k]
+                .as_u64()
+                .map_or("-".into(), |v| format!("{:.1}", v as f64 / 1e3))
+        };
         println!(
             "| {name} | {:.1} | {} | {} | {} |",
             answered.as_secs_f64() * 1e3,

@@ -32,7 +32,10 @@ pub enum ConnError {
 
 /// A request and where its answer goes: the node's response, or
 /// [`ConnError::NotSent`] when the connection ended before it was written.
-type Call = (ClientRequest, oneshot::Sender<Result<ClientResponse, ConnError>>);
+type Call = (
+    ClientRequest,
+    oneshot::Sender<Result<ClientResponse, ConnError>>,
+);
 
 /// A live connection; dropping it closes the socket (and with it, every
 /// acquire still waiting on this connection is abandoned on the node).

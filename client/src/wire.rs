@@ -95,8 +95,13 @@ pub enum HandshakeError {
 pub async fn handshake(
     mut stream: tokio::net::TcpStream,
     role: Role,
-) -> Result<(tokio_util::codec::Framed<tokio::net::TcpStream, LengthDelimitedCodec>, Welcome), HandshakeError>
-{
+) -> Result<
+    (
+        tokio_util::codec::Framed<tokio::net::TcpStream, LengthDelimitedCodec>,
+        Welcome,
+    ),
+    HandshakeError,
+> {
     use futures::{SinkExt, StreamExt};
     use tokio::io::AsyncWriteExt;
     stream.set_nodelay(true)?;
@@ -108,7 +113,11 @@ pub async fn handshake(
         Some(Ok(b)) => decode(&b).map_err(|e| {
             HandshakeError::NotLockd(format!("its answer to hello does not decode ({e})"))
         })?,
-        Some(Err(e)) => return Err(HandshakeError::NotLockd(format!("bad framing in its answer ({e})"))),
+        Some(Err(e)) => {
+            return Err(HandshakeError::NotLockd(format!(
+                "bad framing in its answer ({e})"
+            )))
+        }
         None => {
             return Err(HandshakeError::NotLockd(
                 "it closed the connection without answering hello".into(),

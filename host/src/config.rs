@@ -184,7 +184,9 @@ impl NodeConfig {
             )));
         }
         if self.audit_check_ms == 0 {
-            return Err(ConfigError::Invalid("audit check period must be above 0 ms".into()));
+            return Err(ConfigError::Invalid(
+                "audit check period must be above 0 ms".into(),
+            ));
         }
         if self.max_lease_ms == 0 {
             return Err(ConfigError::Invalid("max lease must be above 0 ms".into()));

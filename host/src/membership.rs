@@ -43,79 +43,83 @@ pub struct Membership {
 
 impl Membership {
     pub fn new(id: NodeId, raft: Raft, fingerprint: String) -> Membership {
-        Membership { id, raft, fingerprint }
-    }
-
-pub async fn add_learner(&self, id: u64, addr: &str) -> Result<(), MembershipError> {
-    let role = Role::Peer {
-        from: self.id,
-        fingerprint: self.fingerprint.clone(),
-    };
-    let refused = |reason: String| MembershipError::Refused {
-        id,
-        addr: addr.to_string(),
-        reason,
-    };
-    let conn = FramedConn::connect(addr, role, Duration::from_secs(3))
-        .await
-        .map_err(|e| refused(e.to_string()))?;
-    if conn.welcome.node_id != id {
-        return Err(refused(format!(
-            "the node at that address is node {}",
-            conn.welcome.node_id
-        )));
-    }
-    drop(conn);
-    self.raft
-        .add_learner(
+        Membership {
             id,
-            RaftNode {
-                addr: addr.to_string(),
-            },
-            true,
-        )
-        .await
-        .map(|_| ())
-        .map_err(|e| MembershipError::Raft(e.to_string()))
-}
-
-fn membership(&self) -> (BTreeSet<u64>, BTreeSet<u64>) {
-    let m = self.raft.metrics().borrow().membership_config.clone();
-    let voters: BTreeSet<u64> = m.membership().voter_ids().collect();
-    let all: BTreeSet<u64> = m.membership().nodes().map(|(id, _)| *id).collect();
-    (voters, all)
-}
-
-pub async fn promote(&self, id: u64) -> Result<(), MembershipError> {
-    let (voters, all) = self.membership();
-    if !all.contains(&id) {
-        return Err(MembershipError::NotMember(id));
+            raft,
+            fingerprint,
+        }
     }
-    if voters.contains(&id) {
-        return Err(MembershipError::NotLearner(id));
-    }
-    self.raft
-        .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false)
-        .await
-        .map(|_| ())
-        .map_err(|e| MembershipError::Raft(e.to_string()))
-}
 
-pub async fn remove(&self, id: u64) -> Result<(), MembershipError> {
-    let (voters, all) = self.membership();
-    if !all.contains(&id) {
-        return Err(MembershipError::NotMember(id));
+    pub async fn add_learner(&self, id: u64, addr: &str) -> Result<(), MembershipError> {
+        let role = Role::Peer {
+            from: self.id,
+            fingerprint: self.fingerprint.clone(),
+        };
+        let refused = |reason: String| MembershipError::Refused {
+            id,
+            addr: addr.to_string(),
+            reason,
+        };
+        let conn = FramedConn::connect(addr, role, Duration::from_secs(3))
+            .await
+            .map_err(|e| refused(e.to_string()))?;
+        if conn.welcome.node_id != id {
+            return Err(refused(format!(
+                "the node at that address is node {}",
+                conn.welcome.node_id
+            )));
+        }
+        drop(conn);
+        self.raft
+            .add_learner(
+                id,
+                RaftNode {
+                    addr: addr.to_string(),
+                },
+                true,
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| MembershipError::Raft(e.to_string()))
     }
-    let change = if voters.contains(&id) {
-        // retain = false: the removed voter leaves the cluster entirely.
-        ChangeMembers::RemoveVoters(BTreeSet::from([id]))
-    } else {
-        ChangeMembers::RemoveNodes(BTreeSet::from([id]))
-    };
-    self.raft
-        .change_membership(change, false)
-        .await
-        .map(|_| ())
-        .map_err(|e| MembershipError::Raft(e.to_string()))
-}
+
+    fn membership(&self) -> (BTreeSet<u64>, BTreeSet<u64>) {
+        let m = self.raft.metrics().borrow().membership_config.clone();
+        let voters: BTreeSet<u64> = m.membership().voter_ids().collect();
+        let all: BTreeSet<u64> = m.membership().nodes().map(|(id, _)| *id).collect();
+        (voters, all)
+    }
+
+    pub async fn promote(&self, id: u64) -> Result<(), MembershipError> {
+        let (voters, all) = self.membership();
+        if !all.contains(&id) {
+            return Err(MembershipError::NotMember(id));
+        }
+        if voters.contains(&id) {
+            return Err(MembershipError::NotLearner(id));
+        }
+        self.raft
+            .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false)
+            .await
+            .map(|_| ())
+            .map_err(|e| MembershipError::Raft(e.to_string()))
+    }
+
+    pub async fn remove(&self, id: u64) -> Result<(), MembershipError> {
+        let (voters, all) = self.membership();
+        if !all.contains(&id) {
+            return Err(MembershipError::NotMember(id));
+        }
+        let change = if voters.contains(&id) {
+            // retain = false: the removed voter leaves the cluster entirely.
+            ChangeMembers::RemoveVoters(BTreeSet::from([id]))
+        } else {
+            ChangeMembers::RemoveNodes(BTreeSet::from([id]))
+        };
+        self.raft
+            .change_membership(change, false)
+            .await
+            .map(|_| ())
+            .map_err(|e| MembershipError::Raft(e.to_string()))
+    }
 }

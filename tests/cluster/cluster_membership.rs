@@ -23,7 +23,7 @@ fn add_learner_promote_remove_keeps_serving() {
         .expect("add");
     assert!(r.ok(), "{r:?}");
     let st = c.status(4).expect("node 4 answers");
-    assert_eq!(st.role, "learner");
+    assert_eq!(st.role, lockd_client::proto::Role::Learner);
     c.acquire_on_leader("while-learner", 60_000, Duration::from_secs(10));
 
     let r = c

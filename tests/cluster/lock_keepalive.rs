@@ -72,7 +72,7 @@ fn keepalive_to_a_deposed_leader_fails() {
         let leaders: Vec<u64> = others
             .iter()
             .filter_map(|i| c.status(*i))
-            .filter(|s| s.role == "leader")
+            .filter(|s| s.role == lockd_client::proto::Role::Leader)
             .map(|s| s.id)
             .collect();
         if let Some(l) = leaders.first() {

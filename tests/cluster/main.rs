@@ -28,6 +28,7 @@ mod lock_expiry;
 mod lock_failover;
 mod lock_keepalive;
 mod lock_phantom;
+mod lock_reload_race;
 mod lock_waiters;
 mod lockctl_cli;
 mod log_recovery;

@@ -46,11 +46,17 @@ fn node_down_during_upgrade_catches_up_by_log() {
     assert_eq!(st.module_hash, ModuleHash::of(LOCK_SM_V2).to_string());
     assert_eq!(st.module_since_index, index);
     assert_eq!(st.state_hash, s.state_hash);
-    assert_eq!(st.snapshots_installed, 0, "this one catches up by log: {st:?}");
+    assert_eq!(
+        st.snapshots_installed, 0,
+        "this one catches up by log: {st:?}"
+    );
     let rec = st.upgrades.last().expect("upgrade record");
     assert!(rec.swapped() && rec.index == index, "{rec:?}");
     // It runs version 2 now: as leader it would refuse reserved keys too.
-    assert_eq!(c.acquire(down, "reserved/k", 1000).expect("acquire").status, 403);
+    assert_eq!(
+        c.acquire(down, "reserved/k", 1000).expect("acquire").status,
+        403
+    );
 }
 
 #[test]
@@ -80,7 +86,10 @@ fn node_down_during_upgrade_catches_up_by_snapshot() {
         if st.applied_index >= done.applied_index && st.purged_index.unwrap_or(0) > index + 5 {
             break;
         }
-        assert!(Instant::now() < deadline, "node {survivor} did not snapshot and purge: {st:?}");
+        assert!(
+            Instant::now() < deadline,
+            "node {survivor} did not snapshot and purge: {st:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     c.kill(leader);
@@ -88,15 +97,28 @@ fn node_down_during_upgrade_catches_up_by_snapshot() {
     assert_eq!(c.wait_leader(Duration::from_secs(30)), survivor);
     let s = c.wait_converged(Duration::from_secs(30));
     let st = c.status(lagging).expect("status");
-    assert!(st.snapshots_installed >= 1, "caught up without a snapshot: {st:?}");
+    assert!(
+        st.snapshots_installed >= 1,
+        "caught up without a snapshot: {st:?}"
+    );
     assert_eq!(st.module_hash, ModuleHash::of(LOCK_SM_V2).to_string());
-    assert_eq!(st.module_since_index, index, "the snapshot carries when the module became active");
+    assert_eq!(
+        st.module_since_index, index,
+        "the snapshot carries when the module became active"
+    );
     assert_eq!(st.state_hash, done.state_hash);
     assert_eq!(s.state_hash, done.state_hash);
-    assert!(st.upgrades.iter().any(|u| u.index == index && u.swapped()), "{:?}", st.upgrades);
+    assert!(
+        st.upgrades.iter().any(|u| u.index == index && u.swapped()),
+        "{:?}",
+        st.upgrades
+    );
 
     // A full restart of the old leader resumes on version 2 as well.
     c.spawn(leader);
     c.wait_converged(Duration::from_secs(30));
-    assert_eq!(c.status(leader).expect("status").module_hash, ModuleHash::of(LOCK_SM_V2).to_string());
+    assert_eq!(
+        c.status(leader).expect("status").module_hash,
+        ModuleHash::of(LOCK_SM_V2).to_string()
+    );
 }

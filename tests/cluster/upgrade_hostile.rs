@@ -33,14 +33,70 @@ const STALE: &str = "replaces=00000000000000000000000000000000000000000000000000
 
 fn cases() -> Vec<Case> {
     vec![
-        Case { name: "invalid bytes", module: b"definitely not wasm", hold: None, query: "", precheck_status: 400, reason: "not WebAssembly" },
-        Case { name: "core module", module: EMPTY_CORE_MODULE, hold: None, query: "", precheck_status: 400, reason: "core WebAssembly module" },
-        Case { name: "imports", module: IMPORT_GUEST, hold: None, query: "", precheck_status: 400, reason: "imports" },
-        Case { name: "trap in restore", module: CHAOS_GUEST, hold: Some("chaos:restore:trap"), query: "", precheck_status: 422, reason: "trapped in `restore`" },
-        Case { name: "infinite loop in restore", module: CHAOS_GUEST, hold: Some("chaos:restore:loop"), query: "", precheck_status: 422, reason: "ran out of fuel in `restore`" },
-        Case { name: "memory bomb in restore", module: CHAOS_GUEST, hold: Some("chaos:restore:bomb"), query: "", precheck_status: 422, reason: "memory limit" },
-        Case { name: "migration that drops a lock", module: CHAOS_GUEST, hold: Some("chaos:restore:drop"), query: "", precheck_status: 422, reason: "would drop held locks" },
-        Case { name: "stale replaces hash", module: LOCK_SM_V2, hold: None, query: STALE, precheck_status: 409, reason: "stale upgrade" },
+        Case {
+            name: "invalid bytes",
+            module: b"definitely not wasm",
+            hold: None,
+            query: "",
+            precheck_status: 400,
+            reason: "not WebAssembly",
+        },
+        Case {
+            name: "core module",
+            module: EMPTY_CORE_MODULE,
+            hold: None,
+            query: "",
+            precheck_status: 400,
+            reason: "core WebAssembly module",
+        },
+        Case {
+            name: "imports",
+            module: IMPORT_GUEST,
+            hold: None,
+            query: "",
+            precheck_status: 400,
+            reason: "imports",
+        },
+        Case {
+            name: "trap in restore",
+            module: CHAOS_GUEST,
+            hold: Some("chaos:restore:trap"),
+            query: "",
+            precheck_status: 422,
+            reason: "trapped in `restore`",
+        },
+        Case {
+            name: "infinite loop in restore",
+            module: CHAOS_GUEST,
+            hold: Some("chaos:restore:loop"),
+            query: "",
+            precheck_status: 422,
+            reason: "ran out of fuel in `restore`",
+        },
+        Case {
+            name: "memory bomb in restore",
+            module: CHAOS_GUEST,
+            hold: Some("chaos:restore:bomb"),
+            query: "",
+            precheck_status: 422,
+            reason: "memory limit",
+        },
+        Case {
+            name: "migration that drops a lock",
+            module: CHAOS_GUEST,
+            hold: Some("chaos:restore:drop"),
+            query: "",
+            precheck_status: 422,
+            reason: "would drop held locks",
+        },
+        Case {
+            name: "stale replaces hash",
+            module: LOCK_SM_V2,
+            hold: None,
+            query: STALE,
+            precheck_status: 409,
+            reason: "stale upgrade",
+        },
     ]
 }
 
@@ -52,7 +108,12 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
     // Small fuel and memory budgets, so that the loop and the bomb end fast.
     let c = Cluster::start(
         3,
-        &["--fuel-per-call", "200000000", "--memory-limit-bytes", "134217728"],
+        &[
+            "--fuel-per-call",
+            "200000000",
+            "--memory-limit-bytes",
+            "134217728",
+        ],
     );
     let leader = c.wait_leader(Duration::from_secs(20));
     let v1 = ModuleHash::of(lockd::builtin::LOCK_SM).to_string();
@@ -72,10 +133,19 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
             let path = format!("/v1/admin/upgrade?{}", case.query);
             let r = c.post_bytes(leader, &path, case.module).expect("upgrade");
             assert_eq!(r.status, case.precheck_status, "{}: {r:?}", case.name);
-            assert!(r.error().contains("refused before proposing"), "{}: {r:?}", case.name);
+            assert!(
+                r.error().contains("refused before proposing"),
+                "{}: {r:?}",
+                case.name
+            );
             assert!(r.error().contains(case.reason), "{}: {r:?}", case.name);
             let after = c.status(leader).expect("status");
-            assert_eq!(after.upgrades.len(), before.upgrades.len(), "{}: proposed anyway", case.name);
+            assert_eq!(
+                after.upgrades.len(),
+                before.upgrades.len(),
+                "{}: proposed anyway",
+                case.name
+            );
             assert_eq!(after.module_hash, v1);
 
             // 2. Straight into the log: every node rejects it at apply.
@@ -90,17 +160,38 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
             for id in 1..=3 {
                 let st = c.status(id).expect("status");
                 assert_eq!(st.module_hash, v1, "{} on node {id}", case.name);
-                assert!(st.poisoned.is_none(), "{} on node {id}: {:?}", case.name, st.poisoned);
+                assert!(
+                    st.poisoned.is_none(),
+                    "{} on node {id}: {:?}",
+                    case.name,
+                    st.poisoned
+                );
                 let rec = st
                     .upgrades
                     .iter()
                     .find(|u| u.index == index)
-                    .unwrap_or_else(|| panic!("{}: node {id} has no record of index {index}", case.name));
-                assert_eq!(rec.result, "rejected", "{} on node {id}", case.name);
-                assert_eq!(rec.reason.as_deref(), Some(reason.as_str()), "{} on node {id}", case.name);
+                    .unwrap_or_else(|| {
+                        panic!("{}: node {id} has no record of index {index}", case.name)
+                    });
+                assert_eq!(
+                    rec.result,
+                    lockd_client::proto::UpgradeResult::Rejected,
+                    "{} on node {id}",
+                    case.name
+                );
+                assert_eq!(
+                    rec.reason.as_deref(),
+                    Some(reason.as_str()),
+                    "{} on node {id}",
+                    case.name
+                );
             }
             if let Some((k, token)) = held {
-                assert!(c.release(leader, k, token).expect("release").ok(), "{}", case.name);
+                assert!(
+                    c.release(leader, k, token).expect("release").ok(),
+                    "{}",
+                    case.name
+                );
             }
         }
         stop.store(true, Ordering::Relaxed);
@@ -108,12 +199,23 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
     });
     for (i, log) in logs.iter().enumerate() {
         assert!(log.failures.is_empty(), "client {i}: {:?}", log.failures);
-        assert!(log.grants.len() > 10, "client {i} was barely served: {}", log.grants.len());
+        assert!(
+            log.grants.len() > 10,
+            "client {i} was barely served: {}",
+            log.grants.len()
+        );
     }
-    let metrics: Vec<Option<u64>> = (1..=3).map(|id| c.metric(id, "lockd_upgrades_rejected_total")).collect();
-    assert!(metrics.iter().all(|m| *m == Some(cases().len() as u64)), "{metrics:?}");
+    let metrics: Vec<Option<u64>> = (1..=3)
+        .map(|id| c.metric(id, "lockd_upgrades_rejected_total"))
+        .collect();
+    assert!(
+        metrics.iter().all(|m| *m == Some(cases().len() as u64)),
+        "{metrics:?}"
+    );
     // After all that, a good upgrade still works.
-    let r = c.post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_V2).expect("upgrade");
+    let r = c
+        .post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_V2)
+        .expect("upgrade");
     assert_eq!(r.status, 200, "{r:?}");
 }
 
@@ -124,19 +226,30 @@ fn upgrade_route_refuses_bad_requests() {
     let r = c.post_bytes(1, "/v1/admin/upgrade", b"").expect("post");
     assert_eq!(r.status, 400);
     assert!(r.error().contains("empty"), "{r:?}");
-    let r = c.post_bytes(1, "/v1/admin/upgrade?replaces=xyz", LOCK_SM_V2).expect("post");
+    let r = c
+        .post_bytes(1, "/v1/admin/upgrade?replaces=xyz", LOCK_SM_V2)
+        .expect("post");
     assert_eq!(r.status, 400);
     assert!(r.error().contains("64-digit hex"), "{r:?}");
-    let r = c.post_bytes(1, "/v1/admin/upgrade?bogus=1", LOCK_SM_V2).expect("post");
+    let r = c
+        .post_bytes(1, "/v1/admin/upgrade?bogus=1", LOCK_SM_V2)
+        .expect("post");
     assert_eq!(r.status, 400);
     assert!(r.error().contains("unknown query parameter"), "{r:?}");
-    let r = c.post_bytes(1, "/v1/admin/upgrade", lockd::builtin::LOCK_SM).expect("post");
+    let r = c
+        .post_bytes(1, "/v1/admin/upgrade", lockd::builtin::LOCK_SM)
+        .expect("post");
     assert_eq!(r.status, 409, "{r:?}");
     assert!(r.error().contains("already the active module"), "{r:?}");
-    let r = c.post(1, "/v1/admin/shadow/abort", serde_json::json!({})).expect("post");
+    let r = c
+        .post(1, "/v1/admin/shadow/abort", serde_json::json!({}))
+        .expect("post");
     assert_eq!(r.status, 404, "{r:?}");
     assert!(r.error().contains("no shadow"), "{r:?}");
     let st = c.status(1).expect("status");
     assert!(st.upgrades.is_empty());
-    assert_eq!(st.module_hash, ModuleHash::of(lockd::builtin::LOCK_SM).to_string());
+    assert_eq!(
+        st.module_hash,
+        ModuleHash::of(lockd::builtin::LOCK_SM).to_string()
+    );
 }

@@ -48,7 +48,11 @@ fn upgrade_under_load_swaps_every_node_at_one_index() {
     let mut before = 0;
     let mut after = 0;
     for (i, log) in logs.iter().enumerate() {
-        assert!(log.failures.is_empty(), "client {i} saw failures: {:?}", log.failures);
+        assert!(
+            log.failures.is_empty(),
+            "client {i} saw failures: {:?}",
+            log.failures
+        );
         assert!(
             log.grants.windows(2).all(|w| w[0].token < w[1].token),
             "client {i}: tokens must keep increasing"
@@ -56,7 +60,10 @@ fn upgrade_under_load_swaps_every_node_at_one_index() {
         before += log.grants.iter().filter(|g| g.at < swapped_at).count();
         after += log.grants.iter().filter(|g| g.at > swapped_at).count();
     }
-    assert!(before > 20 && after > 20, "load on both sides of the swap: {before} before, {after} after");
+    assert!(
+        before > 20 && after > 20,
+        "load on both sides of the swap: {before} before, {after} after"
+    );
 
     // Every node: the new module, active from the same index, same state.
     let s = c.wait_converged(Duration::from_secs(20));
@@ -67,25 +74,42 @@ fn upgrade_under_load_swaps_every_node_at_one_index() {
         assert_eq!(st.state_hash, s.state_hash, "node {id}");
         let rec = st.upgrades.last().expect("an upgrade record");
         assert!(rec.swapped() && rec.index == index, "node {id}: {rec:?}");
-        assert!(st.module_version.contains("0.2"), "node {id}: {}", st.module_version);
+        assert!(
+            st.module_version.contains("0.2"),
+            "node {id}: {}",
+            st.module_version
+        );
         // The audit point of the swap is the same on every node.
         let audit = c.audit(id).expect("audit");
         let at_swap: Vec<_> = audit.records.iter().filter(|r| r.index == index).collect();
         assert_eq!(at_swap.len(), 1, "node {id}: {:?}", audit.records);
-        assert_eq!(at_swap[0].kind, "upgrade");
+        assert_eq!(at_swap[0].kind, lockd_client::proto::AuditKind::Upgrade);
     }
     let swap_hashes: Vec<String> = (1..=3)
         .map(|id| {
-            c.audit(id).expect("audit").records.into_iter().find(|r| r.index == index).expect("point").state_hash
+            c.audit(id)
+                .expect("audit")
+                .records
+                .into_iter()
+                .find(|r| r.index == index)
+                .expect("point")
+                .state_hash
         })
         .collect();
-    assert!(swap_hashes.windows(2).all(|w| w[0] == w[1]), "{swap_hashes:?}");
+    assert!(
+        swap_hashes.windows(2).all(|w| w[0] == w[1]),
+        "{swap_hashes:?}"
+    );
 
     // The lock held across the swap is still held, with its token; the
     // next grant gets a higher token.
     let r = c.lock(leader, "held/across").expect("get");
     assert_eq!(r.body["token"].as_u64(), Some(held_token), "{r:?}");
-    let max_seen = logs.iter().flat_map(|l| l.grants.iter().map(|g| g.token)).max().unwrap_or(0);
+    let max_seen = logs
+        .iter()
+        .flat_map(|l| l.grants.iter().map(|g| g.token))
+        .max()
+        .unwrap_or(0);
     let next = c.acquire(leader, "after/swap", 10_000).expect("acquire");
     assert!(next.body["token"].as_u64().expect("token") > max_seen);
     // Version 2's policy is now what the cluster does.
@@ -94,8 +118,16 @@ fn upgrade_under_load_swaps_every_node_at_one_index() {
     assert!(r.error().contains("refused"), "{r:?}");
 
     // And the audit from outside agrees.
-    let out = c.lockctl().args(["audit", "--json"]).output().expect("lockctl audit");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = c
+        .lockctl()
+        .args(["audit", "--json"])
+        .output()
+        .expect("lockctl audit");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert!(v["common_indices"].as_u64().unwrap_or(0) >= 2, "{v}");
     assert_eq!(v["divergences"], serde_json::json!([]));

@@ -52,7 +52,10 @@ fn replay_reports_the_outcomes_a_module_would_change() {
     cycle(&c, "reserved/a");
     cycle(&c, "after");
     let st = c.status(1).expect("status");
-    assert!(st.snapshot_index.unwrap_or(0) > 0, "a snapshot exists: {st:?}");
+    assert!(
+        st.snapshot_index.unwrap_or(0) > 0,
+        "a snapshot exists: {st:?}"
+    );
     c.kill(1);
 
     // The same module: nothing differs.
@@ -60,26 +63,40 @@ fn replay_reports_the_outcomes_a_module_would_change() {
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["differences"], serde_json::json!([]));
     assert_eq!(v["active_state_hash"], v["candidate_state_hash"]);
-    assert!(v["from_index"].as_u64().unwrap_or(0) > 0, "starts from the snapshot: {v}");
+    assert!(
+        v["from_index"].as_u64().unwrap_or(0) > 0,
+        "starts from the snapshot: {v}"
+    );
 
     // Version 2 would have refused reserved/a, and (using no token for it)
     // handed every later grant a token one lower.
     let (code, v) = replay(&data, &v2);
     assert_eq!(code, Some(2), "{v}");
     let diffs = v["differences"].as_array().expect("differences");
-    assert_eq!(diffs[0]["command"], "grant \"reserved/a\" lease_ms=60000", "{v}");
+    assert_eq!(
+        diffs[0]["command"], "grant \"reserved/a\" lease_ms=60000",
+        "{v}"
+    );
     assert_eq!(diffs[0]["candidate"], "grant-rejected");
     assert_eq!(diffs[1]["command"], "release \"reserved/a\"");
     assert_eq!(diffs[1]["candidate"], "not-found");
     assert_eq!(diffs.len(), 3, "{v}");
-    assert_eq!(v["candidate_version"].as_str().map(|s| s.contains("0.2.0")), Some(true));
+    assert_eq!(
+        v["candidate_version"].as_str().map(|s| s.contains("0.2.0")),
+        Some(true)
+    );
 
     // A log with an upgrade in it: the active side follows the upgrade.
     c.spawn(1);
     c.wait_leader(Duration::from_secs(20));
-    let r = c.post_bytes(1, "/v1/admin/upgrade", LOCK_SM_V2).expect("upgrade");
+    let r = c
+        .post_bytes(1, "/v1/admin/upgrade", LOCK_SM_V2)
+        .expect("upgrade");
     assert_eq!(r.status, 200, "{r:?}");
-    assert_eq!(c.acquire(1, "reserved/z", 1000).expect("acquire").status, 403);
+    assert_eq!(
+        c.acquire(1, "reserved/z", 1000).expect("acquire").status,
+        403
+    );
     c.kill(1);
     let (code, v) = replay(&data, &v1);
     assert_eq!(code, Some(2), "{v}");
@@ -90,7 +107,10 @@ fn replay_reports_the_outcomes_a_module_would_change() {
         .find(|d| d["command"] == "grant \"reserved/z\" lease_ms=1000")
         .unwrap_or_else(|| panic!("no difference for reserved/z: {v}"));
     assert_eq!(z["active"], "grant-rejected");
-    assert!(z["candidate"].as_str().unwrap_or("").starts_with("granted"), "{z}");
+    assert!(
+        z["candidate"].as_str().unwrap_or("").starts_with("granted"),
+        "{z}"
+    );
 
     // A running node's log is locked: replay refuses rather than race it.
     c.spawn(1);

@@ -53,14 +53,32 @@ fn shadow_mode_counts_differences_then_promotes_or_aborts() {
     let v2 = ModuleHash::of(LOCK_SM_V2).to_string();
 
     // 1. The identical module as a shadow: no difference at all.
-    let out = lockctl_ok(&c, &["upgrade", "--shadow", v1_file.to_str().expect("path")]);
-    assert!(out.contains("shadow module") && out.contains("started"), "{out}");
-    traffic(&c, leader, &["a", "b", "reserved/a", "c", "a", "b", "c", "d"]);
+    let out = lockctl_ok(
+        &c,
+        &["upgrade", "--shadow", v1_file.to_str().expect("path")],
+    );
+    assert!(
+        out.contains("shadow module") && out.contains("started"),
+        "{out}"
+    );
+    traffic(
+        &c,
+        leader,
+        &["a", "b", "reserved/a", "c", "a", "b", "c", "d"],
+    );
     for st in settled(&c) {
-        let sh = st.shadow.as_ref().unwrap_or_else(|| panic!("node {}: no shadow", st.id));
+        let sh = st
+            .shadow
+            .as_ref()
+            .unwrap_or_else(|| panic!("node {}: no shadow", st.id));
         assert_eq!(sh.module_hash, v1);
         assert_eq!(sh.commands_compared, 16, "node {}: {sh:?}", st.id);
-        assert_eq!((sh.outcome_diffs, sh.hash_diffs), (0, 0), "node {}: {sh:?}", st.id);
+        assert_eq!(
+            (sh.outcome_diffs, sh.hash_diffs),
+            (0, 0),
+            "node {}: {sh:?}",
+            st.id
+        );
         assert!(sh.hash_checks >= 2, "node {}: {sh:?}", st.id);
         assert!(sh.failed.is_none());
     }
@@ -73,11 +91,17 @@ fn shadow_mode_counts_differences_then_promotes_or_aborts() {
     }
 
     // 2. Version 2 as a shadow: it would refuse the reserved key.
-    lockctl_ok(&c, &["upgrade", "--shadow", v2_file.to_str().expect("path")]);
+    lockctl_ok(
+        &c,
+        &["upgrade", "--shadow", v2_file.to_str().expect("path")],
+    );
     traffic(&c, leader, &["x", "reserved/b", "y", "z", "w"]);
     let statuses = settled(&c);
     for st in &statuses {
-        let sh = st.shadow.as_ref().unwrap_or_else(|| panic!("node {}: no shadow", st.id));
+        let sh = st
+            .shadow
+            .as_ref()
+            .unwrap_or_else(|| panic!("node {}: no shadow", st.id));
         assert_eq!(sh.module_hash, v2);
         assert_eq!(sh.commands_compared, 10, "node {}: {sh:?}", st.id);
         // The grant of reserved/b (granted vs refused), its release
@@ -85,12 +109,21 @@ fn shadow_mode_counts_differences_then_promotes_or_aborts() {
         // used no token on the refusal, so its tokens run one behind.
         assert_eq!(sh.outcome_diffs, 5, "node {}: {sh:?}", st.id);
         assert_eq!(sh.examples[4].active, "granted token=13");
-        assert_eq!(sh.examples[4].shadow, "granted token=12");
-        assert_eq!(sh.examples[0].command, "grant \"reserved/b\" lease_ms=60000");
-        assert_eq!(sh.examples[0].shadow, "grant-rejected");
+        assert_eq!(sh.examples[4].candidate, "granted token=12");
+        assert_eq!(
+            sh.examples[0].command,
+            "grant \"reserved/b\" lease_ms=60000"
+        );
+        assert_eq!(sh.examples[0].candidate, "grant-rejected");
         assert!(sh.examples[0].active.starts_with("granted"), "{sh:?}");
         // Same everywhere: shadow mode is deterministic too.
-        assert_eq!(Some(sh), statuses[0].shadow.as_ref(), "node {} differs from node {}", st.id, statuses[0].id);
+        assert_eq!(
+            Some(sh),
+            statuses[0].shadow.as_ref(),
+            "node {} differs from node {}",
+            st.id,
+            statuses[0].id
+        );
     }
     // While reserved/c is held by v1 and refused by v2, the tables differ,
     // and the next audit points say so.
@@ -103,21 +136,41 @@ fn shadow_mode_counts_differences_then_promotes_or_aborts() {
         if st.shadow.as_ref().is_some_and(|s| s.hash_diffs > 0) {
             break;
         }
-        assert!(Instant::now() < deadline, "no state-hash difference counted: {:?}", st.shadow);
+        assert!(
+            Instant::now() < deadline,
+            "no state-hash difference counted: {:?}",
+            st.shadow
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(c.metric(leader, "lockd_shadow_outcome_diffs_total").unwrap_or(0) >= 3);
+    assert!(
+        c.metric(leader, "lockd_shadow_outcome_diffs_total")
+            .unwrap_or(0)
+            >= 3
+    );
     let status = lockctl_ok(&c, &["status"]);
     assert!(status.contains("shadow"), "{status}");
     let token = r.body["token"].as_u64().expect("token");
-    assert!(c.release(leader, "reserved/c", token).expect("release").ok());
+    assert!(c
+        .release(leader, "reserved/c", token)
+        .expect("release")
+        .ok());
 
     // 3. Promote: a normal upgrade entry with the shadow's bytes.
     let out = lockctl_ok(&c, &["upgrade", "--promote"]);
     assert!(out.contains("upgraded at index"), "{out}");
     for st in settled(&c) {
         assert_eq!(st.module_hash, v2, "node {}", st.id);
-        assert!(st.shadow.is_none(), "promotion ends shadow mode on node {}", st.id);
+        assert!(
+            st.shadow.is_none(),
+            "promotion ends shadow mode on node {}",
+            st.id
+        );
     }
-    assert_eq!(c.acquire(leader, "reserved/d", 1000).expect("acquire").status, 403);
+    assert_eq!(
+        c.acquire(leader, "reserved/d", 1000)
+            .expect("acquire")
+            .status,
+        403
+    );
 }

@@ -16,6 +16,7 @@ use std::hash::{BuildHasher, Hasher, RandomState};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -45,13 +46,23 @@ pub fn lockd_bin() -> PathBuf {
     bin
 }
 
-/// `lockd-fault`: lockd built with the test-only fault features (never in
-/// normal builds), next to `lockd` (same profile and target dir; its own
-/// file name, so the real binary is never replaced). Each fault acts only
-/// when its environment variable is set on the node.
+/// `lockd-fault`: lockd with the test-only fault features (never in normal
+/// builds; each fault acts only when its environment variable is set on the
+/// node), built next to `lockd`: in the same target dir and
+/// profile, with the same packages selected as the build that ran the tests
+/// (`cargo test` at the workspace root), so every dependency is reused and
+/// only the `lockd` crate is compiled again, with the fault; under its own
+/// file name, so the `lockd` binary the other tests run is never replaced
+/// (checked). Built once per test process, whoever asks first.
 pub fn fault_binary() -> PathBuf {
-    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_at_a_time = BUILD.lock().unwrap_or_else(|p| p.into_inner());
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(build_fault_binary).clone()
+}
+
+fn build_fault_binary() -> PathBuf {
+    // Alone: the build keeps both cores busy for a while, which would stretch
+    // the time windows of any cluster running beside it.
+    let _alone = crate::turns::alone();
     let bin = lockd_bin().with_file_name("lockd-fault");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -60,13 +71,17 @@ pub fn fault_binary() -> PathBuf {
         .to_path_buf();
     let profile_dir = lockd_bin().parent().expect("profile dir").to_path_buf();
     let target_dir = profile_dir.parent().expect("target dir").to_path_buf();
+    let lockd_before = std::fs::read(lockd_bin()).expect("read lockd");
+    // No `-p lockd`: cargo unifies dependency features over the selected
+    // packages, and `-p lockd` alone would select fewer than the outer build
+    // (the workspace's default members) and so compile many dependencies
+    // again with other features. The fault features change the `lockd`
+    // crate only; `--bin lockd-fault` builds nothing else.
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&workspace).args([
         "build",
-        "-p",
-        "lockd",
         "--features",
-        "fault-diverge fault-stale-done",
+        "lockd/fault-diverge lockd/fault-stale-done",
         "--bin",
         "lockd-fault",
         "--target-dir",
@@ -78,6 +93,11 @@ pub fn fault_binary() -> PathBuf {
     let status = cmd.status().expect("run cargo build for lockd-fault");
     assert!(status.success(), "building lockd-fault failed");
     assert!(bin.exists(), "{} was not built", bin.display());
+    assert!(
+        std::fs::read(lockd_bin()).expect("read lockd") == lockd_before,
+        "building lockd-fault changed {}, which the other tests run",
+        lockd_bin().display()
+    );
     bin
 }
 
@@ -518,7 +538,10 @@ impl Cluster {
                 .filter_map(|id| self.status(id))
                 .collect();
             if statuses.len() == self.running().len() {
-                if let Some(l) = statuses.iter().find(|s| s.role == lockd_client::proto::Role::Leader) {
+                if let Some(l) = statuses
+                    .iter()
+                    .find(|s| s.role == lockd_client::proto::Role::Leader)
+                {
                     if statuses
                         .iter()
                         .all(|s| s.leader == Some(l.id) && s.term == l.term)

@@ -38,7 +38,8 @@ pub fn run(c: &Cluster, nodes: &[u64], clients: usize, stop: &AtomicBool) -> Vec
                         match c.acquire(via, &key, 30_000) {
                             Ok(r) if r.ok() => {
                                 let Some(token) = r.body["token"].as_u64() else {
-                                    log.failures.push(format!("acquire {key}: no token in {r:?}"));
+                                    log.failures
+                                        .push(format!("acquire {key}: no token in {r:?}"));
                                     continue;
                                 };
                                 log.grants.push(Grant {

@@ -181,7 +181,10 @@ impl LockMachine for WasmMachine {
     }
     fn snapshot(&mut self) -> Vec<u8> {
         let meta = SnapshotMeta::default();
-        self.replica.snapshot_blob(meta).expect("snapshot").guest_state
+        self.replica
+            .snapshot_blob(meta)
+            .expect("snapshot")
+            .guest_state
     }
     /// As a node installs a snapshot: a new replica from the blob, swapped
     /// in only when the restore succeeded.

@@ -152,9 +152,17 @@ async fn lockd_client_loop(
     progress: Arc<Progress>,
 ) -> ClientRun {
     let client = lockd_client::Client::new(endpoints);
-    let mut keys = Keys { client: i, contended, generation: 0 };
+    let mut keys = Keys {
+        client: i,
+        contended,
+        generation: 0,
+    };
     let mut key = keys.current();
-    let wait = if contended { Duration::from_secs(10) } else { Duration::ZERO };
+    let wait = if contended {
+        Duration::from_secs(10)
+    } else {
+        Duration::ZERO
+    };
     let mut r = ClientRun::default();
     while !done(until, &stop) {
         let start = Instant::now();
@@ -191,7 +199,11 @@ async fn etcd_client_loop(
     progress: Arc<Progress>,
 ) -> ClientRun {
     let mut r = ClientRun::default();
-    let mut keys = Keys { client: i, contended, generation: 0 };
+    let mut keys = Keys {
+        client: i,
+        contended,
+        generation: 0,
+    };
     let mut name = keys.current();
     let mut client = None;
     let mut lease = 0;

@@ -80,7 +80,9 @@ impl EtcdCluster {
             let mut ids = Vec::new();
             for m in self.members.iter().filter(|m| m.child.is_some()) {
                 let status = async {
-                    let mut c = etcd_client::Client::connect([m.client_url.as_str()], None).await.ok()?;
+                    let mut c = etcd_client::Client::connect([m.client_url.as_str()], None)
+                        .await
+                        .ok()?;
                     c.status().await.ok()
                 }
                 .await;
@@ -100,7 +102,10 @@ impl EtcdCluster {
                     return running[pos];
                 }
             }
-            assert!(Instant::now() < deadline, "etcd has no leader after {timeout:?}");
+            assert!(
+                Instant::now() < deadline,
+                "etcd has no leader after {timeout:?}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

@@ -98,7 +98,11 @@ fn measure(runs: &[(Vec<drive::ClientRun>, Duration)]) -> Measured {
             if c.last_error.is_some() {
                 last_error = c.last_error.clone();
             }
-            lat.extend(c.acquired.iter().map(|(start, held)| (*held - *start).as_secs_f64() * 1e3));
+            lat.extend(
+                c.acquired
+                    .iter()
+                    .map(|(start, held)| (*held - *start).as_secs_f64() * 1e3),
+            );
         }
     }
     lat.sort_by(|a, b| a.total_cmp(b));
@@ -144,7 +148,15 @@ async fn failover_once(
     let stop = Arc::new(AtomicBool::new(false));
     let progress = drive::Progress::new();
     let until = Instant::now() + Duration::from_secs(60);
-    let load = tokio::spawn(drive::run(system, endpoints, 8, false, until, stop.clone(), progress.clone()));
+    let load = tokio::spawn(drive::run(
+        system,
+        endpoints,
+        8,
+        false,
+        until,
+        stop.clone(),
+        progress.clone(),
+    ));
     tokio::time::sleep(Duration::from_secs(2)).await;
     let killed = Instant::now();
     kill();
@@ -192,7 +204,11 @@ fn failover(rt: &tokio::runtime::Runtime, system: System, trials: usize) -> Fail
                 let r = rt.block_on(failover_once(system, || c.kill(leader), eps));
                 if std::env::var_os("VS_ETCD_KEEP").is_some() {
                     let dir = std::mem::replace(&mut c.dir, tempfile::tempdir().expect("tempdir"));
-                    eprintln!("trial {:.0} ms, leader {leader}, logs in {}", r.0, dir.keep().display());
+                    eprintln!(
+                        "trial {:.0} ms, leader {leader}, logs in {}",
+                        r.0,
+                        dir.keep().display()
+                    );
                 }
                 r
             }
@@ -210,7 +226,11 @@ fn failover(rt: &tokio::runtime::Runtime, system: System, trials: usize) -> Fail
             out.sample_error = sample;
         }
     }
-    let mut sorted: Vec<f64> = out.trials_ms.iter().map(|v| if v.is_nan() { f64::INFINITY } else { *v }).collect();
+    let mut sorted: Vec<f64> = out
+        .trials_ms
+        .iter()
+        .map(|v| if v.is_nan() { f64::INFINITY } else { *v })
+        .collect();
     sorted.sort_by(|a, b| a.total_cmp(b));
     if !sorted.is_empty() {
         out.median_ms = sorted[sorted.len() / 2];
@@ -225,8 +245,17 @@ fn run_bin(name: &str, args: &[&str]) -> String {
     let out = std::process::Command::new(&bin)
         .args(args)
         .output()
-        .unwrap_or_else(|e| panic!("run {}: {e} (build it with `cargo build --release -p lock-bench`)", bin.display()));
-    assert!(out.status.success(), "{name} failed: {}", String::from_utf8_lossy(&out.stderr));
+        .unwrap_or_else(|e| {
+            panic!(
+                "run {}: {e} (build it with `cargo build --release -p lock-bench`)",
+                bin.display()
+            )
+        });
+    assert!(
+        out.status.success(),
+        "{name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -243,7 +272,10 @@ fn main() {
     if only_failover {
         for system in [System::Lockd, System::Etcd] {
             let f = failover(&rt, system, trials);
-            println!("{}: trials {:?} median {:.0} max {:.0}", f.system, f.trials_ms, f.median_ms, f.max_ms);
+            println!(
+                "{}: trials {:?} median {:.0} max {:.0}",
+                f.system, f.trials_ms, f.median_ms, f.max_ms
+            );
         }
         return;
     }
@@ -253,22 +285,37 @@ fn main() {
     let etcd_leader = rt.block_on(etcd.wait_leader(Duration::from_secs(30)));
     let lockd_eps = lockd.endpoints();
     let etcd_leader_ep = vec![etcd.members[etcd_leader].client_url.clone()];
-    eprintln!("lockd leader node {lockd_leader}; etcd leader {}", etcd.members[etcd_leader].name);
+    eprintln!(
+        "lockd leader node {lockd_leader}; etcd leader {}",
+        etcd.members[etcd_leader].name
+    );
 
-    let workloads = [("1 client", 1usize, false), ("64 clients, own keys", 64, false), ("16 clients, one key", 16, true)];
+    let workloads = [
+        ("1 client", 1usize, false),
+        ("64 clients, own keys", 64, false),
+        ("16 clients, one key", 16, true),
+    ];
     let mut results = Vec::new();
     for (name, clients, contended) in workloads {
         let mut l = Vec::new();
         let mut e = Vec::new();
         for round in 0..rounds {
-            let order = if round % 2 == 0 { [System::Lockd, System::Etcd] } else { [System::Etcd, System::Lockd] };
+            let order = if round % 2 == 0 {
+                [System::Lockd, System::Etcd]
+            } else {
+                [System::Etcd, System::Lockd]
+            };
             for system in order {
                 let eps = match system {
                     System::Lockd => lockd_eps.clone(),
                     System::Etcd => etcd_leader_ep.clone(),
                 };
                 let r = rt.block_on(one_run(system, eps, clients, contended, seconds));
-                eprintln!("{name} round {round} {}: {} cycles", system.name(), r.0.iter().map(|c| c.cycles).sum::<u64>());
+                eprintln!(
+                    "{name} round {round} {}: {} cycles",
+                    system.name(),
+                    r.0.iter().map(|c| c.cycles).sum::<u64>()
+                );
                 match system {
                     System::Lockd => l.push(r),
                     System::Etcd => e.push(r),
@@ -302,7 +349,10 @@ fn main() {
             drive::Progress::new(),
         ));
         std::thread::sleep(Duration::from_millis(1500));
-        let pid = lockd.nodes[&lockd_leader].child.as_ref().map_or(0, |c| c.id());
+        let pid = lockd.nodes[&lockd_leader]
+            .child
+            .as_ref()
+            .map_or(0, |c| c.id());
         std::fs::create_dir_all(&out).expect("create the output directory");
         let p = profile::record(std::path::Path::new(&out), pid, 4);
         stop.store(true, Ordering::Relaxed);
@@ -329,6 +379,18 @@ fn main() {
         (run_bin("sm-bench", &[]), run_bin("upgrade-bench", &[]))
     };
     let failovers = vec![lockd_failover, etcd_failover];
-    report::write(&out, &results, &failovers, profile.as_ref(), &sm, &upgrade, seconds, rounds);
-    println!("{}", std::fs::read_to_string(format!("{out}/benchmarks.md")).unwrap_or_default());
+    report::write(
+        &out,
+        &results,
+        &failovers,
+        profile.as_ref(),
+        &sm,
+        &upgrade,
+        seconds,
+        rounds,
+    );
+    println!(
+        "{}",
+        std::fs::read_to_string(format!("{out}/benchmarks.md")).unwrap_or_default()
+    );
 }

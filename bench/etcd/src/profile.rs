@@ -21,7 +21,14 @@ fn perf_report(data: &Path, args: &[&str], lines: usize) -> String {
         .arg("report")
         .arg("-i")
         .arg(data)
-        .args(["--stdio", "--no-children", "-g", "none", "--percent-limit", "0.5"])
+        .args([
+            "--stdio",
+            "--no-children",
+            "-g",
+            "none",
+            "--percent-limit",
+            "0.5",
+        ])
         .args(args)
         .output();
     match out {
@@ -54,8 +61,23 @@ pub fn record(out_dir: &Path, leader: u32, seconds: u64) -> Result<Profile, Stri
     }
     let pid = leader.to_string();
     let by_process = perf_report(&data, &["--sort", "comm"], 12);
-    let leader_by_dso = perf_report(&data, &["--pid", &pid, "--percentage", "relative", "--sort", "dso"], 8);
-    let leader_symbols = perf_report(&data, &["--pid", &pid, "--percentage", "relative", "--sort", "dso,symbol"], 20);
+    let leader_by_dso = perf_report(
+        &data,
+        &["--pid", &pid, "--percentage", "relative", "--sort", "dso"],
+        8,
+    );
+    let leader_symbols = perf_report(
+        &data,
+        &[
+            "--pid",
+            &pid,
+            "--percentage",
+            "relative",
+            "--sort",
+            "dso,symbol",
+        ],
+        20,
+    );
     let script = Command::new("perf")
         .arg("script")
         .arg("-i")
@@ -73,7 +95,8 @@ pub fn record(out_dir: &Path, leader: u32, seconds: u64) -> Result<Profile, Stri
         opts.title = "lockd leader, 64 clients on their own keys".into();
         let name = "leader-profile.svg";
         let file = std::fs::File::create(out_dir.join(name)).ok()?;
-        inferno::flamegraph::from_reader(&mut opts, &folded[..], std::io::BufWriter::new(file)).ok()?;
+        inferno::flamegraph::from_reader(&mut opts, &folded[..], std::io::BufWriter::new(file))
+            .ok()?;
         Some(name.to_string())
     })();
     Ok(Profile {

@@ -31,9 +31,11 @@ pub fn machine() -> String {
     let mem_gib = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemTotal"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()))
+            m.lines().find(|l| l.starts_with("MemTotal")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
         })
         .map_or(0.0, |kb| kb / 1024.0 / 1024.0);
     // Major.minor only: the rest of a kernel release names a build, not a
@@ -102,26 +104,61 @@ pub fn write(
 
     let _ = writeln!(md, "## Leader failover\n");
     let _ = writeln!(md, "Each trial: a fresh 3-member cluster, 8 clients cycling on their own keys, the leader SIGKILLed; the time from the kill to the first acquire that started after it and succeeded (etcd's clients know every member for this one; `∞`: none within 10 s).\n");
-    let _ = writeln!(md, "| system | trials, ms | median ms | max ms | failed operations, all trials |");
+    let _ = writeln!(
+        md,
+        "| system | trials, ms | median ms | max ms | failed operations, all trials |"
+    );
     let _ = writeln!(md, "|---|---|---:|---:|---:|");
-    let ms = |v: f64| if v.is_finite() { format!("{v:.0}") } else { "∞".into() };
+    let ms = |v: f64| {
+        if v.is_finite() {
+            format!("{v:.0}")
+        } else {
+            "∞".into()
+        }
+    };
     for f in failovers {
         let trials: Vec<String> = f.trials_ms.iter().map(|v| ms(*v)).collect();
-        let _ = writeln!(md, "| {} | {} | {} | {} | {} |", f.system, trials.join(", "), ms(f.median_ms), ms(f.max_ms), f.errors);
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            f.system,
+            trials.join(", "),
+            ms(f.median_ms),
+            ms(f.max_ms),
+            f.errors
+        );
     }
 
     let _ = writeln!(md, "\n## Targets\n");
     let _ = writeln!(md, "| target | measured | met |");
     let _ = writeln!(md, "|---|---|---|");
-    let find = |c: usize, contended: bool| results.iter().find(|w| w.clients == c && w.contended == contended);
-    let verdict = |met: bool, short: String| if met { "yes".to_string() } else { format!("**no**: {short}") };
+    let find = |c: usize, contended: bool| {
+        results
+            .iter()
+            .find(|w| w.clients == c && w.contended == contended)
+    };
+    let verdict = |met: bool, short: String| {
+        if met {
+            "yes".to_string()
+        } else {
+            format!("**no**: {short}")
+        }
+    };
     if let Some(w) = find(64, false) {
         let r = ratio(w.lockd.cycles_per_sec, w.etcd.cycles_per_sec);
-        let _ = writeln!(md, "| 64 clients on their own keys: ≥ 5× etcd's cycles/s | {r:.1}× | {} |", verdict(r >= 5.0, format!("{:.1}× short of 5×", 5.0 / r)));
+        let _ = writeln!(
+            md,
+            "| 64 clients on their own keys: ≥ 5× etcd's cycles/s | {r:.1}× | {} |",
+            verdict(r >= 5.0, format!("{:.1}× short of 5×", 5.0 / r))
+        );
     }
     if let Some(w) = find(16, true) {
         let r = ratio(w.lockd.cycles_per_sec, w.etcd.cycles_per_sec);
-        let _ = writeln!(md, "| 16 clients on one key: ≥ 10× etcd's handoffs/s | {r:.1}× | {} |", verdict(r >= 10.0, format!("{:.1}× short of 10×", 10.0 / r)));
+        let _ = writeln!(
+            md,
+            "| 16 clients on one key: ≥ 10× etcd's handoffs/s | {r:.1}× | {} |",
+            verdict(r >= 10.0, format!("{:.1}× short of 10×", 10.0 / r))
+        );
     }
     if let Some(w) = find(1, false) {
         let _ = writeln!(
@@ -129,7 +166,10 @@ pub fn write(
             "| 1 client: acquire p50 ≤ etcd's | {:.2} ms vs {:.2} ms | {} |",
             w.lockd.p50_ms,
             w.etcd.p50_ms,
-            verdict(w.lockd.p50_ms <= w.etcd.p50_ms, format!("{:.2} ms slower", w.lockd.p50_ms - w.etcd.p50_ms))
+            verdict(
+                w.lockd.p50_ms <= w.etcd.p50_ms,
+                format!("{:.2} ms slower", w.lockd.p50_ms - w.etcd.p50_ms)
+            )
         );
     }
     if let Some(f) = failovers.iter().find(|f| f.system == "lockd") {
@@ -149,13 +189,25 @@ pub fn write(
         let _ = writeln!(md, "The leader's hottest functions (self time, share of the leader's samples):\n\n```text\n{}\n```", p.leader_symbols);
     }
     if !sm.is_empty() {
-        let _ = writeln!(md, "\n## lockd alone: wasm vs native apply (`sm-bench`)\n\n{}", sm.trim());
+        let _ = writeln!(
+            md,
+            "\n## lockd alone: wasm vs native apply (`sm-bench`)\n\n{}",
+            sm.trim()
+        );
     }
     if !upgrade.is_empty() {
-        let _ = writeln!(md, "\n## lockd alone: hot upgrade pause (`upgrade-bench`)\n\n{}", upgrade.trim());
+        let _ = writeln!(
+            md,
+            "\n## lockd alone: hot upgrade pause (`upgrade-bench`)\n\n{}",
+            upgrade.trim()
+        );
     }
     let json = serde_json::json!({ "workloads": results, "failover": failovers });
-    std::fs::write(Path::new(out).join("benchmarks.json"), serde_json::to_string_pretty(&json).unwrap_or_default()).expect("write json");
+    std::fs::write(
+        Path::new(out).join("benchmarks.json"),
+        serde_json::to_string_pretty(&json).unwrap_or_default(),
+    )
+    .expect("write json");
     std::fs::write(Path::new(out).join("benchmarks.md"), md).expect("write report");
     if let Err(e) = chart(&Path::new(out).join("benchmarks.png"), results) {
         eprintln!("chart not drawn: {e}");
@@ -178,14 +230,20 @@ fn chart(path: &Path, results: &[Workload]) -> Result<(), Box<dyn std::error::Er
         &left,
         "lock cycles per second (higher is better)",
         &names,
-        &results.iter().map(|w| (w.lockd.cycles_per_sec, w.etcd.cycles_per_sec)).collect::<Vec<_>>(),
+        &results
+            .iter()
+            .map(|w| (w.lockd.cycles_per_sec, w.etcd.cycles_per_sec))
+            .collect::<Vec<_>>(),
         "{:.0}",
     )?;
     bars(
         &right,
         "acquire latency p50, ms (lower is better)",
         &names,
-        &results.iter().map(|w| (w.lockd.p50_ms, w.etcd.p50_ms)).collect::<Vec<_>>(),
+        &results
+            .iter()
+            .map(|w| (w.lockd.p50_ms, w.etcd.p50_ms))
+            .collect::<Vec<_>>(),
         "{:.2}",
     )?;
     root.present()?;
@@ -200,7 +258,12 @@ fn bars(
     format: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let n = names.len() as f64;
-    let max = values.iter().flat_map(|(a, b)| [*a, *b]).filter(|v| v.is_finite()).fold(0.0, f64::max).max(1e-9);
+    let max = values
+        .iter()
+        .flat_map(|(a, b)| [*a, *b])
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max)
+        .max(1e-9);
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 22))
         .margin(16)
@@ -223,10 +286,19 @@ fn bars(
         .label_style(("sans-serif", 15))
         .draw()?;
     let two_decimals = format.contains(".2");
-    let text = |v: f64| if two_decimals { format!("{v:.2}") } else { format!("{v:.0}") };
+    let text = |v: f64| {
+        if two_decimals {
+            format!("{v:.2}")
+        } else {
+            format!("{v:.0}")
+        }
+    };
     let lockd_color = RGBColor(31, 119, 180);
     let etcd_color = RGBColor(255, 127, 14);
-    for (which, color, offset, label) in [(0, lockd_color, 0.12, "lockd"), (1, etcd_color, 0.52, "etcd")] {
+    for (which, color, offset, label) in [
+        (0, lockd_color, 0.12, "lockd"),
+        (1, etcd_color, 0.52, "etcd"),
+    ] {
         chart
             .draw_series(values.iter().enumerate().map(|(i, v)| {
                 let y = if which == 0 { v.0 } else { v.1 };
@@ -237,7 +309,11 @@ fn bars(
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled()));
         chart.draw_series(values.iter().enumerate().map(|(i, v)| {
             let y = if which == 0 { v.0 } else { v.1 };
-            Text::new(text(y), (i as f64 + offset + 0.02, y + max * 0.03), ("sans-serif", 14))
+            Text::new(
+                text(y),
+                (i as f64 + offset + 0.02, y + max * 0.03),
+                ("sans-serif", 14),
+            )
         }))?;
     }
     chart

@@ -34,22 +34,37 @@ fn options(uri: &Uri) -> Result<Options, ApiError> {
         replaces: None,
         precheck: true,
     };
-    for pair in uri.query().unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+    for pair in uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         match k {
             "replaces" => {
                 o.replaces = Some(ModuleHash::parse(v).ok_or_else(|| {
-                    ApiError::bad_request(format!("replaces={v:?} is not a 64-digit hex module hash"))
+                    ApiError::bad_request(format!(
+                        "replaces={v:?} is not a 64-digit hex module hash"
+                    ))
                 })?)
             }
             "precheck" => {
                 o.precheck = match v {
                     "true" | "1" => true,
                     "false" | "0" => false,
-                    _ => return Err(ApiError::bad_request(format!("precheck={v:?}: expected true or false"))),
+                    _ => {
+                        return Err(ApiError::bad_request(format!(
+                            "precheck={v:?}: expected true or false"
+                        )))
+                    }
                 }
             }
-            other => return Err(ApiError::bad_request(format!("unknown query parameter {other:?}"))),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unknown query parameter {other:?}"
+                )))
+            }
         }
     }
     Ok(o)
@@ -61,7 +76,11 @@ pub async fn upgrade(
     ModuleBody(body): ModuleBody,
 ) -> Result<Json<UpgradeReply>, ApiError> {
     let o = options(&uri)?;
-    Ok(Json(node.upgrader.upgrade(body.to_vec(), o.replaces, o.precheck).await?))
+    Ok(Json(
+        node.upgrader
+            .upgrade(body.to_vec(), o.replaces, o.precheck)
+            .await?,
+    ))
 }
 
 pub async fn shadow_start(
@@ -75,14 +94,22 @@ pub async fn shadow_start(
             "replaces= applies to upgrades, not to shadow mode",
         ));
     }
-    Ok(Json(node.upgrader.shadow_start(body.to_vec(), o.precheck).await?))
+    Ok(Json(
+        node.upgrader
+            .shadow_start(body.to_vec(), o.precheck)
+            .await?,
+    ))
 }
 
-pub async fn shadow_promote(State(node): State<Arc<Services>>) -> Result<Json<UpgradeReply>, ApiError> {
+pub async fn shadow_promote(
+    State(node): State<Arc<Services>>,
+) -> Result<Json<UpgradeReply>, ApiError> {
     Ok(Json(node.upgrader.shadow_promote().await?))
 }
 
-pub async fn shadow_abort(State(node): State<Arc<Services>>) -> Result<Json<UpgradeReply>, ApiError> {
+pub async fn shadow_abort(
+    State(node): State<Arc<Services>>,
+) -> Result<Json<UpgradeReply>, ApiError> {
     Ok(Json(node.upgrader.shadow_abort().await?))
 }
 

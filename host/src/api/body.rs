@@ -53,13 +53,16 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
-        read(req.into_body(), MAX_BODY, "request body").await.map(RawBody)
+        read(req.into_body(), MAX_BODY, "request body")
+            .await
+            .map(RawBody)
     }
 }
 
 /// Parse a JSON body strictly, with errors that say what is wrong.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))
 }
 
 /// A component's bytes; never empty.

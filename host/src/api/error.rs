@@ -121,7 +121,8 @@ impl From<UpgradeError> for ApiError {
             UpgradeError::Rejected(reply) => {
                 err.details.insert("index".into(), json!(reply.index));
                 err.details.insert("result".into(), json!(reply.result));
-                err.details.insert("module_hash".into(), json!(reply.module_hash));
+                err.details
+                    .insert("module_hash".into(), json!(reply.module_hash));
                 err.details.insert("reason".into(), json!(reply.reason));
             }
             _ => {}

@@ -37,7 +37,12 @@ fn target(node: &Services, req: &Request) -> Option<(u64, String)> {
     if leader == node.id {
         return None;
     }
-    let addr = m.membership_config.membership().get_node(&leader)?.addr.clone();
+    let addr = m
+        .membership_config
+        .membership()
+        .get_node(&leader)?
+        .addr
+        .clone();
     Some((leader, addr))
 }
 
@@ -59,7 +64,10 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
     let unavailable = |e: String| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("node {} could not reach leader {leader} at {addr}: {e}", node.id),
+            format!(
+                "node {} could not reach leader {leader} at {addr}: {e}",
+                node.id
+            ),
         )
         .with_leader(Some(leader))
         .into_response()
@@ -69,7 +77,11 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };
-    let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
     let mut forwarded = axum::http::Request::builder()
         .method(parts.method.clone())
         .uri(format!("http://{addr}{path}"))

@@ -188,7 +188,9 @@ async fn handle_client(node: &Services, req: ClientRequest) -> ClientResponse {
             lease_ms,
             wait_ms,
         } => match key(k) {
-            Ok(k) => node.locks.acquire(&k, lease_ms, Duration::from_millis(wait_ms))
+            Ok(k) => node
+                .locks
+                .acquire(&k, lease_ms, Duration::from_millis(wait_ms))
                 .await
                 .map(|a| ClientResponse::Acquired {
                     token: a.token,
@@ -197,13 +199,17 @@ async fn handle_client(node: &Services, req: ClientRequest) -> ClientResponse {
             Err(e) => Err(e),
         },
         ClientRequest::Release { key: k, token } => match key(k) {
-            Ok(k) => node.locks.release(&k, token)
+            Ok(k) => node
+                .locks
+                .release(&k, token)
                 .await
                 .map(|_| ClientResponse::Released),
             Err(e) => Err(e),
         },
         ClientRequest::Keepalive { key: k, token } => match key(k) {
-            Ok(k) => node.locks.keepalive(&k, token)
+            Ok(k) => node
+                .locks
+                .keepalive(&k, token)
                 .await
                 .map(|lease_ms| ClientResponse::KeptAlive { lease_ms }),
             Err(e) => Err(e),

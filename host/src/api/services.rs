@@ -32,6 +32,9 @@ impl Services {
     pub fn addr_of(&self, id: NodeId) -> Option<String> {
         let metrics = self.raft.metrics();
         let m = metrics.borrow();
-        m.membership_config.membership().get_node(&id).map(|n| n.addr.clone())
+        m.membership_config
+            .membership()
+            .get_node(&id)
+            .map(|n| n.addr.clone())
     }
 }

@@ -243,7 +243,10 @@ fn replay(a: ReplayArgs) -> Result<()> {
             r.from_index
         );
         println!("active module    {}", r.active_module);
-        println!("candidate module {} ({})", r.candidate_module, r.candidate_version);
+        println!(
+            "candidate module {} ({})",
+            r.candidate_module, r.candidate_version
+        );
         for d in &r.differences {
             println!(
                 "index {}: {}: active {}, candidate {}",

@@ -6,7 +6,9 @@ use sha2::{Digest, Sha256};
 
 /// SHA-256 of a module's component bytes: the module's identity in the log,
 /// in snapshots, in the cache and in status output.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct ModuleHash(pub [u8; 32]);
 
 impl ModuleHash {

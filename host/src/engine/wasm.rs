@@ -8,8 +8,8 @@ use wasmtime::component::Linker;
 
 use super::cache::ComponentCache;
 use super::error::EngineError;
-use super::store::StoreState;
 use super::settings::{EngineFingerprint, EngineSettings};
+use super::store::StoreState;
 
 /// A wasmtime engine configured for deterministic execution, with the local
 /// component cache.

@@ -28,8 +28,8 @@ use tokio::sync::oneshot;
 use openraft::EntryPayload;
 
 use super::{Entry, LogId, StorageError, TypeConfig, Vote};
-use crate::upgrade::precompile::Precompiler;
 use crate::log::{Wal, WalError, WalOp, WalOptions};
+use crate::upgrade::precompile::Precompiler;
 
 /// Counters of the log, for metrics and the benchmark.
 #[derive(Default, Debug)]
@@ -177,7 +177,9 @@ impl LogStore {
 }
 
 /// Read a small postcard-encoded meta file (vote, purge point), if present.
-pub(crate) fn read_meta<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, LogOpenError> {
+pub(crate) fn read_meta<T: serde::de::DeserializeOwned>(
+    path: &Path,
+) -> Result<Option<T>, LogOpenError> {
     match crate::log::read_atomic(path)? {
         None => Ok(None),
         Some(bytes) => postcard::from_bytes(&bytes)

@@ -95,7 +95,12 @@ pub struct ReplicaView {
 
 impl Replica {
     /// An empty lock table on `module`, nothing applied.
-    pub fn new(id: u64, loader: Loader, module: GuestModule, audit_interval: u64) -> Result<Replica, EngineError> {
+    pub fn new(
+        id: u64,
+        loader: Loader,
+        module: GuestModule,
+        audit_interval: u64,
+    ) -> Result<Replica, EngineError> {
         let guest = loader.engine().instantiate(&module)?;
         Ok(Replica {
             id,
@@ -147,7 +152,8 @@ impl Replica {
         // The shadow was compared against a state this node no longer has.
         self.shadow = None;
         if let Some(l) = self.last_applied {
-            self.audit.record(l.index, &hash, self.module.hash(), AuditKind::Snapshot);
+            self.audit
+                .record(l.index, &hash, self.module.hash(), AuditKind::Snapshot);
         }
         Ok(())
     }
@@ -164,7 +170,10 @@ impl Replica {
     }
 
     /// Apply committed entries, in order; one response per entry.
-    pub fn apply(&mut self, entries: impl IntoIterator<Item = Entry>) -> Result<Vec<Response>, EngineError> {
+    pub fn apply(
+        &mut self,
+        entries: impl IntoIterator<Item = Entry>,
+    ) -> Result<Vec<Response>, EngineError> {
         let mut run = Run::default();
         let mut responses: Vec<Option<Response>> = Vec::new();
         for entry in entries {
@@ -209,7 +218,11 @@ impl Replica {
     }
 
     /// Apply the waiting run in one guest call and fill its responses.
-    fn flush(&mut self, run: &mut Run, responses: &mut [Option<Response>]) -> Result<(), EngineError> {
+    fn flush(
+        &mut self,
+        run: &mut Run,
+        responses: &mut [Option<Response>],
+    ) -> Result<(), EngineError> {
         if run.entries.is_empty() {
             return Ok(());
         }
@@ -251,7 +264,8 @@ impl Replica {
     fn audit_point(&mut self, index: u64) {
         match self.guest.state_hash() {
             Ok(hash) => {
-                self.audit.record(index, &hash, self.module.hash(), AuditKind::Interval);
+                self.audit
+                    .record(index, &hash, self.module.hash(), AuditKind::Interval);
                 if let Some(shadow) = self.shadow.as_mut() {
                     shadow.check_hash(&hash);
                 }
@@ -277,7 +291,9 @@ impl Replica {
         let _enter = span.enter();
         let active = self.module.hash();
         let loader = self.loader.clone();
-        let result = apply_upgrade(loader.engine(), &up, active, &mut self.guest, |b| loader.load(b));
+        let result = apply_upgrade(loader.engine(), &up, active, &mut self.guest, |b| {
+            loader.load(b)
+        });
         let outcome = match result {
             Ok((module, mut migrated)) => {
                 let version = migrated.version.clone();
@@ -286,9 +302,14 @@ impl Replica {
                 self.guest = migrated.instance;
                 self.module_since = log_id.index;
                 if let Ok(hash) = hash {
-                    self.audit.record(log_id.index, &hash, new_hash, AuditKind::Upgrade);
+                    self.audit
+                        .record(log_id.index, &hash, new_hash, AuditKind::Upgrade);
                 }
-                if self.shadow.as_ref().is_some_and(|s| s.module.hash() == new_hash) {
+                if self
+                    .shadow
+                    .as_ref()
+                    .is_some_and(|s| s.module.hash() == new_hash)
+                {
                     tracing::info!("the shadow module was promoted; shadow mode ends");
                     self.shadow = None;
                 }
@@ -323,7 +344,12 @@ impl Replica {
         match entry {
             ShadowEntry::Stop => {
                 let module = self.shadow.take().map(|s| s.module.hash());
-                tracing::info!(node = self.id, index = log_id.index, ?module, "shadow mode stopped");
+                tracing::info!(
+                    node = self.id,
+                    index = log_id.index,
+                    ?module,
+                    "shadow mode stopped"
+                );
                 ShadowOutcome::Stopped { module }
             }
             ShadowEntry::Start { module: bytes } => {
@@ -333,8 +359,16 @@ impl Replica {
                     Ok((module, migrated)) => {
                         let version = migrated.version.clone();
                         tracing::info!(node = self.id, index = log_id.index, module = %hash, %version, "shadow mode started");
-                        self.shadow = Some(Shadow::new(module, migrated.instance, migrated.version, log_id.index));
-                        ShadowOutcome::Started { module: hash, version }
+                        self.shadow = Some(Shadow::new(
+                            module,
+                            migrated.instance,
+                            migrated.version,
+                            log_id.index,
+                        ));
+                        ShadowOutcome::Started {
+                            module: hash,
+                            version,
+                        }
                     }
                     Err(e) => {
                         tracing::warn!(node = self.id, index = log_id.index, module = %hash, reason = %e, "shadow module refused");
@@ -409,7 +443,11 @@ impl Replica {
     /// The running shadow's bytes, or why there is none to promote.
     pub fn shadow_module(&self) -> Option<(ModuleHash, Option<String>, Arc<[u8]>)> {
         self.shadow.as_ref().map(|s| {
-            (s.module.hash(), s.failed().map(str::to_string), s.module.bytes().clone())
+            (
+                s.module.hash(),
+                s.failed().map(str::to_string),
+                s.module.bytes().clone(),
+            )
         })
     }
 
@@ -426,7 +464,10 @@ impl Replica {
             module_hash: self.module.hash().to_string(),
             module_version: self.guest.version().unwrap_or_else(unavailable),
             state_hash: if hash {
-                self.guest.state_hash().map(hex::encode).unwrap_or_else(unavailable)
+                self.guest
+                    .state_hash()
+                    .map(hex::encode)
+                    .unwrap_or_else(unavailable)
             } else {
                 String::new()
             },
@@ -477,10 +518,19 @@ impl Run {
 }
 
 /// The status record of an applied upgrade entry.
-pub fn record_of(index: u64, replaces: &ModuleHash, outcome: &UpgradeOutcome, took: Duration) -> UpgradeRecord {
+pub fn record_of(
+    index: u64,
+    replaces: &ModuleHash,
+    outcome: &UpgradeOutcome,
+    took: Duration,
+) -> UpgradeRecord {
     let (module, result, version, reason) = match outcome {
-        UpgradeOutcome::Swapped { module, version, .. } => (module, UpgradeResult::Swapped, Some(version.clone()), None),
-        UpgradeOutcome::Rejected { module, reason, .. } => (module, UpgradeResult::Rejected, None, Some(reason.clone())),
+        UpgradeOutcome::Swapped {
+            module, version, ..
+        } => (module, UpgradeResult::Swapped, Some(version.clone()), None),
+        UpgradeOutcome::Rejected { module, reason, .. } => {
+            (module, UpgradeResult::Rejected, None, Some(reason.clone()))
+        }
     };
     UpgradeRecord {
         index,

@@ -86,18 +86,19 @@ impl StateMachineStore {
         let loader = Loader::Precompiled(precompiler.clone());
         let (replica, current) = match snapshot::read_blob(dir)? {
             Some((blob, bytes)) => {
-                let replica = Replica::from_snapshot(id, loader, &blob, audit_interval).map_err(|source| {
-                    SmOpenError::Module {
+                let replica = Replica::from_snapshot(id, loader, &blob, audit_interval).map_err(
+                    |source| SmOpenError::Module {
                         path: dir.join("current").display().to_string(),
                         source,
-                    }
-                })?;
+                    },
+                )?;
                 tracing::info!(last_log_id = ?blob.meta.last_log_id, module = %replica.module_hash(), "restored state machine from snapshot");
                 (replica, Some((blob.meta, Arc::new(bytes))))
             }
             None => {
                 let module = engine.load(initial_module).map_err(SmOpenError::Builtin)?;
-                let replica = Replica::new(id, loader, module, audit_interval).map_err(SmOpenError::Builtin)?;
+                let replica = Replica::new(id, loader, module, audit_interval)
+                    .map_err(SmOpenError::Builtin)?;
                 (replica, None)
             }
         };
@@ -120,11 +121,17 @@ impl StateMachineStore {
     fn replica(&self) -> MutexGuard<'_, Replica> {
         // A panic while holding the lock leaves nothing half-done that a
         // reader could trip on: every mutation is a single guest call.
-        self.shared.replica.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared
+            .replica
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn current(&self) -> MutexGuard<'_, Option<(SnapshotMeta, Arc<Vec<u8>>)>> {
-        self.shared.current.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared
+            .current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn engine(&self) -> &Arc<WasmEngine> {
@@ -234,14 +241,19 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         }
         // Build the new state fully before touching the live one.
         let loader = Loader::Precompiled(self.shared.precompiler.clone());
-        let mut installed = Replica::from_snapshot(self.shared.id, loader, &blob, self.shared.audit_interval)
+        let mut installed =
+            Replica::from_snapshot(self.shared.id, loader, &blob, self.shared.audit_interval)
+                .map_err(|e| snap_err(Some(meta), e))?;
+        installed
+            .state_hash()
             .map_err(|e| snap_err(Some(meta), e))?;
-        installed.state_hash().map_err(|e| snap_err(Some(meta), e))?;
         snapshot::write(&self.shared.dir, &bytes).map_err(|e| snap_err(Some(meta), e))?;
         let mut r = self.replica();
         r.install(installed).map_err(|e| snap_err(Some(meta), e))?;
         *self.current() = Some((meta.clone(), Arc::new(bytes)));
-        self.shared.snapshots_installed.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .snapshots_installed
+            .fetch_add(1, Ordering::Relaxed);
         tracing::info!(node = self.shared.id, term = meta.last_log_id.map(|l| l.leader_id.term), index = meta.last_log_id.map(|l| l.index), module = %r.module_hash(), "installed snapshot from leader");
         Ok(())
     }

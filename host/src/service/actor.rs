@@ -280,7 +280,10 @@ impl Actor {
             #[cfg(feature = "fault-stale-done")]
             Msg::FaultReload => {
                 if let Role::Leader { term } = self.role {
-                    tracing::warn!(node = self.id, "FAULT: rebuilding the mirror with a release's Done held back");
+                    tracing::warn!(
+                        node = self.id,
+                        "FAULT: rebuilding the mirror with a release's Done held back"
+                    );
                     self.reload(term, ServiceError::Unavailable("fault: reload".into()));
                 }
             }
@@ -440,7 +443,6 @@ impl Actor {
             let _ = tx.send(Msg::Loaded { term, locks });
         });
     }
-
 }
 
 /// How long a lease of `ms` lasts on the leader's clock.

@@ -44,7 +44,14 @@ impl LockService {
         max_lease_ms: u64,
     ) -> LockService {
         let stats = Arc::new(ServiceStats::default());
-        let tx = actor::spawn(id, raft.clone(), sm.clone(), proposer, election_max, stats.clone());
+        let tx = actor::spawn(
+            id,
+            raft.clone(),
+            sm.clone(),
+            proposer,
+            election_max,
+            stats.clone(),
+        );
         LockService {
             tx,
             stats,
@@ -78,7 +85,12 @@ impl LockService {
     }
 
     /// Take `key`, waiting up to `wait` in the key's FIFO queue if it is held.
-    pub async fn acquire(&self, key: &str, lease_ms: u64, wait: Duration) -> Result<Acquired, ServiceError> {
+    pub async fn acquire(
+        &self,
+        key: &str,
+        lease_ms: u64,
+        wait: Duration,
+    ) -> Result<Acquired, ServiceError> {
         check_key(key)?;
         self.check_lease(lease_ms)?;
         self.ask(|reply| Msg::Acquire {
@@ -113,7 +125,10 @@ impl LockService {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
                 return Err(match leader_hint(&e) {
-                    Some(leader) => ServiceError::NotLeader { id: self.id, leader },
+                    Some(leader) => ServiceError::NotLeader {
+                        id: self.id,
+                        leader,
+                    },
                     None => ServiceError::Unavailable(format!(
                         "node {} could not confirm its leadership with a quorum: {e}",
                         self.id
@@ -141,9 +156,15 @@ impl LockService {
     pub async fn get(&self, key: &str) -> Result<Option<LockInfo>, ServiceError> {
         check_key(key)?;
         match self.raft.ensure_linearizable().await {
-            Ok(_) => self.sm.get(key).map_err(|e| ServiceError::StateMachine(e.to_string())),
+            Ok(_) => self
+                .sm
+                .get(key)
+                .map_err(|e| ServiceError::StateMachine(e.to_string())),
             Err(e) => Err(match leader_hint(&e) {
-                Some(leader) => ServiceError::NotLeader { id: self.id, leader },
+                Some(leader) => ServiceError::NotLeader {
+                    id: self.id,
+                    leader,
+                },
                 None => ServiceError::Unavailable(e.to_string()),
             }),
         }

@@ -67,9 +67,14 @@ impl Actor {
                             let _ = r.send(Err(ServiceError::NotHeld { key: key.clone() }));
                         }
                         if let Some(w) = next {
-                            let _ = w.reply.send(Err(ServiceError::Unavailable("lock table reloaded".into())));
+                            let _ = w
+                                .reply
+                                .send(Err(ServiceError::Unavailable("lock table reloaded".into())));
                         }
-                        self.reload(term, ServiceError::Unavailable("lock table reloaded".into()));
+                        self.reload(
+                            term,
+                            ServiceError::Unavailable("lock table reloaded".into()),
+                        );
                         return;
                     }
                 }
@@ -127,7 +132,10 @@ impl Actor {
                     let _ = waiter
                         .reply
                         .send(Err(ServiceError::Held { key: key.clone() }));
-                    self.reload(term, ServiceError::Unavailable("lock table reloaded".into()));
+                    self.reload(
+                        term,
+                        ServiceError::Unavailable("lock table reloaded".into()),
+                    );
                     return;
                 }
             }
@@ -141,12 +149,21 @@ impl Actor {
     /// (leadership changed, or a reload): what committed is a fact, so a
     /// grant is handed out and a release confirmed; the mirror is rebuilt
     /// from the table, which holds the same effects.
-    pub(super) fn answer_stale(&mut self, key: String, op: Op, result: Result<Vec<Outcome>, ServiceError>) {
+    pub(super) fn answer_stale(
+        &mut self,
+        key: String,
+        op: Op,
+        result: Result<Vec<Outcome>, ServiceError>,
+    ) {
         let outcomes = match result {
             Ok(o) => o,
             Err(e) => return fail_op(op, e),
         };
-        let gone = || ServiceError::Unavailable("leadership changed while the request was being committed".into());
+        let gone = || {
+            ServiceError::Unavailable(
+                "leadership changed while the request was being committed".into(),
+            )
+        };
         let mut outcomes = outcomes.into_iter();
         let waiter = match op {
             Op::Grant { waiter } => Some(waiter),
@@ -175,7 +192,11 @@ impl Actor {
             };
             if w.reply.send(answer).is_err() {
                 // Nobody to tell: the lease ends it, on the rebuilt mirror.
-                tracing::info!(node = self.id, key, "caller left before a grant from before a reload");
+                tracing::info!(
+                    node = self.id,
+                    key,
+                    "caller left before a grant from before a reload"
+                );
             }
         }
     }

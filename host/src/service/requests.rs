@@ -13,7 +13,13 @@ use super::error::ServiceError;
 use crate::command::Command;
 
 impl Actor {
-    pub(super) fn acquire(&mut self, key: String, lease_ms: u64, wait: Duration, reply: AcquireReply) {
+    pub(super) fn acquire(
+        &mut self,
+        key: String,
+        lease_ms: u64,
+        wait: Duration,
+        reply: AcquireReply,
+    ) {
         if reply.is_closed() {
             return; // the caller left before we got to it
         }
@@ -99,7 +105,12 @@ impl Actor {
         );
     }
 
-    pub(super) fn extend(&mut self, key: &str, token: u64, from: Instant) -> Result<u64, ServiceError> {
+    pub(super) fn extend(
+        &mut self,
+        key: &str,
+        token: u64,
+        from: Instant,
+    ) -> Result<u64, ServiceError> {
         let Some(h) = self.keys.get_mut(key).and_then(|k| k.holder.as_mut()) else {
             return Err(ServiceError::NotHeld { key: key.into() });
         };
@@ -152,7 +163,12 @@ impl Actor {
     /// Test-only fault (see `super::fault`): a client's release gets a gate
     /// for its `Done`; a grant opens the gate of its key.
     #[cfg(feature = "fault-stale-done")]
-    fn fault_gate(&self, key: &str, commands: &[Command], op: &Op) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+    fn fault_gate(
+        &self,
+        key: &str,
+        commands: &[Command],
+        op: &Op,
+    ) -> Option<std::sync::Arc<tokio::sync::Notify>> {
         if !super::fault::active() {
             return None;
         }

@@ -15,7 +15,13 @@ use crate::raft::{members, NodeId, Raft};
 
 /// Compare this node's audit points with every peer's, every `every`, and
 /// raise the alarm for each divergence not seen before.
-pub async fn run(id: NodeId, raft: Raft, sm: StateMachineStore, every: Duration, mut stop: watch::Receiver<bool>) {
+pub async fn run(
+    id: NodeId,
+    raft: Raft,
+    sm: StateMachineStore,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut seen: BTreeSet<(u64, u64)> = BTreeSet::new();
     // One client for the whole run, so peer connections are reused.
     let http = Http::new();
@@ -33,8 +39,15 @@ pub async fn run(id: NodeId, raft: Raft, sm: StateMachineStore, every: Duration,
             }
             match http.get_json::<AuditReport>(&m.addr, "/v1/audit").await {
                 Ok(r) if r.id == m.id => reports.push(r),
-                Ok(r) => tracing::warn!(node = id, peer = m.id, answered = r.id, "audit: a peer answered with another id"),
-                Err(e) => tracing::debug!(node = id, peer = m.id, error = %e, "audit: peer unreachable"),
+                Ok(r) => tracing::warn!(
+                    node = id,
+                    peer = m.id,
+                    answered = r.id,
+                    "audit: a peer answered with another id"
+                ),
+                Err(e) => {
+                    tracing::debug!(node = id, peer = m.id, error = %e, "audit: peer unreachable")
+                }
             }
         }
         for d in compare(&reports).divergences {

@@ -83,14 +83,18 @@ pub fn replay(
         ),
         None => {
             let module = engine.load(builtin).map_err(ReplayError::Active)?;
-            (Replica::new(0, loader, module, 0).map_err(ReplayError::Active)?, 0)
+            (
+                Replica::new(0, loader, module, 0).map_err(ReplayError::Active)?,
+                0,
+            )
         }
     };
     let (state, stats) = active.capture().map_err(ReplayError::Candidate)?;
     let candidate_module = engine
         .load(candidate)
         .map_err(|e| ReplayError::Candidate(MigrateError::Load(e)))?;
-    let migrated = migrate(engine, &candidate_module, &state, &stats).map_err(ReplayError::Candidate)?;
+    let migrated =
+        migrate(engine, &candidate_module, &state, &stats).map_err(ReplayError::Candidate)?;
     let mut cand: Option<GuestInstance> = Some(migrated.instance);
 
     let raft = data_dir.join("raft");

@@ -30,7 +30,12 @@ pub struct Shadow {
 }
 
 impl Shadow {
-    pub fn new(module: GuestModule, instance: GuestInstance, version: String, since_index: u64) -> Shadow {
+    pub fn new(
+        module: GuestModule,
+        instance: GuestInstance,
+        version: String,
+        since_index: u64,
+    ) -> Shadow {
         let status = ShadowStatus {
             module_hash: module.hash().to_string(),
             module_version: version,

@@ -64,184 +64,196 @@ impl Upgrader {
         Upgrader { id, raft, sm }
     }
 
-fn check_leader(&self) -> Result<(), UpgradeError> {
-    let leader = self.raft.metrics().borrow().current_leader;
-    if leader != Some(self.id) {
-        return Err(UpgradeError::NotLeader {
-            id: self.id,
-            leader,
-        });
+    fn check_leader(&self) -> Result<(), UpgradeError> {
+        let leader = self.raft.metrics().borrow().current_leader;
+        if leader != Some(self.id) {
+            return Err(UpgradeError::NotLeader {
+                id: self.id,
+                leader,
+            });
+        }
+        Ok(())
     }
-    Ok(())
-}
 
-/// The dry run: load `module` (compiling it once, for the apply path too)
-/// and migrate the current state into it.
-async fn precheck(&self, module: &[u8]) -> Result<Precheck, UpgradeError> {
-    let pre = self.sm.precompiler().clone();
-    let bytes = module.to_vec();
-    let started = Instant::now();
-    let loaded = tokio::task::spawn_blocking(move || {
-        pre.prepare(&bytes);
-        pre.load(&bytes)
-    })
-    .await
-    .map_err(|e| UpgradeError::Internal(format!("compile task: {e}")))?
-    .map_err(|e| UpgradeError::Refused(MigrateError::Load(e)))?;
-    let compile_us = started.elapsed().as_micros() as u64;
-    let (state, stats) = self.sm.capture().map_err(UpgradeError::Refused)?;
-    let engine = self.sm.engine().clone();
-    let started = Instant::now();
-    tokio::task::spawn_blocking(move || migrate(&engine, &loaded, &state, &stats).map(|_| ()))
+    /// The dry run: load `module` (compiling it once, for the apply path too)
+    /// and migrate the current state into it.
+    async fn precheck(&self, module: &[u8]) -> Result<Precheck, UpgradeError> {
+        let pre = self.sm.precompiler().clone();
+        let bytes = module.to_vec();
+        let started = Instant::now();
+        let loaded = tokio::task::spawn_blocking(move || {
+            pre.prepare(&bytes);
+            pre.load(&bytes)
+        })
         .await
-        .map_err(|e| UpgradeError::Internal(format!("migrate task: {e}")))?
-        .map_err(UpgradeError::Refused)?;
-    Ok(Precheck {
-        compile_us,
-        migrate_us: started.elapsed().as_micros() as u64,
-    })
-}
+        .map_err(|e| UpgradeError::Internal(format!("compile task: {e}")))?
+        .map_err(|e| UpgradeError::Refused(MigrateError::Load(e)))?;
+        let compile_us = started.elapsed().as_micros() as u64;
+        let (state, stats) = self.sm.capture().map_err(UpgradeError::Refused)?;
+        let engine = self.sm.engine().clone();
+        let started = Instant::now();
+        tokio::task::spawn_blocking(move || migrate(&engine, &loaded, &state, &stats).map(|_| ()))
+            .await
+            .map_err(|e| UpgradeError::Internal(format!("migrate task: {e}")))?
+            .map_err(UpgradeError::Refused)?;
+        Ok(Precheck {
+            compile_us,
+            migrate_us: started.elapsed().as_micros() as u64,
+        })
+    }
 
-async fn propose(&self, request: Request) -> Result<(u64, Response), UpgradeError> {
-    match self.raft.client_write(request).await {
-        Ok(r) => Ok((r.log_id.index, r.data)),
-        Err(e) => Err(match leader_hint(&e) {
-            Some(leader) => UpgradeError::NotLeader { id: self.id, leader },
-            None => UpgradeError::Unavailable(e.to_string()),
-        }),
+    async fn propose(&self, request: Request) -> Result<(u64, Response), UpgradeError> {
+        match self.raft.client_write(request).await {
+            Ok(r) => Ok((r.log_id.index, r.data)),
+            Err(e) => Err(match leader_hint(&e) {
+                Some(leader) => UpgradeError::NotLeader {
+                    id: self.id,
+                    leader,
+                },
+                None => UpgradeError::Unavailable(e.to_string()),
+            }),
+        }
     }
-}
 
-/// Replace the active module with `module`. `replaces` defaults to the
-/// active module's hash. Answers with the index of the entry and whether
-/// the swap happened there.
-pub async fn upgrade(
-    &self,
-    module: Vec<u8>,
-    replaces: Option<ModuleHash>,
-    precheck_first: bool,
-) -> Result<UpgradeReply, UpgradeError> {
-    self.check_leader()?;
-    let active = self.sm.module_hash();
-    let replaces = replaces.unwrap_or(active);
-    let mut timings = None;
-    if precheck_first {
-        if replaces != active {
-            return Err(UpgradeError::Refused(MigrateError::Stale { replaces, active }));
+    /// Replace the active module with `module`. `replaces` defaults to the
+    /// active module's hash. Answers with the index of the entry and whether
+    /// the swap happened there.
+    pub async fn upgrade(
+        &self,
+        module: Vec<u8>,
+        replaces: Option<ModuleHash>,
+        precheck_first: bool,
+    ) -> Result<UpgradeReply, UpgradeError> {
+        self.check_leader()?;
+        let active = self.sm.module_hash();
+        let replaces = replaces.unwrap_or(active);
+        let mut timings = None;
+        if precheck_first {
+            if replaces != active {
+                return Err(UpgradeError::Refused(MigrateError::Stale {
+                    replaces,
+                    active,
+                }));
+            }
+            if ModuleHash::of(&module) == active {
+                return Err(UpgradeError::AlreadyActive(active));
+            }
+            timings = Some(self.precheck(&module).await?);
         }
-        if ModuleHash::of(&module) == active {
-            return Err(UpgradeError::AlreadyActive(active));
+        let (index, response) = self
+            .propose(Request::Upgrade(UpgradeEntry { module, replaces }))
+            .await?;
+        let mut reply = UpgradeReply {
+            index,
+            result: UpgradeResult::Swapped,
+            module_hash: String::new(),
+            replaces: replaces.to_string(),
+            version: None,
+            reason: None,
+            precheck_compile_us: timings.as_ref().map(|t| t.compile_us),
+            precheck_migrate_us: timings.as_ref().map(|t| t.migrate_us),
+        };
+        match response {
+            Response::Upgrade(UpgradeOutcome::Swapped {
+                module, version, ..
+            }) => {
+                reply.result = UpgradeResult::Swapped;
+                reply.module_hash = module.to_string();
+                reply.version = Some(version);
+                Ok(reply)
+            }
+            Response::Upgrade(UpgradeOutcome::Rejected { module, reason, .. }) => {
+                reply.result = UpgradeResult::Rejected;
+                reply.module_hash = module.to_string();
+                reply.reason = Some(reason);
+                Err(UpgradeError::Rejected(Box::new(reply)))
+            }
+            other => Err(UpgradeError::Internal(format!(
+                "an upgrade entry was answered {other:?}"
+            ))),
         }
-        timings = Some(self.precheck(&module).await?);
     }
-    let (index, response) = self.propose(Request::Upgrade(UpgradeEntry { module, replaces })).await?;
-    let mut reply = UpgradeReply {
-        index,
-        result: UpgradeResult::Swapped,
-        module_hash: String::new(),
-        replaces: replaces.to_string(),
-        version: None,
-        reason: None,
-        precheck_compile_us: timings.as_ref().map(|t| t.compile_us),
-        precheck_migrate_us: timings.as_ref().map(|t| t.migrate_us),
-    };
-    match response {
-        Response::Upgrade(UpgradeOutcome::Swapped { module, version, .. }) => {
-            reply.result = UpgradeResult::Swapped;
-            reply.module_hash = module.to_string();
-            reply.version = Some(version);
-            Ok(reply)
-        }
-        Response::Upgrade(UpgradeOutcome::Rejected { module, reason, .. }) => {
-            reply.result = UpgradeResult::Rejected;
-            reply.module_hash = module.to_string();
-            reply.reason = Some(reason);
-            Err(UpgradeError::Rejected(Box::new(reply)))
-        }
-        other => Err(UpgradeError::Internal(format!(
-            "an upgrade entry was answered {other:?}"
-        ))),
-    }
-}
 
-/// Start `module` as a shadow on every node, from the state at the entry.
-pub async fn shadow_start(
-    &self,
-    module: Vec<u8>,
-    precheck_first: bool,
-) -> Result<UpgradeReply, UpgradeError> {
-    self.check_leader()?;
-    let timings = if precheck_first {
-        Some(self.precheck(&module).await?)
-    } else {
-        None
-    };
-    let active = self.sm.module_hash();
-    let (index, response) = self.propose(Request::Shadow(ShadowEntry::Start { module })).await?;
-    let mut reply = UpgradeReply {
-        index,
-        result: UpgradeResult::Swapped,
-        module_hash: String::new(),
-        replaces: active.to_string(),
-        version: None,
-        reason: None,
-        precheck_compile_us: timings.as_ref().map(|t| t.compile_us),
-        precheck_migrate_us: timings.as_ref().map(|t| t.migrate_us),
-    };
-    match response {
-        Response::Shadow(ShadowOutcome::Started { module, version }) => {
-            reply.result = UpgradeResult::ShadowStarted;
-            reply.module_hash = module.to_string();
-            reply.version = Some(version);
-            Ok(reply)
-        }
-        Response::Shadow(ShadowOutcome::Failed { module, reason }) => {
-            reply.result = UpgradeResult::Rejected;
-            reply.module_hash = module.to_string();
-            reply.reason = Some(reason);
-            Err(UpgradeError::Rejected(Box::new(reply)))
-        }
-        other => Err(UpgradeError::Internal(format!(
-            "a shadow entry was answered {other:?}"
-        ))),
-    }
-}
-
-/// Promote the running shadow: a normal upgrade entry with its bytes.
-pub async fn shadow_promote(&self) -> Result<UpgradeReply, UpgradeError> {
-    self.check_leader()?;
-    let (_, failed, bytes) = self.sm.shadow_module().ok_or(UpgradeError::NoShadow)?;
-    if let Some(f) = failed {
-        return Err(UpgradeError::ShadowFailed(f));
-    }
-    self.upgrade(bytes.to_vec(), None, true).await
-}
-
-/// Stop shadow mode on every node.
-pub async fn shadow_abort(&self) -> Result<UpgradeReply, UpgradeError> {
-    self.check_leader()?;
-    if self.sm.shadow_module().is_none() {
-        return Err(UpgradeError::NoShadow);
-    }
-    let active = self.sm.module_hash();
-    let (index, response) = self.propose(Request::Shadow(ShadowEntry::Stop)).await?;
-    let module = match response {
-        Response::Shadow(ShadowOutcome::Stopped { module }) => module,
-        other => {
-            return Err(UpgradeError::Internal(format!(
+    /// Start `module` as a shadow on every node, from the state at the entry.
+    pub async fn shadow_start(
+        &self,
+        module: Vec<u8>,
+        precheck_first: bool,
+    ) -> Result<UpgradeReply, UpgradeError> {
+        self.check_leader()?;
+        let timings = if precheck_first {
+            Some(self.precheck(&module).await?)
+        } else {
+            None
+        };
+        let active = self.sm.module_hash();
+        let (index, response) = self
+            .propose(Request::Shadow(ShadowEntry::Start { module }))
+            .await?;
+        let mut reply = UpgradeReply {
+            index,
+            result: UpgradeResult::Swapped,
+            module_hash: String::new(),
+            replaces: active.to_string(),
+            version: None,
+            reason: None,
+            precheck_compile_us: timings.as_ref().map(|t| t.compile_us),
+            precheck_migrate_us: timings.as_ref().map(|t| t.migrate_us),
+        };
+        match response {
+            Response::Shadow(ShadowOutcome::Started { module, version }) => {
+                reply.result = UpgradeResult::ShadowStarted;
+                reply.module_hash = module.to_string();
+                reply.version = Some(version);
+                Ok(reply)
+            }
+            Response::Shadow(ShadowOutcome::Failed { module, reason }) => {
+                reply.result = UpgradeResult::Rejected;
+                reply.module_hash = module.to_string();
+                reply.reason = Some(reason);
+                Err(UpgradeError::Rejected(Box::new(reply)))
+            }
+            other => Err(UpgradeError::Internal(format!(
                 "a shadow entry was answered {other:?}"
-            )))
+            ))),
         }
-    };
-    Ok(UpgradeReply {
-        index,
-        result: UpgradeResult::ShadowStopped,
-        module_hash: module.map(|m| m.to_string()).unwrap_or_default(),
-        replaces: active.to_string(),
-        version: None,
-        reason: None,
-        precheck_compile_us: None,
-        precheck_migrate_us: None,
-    })
-}
+    }
+
+    /// Promote the running shadow: a normal upgrade entry with its bytes.
+    pub async fn shadow_promote(&self) -> Result<UpgradeReply, UpgradeError> {
+        self.check_leader()?;
+        let (_, failed, bytes) = self.sm.shadow_module().ok_or(UpgradeError::NoShadow)?;
+        if let Some(f) = failed {
+            return Err(UpgradeError::ShadowFailed(f));
+        }
+        self.upgrade(bytes.to_vec(), None, true).await
+    }
+
+    /// Stop shadow mode on every node.
+    pub async fn shadow_abort(&self) -> Result<UpgradeReply, UpgradeError> {
+        self.check_leader()?;
+        if self.sm.shadow_module().is_none() {
+            return Err(UpgradeError::NoShadow);
+        }
+        let active = self.sm.module_hash();
+        let (index, response) = self.propose(Request::Shadow(ShadowEntry::Stop)).await?;
+        let module = match response {
+            Response::Shadow(ShadowOutcome::Stopped { module }) => module,
+            other => {
+                return Err(UpgradeError::Internal(format!(
+                    "a shadow entry was answered {other:?}"
+                )))
+            }
+        };
+        Ok(UpgradeReply {
+            index,
+            result: UpgradeResult::ShadowStopped,
+            module_hash: module.map(|m| m.to_string()).unwrap_or_default(),
+            replaces: active.to_string(),
+            version: None,
+            reason: None,
+            precheck_compile_us: None,
+            precheck_migrate_us: None,
+        })
+    }
 }

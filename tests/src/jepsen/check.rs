@@ -248,7 +248,13 @@ mod tests {
         let ops = [
             op(0, acquire(1200), 0.0, 5.0, Ret::Granted(926)),
             // Counted from the invoke: 1200 ms after 0.0.
-            op(0, Call::Release { token: 926 }, 1150.0, 1201.0, Ret::Refused),
+            op(
+                0,
+                Call::Release { token: 926 },
+                1150.0,
+                1201.0,
+                Ret::Refused,
+            ),
             op(1, acquire(1200), 0.0, 5.0, Ret::Granted(927)),
             op(1, Call::Release { token: 927 }, 10.0, 12.0, Ret::Released),
         ];

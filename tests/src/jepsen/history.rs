@@ -74,11 +74,17 @@ impl History {
     }
 
     pub fn record_holding(&self, h: Holding) {
-        self.holdings.lock().unwrap_or_else(|p| p.into_inner()).push(h);
+        self.holdings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(h);
     }
 
     pub fn holdings(&self) -> Vec<Holding> {
-        self.holdings.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.holdings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn record(&self, op: Op) {

@@ -225,7 +225,9 @@ fn upgrade(c: &Cluster) -> Option<String> {
                 ))
             }
             Ok(r) if r.status == 409 && r.error().contains("already the active module") => {
-                return Some(format!("upgrade to version 2 was in already (attempt {attempt})"))
+                return Some(format!(
+                    "upgrade to version 2 was in already (attempt {attempt})"
+                ))
             }
             _ => std::thread::sleep(Duration::from_millis(300)),
         }

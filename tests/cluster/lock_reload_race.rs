@@ -42,7 +42,14 @@ fn a_release_completed_after_a_reload_does_not_erase_the_next_holder() {
         })
     };
     std::thread::sleep(Duration::from_millis(300));
-    let second = c.acquire(leader, "race/k", 60_000).expect("acquire");
+    // Willing to wait: on a slow machine the release may still be in flight.
+    let second = c
+        .post(
+            leader,
+            "/v1/locks/race/k/acquire",
+            serde_json::json!({ "lease_ms": 60_000, "wait_ms": 10_000 }),
+        )
+        .expect("acquire");
     assert!(second.ok(), "second acquire: {second:?}");
     let b = second.body["token"].as_u64().expect("token");
     assert!(b > a, "tokens {a} then {b}");
