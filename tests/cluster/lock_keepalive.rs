@@ -19,7 +19,7 @@ fn keepalive_keeps_a_lock_past_its_lease_and_stopping_lets_it_expire() {
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(2000) {
         // Through a follower too: it forwards to the leader.
-        let via = if start.elapsed().as_millis() % 2 == 0 {
+        let via = if start.elapsed().as_millis().is_multiple_of(2) {
             leader
         } else {
             follower
