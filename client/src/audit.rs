@@ -98,7 +98,7 @@ mod tests {
                     index: *i,
                     state_hash: h.to_string(),
                     module_hash: "m".into(),
-                    kind: "interval".into(),
+                    kind: crate::proto::AuditKind::Interval,
                 })
                 .collect(),
         }
