@@ -14,13 +14,18 @@
 //!
 //! * [`transport`]: the node's one address; the first bytes of a
 //!   connection tell the framed protocol from HTTP.
-//! * [`api`]: HTTP/JSON (with follower → leader forwarding), the framed
-//!   protocol for peers (Raft RPC) and clients, status and metrics.
-//! * [`service`]: the leader's lock actor (waiters, leases, keepalive,
-//!   handoff, phantom release) and the proposer that batches commands into
-//!   log entries.
+//! * [`api`]: HTTP/JSON (leader forwarding as one layer, bodies read once,
+//!   one error shape), the framed protocol for peers (Raft RPC) and
+//!   clients, status and metrics. Handlers reach the node through
+//!   [`api::Services`], never through [`node`].
+//! * [`service`]: [`service::LockService`] — request checks, then the
+//!   leader's lock actor (waiters, leases, keepalive, handoff, phantom
+//!   release) — and the proposer that batches commands into log entries.
 //! * [`raft`]: openraft's type config and the adapters: log store (group
-//!   commit), state machine (one guest call per committed range), network.
+//!   commit), the I/O-free [`raft::replica::Replica`] that applies each
+//!   committed range with one guest call (also used by `lockd replay` and
+//!   the tests), the state machine adapter around it, the snapshot file,
+//!   network.
 //! * [`log`]: the on-disk write-ahead log (segments, CRC32C records,
 //!   recovery) and atomic small files.
 //! * [`engine`]: wasmtime under a deterministic configuration: settings and
@@ -36,9 +41,10 @@
 //! runs candidate modules in shadow mode, records and compares state hashes
 //! for the determinism audit, and replays a stored log through a module.
 //!
-//! Around them: [`node`] assembles and starts a node, [`config`] reads flags
-//! and the TOML file, [`membership`] adds, promotes and removes nodes, and
-//! [`shutdown`] waits for the signal to stop.
+//! Around them: [`node`] only wires things together and starts them (like
+//! mini-redis's `server::run`; nothing imports it back), [`config`] reads
+//! flags and the TOML file, [`membership`] adds, promotes and removes
+//! nodes, and [`shutdown`] waits for the signal to stop.
 //!
 //! # Using the engine
 //!

@@ -14,6 +14,7 @@ use lockd::engine::{EngineError, EngineSettings, GuestModule, WasmEngine};
 use lockd::raft::replica::{Loader, Replica};
 use lockd::raft::snapshot::SnapshotBlob;
 use lockd::raft::{Entry, Request, Response, SnapshotMeta};
+use lockd::upgrade::precompile::Precompiler;
 use openraft::{CommittedLeaderId, EntryPayload, LogId};
 
 /// A lock state machine under test. `None` in a batch is an entry that
@@ -80,6 +81,19 @@ pub fn builtin() -> &'static (Arc<WasmEngine>, GuestModule) {
     })
 }
 
+/// How the wasm machines load modules: as a node does, through a
+/// precompiler, which has the built-in module ready (so a snapshot restore
+/// does not compile it again).
+fn loader() -> Loader {
+    static PRECOMPILER: OnceLock<Arc<Precompiler>> = OnceLock::new();
+    let p = PRECOMPILER.get_or_init(|| {
+        let p = Precompiler::new(builtin().0.clone());
+        p.prepare(lockd::builtin::LOCK_SM);
+        p
+    });
+    Loader::Precompiled(p.clone())
+}
+
 /// Audit points in the wasm machine's replica: often enough that batches
 /// are split at them as on a node (every 16th entry).
 const AUDIT_INTERVAL: u64 = 16;
@@ -96,9 +110,8 @@ pub struct WasmMachine {
 
 impl WasmMachine {
     pub fn new() -> WasmMachine {
-        let (engine, module) = builtin();
-        let loader = Loader::Plain(engine.clone());
-        let replica = Replica::new(0, loader, module.clone(), AUDIT_INTERVAL).expect("instantiate");
+        let module = builtin().1.clone();
+        let replica = Replica::new(0, loader(), module, AUDIT_INTERVAL).expect("instantiate");
         WasmMachine { replica, index: 0 }
     }
 
@@ -189,7 +202,7 @@ impl LockMachine for WasmMachine {
     /// As a node installs a snapshot: a new replica from the blob, swapped
     /// in only when the restore succeeded.
     fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
-        let (engine, module) = builtin();
+        let module = &builtin().1;
         let blob = SnapshotBlob {
             meta: SnapshotMeta::default(),
             module: module.bytes().to_vec(),
@@ -197,7 +210,7 @@ impl LockMachine for WasmMachine {
             module_since: 0,
             upgrades: Vec::new(),
         };
-        match Replica::from_snapshot(0, Loader::Plain(engine.clone()), &blob, AUDIT_INTERVAL) {
+        match Replica::from_snapshot(0, loader(), &blob, AUDIT_INTERVAL) {
             Ok(installed) => {
                 self.replica.install(installed).expect("install");
                 Ok(())

@@ -127,7 +127,7 @@ impl Replica {
         blob: &SnapshotBlob,
         audit_interval: u64,
     ) -> Result<Replica, EngineError> {
-        let module = loader.engine().load(&blob.module)?;
+        let module = loader.load(&blob.module)?;
         let mut replica = Replica::new(id, loader, module, audit_interval)?;
         replica.guest.restore(&blob.guest_state)?;
         replica.last_applied = blob.meta.last_log_id;
