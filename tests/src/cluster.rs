@@ -10,10 +10,12 @@
 //! workspace root (the `lockd` package has integration tests, so cargo
 //! builds its binaries before any test runs); `LOCKD_BIN` overrides it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use lockd::api::status::Status;
@@ -58,13 +60,48 @@ fn to_reply(res: Result<ureq::Response, ureq::Error>) -> Result<Reply, String> {
     }
 }
 
-/// A free port on 127.0.0.1 (bound and released; the OS does not hand it out
-/// again at once).
+/// A free port on 127.0.0.1 that nobody else in this process has been given.
+///
+/// Tests run side by side in one process, and a port is only bound once its
+/// node starts (and unbound while the node is down between a kill and a
+/// restart), so "bind :0 and release" alone could hand two tests the same
+/// port. Hence: every port given out is remembered and never given again by
+/// this process, and ports come from below the kernel's ephemeral range,
+/// where the local ends of outgoing connections (every client's and every
+/// node's) are allocated, so a down node's port cannot be taken by one of
+/// them either. The start is random, so that test processes running at the
+/// same time (other checkouts, benchmarks) rarely try the same ports; a port
+/// someone else holds fails the bind test and is skipped.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind :0")
-        .port()
+    static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let mut given = GIVEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let (lo, hi) = port_range();
+    let span = u32::from(hi - lo);
+    let start = (RandomState::new().build_hasher().finish() % u64::from(span)) as u32;
+    for i in 0..span {
+        let port = lo + ((start + i) % span) as u16;
+        if !given.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.insert(port);
+            return port;
+        }
+    }
+    panic!("no free port left in {lo}..{hi}");
+}
+
+/// Ports for nodes: from 20000 up to the start of the ephemeral range
+/// (`/proc/sys/net/ipv4/ip_local_port_range`, 32768 by default), or, on a
+/// machine whose ephemeral range leaves no room below it, above its end.
+fn port_range() -> (u16, u16) {
+    let ephemeral: Vec<u16> = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    match ephemeral[..] {
+        [first, _] if first >= 21_000 => (20_000, first),
+        [_, last] if last <= 64_000 => (last + 1, u16::MAX),
+        _ => (20_000, 32_768),
+    }
 }
 
 pub struct NodeProc {
@@ -98,6 +135,9 @@ pub struct Cluster {
     pub heartbeat_ms: u64,
     pub election_ms: u64,
     agent: ureq::Agent,
+    /// This cluster's turn on the machine (see [`crate::turns`]): clusters
+    /// run side by side, but not beside a test that runs alone.
+    _turn: crate::turns::Turn,
 }
 
 /// An HTTP answer: status code and JSON body.
@@ -202,6 +242,7 @@ impl Cluster {
     }
 
     pub fn empty(extra: &[&str]) -> Cluster {
+        let turn = crate::turns::shared();
         Cluster {
             dir: tempfile::Builder::new()
                 .prefix("lockd-cluster-")
@@ -215,6 +256,7 @@ impl Cluster {
             agent: ureq::AgentBuilder::new()
                 .timeout(Duration::from_secs(10))
                 .build(),
+            _turn: turn,
         }
     }
 

@@ -16,6 +16,8 @@
 //! * [`fixtures`]: the hostile guest components built by `build.rs`.
 //! * [`load`]: client threads that keep taking and freeing locks while a
 //!   test upgrades, and what they saw.
+//! * [`turns`]: which tests may run side by side in one test process, and
+//!   which must have the machine alone.
 
 pub mod cluster;
 pub mod fixtures;
@@ -24,3 +26,4 @@ pub mod load;
 pub mod machines;
 pub mod netns;
 pub mod scenario;
+pub mod turns;

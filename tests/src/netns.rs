@@ -52,7 +52,14 @@ pub struct NetHosts {
 impl NetHosts {
     /// Whether this machine lets us make namespaces (root, iproute2).
     pub fn available() -> bool {
-        let probe = format!("lkprobe{}", std::process::id());
+        // One name per call: tests running at once in one process must not
+        // add and delete each other's probe.
+        static PROBE: AtomicU64 = AtomicU64::new(0);
+        let probe = format!(
+            "lkprobe{}-{}",
+            std::process::id(),
+            PROBE.fetch_add(1, Ordering::Relaxed)
+        );
         ip(&["netns", "add", &probe]).is_ok() && ip(&["netns", "del", &probe]).is_ok()
     }
 

@@ -7,6 +7,10 @@ use lock_tests::cluster::Cluster;
 
 #[test]
 fn keepalive_keeps_a_lock_past_its_lease_and_stopping_lets_it_expire() {
+    // Alone: keepalives every 150 ms must each land within a 600 ms lease,
+    // and the expiry is timed; a second cluster on the same two cores could
+    // delay one past the lease.
+    let _alone = lock_tests::turns::alone();
     let c = Cluster::start(3, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let follower = (1..=3).find(|i| *i != leader).expect("follower");

@@ -46,6 +46,9 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
+    // Alone: guests burning their whole fuel budget on three nodes, beside
+    // three clients that must never fail, keep both cores busy.
+    let _alone = lock_tests::turns::alone();
     // Small fuel and memory budgets, so that the loop and the bomb end fast.
     let c = Cluster::start(
         3,

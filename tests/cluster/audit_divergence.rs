@@ -9,13 +9,26 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use lock_tests::cluster::{lockd_bin, Cluster};
 
-/// Build `lockd-fault` next to `lockd` (same profile and target dir; its
-/// own file name, so the real binary is never replaced).
+/// `lockd-fault`, built next to `lockd`: in the same target dir and
+/// profile, with the same packages selected as the build that ran the tests
+/// (`cargo test` at the workspace root), so every dependency is reused and
+/// only the `lockd` crate is compiled again, with the fault; under its own
+/// file name, so the `lockd` binary the other tests run is never replaced
+/// (checked). Built once per test process, whoever asks first.
 fn fault_binary() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(build_fault_binary).clone()
+}
+
+fn build_fault_binary() -> PathBuf {
+    // Alone: the build keeps both cores busy for a while, which would stretch
+    // the time windows of any cluster running beside it.
+    let _alone = lock_tests::turns::alone();
     let bin = lockd_bin().with_file_name("lockd-fault");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -24,13 +37,17 @@ fn fault_binary() -> PathBuf {
         .to_path_buf();
     let profile_dir = lockd_bin().parent().expect("profile dir").to_path_buf();
     let target_dir = profile_dir.parent().expect("target dir").to_path_buf();
+    let lockd_before = std::fs::read(lockd_bin()).expect("read lockd");
+    // No `-p lockd`: cargo unifies dependency features over the selected
+    // packages, and `-p lockd` alone would select fewer than the outer build
+    // (the workspace's default members) and so compile many dependencies
+    // again with other features. `lockd/fault-diverge` changes the `lockd`
+    // crate only; `--bin lockd-fault` builds nothing else.
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&workspace).args([
         "build",
-        "-p",
-        "lockd",
         "--features",
-        "fault-diverge",
+        "lockd/fault-diverge",
         "--bin",
         "lockd-fault",
         "--target-dir",
@@ -42,6 +59,11 @@ fn fault_binary() -> PathBuf {
     let status = cmd.status().expect("run cargo build for lockd-fault");
     assert!(status.success(), "building lockd-fault failed");
     assert!(bin.exists(), "{} was not built", bin.display());
+    assert!(
+        std::fs::read(lockd_bin()).expect("read lockd") == lockd_before,
+        "building lockd-fault changed {}, which the other tests run",
+        lockd_bin().display()
+    );
     bin
 }
 

@@ -36,6 +36,10 @@ fn libfaketime() -> PathBuf {
 #[test]
 fn wall_clock_jumps_do_not_move_lease_expiry() {
     let lib = libfaketime();
+    // Alone (once libfaketime is installed): the lock must be held until
+    // 500 ms before its lease ends and gone within 2 s after; a second
+    // cluster on the same two cores would move both ends of that window.
+    let _alone = lock_tests::turns::alone();
     let mut c = Cluster::configure(3, &[]);
     let clock = |id: u64| c.dir.path().join(format!("clock{id}"));
     let clocks: Vec<PathBuf> = (1..=3).map(clock).collect();

@@ -77,6 +77,10 @@ fn acquire_release_get_and_guard_through_a_follower() {
 
 #[test]
 fn the_guard_keeps_its_lock_alive_past_the_lease() {
+    // Alone: the guard's keepalives must each land within a 600 ms lease,
+    // and the lock must be gone 1.5 s after the guard; a second cluster on
+    // the same two cores could move either.
+    let _alone = lock_tests::turns::alone();
     let c = Cluster::start(3, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let client = Client::new(endpoints(&c, leader));
@@ -132,6 +136,10 @@ fn the_client_follows_a_failover() {
 
 #[test]
 fn a_waiting_acquire_on_a_closed_connection_is_dropped() {
+    // Alone: the node must notice the closed connection within the 200 ms
+    // before the release; a second cluster on the same two cores could delay
+    // that.
+    let _alone = lock_tests::turns::alone();
     let c = Cluster::start(1, &[]);
     c.wait_leader(Duration::from_secs(20));
     let rt = rt();

@@ -1,0 +1,40 @@
+//! Process-level tests: clusters of real `lockd` processes on loopback
+//! (`lock_tests::cluster`), driven over HTTP, the native protocol and
+//! `lockctl`, killed, paused, restarted, corrupted and upgraded.
+//!
+//! One test binary, one module per scenario file (so `lockd` and wasmtime
+//! are linked once, not once per file). Tests run side by side on
+//! `RUST_TEST_THREADS` threads (the number of cores by default): every
+//! cluster gets its own temporary directory and ports no other test in the
+//! process is given (`free_port`), and nothing here sets environment
+//! variables of the test process. A test that measures a time window or
+//! loads the whole machine takes it alone first
+//! (`lock_tests::turns::alone`, with the reason beside each call), so no
+//! other cluster runs beside it. `cargo test --release --test cluster --
+//! <name>` runs one.
+
+mod audit_divergence;
+mod bad_input_http;
+mod bad_input_native;
+mod client_pause;
+mod clock_jump;
+mod cluster_full_restart;
+mod cluster_leader_failover;
+mod cluster_membership;
+mod cluster_replication;
+mod cluster_snapshot_catchup;
+mod engine_mismatch;
+mod lock_expiry;
+mod lock_failover;
+mod lock_keepalive;
+mod lock_phantom;
+mod lock_waiters;
+mod lockctl_cli;
+mod log_recovery;
+mod native_client;
+mod transport_handshake;
+mod upgrade_catchup;
+mod upgrade_hostile;
+mod upgrade_live;
+mod upgrade_replay;
+mod upgrade_shadow;

@@ -1,0 +1,15 @@
+//! In-process tests: the lock state machine (native and wasm builds), the
+//! wasm engine and its cache, hostile modules, version 2 of the module, and
+//! fuzzing of every decoder (plus one live node fed random input).
+//!
+//! One test binary, one module per scenario file (so the engine and its
+//! dependencies are linked once, not once per file). Tests run side by side
+//! on `RUST_TEST_THREADS` threads; none of them depends on timing.
+//! `cargo test --release --test sm -- <name>` runs one.
+
+mod engine_cache;
+mod fuzz_inputs;
+mod hostile_modules;
+mod module_v2;
+mod sm_equivalence;
+mod sm_scenarios;
