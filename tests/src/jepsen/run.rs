@@ -389,13 +389,16 @@ pub fn run(cfg: RunConfig) -> Report {
     c.wait_leader(Duration::from_secs(30));
     std::thread::sleep(Duration::from_millis(1000));
     stop.store(true, Ordering::Relaxed);
-    rt.block_on(async {
-        for t in tasks {
-            let _ = t.await;
+    // A client task that panicked is a broken run, not a quiet one.
+    let mut violations: Vec<String> = rt.block_on(async {
+        let mut panics = Vec::new();
+        for (id, t) in tasks.into_iter().enumerate() {
+            if let Err(e) = t.await {
+                panics.push(format!("client {id} failed: {e}"));
+            }
         }
+        panics
     });
-
-    let mut violations = Vec::new();
     // 5. After healing, every client that waits is served within a bound.
     let bound = Duration::from_millis(cfg.lease_ms * 2 + 4 * crate::cluster::ELECTION_MS + 3000);
     let served = Arc::new(AtomicU64::new(0));
@@ -457,8 +460,10 @@ pub fn run(cfg: RunConfig) -> Report {
                 }
             }));
         }
-        for w in waits {
-            let _ = w.await;
+        for (id, w) in waits.into_iter().enumerate() {
+            if let Err(e) = w.await {
+                violations.push(format!("waiting client {id} failed: {e}"));
+            }
         }
     });
     let served = served.load(Ordering::Relaxed) as usize;
