@@ -163,10 +163,13 @@ fn bad_requests_get_precise_errors_and_change_nothing() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(
-        read_frame(&mut s).is_none(),
-        "the connection must be closed"
-    );
+    // Closed means end of stream (or a reset), not a read that timed out.
+    let mut byte = [0u8; 1];
+    match s.read(&mut byte) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("the connection must be closed, got {other:?}"),
+    }
 
     let after = c.wait_converged(Duration::from_secs(10));
     assert_eq!(
