@@ -175,16 +175,17 @@ impl Admin {
     /// The address of the leader, according to the first endpoint that
     /// knows one.
     pub async fn leader_addr(&self) -> Result<String, AdminError> {
-        for (_, s) in self.statuses().await {
-            if let Ok(s) = s {
-                if let Some(l) = s.leader {
-                    return s
-                        .members
-                        .iter()
-                        .find(|m| m.id == l)
-                        .map(|m| m.addr.clone())
-                        .ok_or(AdminError::NoLeader);
-                }
+        for e in &self.endpoints {
+            let Ok(s) = self.client.status_of(e).await else {
+                continue;
+            };
+            if let Some(l) = s.leader {
+                return s
+                    .members
+                    .iter()
+                    .find(|m| m.id == l)
+                    .map(|m| m.addr.clone())
+                    .ok_or(AdminError::NoLeader);
             }
         }
         Err(AdminError::NoLeader)
@@ -272,18 +273,14 @@ impl Admin {
         let request = Request::post(format!("http://{addr}{path}"))
             .header("content-type", content_type)
             .body(Full::new(body))?;
-        let response =
-            self.http
-                .client
-                .request(request)
-                .await
-                .map_err(|source| AdminError::Post {
-                    path: path.to_string(),
-                    addr: addr.clone(),
-                    source,
-                })?;
-        let status = response.status();
-        let bytes = response.into_body().collect().await?.to_bytes();
+        let (status, bytes) = self.http.send(request).await.map_err(|e| match e {
+            AdminError::Send(source) => AdminError::Post {
+                path: path.to_string(),
+                addr: addr.clone(),
+                source,
+            },
+            other => other,
+        })?;
         // An answer that is not JSON (a proxy's error page, say) still has
         // a status worth reporting.
         let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);

@@ -27,12 +27,14 @@
 //! * [`admin`]: the HTTP/JSON admin API (membership, upgrades, shadow
 //!   mode, audit points) and a GET-JSON helper with a timeout.
 //! * [`audit`]: comparing the nodes' determinism-audit points.
+//! * [`shutdown`]: waiting for Ctrl-C or SIGTERM.
 
 pub mod admin;
 pub mod audit;
 pub mod client;
 pub mod conn;
 pub mod proto;
+pub mod shutdown;
 pub mod wire;
 
 pub use client::{Client, ClientError, ClientOptions, LockGuard};

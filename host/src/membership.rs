@@ -11,7 +11,7 @@ use std::time::Duration;
 use openraft::ChangeMembers;
 use thiserror::Error;
 
-use crate::raft::{Node as RaftNode, NodeId, Raft};
+use crate::raft::{members, Node as RaftNode, NodeId, Raft};
 use crate::transport::frame::Role;
 use crate::transport::peer::FramedConn;
 
@@ -83,10 +83,11 @@ impl Membership {
             .map_err(|e| MembershipError::Raft(e.to_string()))
     }
 
+    /// (voters, every member) as this node knows them.
     fn membership(&self) -> (BTreeSet<u64>, BTreeSet<u64>) {
-        let m = self.raft.metrics().borrow().membership_config.clone();
-        let voters: BTreeSet<u64> = m.membership().voter_ids().collect();
-        let all: BTreeSet<u64> = m.membership().nodes().map(|(id, _)| *id).collect();
+        let members = members(&self.raft);
+        let voters = members.iter().filter(|m| m.voter).map(|m| m.id).collect();
+        let all = members.iter().map(|m| m.id).collect();
         (voters, all)
     }
 

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use openraft::error::{InitializeError, RaftError};
 use openraft::SnapshotPolicy;
@@ -78,7 +78,6 @@ pub struct Node {
     pub config: NodeConfig,
     /// What the APIs use; shared with every connection.
     pub services: Arc<Services>,
-    pub raft: Raft,
     shutdown: watch::Sender<bool>,
 }
 
@@ -211,13 +210,11 @@ impl Node {
             locks,
             upgrader: Upgrader::new(config.id, raft.clone(), sm.clone()),
             membership: Membership::new(config.id, raft.clone(), engine.fingerprint().text.clone()),
-            started: Instant::now(),
         });
         let node = Arc::new(Node {
             id: config.id,
             config: config.clone(),
             services: services.clone(),
-            raft: raft.clone(),
             shutdown,
         });
         let span = tracing::info_span!("node", id = node.id);
@@ -250,7 +247,7 @@ impl Node {
             .into_iter()
             .map(|(id, addr)| (id, RaftNode { addr }))
             .collect();
-        match self.raft.initialize(nodes).await {
+        match self.services.raft.initialize(nodes).await {
             Ok(()) => {
                 tracing::info!(id = self.id, "bootstrapped a new cluster");
                 Ok(())
@@ -265,7 +262,7 @@ impl Node {
     /// Stop serving and stop Raft.
     pub async fn shutdown(&self) {
         let _ = self.shutdown.send(true);
-        if let Err(e) = self.raft.shutdown().await {
+        if let Err(e) = self.services.raft.shutdown().await {
             tracing::warn!(error = %e, "raft shutdown");
         }
     }

@@ -1,24 +1,4 @@
-//! Graceful shutdown: wait for Ctrl-C or SIGTERM.
+//! Graceful shutdown: wait for Ctrl-C or SIGTERM (the client crate's
+//! [`lockd_client::shutdown::signal`], which `lockctl` uses too).
 
-/// Resolves on the first Ctrl-C (SIGINT) or SIGTERM.
-pub async fn signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
-}
+pub use lockd_client::shutdown::signal;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use guest_sm::{Command, HeldLock, LockInfo, LockTable, Outcome, TableStats};
 use lockd::command as wit;
 use lockd::engine::{EngineError, EngineSettings, GuestModule, WasmEngine};
-use lockd::raft::replica::{Loader, Replica};
+use lockd::raft::replica::Replica;
 use lockd::raft::snapshot::SnapshotBlob;
 use lockd::raft::{Entry, Request, Response, SnapshotMeta};
 use lockd::upgrade::precompile::Precompiler;
@@ -84,14 +84,14 @@ pub fn builtin() -> &'static (Arc<WasmEngine>, GuestModule) {
 /// How the wasm machines load modules: as a node does, through a
 /// precompiler, which has the built-in module ready (so a snapshot restore
 /// does not compile it again).
-fn loader() -> Loader {
+fn loader() -> Arc<Precompiler> {
     static PRECOMPILER: OnceLock<Arc<Precompiler>> = OnceLock::new();
     let p = PRECOMPILER.get_or_init(|| {
         let p = Precompiler::new(builtin().0.clone());
         p.prepare(lockd::builtin::LOCK_SM);
         p
     });
-    Loader::Precompiled(p.clone())
+    p.clone()
 }
 
 /// Audit points in the wasm machine's replica: often enough that batches
@@ -211,8 +211,9 @@ impl LockMachine for WasmMachine {
             upgrades: Vec::new(),
         };
         match Replica::from_snapshot(0, loader(), &blob, AUDIT_INTERVAL) {
-            Ok(installed) => {
-                self.replica.install(installed).expect("install");
+            Ok(mut installed) => {
+                let hash = installed.state_hash().expect("state hash");
+                self.replica.install(installed, hash);
                 Ok(())
             }
             Err(EngineError::RestoreRejected(why)) => Err(why),

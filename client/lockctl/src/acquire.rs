@@ -40,7 +40,7 @@ pub async fn run(
     let _ = std::io::stdout().flush();
     g.keep_alive();
     // Listen from now on, not only between checks, so no signal slips by.
-    let stop = stop_signal();
+    let stop = lockd_client::shutdown::signal();
     tokio::pin!(stop);
     loop {
         tokio::select! {
@@ -57,29 +57,5 @@ pub async fn run(
                 }
             }
         }
-    }
-}
-
-/// Resolves on the first Ctrl-C (SIGINT) or SIGTERM.
-async fn stop_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
-            }
-            // No SIGTERM handler: Ctrl-C still releases the lock.
-            Err(_) => {
-                let _ = ctrl_c.await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
     }
 }

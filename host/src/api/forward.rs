@@ -31,19 +31,11 @@ fn target(node: &Services, req: &Request) -> Option<(u64, String)> {
         return None;
     }
     // Borrow, do not clone, the metrics: this runs on every request.
-    let metrics = node.raft.metrics();
-    let m = metrics.borrow();
-    let leader = m.current_leader?;
+    let leader = node.raft.metrics().borrow().current_leader?;
     if leader == node.id {
         return None;
     }
-    let addr = m
-        .membership_config
-        .membership()
-        .get_node(&leader)?
-        .addr
-        .clone();
-    Some((leader, addr))
+    Some((leader, node.addr_of(leader)?))
 }
 
 /// The layer's state: the node, and the body limit of the routes it wraps.

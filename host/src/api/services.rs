@@ -2,7 +2,6 @@
 //! [`crate::node`], shared by every connection.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::engine::WasmEngine;
 use crate::membership::Membership;
@@ -24,7 +23,6 @@ pub struct Services {
     pub locks: LockService,
     pub upgrader: Upgrader,
     pub membership: Membership,
-    pub started: Instant,
 }
 
 impl Services {

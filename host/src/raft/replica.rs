@@ -21,7 +21,7 @@ use openraft::EntryPayload;
 use super::snapshot::SnapshotBlob;
 use super::{Entry, LogId, Request, Response, SnapshotMeta, StoredMembership};
 use crate::command::{Command, HeldLock, LockInfo, Outcome, TableStats};
-use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEngine};
+use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash};
 use crate::upgrade::audit::AuditLog;
 use crate::upgrade::precompile::Precompiler;
 use crate::upgrade::shadow::Shadow;
@@ -33,35 +33,12 @@ use crate::upgrade::{
 /// Upgrade records kept (in status and in snapshots).
 const KEEP_UPGRADES: usize = 32;
 
-/// How a replica turns module bytes into a loaded module: through the
-/// node's precompiler (compiled when the entry was appended), or a plain
-/// load (replay, tests).
-#[derive(Clone)]
-pub enum Loader {
-    Precompiled(Arc<Precompiler>),
-    Plain(Arc<WasmEngine>),
-}
-
-impl Loader {
-    pub fn engine(&self) -> &Arc<WasmEngine> {
-        match self {
-            Loader::Precompiled(p) => p.engine(),
-            Loader::Plain(e) => e,
-        }
-    }
-
-    pub fn load(&self, bytes: &[u8]) -> Result<GuestModule, EngineError> {
-        match self {
-            Loader::Precompiled(p) => p.load(bytes),
-            Loader::Plain(e) => e.load(bytes),
-        }
-    }
-}
-
 /// The active module, its running instance, and what is applied with it.
 pub struct Replica {
     id: u64,
-    loader: Loader,
+    /// Loads modules: the one compiled when an entry was appended if there
+    /// is one, else a fresh load (replay, tests, a restart).
+    loader: Arc<Precompiler>,
     module: GuestModule,
     guest: GuestInstance,
     last_applied: Option<LogId>,
@@ -97,7 +74,7 @@ impl Replica {
     /// An empty lock table on `module`, nothing applied.
     pub fn new(
         id: u64,
-        loader: Loader,
+        loader: Arc<Precompiler>,
         module: GuestModule,
         audit_interval: u64,
     ) -> Result<Replica, EngineError> {
@@ -123,7 +100,7 @@ impl Replica {
     /// The state a snapshot holds: its module, restored from its guest state.
     pub fn from_snapshot(
         id: u64,
-        loader: Loader,
+        loader: Arc<Precompiler>,
         blob: &SnapshotBlob,
         audit_interval: u64,
     ) -> Result<Replica, EngineError> {
@@ -138,11 +115,10 @@ impl Replica {
     }
 
     /// Take over `other` (built from a snapshot installed from the leader),
-    /// keeping this node's audit points and counters, and record the
-    /// installed state's hash as an audit point.
-    pub fn install(&mut self, other: Replica) -> Result<(), EngineError> {
-        let mut other = other;
-        let hash = other.guest.state_hash()?;
+    /// keeping this node's audit points and counters; `hash` is `other`'s
+    /// state hash (the caller computed it to check the state before it kept
+    /// the snapshot), recorded as an audit point.
+    pub fn install(&mut self, other: Replica, hash: [u8; 32]) {
         self.module = other.module;
         self.guest = other.guest;
         self.last_applied = other.last_applied;
@@ -155,7 +131,6 @@ impl Replica {
             self.audit
                 .record(l.index, &hash, self.module.hash(), AuditKind::Snapshot);
         }
-        Ok(())
     }
 
     /// The snapshot of the state now, under `meta`.

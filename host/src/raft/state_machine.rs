@@ -20,7 +20,7 @@ use lockd_client::proto::AuditReport;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{AnyError, RaftSnapshotBuilder, StorageIOError};
 
-use super::replica::{Loader, Replica, ReplicaView};
+use super::replica::{Replica, ReplicaView};
 use super::snapshot::{self, SnapshotBlob, SnapshotFileError};
 use super::{Entry, LogId, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::command::{HeldLock, LockInfo, TableStats};
@@ -30,7 +30,6 @@ use crate::upgrade::MigrateError;
 
 struct SmShared {
     id: u64,
-    engine: Arc<WasmEngine>,
     precompiler: Arc<Precompiler>,
     audit_interval: u64,
     dir: PathBuf,
@@ -83,7 +82,7 @@ impl StateMachineStore {
             path: dir.display().to_string(),
             reason: e.to_string(),
         })?;
-        let loader = Loader::Precompiled(precompiler.clone());
+        let loader = precompiler.clone();
         let (replica, current) = match snapshot::read_blob(dir)? {
             Some((blob, bytes)) => {
                 let replica = Replica::from_snapshot(id, loader, &blob, audit_interval).map_err(
@@ -105,7 +104,6 @@ impl StateMachineStore {
         Ok(StateMachineStore {
             shared: Arc::new(SmShared {
                 id,
-                engine,
                 precompiler,
                 audit_interval,
                 dir: dir.to_path_buf(),
@@ -135,7 +133,7 @@ impl StateMachineStore {
     }
 
     pub fn engine(&self) -> &Arc<WasmEngine> {
-        &self.shared.engine
+        self.shared.precompiler.engine()
     }
 
     pub fn precompiler(&self) -> &Arc<Precompiler> {
@@ -240,16 +238,16 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             ));
         }
         // Build the new state fully before touching the live one.
-        let loader = Loader::Precompiled(self.shared.precompiler.clone());
+        let loader = self.shared.precompiler.clone();
         let mut installed =
             Replica::from_snapshot(self.shared.id, loader, &blob, self.shared.audit_interval)
                 .map_err(|e| snap_err(Some(meta), e))?;
-        installed
+        let hash = installed
             .state_hash()
             .map_err(|e| snap_err(Some(meta), e))?;
         snapshot::write(&self.shared.dir, &bytes).map_err(|e| snap_err(Some(meta), e))?;
         let mut r = self.replica();
-        r.install(installed).map_err(|e| snap_err(Some(meta), e))?;
+        r.install(installed, hash);
         *self.current() = Some((meta.clone(), Arc::new(bytes)));
         self.shared
             .snapshots_installed

@@ -47,7 +47,7 @@ use super::error::{Acquired, ServiceError};
 use super::proposer::Proposer;
 use crate::command::{HeldLock, Outcome};
 use crate::raft::state_machine::StateMachineStore;
-use crate::raft::{leader_hint, NodeId, Raft};
+use crate::raft::{NodeId, Raft};
 
 /// Counters of the lock service (for metrics).
 #[derive(Default, Debug)]
@@ -471,12 +471,9 @@ pub(super) fn refuse<T: Send + 'static>(
     tokio::spawn(async move {
         let answer = match raft.ensure_linearizable().await {
             Ok(_) => err,
-            Err(e) => match leader_hint(&e) {
-                Some(leader) => ServiceError::NotLeader { id, leader },
-                None => ServiceError::Unavailable(format!(
-                    "node {id} could not confirm its leadership: {e}"
-                )),
-            },
+            Err(e) => ServiceError::from_raft(id, e, |e| {
+                format!("node {id} could not confirm its leadership: {e}")
+            }),
         };
         let _ = reply.send(Err(answer));
     });

@@ -1,7 +1,11 @@
 //! What the lock service answers when it cannot do what was asked, and the
 //! request checks that run before anything is proposed.
 
+use openraft::error::{ForwardToLeader, RaftError};
+use openraft::TryAsRef;
 use thiserror::Error;
+
+use crate::raft::{leader_hint, Node, NodeId};
 
 /// The longest key accepted, in bytes.
 pub const MAX_KEY_BYTES: usize = 1024;
@@ -45,5 +49,23 @@ pub fn check_key(key: &str) -> Result<(), ServiceError> {
         0 => Err(ServiceError::EmptyKey),
         n if n > MAX_KEY_BYTES => Err(ServiceError::KeyTooLong(n)),
         _ => Ok(()),
+    }
+}
+
+impl ServiceError {
+    /// openraft refused a call on node `id`: another node leads (with the
+    /// leader it named), or consensus is unavailable, said by `unavailable`.
+    pub fn from_raft<E>(
+        id: NodeId,
+        e: RaftError<NodeId, E>,
+        unavailable: impl FnOnce(RaftError<NodeId, E>) -> String,
+    ) -> ServiceError
+    where
+        E: TryAsRef<ForwardToLeader<NodeId, Node>> + std::fmt::Debug,
+    {
+        match leader_hint(&e) {
+            Some(leader) => ServiceError::NotLeader { id, leader },
+            None => ServiceError::Unavailable(unavailable(e)),
+        }
     }
 }

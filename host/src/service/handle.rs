@@ -13,7 +13,7 @@ use super::error::{check_key, Acquired, ServiceError};
 use super::proposer::Proposer;
 use crate::command::LockInfo;
 use crate::raft::state_machine::StateMachineStore;
-use crate::raft::{leader_hint, NodeId, Raft};
+use crate::raft::{NodeId, Raft};
 
 /// The lock service of a node. Cheap to clone.
 #[derive(Clone)]
@@ -124,16 +124,10 @@ impl LockService {
         match tokio::time::timeout(limit, self.raft.ensure_linearizable()).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
-                return Err(match leader_hint(&e) {
-                    Some(leader) => ServiceError::NotLeader {
-                        id: self.id,
-                        leader,
-                    },
-                    None => ServiceError::Unavailable(format!(
-                        "node {} could not confirm its leadership with a quorum: {e}",
-                        self.id
-                    )),
-                })
+                let id = self.id;
+                return Err(ServiceError::from_raft(id, e, |e| {
+                    format!("node {id} could not confirm its leadership with a quorum: {e}")
+                }));
             }
             Err(_) => {
                 return Err(ServiceError::Unavailable(format!(
@@ -160,13 +154,7 @@ impl LockService {
                 .sm
                 .get(key)
                 .map_err(|e| ServiceError::StateMachine(e.to_string())),
-            Err(e) => Err(match leader_hint(&e) {
-                Some(leader) => ServiceError::NotLeader {
-                    id: self.id,
-                    leader,
-                },
-                None => ServiceError::Unavailable(e.to_string()),
-            }),
+            Err(e) => Err(ServiceError::from_raft(self.id, e, |e| e.to_string())),
         }
     }
 }

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::error::ServiceError;
 use crate::command::{Command, Outcome};
-use crate::raft::{leader_hint, NodeId, Raft, Request, Response};
+use crate::raft::{NodeId, Raft, Request, Response};
 
 /// Entries being committed at once. Two: while one entry commits, the next
 /// is appended; more than that only makes entries smaller. Measured with
@@ -99,10 +99,7 @@ async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
                         "a lock entry was answered {other:?}"
                     ))),
                 },
-                Err(e) => Err(match leader_hint(&e) {
-                    Some(leader) => ServiceError::NotLeader { id, leader },
-                    None => ServiceError::Unavailable(e.to_string()),
-                }),
+                Err(e) => Err(ServiceError::from_raft(id, e, |e| e.to_string())),
             };
             match result {
                 Ok(outcomes) => {

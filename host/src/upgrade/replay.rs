@@ -25,9 +25,10 @@ use crate::command::Command;
 use crate::engine::{EngineError, GuestInstance, WasmEngine};
 use crate::log::{Wal, WalError, WalOptions};
 use crate::raft::log_store::{read_meta, LogOpenError};
-use crate::raft::replica::{Loader, Replica};
+use crate::raft::replica::Replica;
 use crate::raft::snapshot::{read_blob, SnapshotFileError};
 use crate::raft::{Entry, LogId, Request, Response};
+use crate::upgrade::precompile::Precompiler;
 
 #[derive(Debug, Error)]
 pub enum ReplayError {
@@ -74,7 +75,7 @@ pub fn replay(
     candidate: &[u8],
     builtin: &[u8],
 ) -> Result<ReplayReport, ReplayError> {
-    let loader = Loader::Plain(engine.clone());
+    let loader = Precompiler::new(engine.clone());
     // The active side is the node's own replica path, audit points off.
     let (mut active, from_index) = match read_blob(&data_dir.join("snapshot"))? {
         Some((blob, _)) => (

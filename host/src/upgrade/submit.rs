@@ -51,6 +51,21 @@ struct Precheck {
     migrate_us: u64,
 }
 
+/// The answer to an entry at `index` replacing `replaces`, its result and
+/// module still to be filled in.
+fn reply_at(index: u64, replaces: &ModuleHash, timings: Option<&Precheck>) -> UpgradeReply {
+    UpgradeReply {
+        index,
+        result: UpgradeResult::Swapped,
+        module_hash: String::new(),
+        replaces: replaces.to_string(),
+        version: None,
+        reason: None,
+        precheck_compile_us: timings.map(|t| t.compile_us),
+        precheck_migrate_us: timings.map(|t| t.migrate_us),
+    }
+}
+
 /// The leader's upgrade and shadow requests.
 #[derive(Clone)]
 pub struct Upgrader {
@@ -143,16 +158,7 @@ impl Upgrader {
         let (index, response) = self
             .propose(Request::Upgrade(UpgradeEntry { module, replaces }))
             .await?;
-        let mut reply = UpgradeReply {
-            index,
-            result: UpgradeResult::Swapped,
-            module_hash: String::new(),
-            replaces: replaces.to_string(),
-            version: None,
-            reason: None,
-            precheck_compile_us: timings.as_ref().map(|t| t.compile_us),
-            precheck_migrate_us: timings.as_ref().map(|t| t.migrate_us),
-        };
+        let mut reply = reply_at(index, &replaces, timings.as_ref());
         match response {
             Response::Upgrade(UpgradeOutcome::Swapped {
                 module, version, ..
@@ -190,16 +196,7 @@ impl Upgrader {
         let (index, response) = self
             .propose(Request::Shadow(ShadowEntry::Start { module }))
             .await?;
-        let mut reply = UpgradeReply {
-            index,
-            result: UpgradeResult::Swapped,
-            module_hash: String::new(),
-            replaces: active.to_string(),
-            version: None,
-            reason: None,
-            precheck_compile_us: timings.as_ref().map(|t| t.compile_us),
-            precheck_migrate_us: timings.as_ref().map(|t| t.migrate_us),
-        };
+        let mut reply = reply_at(index, &active, timings.as_ref());
         match response {
             Response::Shadow(ShadowOutcome::Started { module, version }) => {
                 reply.result = UpgradeResult::ShadowStarted;
@@ -246,14 +243,9 @@ impl Upgrader {
             }
         };
         Ok(UpgradeReply {
-            index,
             result: UpgradeResult::ShadowStopped,
             module_hash: module.map(|m| m.to_string()).unwrap_or_default(),
-            replaces: active.to_string(),
-            version: None,
-            reason: None,
-            precheck_compile_us: None,
-            precheck_migrate_us: None,
+            ..reply_at(index, &active, None)
         })
     }
 }
