@@ -81,7 +81,7 @@ fn build_fault_binary() -> PathBuf {
     cmd.current_dir(&workspace).args([
         "build",
         "--features",
-        "lockd/fault-diverge lockd/fault-stale-done",
+        "lockd/fault-diverge lockd/fault-stale-done lockd/fault-early-expiry lockd/fault-double-grant",
         "--bin",
         "lockd-fault",
         "--target-dir",

@@ -1,7 +1,10 @@
-//! `lockd` built with the test-only `fault-diverge` feature, under its own
-//! name so it can never be mistaken for (or overwrite) the real binary.
-//! `tests/audit_divergence.rs` builds it to plant a state divergence on one
-//! node and check that the determinism audit names that node.
+//! `lockd` built with the test-only fault features, under its own name so
+//! it can never be mistaken for (or overwrite) the real binary. Each fault
+//! acts only when its environment variable is set on the node: a planted
+//! state divergence (`fault-diverge`, for the determinism audit test), a
+//! held-back answer (`fault-stale-done`, the reload-race test), and leases
+//! that end early (`fault-early-expiry`, `fault-double-grant`, the broken
+//! variants the fault-injection checkers must catch).
 
 #[path = "lockd.rs"]
 mod lockd_main;

@@ -44,6 +44,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::error::{Acquired, ServiceError};
+use super::lease;
 use super::proposer::Proposer;
 use crate::command::{HeldLock, Outcome};
 use crate::raft::state_machine::StateMachineStore;
@@ -314,7 +315,7 @@ impl Actor {
                         // election the gap could have lasted.
                         let now = Instant::now();
                         for l in locks {
-                            let deadline = now + lease(l.lease_ms) + self.election_timeout;
+                            let deadline = now + lease::lease(l.lease_ms) + self.election_timeout;
                             self.leases.insert((deadline, l.key.clone(), l.token));
                             self.keys.entry(l.key).or_default().holder = Some(Holder {
                                 token: l.token,
@@ -443,21 +444,6 @@ impl Actor {
             let _ = tx.send(Msg::Loaded { term, locks });
         });
     }
-}
-
-/// How long a lease of `ms` lasts on the leader's clock.
-#[cfg(not(feature = "fault-early-expiry"))]
-pub(super) fn lease(ms: u64) -> Duration {
-    Duration::from_millis(ms)
-}
-
-/// A deliberately broken build (cargo feature `fault-early-expiry`, never
-/// enabled by normal builds): leases end after a quarter of their time. It
-/// exists to show that the fault-injection checkers catch a lock service
-/// that ends leases early (`scripts/broken-variant.sh`).
-#[cfg(feature = "fault-early-expiry")]
-pub(super) fn lease(ms: u64) -> Duration {
-    Duration::from_millis(ms / 4)
 }
 
 /// See [`Actor::refuse`].

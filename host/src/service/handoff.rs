@@ -6,8 +6,9 @@ use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
-use super::actor::{lease, pop_live_waiter, refuse, Actor, Holder, Op, Role};
+use super::actor::{pop_live_waiter, refuse, Actor, Holder, Op, Role};
 use super::error::{Acquired, ServiceError};
+use super::lease;
 use crate::command::{Command, Outcome};
 
 impl Actor {
@@ -88,7 +89,7 @@ impl Actor {
             match outcomes.next() {
                 Some(Outcome::Granted(token)) => {
                     self.stats.grants.fetch_add(1, Ordering::Relaxed);
-                    let deadline = Instant::now() + lease(waiter.lease_ms);
+                    let deadline = Instant::now() + lease::granted(waiter.lease_ms);
                     self.leases.insert((deadline, key.clone(), token));
                     if let Some(k) = self.keys.get_mut(&key) {
                         k.holder = Some(Holder {

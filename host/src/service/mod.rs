@@ -10,6 +10,8 @@
 //! * `requests`: acquire, release and extend, as the actor handles them.
 //! * `handoff`: committed proposals (answers, handoff to the next waiter,
 //!   phantom release) and timers (lease expiry, wait limits).
+//! * `lease`: how long a lease lasts on the leader's clock (and the
+//!   test-only faults that end leases early).
 //! * [`proposer`]: batches command groups into log entries.
 //! * [`error`]: [`ServiceError`] and the key check.
 
@@ -19,6 +21,7 @@ pub mod error;
 mod fault;
 mod handle;
 mod handoff;
+mod lease;
 pub mod proposer;
 mod requests;
 

@@ -8,8 +8,9 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::actor::{lease, pop_live_waiter, refuse, AcquireReply, Actor, Msg, Op, Waiter};
+use super::actor::{pop_live_waiter, refuse, AcquireReply, Actor, Msg, Op, Waiter};
 use super::error::ServiceError;
+use super::lease;
 use crate::command::Command;
 
 impl Actor {
@@ -120,7 +121,7 @@ impl Actor {
                 given: token,
             });
         }
-        let deadline = from + lease(h.lease_ms);
+        let deadline = from + lease::lease(h.lease_ms);
         if deadline > h.deadline {
             self.leases.remove(&(h.deadline, key.to_string(), token));
             h.deadline = deadline;

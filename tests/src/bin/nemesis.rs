@@ -1,47 +1,64 @@
 //! The long fault-injection run: one command, a report.
 //!
 //! ```text
-//! cargo run --release -p lock-tests --bin nemesis -- [--seconds 600] [--nodes 5] [--clients 10] [--keys 3] [--seed 7] [--no-faults | --partitions] [--upgrade-at SECS]
+//! cargo run --release -p lock-tests --bin nemesis -- [--seconds 600] [--nodes 5] [--clients 10] [--keys 3] [--seed 7] [--no-faults | --partitions] [--upgrade-at SECS] [--broken early-expiry|double-grant]
 //! ```
 //!
 //! Prints operations done, faults injected and violations found; exits 1 on
-//! any violation.
+//! any violation. `--broken` runs `lockd-fault` with one of its lease
+//! faults on (built on first use), to watch the checkers catch it.
 
 use std::time::Duration;
 
-use lock_tests::jepsen::run::{run, RunConfig};
+use lock_tests::jepsen::{run, RunConfig, Server, ALL_FAULTS, PARTITIONS};
 
-fn arg(name: &str, default: u64) -> u64 {
+fn value(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+        .cloned()
+}
+
+fn arg(name: &str, default: u64) -> u64 {
+    value(name).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn flag(name: &str) -> bool {
+    std::env::args().any(|a| a == name)
 }
 
 fn main() {
+    let server = value("--broken").map(|b| {
+        let var = match b.as_str() {
+            "early-expiry" => ("LOCKD_FAULT_EARLY_EXPIRY", "1"),
+            "double-grant" => ("LOCKD_FAULT_DOUBLE_GRANT", "25"),
+            other => {
+                eprintln!("nemesis: --broken takes early-expiry or double-grant, not {other}");
+                std::process::exit(2);
+            }
+        };
+        Server {
+            bin: lock_tests::cluster::fault_binary(),
+            env: vec![(var.0.into(), var.1.into())],
+        }
+    });
     let cfg = RunConfig {
         nodes: arg("--nodes", 5),
         clients: arg("--clients", 10) as usize,
         keys: arg("--keys", 3) as usize,
         duration: Duration::from_secs(arg("--seconds", 600)),
         seed: arg("--seed", 7),
-        faults: if std::env::args().any(|a| a == "--no-faults") {
+        faults: if flag("--no-faults") {
             Vec::new()
-        } else if std::env::args().any(|a| a == "--partitions") {
-            [
-                lock_tests::jepsen::run::ALL_FAULTS.as_slice(),
-                lock_tests::jepsen::run::PARTITIONS.as_slice(),
-            ]
-            .concat()
+        } else if flag("--partitions") {
+            [ALL_FAULTS.as_slice(), PARTITIONS.as_slice()].concat()
         } else {
             RunConfig::default().faults
         },
-        hosts: std::env::args().any(|a| a == "--partitions"),
-        upgrade_at: std::env::args()
-            .any(|a| a == "--upgrade-at")
-            .then(|| Duration::from_secs(arg("--upgrade-at", 60))),
+        hosts: flag("--partitions"),
+        upgrade_at: flag("--upgrade-at").then(|| Duration::from_secs(arg("--upgrade-at", 60))),
+        server,
         ..RunConfig::default()
     };
     println!(
@@ -53,9 +70,16 @@ fn main() {
         "operations: {} ({} grants), stale accesses refused by the register: {}",
         r.ops, r.granted, r.rejected_stale
     );
+    println!(
+        "leader changes seen: {}, keeper renewals: {}, ledger keys checked: {}",
+        r.leader_changes, r.keeper_renewals, r.ledger_keys
+    );
     println!("faults injected: {}", r.faults.len());
-    for f in &r.faults {
-        println!("  {f}");
+    for e in &r.faults {
+        println!(
+            "  {:>8.0} ms {:?}: {} (term {} -> {})",
+            e.from, e.fault, e.what, e.term_before, e.term_after
+        );
     }
     println!("violations: {}", r.violations.len());
     for v in &r.violations {

@@ -1,22 +1,69 @@
-//! The checkers. Each returns the violations it found, each a sentence.
+//! The checkers. Each returns the violations it found, each naming the
+//! checker that found it and saying what it saw in a sentence.
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 
 use super::history::{Call, Holding, Op, Ret};
+use super::lin::Horizon;
 use super::register::Write;
+
+/// Which checker found a violation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checker {
+    LostUpdate,
+    Tokens,
+    Linearizable,
+    MutualExclusion,
+    RefusalInsideLease,
+    /// Acknowledged grants and releases against the final state, and the
+    /// holder that renewed its lock through every fault.
+    Survived,
+    /// Waiting clients served within a bound after the faults healed.
+    Liveness,
+    /// Equal state (and module) on every node at the end.
+    Convergence,
+    /// The run itself broke: a client task panicked, a fault did not happen.
+    Harness,
+}
+
+/// One violation: the checker and what it saw.
+#[derive(Clone, Debug)]
+pub struct Violation {
+    pub checker: Checker,
+    pub what: String,
+}
+
+impl Violation {
+    pub fn new(checker: Checker, what: impl Into<String>) -> Violation {
+        Violation {
+            checker,
+            what: what.into(),
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{:?}] {}", self.checker, self.what)
+    }
+}
 
 /// 1. No lost update: replaying the accepted writes of each key in the order
 ///    the register accepted them, every write read the value the previous
 ///    accepted write left.
-pub fn lost_updates(registers: &[(String, Vec<Write>, u64)]) -> Vec<String> {
+pub fn lost_updates(registers: &[(String, Vec<Write>, u64)]) -> Vec<Violation> {
     let mut out = Vec::new();
     for (key, writes, _) in registers {
         let mut value = 0;
         for w in writes {
             if w.read != value {
-                out.push(format!(
-                    "lost update on {key}: client {} with token {} read {} but the register held {value}",
-                    w.client, w.token, w.read
+                out.push(Violation::new(
+                    Checker::LostUpdate,
+                    format!(
+                        "lost update on {key}: client {} with token {} read {} but the register held {value}",
+                        w.client, w.token, w.read
+                    ),
                 ));
             }
             value = w.wrote;
@@ -27,15 +74,18 @@ pub fn lost_updates(registers: &[(String, Vec<Write>, u64)]) -> Vec<String> {
 
 /// 2. Tokens are never reused, and on each key a grant that completed before
 ///    another was invoked has the smaller token.
-pub fn tokens(ops: &[Op]) -> Vec<String> {
+pub fn tokens(ops: &[Op]) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut owner: HashMap<u64, &Op> = HashMap::new();
     for o in ops {
         if let Ret::Granted(t) = o.ret {
             if let Some(prev) = owner.insert(t, o) {
-                out.push(format!(
-                    "token {t} granted twice: to client {} on {} and client {} on {}",
-                    prev.client, prev.key, o.client, o.key
+                out.push(Violation::new(
+                    Checker::Tokens,
+                    format!(
+                        "token {t} granted twice: to client {} on {} and client {} on {}",
+                        prev.client, prev.key, o.client, o.key
+                    ),
                 ));
             }
         }
@@ -49,8 +99,9 @@ pub fn tokens(ops: &[Op]) -> Vec<String> {
             for b in &grants {
                 if let (Ret::Granted(ta), Ret::Granted(tb)) = (&a.ret, &b.ret) {
                     if a.complete < b.invoke && ta >= tb {
-                        out.push(format!(
-                            "{key}: token {tb} granted after token {ta} had been granted"
+                        out.push(Violation::new(
+                            Checker::Tokens,
+                            format!("{key}: token {tb} granted after token {ta} had been granted"),
                         ));
                     }
                 }
@@ -61,7 +112,7 @@ pub fn tokens(ops: &[Op]) -> Vec<String> {
 }
 
 /// 3. Each key's lock operations are linearizable (see [`super::lin`]).
-pub fn linearizable(ops: &[Op]) -> Vec<String> {
+pub fn linearizable(ops: &[Op], horizon: &Horizon) -> Vec<Violation> {
     let mut by_key: BTreeMap<&str, Vec<Op>> = BTreeMap::new();
     for o in ops {
         by_key.entry(&o.key).or_default().push(o.clone());
@@ -69,9 +120,9 @@ pub fn linearizable(ops: &[Op]) -> Vec<String> {
     by_key
         .into_iter()
         .filter_map(|(key, ops)| {
-            super::lin::check_key(&ops)
+            super::lin::check_key(&ops, horizon)
                 .err()
-                .map(|e| format!("{key}: {e}"))
+                .map(|e| Violation::new(Checker::Linearizable, format!("{key}: {e}")))
         })
         .collect()
 }
@@ -80,7 +131,7 @@ pub fn linearizable(ops: &[Op]) -> Vec<String> {
 ///    believed they held it at the same time (see [`Holding`]). Unlike the
 ///    fenced register, this sees a service that grants a key twice even when
 ///    every token is unique.
-pub fn mutual_exclusion(holdings: &[Holding]) -> Vec<String> {
+pub fn mutual_exclusion(holdings: &[Holding]) -> Vec<Violation> {
     let mut by_key: BTreeMap<&str, Vec<&Holding>> = BTreeMap::new();
     for h in holdings.iter().filter(|h| h.until > h.from) {
         by_key.entry(&h.key).or_default().push(h);
@@ -93,9 +144,12 @@ pub fn mutual_exclusion(holdings: &[Holding]) -> Vec<String> {
         for h in hs {
             if let Some(r) = reach {
                 if h.from < r.until {
-                    out.push(format!(
-                        "{key}: client {} held token {} from {:.0} to {:.0} ms while client {} held token {} from {:.0} to {:.0} ms",
-                        h.client, h.token, h.from, h.until, r.client, r.token, r.from, r.until
+                    out.push(Violation::new(
+                        Checker::MutualExclusion,
+                        format!(
+                            "{key}: client {} held token {} from {:.0} to {:.0} ms while client {} held token {} from {:.0} to {:.0} ms",
+                            h.client, h.token, h.from, h.until, r.client, r.token, r.from, r.until
+                        ),
                     ));
                 }
             }
@@ -112,7 +166,7 @@ pub fn mutual_exclusion(holdings: &[Holding]) -> Vec<String> {
 ///    lease is counted from the acquire's *invoke* — the earliest it can
 ///    have started, so the end it gives is the earliest the service may
 ///    ever end it ("a lease never ends early").
-pub fn no_refusal_inside_lease(ops: &[Op]) -> Vec<String> {
+pub fn no_refusal_inside_lease(ops: &[Op]) -> Vec<Violation> {
     let mut grants: HashMap<(&str, u64), &Op> = HashMap::new();
     for o in ops {
         if let Ret::Granted(t) = o.ret {
@@ -132,46 +186,79 @@ pub fn no_refusal_inside_lease(ops: &[Op]) -> Vec<String> {
         };
         let earliest_end = g.invoke + lease_ms as f64;
         if o.complete < earliest_end {
-            out.push(format!(
-                "{}: the release of token {token} by client {} was refused at {:.0} ms, inside its lease (acquire invoked at {:.0} ms with a lease of {lease_ms} ms, so it could not end before {:.0} ms)",
-                o.key, o.client, o.complete, g.invoke, earliest_end
+            out.push(Violation::new(
+                Checker::RefusalInsideLease,
+                format!(
+                    "{}: the release of token {token} by client {} was refused at {:.0} ms, inside its lease (acquire invoked at {:.0} ms with a lease of {lease_ms} ms, so it could not end before {:.0} ms)",
+                    o.key, o.client, o.complete, g.invoke, earliest_end
+                ),
             ));
         }
     }
     out
 }
 
-/// 4. Acknowledged operations survived: a key still held at the end is held
-///    by its newest acknowledged grant (or a later one), never by a token
-///    whose release was acknowledged.
-pub fn survived(ops: &[Op], final_holders: &BTreeMap<String, Option<u64>>) -> Vec<String> {
+/// A key as read after the run.
+#[derive(Clone, Debug)]
+pub struct Final {
+    /// When the read was sent (ms since the run started).
+    pub at: f64,
+    /// Its holder's token, `None` when free; `Err` when it could not be read.
+    pub holder: Result<Option<u64>, String>,
+}
+
+/// 4. Acknowledged operations survived, against the final state of each key
+///    read after the run:
+///    * a key that could not be read is a violation (never taken as free);
+///    * a key held at the end is held by its newest acknowledged grant or a
+///      later one, never by a token whose release was acknowledged;
+///    * an acknowledged grant whose lease cannot have ended by the read, and
+///      whose release was never attempted, is still held with its token.
+pub fn survived(ops: &[Op], finals: &BTreeMap<String, Final>) -> Vec<Violation> {
     let mut out = Vec::new();
-    for (key, holder) in final_holders {
-        let Some(t) = holder else { continue };
-        let newest = ops
-            .iter()
-            .filter(|o| &o.key == key)
-            .filter_map(|o| {
-                if let Ret::Granted(g) = o.ret {
-                    Some(g)
-                } else {
-                    None
-                }
-            })
-            .max()
-            .unwrap_or(0);
-        if *t < newest {
-            out.push(format!(
-                "{key} ends held by token {t}, older than the acknowledged grant {newest}"
-            ));
-        }
-        let released = ops.iter().any(|o| {
-            &o.key == key && o.call == Call::Release { token: *t } && o.ret == Ret::Released
+    let bad = |what: String| Violation::new(Checker::Survived, what);
+    for (key, fin) in finals {
+        let on_key: Vec<&Op> = ops.iter().filter(|o| &o.key == key).collect();
+        let holder = match &fin.holder {
+            Ok(h) => *h,
+            Err(e) => {
+                out.push(bad(format!("{key}: the final read failed: {e}")));
+                continue;
+            }
+        };
+        let release_tried = |t: u64| {
+            on_key
+                .iter()
+                .any(|o| o.call == Call::Release { token: t } && o.ret != Ret::Refused)
+        };
+        let grants = on_key.iter().filter_map(|o| match (&o.call, &o.ret) {
+            (Call::Acquire { lease_ms, .. }, Ret::Granted(t)) => Some((*t, o.invoke, *lease_ms)),
+            _ => None,
         });
-        if released {
-            out.push(format!(
-                "{key} ends held by token {t}, whose release was acknowledged"
-            ));
+        let newest = grants.clone().map(|g| g.0).max().unwrap_or(0);
+        if let Some(t) = holder {
+            if t < newest {
+                out.push(bad(format!(
+                    "{key} ends held by token {t}, older than the acknowledged grant {newest}"
+                )));
+            }
+            if on_key
+                .iter()
+                .any(|o| o.call == Call::Release { token: t } && o.ret == Ret::Released)
+            {
+                out.push(bad(format!(
+                    "{key} ends held by token {t}, whose release was acknowledged"
+                )));
+            }
+        }
+        for (t, invoke, lease_ms) in grants {
+            let unexpired = fin.at < invoke + lease_ms as f64;
+            if unexpired && !release_tried(t) && holder != Some(t) {
+                out.push(bad(format!(
+                    "{key}: acknowledged grant {t} (lease {lease_ms} ms, acquire invoked at {invoke:.0} ms, never released) is gone at {:.0} ms: the key reads {holder:?}",
+                    fin.at
+                )));
+            }
         }
     }
     out
@@ -240,7 +327,8 @@ mod tests {
         ];
         let v = no_refusal_inside_lease(&ops);
         assert_eq!(v.len(), 1, "{v:?}");
-        assert!(v[0].contains("token 926"), "{v:?}");
+        assert!(v[0].what.contains("token 926"), "{v:?}");
+        assert_eq!(v[0].checker, Checker::RefusalInsideLease);
     }
 
     #[test]
@@ -259,5 +347,55 @@ mod tests {
             op(1, Call::Release { token: 927 }, 10.0, 12.0, Ret::Released),
         ];
         assert!(no_refusal_inside_lease(&ops).is_empty());
+    }
+
+    fn fin(at: f64, holder: Result<Option<u64>, String>) -> BTreeMap<String, Final> {
+        BTreeMap::from([("k".to_string(), Final { at, holder })])
+    }
+
+    #[test]
+    fn a_final_read_that_failed_is_a_violation() {
+        let ops = [op(0, acquire(800), 0.0, 5.0, Ret::Granted(1))];
+        let v = survived(&ops, &fin(5000.0, Err("503 not leader".into())));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].checker, Checker::Survived);
+    }
+
+    #[test]
+    fn an_unexpired_unreleased_grant_must_still_be_held() {
+        let ops = [op(0, acquire(600_000), 0.0, 5.0, Ret::Granted(7))];
+        assert!(survived(&ops, &fin(5000.0, Ok(Some(7)))).is_empty());
+        let v = survived(&ops, &fin(5000.0, Ok(None)));
+        assert_eq!(v.len(), 1, "a lost grant: {v:?}");
+        // Once its lease may have ended, free is fine.
+        assert!(survived(&ops, &fin(600_001.0, Ok(None))).is_empty());
+    }
+
+    #[test]
+    fn an_acknowledged_release_must_not_be_undone() {
+        let ops = [
+            op(0, acquire(600_000), 0.0, 5.0, Ret::Granted(7)),
+            op(0, Call::Release { token: 7 }, 6.0, 8.0, Ret::Released),
+        ];
+        assert!(survived(&ops, &fin(5000.0, Ok(None))).is_empty());
+        let v = survived(&ops, &fin(5000.0, Ok(Some(7))));
+        assert_eq!(v.len(), 1, "a release undone: {v:?}");
+        // An unknown release may or may not have happened.
+        let unknown = [
+            op(0, acquire(600_000), 0.0, 5.0, Ret::Granted(7)),
+            op(0, Call::Release { token: 7 }, 6.0, 8.0, Ret::Unknown),
+        ];
+        assert!(survived(&unknown, &fin(5000.0, Ok(Some(7)))).is_empty());
+        assert!(survived(&unknown, &fin(5000.0, Ok(None))).is_empty());
+    }
+
+    #[test]
+    fn a_key_held_by_an_older_token_than_acknowledged_fails() {
+        let ops = [
+            op(0, acquire(800), 0.0, 5.0, Ret::Granted(7)),
+            op(1, acquire(800), 900.0, 905.0, Ret::Granted(9)),
+        ];
+        let v = survived(&ops, &fin(950.0, Ok(Some(7))));
+        assert!(v.iter().any(|v| v.what.contains("older")), "{v:?}");
     }
 }

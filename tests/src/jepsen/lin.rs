@@ -8,10 +8,21 @@
 //! * `acquire → held`: the key is held.
 //! * `release(t) → released`: the key is held by `t`; now free.
 //! * `release(t) → refused`: the key is not held by `t`.
-//! * expiry: a holder may disappear without any client operation, but never
-//!   before `lease_ms` after its acquire was *invoked* (the earliest a lease
-//!   may end). A grant whose answer never arrived (unknown outcome) may have
-//!   been released at once (the client was gone).
+//! * expiry: a holder may disappear without any client operation, within
+//!   bounds:
+//!   - **never early.** Not before `lease_ms` after the grant took effect.
+//!     The grant's linearization point is no earlier than its own invoke,
+//!     nor than the invoke of any operation linearized before it (points
+//!     are ordered, and each lies inside its operation), so the lease
+//!     counts from the later of the two. A grant whose answer never
+//!     arrived (unknown outcome) may end at any time: its client is gone,
+//!     and the leader releases such a grant at once.
+//!   - **never late beyond the documented bound.** A holder is gone once
+//!     [`Horizon::latest_end`] has passed: its lease, armed no later than
+//!     the answer (or, for an unknown outcome, the client giving up), plus
+//!     the bound on a leader change; a leader change inside a fault window
+//!     may re-arm it up to that window's end. An operation invoked after
+//!     that point cannot see the holder.
 //!
 //! Operations whose outcome is unknown may be linearized anywhere after their
 //! invocation, or not at all.
@@ -20,12 +31,41 @@ use std::collections::HashSet;
 
 use super::history::{Call, Op, Ret};
 
+/// The latest a lease may end, from where its timer can have been armed.
+#[derive(Clone, Debug, Default)]
+pub struct Horizon {
+    /// Added to `armed + lease_ms`: a new leader's restart of the timer
+    /// (`1.5 × election timeout`), the election itself, and the time an
+    /// `Expire` takes to commit on a busy machine.
+    pub slack_ms: f64,
+    /// Windows (from, to) in which leadership may change (a fault and the
+    /// elections after it), sorted by `from`. A leader change re-arms
+    /// every lease, so a holder alive in a window may last until
+    /// `to + lease + slack`.
+    pub unstable: Vec<(f64, f64)>,
+}
+
+impl Horizon {
+    /// The latest a lease of `lease_ms` armed at or before `armed` ends.
+    pub fn latest_end(&self, armed: f64, lease_ms: f64) -> f64 {
+        let mut end = armed + lease_ms + self.slack_ms;
+        for &(from, to) in &self.unstable {
+            if from < end && to > armed {
+                end = end.max(to + lease_ms + self.slack_ms);
+            }
+        }
+        end
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Holder {
     /// `None`: granted by an acquire whose answer was lost.
     token: Option<u64>,
     /// The earliest time the lease may end, as f64 bits (ms).
     may_end: u64,
+    /// The time by which it has ended, as f64 bits (ms).
+    must_end: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,39 +78,45 @@ fn may_end(h: &Holder, at: f64) -> bool {
     h.token.is_none() || at >= f64::from_bits(h.may_end)
 }
 
-/// The states `op` can lead to from `s` if linearized (at a point no later
-/// than its completion).
-fn step(s: State, op: &Op) -> Vec<State> {
-    // The holder may have expired before this op's linearization point.
-    let mut starts = vec![s];
-    if let Some(h) = s.holder {
-        if may_end(&h, op.complete) {
-            starts.push(State { holder: None, ..s });
+/// The states `op` can lead to from `s` if linearized next. `frontier` is
+/// the latest invoke among the operations placed before it: the point of
+/// `op` is no earlier than that, nor than its own invoke, and no later
+/// than its completion.
+fn step(s: State, op: &Op, frontier: f64, horizon: &Horizon) -> Vec<State> {
+    let point = frontier.max(op.invoke);
+    // The holder may have expired before this op's linearization point; it
+    // must have, once its latest end has passed.
+    let mut starts = Vec::with_capacity(2);
+    match s.holder {
+        Some(h) if point > f64::from_bits(h.must_end) => starts.push(State { holder: None, ..s }),
+        Some(h) => {
+            starts.push(s);
+            if may_end(&h, op.complete) {
+                starts.push(State { holder: None, ..s });
+            }
         }
+        None => starts.push(s),
     }
+    let holder = |token: Option<u64>, lease_ms: u64, armed: f64| Holder {
+        token,
+        may_end: (point + lease_ms as f64).to_bits(),
+        must_end: horizon.latest_end(armed, lease_ms as f64).to_bits(),
+    };
     let mut out = Vec::new();
     for s in starts {
         match (&op.call, &op.ret) {
             (Call::Acquire { lease_ms, .. }, Ret::Granted(t))
                 if s.holder.is_none() && *t > s.last_token =>
             {
-                let may = op.invoke + *lease_ms as f64;
                 out.push(State {
-                    holder: Some(Holder {
-                        token: Some(*t),
-                        may_end: may.to_bits(),
-                    }),
+                    holder: Some(holder(Some(*t), *lease_ms, op.complete)),
                     last_token: *t,
                 });
             }
             (Call::Acquire { .. }, Ret::Held) if s.holder.is_some() => out.push(s),
             (Call::Acquire { lease_ms, .. }, Ret::Unknown) if s.holder.is_none() => {
-                let may = op.invoke + *lease_ms as f64;
                 out.push(State {
-                    holder: Some(Holder {
-                        token: None,
-                        may_end: may.to_bits(),
-                    }),
+                    holder: Some(holder(None, *lease_ms, op.complete)),
                     ..s
                 });
             }
@@ -92,41 +138,36 @@ fn step(s: State, op: &Op) -> Vec<State> {
 
 /// Check one key's history. `Err` explains the first operation that could
 /// not be placed.
-pub fn check_key(ops: &[Op]) -> Result<(), String> {
+pub fn check_key(ops: &[Op], horizon: &Horizon) -> Result<(), String> {
     let mut ops: Vec<Op> = ops.to_vec();
     ops.sort_by(|a, b| a.invoke.total_cmp(&b.invoke));
     let n = ops.len();
-    let unknown: Vec<bool> = ops.iter().map(|o| o.ret == Ret::Unknown).collect();
-    let complete: Vec<f64> = ops
-        .iter()
-        .map(|o| {
-            if o.ret == Ret::Unknown {
-                f64::INFINITY
-            } else {
-                o.complete
-            }
-        })
-        .collect();
-    let words = n.div_ceil(64).max(1);
-    let mut done = vec![0u64; words];
-    let mut seen: HashSet<(Vec<u64>, State)> = HashSet::new();
-    let mut deepest = 0usize;
+    let mut search = Search {
+        unknown: ops.iter().map(|o| o.ret == Ret::Unknown).collect(),
+        complete: ops
+            .iter()
+            .map(|o| {
+                if o.ret == Ret::Unknown {
+                    f64::INFINITY
+                } else {
+                    o.complete
+                }
+            })
+            .collect(),
+        ops: &ops,
+        horizon,
+        done: vec![0u64; n.div_ceil(64).max(1)],
+        seen: HashSet::new(),
+        deepest: 0,
+    };
     let start = State {
         holder: None,
         last_token: 0,
     };
-    if search(
-        &ops,
-        &unknown,
-        &complete,
-        &mut done,
-        start,
-        0,
-        &mut seen,
-        &mut deepest,
-    ) {
+    if search.run(start, 0, f64::NEG_INFINITY) {
         return Ok(());
     }
+    let deepest = search.deepest;
     Err(format!(
         "no linearization: stuck after {deepest} of {n} operations; around {:?}",
         ops.iter()
@@ -136,51 +177,74 @@ pub fn check_key(ops: &[Op]) -> Result<(), String> {
     ))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn search(
-    ops: &[Op],
-    unknown: &[bool],
-    complete: &[f64],
-    done: &mut Vec<u64>,
-    s: State,
-    count: usize,
-    seen: &mut HashSet<(Vec<u64>, State)>,
-    deepest: &mut usize,
-) -> bool {
-    let is_done = |done: &Vec<u64>, i: usize| done[i / 64] & (1 << (i % 64)) != 0;
-    *deepest = (*deepest).max(count);
-    // Finished when every op with a known outcome is placed.
-    if (0..ops.len()).all(|i| unknown[i] || is_done(done, i)) {
-        return true;
+struct Search<'a> {
+    /// Sorted by invoke.
+    ops: &'a [Op],
+    horizon: &'a Horizon,
+    unknown: Vec<bool>,
+    /// Completion times; infinite for unknown outcomes.
+    complete: Vec<f64>,
+    /// Bit set of the operations placed so far.
+    done: Vec<u64>,
+    /// (placed, state) pairs already explored. The frontier is a function
+    /// of the placed set, so it needs no place in the key.
+    seen: HashSet<(Vec<u64>, State)>,
+    deepest: usize,
+}
+
+impl Search<'_> {
+    fn is_done(&self, i: usize) -> bool {
+        self.done[i / 64] & (1 << (i % 64)) != 0
     }
-    // Only ops invoked before every pending op completed can go next.
-    let min_complete = (0..ops.len())
-        .filter(|i| !is_done(done, *i))
-        .map(|i| complete[i])
-        .fold(f64::INFINITY, f64::min);
-    for i in 0..ops.len() {
-        if is_done(done, i) {
-            continue;
+
+    fn run(&mut self, s: State, count: usize, frontier: f64) -> bool {
+        self.deepest = self.deepest.max(count);
+        // Finished when every op with a known outcome is placed.
+        if (0..self.ops.len()).all(|i| self.unknown[i] || self.is_done(i)) {
+            return true;
         }
-        if ops[i].invoke > min_complete {
-            break; // sorted by invocation
-        }
-        for next in step(s, &ops[i]) {
-            done[i / 64] |= 1 << (i % 64);
-            if seen.insert((done.clone(), next))
-                && search(ops, unknown, complete, done, next, count + 1, seen, deepest)
-            {
-                return true;
+        // Only ops invoked before every pending op completed can go next.
+        let min_complete = (0..self.ops.len())
+            .filter(|i| !self.is_done(*i))
+            .map(|i| self.complete[i])
+            .fold(f64::INFINITY, f64::min);
+        for i in 0..self.ops.len() {
+            if self.is_done(i) {
+                continue;
             }
-            done[i / 64] &= !(1 << (i % 64));
+            let op = &self.ops[i];
+            if op.invoke > min_complete {
+                break; // sorted by invocation
+            }
+            for next in step(s, op, frontier, self.horizon) {
+                self.done[i / 64] |= 1 << (i % 64);
+                if self.seen.insert((self.done.clone(), next))
+                    && self.run(next, count + 1, frontier.max(op.invoke))
+                {
+                    return true;
+                }
+                self.done[i / 64] &= !(1 << (i % 64));
+            }
         }
+        false
     }
-    false
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// No fault windows; two seconds of slack after a lease.
+    fn calm() -> Horizon {
+        Horizon {
+            slack_ms: 2000.0,
+            unstable: Vec::new(),
+        }
+    }
+
+    fn check(h: &[Op]) -> Result<(), String> {
+        check_key(h, &calm())
+    }
 
     fn op(invoke: f64, complete: f64, call: Call, ret: Ret) -> Op {
         Op {
@@ -215,7 +279,7 @@ mod tests {
             rel(4.0, 5.0, 1, Ret::Released),
             acq(6.0, 7.0, Ret::Granted(2)),
         ];
-        assert_eq!(check_key(&h), Ok(()));
+        assert_eq!(check(&h), Ok(()));
     }
 
     #[test]
@@ -224,7 +288,7 @@ mod tests {
             acq(0.0, 1.0, Ret::Granted(1)),
             acq(2.0, 3.0, Ret::Granted(2)),
         ];
-        assert!(check_key(&h).is_err());
+        assert!(check(&h).is_err());
     }
 
     #[test]
@@ -233,15 +297,39 @@ mod tests {
             acq(0.0, 1.0, Ret::Granted(1)),
             acq(900.0, 1001.0, Ret::Granted(2)),
         ];
-        assert_eq!(check_key(&h), Ok(()));
+        assert_eq!(check(&h), Ok(()));
         let early = [
             acq(0.0, 1.0, Ret::Granted(1)),
             acq(900.0, 999.0, Ret::Granted(2)),
         ];
         assert!(
-            check_key(&early).is_err(),
+            check(&early).is_err(),
             "a lease may not end before lease_ms"
         );
+    }
+
+    /// Rule: a lease counts from the later of its acquire's invoke and the
+    /// invokes of operations that must precede it.
+    #[test]
+    fn a_lease_counts_from_the_operations_that_precede_its_grant() {
+        // Token 1 is released at 700..750; the slow acquire invoked at 0
+        // can only have been granted after that release, so its lease runs
+        // until 700 + 1000 at the earliest.
+        let before = |third: Op| {
+            vec![
+                acq(0.0, 10.0, Ret::Granted(1)),
+                rel(700.0, 750.0, 1, Ret::Released),
+                acq(0.0, 900.0, Ret::Granted(2)),
+                third,
+            ]
+        };
+        let early = before(acq(1200.0, 1300.0, Ret::Granted(3)));
+        assert!(
+            check(&early).is_err(),
+            "token 2's lease cannot have ended at 1300 ms"
+        );
+        let later = before(acq(1600.0, 1750.0, Ret::Granted(3)));
+        assert_eq!(check(&later), Ok(()));
     }
 
     #[test]
@@ -251,21 +339,88 @@ mod tests {
             rel(2.0, 3.0, 2, Ret::Released),
             acq(4.0, 5.0, Ret::Granted(1)),
         ];
-        assert!(check_key(&h).is_err());
+        assert!(check(&h).is_err());
         // Overlapping ops may take effect in either order.
         let h = [acq(0.0, 10.0, Ret::Held), acq(1.0, 2.0, Ret::Granted(1))];
-        assert_eq!(check_key(&h), Ok(()));
+        assert_eq!(check(&h), Ok(()));
     }
 
+    /// Rule: an unknown outcome may or may not have happened, and a grant
+    /// whose answer was lost may end at once.
     #[test]
     fn unknown_outcomes_may_or_may_not_happen() {
         let h = [acq(0.0, 1.0, Ret::Unknown), acq(2.0, 3.0, Ret::Granted(2))];
-        assert_eq!(check_key(&h), Ok(()));
+        assert_eq!(check(&h), Ok(()));
+        let h = [acq(0.0, 1.0, Ret::Unknown), acq(2.0, 3.0, Ret::Held)];
+        assert_eq!(check(&h), Ok(()));
         let h = [
             acq(0.0, 1.0, Ret::Granted(1)),
             rel(2.0, 3.0, 1, Ret::Unknown),
             acq(4.0, 5.0, Ret::Held),
         ];
-        assert_eq!(check_key(&h), Ok(()));
+        assert_eq!(check(&h), Ok(()));
+        // But an unknown acquire cannot explain a second known holder.
+        let h = [
+            acq(0.0, 1.0, Ret::Unknown),
+            acq(2.0, 3.0, Ret::Granted(2)),
+            acq(4.0, 5.0, Ret::Granted(3)),
+        ];
+        assert!(check(&h).is_err());
+    }
+
+    /// Rule: a lease whose outcome is unknown ends by the client giving up
+    /// + lease + slack; after that it cannot excuse a "held".
+    #[test]
+    fn an_unknown_grant_cannot_hold_past_its_latest_end() {
+        // Gave up at 3000: ends by 3000 + 1000 + 2000.
+        let late = [
+            acq(0.0, 3000.0, Ret::Unknown),
+            acq(10_000.0, 10_010.0, Ret::Held),
+        ];
+        assert!(check(&late).is_err(), "a held at 10 s with no holder left");
+        let inside = [
+            acq(0.0, 3000.0, Ret::Unknown),
+            acq(5000.0, 5010.0, Ret::Held),
+        ];
+        assert_eq!(check(&inside), Ok(()));
+        // A leader change in a fault window may re-arm it up to the
+        // window's end.
+        let faulty = Horizon {
+            slack_ms: 2000.0,
+            unstable: vec![(2500.0, 9000.0)],
+        };
+        assert_eq!(check_key(&late, &faulty), Ok(()));
+        // A window that ended before the lease was armed extends nothing.
+        let past = Horizon {
+            slack_ms: 2000.0,
+            unstable: vec![(100.0, 2000.0)],
+        };
+        assert!(check_key(&late, &past).is_err());
+    }
+
+    /// Rule: the same upper bound holds for known grants.
+    #[test]
+    fn a_known_grant_cannot_hold_past_its_latest_end() {
+        let late = [
+            acq(0.0, 10.0, Ret::Granted(1)),
+            acq(5000.0, 5010.0, Ret::Held),
+        ];
+        assert!(check(&late).is_err(), "ends by 10 + 1000 + 2000");
+        let inside = [
+            acq(0.0, 10.0, Ret::Granted(1)),
+            acq(2000.0, 2010.0, Ret::Held),
+        ];
+        assert_eq!(check(&inside), Ok(()));
+    }
+
+    #[test]
+    fn windows_chain_while_the_holder_is_alive() {
+        let h = Horizon {
+            slack_ms: 100.0,
+            unstable: vec![(500.0, 1000.0), (1500.0, 3000.0), (9000.0, 9500.0)],
+        };
+        // Armed at 0, lease 1000: 1100; the first window re-arms to 2100,
+        // which reaches the second (to 4100); the third is too late.
+        assert_eq!(h.latest_end(0.0, 1000.0), 4100.0);
     }
 }

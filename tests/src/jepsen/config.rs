@@ -1,0 +1,80 @@
+//! What a run does, and what it reports.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::check::Violation;
+use super::nemesis::{Event, Fault, ALL_FAULTS};
+
+/// A server other than the normal `lockd`: a deliberately broken build for
+/// showing the checkers catch it.
+#[derive(Clone, Debug)]
+pub struct Server {
+    pub bin: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub nodes: u64,
+    pub clients: usize,
+    pub keys: usize,
+    pub duration: Duration,
+    pub seed: u64,
+    pub lease_ms: u64,
+    /// One in this many holders pauses past its lease before writing.
+    pub pause_one_in: u64,
+    /// One in this many client operations is a ledger operation instead: a
+    /// lock with a lease longer than the run on a key of its own, released
+    /// half of the time, checked against the final state.
+    pub ledger_one_in: u64,
+    pub faults: Vec<Fault>,
+    /// Test-only: a register that does not check tokens.
+    pub unfenced_register: bool,
+    /// Run each node in its own network namespace (needed for partitions).
+    pub hosts: bool,
+    /// Upgrade the lock module to version 2 (`guest-sm-v2`) this long into
+    /// the run, between faults; retried until it is in (the request may
+    /// meet a dying leader). The run then also checks that every node ends
+    /// on version 2.
+    pub upgrade_at: Option<Duration>,
+    /// Every node runs this server instead of `lockd`.
+    pub server: Option<Server>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            nodes: 3,
+            clients: 6,
+            keys: 2,
+            duration: Duration::from_secs(12),
+            seed: 1,
+            lease_ms: 800,
+            pause_one_in: 8,
+            ledger_one_in: 8,
+            faults: ALL_FAULTS.to_vec(),
+            unfenced_register: false,
+            hosts: false,
+            upgrade_at: None,
+            server: None,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Report {
+    pub ops: usize,
+    pub granted: usize,
+    /// What the nemesis did, in order.
+    pub faults: Vec<Event>,
+    /// How often the leader (or its term) changed between observations.
+    pub leader_changes: usize,
+    /// Reads and writes the fenced register refused as stale.
+    pub rejected_stale: u64,
+    /// Keepalives that renewed the lock held through the whole run.
+    pub keeper_renewals: u64,
+    /// Ledger locks checked against the final state.
+    pub ledger_keys: usize,
+    pub violations: Vec<Violation>,
+}

@@ -1,0 +1,284 @@
+//! The clients of a run: workers that take a lock, increment the fenced
+//! register under it and release it (with a ledger lock now and then), the
+//! keeper that holds one lock through every fault, and the waiters that
+//! must be served once the faults heal.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lockd_client::proto::WireError;
+use lockd_client::{Client, ClientError, ClientOptions};
+
+use super::check::{Checker, Violation};
+use super::config::RunConfig;
+use super::history::{Call, History, Holding, Op, Ret};
+use super::register::FencedRegister;
+use super::rng::Rng;
+
+/// The key the keeper holds, and its lease: far longer than any fault, so
+/// only a service that drops a renewed lock (or cannot renew one for this
+/// long) loses it.
+pub const KEEPER_KEY: &str = "keeper";
+pub const KEEPER_LEASE: Duration = Duration::from_secs(10);
+/// Ledger locks outlast the run.
+pub const LEDGER_LEASE_MS: u64 = 600_000;
+
+pub fn ret_of(e: &ClientError) -> Ret {
+    match e {
+        ClientError::Rejected(WireError::Held(_)) => Ret::Held,
+        ClientError::Rejected(WireError::NotHeld(_) | WireError::WrongToken(_)) => Ret::Refused,
+        _ => Ret::Unknown,
+    }
+}
+
+/// Acquire `key` and record the operation.
+async fn acquire(
+    client: &Client,
+    history: &History,
+    id: usize,
+    key: &str,
+    lease_ms: u64,
+    wait_ms: u64,
+) -> Result<lockd_client::LockGuard, ClientError> {
+    let invoke = history.now();
+    let r = client
+        .acquire(
+            key,
+            Duration::from_millis(lease_ms),
+            Duration::from_millis(wait_ms),
+        )
+        .await;
+    history.record(Op {
+        client: id,
+        key: key.to_string(),
+        call: Call::Acquire { lease_ms, wait_ms },
+        invoke,
+        complete: history.now(),
+        ret: match &r {
+            Ok(g) => Ret::Granted(g.token()),
+            Err(e) => ret_of(e),
+        },
+    });
+    r
+}
+
+/// Release `token` on `key` and record the operation.
+async fn release(client: &Client, history: &History, id: usize, key: &str, token: u64) {
+    let invoke = history.now();
+    let r = client.release(key, token).await;
+    history.record(Op {
+        client: id,
+        key: key.to_string(),
+        call: Call::Release { token },
+        invoke,
+        complete: history.now(),
+        ret: match &r {
+            Ok(()) => Ret::Released,
+            Err(e) => ret_of(e),
+        },
+    });
+}
+
+pub async fn worker(
+    id: usize,
+    cfg: RunConfig,
+    endpoints: Vec<String>,
+    history: Arc<History>,
+    register: Arc<FencedRegister>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut rng = Rng::new(cfg.seed * 1000 + id as u64);
+    let opts = ClientOptions {
+        retry_for: Duration::from_secs(3),
+        request_timeout: Duration::from_secs(3),
+        ..Default::default()
+    };
+    let client = Client::with_options(endpoints, opts);
+    let mut ledger = 0;
+    while !stop.load(Ordering::Relaxed) {
+        if rng.below(cfg.ledger_one_in) == 0 {
+            ledger += 1;
+            let key = format!("ledger/{id}/{ledger}");
+            if let Ok(g) = acquire(&client, &history, id, &key, LEDGER_LEASE_MS, 0).await {
+                if rng.below(2) == 0 {
+                    release(&client, &history, id, &key, g.token()).await;
+                }
+                std::mem::forget(g); // kept or released above; no drop action
+            }
+            continue;
+        }
+        let key = format!("j{}", rng.below(cfg.keys as u64));
+        let wait_ms = if rng.below(2) == 0 { 0 } else { 1500 };
+        let Ok(guard) = acquire(&client, &history, id, &key, cfg.lease_ms, wait_ms).await else {
+            tokio::time::sleep(Duration::from_millis(rng.below(50))).await;
+            continue;
+        };
+        let token = guard.token();
+        let from = history.now();
+        if let Some(v) = register.read(&key, token) {
+            // A holder that stalls past its lease (a GC pause, a stopped VM).
+            if rng.below(cfg.pause_one_in) == 0 {
+                tokio::time::sleep(Duration::from_millis(cfg.lease_ms * 3 / 2)).await;
+            } else {
+                tokio::time::sleep(Duration::from_millis(rng.below(20))).await;
+            }
+            register.write(&key, id, token, v);
+        }
+        history.record_holding(Holding {
+            client: id,
+            key: key.clone(),
+            token,
+            from,
+            until: history.now().min(history.at(guard.deadline().into_std())),
+        });
+        release(&client, &history, id, &key, token).await;
+        std::mem::forget(guard); // released above (or lost); no drop action
+    }
+}
+
+/// The keeper's lock, taken before the faults start.
+pub struct Keeper {
+    client: Client,
+    token: u64,
+}
+
+impl Keeper {
+    pub async fn take(endpoints: Vec<String>) -> Result<Keeper, ClientError> {
+        let client = Client::with_options(
+            endpoints,
+            ClientOptions {
+                retry_for: Duration::from_secs(3),
+                request_timeout: Duration::from_secs(2),
+                ..Default::default()
+            },
+        );
+        let g = client
+            .acquire(KEEPER_KEY, KEEPER_LEASE, Duration::from_secs(15))
+            .await?;
+        let token = g.token();
+        std::mem::forget(g); // renewed and released by hand
+        Ok(Keeper { client, token })
+    }
+
+    /// Renew until `stop`, then check the lock is still ours with the same
+    /// token and release it. Returns the renewals and what went wrong.
+    pub async fn hold(self, stop: Arc<AtomicBool>) -> (u64, Vec<Violation>) {
+        let bad = |what: String| vec![Violation::new(Checker::Survived, what)];
+        let mut deadline = Instant::now() + KEEPER_LEASE;
+        let mut renewals = 0;
+        let mut last_error = String::new();
+        while !stop.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(if last_error.is_empty() {
+                1000
+            } else {
+                200
+            }))
+            .await;
+            let sent = Instant::now();
+            match self.client.keepalive(KEEPER_KEY, self.token).await {
+                Ok(lease) => {
+                    renewals += 1;
+                    deadline = sent + lease;
+                    last_error.clear();
+                }
+                Err(e @ ClientError::Rejected(_)) => {
+                    return (
+                        renewals,
+                        bad(format!(
+                            "the keeper's lock (token {}) was refused a keepalive after {renewals} renewals: {e}",
+                            self.token
+                        )),
+                    )
+                }
+                Err(e) => last_error = e.to_string(),
+            }
+            if Instant::now() > deadline {
+                return (
+                    renewals,
+                    bad(format!(
+                        "no keepalive of the keeper's lock succeeded for its whole lease ({KEEPER_LEASE:?}); last error: {last_error}"
+                    )),
+                );
+            }
+        }
+        match self.client.get(KEEPER_KEY).await {
+            Ok(Some(v)) if v.token == self.token => {}
+            other => {
+                return (
+                    renewals,
+                    bad(format!(
+                        "after the faults the keeper's key reads {other:?}, not token {}",
+                        self.token
+                    )),
+                )
+            }
+        }
+        match self.client.release(KEEPER_KEY, self.token).await {
+            Ok(()) => (renewals, Vec::new()),
+            Err(e) => (
+                renewals,
+                bad(format!("the keeper's final release failed: {e}")),
+            ),
+        }
+    }
+}
+
+/// After the faults heal, one client per key waits for it; each must be
+/// served within `bound`. Returns how many were.
+pub async fn waiters(
+    clients: usize,
+    keys: usize,
+    endpoints: Vec<String>,
+    history: Arc<History>,
+    bound: Duration,
+) -> (usize, Vec<Violation>) {
+    let mut tasks = Vec::new();
+    for id in 0..clients {
+        let (endpoints, history) = (endpoints.clone(), history.clone());
+        let key = format!("j{}", id % keys);
+        tasks.push(tokio::spawn(async move {
+            let client = Client::new(endpoints);
+            let me = 1000 + id;
+            let t = Instant::now();
+            let lease_ms = 200;
+            let Ok(g) = acquire(
+                &client,
+                &history,
+                me,
+                &key,
+                lease_ms,
+                bound.as_millis() as u64,
+            )
+            .await
+            else {
+                return false;
+            };
+            let served = t.elapsed() <= bound;
+            let from = history.now();
+            history.record_holding(Holding {
+                client: me,
+                key: key.clone(),
+                token: g.token(),
+                from,
+                until: history.now().min(history.at(g.deadline().into_std())),
+            });
+            release(&client, &history, me, &key, g.token()).await;
+            std::mem::forget(g);
+            served
+        }));
+    }
+    let mut served = 0;
+    let mut violations = Vec::new();
+    for (id, t) in tasks.into_iter().enumerate() {
+        match t.await {
+            Ok(true) => served += 1,
+            Ok(false) => {}
+            Err(e) => violations.push(Violation::new(
+                Checker::Harness,
+                format!("waiting client {id} failed: {e}"),
+            )),
+        }
+    }
+    (served, violations)
+}
