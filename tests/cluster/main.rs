@@ -29,6 +29,7 @@ mod lock_failover;
 mod lock_keepalive;
 mod lock_phantom;
 mod lock_reload_race;
+mod lock_restart_read;
 mod lock_waiters;
 mod lockctl_cli;
 mod log_recovery;

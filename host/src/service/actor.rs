@@ -46,6 +46,7 @@ use tokio::time::Instant;
 use super::error::{Acquired, ServiceError};
 use super::lease;
 use super::proposer::Proposer;
+use super::read;
 use crate::command::{HeldLock, Outcome};
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
@@ -429,16 +430,16 @@ impl Actor {
         self.stats.waiting.store(0, Ordering::Relaxed);
     }
 
-    /// Read the applied lock table once everything committed before this
-    /// term has been applied (read-index), then report back.
+    /// Read the applied lock table once everything this node acknowledged
+    /// has been applied ([`read::confirm`]), then report back.
     pub(super) fn load(&self, term: u64) {
-        let (raft, sm, tx) = (self.raft.clone(), self.sm.clone(), self.tx.clone());
+        let (raft, sm, tx, id) = (self.raft.clone(), self.sm.clone(), self.tx.clone(), self.id);
         tokio::spawn(async move {
-            let locks = match raft.ensure_linearizable().await {
-                Ok(_) => read_all(&sm),
+            let locks = match read::confirm(&raft, id).await {
+                Ok(()) => read_all(&sm),
                 Err(e) => {
                     tokio::time::sleep(Duration::from_millis(50)).await;
-                    Err(ServiceError::Unavailable(e.to_string()))
+                    Err(e)
                 }
             };
             let _ = tx.send(Msg::Loaded { term, locks });
@@ -455,11 +456,9 @@ pub(super) fn refuse<T: Send + 'static>(
 ) {
     let raft = raft.clone();
     tokio::spawn(async move {
-        let answer = match raft.ensure_linearizable().await {
-            Ok(_) => err,
-            Err(e) => ServiceError::from_raft(id, e, |e| {
-                format!("node {id} could not confirm its leadership: {e}")
-            }),
+        let answer = match read::confirm(&raft, id).await {
+            Ok(()) => err,
+            Err(e) => e,
         };
         let _ = reply.send(Err(answer));
     });

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::actor::{self, Msg, ServiceStats};
 use super::error::{check_key, Acquired, ServiceError};
 use super::proposer::Proposer;
+use super::read;
 use crate::command::LockInfo;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
@@ -121,14 +122,9 @@ impl LockService {
         check_key(key)?;
         let from = Instant::now();
         let limit = self.election_max;
-        match tokio::time::timeout(limit, self.raft.ensure_linearizable()).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
-                let id = self.id;
-                return Err(ServiceError::from_raft(id, e, |e| {
-                    format!("node {id} could not confirm its leadership with a quorum: {e}")
-                }));
-            }
+        match tokio::time::timeout(limit, read::confirm(&self.raft, self.id)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
             Err(_) => {
                 return Err(ServiceError::Unavailable(format!(
                     "node {} could not confirm its leadership with a quorum within {} ms",
@@ -149,12 +145,9 @@ impl LockService {
     /// The holder of `key`, read linearizably (read-index through the leader).
     pub async fn get(&self, key: &str) -> Result<Option<LockInfo>, ServiceError> {
         check_key(key)?;
-        match self.raft.ensure_linearizable().await {
-            Ok(_) => self
-                .sm
-                .get(key)
-                .map_err(|e| ServiceError::StateMachine(e.to_string())),
-            Err(e) => Err(ServiceError::from_raft(self.id, e, |e| e.to_string())),
-        }
+        read::confirm(&self.raft, self.id).await?;
+        self.sm
+            .get(key)
+            .map_err(|e| ServiceError::StateMachine(e.to_string()))
     }
 }

@@ -12,6 +12,8 @@
 //!   phantom release) and timers (lease expiry, wait limits).
 //! * `lease`: how long a lease lasts on the leader's clock (and the
 //!   test-only faults that end leases early).
+//! * `read`: leader reads that see everything it acknowledged (read-index,
+//!   then its own log applied).
 //! * [`proposer`]: batches command groups into log entries.
 //! * [`error`]: [`ServiceError`] and the key check.
 
@@ -23,6 +25,7 @@ mod handle;
 mod handoff;
 mod lease;
 pub mod proposer;
+mod read;
 mod requests;
 
 pub use actor::ServiceStats;

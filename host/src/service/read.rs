@@ -1,0 +1,47 @@
+//! Reads on the leader that see everything it ever acknowledged.
+//!
+//! openraft's read-index is the later of the leader's first entry of its
+//! term and the commit index it knows. A leader that restarts without
+//! losing its term (openraft restores it as leader at once) knows no commit
+//! index until its followers answer — the commit index is not persisted:
+//! safety does not need it, and it would cost a write per commit — and its
+//! term's first entry is old. So read-index alone could return while the
+//! node had applied only its snapshot, and the leader then answered from a
+//! lock table that lacked locks it had granted just before the crash: a
+//! holder's release refused as "not held" inside its lease.
+//!
+//! Everything a leader acknowledged is in its log (fsynced before the
+//! answer), and a leader commits every entry of its log. So a read also
+//! waits until this node has applied its log as far as the log reached
+//! when the read began: one commit at most under load, nothing when idle.
+
+use std::time::Duration;
+
+use super::error::ServiceError;
+use crate::raft::{NodeId, Raft};
+
+/// How long a confirmed leader may take to apply its own log.
+const APPLY_LIMIT: Duration = Duration::from_secs(10);
+
+/// Confirm leadership with a quorum (read-index) and wait until the local
+/// log, as far as it reached when called, is applied.
+pub(super) async fn confirm(raft: &Raft, id: NodeId) -> Result<(), ServiceError> {
+    let last = raft.metrics().borrow().last_log_index;
+    raft.ensure_linearizable().await.map_err(|e| {
+        ServiceError::from_raft(id, e, |e| {
+            format!("node {id} could not confirm its leadership with a quorum: {e}")
+        })
+    })?;
+    if let Some(last) = last {
+        raft.wait(Some(APPLY_LIMIT))
+            .applied_index_at_least(Some(last), "read barrier")
+            .await
+            .map_err(|e| {
+                ServiceError::Unavailable(format!(
+                    "node {id} has not applied its log up to index {last} within {} s: {e}",
+                    APPLY_LIMIT.as_secs()
+                ))
+            })?;
+    }
+    Ok(())
+}
