@@ -1,13 +1,15 @@
 //! The framed protocol's handshake gives a wrong peer a clear error: another
-//! program, another protocol version, another node at the expected address.
+//! program, another protocol version; and a node never sends Raft RPC to
+//! another node found at a peer's address.
 
 use std::io::{Read, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
+use lock_tests::cluster::{free_port, Cluster};
 use lockd::transport::frame::{self, HelloReply, Role};
 use lockd::transport::peer::FramedConn;
 use lockd::transport::TransportError;
+use lockd_client::proto::{Role as StatusRole, Status};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -66,21 +68,76 @@ fn a_peer_that_is_not_lockd_is_named_as_such() {
     );
 }
 
+/// Node `id`'s status once it leads and has committed all it has.
+fn wait_settled_leader(c: &Cluster, id: u64, within: Duration) -> Status {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = c.status(id).filter(|s| {
+            s.role == StatusRole::Leader
+                && s.last_log_index > 0
+                && s.commit_index == s.last_log_index
+        }) {
+            return s;
+        }
+        assert!(
+            start.elapsed() < within,
+            "node {id} did not lead within {within:?}: {}",
+            c.describe()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
-fn the_wrong_node_at_an_address_is_detected() {
-    let c = Cluster::start(1, &[]);
-    c.wait_leader(Duration::from_secs(20));
-    let fingerprint = lockd::engine::EngineSettings::default().fingerprint().text;
-    let conn = rt()
-        .block_on(FramedConn::connect(
-            c.addr(1),
-            Role::Peer {
-                from: 9,
-                fingerprint,
-            },
-            Duration::from_secs(5),
-        ))
-        .expect("same engine: welcome");
-    // The welcome names the node, so a caller expecting node 2 here knows.
-    assert_eq!(conn.welcome.node_id, 1);
+fn raft_rpc_is_refused_to_another_node_at_a_peer_address() {
+    // Nodes 1 and 2 are told node 3 is at an address where node 7, a
+    // one-node cluster of its own, listens: an address that was reused.
+    let mut c = Cluster::empty(&[]);
+    let [a1, a2, a7] = [(); 3].map(|_| format!("127.0.0.1:{}", free_port()));
+    c.add_proc(7, a7.clone(), &["--initial-cluster", &format!("7={a7}")]);
+    let initial = format!("1={a1},2={a2},3={a7}");
+    c.add_proc(1, a1, &["--initial-cluster", &initial]);
+    c.add_proc(2, a2, &["--initial-cluster", &initial]);
+    let patience = Duration::from_millis(50 * c.election_ms);
+    c.spawn(7);
+    let seven = wait_settled_leader(&c, 7, patience);
+    c.spawn(1);
+    c.spawn(2);
+
+    // Nodes 1 and 2 are a quorum of three: they elect a leader and commit,
+    // and every call to "node 3" is refused once the welcome names node 7.
+    let start = Instant::now();
+    let refusal = "refused the connection: it is node 7, not node 3";
+    let mut committed = false;
+    for round in 0.. {
+        // A fresh key each round: an acquire cut short may still commit.
+        let key = format!("k{round}");
+        committed = committed
+            || [1, 2].into_iter().any(|i| {
+                c.status(i).is_some_and(|s| s.role == StatusRole::Leader)
+                    && c.acquire(i, &key, 60_000).is_ok_and(|r| r.ok())
+            });
+        let refused = [1, 2]
+            .into_iter()
+            .any(|i| std::fs::read_to_string(&c.nodes[&i].log).is_ok_and(|l| l.contains(refusal)));
+        if committed && refused {
+            break;
+        }
+        assert!(
+            start.elapsed() < patience,
+            "committed: {committed}, refusal logged: {refused}: {}",
+            c.describe()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Node 7 never took part: no vote raised its term, no entry reached
+    // its log, and it still leads its own cluster alone.
+    let now = c.status(7).expect("node 7 status");
+    assert_eq!(
+        (now.term, now.leader, now.last_log_index, now.locks_held),
+        (seven.term, Some(7), seven.last_log_index, 0),
+        "node 7 was reached by the other cluster's Raft RPC: {now:?}"
+    );
+    assert_eq!(now.members, seven.members);
 }
