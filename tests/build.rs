@@ -1,14 +1,21 @@
-//! Builds the hostile guest fixtures and version 2 of the lock module for
-//! wasm32 and componentises them into `OUT_DIR`, where the tests include
-//! them.
+//! Builds the hostile guest fixtures, version 2 of the lock module and the
+//! reference module of world `lock-sm@0.2.0` for wasm32 and componentises
+//! them into `OUT_DIR`, where the tests include them.
 
 fn main() {
     let manifest = std::path::PathBuf::from(
         std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
     );
     let workspace = manifest.parent().expect("tests/ sits in the workspace");
-    let watch = ["tests/fixtures", "guest-sm/src", "guest-sm-v2/src", "wit"];
-    let guests = ["chaos-guest", "import-guest", "guest-sm-v2"];
+    let watch = [
+        "tests/fixtures",
+        "guest-sm/src",
+        "guest-sm-v2/src",
+        "guest-sm-v3/src",
+        "guest-sm-v3/Cargo.toml",
+        "wit",
+    ];
+    let guests = ["chaos-guest", "import-guest", "guest-sm-v2", "guest-sm-v3"];
     if let Err(e) = guest_build::build_components(workspace, &guests, &watch) {
         panic!("cannot build the test fixture guests:\n{e}");
     }

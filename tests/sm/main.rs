@@ -1,6 +1,7 @@
 //! In-process tests: the lock state machine (native and wasm builds), the
-//! wasm engine and its cache, hostile modules, version 2 of the module, and
-//! fuzzing of every decoder (plus one live node fed random input).
+//! wasm engine and its cache, hostile modules, version 2 of the module, the
+//! reference module of world `lock-sm@0.2.0` (`world02_*`), and fuzzing of
+//! every decoder (plus one live node fed random input).
 //!
 //! One test binary, one module per scenario file (so the engine and its
 //! dependencies are linked once, not once per file). Tests run side by side
@@ -13,3 +14,7 @@ mod hostile_modules;
 mod module_v2;
 mod sm_equivalence;
 mod sm_scenarios;
+mod world02_differential;
+mod world02_equivalence;
+mod world02_module;
+mod world02_scenarios;

@@ -18,6 +18,9 @@
 //!   test upgrades, and what they saw.
 //! * [`turns`]: which tests may run side by side in one test process, and
 //!   which must have the machine alone.
+//! * [`world02`]: the same for lock modules of world `lock-sm@0.2.0`: their
+//!   native and wasm builds behind one interface, and their scenario files
+//!   (`scenarios-0.2/*.txt`).
 
 pub mod cluster;
 pub mod fixtures;
@@ -27,3 +30,4 @@ pub mod machines;
 pub mod netns;
 pub mod scenario;
 pub mod turns;
+pub mod world02;

@@ -183,11 +183,7 @@ pub fn run_step(m: &mut Box<dyn LockMachine>, step: &Step) -> Result<Vec<String>
             Ok(vec!["ok".into()])
         }
         "restore" => {
-            let text = step.args.join(" ");
-            let bytes = match text.strip_prefix("hex:") {
-                Some(h) => hex::decode(h).map_err(|e| at(format!("bad hex: {e}")))?,
-                None => text.into_bytes(),
-            };
+            let bytes = bytes_arg(&step.args).map_err(at)?;
             let before = m.state_hash();
             match m.restore(&bytes) {
                 Ok(()) => Ok(vec!["ok".into()]),
@@ -203,9 +199,30 @@ pub fn run_step(m: &mut Box<dyn LockMachine>, step: &Step) -> Result<Vec<String>
     }
 }
 
+/// The bytes a `restore` step names: its arguments as text, or `hex:...`.
+pub fn bytes_arg(args: &[String]) -> Result<Vec<u8>, String> {
+    let text = args.join(" ");
+    match text.strip_prefix("hex:") {
+        Some(h) => hex::decode(h).map_err(|e| format!("bad hex: {e}")),
+        None => Ok(text.into_bytes()),
+    }
+}
+
 /// Run a scenario file on every machine in `machines`. Returns every
 /// mismatch found, each naming the file, line and machine.
 pub fn run_file(path: &Path, machines: &mut [Box<dyn LockMachine>]) -> Result<usize, Vec<String>> {
+    run_file_with(path, machines, |m| m.name(), |m| m.state_hash(), run_step)
+}
+
+/// The runner for machines of any world: `run_step` runs one step on one
+/// machine; after every step all machines must have the same state hash.
+pub fn run_file_with<M: ?Sized>(
+    path: &Path,
+    machines: &mut [Box<M>],
+    name_of: impl Fn(&M) -> &'static str,
+    state_hash: impl Fn(&mut M) -> [u8; 32],
+    run_step: impl Fn(&mut Box<M>, &Step) -> Result<Vec<String>, String>,
+) -> Result<usize, Vec<String>> {
     let name = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| vec![format!("{name}: {e}")])?;
     let steps = parse(&text).map_err(|e| vec![format!("{name}: {e}")])?;
@@ -217,7 +234,7 @@ pub fn run_file(path: &Path, machines: &mut [Box<dyn LockMachine>]) -> Result<us
                 Ok(got) => failures.push(format!(
                     "{name}:{} [{}] `{} {}`\n  expected: {:?}\n  got:      {:?}",
                     step.line,
-                    m.name(),
+                    name_of(m),
                     step.directive,
                     step.args.join(" "),
                     step.expected,
@@ -228,7 +245,7 @@ pub fn run_file(path: &Path, machines: &mut [Box<dyn LockMachine>]) -> Result<us
         }
         let hashes: Vec<_> = machines
             .iter_mut()
-            .map(|m| (m.name(), hex::encode(m.state_hash())))
+            .map(|m| (name_of(m), hex::encode(state_hash(m))))
             .collect();
         if hashes.windows(2).any(|w| w[0].1 != w[1].1) {
             failures.push(format!(

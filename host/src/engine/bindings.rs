@@ -6,6 +6,6 @@
 
 wasmtime::component::bindgen!({
     world: "lock-sm",
-    path: "../wit",
+    path: "../wit/lock-sm.wit",
     additional_derives: [serde::Serialize, serde::Deserialize, PartialEq, Eq],
 });

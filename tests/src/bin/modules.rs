@@ -9,6 +9,9 @@
 //!   cluster runs;
 //! * `lock_sm_v2.wasm`: version 2 (`guest-sm-v2/`): snapshot format 2 and
 //!   keys under `reserved/` refused;
+//! * `lock_sm_0_2.wasm`: the reference module of world `lock-sm@0.2.0`
+//!   (`guest-sm-v3/`); a node refuses it as of another world until the host
+//!   runs 0.2 modules;
 //! * `chaos_guest.wasm`: the hostile test fixture (see its docs), for
 //!   seeing a rejected upgrade.
 
@@ -25,6 +28,7 @@ fn main() {
     for (name, bytes) in [
         ("lock_sm_v1.wasm", lockd::builtin::LOCK_SM),
         ("lock_sm_v2.wasm", lock_tests::fixtures::LOCK_SM_V2),
+        ("lock_sm_0_2.wasm", lock_tests::fixtures::LOCK_SM_V3),
         ("chaos_guest.wasm", lock_tests::fixtures::CHAOS_GUEST),
     ] {
         let path = dir.join(name);
