@@ -182,6 +182,9 @@ pub struct Status {
     pub wal_entries: u64,
     /// Set when the guest failed and the state machine stopped applying.
     pub poisoned: Option<String>,
+    /// Where applying stopped, when a guest call failed in `apply`.
+    #[serde(default)]
+    pub poisoned_at: Option<PoisonedAt>,
     /// The log index at which the active module became active (0: it is
     /// the module the cluster started with, or came with a snapshot).
     #[serde(default)]
@@ -195,6 +198,17 @@ pub struct Status {
     /// Audit divergences this node has seen between itself and a peer.
     #[serde(default)]
     pub audit_divergences: u64,
+}
+
+/// The committed entries with lock commands that went to the guest in the
+/// call that failed: the first of them whose commands the guest could not
+/// apply is the cause. Every entry before `first` is applied
+/// (`applied_index` is `first - 1`); none from `first` on is. A failing
+/// command committed alone gives `first == last`, the same on every node.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PoisonedAt {
+    pub first: u64,
+    pub last: u64,
 }
 
 /// What applying one upgrade entry did on a node. Everything but

@@ -24,6 +24,7 @@ mod cluster_membership;
 mod cluster_replication;
 mod cluster_snapshot_catchup;
 mod engine_mismatch;
+mod guest_poisoned;
 mod lock_expiry;
 mod lock_failover;
 mod lock_keepalive;

@@ -1,14 +1,16 @@
 //! Brief fuzzing of every decoder that takes bytes from outside: frames
 //! (client and peer), HTTP bodies and paths on a live node, and snapshots
 //! into the guest. None may panic; a live node must keep serving with its
-//! state unchanged.
+//! state unchanged; a snapshot the guest accepts must give the state it
+//! encodes.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lock_tests::machines::{LockMachine, WasmMachine};
+use lock_tests::machines::{LockMachine, NativeMachine, WasmMachine};
 use lockd::raft::network::{PeerRequest, PeerResponse};
 use lockd_client::proto::{ClientRequest, ClientResponse};
 use lockd_client::wire::{self, Envelope, Hello, HelloReply};
@@ -42,23 +44,126 @@ proptest! {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+/// Bytes offered to `restore`: anything, anything after the snapshot
+/// magic, or the snapshot of a table built from `grants` (keys and leases;
+/// a repeated key frees the lock instead), with `flips` applied (none: the
+/// snapshot as written).
+#[derive(Clone, Debug)]
+enum RestoreInput {
+    Garbage(Vec<u8>),
+    AfterMagic(Vec<u8>),
+    Snapshot {
+        grants: Vec<(String, u64)>,
+        flips: Vec<(usize, u8)>,
+    },
+}
 
-    /// Arbitrary bytes as a snapshot: the guest refuses them with an error
-    /// value (never a trap) and keeps its state.
-    #[test]
-    fn guest_restore_refuses_garbage(mut bytes in prop::collection::vec(any::<u8>(), 0..256), magic in any::<bool>()) {
-        if magic {
-            bytes.splice(0..0, b"LKSM\x01".iter().copied());
-        }
-        let mut g = WasmMachine::new();
-        g.apply(&[Some(guest_sm::Command::Grant { key: "kept".into(), lease_ms: 5 })]);
-        let before = g.state_hash();
-        if g.restore(&bytes).is_err() {
-            prop_assert_eq!(g.state_hash(), before);
+fn restore_inputs() -> impl Strategy<Value = RestoreInput> {
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..256).prop_map(RestoreInput::Garbage),
+        prop::collection::vec(any::<u8>(), 0..256).prop_map(RestoreInput::AfterMagic),
+        (
+            prop::collection::vec(("[a-d]{1,3}", 1..u64::MAX), 0..12),
+            prop::collection::vec((any::<usize>(), 1..=u8::MAX), 0..3),
+        )
+            .prop_map(|(grants, flips)| RestoreInput::Snapshot { grants, flips }),
+    ]
+}
+
+/// The bytes of `input`, and for an unmutated snapshot the table it was
+/// taken from.
+fn restore_bytes(input: &RestoreInput) -> (Vec<u8>, Option<NativeMachine>) {
+    match input {
+        RestoreInput::Garbage(b) => (b.clone(), None),
+        RestoreInput::AfterMagic(b) => ([b"LKSM\x01".as_slice(), b].concat(), None),
+        RestoreInput::Snapshot { grants, flips } => {
+            let mut table = NativeMachine::default();
+            for (key, lease_ms) in grants {
+                let cmd = if table.get(key).is_some() {
+                    guest_sm::Command::Release { key: key.clone() }
+                } else {
+                    guest_sm::Command::Grant {
+                        key: key.clone(),
+                        lease_ms: *lease_ms,
+                    }
+                };
+                table.apply(&[Some(cmd)]);
+            }
+            let mut bytes = table.snapshot();
+            for (at, x) in flips {
+                let n = bytes.len();
+                bytes[at % n] ^= x;
+            }
+            (bytes, flips.is_empty().then_some(table))
         }
     }
+}
+
+/// Bytes as a snapshot into the guest. Refused: with an error value (never
+/// a trap), keeping its state. Accepted: the state is the one the bytes
+/// encode (as `guest-sm`'s own decoder reads them, and, for a snapshot as
+/// written, exactly the table it was taken from), and its own snapshot
+/// round-trips into a fresh guest. Both outcomes must occur.
+#[test]
+fn guest_restore_refuses_garbage_and_restores_what_the_bytes_encode() {
+    let refused = AtomicUsize::new(0);
+    let accepted = AtomicUsize::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 300,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let result = runner.run(&restore_inputs(), |input| {
+        let (bytes, source) = restore_bytes(&input);
+        let mut g = WasmMachine::new();
+        g.apply(&[Some(guest_sm::Command::Grant {
+            key: "kept".into(),
+            lease_ms: 5,
+        })]);
+        let before = g.state_hash();
+        let mut native = NativeMachine::default();
+        let decoded = native.restore(&bytes);
+        match g.restore(&bytes) {
+            Err(why) => {
+                refused.fetch_add(1, Ordering::Relaxed);
+                prop_assert_eq!(g.state_hash(), before);
+                // (The wording may differ: postcard reads lengths as
+                // `usize`, 32 bits in the guest.)
+                prop_assert!(
+                    decoded.is_err(),
+                    "guest-sm accepts what the guest refuses: {}",
+                    why
+                );
+            }
+            Ok(()) => {
+                accepted.fetch_add(1, Ordering::Relaxed);
+                prop_assert_eq!(decoded, Ok(()), "the guest accepted what guest-sm refuses");
+                let snapshot = g.snapshot();
+                prop_assert_eq!(&snapshot, &native.snapshot());
+                prop_assert_eq!(g.state_hash(), native.state_hash());
+                prop_assert_eq!(g.stats(), native.stats());
+                prop_assert_eq!(g.locks(None, u32::MAX), native.locks(None, u32::MAX));
+                if let Some(mut table) = source {
+                    prop_assert_eq!(&snapshot, &bytes);
+                    prop_assert_eq!(g.locks(None, u32::MAX), table.locks(None, u32::MAX));
+                    prop_assert_eq!(g.stats(), table.stats());
+                }
+                let mut again = WasmMachine::new();
+                prop_assert_eq!(again.restore(&snapshot), Ok(()));
+                prop_assert_eq!(again.snapshot(), snapshot);
+                prop_assert_eq!(again.state_hash(), g.state_hash());
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let (refused, accepted) = (refused.into_inner(), accepted.into_inner());
+    assert!(
+        refused > 0 && accepted > 0,
+        "only one outcome was tried: {refused} refused, {accepted} accepted"
+    );
 }
 
 fn send_raw(addr: &str, bytes: &[u8]) {

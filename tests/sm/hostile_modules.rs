@@ -193,3 +193,90 @@ fn the_builtin_module_loads_and_has_no_imports() {
     );
     assert!(g.last_fuel_used() > 0);
 }
+
+/// A replica on the chaos guest, and log entries for it (term 1): a grant
+/// of each key, or a blank entry for `None`.
+mod replica {
+    use std::sync::Arc;
+
+    use lock_tests::fixtures::CHAOS_GUEST;
+    use lockd::command::Command;
+    use lockd::engine::WasmEngine;
+    use lockd::raft::replica::Replica;
+    use lockd::raft::{Entry, Request};
+    use lockd::upgrade::precompile::Precompiler;
+    use openraft::{CommittedLeaderId, EntryPayload, LogId};
+
+    pub fn chaos() -> Replica {
+        let engine = Arc::new(WasmEngine::new(super::settings(), None).unwrap());
+        let loader = Precompiler::new(engine);
+        let module = loader.load(CHAOS_GUEST).unwrap();
+        Replica::new(1, loader, module, 1000).unwrap()
+    }
+
+    pub fn entries(from: u64, keys: &[Option<&str>]) -> Vec<Entry> {
+        (from..)
+            .zip(keys)
+            .map(|(index, key)| Entry {
+                log_id: LogId::new(CommittedLeaderId::new(1, 0), index),
+                payload: match key {
+                    Some(k) => EntryPayload::Normal(Request::Lock(vec![Command::grant(*k, 5)])),
+                    None => EntryPayload::Blank,
+                },
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn a_trap_in_apply_stops_the_replica_before_the_failed_entries() {
+    use lockd_client::proto::PoisonedAt;
+    // Entries 2..=5: blank, grant `b`, the trap, blank. However they are
+    // cut into committed ranges, as long as the failing call holds entries
+    // 3 and 4: entry 2 is applied, nothing from 3 on is, and the failed
+    // entries are named.
+    // Each cut: (from, to) positions in those four entries.
+    let cuts: [&[(usize, usize)]; 2] = [&[(0, 4)], &[(0, 1), (1, 3), (3, 4)]];
+    for cut in cuts {
+        let mut r = replica::chaos();
+        r.apply(replica::entries(1, &[Some("a")])).unwrap();
+        let rest = replica::entries(2, &[None, Some("b"), Some("chaos:trap"), None]);
+        let results: Vec<_> = cut
+            .iter()
+            .map(|&(from, to)| r.apply(rest[from..to].to_vec()))
+            .collect();
+        // The range holding the trap fails; any later one is refused.
+        let failed = results.iter().position(Result::is_err).expect("a failure");
+        assert!(
+            cut[failed].0 <= 2 && 2 < cut[failed].1,
+            "{cut:?}: {results:?}"
+        );
+        assert!(
+            matches!(
+                results[failed],
+                Err(EngineError::Trap { call: "apply", .. })
+            ),
+            "{cut:?}: {results:?}"
+        );
+        assert!(
+            results[failed + 1..]
+                .iter()
+                .all(|res| matches!(res, Err(EngineError::Poisoned(_)))),
+            "{cut:?}: {results:?}"
+        );
+        let v = r.view(false);
+        assert_eq!(v.applied_index, 2, "{cut:?}");
+        assert_eq!(
+            v.poisoned_at,
+            Some(PoisonedAt { first: 3, last: 4 }),
+            "{cut:?}"
+        );
+        assert!(v.poisoned.is_some_and(|p| p.contains("trapped in `apply`")));
+        // Nothing more is applied, not even a blank entry.
+        assert!(matches!(
+            r.apply(replica::entries(6, &[None])),
+            Err(EngineError::Poisoned(_))
+        ));
+        assert_eq!(r.view(false).applied_index, 2);
+    }
+}

@@ -56,6 +56,7 @@ pub fn status_with(node: &Services, hash: bool) -> (Status, UpgradeCounts) {
         wal_fsyncs: stats.fsyncs.load(std::sync::atomic::Ordering::Relaxed),
         wal_entries: stats.entries.load(std::sync::atomic::Ordering::Relaxed),
         poisoned: v.poisoned,
+        poisoned_at: v.poisoned_at,
         module_since_index: v.module_since_index,
         upgrades: v.upgrades,
         shadow: v.shadow,

@@ -10,12 +10,19 @@
 //! recorded). Blank and membership entries are answered `Noop` by the host
 //! without entering the guest. When a shadow module is running, the same
 //! batch goes to it next and the outcomes are compared.
+//!
+//! A guest call that fails (see [`crate::engine`]) stops the replica for
+//! good: the applied index stays at the entry before the call's first lock
+//! entry, the call's lock entries are reported as where it stopped
+//! ([`ReplicaView::poisoned_at`]), and every later `apply` is refused.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lockd_client::proto::{AuditKind, AuditReport, ShadowStatus, UpgradeRecord, UpgradeResult};
+use lockd_client::proto::{
+    AuditKind, AuditReport, PoisonedAt, ShadowStatus, UpgradeRecord, UpgradeResult,
+};
 use openraft::EntryPayload;
 
 use super::snapshot::SnapshotBlob;
@@ -50,6 +57,9 @@ pub struct Replica {
     audit: AuditLog,
     upgrades_swapped: u64,
     upgrades_rejected: u64,
+    /// Set when a guest call in `apply` failed: the entries of that call
+    /// that carry commands. Nothing is applied after.
+    stopped: Option<PoisonedAt>,
     #[cfg(feature = "fault-diverge")]
     fault_done: bool,
 }
@@ -63,6 +73,7 @@ pub struct ReplicaView {
     pub state_hash: String,
     pub locks_held: u64,
     pub poisoned: Option<String>,
+    pub poisoned_at: Option<PoisonedAt>,
     pub module_since_index: u64,
     pub upgrades: Vec<UpgradeRecord>,
     pub shadow: Option<ShadowStatus>,
@@ -92,6 +103,7 @@ impl Replica {
             audit: AuditLog::new(audit_interval),
             upgrades_swapped: 0,
             upgrades_rejected: 0,
+            stopped: None,
             #[cfg(feature = "fault-diverge")]
             fault_done: false,
         })
@@ -149,11 +161,18 @@ impl Replica {
         &mut self,
         entries: impl IntoIterator<Item = Entry>,
     ) -> Result<Vec<Response>, EngineError> {
+        // Stopped: nothing more is applied, not even entries without commands.
+        if let Some(first) = self.guest.poisoned() {
+            return Err(EngineError::Poisoned(first.to_string()));
+        }
         let mut run = Run::default();
         let mut responses: Vec<Option<Response>> = Vec::new();
         for entry in entries {
             let log_id = entry.log_id;
             let slot = responses.len();
+            if run.entries.is_empty() {
+                run.before = self.last_applied;
+            }
             match entry.payload {
                 EntryPayload::Normal(Request::Lock(commands)) => {
                     run.push(slot, log_id, commands);
@@ -214,7 +233,13 @@ impl Replica {
         let outcomes = if run.commands.is_empty() {
             Vec::new()
         } else {
-            self.guest.apply(&run.commands)?
+            match self.guest.apply(&run.commands) {
+                Ok(outcomes) => outcomes,
+                Err(e) => {
+                    self.stop_at(&run);
+                    return Err(e);
+                }
+            }
         };
         if let Some(shadow) = self.shadow.as_mut() {
             shadow.feed(&run.commands, |i| run.index_of(i), &outcomes);
@@ -233,6 +258,37 @@ impl Replica {
             }
         }
         Ok(())
+    }
+
+    /// After the guest call of `run` failed: the last entry applied is the
+    /// one before the first entry with commands (any earlier entries of the
+    /// run carry none and are applied), and the entries with commands are
+    /// where applying stopped. Every node therefore reports the same, however
+    /// its committed ranges were cut into runs, as long as the failed call
+    /// holds the same lock entries (one when the failing command came
+    /// alone).
+    fn stop_at(&mut self, run: &Run) {
+        let Some(at) = run.entries.iter().position(|e| e.1 > 0) else {
+            return;
+        };
+        let first = run.entries[at].2.index;
+        let last = run
+            .entries
+            .iter()
+            .rev()
+            .find(|e| e.1 > 0)
+            .map_or(first, |e| e.2.index);
+        self.last_applied = match at.checked_sub(1) {
+            Some(before) => Some(run.entries[before].2),
+            None => run.before,
+        };
+        self.stopped = Some(PoisonedAt { first, last });
+        tracing::error!(
+            node = self.id,
+            first,
+            last,
+            "applying stopped: the guest failed on these entries"
+        );
     }
 
     /// Record the state hash at `index` (and compare the shadow's).
@@ -448,6 +504,7 @@ impl Replica {
             },
             locks_held: self.guest.stats().map(|s| s.held).unwrap_or(0),
             poisoned: self.guest.poisoned().map(str::to_string),
+            poisoned_at: self.stopped,
             module_since_index: self.module_since,
             upgrades: self.upgrades.iter().cloned().collect(),
             shadow: self.shadow.as_ref().map(|s| s.status()),
@@ -462,29 +519,31 @@ impl Replica {
 struct Run {
     commands: Vec<Command>,
     /// Per entry: (response slot, number of commands (0 = answered Noop),
-    /// log index).
-    entries: Vec<(usize, usize, u64)>,
+    /// log id).
+    entries: Vec<(usize, usize, LogId)>,
+    /// The last entry applied before the run's first.
+    before: Option<LogId>,
     last: Option<LogId>,
 }
 
 impl Run {
     fn push(&mut self, slot: usize, log_id: LogId, commands: Vec<Command>) {
-        self.entries.push((slot, commands.len(), log_id.index));
+        self.entries.push((slot, commands.len(), log_id));
         self.commands.extend(commands);
         self.last = Some(log_id);
     }
 
     fn push_empty(&mut self, slot: usize, log_id: LogId) {
-        self.entries.push((slot, 0, log_id.index));
+        self.entries.push((slot, 0, log_id));
         self.last = Some(log_id);
     }
 
     /// The log index of the `i`-th command (only looked up for the few
     /// shadow differences kept as examples).
     fn index_of(&self, mut i: usize) -> u64 {
-        for &(_, n, index) in &self.entries {
+        for &(_, n, log_id) in &self.entries {
             if i < n {
-                return index;
+                return log_id.index;
             }
             i -= n;
         }
