@@ -206,6 +206,8 @@ pub(super) enum Role {
         term: u64,
         queued: Vec<Msg>,
         loading: bool,
+        /// Loads that failed in a row (they back off, see [`retry_delay`]).
+        failures: u32,
     },
     Leader {
         term: u64,
@@ -301,6 +303,7 @@ impl Actor {
                     term: t,
                     queued,
                     loading: true,
+                    failures,
                 } = &mut self.role
                 else {
                     return;
@@ -309,6 +312,7 @@ impl Actor {
                     return;
                 }
                 let queued = std::mem::take(queued);
+                let failures = *failures + 1;
                 match locks {
                     Ok(locks) => {
                         // A lease never ends earlier than promised: restart
@@ -336,13 +340,32 @@ impl Actor {
                         }
                     }
                     Err(e) => {
-                        tracing::warn!(node = self.id, term, error = %e, "leader: could not load the lock table; retrying");
+                        // A load can fail while leadership settles; one
+                        // that keeps failing (the state machine stopped,
+                        // say) may never succeed, and whoever waits then
+                        // gets the reason rather than no answer at all.
+                        let queued = if failures >= GIVE_UP_AFTER {
+                            let id = self.id;
+                            for m in queued {
+                                m.fail(ServiceError::Unavailable(format!(
+                                    "node {id} leads but cannot load its lock table ({e}); the request was not proposed"
+                                )));
+                            }
+                            Vec::new()
+                        } else {
+                            queued
+                        };
+                        let delay = retry_delay(failures);
+                        if failures.is_power_of_two() {
+                            tracing::warn!(node = self.id, term, failures, error = %e, retry_in_ms = delay.as_millis() as u64, "leader: could not load the lock table");
+                        }
                         self.role = Role::Starting {
                             term,
                             queued,
                             loading: true,
+                            failures,
                         };
-                        self.load(term);
+                        self.load(term, delay);
                     }
                 }
             }
@@ -392,6 +415,7 @@ impl Actor {
             term,
             queued: Vec::new(),
             loading: false,
+            failures: 0,
         };
         self.start_loading();
     }
@@ -408,7 +432,7 @@ impl Actor {
             if !*loading && in_flight == 0 {
                 *loading = true;
                 let term = *term;
-                self.load(term);
+                self.load(term, Duration::ZERO);
             }
         }
     }
@@ -430,22 +454,31 @@ impl Actor {
         self.stats.waiting.store(0, Ordering::Relaxed);
     }
 
-    /// Read the applied lock table once everything this node acknowledged
-    /// has been applied ([`read::confirm`]), then report back.
-    pub(super) fn load(&self, term: u64) {
+    /// After `delay`, read the applied lock table once everything this
+    /// node acknowledged has been applied ([`read::confirm`]), then report
+    /// back.
+    pub(super) fn load(&self, term: u64, delay: Duration) {
         let (raft, sm, tx, id) = (self.raft.clone(), self.sm.clone(), self.tx.clone(), self.id);
         tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
             let locks = match read::confirm(&raft, id).await {
                 Ok(()) => read_all(&sm),
-                Err(e) => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    Err(e)
-                }
+                Err(e) => Err(e),
             };
             let _ = tx.send(Msg::Loaded { term, locks });
         });
     }
 }
+
+/// How long to wait before loading the table again after `failures`
+/// failed loads in a row: 50 ms, doubling, at most 1.6 s.
+fn retry_delay(failures: u32) -> Duration {
+    Duration::from_millis(50u64 << failures.saturating_sub(1).min(5))
+}
+
+/// After this many failed loads in a row (about 350 ms of trying), the
+/// requests waiting for the table are answered with the reason.
+const GIVE_UP_AFTER: u32 = 4;
 
 /// See [`Actor::refuse`].
 pub(super) fn refuse<T: Send + 'static>(
