@@ -23,12 +23,11 @@ fn audit_names_the_divergent_node() {
     for id in 1..=3 {
         c.spawn(id);
     }
-    let leader = c.wait_leader(Duration::from_secs(20));
+    c.wait_leader(Duration::from_secs(20));
     // Enough entries to pass index 25 and several audit points after it.
     for i in 0..40 {
         let key = format!("audit/{i}");
-        let r = c.acquire(leader, &key, 60_000).expect("acquire");
-        assert!(r.ok(), "{r:?}");
+        c.acquire_on_leader(&key, 60_000, Duration::from_secs(20));
     }
 
     // The nodes' own checkers raise the alarm.
@@ -79,12 +78,9 @@ fn audit_names_the_divergent_node() {
 #[test]
 fn audit_of_a_healthy_cluster_finds_nothing() {
     let c = Cluster::start(3, &["--audit-interval", "10", "--audit-check-ms", "200"]);
-    let leader = c.wait_leader(Duration::from_secs(20));
+    c.wait_leader(Duration::from_secs(20));
     for i in 0..30 {
-        assert!(c
-            .acquire(leader, &format!("ok/{i}"), 60_000)
-            .expect("acquire")
-            .ok());
+        c.acquire_on_leader(&format!("ok/{i}"), 60_000, Duration::from_secs(20));
     }
     c.wait_converged(Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(600));

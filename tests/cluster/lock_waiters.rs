@@ -11,8 +11,8 @@ fn waiters_are_served_in_fifo_order() {
     let c = Arc::new(Cluster::start(3, &[]));
     let leader = c.wait_leader(Duration::from_secs(20));
     let follower = (1..=3).find(|i| *i != leader).expect("follower");
-    let r = c.acquire(leader, "queue", 60_000).expect("acquire");
-    let first = r.body["token"].as_u64().expect("token");
+    // Through whichever node leads: an election may follow the start.
+    let first = c.acquire_on_leader("queue", 60_000, Duration::from_secs(20));
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut handles = Vec::new();
     for w in 0..4u64 {

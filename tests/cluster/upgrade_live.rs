@@ -22,8 +22,7 @@ fn upgrade_under_load_swaps_every_node_at_one_index() {
     assert_eq!(v1, ModuleHash::of(lockd::builtin::LOCK_SM).to_string());
     let v2 = ModuleHash::of(LOCK_SM_V2).to_string();
     // A lock held across the swap keeps its token and its holder.
-    let held = c.acquire(leader, "held/across", 60_000).expect("acquire");
-    let held_token = held.body["token"].as_u64().expect("token");
+    let held_token = c.acquire_on_leader("held/across", 60_000, Duration::from_secs(20));
 
     let stop = AtomicBool::new(false);
     let (logs, reply, swapped_at) = std::thread::scope(|s| {

@@ -650,6 +650,36 @@ impl Cluster {
         }
     }
 
+    /// Release `token` on `key` on whichever node is leader now, retrying
+    /// through elections. "Not held" is an answer only after an attempt
+    /// whose outcome was unknown (that attempt may have released it).
+    pub fn release_on_leader(&self, key: &str, token: u64, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let mut unknown = false;
+        loop {
+            let leader = self.wait_leader(
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(1)),
+            );
+            match self.release(leader, key, token) {
+                Ok(r) if r.ok() => return,
+                Ok(r) if r.status == 404 && unknown => return,
+                Ok(r) if r.status == 404 || r.status == 409 => {
+                    panic!("release of {key} (token {token}) refused: {r:?}")
+                }
+                other => {
+                    unknown |= other.as_ref().map_or(true, |r| r.status >= 500);
+                    assert!(
+                        Instant::now() < deadline,
+                        "release {key} failed until the deadline: {other:?}"
+                    );
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// One line per node: role, term, indexes, hash; and where the logs are.
     pub fn describe(&self) -> String {
         let mut out = format!("(logs in {})", self.dir.path().display());
