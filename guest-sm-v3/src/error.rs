@@ -1,23 +1,11 @@
-//! The errors of this module: an invalid policy, a snapshot it refuses, a
-//! state a 0.1 module cannot represent. Each reaches the host as text (the
+//! The errors of this module's state encoding: a snapshot it refuses, a
+//! state a 0.1 module cannot represent (an invalid policy is
+//! [`PolicyError`], beside the policy). Each reaches the host as text (the
 //! `Display` below), so each says precisely what is wrong.
 
 use thiserror::Error;
 
-/// Why a `set-policy` (or the policy data of a snapshot) is invalid.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-pub enum PolicyError {
-    #[error("{0} rules; at most {max} are allowed", max = crate::policy::MAX_RULES)]
-    TooManyRules(usize),
-    #[error("a prefix of {0} bytes; at most {max} are allowed", max = crate::policy::MAX_PREFIX_BYTES)]
-    PrefixTooLong(usize),
-    #[error("prefix {0:?} appears twice")]
-    DuplicatePrefix(String),
-    #[error("max-lease-ms of prefix {0:?} is 0; it must be at least 1")]
-    ZeroMaxLease(String),
-    #[error("max-holders of prefix {0:?} is 0; it must be at least 1 (use reserved to forbid the prefix)")]
-    ZeroMaxHolders(String),
-}
+use crate::policy::PolicyError;
 
 /// Why `restore` refused a snapshot. The state is unchanged.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]

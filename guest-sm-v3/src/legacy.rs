@@ -30,8 +30,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{DowngradeError, SnapshotError};
+use crate::parts::{self, KeyParts, MAGIC};
 use crate::policy::Policy;
-use crate::snapshot::{self, KeyParts, MAGIC};
 use crate::state::{Holding, LockState};
 use crate::types::{Mode, PrefixPolicy};
 
@@ -76,16 +76,16 @@ fn migrated(key: String, token: u64, lease_ms: u64) -> KeyParts {
 }
 
 pub(crate) fn decode_format_1(body: &[u8]) -> Result<LockState, SnapshotError> {
-    let b: Format1 = snapshot::body(body)?;
+    let b: Format1 = parts::body(body)?;
     let keys = b
         .locks
         .into_iter()
         .map(|(key, token, lease_ms)| migrated(key, token, lease_ms));
-    snapshot::build(b.next_token, Policy::default(), keys)
+    parts::build(b.next_token, Policy::default(), keys)
 }
 
 pub(crate) fn decode_format_2(body: &[u8]) -> Result<LockState, SnapshotError> {
-    let b: Format2 = snapshot::body(body)?;
+    let b: Format2 = parts::body(body)?;
     if b.held != b.locks.len() as u64 {
         return Err(SnapshotError::HeldCount {
             header: b.held,
@@ -104,7 +104,7 @@ pub(crate) fn decode_format_2(body: &[u8]) -> Result<LockState, SnapshotError> {
         .locks
         .into_iter()
         .map(|(key, lease_ms, token)| migrated(key, token, lease_ms));
-    snapshot::build(b.next_token, Policy::from_rules(rules)?, keys)
+    parts::build(b.next_token, Policy::from_rules(rules)?, keys)
 }
 
 impl LockState {

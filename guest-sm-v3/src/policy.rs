@@ -20,7 +20,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::PolicyError;
+use thiserror::Error;
+
 use crate::hash;
 use crate::types::{PrefixPolicy, Reason};
 
@@ -28,6 +29,21 @@ use crate::types::{PrefixPolicy, Reason};
 pub const MAX_RULES: usize = 256;
 /// The longest prefix a rule may have, in bytes.
 pub const MAX_PREFIX_BYTES: usize = 1024;
+
+/// Why a `set-policy` (or the policy data of a snapshot) is invalid.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum PolicyError {
+    #[error("{0} rules; at most {max} are allowed", max = MAX_RULES)]
+    TooManyRules(usize),
+    #[error("a prefix of {0} bytes; at most {max} are allowed", max = MAX_PREFIX_BYTES)]
+    PrefixTooLong(usize),
+    #[error("prefix {0:?} appears twice")]
+    DuplicatePrefix(String),
+    #[error("max-lease-ms of prefix {0:?} is 0; it must be at least 1")]
+    ZeroMaxLease(String),
+    #[error("max-holders of prefix {0:?} is 0; it must be at least 1 (use reserved to forbid the prefix)")]
+    ZeroMaxHolders(String),
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Rule {

@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 use super::apply;
-use crate::snapshot::{decode, MAGIC};
+use crate::parts::MAGIC;
+use crate::snapshot::decode;
 use crate::{
     Command, DowngradeError, Grant, Holder, LockState, Mode, Outcome, PrefixPolicy, Reason,
     SnapshotError,
