@@ -46,6 +46,25 @@ fn transient(r: &Result<lock_tests::cluster::Reply, String>) -> bool {
     }
 }
 
+/// Send a request through `via`; a node that knows the leader but cannot
+/// pass the request on (a node that just joined has not yet applied the
+/// configuration with the leader's address) answers 503 naming the leader,
+/// and that redirect is followed at once, as every client does: an
+/// answer, not an outage.
+fn follow(
+    via: u64,
+    send: impl Fn(u64) -> Result<lock_tests::cluster::Reply, String>,
+) -> Result<lock_tests::cluster::Reply, String> {
+    let r = send(via);
+    match &r {
+        Ok(a) if a.status == 503 => match a.body["leader"].as_u64() {
+            Some(leader) if leader != via => send(leader),
+            _ => r,
+        },
+        _ => r,
+    }
+}
+
 /// Note a request of the operation begun at `started` that got no answer
 /// or a 503: a retry (after a pause) while `RETRY_FOR` has not passed, else
 /// a failure of the operation.
@@ -81,7 +100,7 @@ fn client(
             };
             let key = format!("load/{i}/{n}");
             n += 1;
-            let r = c.acquire(via, &key, 60_000);
+            let r = follow(via, |to| c.acquire(to, &key, 60_000));
             match &r {
                 Ok(a) if a.ok() => match a.body["token"].as_u64() {
                     Some(token) => break (via, key, token),
@@ -105,7 +124,7 @@ fn client(
         log.tokens.push(token);
         let mut unclear = false;
         loop {
-            let r = c.release(via, &key, token);
+            let r = follow(via, |to| c.release(to, &key, token));
             match &r {
                 Ok(a) if a.ok() => break,
                 // An earlier attempt without an answer did release it.
