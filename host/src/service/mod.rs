@@ -14,6 +14,8 @@
 //!   test-only faults that end leases early).
 //! * `read`: leader reads that see everything it acknowledged (read-index,
 //!   then its own log applied).
+//! * [`table`]: the leader's lock logic as a pure table (events in,
+//!   actions out), tested by scenario files; the actor drives it.
 //! * [`proposer`]: batches command groups into log entries.
 //! * [`error`]: [`ServiceError`] and the key check.
 
@@ -27,6 +29,7 @@ mod lease;
 pub mod proposer;
 mod read;
 mod requests;
+pub mod table;
 
 pub use actor::ServiceStats;
 pub use error::{check_key, Acquired, ServiceError, MAX_KEY_BYTES};
