@@ -33,9 +33,10 @@
 //! * **Phantom locks:** a grant whose caller is gone ([`Event::CallerGone`]
 //!   before the commit, [`Event::Undelivered`] after) is released at once
 //!   by `(key, token)`; waiters that are gone are skipped.
-//! * **New leader:** every held lock's deadline restarts at `now + lease_ms
-//!   + election timeout`, so a lease never ends earlier than its holder was
-//!   promised; it may end that much later after a leader change.
+//! * **New leader:** every held lock's deadline restarts at
+//!   `now + lease_ms + election timeout`, so a lease never ends earlier than
+//!   its holder was promised; it may end that much later after a leader
+//!   change.
 //! * **Reloads:** the table is loaded only when no proposal is in flight,
 //!   so no answer from before can land on the new mirror. A completion that
 //!   arrives while the mirror is dropped (stale) answers its callers with

@@ -61,6 +61,7 @@ impl Table {
                     tracing::error!(
                         node = self.id,
                         key,
+                        token = end.token,
                         ?other,
                         "unexpected outcome ending a holding; reloading the lock table"
                     );
