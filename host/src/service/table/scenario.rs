@@ -15,7 +15,8 @@
 //! * `commit id=P out=O,...` with outcomes `granted:T`, `busy`, `policy`,
 //!   `released`, `expired`, `expired-none`, `not-found`, `noop`;
 //!   `fail id=P [error=TEXT]`
-//! * `tick [+MS]`: advance the clock, then deliver a tick
+//! * `tick [+MS]`: advance the clock, then deliver a tick; `advance +MS`:
+//!   advance it without a tick (a timer that has not fired yet)
 //! * `state`, `stats`: print the table (not an event)
 
 use std::collections::HashMap;
@@ -183,6 +184,15 @@ impl Runner {
                 }
                 Event::Tick
             }
+            "advance" => {
+                let by = a.keys().next().ok_or("advance: by how much?")?;
+                let by: u64 = by
+                    .trim_start_matches('+')
+                    .parse()
+                    .map_err(|e| format!("advance: {e}"))?;
+                self.now += ms(by);
+                return Ok(Vec::new());
+            }
             "state" => return Ok(self.state()),
             "stats" => return Ok(vec![format!("{:?}", self.table.counters())]),
             other => return Err(format!("unknown command {other:?}")),
@@ -298,12 +308,12 @@ fn diff(a: &[String], b: &[String]) -> String {
         if i < n && j < m && a[i] == b[j] {
             let _ = writeln!(out, "   {}", a[i]);
             (i, j) = (i + 1, j + 1);
-        } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            let _ = writeln!(out, "  +{}", b[j]);
-            j += 1;
-        } else {
+        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
             let _ = writeln!(out, "  -{}", a[i]);
             i += 1;
+        } else {
+            let _ = writeln!(out, "  +{}", b[j]);
+            j += 1;
         }
     }
     out

@@ -79,7 +79,12 @@ impl Table {
                 self.counters.handoffs += 1;
             }
         }
-        for waiter in grants {
+        // A grant whose caller left is released once the entry is handled.
+        // (0.1 has one grant per entry; with several, the first such grant
+        // is released at once and any other ends with its lease.)
+        let mut phantom = None;
+        let mut grants = grants.into_iter();
+        while let Some(waiter) = grants.next() {
             match outcomes.next() {
                 Some(Outcome::Granted { token, lease_ms }) => {
                     self.counters.grants += 1;
@@ -98,8 +103,8 @@ impl Table {
                             token,
                             "caller left before its grant; releasing"
                         );
-                        self.free(key, token, None, false, true);
-                        return;
+                        phantom = phantom.or(Some(token));
+                        continue;
                     }
                     let answer = Acquired {
                         token,
@@ -129,6 +134,9 @@ impl Table {
                     if !waiter.gone {
                         self.reply(waiter.req, Err(ServiceError::Held { key: key.clone() }));
                     }
+                    for w in grants.filter(|w| !w.gone) {
+                        self.reply(w.req, Err(reloaded()));
+                    }
                     self.reload(term, reloaded());
                     return;
                 }
@@ -137,7 +145,10 @@ impl Table {
         if let Some(k) = self.keys.get_mut(&key) {
             k.busy = false;
         }
-        self.settle(key);
+        match phantom {
+            Some(token) => self.free(key, token, None, false, true),
+            None => self.settle(key),
+        }
     }
 
     /// Answer the callers of a proposal made before the mirror was dropped
