@@ -268,12 +268,14 @@ impl Actor {
 
     /// Hand `event` to the table and carry out its actions.
     fn step(&mut self, event: Event) {
-        let mut events = std::collections::VecDeque::from([event]);
-        while let Some(event) = events.pop_front() {
+        // Follow-ups are rare: the queue allocates only when one comes.
+        let mut later = std::collections::VecDeque::new();
+        let mut first = Some(event);
+        while let Some(event) = first.take().or_else(|| later.pop_front()) {
             let now = Instant::now().saturating_duration_since(self.epoch);
             for action in self.table.handle(now, event) {
                 if let Some(follow_up) = self.act(action) {
-                    events.push_back(follow_up);
+                    later.push_back(follow_up);
                 }
             }
         }
