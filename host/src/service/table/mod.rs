@@ -50,6 +50,7 @@
 //! waiters' grants behind the release. With 0.1 semantics a key has at most
 //! one holder and one grant rides behind a release or expire.
 
+mod holders;
 mod leadership;
 mod requests;
 #[cfg(test)]
@@ -57,7 +58,7 @@ mod scenario;
 mod settle;
 mod types;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
 use crate::raft::NodeId;
@@ -94,7 +95,7 @@ struct Holder {
 #[derive(Default, Debug)]
 struct KeyState {
     /// Holders by token (0.1: at most one).
-    holders: BTreeMap<u64, Holder>,
+    holders: holders::Holders,
     /// A proposal for this key is in flight.
     busy: bool,
     waiters: VecDeque<Waiter>,

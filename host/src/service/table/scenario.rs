@@ -217,7 +217,7 @@ impl Runner {
         keys.sort_by(|a, b| a.0.cmp(b.0));
         for (key, k) in keys {
             let mut line = format!("{key}:");
-            for (token, h) in &k.holders {
+            for (token, h) in k.holders.iter() {
                 let _ = write!(
                     line,
                     " held token={token} lease={} until={}ms",
