@@ -2,16 +2,18 @@
 //! checked here — key and lease rules — and tokens in the actor, **before**
 //! anything is proposed, so bad input never reaches the log.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::actor::{self, Msg, ServiceStats};
+use super::actor::{self, Msg};
 use super::error::{check_key, Acquired, ServiceError};
 use super::proposer::Proposer;
 use super::read;
+use super::stats::ServiceStats;
 use crate::command::LockInfo;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
@@ -20,6 +22,8 @@ use crate::raft::{NodeId, Raft};
 #[derive(Clone)]
 pub struct LockService {
     tx: mpsc::UnboundedSender<Msg>,
+    /// Numbers the requests sent to the actor.
+    next_req: Arc<AtomicU64>,
     pub stats: Arc<ServiceStats>,
     id: NodeId,
     raft: Raft,
@@ -55,6 +59,7 @@ impl LockService {
         );
         LockService {
             tx,
+            next_req: Arc::new(AtomicU64::new(1)),
             stats,
             id,
             raft,
@@ -64,14 +69,25 @@ impl LockService {
         }
     }
 
-    /// Send the actor a request and wait for its answer.
+    /// Send the actor a request and wait for its answer. A caller that
+    /// stops waiting (its connection closed, so this future is dropped)
+    /// is reported to the actor, which then skips it in the queue or
+    /// releases the grant it was about to get.
     async fn ask<T>(
         &self,
-        msg: impl FnOnce(oneshot::Sender<Result<T, ServiceError>>) -> Msg,
+        msg: impl FnOnce(u64, oneshot::Sender<Result<T, ServiceError>>) -> Msg,
     ) -> Result<T, ServiceError> {
+        let req = self.next_req.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
-        self.tx.send(msg(reply)).map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())?
+        self.tx.send(msg(req, reply)).map_err(|_| gone())?;
+        let mut watch = GoneGuard {
+            tx: &self.tx,
+            req,
+            waiting: true,
+        };
+        let answer = rx.await;
+        watch.waiting = false;
+        answer.map_err(|_| gone())?
     }
 
     fn check_lease(&self, lease_ms: u64) -> Result<(), ServiceError> {
@@ -94,7 +110,8 @@ impl LockService {
     ) -> Result<Acquired, ServiceError> {
         check_key(key)?;
         self.check_lease(lease_ms)?;
-        self.ask(|reply| Msg::Acquire {
+        self.ask(|req, reply| Msg::Acquire {
+            req,
             key: key.to_string(),
             lease_ms,
             wait,
@@ -106,7 +123,8 @@ impl LockService {
     /// Free `key`, if `token` is its holder's (checked before proposing).
     pub async fn release(&self, key: &str, token: u64) -> Result<(), ServiceError> {
         check_key(key)?;
-        self.ask(|reply| Msg::Release {
+        self.ask(|req, reply| Msg::Release {
+            req,
             key: key.to_string(),
             token,
             reply,
@@ -133,7 +151,8 @@ impl LockService {
                 )))
             }
         }
-        self.ask(|reply| Msg::Extend {
+        self.ask(|req, reply| Msg::Extend {
+            req,
             key: key.to_string(),
             token,
             from,
@@ -149,5 +168,20 @@ impl LockService {
         self.sm
             .get(key)
             .map_err(|e| ServiceError::StateMachine(e.to_string()))
+    }
+}
+
+/// Tells the actor when a caller stops waiting before its answer came.
+struct GoneGuard<'a> {
+    tx: &'a mpsc::UnboundedSender<Msg>,
+    req: u64,
+    waiting: bool,
+}
+
+impl Drop for GoneGuard<'_> {
+    fn drop(&mut self) {
+        if self.waiting {
+            let _ = self.tx.send(Msg::Gone { req: self.req });
+        }
     }
 }

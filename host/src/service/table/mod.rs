@@ -1,0 +1,286 @@
+//! The leader's lock logic as a pure table: events and the time go in,
+//! actions come out. No I/O, no clock, no channels, no tasks: the actor
+//! ([`super::actor`]) owns those and translates between them and this
+//! table, so every rule below can be tested by scenario files under
+//! simulated time (see `testdata/`).
+//!
+//! The table is the only proposer of lock commands. It keeps a mirror of
+//! the applied lock table plus what only the leader needs: a lease deadline
+//! per `(key, token)`, a FIFO queue of waiters per key, and which keys have
+//! a proposal in flight. Because it is the only proposer, its mirror follows
+//! the applied state exactly; on any doubt (a proposal that failed, a new
+//! term, an outcome that contradicts the mirror) it is rebuilt from the
+//! state machine.
+//!
+//! Rules (the design's, made concrete):
+//!
+//! * **Acquire** a free key: propose `Grant`; the answer carries the token
+//!   from the applied outcome. A held key: join the key's FIFO queue if the
+//!   caller is willing to wait, else `Held` (after read-index).
+//! * **Release** checks the token here, before proposing. When someone is
+//!   waiting, the next waiter's `Grant` goes into the same entry right
+//!   behind the `Release` (`[Release k, Grant k]`): the log order makes it
+//!   safe, and a contended handoff costs one commit, not two.
+//! * **Leases** end only by a committed `Expire { key, token }`, proposed
+//!   when the leader's deadline for that `(key, token)` passes (again with
+//!   the next waiter's `Grant` behind it).
+//! * **Keepalive** extends a deadline only after the caller has confirmed
+//!   leadership with a quorum (read-index); the extension counts from
+//!   *before* that confirmation (the `from` of [`Event::Extend`]).
+//! * **Refusals** (held, not held, wrong token, a wait that ran out) come
+//!   from the leader's own view, not from a commit, so they are answered
+//!   only after a read-index ([`Action::RefuseAfterReadIndex`]).
+//! * **Phantom locks:** a grant whose caller is gone ([`Event::CallerGone`]
+//!   before the commit, [`Event::Undelivered`] after) is released at once
+//!   by `(key, token)`; waiters that are gone are skipped.
+//! * **New leader:** every held lock's deadline restarts at
+//!   `now + lease_ms + election timeout`, so a lease never ends earlier than
+//!   its holder was promised; it may end that much later after a leader
+//!   change.
+//! * **Reloads:** the table is loaded only when no proposal is in flight,
+//!   so no answer from before can land on the new mirror. A completion that
+//!   arrives while the mirror is dropped (stale) answers its callers with
+//!   what committed and leaves the mirror alone. Requests that arrive while
+//!   loading wait for the load; after [`GIVE_UP_AFTER`] failed loads in a
+//!   row they get the reason, and loads keep retrying with a back-off.
+//!
+//! Fit for world `lock-sm@0.2`: commands and outcomes are the table's own
+//! ([`Cmd`], [`Outcome`]), which the actor maps onto the active world;
+//! holders are kept per `(key, token)`; a proposal carries a list of
+//! waiters' grants behind the release. With 0.1 semantics a key has at most
+//! one holder and one grant rides behind a release or expire.
+
+mod holders;
+mod leadership;
+mod requests;
+#[cfg(test)]
+mod scenario;
+mod settle;
+mod types;
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::time::Duration;
+
+use crate::raft::NodeId;
+
+pub use types::{Action, Answer, Cmd, Counters, Event, Held, Outcome, Reject, ReqId, Why};
+
+/// After this many failed loads in a row (about 350 ms of trying), the
+/// requests waiting for the table are answered with the reason.
+pub const GIVE_UP_AFTER: u32 = 4;
+
+/// How long to wait before loading the table again after `failures`
+/// failed loads in a row: 50 ms, doubling, at most 1.6 s.
+pub fn retry_delay(failures: u32) -> Duration {
+    Duration::from_millis(50u64 << failures.saturating_sub(1).min(5))
+}
+
+/// A caller waiting for a key (or whose grant is being proposed).
+#[derive(Debug, Clone)]
+struct Waiter {
+    req: ReqId,
+    lease_ms: u64,
+    until: Duration,
+    /// The caller left while its grant was in flight.
+    gone: bool,
+}
+
+/// One holder of a key: its lease and the deadline on the leader's clock.
+#[derive(Debug, Clone)]
+struct Holder {
+    lease_ms: u64,
+    deadline: Duration,
+}
+
+#[derive(Default, Debug)]
+struct KeyState {
+    /// Holders by token (0.1: at most one).
+    holders: holders::Holders,
+    /// A proposal for this key is in flight.
+    busy: bool,
+    waiters: VecDeque<Waiter>,
+}
+
+impl KeyState {
+    fn idle(&self) -> bool {
+        self.holders.is_empty() && !self.busy && self.waiters.is_empty()
+    }
+}
+
+/// The end of a holding that a proposal carries first.
+#[derive(Debug)]
+struct End {
+    token: u64,
+    /// The client release this answers, if any.
+    reply: Option<ReqId>,
+    expired: bool,
+    phantom: bool,
+}
+
+/// What a proposal in flight was for, so its outcomes can be handled.
+#[derive(Debug)]
+struct Op {
+    key: String,
+    end: Option<End>,
+    /// Waiters whose grants follow, in order.
+    grants: Vec<Waiter>,
+}
+
+/// A request that waits for the table to load.
+#[derive(Debug)]
+enum Queued {
+    Acquire {
+        req: ReqId,
+        key: String,
+        lease_ms: u64,
+        wait: Duration,
+    },
+    Release {
+        req: ReqId,
+        key: String,
+        token: u64,
+    },
+    Extend {
+        req: ReqId,
+        key: String,
+        token: u64,
+        from: Duration,
+    },
+}
+
+impl Queued {
+    fn req(&self) -> ReqId {
+        match self {
+            Queued::Acquire { req, .. }
+            | Queued::Release { req, .. }
+            | Queued::Extend { req, .. } => *req,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Role {
+    Follower(Option<NodeId>),
+    /// Leader, (re)building the mirror; requests wait here. The table is
+    /// read only once every proposal made before is done (`loading` then
+    /// becomes true).
+    Starting {
+        term: u64,
+        queued: Vec<Queued>,
+        loading: bool,
+        /// Loads that failed in a row.
+        failures: u32,
+    },
+    Leader {
+        term: u64,
+    },
+}
+
+/// The leader's lock table. See the module docs for its rules.
+#[derive(Debug)]
+pub struct Table {
+    id: NodeId,
+    election_timeout: Duration,
+    role: Role,
+    keys: HashMap<String, KeyState>,
+    /// (deadline, key, token) of every held lock.
+    leases: BTreeSet<(Duration, String, u64)>,
+    /// (until, key, request) of every waiter.
+    waits: BTreeSet<(Duration, String, ReqId)>,
+    /// Proposals in flight, whose completion has not been handled yet.
+    ops: HashMap<u64, Op>,
+    next_proposal: u64,
+    counters: Counters,
+    now: Duration,
+    out: Vec<Action>,
+}
+
+impl Table {
+    /// A table for node `id`, a follower until told otherwise.
+    /// `election_timeout` is the longest an election can take: a new leader
+    /// adds it to every held lease it inherits.
+    pub fn new(id: NodeId, election_timeout: Duration) -> Table {
+        Table {
+            id,
+            election_timeout,
+            role: Role::Follower(None),
+            keys: HashMap::new(),
+            leases: BTreeSet::new(),
+            waits: BTreeSet::new(),
+            ops: HashMap::new(),
+            next_proposal: 1,
+            counters: Counters::default(),
+            now: Duration::ZERO,
+            out: Vec::new(),
+        }
+    }
+
+    /// Handle one event at `now` (time since an epoch the caller chose;
+    /// it must not go backwards) and return what to do.
+    pub fn handle(&mut self, now: Duration, event: Event) -> Vec<Action> {
+        self.now = self.now.max(now);
+        match event {
+            Event::Acquire {
+                req,
+                key,
+                lease_ms,
+                wait,
+            } => self.request(Queued::Acquire {
+                req,
+                key,
+                lease_ms,
+                wait,
+            }),
+            Event::Release { req, key, token } => self.request(Queued::Release { req, key, token }),
+            Event::Extend {
+                req,
+                key,
+                token,
+                from,
+            } => self.request(Queued::Extend {
+                req,
+                key,
+                token,
+                from,
+            }),
+            Event::Committed { id, outcomes } => self.completed(id, Ok(outcomes)),
+            Event::ProposalFailed { id, error } => self.completed(id, Err(error)),
+            Event::CallerGone { req } => self.caller_gone(req),
+            Event::Undelivered { key, token } => self.undelivered(key, token),
+            Event::Tick => self.fire_timers(),
+            Event::BecameLeader { term } => self.became_leader(term),
+            Event::LostLeadership { leader } => self.lost_leadership(leader),
+            Event::TableLoaded { term, locks } => self.loaded(term, locks),
+            Event::Reload => self.doubt(),
+        }
+        std::mem::take(&mut self.out)
+    }
+
+    /// The earliest lease deadline or wait limit: deliver [`Event::Tick`]
+    /// then.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        let lease = self.leases.first().map(|l| l.0);
+        let wait = self.waits.first().map(|w| w.0);
+        match (lease, wait) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The service's counters so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn emit(&mut self, action: Action) {
+        self.out.push(action);
+    }
+
+    fn reply(&mut self, req: ReqId, answer: Result<Answer, crate::service::ServiceError>) {
+        self.emit(Action::Reply { req, answer });
+    }
+
+    fn refuse(&mut self, req: ReqId, error: crate::service::ServiceError) {
+        self.emit(Action::RefuseAfterReadIndex { req, error });
+    }
+}

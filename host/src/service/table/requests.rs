@@ -1,0 +1,259 @@
+//! Callers' requests in the table: acquire (grant or queue), release (with
+//! the next waiter's grant in the same entry), extend a lease, and callers
+//! that leave.
+
+use std::time::Duration;
+
+use super::{Cmd, End, Op, Queued, ReqId, Role, Table, Waiter, Why};
+use crate::service::error::ServiceError;
+
+/// Grants that ride behind one release or expire (0.1 semantics: one).
+const GRANTS_PER_FREE: usize = 1;
+
+impl Table {
+    /// A caller's request: refused on a follower, queued while the table
+    /// loads, handled on a leader.
+    pub(super) fn request(&mut self, q: Queued) {
+        match &mut self.role {
+            Role::Follower(_) => {
+                let err = self.not_leader();
+                self.reply(q.req(), Err(err));
+            }
+            Role::Starting { queued, .. } => queued.push(q),
+            Role::Leader { .. } => match q {
+                Queued::Acquire {
+                    req,
+                    key,
+                    lease_ms,
+                    wait,
+                } => self.acquire(req, key, lease_ms, wait),
+                Queued::Release { req, key, token } => self.release(req, key, token),
+                Queued::Extend {
+                    req,
+                    key,
+                    token,
+                    from,
+                } => {
+                    let answer = self.extend(&key, token, from);
+                    self.reply(req, answer.map(super::Answer::Extended));
+                }
+            },
+        }
+    }
+
+    pub(super) fn not_leader(&self) -> ServiceError {
+        let leader = match &self.role {
+            Role::Follower(l) => *l,
+            _ => Some(self.id),
+        };
+        ServiceError::NotLeader {
+            id: self.id,
+            leader,
+        }
+    }
+
+    fn acquire(&mut self, req: ReqId, key: String, lease_ms: u64, wait: Duration) {
+        let waiter = Waiter {
+            req,
+            lease_ms,
+            until: self.now + wait,
+            gone: false,
+        };
+        let k = self.keys.entry(key.clone()).or_default();
+        if k.idle() {
+            k.busy = true;
+            let commands = vec![Cmd::Grant {
+                key: key.clone(),
+                lease_ms,
+            }];
+            self.propose(
+                Why::Grant,
+                commands,
+                Op {
+                    key,
+                    end: None,
+                    grants: vec![waiter],
+                },
+            );
+        } else if wait.is_zero() {
+            self.refuse(req, ServiceError::Held { key });
+        } else {
+            self.waits.insert((waiter.until, key, req));
+            k.waiters.push_back(waiter);
+            self.counters.waiting += 1;
+        }
+    }
+
+    fn release(&mut self, req: ReqId, key: String, token: u64) {
+        let holders = self.keys.get(&key).map(|k| &k.holders);
+        match holders {
+            None => self.refuse(req, ServiceError::NotHeld { key }),
+            Some(h) if h.is_empty() => self.refuse(req, ServiceError::NotHeld { key }),
+            Some(h) if !h.contains_key(&token) => {
+                self.refuse(req, ServiceError::WrongToken { key, given: token })
+            }
+            Some(_) => self.free(key, token, Some(req), false, false),
+        }
+    }
+
+    /// Propose the end of the holding `(key, token)` (`Release`, or
+    /// `Expire` when its lease ran out), with the next live waiters'
+    /// grants behind it.
+    pub(super) fn free(
+        &mut self,
+        key: String,
+        token: u64,
+        reply: Option<ReqId>,
+        expired: bool,
+        phantom: bool,
+    ) {
+        let Some(k) = self.keys.get_mut(&key) else {
+            return;
+        };
+        let Some(h) = k.holders.remove(&token) else {
+            return;
+        };
+        self.leases.remove(&(h.deadline, key.clone(), token));
+        if let Some(k) = self.keys.get_mut(&key) {
+            k.busy = true;
+        }
+        let mut grants = Vec::new();
+        while grants.len() < GRANTS_PER_FREE {
+            match self.pop_live_waiter(&key) {
+                Some(w) => grants.push(w),
+                None => break,
+            }
+        }
+        let (why, first) = match (expired, phantom) {
+            (true, _) => (
+                Why::Expire,
+                Cmd::Expire {
+                    key: key.clone(),
+                    token,
+                },
+            ),
+            (false, p) => (
+                if p { Why::PhantomRelease } else { Why::Release },
+                Cmd::Release {
+                    key: key.clone(),
+                    token,
+                },
+            ),
+        };
+        let mut commands = vec![first];
+        commands.extend(grants.iter().map(|w| Cmd::Grant {
+            key: key.clone(),
+            lease_ms: w.lease_ms,
+        }));
+        let end = End {
+            token,
+            reply,
+            expired,
+            phantom,
+        };
+        self.propose(
+            why,
+            commands,
+            Op {
+                key,
+                end: Some(end),
+                grants,
+            },
+        );
+    }
+
+    fn extend(&mut self, key: &str, token: u64, from: Duration) -> Result<u64, ServiceError> {
+        let Some(k) = self.keys.get_mut(key).filter(|k| !k.holders.is_empty()) else {
+            return Err(ServiceError::NotHeld { key: key.into() });
+        };
+        let Some(h) = k.holders.get_mut(&token) else {
+            return Err(ServiceError::WrongToken {
+                key: key.into(),
+                given: token,
+            });
+        };
+        let deadline = from + crate::service::lease::lease(h.lease_ms);
+        if deadline > h.deadline {
+            self.leases.remove(&(h.deadline, key.to_string(), token));
+            h.deadline = deadline;
+            self.leases.insert((deadline, key.to_string(), token));
+        }
+        self.counters.keepalives += 1;
+        Ok(h.lease_ms)
+    }
+
+    pub(super) fn propose(&mut self, why: Why, commands: Vec<Cmd>, op: Op) {
+        let id = self.next_proposal;
+        self.next_proposal += 1;
+        self.ops.insert(id, op);
+        self.emit(super::Action::Propose { id, why, commands });
+    }
+
+    /// The first waiter of `key` still willing to wait; one whose wait ran
+    /// out (its timer not fired yet) is refused as its timer would.
+    pub(super) fn pop_live_waiter(&mut self, key: &str) -> Option<Waiter> {
+        loop {
+            let w = self.keys.get_mut(key)?.waiters.pop_front()?;
+            self.counters.waiting = self.counters.waiting.saturating_sub(1);
+            self.waits.remove(&(w.until, key.to_string(), w.req));
+            if w.until > self.now {
+                return Some(w);
+            }
+            self.refuse(w.req, ServiceError::Held { key: key.into() });
+        }
+    }
+
+    /// The caller of `req` left: forget it if it waits (in a queue or for
+    /// the load); a grant in flight for it is released once it commits.
+    pub(super) fn caller_gone(&mut self, req: ReqId) {
+        if let Role::Starting { queued, .. } = &mut self.role {
+            queued.retain(|q| q.req() != req);
+        }
+        let waiting = self.waits.iter().find(|w| w.2 == req).cloned();
+        if let Some((until, key, _)) = waiting {
+            self.waits.remove(&(until, key.clone(), req));
+            if let Some(k) = self.keys.get_mut(&key) {
+                k.waiters.retain(|w| w.req != req);
+                self.counters.waiting = self.counters.waiting.saturating_sub(1);
+                if k.idle() {
+                    self.keys.remove(&key);
+                }
+            }
+            return;
+        }
+        for op in self.ops.values_mut() {
+            for w in op.grants.iter_mut().filter(|w| w.req == req) {
+                w.gone = true;
+            }
+        }
+    }
+
+    /// A grant's answer found no caller: release `(key, token)` at once, so
+    /// no phantom lock stays until its lease ends.
+    pub(super) fn undelivered(&mut self, key: String, token: u64) {
+        if !matches!(self.role, Role::Leader { .. }) {
+            // A grant from before the mirror was dropped: the rebuilt
+            // mirror holds it and its lease ends it.
+            tracing::info!(
+                node = self.id,
+                key,
+                token,
+                "caller left before a grant from before a reload"
+            );
+            return;
+        }
+        let held = self
+            .keys
+            .get(&key)
+            .is_some_and(|k| !k.busy && k.holders.contains_key(&token));
+        if held {
+            tracing::info!(
+                node = self.id,
+                key,
+                token,
+                "caller left before its grant; releasing"
+            );
+            self.free(key, token, None, false, true);
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! What goes into the leader's table ([`Event`]) and what comes out
+//! ([`Action`]), with the table's own commands and outcomes, which the
+//! actor maps onto the active module's world.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::raft::NodeId;
+use crate::service::error::{Acquired, ServiceError};
+
+/// A caller's request, numbered by the actor (unique per node).
+pub type ReqId = u64;
+
+/// A held lock as the applied state has it, loaded by a new leader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub key: String,
+    pub token: u64,
+    pub lease_ms: u64,
+}
+
+#[derive(Debug)]
+pub enum Event {
+    /// Take `key`, waiting up to `wait` in its queue if it is held.
+    Acquire {
+        req: ReqId,
+        key: String,
+        lease_ms: u64,
+        wait: Duration,
+    },
+    /// Free `key` if `token` holds it.
+    Release {
+        req: ReqId,
+        key: String,
+        token: u64,
+    },
+    /// Extend the lease of `token` on `key`, counted from `from` (taken
+    /// before the caller confirmed leadership with a read-index).
+    Extend {
+        req: ReqId,
+        key: String,
+        token: u64,
+        from: Duration,
+    },
+    /// Proposal `id` committed with these outcomes, one per command.
+    Committed {
+        id: u64,
+        outcomes: Vec<Outcome>,
+    },
+    /// Proposal `id` may or may not have committed.
+    ProposalFailed {
+        id: u64,
+        error: ServiceError,
+    },
+    /// The caller of `req` left before its answer.
+    CallerGone {
+        req: ReqId,
+    },
+    /// The answer to the grant of `(key, token)` found no caller.
+    Undelivered {
+        key: String,
+        token: u64,
+    },
+    /// A lease deadline or wait limit may have passed.
+    Tick,
+    BecameLeader {
+        term: u64,
+    },
+    LostLeadership {
+        leader: Option<NodeId>,
+    },
+    /// The applied lock table, read after a read-index for `term`.
+    TableLoaded {
+        term: u64,
+        locks: Result<Vec<Held>, ServiceError>,
+    },
+    /// Rebuild the mirror now (a leader in doubt; the test-only fault
+    /// `fault-stale-done` uses it).
+    Reload,
+}
+
+/// Why a proposal is made (for logs, faults and scenario files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    Grant,
+    Release,
+    PhantomRelease,
+    Expire,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Commit `commands` in this order, in one entry; report back with
+    /// [`Event::Committed`] or [`Event::ProposalFailed`] for `id`.
+    Propose {
+        id: u64,
+        why: Why,
+        commands: Vec<Cmd>,
+    },
+    /// Answer `req` now.
+    Reply {
+        req: ReqId,
+        answer: Result<Answer, ServiceError>,
+    },
+    /// Answer `req` with `error` once a read-index confirms this node still
+    /// leads (or with why it could not confirm).
+    RefuseAfterReadIndex { req: ReqId, error: ServiceError },
+    /// After `after`, confirm leadership with a read-index, read the
+    /// applied lock table and report back with [`Event::TableLoaded`].
+    LoadTable { term: u64, after: Duration },
+}
+
+/// A successful answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Granted(Acquired),
+    Released,
+    /// The lease, in ms, of the extended holding.
+    Extended(u64),
+}
+
+/// A lock command as the table proposes it; release and expire name
+/// `(key, token)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cmd {
+    Grant { key: String, lease_ms: u64 },
+    Release { key: String, token: u64 },
+    Expire { key: String, token: u64 },
+}
+
+/// Why a grant was not granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reject {
+    Busy,
+    Policy(String),
+    Quota(String),
+    Unsupported(String),
+}
+
+/// What applying a [`Cmd`] returned, as the table needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Granted {
+        token: u64,
+        lease_ms: u64,
+    },
+    Rejected(Reject),
+    /// `freed`: the key can take more holders.
+    Released {
+        freed: bool,
+    },
+    Expired {
+        existed: bool,
+        freed: bool,
+    },
+    NotFound,
+    Noop,
+}
+
+/// Counters of the lock service on this node (`waiting` is a gauge).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Counters {
+    pub grants: u64,
+    pub releases: u64,
+    pub expires: u64,
+    pub handoffs: u64,
+    pub phantom_releases: u64,
+    pub keepalives: u64,
+    pub waiting: u64,
+}
+
+impl fmt::Display for Why {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Why::Grant => "grant",
+            Why::Release => "release",
+            Why::PhantomRelease => "phantom-release",
+            Why::Expire => "expire",
+        })
+    }
+}
+
+impl fmt::Display for Cmd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cmd::Grant { key, lease_ms } => write!(f, "grant {key} lease={lease_ms}"),
+            Cmd::Release { key, token } => write!(f, "release {key} token={token}"),
+            Cmd::Expire { key, token } => write!(f, "expire {key} token={token}"),
+        }
+    }
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Answer::Granted(a) => write!(f, "granted token={} lease={}", a.token, a.lease_ms),
+            Answer::Released => f.write_str("released"),
+            Answer::Extended(ms) => write!(f, "extended lease={ms}"),
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::Propose { id, why, commands } => {
+                write!(f, "propose #{id} ({why}):")?;
+                for (i, c) in commands.iter().enumerate() {
+                    write!(f, "{} {c}", if i == 0 { "" } else { ";" })?;
+                }
+                Ok(())
+            }
+            Action::Reply { req, answer } => match answer {
+                Ok(a) => write!(f, "reply r{req}: {a}"),
+                Err(e) => write!(f, "reply r{req}: error: {e}"),
+            },
+            Action::RefuseAfterReadIndex { req, error } => {
+                write!(f, "refuse r{req} after read-index: {error}")
+            }
+            Action::LoadTable { term, after } => {
+                write!(f, "load table term={term} after={}ms", after.as_millis())
+            }
+        }
+    }
+}
