@@ -26,7 +26,7 @@ use super::error::{Acquired, ServiceError};
 use super::proposer::Proposer;
 use super::read;
 use super::stats::ServiceStats;
-use super::table::{Action, Answer, Cmd, Event, Held, ReqId, Table, Why};
+use super::table::{Action, Answer, Cmd, Event, Held, ReqId, Request, Table, Why};
 use super::world01;
 #[cfg(feature = "fault-stale-done")]
 use crate::command::Command;
@@ -202,12 +202,12 @@ impl Actor {
                     reply,
                 };
                 self.pending.insert(req, pending);
-                Event::Acquire {
+                Event::Request(Request::Acquire {
                     req,
                     key,
                     lease_ms,
                     wait,
-                }
+                })
             }
             Msg::Release {
                 req,
@@ -216,7 +216,7 @@ impl Actor {
                 reply,
             } => {
                 self.pending.insert(req, Pending::Release(reply));
-                Event::Release { req, key, token }
+                Event::Request(Request::Release { req, key, token })
             }
             Msg::Extend {
                 req,
@@ -227,12 +227,12 @@ impl Actor {
             } => {
                 self.pending.insert(req, Pending::Extend(reply));
                 let from = from.saturating_duration_since(self.epoch);
-                Event::Extend {
+                Event::Request(Request::Extend {
                     req,
                     key,
                     token,
                     from,
-                }
+                })
             }
             Msg::Gone { req } => {
                 if self.pending.remove(&req).is_none() {

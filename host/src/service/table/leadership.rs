@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{retry_delay, Action, Held, Holder, Queued, Role, Table, GIVE_UP_AFTER};
+use super::{retry_delay, Action, Held, Holder, Request, Role, Table, GIVE_UP_AFTER};
 use crate::raft::NodeId;
 use crate::service::error::ServiceError;
 
@@ -132,7 +132,7 @@ impl Table {
                 // failing (the state machine stopped, say) may never
                 // succeed, and whoever waits then gets the reason rather
                 // than no answer at all.
-                let queued: Vec<Queued> = if failures >= GIVE_UP_AFTER {
+                let queued: Vec<Request> = if failures >= GIVE_UP_AFTER {
                     let id = self.id;
                     for q in queued {
                         self.reply(

@@ -26,7 +26,7 @@
 //!   the next waiter's `Grant` behind it).
 //! * **Keepalive** extends a deadline only after the caller has confirmed
 //!   leadership with a quorum (read-index); the extension counts from
-//!   *before* that confirmation (the `from` of [`Event::Extend`]).
+//!   *before* that confirmation (the `from` of [`Request::Extend`]).
 //! * **Refusals** (held, not held, wrong token, a wait that ran out) come
 //!   from the leader's own view, not from a commit, so they are answered
 //!   only after a read-index ([`Action::RefuseAfterReadIndex`]).
@@ -63,7 +63,7 @@ use std::time::Duration;
 
 use crate::raft::NodeId;
 
-pub use types::{Action, Answer, Cmd, Counters, Event, Held, Outcome, Reject, ReqId, Why};
+pub use types::{Action, Answer, Cmd, Counters, Event, Held, Outcome, Reject, ReqId, Request, Why};
 
 /// After this many failed loads in a row (about 350 ms of trying), the
 /// requests waiting for the table are answered with the reason.
@@ -126,38 +126,6 @@ struct Op {
     grants: Vec<Waiter>,
 }
 
-/// A request that waits for the table to load.
-#[derive(Debug)]
-enum Queued {
-    Acquire {
-        req: ReqId,
-        key: String,
-        lease_ms: u64,
-        wait: Duration,
-    },
-    Release {
-        req: ReqId,
-        key: String,
-        token: u64,
-    },
-    Extend {
-        req: ReqId,
-        key: String,
-        token: u64,
-        from: Duration,
-    },
-}
-
-impl Queued {
-    fn req(&self) -> ReqId {
-        match self {
-            Queued::Acquire { req, .. }
-            | Queued::Release { req, .. }
-            | Queued::Extend { req, .. } => *req,
-        }
-    }
-}
-
 #[derive(Debug)]
 enum Role {
     Follower(Option<NodeId>),
@@ -166,7 +134,7 @@ enum Role {
     /// becomes true).
     Starting {
         term: u64,
-        queued: Vec<Queued>,
+        queued: Vec<Request>,
         loading: bool,
         /// Loads that failed in a row.
         failures: u32,
@@ -220,29 +188,7 @@ impl Table {
     pub fn handle(&mut self, now: Duration, event: Event) -> Vec<Action> {
         self.now = self.now.max(now);
         match event {
-            Event::Acquire {
-                req,
-                key,
-                lease_ms,
-                wait,
-            } => self.request(Queued::Acquire {
-                req,
-                key,
-                lease_ms,
-                wait,
-            }),
-            Event::Release { req, key, token } => self.request(Queued::Release { req, key, token }),
-            Event::Extend {
-                req,
-                key,
-                token,
-                from,
-            } => self.request(Queued::Extend {
-                req,
-                key,
-                token,
-                from,
-            }),
+            Event::Request(r) => self.request(r),
             Event::Committed { id, outcomes } => self.completed(id, Ok(outcomes)),
             Event::ProposalFailed { id, error } => self.completed(id, Err(error)),
             Event::CallerGone { req } => self.caller_gone(req),

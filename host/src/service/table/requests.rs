@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{Cmd, End, Op, Queued, ReqId, Role, Table, Waiter, Why};
+use super::{Cmd, End, Op, ReqId, Request, Role, Table, Waiter, Why};
 use crate::service::error::ServiceError;
 
 /// Grants that ride behind one release or expire (0.1 semantics: one).
@@ -13,7 +13,7 @@ const GRANTS_PER_FREE: usize = 1;
 impl Table {
     /// A caller's request: refused on a follower, queued while the table
     /// loads, handled on a leader.
-    pub(super) fn request(&mut self, q: Queued) {
+    pub(super) fn request(&mut self, q: Request) {
         match &mut self.role {
             Role::Follower(_) => {
                 let err = self.not_leader();
@@ -21,14 +21,14 @@ impl Table {
             }
             Role::Starting { queued, .. } => queued.push(q),
             Role::Leader { .. } => match q {
-                Queued::Acquire {
+                Request::Acquire {
                     req,
                     key,
                     lease_ms,
                     wait,
                 } => self.acquire(req, key, lease_ms, wait),
-                Queued::Release { req, key, token } => self.release(req, key, token),
-                Queued::Extend {
+                Request::Release { req, key, token } => self.release(req, key, token),
+                Request::Extend {
                     req,
                     key,
                     token,

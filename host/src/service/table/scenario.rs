@@ -24,7 +24,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Action, Cmd, Event, Held, Outcome, Reject, Table};
+use super::{Action, Cmd, Event, Held, Outcome, Reject, Request, Table};
 use crate::service::error::ServiceError;
 
 /// One `command` / `----` / expected block of a file.
@@ -133,23 +133,23 @@ impl Runner {
                     locks,
                 }
             }
-            "acquire" => Event::Acquire {
+            "acquire" => Event::Request(Request::Acquire {
                 req: num(&a, "r")?,
                 key: text(&a, "key")?,
                 lease_ms: num(&a, "lease")?,
                 wait: ms(opt(&a, "wait")?.unwrap_or(0)),
-            },
-            "release" => Event::Release {
+            }),
+            "release" => Event::Request(Request::Release {
                 req: num(&a, "r")?,
                 key: text(&a, "key")?,
                 token: num(&a, "token")?,
-            },
-            "extend" => Event::Extend {
+            }),
+            "extend" => Event::Request(Request::Extend {
                 req: num(&a, "r")?,
                 key: text(&a, "key")?,
                 token: num(&a, "token")?,
                 from: opt(&a, "from")?.map(ms).unwrap_or(self.now),
-            },
+            }),
             "gone" => Event::CallerGone { req: num(&a, "r")? },
             "undelivered" => Event::Undelivered {
                 key: text(&a, "key")?,

@@ -19,8 +19,9 @@ pub struct Held {
     pub lease_ms: u64,
 }
 
+/// What a caller asks of the table.
 #[derive(Debug)]
-pub enum Event {
+pub enum Request {
     /// Take `key`, waiting up to `wait` in its queue if it is held.
     Acquire {
         req: ReqId,
@@ -29,11 +30,7 @@ pub enum Event {
         wait: Duration,
     },
     /// Free `key` if `token` holds it.
-    Release {
-        req: ReqId,
-        key: String,
-        token: u64,
-    },
+    Release { req: ReqId, key: String, token: u64 },
     /// Extend the lease of `token` on `key`, counted from `from` (taken
     /// before the caller confirmed leadership with a read-index).
     Extend {
@@ -42,6 +39,22 @@ pub enum Event {
         token: u64,
         from: Duration,
     },
+}
+
+impl Request {
+    pub(super) fn req(&self) -> ReqId {
+        match self {
+            Request::Acquire { req, .. }
+            | Request::Release { req, .. }
+            | Request::Extend { req, .. } => *req,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum Event {
+    /// A caller's request: served now, queued while the table loads.
+    Request(Request),
     /// Proposal `id` committed with these outcomes, one per command.
     Committed {
         id: u64,
