@@ -1,35 +1,11 @@
 //! Every scenario in `scenarios/` against the native and the wasm build.
 
-use std::path::Path;
-
 use lock_tests::machines::all_machines;
 use lock_tests::scenario::run_file;
 
 #[test]
 fn every_scenario_passes_on_native_and_wasm() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("scenarios dir")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-        .collect();
-    files.sort();
-    assert!(
-        files.len() >= 6,
-        "expected the scenario files, found {files:?}"
-    );
-    let mut failures = Vec::new();
-    for f in &files {
-        match run_file(f, &mut all_machines()) {
-            Ok(steps) => assert!(steps > 0, "{} has no steps", f.display()),
-            Err(e) => failures.extend(e),
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "scenario failures:\n{}",
-        failures.join("\n")
-    );
+    lock_tests::scenario::run_dir("scenarios", 6, |f| run_file(f, &mut all_machines()));
 }
 
 /// The runner must be able to fail: a wrong expectation is reported with the

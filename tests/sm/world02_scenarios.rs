@@ -1,36 +1,12 @@
 //! Every scenario in `scenarios-0.2/` against the native and the wasm build
 //! of the 0.2 reference module, with equal state hashes after every step.
 
-use std::path::Path;
-
 use lock_tests::world02::machine::both;
 use lock_tests::world02::scenario::run_file;
 
 #[test]
 fn every_0_2_scenario_passes_on_native_and_wasm() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios-0.2");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("scenarios-0.2 dir")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-        .collect();
-    files.sort();
-    assert!(
-        files.len() >= 8,
-        "expected the scenario files, found {files:?}"
-    );
-    let mut failures = Vec::new();
-    for f in &files {
-        match run_file(f, &mut both()) {
-            Ok(steps) => assert!(steps > 0, "{} has no steps", f.display()),
-            Err(e) => failures.extend(e),
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "scenario failures:\n{}",
-        failures.join("\n")
-    );
+    lock_tests::scenario::run_dir("scenarios-0.2", 8, |f| run_file(f, &mut both()));
 }
 
 /// The runner must be able to fail: a wrong expectation is reported with the

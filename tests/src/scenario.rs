@@ -30,7 +30,7 @@
 //! requires all machines to have the same state hash. A `restart` must keep
 //! the hash; a refused `restore` must leave it unchanged.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use guest_sm::{Command, Outcome};
 
@@ -262,4 +262,37 @@ pub fn run_file_with<M: ?Sized>(
     } else {
         Err(failures)
     }
+}
+
+/// Run every `*.txt` scenario in `dir` (under the test crate) with `run`,
+/// in name order; panics listing every failure, or when fewer than
+/// `at_least` files are found or a file has no steps.
+pub fn run_dir(
+    dir: &str,
+    at_least: usize,
+    mut run: impl FnMut(&Path) -> Result<usize, Vec<String>>,
+) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= at_least,
+        "expected the scenario files, found {files:?}"
+    );
+    let mut failures = Vec::new();
+    for f in &files {
+        match run(f) {
+            Ok(steps) => assert!(steps > 0, "{} has no steps", f.display()),
+            Err(e) => failures.extend(e),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "scenario failures:\n{}",
+        failures.join("\n")
+    );
 }
