@@ -17,7 +17,7 @@
 //! size, each a fifth of `--seconds`) and each side reports its median round,
 //! so both see the same machine state.
 //!
-//! Also measured: the cost of a call that does no work (`stats`), i.e. the
+//! Also measured: the cost of a call that does no work (`counters`), i.e. the
 //! fixed price of crossing into the guest (fuel reset included).
 
 use std::time::{Duration, Instant};
@@ -53,7 +53,7 @@ struct Report {
     keys: usize,
     seconds_per_measurement: f64,
     rows: Vec<Row>,
-    /// A guest call that does no work (`stats`), in ns.
+    /// A guest call that does no work (`counters`), in ns.
     empty_call_ns: f64,
     /// wasm minus native time of one call at batch size 1, in ns.
     per_call_overhead_ns: f64,
@@ -72,7 +72,8 @@ fn stream() -> (Vec<NCommand>, Vec<Command>) {
     }
     for k in &keys {
         native.push(NCommand::Release { key: k.clone() });
-        wasm.push(Command::release(k.clone()));
+        // A 0.1 module's release ignores the token.
+        wasm.push(Command::release(k.clone(), 0));
     }
     (native, wasm)
 }
@@ -111,7 +112,9 @@ fn main() {
     let mut rows = Vec::new();
     for &b in &BATCHES {
         let nb: Vec<&[NCommand]> = native_stream.chunks(b).collect();
-        let wb: Vec<&[Command]> = wasm_stream.chunks(b).collect();
+        // One command per entry: the 0.1 adapter sends them in one call.
+        let entries: Vec<Vec<Command>> = wasm_stream.iter().map(|c| vec![c.clone()]).collect();
+        let wb: Vec<&[Vec<Command>]> = entries.chunks(b).collect();
         let mut table = LockTable::new();
         let mut guest: GuestInstance = engine.instantiate(&module).expect("instance");
         let (mut native, mut wasm) = (Vec::new(), Vec::new());
@@ -137,7 +140,7 @@ fn main() {
     let mut guest = engine.instantiate(&module).expect("instance");
     let calls: Vec<&[()]> = vec![&[()]];
     let (_, empty_call_ns) = measure(&calls, dur, |_| {
-        std::hint::black_box(guest.stats().expect("stats"));
+        std::hint::black_box(guest.counters().expect("counters"));
     });
     let per_call_overhead_ns = rows[0].wasm_ns_per_call - rows[0].native_ns_per_call;
     let report = Report {
@@ -172,7 +175,7 @@ fn main() {
         );
     }
     println!(
-        "\nper-call overhead at batch 1 (wasm - native): {:.0} ns; empty guest call (`stats`): {:.0} ns",
+        "\nper-call overhead at batch 1 (wasm - native): {:.0} ns; empty guest call (`counters`): {:.0} ns",
         report.per_call_overhead_ns, report.empty_call_ns
     );
 }

@@ -132,7 +132,7 @@ fn breakdown(locks: usize) {
             .iter()
             .map(|i| Command::grant(format!("held/{i:06}"), 3_600_000))
             .collect();
-        old.apply(&batch).expect("fill");
+        old.apply(&[batch]).expect("fill");
     }
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
     let mut rows: Vec<[f64; 4]> = Vec::new();
@@ -141,7 +141,7 @@ fn breakdown(locks: usize) {
         let v2 = engine.load(LOCK_SM_V2).expect("v2");
         let compile = ms(t);
         let t = Instant::now();
-        let (state, stats) = lockd::upgrade::capture(&mut old).expect("capture");
+        let (state, stats) = lockd::upgrade::capture(&mut old, v2.world()).expect("capture");
         let snapshot = ms(t);
         let t = Instant::now();
         let mut m = lockd::upgrade::migrate(&engine, &v2, &state, &stats).expect("migrate");

@@ -55,7 +55,8 @@
 //! let engine = WasmEngine::new(EngineSettings::default(), None)?;
 //! let module = engine.load(lockd::builtin::LOCK_SM)?;
 //! let mut guest = engine.instantiate(&module)?;
-//! let outcomes = guest.apply(&[Command::grant("db-primary", 10_000)])?;
+//! // One entry of one command; a module of either world takes it.
+//! let outcomes = guest.apply(&[vec![Command::grant("db-primary", 10_000)]])?;
 //! println!("{outcomes:?} state hash {}", hex::encode(guest.state_hash()?));
 //! # Ok::<(), lockd::engine::EngineError>(())
 //! ```

@@ -120,6 +120,7 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
     let stop = AtomicBool::new(false);
     let logs = std::thread::scope(|s| {
         let clients = s.spawn(|| load::run(&c, &[1, 2, 3], 3, &stop));
+        let _stop = load::StopOnDrop(&stop);
         for case in cases() {
             let held = case.hold.map(|k| {
                 let r = c.acquire(leader, k, 600_000).expect("acquire");

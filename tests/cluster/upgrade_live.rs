@@ -1,18 +1,54 @@
 //! Hot upgrade under load: a 3-node cluster serving several clients swaps
-//! its lock module to version 2 through the log. No client operation
-//! fails, tokens keep increasing across the swap, and every node runs the
-//! new module from the same index with the same state.
+//! its lock module through the log, to version 2 (world 0.1) and to the
+//! reference module of world 0.2. No client operation fails, tokens keep
+//! increasing across the swap, and every node runs the new module from the
+//! same index with the same state.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::LOCK_SM_V2;
+use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_V3};
 use lock_tests::load;
 use lockd::engine::ModuleHash;
 
 #[test]
 fn upgrade_under_load_swaps_every_node_at_one_index() {
+    let (c, leader) = swap_under_load(LOCK_SM_V2, "snapshot format 2");
+    // Version 2's policy is now what the cluster does.
+    let r = c.acquire(leader, "reserved/x", 10_000).expect("acquire");
+    assert_eq!(r.status, 403, "{r:?}");
+    assert!(r.error().contains("refused"), "{r:?}");
+
+    // And the audit from outside agrees.
+    let out = c
+        .lockctl()
+        .args(["audit", "--json"])
+        .output()
+        .expect("lockctl audit");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(v["common_indices"].as_u64().unwrap_or(0) >= 2, "{v}");
+    assert_eq!(v["divergences"], serde_json::json!([]));
+}
+
+#[test]
+fn upgrade_to_world_0_2_under_exclusive_load_loses_nothing() {
+    let (c, leader) = swap_under_load(LOCK_SM_V3, "world lockd:sm@0.2.0");
+    // The lock held across the swap has a holder the 0.1 module never
+    // knew: its holdings show it unknown.
+    let st = c.status(leader).expect("status");
+    assert!(st.locks_held >= 1, "{st:?}");
+}
+
+/// Start 3 nodes, put six clients on them, swap to `module` through a
+/// follower in the middle, and check what every swap must keep.
+/// `version` is part of the new module's version.
+fn swap_under_load(module: &[u8], version: &str) -> (Cluster, u64) {
     // Alone: six clients keep both cores busy, and more than 20 grants are
     // required in each 1.5 s window around the swap.
     let _alone = lock_tests::turns::alone();
@@ -20,18 +56,19 @@ fn upgrade_under_load_swaps_every_node_at_one_index() {
     let leader = c.wait_leader(Duration::from_secs(20));
     let v1 = c.status(leader).expect("status").module_hash;
     assert_eq!(v1, ModuleHash::of(lockd::builtin::LOCK_SM).to_string());
-    let v2 = ModuleHash::of(LOCK_SM_V2).to_string();
+    let v2 = ModuleHash::of(module).to_string();
     // A lock held across the swap keeps its token and its holder.
     let held_token = c.acquire_on_leader("held/across", 60_000, Duration::from_secs(20));
 
     let stop = AtomicBool::new(false);
     let (logs, reply, swapped_at) = std::thread::scope(|s| {
         let clients = s.spawn(|| load::run(&c, &[1, 2, 3], 6, &stop));
+        let _stop = load::StopOnDrop(&stop);
         std::thread::sleep(Duration::from_millis(1500));
         // Through a follower: the admin route is forwarded to the leader.
         let via = (1..=3).find(|i| *i != leader).expect("follower");
         let reply = c
-            .post_bytes(via, "/v1/admin/upgrade", LOCK_SM_V2)
+            .post_bytes(via, "/v1/admin/upgrade", module)
             .expect("upgrade request");
         let swapped_at = std::time::Instant::now();
         std::thread::sleep(Duration::from_millis(1500));
@@ -74,7 +111,7 @@ fn upgrade_under_load_swaps_every_node_at_one_index() {
         let rec = st.upgrades.last().expect("an upgrade record");
         assert!(rec.swapped() && rec.index == index, "node {id}: {rec:?}");
         assert!(
-            st.module_version.contains("0.2"),
+            st.module_version.contains(version),
             "node {id}: {}",
             st.module_version
         );
@@ -111,23 +148,5 @@ fn upgrade_under_load_swaps_every_node_at_one_index() {
         .unwrap_or(0);
     let next = c.acquire(leader, "after/swap", 10_000).expect("acquire");
     assert!(next.body["token"].as_u64().expect("token") > max_seen);
-    // Version 2's policy is now what the cluster does.
-    let r = c.acquire(leader, "reserved/x", 10_000).expect("acquire");
-    assert_eq!(r.status, 403, "{r:?}");
-    assert!(r.error().contains("refused"), "{r:?}");
-
-    // And the audit from outside agrees.
-    let out = c
-        .lockctl()
-        .args(["audit", "--json"])
-        .output()
-        .expect("lockctl audit");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert!(v["common_indices"].as_u64().unwrap_or(0) >= 2, "{v}");
-    assert_eq!(v["divergences"], serde_json::json!([]));
+    (c, leader)
 }

@@ -77,8 +77,18 @@ fn replay_reports_the_outcomes_a_module_would_change() {
         diffs[0]["command"], "grant \"reserved/a\" lease_ms=60000",
         "{v}"
     );
-    assert_eq!(diffs[0]["candidate"], "grant-rejected");
-    assert_eq!(diffs[1]["command"], "release \"reserved/a\"");
+    // Outcomes in world 0.2's terms: the 0.1 module's refusal of a free
+    // key is its policy.
+    assert_eq!(
+        diffs[0]["candidate"],
+        "rejected (policy: refused by the active lock module)"
+    );
+    assert!(
+        diffs[1]["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("release \"reserved/a\" token=")),
+        "{v}"
+    );
     assert_eq!(diffs[1]["candidate"], "not-found");
     assert_eq!(diffs.len(), 3, "{v}");
     assert_eq!(
@@ -106,7 +116,10 @@ fn replay_reports_the_outcomes_a_module_would_change() {
         .iter()
         .find(|d| d["command"] == "grant \"reserved/z\" lease_ms=1000")
         .unwrap_or_else(|| panic!("no difference for reserved/z: {v}"));
-    assert_eq!(z["active"], "grant-rejected");
+    assert_eq!(
+        z["active"],
+        "rejected (policy: refused by the active lock module)"
+    );
     assert!(
         z["candidate"].as_str().unwrap_or("").starts_with("granted"),
         "{z}"

@@ -108,13 +108,16 @@ fn shadow_mode_counts_differences_then_promotes_or_aborts() {
         // (released vs not-found), and the three grants after it: version 2
         // used no token on the refusal, so its tokens run one behind.
         assert_eq!(sh.outcome_diffs, 5, "node {}: {sh:?}", st.id);
-        assert_eq!(sh.examples[4].active, "granted token=13");
-        assert_eq!(sh.examples[4].candidate, "granted token=12");
+        assert_eq!(sh.examples[4].active, "granted token=13 lease_ms=60000");
+        assert_eq!(sh.examples[4].candidate, "granted token=12 lease_ms=60000");
         assert_eq!(
             sh.examples[0].command,
             "grant \"reserved/b\" lease_ms=60000"
         );
-        assert_eq!(sh.examples[0].candidate, "grant-rejected");
+        assert_eq!(
+            sh.examples[0].candidate,
+            "rejected (policy: refused by the active lock module)"
+        );
         assert!(sh.examples[0].active.starts_with("granted"), "{sh:?}");
         // Same everywhere: shadow mode is deterministic too.
         assert_eq!(

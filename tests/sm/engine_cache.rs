@@ -1,7 +1,7 @@
 //! The compiled-component cache: keyed by module hash and engine
 //! fingerprint, checked before use, never trusted blindly.
 
-use lockd::command::{Command, Outcome};
+use lockd::command::{Command, Granted, Outcome};
 use lockd::engine::cache::Compiled;
 use lockd::engine::{EngineSettings, WasmEngine};
 
@@ -27,11 +27,11 @@ fn second_load_comes_from_the_cache_and_behaves_the_same() {
     assert_eq!(second.compiled(), Compiled::Cached);
     let mut a = engine.instantiate(&first).unwrap();
     let mut b = engine2.instantiate(&second).unwrap();
-    let batch = [
+    let batch = [vec![
         Command::grant("x", 1),
-        Command::release("x"),
+        Command::release("x", 1),
         Command::grant("x", 2),
-    ];
+    ]];
     assert_eq!(a.apply(&batch).unwrap(), b.apply(&batch).unwrap());
     assert_eq!(a.state_hash().unwrap(), b.state_hash().unwrap());
 }
@@ -54,8 +54,12 @@ fn a_corrupt_artifact_is_recompiled_not_loaded() {
     assert_eq!(again.compiled(), Compiled::Fresh);
     let mut g = engine2.instantiate(&again).unwrap();
     assert_eq!(
-        g.apply(&[Command::grant("k", 1)]).unwrap(),
-        [Outcome::Granted(1)]
+        g.apply(&[vec![Command::grant("k", 1)]]).unwrap(),
+        [[Outcome::Granted(Granted {
+            token: 1,
+            lease_ms: 1,
+            repeat: false
+        })]]
     );
     // And the rewritten artifact is sound again.
     let engine3 =

@@ -2,7 +2,7 @@
 //! error, never a panic, and the failure is the same every time.
 
 use lock_tests::fixtures::{CHAOS_GUEST, EMPTY_COMPONENT, EMPTY_CORE_MODULE, IMPORT_GUEST};
-use lockd::command::{Command, Outcome};
+use lockd::command::{Command, Granted, Outcome, Reason};
 use lockd::engine::{EngineError, EngineSettings, GuestInstance, WasmEngine};
 
 /// Small limits so a hostile guest is stopped quickly.
@@ -27,17 +27,26 @@ fn chaos() -> (WasmEngine, GuestInstance) {
 fn chaos_guest_behaves_normally_on_ordinary_input() {
     let (_e, mut g) = chaos();
     assert_eq!(
-        g.apply(&[Command::grant("a", 5), Command::grant("a", 5)])
+        g.apply(&[vec![Command::grant("a", 5), Command::grant("a", 5)]])
             .unwrap(),
-        [Outcome::Granted(1), Outcome::GrantRejected]
+        [[
+            Outcome::Granted(Granted {
+                token: 1,
+                lease_ms: 5,
+                repeat: false
+            }),
+            Outcome::Rejected(Reason::Busy)
+        ]]
     );
 }
 
 #[test]
 fn infinite_loop_runs_out_of_fuel_and_poisons() {
     let (_e, mut g) = chaos();
-    g.apply(&[Command::grant("held", 100)]).unwrap();
-    let err = g.apply(&[Command::grant("chaos:loop", 1)]).unwrap_err();
+    g.apply(&[vec![Command::grant("held", 100)]]).unwrap();
+    let err = g
+        .apply(&[vec![Command::grant("chaos:loop", 1)]])
+        .unwrap_err();
     assert_eq!(
         err,
         EngineError::FuelExhausted {
@@ -50,7 +59,7 @@ fn infinite_loop_runs_out_of_fuel_and_poisons() {
         "guest ran out of fuel in `apply` (budget 200000000 per call)"
     );
     // Poisoned: no later call runs on a state that may be half-changed.
-    match g.get("held") {
+    match g.holders("held") {
         Err(EngineError::Poisoned(first)) => assert!(first.contains("ran out of fuel"), "{first}"),
         other => panic!("expected Poisoned, got {other:?}"),
     }
@@ -60,7 +69,9 @@ fn infinite_loop_runs_out_of_fuel_and_poisons() {
 #[test]
 fn memory_bomb_hits_the_limit() {
     let (_e, mut g) = chaos();
-    let err = g.apply(&[Command::grant("chaos:bomb", 1)]).unwrap_err();
+    let err = g
+        .apply(&[vec![Command::grant("chaos:bomb", 1)]])
+        .unwrap_err();
     assert_eq!(
         err,
         EngineError::MemoryLimit {
@@ -68,13 +79,13 @@ fn memory_bomb_hits_the_limit() {
             limit: 64 << 20
         }
     );
-    assert!(matches!(g.stats(), Err(EngineError::Poisoned(_))));
+    assert!(matches!(g.counters(), Err(EngineError::Poisoned(_))));
 }
 
 #[test]
 fn a_trap_is_an_error_value() {
     let (_e, mut g) = chaos();
-    match g.apply(&[Command::grant("chaos:trap", 1)]) {
+    match g.apply(&[vec![Command::grant("chaos:trap", 1)]]) {
         Err(EngineError::Trap {
             call: "apply",
             trap,
@@ -87,7 +98,7 @@ fn a_trap_is_an_error_value() {
 #[test]
 fn failures_in_restore_are_precise_and_a_refusal_keeps_the_instance() {
     let (_e, mut g) = chaos();
-    g.apply(&[Command::grant("kept", 1)]).unwrap();
+    g.apply(&[vec![Command::grant("kept", 1)]]).unwrap();
     let hash = g.state_hash().unwrap();
     // An error value from the guest is not a failure of the instance.
     assert_eq!(
@@ -132,8 +143,11 @@ fn the_same_hostile_input_fails_identically_every_time() {
     let fails: Vec<_> = (0..3)
         .map(|_| {
             let (_e, mut g) = chaos();
-            g.apply(&[Command::grant("x", 1), Command::grant("chaos:loop", 1)])
-                .unwrap_err()
+            g.apply(&[vec![
+                Command::grant("x", 1),
+                Command::grant("chaos:loop", 1),
+            ]])
+            .unwrap_err()
         })
         .collect();
     assert!(fails.windows(2).all(|w| w[0] == w[1]), "{fails:?}");
@@ -188,8 +202,12 @@ fn the_builtin_module_loads_and_has_no_imports() {
     let mut g = engine.instantiate(&module).unwrap();
     assert!(g.version().unwrap().starts_with("lock-sm/"));
     assert_eq!(
-        g.apply(&[Command::grant("k", 1)]).unwrap(),
-        [Outcome::Granted(1)]
+        g.apply(&[vec![Command::grant("k", 1)]]).unwrap(),
+        [[Outcome::Granted(Granted {
+            token: 1,
+            lease_ms: 1,
+            repeat: false
+        })]]
     );
     assert!(g.last_fuel_used() > 0);
 }
@@ -220,7 +238,9 @@ mod replica {
             .map(|(index, key)| Entry {
                 log_id: LogId::new(CommittedLeaderId::new(1, 0), index),
                 payload: match key {
-                    Some(k) => EntryPayload::Normal(Request::Lock(vec![Command::grant(*k, 5)])),
+                    Some(k) => {
+                        EntryPayload::Normal(Request::Commands(vec![vec![Command::grant(*k, 5)]]))
+                    }
                     None => EntryPayload::Blank,
                 },
             })

@@ -17,4 +17,5 @@ mod sm_scenarios;
 mod world02_differential;
 mod world02_equivalence;
 mod world02_module;
+mod world02_replica;
 mod world02_scenarios;

@@ -1,30 +1,39 @@
 //! Version 2 of the lock module, run by the engine: it migrates a version-1
-//! state (tokens continue), answers reserved keys with `GrantRejected`, and
-//! refuses garbage without changing anything.
+//! state (tokens continue), answers reserved keys with `GrantRejected`
+//! (through the engine's 0.1 adapter: a `policy` rejection, the key being
+//! free), and refuses garbage without changing anything.
 
 use lock_tests::fixtures::LOCK_SM_V2;
 use lock_tests::machines::builtin;
-use lockd::command::{Command, Outcome};
+use lockd::command::{Command, Granted, Outcome, Reason, Released};
+
+fn granted(token: u64, lease_ms: u64) -> Outcome {
+    Outcome::Granted(Granted {
+        token,
+        lease_ms,
+        repeat: false,
+    })
+}
 use lockd::engine::EngineError;
 
 #[test]
 fn v2_migrates_v1_state_and_applies_its_policy() {
     let (engine, v1_module) = builtin();
     let mut v1 = engine.instantiate(v1_module).unwrap();
-    let batch = [
+    let batch = [vec![
         Command::grant("a", 100),
         Command::grant("b", 200),
-        Command::release("a"),
+        Command::release("a", 1),
         Command::grant("reserved/x", 5),
-    ];
+    ]];
     assert_eq!(
         v1.apply(&batch).unwrap(),
-        [
-            Outcome::Granted(1),
-            Outcome::Granted(2),
-            Outcome::Released,
-            Outcome::Granted(3)
-        ]
+        [[
+            granted(1, 100),
+            granted(2, 200),
+            Outcome::Released(Released { freed: true }),
+            granted(3, 5)
+        ]]
     );
 
     let v2_module = engine.load(LOCK_SM_V2).expect("v2 is a valid lock module");
@@ -33,8 +42,11 @@ fn v2_migrates_v1_state_and_applies_its_policy() {
     assert!(v2.version().unwrap().contains("snapshot format 2"));
     v2.restore(&v1.snapshot().unwrap())
         .expect("v2 migrates a v1 snapshot");
-    assert_eq!(v2.stats().unwrap(), v1.stats().unwrap());
-    assert_eq!(v2.locks(None, 10).unwrap(), v1.locks(None, 10).unwrap());
+    assert_eq!(v2.counters().unwrap(), v1.counters().unwrap());
+    assert_eq!(
+        v2.list_keys("", None, 10).unwrap(),
+        v1.list_keys("", None, 10).unwrap()
+    );
     assert_ne!(
         v2.snapshot().unwrap(),
         v1.snapshot().unwrap(),
@@ -43,21 +55,21 @@ fn v2_migrates_v1_state_and_applies_its_policy() {
 
     // Tokens continue; the new policy applies to new grants only.
     assert_eq!(
-        v2.apply(&[
+        v2.apply(&[vec![
             Command::grant("c", 1),
             Command::grant("reserved/y", 1),
             Command::grant("d", 1)
-        ])
+        ]])
         .unwrap(),
-        [
-            Outcome::Granted(4),
-            Outcome::GrantRejected,
-            Outcome::Granted(5)
-        ]
+        [[
+            granted(4, 1),
+            Outcome::Rejected(Reason::Policy("refused by the active lock module".into())),
+            granted(5, 1)
+        ]]
     );
     assert_eq!(
-        v1.apply(&[Command::grant("reserved/y", 1)]).unwrap(),
-        [Outcome::Granted(4)],
+        v1.apply(&[vec![Command::grant("reserved/y", 1)]]).unwrap(),
+        [[granted(4, 1)]],
         "v1 has no such policy"
     );
 

@@ -9,7 +9,7 @@ use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_V3};
 use lock_tests::machines::builtin;
 use lock_tests::world02::machine::ModuleMachine;
 use lock_tests::world02::wasm::{import_count, WasmV2};
-use lockd::command::{Command as V1, Outcome as V1Out};
+use lockd::command::{Command as V1, Granted as V1Granted, Outcome as V1Out};
 use proptest::prelude::*;
 
 #[test]
@@ -26,12 +26,12 @@ fn the_component_imports_nothing_and_describes_itself() {
 fn a_running_0_1_module_upgrades_to_0_2_and_back() {
     let (engine, v1_module) = builtin();
     let mut v1 = engine.instantiate(v1_module).unwrap();
-    v1.apply(&[
+    v1.apply(&[vec![
         V1::grant("a", 100),
         V1::grant("b", 200),
-        V1::release("a"),
+        V1::release("a", 1),
         V1::grant("c", 300),
-    ])
+    ]])
     .unwrap();
     let mut v2 = WasmV2::new();
     v2.restore(&v1.snapshot().unwrap())
@@ -60,12 +60,19 @@ fn a_running_0_1_module_upgrades_to_0_2_and_back() {
     // And back: the 0.1 module restores the downgrade and continues.
     let mut back = engine.instantiate(v1_module).unwrap();
     back.restore(&v2.downgrade_snapshot().unwrap()).unwrap();
-    let locks = back.locks(None, 10).unwrap();
-    let keys: Vec<(&str, u64)> = locks.iter().map(|l| (l.key.as_str(), l.token)).collect();
+    let locks = back.list_keys("", None, 10).unwrap();
+    let keys: Vec<(&str, u64)> = locks
+        .iter()
+        .map(|l| (l.key.as_str(), l.holders[0].token))
+        .collect();
     assert_eq!(keys, [("b", 2), ("d", 4)]);
     assert_eq!(
-        back.apply(&[V1::grant("e", 1)]).unwrap(),
-        [V1Out::Granted(5)]
+        back.apply(&[vec![V1::grant("e", 1)]]).unwrap(),
+        [[V1Out::Granted(V1Granted {
+            token: 5,
+            lease_ms: 1,
+            repeat: false
+        })]]
     );
 }
 
@@ -74,7 +81,7 @@ fn a_running_format_2_module_upgrades_to_0_2_keeping_its_reserved_prefix() {
     let (engine, _) = builtin();
     let module = engine.load(LOCK_SM_V2).unwrap();
     let mut old = engine.instantiate(&module).unwrap();
-    old.apply(&[V1::grant("x", 5)]).unwrap();
+    old.apply(&[vec![V1::grant("x", 5)]]).unwrap();
     let mut v2 = WasmV2::new();
     v2.restore(&old.snapshot().unwrap()).unwrap();
     assert_eq!(v2.policy()[0].prefix, "reserved/");

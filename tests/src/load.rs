@@ -22,6 +22,17 @@ pub struct ClientLog {
     pub failures: Vec<String>,
 }
 
+/// Sets the flag when dropped: hold one in the scope that runs [`run`], so
+/// a failed assertion there stops the clients instead of leaving the scope
+/// waiting for them forever.
+pub struct StopOnDrop<'a>(pub &'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Run `clients` threads against `nodes` (round robin) until `stop` is set;
 /// each takes `load/{client}/{n}` with a long lease and releases it.
 pub fn run(c: &Cluster, nodes: &[u64], clients: usize, stop: &AtomicBool) -> Vec<ClientLog> {

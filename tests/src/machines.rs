@@ -102,24 +102,41 @@ const AUDIT_INTERVAL: u64 = 16;
 /// node's own [`Replica`]: commands become log entries (one per command, a
 /// blank entry for `None`) and a batch is one committed range, so tests
 /// drive the production apply path, batching and audit splits included.
+/// Entries carry world 0.2's commands (through the engine's 0.1 adapter,
+/// as on a node today) or, for [`WasmMachine::legacy`], the 0.1 commands
+/// of entries written before world 0.2.
 pub struct WasmMachine {
     pub replica: Replica,
     /// The index of the last entry applied.
     index: u64,
+    legacy: bool,
 }
 
 impl WasmMachine {
     pub fn new() -> WasmMachine {
         let module = builtin().1.clone();
         let replica = Replica::new(0, loader(), module, AUDIT_INTERVAL).expect("instantiate");
-        WasmMachine { replica, index: 0 }
+        WasmMachine {
+            replica,
+            index: 0,
+            legacy: false,
+        }
+    }
+
+    /// A machine whose entries are in world 0.1's types.
+    pub fn legacy() -> WasmMachine {
+        WasmMachine {
+            legacy: true,
+            ..WasmMachine::new()
+        }
     }
 
     fn entry(&mut self, command: Option<&Command>) -> Entry {
         self.index += 1;
         let log_id = LogId::new(CommittedLeaderId::new(1, 0), self.index);
         let payload = match command {
-            Some(c) => EntryPayload::Normal(Request::Lock(vec![to_wit(c)])),
+            Some(c) if self.legacy => EntryPayload::Normal(Request::Lock(vec![to_legacy(c)])),
+            Some(c) => EntryPayload::Normal(Request::Commands(vec![vec![to_wit(c)]])),
             None => EntryPayload::Blank,
         };
         Entry { log_id, payload }
@@ -132,21 +149,39 @@ impl Default for WasmMachine {
     }
 }
 
+/// A seed command in world 0.2's types. A 0.1 module's release ignores
+/// the token, so any will do.
 pub fn to_wit(c: &Command) -> wit::Command {
     match c {
         Command::Grant { key, lease_ms } => wit::Command::grant(key.clone(), *lease_ms),
-        Command::Release { key } => wit::Command::release(key.clone()),
+        Command::Release { key } => wit::Command::release(key.clone(), 0),
         Command::Expire { key, token } => wit::Command::expire(key.clone(), *token),
     }
 }
 
+pub fn to_legacy(c: &Command) -> wit::legacy::Command {
+    match c {
+        Command::Grant { key, lease_ms } => wit::legacy::Command::Grant(wit::legacy::Grant {
+            key: key.clone(),
+            lease_ms: *lease_ms,
+        }),
+        Command::Release { key } => wit::legacy::Command::Release(key.clone()),
+        Command::Expire { key, token } => wit::legacy::Command::Expire(wit::legacy::Expire {
+            key: key.clone(),
+            token: *token,
+        }),
+    }
+}
+
+/// A world-0.2 outcome in the seed's terms (a rejected grant, busy or by
+/// policy, is the seed's `GrantRejected`).
 pub fn from_wit(o: wit::Outcome) -> Outcome {
     match o {
-        wit::Outcome::Granted(token) => Outcome::Granted { token },
-        wit::Outcome::GrantRejected => Outcome::GrantRejected,
-        wit::Outcome::Released => Outcome::Released,
+        wit::Outcome::Granted(g) => Outcome::Granted { token: g.token },
+        wit::Outcome::Rejected(_) | wit::Outcome::PolicySet => Outcome::GrantRejected,
+        wit::Outcome::Released(_) => Outcome::Released,
         wit::Outcome::NotFound => Outcome::NotFound,
-        wit::Outcome::Expired(existed) => Outcome::Expired { existed },
+        wit::Outcome::Expired(e) => Outcome::Expired { existed: e.existed },
         wit::Outcome::Noop => Outcome::Noop,
     }
 }
@@ -162,33 +197,44 @@ impl LockMachine for WasmMachine {
             .expect("apply")
             .into_iter()
             .map(|r| match r {
-                Response::Lock(mut outcomes) if outcomes.len() == 1 => from_wit(outcomes.remove(0)),
+                Response::Lock(outcomes) if outcomes.iter().map(Vec::len).sum::<usize>() == 1 => {
+                    from_wit(
+                        outcomes
+                            .into_iter()
+                            .flatten()
+                            .next()
+                            .unwrap_or(wit::Outcome::Noop),
+                    )
+                }
                 other => panic!("a lock entry was answered {other:?}"),
             })
             .collect()
     }
     fn get(&mut self, key: &str) -> Option<LockInfo> {
-        self.replica.get(key).expect("get").map(|i| LockInfo {
+        let mut holders = self.replica.holders(key).expect("holders");
+        assert!(holders.len() <= 1, "a 0.1 key has one holder at most");
+        holders.pop().map(|i| LockInfo {
             token: i.token,
             lease_ms: i.lease_ms,
         })
     }
     fn locks(&mut self, after: Option<&str>, limit: u32) -> Vec<HeldLock> {
         self.replica
-            .locks(after, limit)
-            .expect("locks")
+            .list_keys("", after, limit)
+            .expect("list-keys")
             .into_iter()
-            .map(|h| HeldLock {
-                key: h.key,
-                token: h.token,
-                lease_ms: h.lease_ms,
+            .map(|k| HeldLock {
+                token: k.holders[0].token,
+                lease_ms: k.holders[0].lease_ms,
+                key: k.key,
             })
             .collect()
     }
     fn stats(&mut self) -> TableStats {
-        let s = self.replica.stats().expect("stats");
+        let s = self.replica.counters().expect("counters");
+        assert_eq!(s.keys, s.holders, "a 0.1 key has one holder");
         TableStats {
-            held: s.held,
+            held: s.holders,
             next_token: s.next_token,
         }
     }

@@ -215,8 +215,8 @@ async fn handle_client(node: &Services, req: ClientRequest) -> ClientResponse {
             Err(e) => Err(e),
         },
         ClientRequest::Get { key: k } => match key(k) {
-            Ok(k) => node.locks.get(&k).await.map(|v| {
-                ClientResponse::Lock(v.map(|i| LockView {
+            Ok(k) => node.locks.holders(&k).await.map(|v| {
+                ClientResponse::Lock(v.first().map(|i| LockView {
                     token: i.token,
                     lease_ms: i.lease_ms,
                 }))

@@ -174,11 +174,12 @@ async fn lock_get(
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Json<LockReply>, ApiError> {
     let key = lock_path(path)?;
-    let info = node.locks.get(&key).await?;
+    let holders = node.locks.holders(&key).await?;
+    let first = holders.first();
     Ok(Json(LockReply {
-        held: info.is_some(),
-        token: info.map(|i| i.token),
-        lease_ms: info.map(|i| i.lease_ms),
+        held: first.is_some(),
+        token: first.map(|i| i.token),
+        lease_ms: first.map(|i| i.lease_ms),
     }))
 }
 

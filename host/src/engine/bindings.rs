@@ -1,11 +1,74 @@
-//! Rust types and typed exports generated from the `lock-sm` world in `wit/`.
+//! Rust types and typed exports generated from the two worlds in `wit/`.
+//!
+//! * [`v01`]: world `lockd:sm/lock-sm@0.1.0` (`wit/lock-sm.wit`), the seed's
+//!   three commands (SPEC §2).
+//! * [`v02`]: world `lockd:sm/lock-sm@0.2.0` (`wit/lock-sm-0.2.wit`), where
+//!   the module decides the lock semantics (SPEC §10).
 //!
 //! The command and outcome types get serde derives so the log and the wire
 //! can carry them unchanged; [`crate::command`] adds constructors and
 //! `Display` on top.
 
-wasmtime::component::bindgen!({
-    world: "lock-sm",
-    path: "../wit/lock-sm.wit",
-    additional_derives: [serde::Serialize, serde::Deserialize, PartialEq, Eq],
-});
+/// World `lock-sm@0.1.0`.
+pub mod v01 {
+    wasmtime::component::bindgen!({
+        world: "lock-sm",
+        path: "../wit/lock-sm.wit",
+        additional_derives: [serde::Serialize, serde::Deserialize, PartialEq, Eq],
+    });
+}
+
+/// World `lock-sm@0.2.0`.
+pub mod v02 {
+    wasmtime::component::bindgen!({
+        world: "lock-sm",
+        path: "../wit/lock-sm-0.2.wit",
+        additional_derives: [serde::Serialize, serde::Deserialize, PartialEq, Eq],
+    });
+}
+
+/// `flags` types get no derives from `bindgen!`: policy kinds go over the
+/// wire as four booleans.
+mod policy_kinds_serde {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::v02::PolicyKinds;
+
+    #[derive(Serialize, Deserialize)]
+    struct Kinds {
+        reserved: bool,
+        max_lease: bool,
+        max_holders: bool,
+        quota: bool,
+    }
+
+    impl Serialize for PolicyKinds {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            Kinds {
+                reserved: self.contains(PolicyKinds::RESERVED),
+                max_lease: self.contains(PolicyKinds::MAX_LEASE),
+                max_holders: self.contains(PolicyKinds::MAX_HOLDERS),
+                quota: self.contains(PolicyKinds::QUOTA),
+            }
+            .serialize(s)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for PolicyKinds {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<PolicyKinds, D::Error> {
+            let k = Kinds::deserialize(d)?;
+            let mut out = PolicyKinds::empty();
+            for (on, flag) in [
+                (k.reserved, PolicyKinds::RESERVED),
+                (k.max_lease, PolicyKinds::MAX_LEASE),
+                (k.max_holders, PolicyKinds::MAX_HOLDERS),
+                (k.quota, PolicyKinds::QUOTA),
+            ] {
+                if on {
+                    out |= flag;
+                }
+            }
+            Ok(out)
+        }
+    }
+}

@@ -1,22 +1,63 @@
-//! A loaded lock module and a running instance of it.
+//! A loaded lock module and a running instance of it, of either world.
+//!
+//! A component is of world 0.2 if it exports world 0.2's functions, else of
+//! world 0.1 if it exports those; the typed calls that hide the difference
+//! are in [`super::calls`].
 
+use std::fmt;
 use std::sync::Arc;
 
 use wasmtime::{Store, Trap};
 
-use super::bindings::{Command, HeldLock, LockInfo, LockSm, LockSmPre, Outcome, TableStats};
+use super::bindings::{v01, v02};
 use super::cache::{self, Compiled};
 use super::error::EngineError;
 use super::hash::ModuleHash;
 use super::store::{MemoryLimiter, StoreState};
 use super::wasm::WasmEngine;
 
-/// A checked, compiled component of the `lock-sm` world.
+/// The world a module implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum World {
+    /// `lockd:sm/lock-sm@0.1.0`: the seed's exclusive locks (SPEC §2).
+    V01,
+    /// `lockd:sm/lock-sm@0.2.0`: the module decides (SPEC §10).
+    V02,
+}
+
+impl World {
+    pub fn id(self) -> &'static str {
+        match self {
+            World::V01 => "lockd:sm/lock-sm@0.1.0",
+            World::V02 => "lockd:sm/lock-sm@0.2.0",
+        }
+    }
+}
+
+impl fmt::Display for World {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+#[derive(Clone)]
+enum Pre {
+    V01(v01::LockSmPre<StoreState>),
+    V02(v02::LockSmPre<StoreState>),
+}
+
+/// The typed exports of a running instance.
+pub(super) enum Bound {
+    V01(v01::LockSm),
+    V02(v02::LockSm),
+}
+
+/// A checked, compiled component of one of the `lock-sm` worlds.
 #[derive(Clone)]
 pub struct GuestModule {
     hash: ModuleHash,
     bytes: Arc<[u8]>,
-    pre: LockSmPre<StoreState>,
+    pre: Pre,
     compiled: Compiled,
 }
 
@@ -46,8 +87,15 @@ impl GuestModule {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| EngineError::WrongWorld(format!("{e:#}")))?;
-        let pre =
-            LockSmPre::new(instance_pre).map_err(|e| EngineError::WrongWorld(format!("{e:#}")))?;
+        // Newest world first; the error names what 0.1 lacks, since a
+        // module that is neither is most often an outdated build.
+        let pre = match v02::LockSmPre::new(instance_pre.clone()) {
+            Ok(pre) => Pre::V02(pre),
+            Err(_) => Pre::V01(
+                v01::LockSmPre::new(instance_pre)
+                    .map_err(|e| EngineError::WrongWorld(format!("{e:#}")))?,
+            ),
+        };
         Ok(GuestModule {
             hash,
             bytes: bytes.into(),
@@ -64,6 +112,13 @@ impl GuestModule {
         &self.bytes
     }
 
+    pub fn world(&self) -> World {
+        match self.pre {
+            Pre::V01(_) => World::V01,
+            Pre::V02(_) => World::V02,
+        }
+    }
+
     /// Whether this load compiled the component or took it from the cache.
     pub fn compiled(&self) -> Compiled {
         self.compiled
@@ -73,11 +128,13 @@ impl GuestModule {
 /// A running instance of a lock module: its own store, memory and lock table.
 pub struct GuestInstance {
     store: Store<StoreState>,
-    bindings: LockSm,
+    bindings: Bound,
     module: ModuleHash,
     fuel_per_call: u64,
     poisoned: Option<String>,
     last_fuel_used: u64,
+    /// The module's `version()`, once asked.
+    pub(super) version: Option<String>,
 }
 
 impl GuestInstance {
@@ -99,10 +156,11 @@ impl GuestInstance {
         store
             .set_fuel(settings.fuel_per_call)
             .map_err(|e| EngineError::Config(format!("{e:#}")))?;
-        let bindings = module
-            .pre
-            .instantiate(&mut store)
-            .map_err(|e| classify("instantiate", e, &store, settings.fuel_per_call))?;
+        let bindings = match &module.pre {
+            Pre::V01(pre) => pre.instantiate(&mut store).map(Bound::V01),
+            Pre::V02(pre) => pre.instantiate(&mut store).map(Bound::V02),
+        }
+        .map_err(|e| classify("instantiate", e, &store, settings.fuel_per_call))?;
         Ok(GuestInstance {
             store,
             bindings,
@@ -110,11 +168,19 @@ impl GuestInstance {
             fuel_per_call: settings.fuel_per_call,
             poisoned: None,
             last_fuel_used: 0,
+            version: None,
         })
     }
 
     pub fn module_hash(&self) -> ModuleHash {
         self.module
+    }
+
+    pub fn world(&self) -> World {
+        match self.bindings {
+            Bound::V01(_) => World::V01,
+            Bound::V02(_) => World::V02,
+        }
     }
 
     /// The first failure that poisoned this instance, if any.
@@ -128,10 +194,10 @@ impl GuestInstance {
     }
 
     /// Run one guest call with a full fuel budget; a failure poisons.
-    fn call<R>(
+    pub(super) fn call<R>(
         &mut self,
         name: &'static str,
-        f: impl FnOnce(&LockSm, &mut Store<StoreState>) -> wasmtime::Result<R>,
+        f: impl FnOnce(&Bound, &mut Store<StoreState>) -> wasmtime::Result<R>,
     ) -> Result<R, EngineError> {
         if let Some(first) = &self.poisoned {
             return Err(EngineError::Poisoned(first.clone()));
@@ -154,57 +220,12 @@ impl GuestInstance {
         }
     }
 
-    /// Apply a committed range: one outcome per command, in order.
-    pub fn apply(&mut self, batch: &[Command]) -> Result<Vec<Outcome>, EngineError> {
-        let outcomes = self.call("apply", |b, s| b.call_apply(s, batch))?;
-        if outcomes.len() != batch.len() {
-            let err = EngineError::OutcomeCount {
-                want: batch.len(),
-                got: outcomes.len(),
-            };
-            self.poisoned = Some(err.to_string());
-            return Err(err);
-        }
-        Ok(outcomes)
-    }
-
-    pub fn get(&mut self, key: &str) -> Result<Option<LockInfo>, EngineError> {
-        self.call("get", |b, s| b.call_get(s, key))
-    }
-
-    pub fn locks(&mut self, after: Option<&str>, limit: u32) -> Result<Vec<HeldLock>, EngineError> {
-        self.call("locks", |b, s| b.call_locks(s, after, limit))
-    }
-
-    pub fn stats(&mut self) -> Result<TableStats, EngineError> {
-        self.call("stats", |b, s| b.call_stats(s))
-    }
-
-    pub fn snapshot(&mut self) -> Result<Vec<u8>, EngineError> {
-        self.call("snapshot", |b, s| b.call_snapshot(s))
-    }
-
-    /// Replace the state with `bytes`. A refusal by the guest is
-    /// [`EngineError::RestoreRejected`] and leaves the instance usable.
-    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), EngineError> {
-        self.call("restore", |b, s| b.call_restore(s, bytes))?
-            .map_err(EngineError::RestoreRejected)
-    }
-
-    pub fn state_hash(&mut self) -> Result<[u8; 32], EngineError> {
-        let bytes = self.call("state-hash", |b, s| b.call_state_hash(s))?;
-        <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
-            let err = EngineError::Trap {
-                call: "state-hash",
-                trap: format!("returned {} bytes, not 32", bytes.len()),
-            };
-            self.poisoned = Some(err.to_string());
-            err
-        })
-    }
-
-    pub fn version(&mut self) -> Result<String, EngineError> {
-        self.call("version", |b, s| b.call_version(s))
+    /// Record a failure found outside a guest call (a malformed answer):
+    /// the instance is poisoned as if the call had failed.
+    pub(super) fn poison(&mut self, err: EngineError) -> EngineError {
+        self.poisoned = Some(err.to_string());
+        tracing::error!(module = %self.module, error = %err, "guest answer malformed; instance poisoned");
+        err
     }
 }
 

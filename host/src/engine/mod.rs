@@ -26,10 +26,14 @@
 //! * [`cache`]: compiled components on local disk, keyed by (module hash,
 //!   fingerprint). Artifacts are only ever produced locally; a peer's
 //!   precompiled bytes are never accepted.
-//! * [`guest`]: [`GuestModule`] (a loaded, checked component) and
-//!   [`GuestInstance`] (its running state, with the typed calls).
+//! * [`guest`]: [`GuestModule`] (a loaded, checked component of either
+//!   world, [`World`]) and [`GuestInstance`] (its running state).
+//! * [`calls`]: the instance's typed calls, in world 0.2's types for a
+//!   module of either world.
+//! * [`world01`]: the adapter that runs 0.2 commands on a 0.1 module.
 //! * [`wasm`]: [`WasmEngine`], the engine those settings build.
-//! * [`bindings`]: the types and calls generated from the `lock-sm` world.
+//! * [`bindings`]: the types and calls generated from the two `lock-sm`
+//!   worlds.
 //! * [`store`]: per-instance store data (the memory limiter).
 //! * [`hash`]: [`ModuleHash`], a module's identity.
 //! * [`error`]: the engine's error type, [`EngineError`].
@@ -49,16 +53,18 @@
 
 pub mod bindings;
 pub mod cache;
+pub mod calls;
 pub mod error;
 pub mod guest;
 pub mod hash;
 pub mod settings;
 pub mod store;
 pub mod wasm;
+pub mod world01;
 
 pub use cache::ComponentCache;
 pub use error::EngineError;
-pub use guest::{GuestInstance, GuestModule};
+pub use guest::{GuestInstance, GuestModule, World};
 pub use hash::ModuleHash;
 pub use settings::{EngineFingerprint, EngineSettings};
 pub use wasm::WasmEngine;

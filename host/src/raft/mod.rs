@@ -34,7 +34,7 @@ use std::io::Cursor;
 
 use serde::{Deserialize, Serialize};
 
-use crate::command::{Command, Outcome};
+use crate::command::{legacy, Command, Outcome};
 use crate::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 
 pub type NodeId = u64;
@@ -63,22 +63,28 @@ pub type StorageError = openraft::StorageError<NodeId>;
 /// The application payload of a log entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Request {
-    /// Replicated lock commands, applied in this order. The leader puts
-    /// every command waiting at the moment into one entry (see
-    /// [`crate::service::proposer`]): one fsync for many commands.
-    Lock(Vec<Command>),
+    /// Lock commands in world 0.1's types, as entries written before world
+    /// 0.2 carry them; still applied (variant order is the log format).
+    Lock(Vec<legacy::Command>),
     /// Replace the lock module (see [`crate::upgrade`]).
     Upgrade(UpgradeEntry),
     /// Start or stop a shadow module (see [`crate::upgrade::shadow`]).
     Shadow(ShadowEntry),
+    /// Replicated lock commands in groups, applied in this order; each
+    /// group is one entry of world 0.2's `apply` (a `busy` grant makes the
+    /// later grants of its key in the group wait). The leader puts every
+    /// group waiting at the moment into one log entry (see
+    /// [`crate::service::proposer`]): one fsync for many commands.
+    Commands(Vec<Vec<Command>>),
 }
 
 /// What applying an entry returns to the proposer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Response {
-    /// One outcome per command of the entry; a single `Noop` for Raft's blank
-    /// and membership entries.
-    Lock(Vec<Outcome>),
+    /// One list of outcomes per group of the entry, one outcome per
+    /// command (a legacy entry is one group); a single group of one `Noop`
+    /// for Raft's blank and membership entries.
+    Lock(Vec<Vec<Outcome>>),
     Upgrade(UpgradeOutcome),
     Shadow(ShadowOutcome),
 }
@@ -90,7 +96,7 @@ impl Request {
         match self {
             Request::Upgrade(u) => Some(&u.module),
             Request::Shadow(ShadowEntry::Start { module }) => Some(module),
-            Request::Lock(_) | Request::Shadow(ShadowEntry::Stop) => None,
+            Request::Lock(_) | Request::Commands(_) | Request::Shadow(ShadowEntry::Stop) => None,
         }
     }
 }
@@ -102,6 +108,17 @@ impl std::fmt::Display for Request {
                 write!(f, "[")?;
                 for (i, c) in cs.iter().enumerate() {
                     write!(f, "{}{c}", if i > 0 { ", " } else { "" })?;
+                }
+                write!(f, "]")
+            }
+            Request::Commands(groups) => {
+                write!(f, "[")?;
+                for (g, cs) in groups.iter().enumerate() {
+                    write!(f, "{}[", if g > 0 { ", " } else { "" })?;
+                    for (i, c) in cs.iter().enumerate() {
+                        write!(f, "{}{c}", if i > 0 { ", " } else { "" })?;
+                    }
+                    write!(f, "]")?;
                 }
                 write!(f, "]")
             }

@@ -27,8 +27,10 @@ use openraft::EntryPayload;
 
 use super::snapshot::SnapshotBlob;
 use super::{Entry, LogId, Request, Response, SnapshotMeta, StoredMembership};
-use crate::command::{Command, HeldLock, LockInfo, Outcome, TableStats};
-use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash};
+use crate::command::{
+    legacy, Command, FeatureSet, HolderInfo, KeyHolders, Outcome, PrefixPolicy, TableCounters,
+};
+use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, World};
 use crate::upgrade::audit::AuditLog;
 use crate::upgrade::precompile::Precompiler;
 use crate::upgrade::shadow::Shadow;
@@ -174,9 +176,14 @@ impl Replica {
                 run.before = self.last_applied;
             }
             match entry.payload {
-                EntryPayload::Normal(Request::Lock(commands)) => {
-                    run.push(slot, log_id, commands);
+                EntryPayload::Normal(Request::Commands(groups)) => {
+                    run.push(slot, log_id, groups);
                     responses.push(None);
+                }
+                EntryPayload::Normal(Request::Lock(commands)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let outcomes = self.apply_legacy(log_id, &commands)?;
+                    responses.push(Some(Response::Lock(vec![outcomes])));
                 }
                 EntryPayload::Membership(m) => {
                     self.membership = StoredMembership::new(Some(log_id), m);
@@ -207,8 +214,34 @@ impl Replica {
         self.flush(&mut run, &mut responses)?;
         Ok(responses
             .into_iter()
-            .map(|r| r.unwrap_or(Response::Lock(vec![Outcome::Noop])))
+            .map(|r| r.unwrap_or(Response::Lock(vec![vec![Outcome::Noop]])))
             .collect())
+    }
+
+    /// A log entry in world 0.1's types, on its own (see
+    /// [`GuestInstance::apply_legacy`]).
+    fn apply_legacy(
+        &mut self,
+        log_id: LogId,
+        commands: &[legacy::Command],
+    ) -> Result<Vec<Outcome>, EngineError> {
+        match self.guest.apply_legacy(commands) {
+            Ok(outcomes) => {
+                if let Some(shadow) = self.shadow.as_mut() {
+                    shadow.feed_legacy(commands, log_id.index, &outcomes);
+                }
+                Ok(outcomes)
+            }
+            Err(e) => {
+                let mut alone = Run {
+                    before: self.last_applied,
+                    ..Run::default()
+                };
+                alone.entries.push((0, commands.len().max(1), log_id));
+                self.stop_at(&alone);
+                Err(e)
+            }
+        }
     }
 
     /// Apply the waiting run in one guest call and fill its responses.
@@ -227,13 +260,13 @@ impl Replica {
             term = run.last.map(|l| l.leader_id.term),
             index = run.last.map(|l| l.index),
             entries = run.entries.len(),
-            commands = run.commands.len()
+            groups = run.groups.len()
         );
         let _enter = span.enter();
-        let outcomes = if run.commands.is_empty() {
+        let outcomes = if run.groups.is_empty() {
             Vec::new()
         } else {
-            match self.guest.apply(&run.commands) {
+            match self.guest.apply(&run.groups) {
                 Ok(outcomes) => outcomes,
                 Err(e) => {
                     self.stop_at(&run);
@@ -242,14 +275,14 @@ impl Replica {
             }
         };
         if let Some(shadow) = self.shadow.as_mut() {
-            shadow.feed(&run.commands, |i| run.index_of(i), &outcomes);
+            shadow.feed(&run.groups, |g| run.index_of(g), &outcomes);
         }
         #[cfg(feature = "fault-diverge")]
         self.plant_divergence(run.last);
         let mut outcomes = outcomes.into_iter();
         for (slot, n, _) in run.entries {
             let r = if n == 0 {
-                vec![Outcome::Noop]
+                vec![vec![Outcome::Noop]]
             } else {
                 outcomes.by_ref().take(n).collect()
             };
@@ -427,7 +460,9 @@ impl Replica {
         if last.is_some_and(|l| l.index >= at) && !self.fault_done {
             self.fault_done = true;
             tracing::warn!(node = self.id, "FAULT: planting a state divergence");
-            let _ = self.guest.apply(&[Command::grant("fault/diverged", 1)]);
+            let _ = self
+                .guest
+                .apply(&[vec![Command::grant("fault/diverged", 1)]]);
         }
     }
 
@@ -445,17 +480,35 @@ impl Replica {
         self.module.hash()
     }
 
-    pub fn get(&mut self, key: &str) -> Result<Option<LockInfo>, EngineError> {
-        self.guest.get(key)
+    pub fn world(&self) -> World {
+        self.module.world()
     }
 
-    /// Up to `limit` held locks after `after`, in key order.
-    pub fn locks(&mut self, after: Option<&str>, limit: u32) -> Result<Vec<HeldLock>, EngineError> {
-        self.guest.locks(after, limit)
+    /// The holdings of `key`, in token order.
+    pub fn holders(&mut self, key: &str) -> Result<Vec<HolderInfo>, EngineError> {
+        self.guest.holders(key)
     }
 
-    pub fn stats(&mut self) -> Result<TableStats, EngineError> {
-        self.guest.stats()
+    /// Up to `limit` held keys under `prefix` after `after`, in key order.
+    pub fn list_keys(
+        &mut self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<KeyHolders>, EngineError> {
+        self.guest.list_keys(prefix, after, limit)
+    }
+
+    pub fn counters(&mut self) -> Result<TableCounters, EngineError> {
+        self.guest.counters()
+    }
+
+    pub fn features(&mut self) -> Result<FeatureSet, EngineError> {
+        self.guest.features()
+    }
+
+    pub fn policy(&mut self) -> Result<Vec<PrefixPolicy>, EngineError> {
+        self.guest.policy()
     }
 
     pub fn state_hash(&mut self) -> Result<[u8; 32], EngineError> {
@@ -466,9 +519,10 @@ impl Replica {
         self.guest.version()
     }
 
-    /// The active state and counters, as input to a migration dry run.
-    pub fn capture(&mut self) -> Result<(Vec<u8>, TableStats), MigrateError> {
-        capture(&mut self.guest)
+    /// The active state (as a module of world `to` reads it) and counters,
+    /// as input to a migration dry run.
+    pub fn capture(&mut self, to: World) -> Result<(Vec<u8>, TableCounters), MigrateError> {
+        capture(&mut self.guest, to)
     }
 
     /// The running shadow's bytes, or why there is none to promote.
@@ -502,7 +556,7 @@ impl Replica {
             } else {
                 String::new()
             },
-            locks_held: self.guest.stats().map(|s| s.held).unwrap_or(0),
+            locks_held: self.guest.counters().map(|s| s.holders).unwrap_or(0),
             poisoned: self.guest.poisoned().map(str::to_string),
             poisoned_at: self.stopped,
             module_since_index: self.module_since,
@@ -514,11 +568,11 @@ impl Replica {
     }
 }
 
-/// Lock commands of consecutive entries, waiting for one guest call.
+/// Lock command groups of consecutive entries, waiting for one guest call.
 #[derive(Default)]
 struct Run {
-    commands: Vec<Command>,
-    /// Per entry: (response slot, number of commands (0 = answered Noop),
+    groups: Vec<Vec<Command>>,
+    /// Per entry: (response slot, number of groups (0 = answered Noop),
     /// log id).
     entries: Vec<(usize, usize, LogId)>,
     /// The last entry applied before the run's first.
@@ -527,9 +581,9 @@ struct Run {
 }
 
 impl Run {
-    fn push(&mut self, slot: usize, log_id: LogId, commands: Vec<Command>) {
-        self.entries.push((slot, commands.len(), log_id));
-        self.commands.extend(commands);
+    fn push(&mut self, slot: usize, log_id: LogId, groups: Vec<Vec<Command>>) {
+        self.entries.push((slot, groups.len(), log_id));
+        self.groups.extend(groups);
         self.last = Some(log_id);
     }
 
@@ -538,7 +592,7 @@ impl Run {
         self.last = Some(log_id);
     }
 
-    /// The log index of the `i`-th command (only looked up for the few
+    /// The log index of the `i`-th group (only looked up for the few
     /// shadow differences kept as examples).
     fn index_of(&self, mut i: usize) -> u64 {
         for &(_, n, log_id) in &self.entries {

@@ -23,8 +23,8 @@ use openraft::{AnyError, RaftSnapshotBuilder, StorageIOError};
 use super::replica::{Replica, ReplicaView};
 use super::snapshot::{self, SnapshotBlob, SnapshotFileError};
 use super::{Entry, LogId, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
-use crate::command::{HeldLock, LockInfo, TableStats};
-use crate::engine::{EngineError, ModuleHash, WasmEngine};
+use crate::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
+use crate::engine::{EngineError, ModuleHash, WasmEngine, World};
 use crate::upgrade::precompile::Precompiler;
 use crate::upgrade::MigrateError;
 
@@ -167,20 +167,37 @@ impl StateMachineStore {
         self.replica().module_hash()
     }
 
-    pub fn get(&self, key: &str) -> Result<Option<LockInfo>, EngineError> {
-        self.replica().get(key)
+    pub fn world(&self) -> World {
+        self.replica().world()
     }
 
-    pub fn locks(&self, after: Option<&str>, limit: u32) -> Result<Vec<HeldLock>, EngineError> {
-        self.replica().locks(after, limit)
+    pub fn holders(&self, key: &str) -> Result<Vec<HolderInfo>, EngineError> {
+        self.replica().holders(key)
     }
 
-    pub fn stats(&self) -> Result<TableStats, EngineError> {
-        self.replica().stats()
+    pub fn list_keys(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<KeyHolders>, EngineError> {
+        self.replica().list_keys(prefix, after, limit)
     }
 
-    pub fn capture(&self) -> Result<(Vec<u8>, TableStats), MigrateError> {
-        self.replica().capture()
+    pub fn counters(&self) -> Result<TableCounters, EngineError> {
+        self.replica().counters()
+    }
+
+    pub fn features(&self) -> Result<FeatureSet, EngineError> {
+        self.replica().features()
+    }
+
+    pub fn policy(&self) -> Result<Vec<PrefixPolicy>, EngineError> {
+        self.replica().policy()
+    }
+
+    pub fn capture(&self, to: World) -> Result<(Vec<u8>, TableCounters), MigrateError> {
+        self.replica().capture(to)
     }
 
     /// The running shadow: its hash, why it failed (if it did), its bytes.

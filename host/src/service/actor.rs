@@ -7,8 +7,8 @@
 //! ([`read::confirm`]), and one sleep until the table's next deadline.
 //! Every rule of the leader's lock logic lives in the table, not here.
 //!
-//! The shell maps the table's commands and outcomes onto the active
-//! module's world through [`super::world01`].
+//! The shell maps the table's commands and outcomes onto the replicated
+//! types through [`super::world`].
 //!
 //! A caller is "connected" while it awaits its answer: [`Msg::Gone`] comes
 //! from the request side when it stops waiting, and an answer to a grant
@@ -27,10 +27,10 @@ use super::proposer::Proposer;
 use super::read;
 use super::stats::ServiceStats;
 use super::table::{Action, Answer, Cmd, Event, Held, ReqId, Request, Table, Why};
-use super::world01;
+use super::world;
 #[cfg(feature = "fault-stale-done")]
 use crate::command::Command;
-use crate::command::Outcome as Outcome01;
+use crate::command::Outcome as Replicated;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
 
@@ -63,8 +63,7 @@ pub(super) enum Msg {
     },
     Done {
         id: u64,
-        commands: Vec<Cmd>,
-        result: Result<Vec<Outcome01>, ServiceError>,
+        result: Result<Vec<Replicated>, ServiceError>,
     },
     Leader {
         term: u64,
@@ -240,14 +239,10 @@ impl Actor {
                 }
                 Event::CallerGone { req }
             }
-            Msg::Done {
-                id,
-                commands,
-                result,
-            } => match result {
+            Msg::Done { id, result } => match result {
                 Ok(outcomes) => Event::Committed {
                     id,
-                    outcomes: world01::outcomes(&self.sm, &commands, outcomes),
+                    outcomes: world::outcomes(outcomes),
                 },
                 Err(error) => Event::ProposalFailed { id, error },
             },
@@ -329,7 +324,7 @@ impl Actor {
     }
 
     fn propose(&mut self, id: u64, why: Why, commands: Vec<Cmd>) {
-        let entry = world01::entry(&commands);
+        let entry = world::entry(&commands);
         #[cfg(feature = "fault-stale-done")]
         let gate = fault_gate(why, &entry);
         #[cfg(not(feature = "fault-stale-done"))]
@@ -342,11 +337,7 @@ impl Actor {
                 let _ = tx.send(Msg::FaultReload);
                 super::fault::hold(gate).await;
             }
-            let _ = tx.send(Msg::Done {
-                id,
-                commands,
-                result,
-            });
+            let _ = tx.send(Msg::Done { id, result });
         });
     }
 
@@ -358,7 +349,7 @@ impl Actor {
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             let locks = match read::confirm(&raft, id).await {
-                Ok(()) => world01::read_all(&sm),
+                Ok(()) => world::read_all(&sm),
                 Err(e) => Err(e),
             };
             let _ = tx.send(Msg::Loaded { term, locks });
@@ -374,8 +365,9 @@ fn fault_gate(why: Why, entry: &[Command]) -> Option<Arc<tokio::sync::Notify>> {
         return None;
     }
     let first = entry.first()?;
+    let key = first.key()?;
     if matches!(first, Command::Grant(_)) {
-        super::fault::open(first.key());
+        super::fault::open(key);
     }
-    (why == Why::Release && entry.len() == 1).then(|| super::fault::gate(first.key()))
+    (why == Why::Release && entry.len() == 1).then(|| super::fault::gate(key))
 }

@@ -14,7 +14,7 @@ use super::error::{check_key, Acquired, ServiceError};
 use super::proposer::Proposer;
 use super::read;
 use super::stats::ServiceStats;
-use crate::command::LockInfo;
+use crate::command::HolderInfo;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
 
@@ -161,12 +161,13 @@ impl LockService {
         .await
     }
 
-    /// The holder of `key`, read linearizably (read-index through the leader).
-    pub async fn get(&self, key: &str) -> Result<Option<LockInfo>, ServiceError> {
+    /// The holders of `key` in token order (empty: free), read
+    /// linearizably (read-index through the leader).
+    pub async fn holders(&self, key: &str) -> Result<Vec<HolderInfo>, ServiceError> {
         check_key(key)?;
         read::confirm(&self.raft, self.id).await?;
         self.sm
-            .get(key)
+            .holders(key)
             .map_err(|e| ServiceError::StateMachine(e.to_string()))
     }
 }

@@ -14,7 +14,7 @@
 //!   then its own log applied).
 //! * [`table`]: the leader's lock logic as a pure table (events in,
 //!   actions out), tested by scenario files; the actor drives it.
-//! * `world01`: the table's commands and outcomes on a 0.1 module.
+//! * `world`: the table's commands and outcomes in the replicated types.
 //! * [`proposer`]: batches command groups into log entries.
 //! * [`error`]: [`ServiceError`] and the key check.
 
@@ -28,7 +28,7 @@ pub mod proposer;
 mod read;
 mod stats;
 pub mod table;
-mod world01;
+mod world;
 
 pub use error::{check_key, Acquired, ServiceError, MAX_KEY_BYTES};
 pub use handle::LockService;

@@ -4,12 +4,14 @@
 //! for its fsync before taking the next, so without batching the leader
 //! commits at most one command per fsync. The proposer collects every
 //! command group submitted while earlier writes are in flight into **one**
-//! `Request::Lock` entry, with up to [`MAX_IN_FLIGHT`] entries outstanding,
-//! so under load one fsync carries hundreds of commands.
+//! `Request::Commands` entry, with up to [`MAX_IN_FLIGHT`] entries
+//! outstanding, so under load one fsync carries hundreds of commands.
 //!
-//! A group (e.g. `[Release k, Grant k]` for a handoff) stays together and in
-//! order inside the entry, which is what lets the service pipeline a grant
-//! right behind the release it depends on.
+//! A group (e.g. `[Release k, Grant k]` for a handoff) stays a group inside
+//! the entry, in order: it is one entry of world 0.2's `apply`, which is
+//! what lets the service pipeline grants right behind the release they
+//! depend on (a waiter that must still wait keeps the ones behind it
+//! waiting).
 
 use std::sync::Arc;
 
@@ -82,18 +84,23 @@ async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
         tokio::spawn(async move {
             let mut sizes = Vec::with_capacity(groups.len());
             let mut replies = Vec::with_capacity(groups.len());
-            let mut commands = Vec::with_capacity(total);
+            let mut entry = Vec::with_capacity(groups.len());
             for g in groups {
                 sizes.push(g.commands.len());
-                commands.extend(g.commands);
+                entry.push(g.commands);
                 replies.push(g.reply);
             }
-            let result = match raft.client_write(Request::Lock(commands)).await {
+            let result = match raft.client_write(Request::Commands(entry)).await {
                 Ok(resp) => match resp.data {
-                    Response::Lock(outcomes) if outcomes.len() == total => Ok(outcomes),
+                    Response::Lock(outcomes)
+                        if outcomes.len() == sizes.len()
+                            && outcomes.iter().zip(&sizes).all(|(o, n)| o.len() == *n) =>
+                    {
+                        Ok(outcomes)
+                    }
                     Response::Lock(outcomes) => Err(ServiceError::StateMachine(format!(
                         "{} outcomes for an entry of {total} commands",
-                        outcomes.len()
+                        outcomes.iter().map(Vec::len).sum::<usize>()
                     ))),
                     other => Err(ServiceError::StateMachine(format!(
                         "a lock entry was answered {other:?}"
@@ -103,9 +110,8 @@ async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
             };
             match result {
                 Ok(outcomes) => {
-                    let mut outcomes = outcomes.into_iter();
-                    for (n, reply) in sizes.into_iter().zip(replies) {
-                        let _ = reply.send(Ok(outcomes.by_ref().take(n).collect()));
+                    for (o, reply) in outcomes.into_iter().zip(replies) {
+                        let _ = reply.send(Ok(o));
                     }
                 }
                 Err(e) => {

@@ -9,9 +9,13 @@
 //! 1. the `replaces` hash must name the active module (else: stale);
 //! 2. load the component (compiled when the entry was *appended*, see
 //!    [`precompile`], so apply does not wait for the compiler);
-//! 3. old module's `snapshot()` → new instance's `restore()`;
-//! 4. the migration must keep every held lock and must not move the token
-//!    counter back (`stats()` before and after): fencing tokens never repeat;
+//! 3. old module's `snapshot()` → new instance's `restore()`; from a module
+//!    of world 0.2 to one of world 0.1 (a downgrade) the old module's
+//!    `downgrade-snapshot()` instead, which refuses a state that 0.1 cannot
+//!    represent (shared holders, semaphores), and so does the upgrade;
+//! 4. the migration must keep every holding and must not move the token
+//!    counter back (`counters()` before and after): fencing tokens never
+//!    repeat;
 //! 5. swap.
 //!
 //! Every step is deterministic (same bytes, same state, same fuel and memory
@@ -46,8 +50,8 @@ pub mod submit;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::command::TableStats;
-use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEngine};
+use crate::command::TableCounters;
+use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEngine, World};
 
 /// The upgrade log entry.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,6 +133,8 @@ pub enum MigrateError {
     Load(EngineError),
     #[error("the active module could not take a snapshot: {0}")]
     OldSnapshot(EngineError),
+    #[error("the new module is of world {to}, which cannot represent the current state: {reason}")]
+    Downgrade { to: World, reason: String },
     #[error("the new module failed to restore the current state: {0}")]
     Restore(EngineError),
     #[error("the new module failed after restore: {0}")]
@@ -145,22 +151,22 @@ pub struct Migrated {
     pub version: String,
 }
 
-/// Start `module` from `state` (the active module's `snapshot()`, whose
-/// `stats()` were `before`) and check the result. The one migration path:
+/// Start `module` from `state` (what [`capture`] took for its world, with
+/// the counters `before`) and check the result. The one migration path:
 /// apply, the leader's dry run, shadow start and replay all use it.
 pub fn migrate(
     engine: &WasmEngine,
     module: &GuestModule,
     state: &[u8],
-    before: &TableStats,
+    before: &TableCounters,
 ) -> Result<Migrated, MigrateError> {
     let mut instance = engine.instantiate(module).map_err(MigrateError::Restore)?;
     instance.restore(state).map_err(MigrateError::Restore)?;
-    let after = instance.stats().map_err(MigrateError::After)?;
-    if after.held != before.held {
+    let after = instance.counters().map_err(MigrateError::After)?;
+    if after.holders != before.holders {
         return Err(MigrateError::LostLocks {
-            before: before.held,
-            after: after.held,
+            before: before.holders,
+            after: after.holders,
         });
     }
     if after.next_token < before.next_token {
@@ -182,8 +188,8 @@ pub fn switch_to(
     active: &mut GuestInstance,
 ) -> Result<(GuestModule, Migrated), MigrateError> {
     let module = loaded.map_err(MigrateError::Load)?;
-    let (state, stats) = capture(active)?;
-    let migrated = migrate(engine, &module, &state, &stats)?;
+    let (state, counters) = capture(active, module.world())?;
+    let migrated = migrate(engine, &module, &state, &counters)?;
     Ok((module, migrated))
 }
 
@@ -206,9 +212,19 @@ pub fn apply_upgrade(
     switch_to(engine, load(&entry.module), active)
 }
 
-/// The active module's state and counters, as input to [`migrate`].
-pub fn capture(active: &mut GuestInstance) -> Result<(Vec<u8>, TableStats), MigrateError> {
-    let state = active.snapshot().map_err(MigrateError::OldSnapshot)?;
-    let stats = active.stats().map_err(MigrateError::OldSnapshot)?;
-    Ok((state, stats))
+/// The active module's state, as a module of world `to` can read it, and
+/// its counters: the input to [`migrate`].
+pub fn capture(
+    active: &mut GuestInstance,
+    to: World,
+) -> Result<(Vec<u8>, TableCounters), MigrateError> {
+    let state = match (active.world(), to) {
+        (World::V02, World::V01) => active
+            .downgrade_snapshot()
+            .map_err(MigrateError::OldSnapshot)?
+            .map_err(|reason| MigrateError::Downgrade { to, reason })?,
+        _ => active.snapshot().map_err(MigrateError::OldSnapshot)?,
+    };
+    let counters = active.counters().map_err(MigrateError::OldSnapshot)?;
+    Ok((state, counters))
 }

@@ -21,7 +21,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use super::{migrate, MigrateError};
-use crate::command::Command;
+use crate::command::{legacy, Command, Outcome};
 use crate::engine::{EngineError, GuestInstance, WasmEngine};
 use crate::log::{Wal, WalError, WalOptions};
 use crate::raft::log_store::{read_meta, LogOpenError};
@@ -90,10 +90,12 @@ pub fn replay(
             )
         }
     };
-    let (state, stats) = active.capture().map_err(ReplayError::Candidate)?;
     let candidate_module = engine
         .load(candidate)
         .map_err(|e| ReplayError::Candidate(MigrateError::Load(e)))?;
+    let (state, stats) = active
+        .capture(candidate_module.world())
+        .map_err(ReplayError::Candidate)?;
     let migrated =
         migrate(engine, &candidate_module, &state, &stats).map_err(ReplayError::Candidate)?;
     let mut cand: Option<GuestInstance> = Some(migrated.instance);
@@ -125,8 +127,13 @@ pub fn replay(
         })?;
         report.entries += 1;
         report.to_index = *index;
-        let commands = match &entry.payload {
-            openraft::EntryPayload::Normal(Request::Lock(commands)) => Some(commands.clone()),
+        let batch = match &entry.payload {
+            openraft::EntryPayload::Normal(Request::Commands(groups)) => {
+                Some(Batch::Groups(groups.clone()))
+            }
+            openraft::EntryPayload::Normal(Request::Lock(commands)) => {
+                Some(Batch::Legacy(commands.clone()))
+            }
             openraft::EntryPayload::Normal(Request::Upgrade(_)) => {
                 report.upgrades += 1;
                 None
@@ -136,17 +143,23 @@ pub fn replay(
         // The same apply as the node's, upgrade entries included: a rejected
         // upgrade leaves the active side as it was, as it did on the node.
         let responses = active.apply([entry]).map_err(ReplayError::Active)?;
-        let (Some(commands), Some(Response::Lock(a))) = (commands, responses.first()) else {
+        let (Some(batch), Some(Response::Lock(a))) = (batch, responses.first()) else {
             continue;
         };
-        report.commands += commands.len() as u64;
-        if let Some(c) = cand.as_mut() {
-            match c.apply(&commands) {
-                Ok(b) => compare(*index, &commands, a, &b, &mut report.differences),
-                Err(e) => {
-                    report.candidate_failed = Some(format!("at index {index}: {e}"));
-                    cand = None;
-                }
+        let Some(c) = cand.as_mut() else {
+            report.commands += batch.len() as u64;
+            continue;
+        };
+        report.commands += batch.len() as u64;
+        let b = match &batch {
+            Batch::Groups(groups) => c.apply(groups),
+            Batch::Legacy(commands) => c.apply_legacy(commands).map(|o| vec![o]),
+        };
+        match b {
+            Ok(b) => compare(*index, &batch.display(), a, &b, &mut report.differences),
+            Err(e) => {
+                report.candidate_failed = Some(format!("at index {index}: {e}"));
+                cand = None;
             }
         }
     }
@@ -159,19 +172,44 @@ pub fn replay(
     Ok(report)
 }
 
+/// The lock commands of one log entry, in either world's types.
+enum Batch {
+    Groups(Vec<Vec<Command>>),
+    Legacy(Vec<legacy::Command>),
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        match self {
+            Batch::Groups(g) => g.iter().map(Vec::len).sum(),
+            Batch::Legacy(c) => c.len(),
+        }
+    }
+
+    /// Each command as text, in order.
+    fn display(&self) -> Vec<String> {
+        match self {
+            Batch::Groups(g) => g.iter().flatten().map(|c| c.to_string()).collect(),
+            Batch::Legacy(c) => c.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+}
+
 fn compare(
     index: u64,
-    commands: &[Command],
-    a: &[crate::command::Outcome],
-    b: &[crate::command::Outcome],
+    commands: &[String],
+    a: &[Vec<Outcome>],
+    b: &[Vec<Outcome>],
     out: &mut Vec<OutcomeDiff>,
 ) {
+    let (a, b): (Vec<&Outcome>, Vec<&Outcome>) =
+        (a.iter().flatten().collect(), b.iter().flatten().collect());
     for (i, c) in commands.iter().enumerate() {
         let (x, y) = (a.get(i), b.get(i));
         if x != y {
             out.push(OutcomeDiff {
                 index,
-                command: c.to_string(),
+                command: c.clone(),
                 active: x.map_or("(none)".into(), |o| o.to_string()),
                 candidate: y.map_or("(none)".into(), |o| o.to_string()),
             });

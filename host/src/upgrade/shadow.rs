@@ -16,7 +16,8 @@
 
 use lockd_client::proto::{OutcomeDiff, ShadowStatus};
 
-use crate::command::{Command, Outcome};
+use crate::command::{legacy, Command, Outcome};
+use crate::engine::EngineError;
 use crate::engine::{GuestInstance, GuestModule};
 
 /// Differing outcomes kept as examples.
@@ -58,33 +59,72 @@ impl Shadow {
         self.status.failed.as_deref()
     }
 
-    /// Feed the batch the active module just applied (`index_of(i)` is the
-    /// log index of `batch[i]`) and compare outcomes.
-    pub fn feed(&mut self, batch: &[Command], index_of: impl Fn(usize) -> u64, active: &[Outcome]) {
-        if self.status.failed.is_some() || batch.is_empty() {
+    /// Feed the groups the active module just applied (`index_of(g)` is
+    /// the log index of `groups[g]`) and compare outcomes.
+    pub fn feed(
+        &mut self,
+        groups: &[Vec<Command>],
+        index_of: impl Fn(usize) -> u64,
+        active: &[Vec<Outcome>],
+    ) {
+        if self.status.failed.is_some() || groups.is_empty() {
             return;
         }
-        match self.instance.apply(batch) {
-            Ok(outcomes) => {
-                let st = &mut self.status;
-                st.commands_compared += batch.len() as u64;
-                for (i, (a, s)) in active.iter().zip(&outcomes).enumerate() {
-                    if a != s {
-                        st.outcome_diffs += 1;
-                        if st.examples.len() < EXAMPLES {
-                            st.examples.push(OutcomeDiff {
-                                index: index_of(i),
-                                command: batch[i].to_string(),
-                                active: a.to_string(),
-                                candidate: s.to_string(),
-                            });
-                        }
-                    }
-                }
-            }
+        let result = self.instance.apply(groups);
+        let commands = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, cs)| cs.iter().map(move |c| (g, c)));
+        self.compare(
+            commands.map(|(g, c)| (index_of(g), c as &dyn std::fmt::Display)),
+            active.iter().flatten(),
+            result.map(|o| o.into_iter().flatten().collect()),
+        );
+    }
+
+    /// Feed a log entry in world 0.1's types (see
+    /// [`GuestInstance::apply_legacy`]).
+    pub fn feed_legacy(&mut self, commands: &[legacy::Command], index: u64, active: &[Outcome]) {
+        if self.status.failed.is_some() || commands.is_empty() {
+            return;
+        }
+        let result = self.instance.apply_legacy(commands);
+        self.compare(
+            commands
+                .iter()
+                .map(|c| (index, c as &dyn std::fmt::Display)),
+            active.iter(),
+            result,
+        );
+    }
+
+    fn compare<'a>(
+        &mut self,
+        commands: impl Iterator<Item = (u64, &'a dyn std::fmt::Display)>,
+        active: impl Iterator<Item = &'a Outcome>,
+        shadow: Result<Vec<Outcome>, EngineError>,
+    ) {
+        let outcomes = match shadow {
+            Ok(o) => o,
             Err(e) => {
                 tracing::warn!(module = %self.module.hash(), error = %e, "shadow module failed; it gets no more input");
                 self.status.failed = Some(e.to_string());
+                return;
+            }
+        };
+        let st = &mut self.status;
+        for (((index, command), a), s) in commands.zip(active).zip(&outcomes) {
+            st.commands_compared += 1;
+            if a != s {
+                st.outcome_diffs += 1;
+                if st.examples.len() < EXAMPLES {
+                    st.examples.push(OutcomeDiff {
+                        index,
+                        command: command.to_string(),
+                        active: a.to_string(),
+                        candidate: s.to_string(),
+                    });
+                }
             }
         }
     }

@@ -104,7 +104,10 @@ impl Upgrader {
         .map_err(|e| UpgradeError::Internal(format!("compile task: {e}")))?
         .map_err(|e| UpgradeError::Refused(MigrateError::Load(e)))?;
         let compile_us = started.elapsed().as_micros() as u64;
-        let (state, stats) = self.sm.capture().map_err(UpgradeError::Refused)?;
+        let (state, stats) = self
+            .sm
+            .capture(loaded.world())
+            .map_err(UpgradeError::Refused)?;
         let engine = self.sm.engine().clone();
         let started = Instant::now();
         tokio::task::spawn_blocking(move || migrate(&engine, &loaded, &state, &stats).map(|_| ()))
