@@ -257,6 +257,19 @@ impl Admin {
         self.http.get_json(addr, "/v1/audit").await
     }
 
+    /// The lock module's policy data (`{"rules":[…]}`), from the leader.
+    pub async fn policy(&self) -> Result<Value, AdminError> {
+        let addr = self.leader_addr().await?;
+        self.http.get_json(&addr, "/v1/admin/policy").await
+    }
+
+    /// Replace the policy data with `policy` (`{"rules":[…]}`).
+    pub async fn set_policy(&self, policy: &Value) -> Result<Value, AdminError> {
+        let body = Bytes::from(policy.to_string());
+        self.send(Method::PUT, "/v1/admin/policy", "application/json", body)
+            .await
+    }
+
     async fn post_json(&self, path: &str, body: &Value) -> Result<Value, AdminError> {
         self.post(path, "application/json", Bytes::from(body.to_string()))
             .await
@@ -269,8 +282,20 @@ impl Admin {
     /// POST to the leader; a refusal carries the leader's `error` message.
     /// No timeout: an upgrade compiles and commits before it answers.
     async fn post(&self, path: &str, content_type: &str, body: Bytes) -> Result<Value, AdminError> {
+        self.send(Method::POST, path, content_type, body).await
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: Bytes,
+    ) -> Result<Value, AdminError> {
         let addr = self.leader_addr().await?;
-        let request = Request::post(format!("http://{addr}{path}"))
+        let request = Request::builder()
+            .method(method)
+            .uri(format!("http://{addr}{path}"))
             .header("content-type", content_type)
             .body(Full::new(body))?;
         let (status, bytes) = self.http.send(request).await.map_err(|e| match e {

@@ -54,6 +54,8 @@ impl ClientError {
 }
 
 struct Inner {
+    /// This client's owner (session) name: random, one per [`Client`].
+    owner: String,
     endpoints: Vec<String>,
     options: ClientOptions,
     /// The connection in use, and the address to try first.
@@ -85,12 +87,18 @@ impl Client {
     {
         Client {
             inner: Arc::new(Inner {
+                owner: format!("client-{}", crate::options::random_id()),
                 endpoints: endpoints.into_iter().map(Into::into).collect(),
                 options,
                 conn: tokio::sync::Mutex::new(None),
                 preferred: Mutex::new(None),
             }),
         }
+    }
+
+    /// The owner name [`Client::acquire_with`] uses unless told otherwise.
+    pub fn owner(&self) -> &str {
+        &self.inner.owner
     }
 
     async fn connection(&self, attempt: usize) -> Result<Conn, ConnError> {
@@ -124,15 +132,22 @@ impl Client {
     /// the leader); otherwise the caller learns the outcome is unknown,
     /// rather than a retry taking a second lock or reporting a release as
     /// "not held".
-    async fn call(
+    pub(crate) async fn call(
         &self,
         req: ClientRequest,
         extra: Duration,
     ) -> Result<ClientResponse, ClientError> {
-        let idempotent = matches!(
-            req,
-            ClientRequest::Get { .. } | ClientRequest::Status | ClientRequest::Keepalive { .. }
-        );
+        // An acquire with a request id returns the grant that committed
+        // when retried (world 0.2), so it is retried like a read.
+        let idempotent = match &req {
+            ClientRequest::Get { .. }
+            | ClientRequest::Status
+            | ClientRequest::Keepalive { .. }
+            | ClientRequest::Holders { .. }
+            | ClientRequest::List { .. } => true,
+            ClientRequest::AcquireWith(a) => !a.request_id.is_empty(),
+            ClientRequest::Acquire { .. } | ClientRequest::Release { .. } => false,
+        };
         if self.inner.endpoints.is_empty() {
             return Err(ClientError::Unreachable {
                 ms: 0,
@@ -210,7 +225,18 @@ impl Client {
             lease_ms: lease.as_millis() as u64,
             wait_ms: wait.as_millis() as u64,
         };
-        match self.call(req, wait).await? {
+        let resp = self.call(req, wait).await?;
+        self.guard(key, sent, resp)
+    }
+
+    /// The guard of an acquire's answer (sent at `sent`).
+    pub(crate) fn guard(
+        &self,
+        key: &str,
+        sent: Instant,
+        resp: ClientResponse,
+    ) -> Result<LockGuard, ClientError> {
+        match resp {
             ClientResponse::Acquired { token, lease_ms } => {
                 let lease = Duration::from_millis(lease_ms);
                 Ok(LockGuard {

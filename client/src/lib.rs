@@ -33,9 +33,11 @@ pub mod admin;
 pub mod audit;
 pub mod client;
 pub mod conn;
+pub mod options;
 pub mod proto;
 pub mod shutdown;
 pub mod wire;
 
 pub use client::{Client, ClientError, ClientOptions, LockGuard};
+pub use options::AcquireOptions;
 pub use proto::{LockView, Status};

@@ -27,6 +27,79 @@ pub enum ClientRequest {
     },
     /// The answering node's status.
     Status,
+    /// Take a slot of `key` as a module of world 0.2 understands it.
+    /// Variants are appended, so older peers decode every earlier one.
+    AcquireWith(AcquireRequest),
+    /// Every holding of `key`, read linearizably.
+    Holders {
+        key: Vec<u8>,
+    },
+    /// Held keys under `prefix`, after `after`, at most `limit`.
+    List {
+        prefix: Vec<u8>,
+        after: Option<Vec<u8>>,
+        limit: u32,
+    },
+}
+
+/// How a holding shares its key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LockMode {
+    /// With limit 1 a mutex; with limit N a counting semaphore of N.
+    #[default]
+    Exclusive,
+    /// A reader of a readers-writer lock (up to `limit` together).
+    Shared,
+}
+
+impl LockMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockMode::Exclusive => "exclusive",
+            LockMode::Shared => "shared",
+        }
+    }
+}
+
+/// An acquire with the options of world 0.2.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcquireRequest {
+    pub key: Vec<u8>,
+    pub lease_ms: u64,
+    pub wait_ms: u64,
+    pub mode: LockMode,
+    pub limit: u32,
+    /// A caller-chosen owner (session) name.
+    pub owner: String,
+    /// With `owner`, makes a retry return the grant that committed.
+    pub request_id: String,
+}
+
+/// One holding of a key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holding {
+    pub token: u64,
+    pub lease_ms: u64,
+    pub mode: LockMode,
+    pub limit: u32,
+    /// `None`: carried over from a world-0.1 state, holder unknown.
+    pub holder: Option<HolderId>,
+    pub request_id: String,
+}
+
+/// Who holds a holding.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HolderId {
+    pub principal: String,
+    pub owner: String,
+}
+
+/// A held key and its holdings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyHoldings {
+    pub key: String,
+    pub holdings: Vec<Holding>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +110,8 @@ pub enum ClientResponse {
     Lock(Option<LockView>),
     Status(Box<Status>),
     Error(WireError),
+    Holders(Vec<Holding>),
+    Listed(Vec<KeyHoldings>),
 }
 
 /// A held lock as a client sees it.
@@ -71,10 +146,18 @@ pub enum WireError {
     Unavailable(String),
     #[error("{0}")]
     Internal(String),
-    /// The lock module's policy refused the grant (the key is not held).
-    /// Last, so that older peers decode every earlier variant unchanged.
+    /// The lock module's policy refused the grant.
+    /// New variants go last, so that older peers decode every earlier
+    /// variant unchanged.
     #[error("{0}")]
     Refused(String),
+    /// A quota of the lock module's policy data is used up.
+    #[error("{0}")]
+    Quota(String),
+    /// The active lock module cannot serve the request as asked (a mode or
+    /// limit it does not support, a limit unlike the key's holders').
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]

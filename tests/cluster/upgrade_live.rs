@@ -36,13 +36,12 @@ fn upgrade_under_load_swaps_every_node_at_one_index() {
     assert_eq!(v["divergences"], serde_json::json!([]));
 }
 
+/// Then, on the same processes, shared locks and semaphores through HTTP,
+/// lockctl and the Rust client (`world02_live`).
 #[test]
 fn upgrade_to_world_0_2_under_exclusive_load_loses_nothing() {
     let (c, leader) = swap_under_load(LOCK_SM_V3, "world lockd:sm@0.2.0");
-    // The lock held across the swap has a holder the 0.1 module never
-    // knew: its holdings show it unknown.
-    let st = c.status(leader).expect("status");
-    assert!(st.locks_held >= 1, "{st:?}");
+    crate::world02_live::used_after_upgrade(&c, leader, "held/across");
 }
 
 /// Start 3 nodes, put six clients on them, swap to `module` through a
@@ -57,6 +56,7 @@ fn swap_under_load(module: &[u8], version: &str) -> (Cluster, u64) {
     let v1 = c.status(leader).expect("status").module_hash;
     assert_eq!(v1, ModuleHash::of(lockd::builtin::LOCK_SM).to_string());
     let v2 = ModuleHash::of(module).to_string();
+    crate::world02_live::refused_on_0_1(&c, leader);
     // A lock held across the swap keeps its token and its holder.
     let held_token = c.acquire_on_leader("held/across", 60_000, Duration::from_secs(20));
 

@@ -81,7 +81,7 @@ fn build_fault_binary() -> PathBuf {
     cmd.current_dir(&workspace).args([
         "build",
         "--features",
-        "lockd/fault-diverge lockd/fault-stale-done lockd/fault-early-expiry lockd/fault-double-grant",
+        "lockd/fault-diverge lockd/fault-stale-done lockd/fault-early-expiry lockd/fault-double-grant lockd/fault-die-before-answer",
         "--bin",
         "lockd-fault",
         "--target-dir",
@@ -491,6 +491,14 @@ impl Cluster {
 
     pub fn post(&self, id: u64, path: &str, body: Value) -> Result<Reply, String> {
         self.request(id, "POST", path, Some(body))
+    }
+
+    pub fn put(&self, id: u64, path: &str, body: Value) -> Result<Reply, String> {
+        self.request(id, "PUT", path, Some(body))
+    }
+
+    pub fn delete(&self, id: u64, path: &str) -> Result<Reply, String> {
+        self.request(id, "DELETE", path, None)
     }
 
     /// POST raw bytes (a module) to node `id`.

@@ -1,12 +1,16 @@
-//! `lockctl acquire KEY --lease D [--wait D] [--hold]`: take a lock and
-//! print its fencing token. With `--hold`, keep renewing it until Ctrl-C or
-//! SIGTERM (then release), or exit with status 3 once it is lost.
+//! `lockctl acquire KEY --lease D [--wait D] [--hold] [--mode M] [--limit N]
+//! [--owner O] [--request-id ID]`: take a lock (a slot of a semaphore, a
+//! reader's share) and print its fencing token. The acquire carries a
+//! request id, so lockctl retries it through a leader change without ever
+//! taking a second grant (with a lock module of world 0.2). With `--hold`,
+//! keep renewing it until Ctrl-C or SIGTERM (then release), or exit with
+//! status 3 once it is lost.
 
 use std::io::Write as _;
 use std::time::Duration;
 
 use anyhow::anyhow;
-use lockd_client::Client;
+use lockd_client::{AcquireOptions, Client};
 use serde_json::json;
 
 use crate::output::{print, Failure};
@@ -18,11 +22,10 @@ pub async fn run(
     client: &Client,
     j: bool,
     key: &str,
-    lease: Duration,
-    wait: Duration,
+    opts: AcquireOptions,
     hold: bool,
 ) -> Result<(), Failure> {
-    let mut g = client.acquire(key, lease, wait).await?;
+    let mut g = client.acquire_with(key, opts).await?;
     print(
         j,
         json!({ "key": key, "token": g.token(), "lease_ms": g.lease().as_millis() as u64 }),

@@ -2,9 +2,12 @@
 //!
 //! ```text
 //! lockctl [--endpoints ADDR[,ADDR…]] [--json] acquire KEY --lease 10s [--wait 5s] [--hold]
+//!         [--mode exclusive|shared] [--limit N] [--owner NAME] [--request-id ID]
 //! lockctl release KEY --token T
 //! lockctl keepalive KEY --token T
-//! lockctl get KEY
+//! lockctl get KEY                                                # every holder
+//! lockctl list [PREFIX] [--after KEY] [--limit N]
+//! lockctl policy get | policy set FILE.json
 //! lockctl status
 //! lockctl members [list] | members add ID ADDR | members promote ID | members remove ID
 //! lockctl bench --clients 64 [--contended] [--seconds 5]
@@ -27,8 +30,10 @@ mod audit;
 mod bench;
 mod get;
 mod keepalive;
+mod list;
 mod members;
 mod output;
+mod policy;
 mod release;
 mod status;
 mod upgrade;
@@ -78,6 +83,20 @@ enum Cmd {
         /// SIGTERM, then release. Exits with status 3 if the lock is lost.
         #[arg(long)]
         hold: bool,
+        /// `shared`: a reader of a readers-writer lock (needs a lock module
+        /// of world 0.2).
+        #[arg(long, value_enum, default_value_t = ModeArg::Exclusive)]
+        mode: ModeArg,
+        /// Holders at once: 1 a mutex, N a semaphore of N (or N readers).
+        #[arg(long, default_value_t = 1)]
+        limit: u32,
+        /// The owner (session) name recorded with the holding.
+        #[arg(long)]
+        owner: Option<String>,
+        /// Makes a retried acquire return the grant that committed (default:
+        /// a fresh random id, so lockctl's own retries are safe).
+        #[arg(long)]
+        request_id: Option<String>,
     },
     /// Release a lock held with TOKEN.
     Release {
@@ -93,6 +112,21 @@ enum Cmd {
     },
     /// Who holds KEY (linearizable read).
     Get { key: String },
+    /// Held keys under PREFIX and their holders (linearizable read).
+    List {
+        #[arg(default_value = "")]
+        prefix: String,
+        /// Start after this key (the `next` of the previous page).
+        #[arg(long)]
+        after: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Show or replace the lock module's policy data.
+    Policy {
+        #[command(subcommand)]
+        op: PolicyOp,
+    },
     /// Status of every endpoint.
     Status,
     /// Show or change the membership.
@@ -136,6 +170,20 @@ enum Cmd {
         #[arg(long, value_parser = parse_duration, default_value = "10s")]
         lease: Duration,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ModeArg {
+    Exclusive,
+    Shared,
+}
+
+#[derive(Subcommand)]
+enum PolicyOp {
+    /// Print the rules.
+    Get,
+    /// Replace the rules with FILE's (`-`: stdin).
+    Set { file: std::path::PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -191,10 +239,36 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             lease,
             wait,
             hold,
-        } => acquire::run(&client, j, &key, lease, wait, hold).await,
+            mode,
+            limit,
+            owner,
+            request_id,
+        } => {
+            let opts = lockd_client::AcquireOptions {
+                lease,
+                wait,
+                mode: match mode {
+                    ModeArg::Exclusive => lockd_client::proto::LockMode::Exclusive,
+                    ModeArg::Shared => lockd_client::proto::LockMode::Shared,
+                },
+                limit,
+                owner,
+                request_id,
+            };
+            acquire::run(&client, j, &key, opts, hold).await
+        }
         Cmd::Release { key, token } => release::run(&client, j, &key, token).await,
         Cmd::Keepalive { key, token } => keepalive::run(&client, j, &key, token).await,
         Cmd::Get { key } => get::run(&client, j, &key).await,
+        Cmd::List {
+            prefix,
+            after,
+            limit,
+        } => list::run(&client, j, &prefix, after.as_deref(), limit).await,
+        Cmd::Policy { op } => match op {
+            PolicyOp::Get => policy::get(&admin, j).await,
+            PolicyOp::Set { file } => policy::set(&admin, j, &file).await,
+        },
         Cmd::Status => status::run(&admin, j).await,
         Cmd::Members { op } => members::run(&admin, j, op).await,
         Cmd::Upgrade {

@@ -65,10 +65,16 @@ impl From<ServiceError> for ApiError {
             | ServiceError::KeyTooLong(_)
             | ServiceError::KeyNotUtf8
             | ServiceError::ZeroLease
-            | ServiceError::LeaseTooLong { .. } => StatusCode::BAD_REQUEST,
+            | ServiceError::LeaseTooLong { .. }
+            | ServiceError::ZeroLimit
+            | ServiceError::BadLimit { .. }
+            | ServiceError::FieldTooLong { .. } => StatusCode::BAD_REQUEST,
+            ServiceError::PolicyRefused(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ServiceError::Held { .. } | ServiceError::WrongToken { .. } => StatusCode::CONFLICT,
             ServiceError::NotHeld { .. } => StatusCode::NOT_FOUND,
             ServiceError::Refused { .. } => StatusCode::FORBIDDEN,
+            ServiceError::Quota { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ServiceError::Unsupported { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ServiceError::NotLeader { .. } | ServiceError::Unavailable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }

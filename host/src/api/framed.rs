@@ -14,6 +14,7 @@ use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 use super::services::Services;
 use super::status::status_of;
+use super::wire;
 use crate::raft::network::{PeerRequest, PeerResponse};
 use crate::service::ServiceError;
 use crate::transport::frame::{self, Envelope, Hello, HelloReply, Refused, Role, Welcome};
@@ -162,11 +163,17 @@ fn wire_error(node: &Services, e: ServiceError) -> WireError {
         | ServiceError::KeyTooLong(_)
         | ServiceError::KeyNotUtf8
         | ServiceError::ZeroLease
-        | ServiceError::LeaseTooLong { .. } => WireError::BadRequest(msg),
+        | ServiceError::LeaseTooLong { .. }
+        | ServiceError::ZeroLimit
+        | ServiceError::BadLimit { .. }
+        | ServiceError::FieldTooLong { .. } => WireError::BadRequest(msg),
+        ServiceError::PolicyRefused(_) => WireError::Unsupported(msg),
         ServiceError::Held { .. } => WireError::Held(msg),
         ServiceError::NotHeld { .. } => WireError::NotHeld(msg),
         ServiceError::WrongToken { .. } => WireError::WrongToken(msg),
         ServiceError::Refused { .. } => WireError::Refused(msg),
+        ServiceError::Quota { .. } => WireError::Quota(msg),
+        ServiceError::Unsupported { .. } => WireError::Unsupported(msg),
         ServiceError::NotLeader { leader, .. } => {
             let leader_addr = leader.and_then(|l| node.addr_of(l));
             WireError::NotLeader {
@@ -224,6 +231,13 @@ async fn handle_client(node: &Services, req: ClientRequest) -> ClientResponse {
             Err(e) => Err(e),
         },
         ClientRequest::Status => Ok(ClientResponse::Status(Box::new(status_of(node)))),
+        ClientRequest::AcquireWith(r) => wire::acquire(node, r).await,
+        ClientRequest::Holders { key } => wire::holders(node, key).await,
+        ClientRequest::List {
+            prefix,
+            after,
+            limit,
+        } => wire::list(node, prefix, after, limit).await,
     };
     result.unwrap_or_else(|e| ClientResponse::Error(wire_error(node, e)))
 }

@@ -19,9 +19,11 @@ pub mod error;
 pub mod forward;
 pub mod framed;
 pub mod http;
+pub mod locks;
 pub mod metrics;
 pub mod services;
 pub mod status;
+pub mod wire;
 
 pub use error::ApiError;
 pub use services::Services;

@@ -4,7 +4,9 @@
 //! state divergence (`fault-diverge`, for the determinism audit test), a
 //! held-back answer (`fault-stale-done`, the reload-race test), and leases
 //! that end early (`fault-early-expiry`, `fault-double-grant`, the broken
-//! variants the fault-injection checkers must catch).
+//! variants the fault-injection checkers must catch), and a leader that
+//! dies between a grant's commit and its answer (`fault-die-before-answer`,
+//! the idempotent-acquire test).
 
 #[path = "lockd.rs"]
 mod lockd_main;

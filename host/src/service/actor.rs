@@ -26,7 +26,7 @@ use super::error::{Acquired, ServiceError};
 use super::proposer::Proposer;
 use super::read;
 use super::stats::ServiceStats;
-use super::table::{Action, Answer, Cmd, Event, Held, ReqId, Request, Table, Why};
+use super::table::{Action, Answer, Cmd, Event, Held, ReqId, Request, Spec, Table, Why};
 use super::world;
 #[cfg(feature = "fault-stale-done")]
 use crate::command::Command;
@@ -40,7 +40,7 @@ pub(super) enum Msg {
     Acquire {
         req: ReqId,
         key: String,
-        lease_ms: u64,
+        spec: Spec,
         wait: Duration,
         reply: Reply<Acquired>,
     },
@@ -189,7 +189,7 @@ impl Actor {
             Msg::Acquire {
                 req,
                 key,
-                lease_ms,
+                spec,
                 wait,
                 reply,
             } => {
@@ -204,7 +204,7 @@ impl Actor {
                 Event::Request(Request::Acquire {
                     req,
                     key,
-                    lease_ms,
+                    spec,
                     wait,
                 })
             }
@@ -305,6 +305,8 @@ impl Actor {
         match (pending, answer) {
             (p, Err(e)) => p.fail(e),
             (Pending::Acquire { key, reply }, Ok(Answer::Granted(a))) => {
+                #[cfg(feature = "fault-die-before-answer")]
+                die_before_answer(&key);
                 let token = a.token;
                 if reply.send(Ok(a)).is_err() {
                     return Some(Event::Undelivered { key, token });
@@ -370,4 +372,32 @@ fn fault_gate(why: Why, entry: &[Command]) -> Option<Arc<tokio::sync::Notify>> {
         super::fault::open(key);
     }
     (why == Why::Release && entry.len() == 1).then(|| super::fault::gate(key))
+}
+
+/// Test-only fault: with `LOCKD_FAULT_DIE_BEFORE_ANSWER=KEY:MARKER`, the
+/// first node (cluster-wide: whoever creates MARKER) about to answer a
+/// committed grant of KEY aborts, as if killed between commit and answer.
+#[cfg(feature = "fault-die-before-answer")]
+fn die_before_answer(key: &str) {
+    let Ok(v) = std::env::var("LOCKD_FAULT_DIE_BEFORE_ANSWER") else {
+        return;
+    };
+    let Some((k, marker)) = v.split_once(':') else {
+        return;
+    };
+    if k != key {
+        return;
+    }
+    let first = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(marker)
+        .is_ok();
+    if first {
+        tracing::warn!(
+            key,
+            "FAULT: dying between the commit of a grant and its answer"
+        );
+        std::process::abort();
+    }
 }

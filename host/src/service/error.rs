@@ -9,6 +9,10 @@ use crate::raft::{leader_hint, Node, NodeId};
 
 /// The longest key accepted, in bytes.
 pub const MAX_KEY_BYTES: usize = 1024;
+/// The longest owner (session) name accepted, in bytes.
+pub const MAX_OWNER_BYTES: usize = 256;
+/// The longest request id (idempotency key) accepted, in bytes.
+pub const MAX_REQUEST_ID_BYTES: usize = 128;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Acquired {
@@ -28,12 +32,28 @@ pub enum ServiceError {
     ZeroLease,
     #[error("lease_ms {got} is above this cluster's maximum of {max}")]
     LeaseTooLong { got: u64, max: u64 },
+    #[error("limit must be at least 1")]
+    ZeroLimit,
+    #[error("a page holds 1 to {max} keys, not {got}")]
+    BadLimit { got: u32, max: u32 },
+    #[error("the lock module refused the policy: {0}")]
+    PolicyRefused(String),
+    #[error("{field} is {got} bytes; at most {max} are allowed")]
+    FieldTooLong {
+        field: &'static str,
+        got: usize,
+        max: usize,
+    },
     #[error("lock {key:?} is held by another holder")]
     Held { key: String },
     #[error("lock {key:?} is not held")]
     NotHeld { key: String },
-    #[error("the lock module refused to grant {key:?} (a policy of the active module; the key is not held)")]
-    Refused { key: String },
+    #[error("the lock module refused to grant {key:?} by its policy: {reason}")]
+    Refused { key: String, reason: String },
+    #[error("the lock module refused to grant {key:?}: a quota is used up: {reason}")]
+    Quota { key: String, reason: String },
+    #[error("the active lock module cannot grant {key:?} as asked: {reason}")]
+    Unsupported { key: String, reason: String },
     #[error("token {given} does not hold lock {key:?}")]
     WrongToken { key: String, given: u64 },
     #[error("node {id} is not the leader{}", leader.map(|l| format!("; node {l} is")).unwrap_or_default())]
@@ -50,6 +70,26 @@ pub fn check_key(key: &str) -> Result<(), ServiceError> {
         n if n > MAX_KEY_BYTES => Err(ServiceError::KeyTooLong(n)),
         _ => Ok(()),
     }
+}
+
+/// The bounds on what an acquire carries besides key and lease.
+pub fn check_spec(spec: &crate::service::table::Spec) -> Result<(), ServiceError> {
+    if spec.limit == 0 {
+        return Err(ServiceError::ZeroLimit);
+    }
+    for (field, value, max) in [
+        ("owner", &spec.owner, MAX_OWNER_BYTES),
+        ("request id", &spec.request_id, MAX_REQUEST_ID_BYTES),
+    ] {
+        if value.len() > max {
+            return Err(ServiceError::FieldTooLong {
+                field,
+                got: value.len(),
+                max,
+            });
+        }
+    }
+    Ok(())
 }
 
 impl ServiceError {

@@ -10,11 +10,13 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::actor::{self, Msg};
-use super::error::{check_key, Acquired, ServiceError};
+use super::error::MAX_KEY_BYTES;
+use super::error::{check_key, check_spec, Acquired, ServiceError};
 use super::proposer::Proposer;
 use super::read;
 use super::stats::ServiceStats;
-use crate::command::HolderInfo;
+use super::table::Spec;
+use crate::command::{Command, HolderInfo, KeyHolders, Mode, Outcome, PrefixPolicy, Reason};
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
 
@@ -28,10 +30,15 @@ pub struct LockService {
     id: NodeId,
     raft: Raft,
     sm: StateMachineStore,
+    /// For admin commands that need no lock table (`set-policy`).
+    proposer: Proposer,
     max_lease_ms: u64,
     /// The longest an election can take.
     election_max: Duration,
 }
+
+/// The most keys one page of a listing returns.
+pub const MAX_LIST: u32 = 1000;
 
 fn gone() -> ServiceError {
     ServiceError::Unavailable("the node is shutting down".into())
@@ -53,7 +60,7 @@ impl LockService {
             id,
             raft.clone(),
             sm.clone(),
-            proposer,
+            proposer.clone(),
             election_max,
             stats.clone(),
         );
@@ -64,6 +71,7 @@ impl LockService {
             id,
             raft,
             sm,
+            proposer,
             max_lease_ms,
             election_max,
         }
@@ -101,23 +109,67 @@ impl LockService {
         }
     }
 
-    /// Take `key`, waiting up to `wait` in the key's FIFO queue if it is held.
+    /// Take `key` exclusively, waiting up to `wait` in the key's FIFO
+    /// queue if it is held.
     pub async fn acquire(
         &self,
         key: &str,
         lease_ms: u64,
         wait: Duration,
     ) -> Result<Acquired, ServiceError> {
+        self.acquire_with(key, Spec::exclusive(lease_ms), wait)
+            .await
+    }
+
+    /// Take a slot of `key` as `spec` asks (mode, limit, owner, request
+    /// id), waiting up to `wait` in the key's FIFO queue while it is busy.
+    /// A mode or limit the active module does not support is refused here,
+    /// naming the module, before anything is proposed.
+    pub async fn acquire_with(
+        &self,
+        key: &str,
+        spec: Spec,
+        wait: Duration,
+    ) -> Result<Acquired, ServiceError> {
         check_key(key)?;
-        self.check_lease(lease_ms)?;
+        self.check_lease(spec.lease_ms)?;
+        check_spec(&spec)?;
+        if spec.mode != Mode::Exclusive || spec.limit != 1 {
+            self.check_supported(key, &spec)?;
+        }
         self.ask(|req, reply| Msg::Acquire {
             req,
             key: key.to_string(),
-            lease_ms,
+            spec,
             wait,
             reply,
         })
         .await
+    }
+
+    /// Whether the active module supports `spec`'s mode and limit (its
+    /// `features`).
+    fn check_supported(&self, key: &str, spec: &Spec) -> Result<(), ServiceError> {
+        let internal = |e: crate::engine::EngineError| ServiceError::StateMachine(e.to_string());
+        let features = self.sm.features().map_err(internal)?;
+        let why = if !features.modes.contains(&spec.mode) {
+            format!("it has no {} locks", spec.mode.as_str())
+        } else if spec.limit > features.max_limit {
+            format!(
+                "limit {} is above its largest, {}",
+                spec.limit, features.max_limit
+            )
+        } else {
+            return Ok(());
+        };
+        let version = self.sm.view(false).module_version;
+        Err(ServiceError::Unsupported {
+            key: key.to_string(),
+            reason: format!(
+                "{why} (active module: {version}, world {})",
+                features.world_id
+            ),
+        })
     }
 
     /// Free `key`, if `token` is its holder's (checked before proposing).
@@ -169,6 +221,57 @@ impl LockService {
         self.sm
             .holders(key)
             .map_err(|e| ServiceError::StateMachine(e.to_string()))
+    }
+}
+
+impl LockService {
+    /// Held keys under `prefix` after `after`, at most `limit` (1 to
+    /// [`MAX_LIST`]), read linearizably.
+    pub async fn list(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<KeyHolders>, ServiceError> {
+        if prefix.len() > MAX_KEY_BYTES {
+            return Err(ServiceError::KeyTooLong(prefix.len()));
+        }
+        if !(1..=MAX_LIST).contains(&limit) {
+            return Err(ServiceError::BadLimit {
+                got: limit,
+                max: MAX_LIST,
+            });
+        }
+        read::confirm(&self.raft, self.id).await?;
+        self.sm
+            .list_keys(prefix, after, limit)
+            .map_err(|e| ServiceError::StateMachine(e.to_string()))
+    }
+
+    /// The active module's policy data, read linearizably.
+    pub async fn policy(&self) -> Result<Vec<PrefixPolicy>, ServiceError> {
+        read::confirm(&self.raft, self.id).await?;
+        self.sm
+            .policy()
+            .map_err(|e| ServiceError::StateMachine(e.to_string()))
+    }
+
+    /// Replace the policy data through the log (the module checks the
+    /// rules; a module without policy data refuses).
+    pub async fn set_policy(&self, rules: Vec<PrefixPolicy>) -> Result<(), ServiceError> {
+        let mut out = self
+            .proposer
+            .propose(vec![Command::SetPolicy(rules)])
+            .await?;
+        match out.pop() {
+            Some(Outcome::PolicySet) => Ok(()),
+            Some(Outcome::Rejected(Reason::Unsupported(reason) | Reason::Policy(reason))) => {
+                Err(ServiceError::PolicyRefused(reason))
+            }
+            other => Err(ServiceError::StateMachine(format!(
+                "set-policy was answered {other:?}"
+            ))),
+        }
     }
 }
 

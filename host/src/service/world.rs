@@ -3,8 +3,8 @@
 //! table read back for a new leader.
 
 use super::error::ServiceError;
-use super::table::{Cmd, Held, Outcome, Reject};
-use crate::command::{Command, Outcome as Replicated, Reason};
+use super::table::{Cmd, Held, Ident, Outcome, Reject};
+use crate::command::{Command, Grant, Holder, Outcome as Replicated, Reason};
 use crate::raft::state_machine::StateMachineStore;
 
 /// The commands of one group.
@@ -12,7 +12,17 @@ pub(super) fn entry(commands: &[Cmd]) -> Vec<Command> {
     commands
         .iter()
         .map(|c| match c {
-            Cmd::Grant { key, lease_ms } => Command::grant(key.clone(), *lease_ms),
+            Cmd::Grant { key, spec } => Command::Grant(Grant {
+                key: key.clone(),
+                holder: Holder {
+                    principal: spec.principal.clone(),
+                    owner: spec.owner.clone(),
+                },
+                request_id: spec.request_id.clone(),
+                mode: spec.mode,
+                limit: spec.limit,
+                lease_ms: spec.lease_ms,
+            }),
             Cmd::Release { key, token } => Command::release(key.clone(), *token),
             Cmd::Expire { key, token } => Command::expire(key.clone(), *token),
         })
@@ -27,6 +37,7 @@ pub(super) fn outcomes(outcomes: Vec<Replicated>) -> Vec<Outcome> {
             Replicated::Granted(g) => Outcome::Granted {
                 token: g.token,
                 lease_ms: g.lease_ms,
+                repeat: g.repeat,
             },
             Replicated::Rejected(r) => Outcome::Rejected(match r {
                 Reason::Busy => Reject::Busy,
@@ -62,6 +73,16 @@ pub(super) fn read_all(sm: &StateMachineStore) -> Result<Vec<Held>, ServiceError
                 key: k.key.clone(),
                 token: h.token,
                 lease_ms: h.lease_ms,
+                mode: h.mode,
+                limit: h.limit,
+                ident: match h.holder {
+                    Some(holder) if !h.request_id.is_empty() => Some(Ident {
+                        principal: holder.principal,
+                        owner: holder.owner,
+                        request_id: h.request_id,
+                    }),
+                    _ => None,
+                },
             }));
         }
         if !full {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Holder;
+use super::{Holder, Spec};
 
 #[derive(Debug, Default)]
 pub(super) enum Holders {
@@ -72,14 +72,33 @@ impl Holders {
         }
     }
 
-    /// Every holder, by token (scenario files print them).
-    #[cfg(test)]
-    pub(super) fn iter(&self) -> Vec<(u64, &Holder)> {
+    /// Every holder, by token.
+    pub(super) fn iter(&self) -> Box<dyn Iterator<Item = (u64, &Holder)> + '_> {
         match self {
-            Holders::None => Vec::new(),
-            Holders::One(t, h) => vec![(*t, h)],
-            Holders::Many(m) => m.iter().map(|(t, h)| (*t, h)).collect(),
+            Holders::None => Box::new(std::iter::empty()),
+            Holders::One(t, h) => Box::new(std::iter::once((*t, h))),
+            Holders::Many(m) => Box::new(m.iter().map(|(t, h)| (*t, h))),
         }
+    }
+
+    /// Whether a grant of `spec` may be granted once `taken` more grants
+    /// of the same mode and limit went first: false only where world 0.2's
+    /// contract makes it certainly `busy` (holders of the two modes never
+    /// share a key; a key takes at most `limit` holders). The module still
+    /// decides everything else: a limit that differs from the holders' is
+    /// left to it to refuse, with its reason.
+    pub(super) fn room(&self, spec: &Spec, taken: usize) -> bool {
+        let mut held = 0usize;
+        for (_, h) in self.iter() {
+            if h.mode != spec.mode {
+                return false;
+            }
+            if h.limit != spec.limit {
+                return true;
+            }
+            held += 1;
+        }
+        held + taken < spec.limit as usize
     }
 }
 
@@ -92,6 +111,9 @@ mod tests {
         Holder {
             lease_ms: ms,
             deadline: Duration::from_millis(ms),
+            mode: crate::command::Mode::Exclusive,
+            limit: 1,
+            ident: None,
         }
     }
 
@@ -102,11 +124,35 @@ mod tests {
         hs.insert(3, h(1));
         assert!(matches!(hs, Holders::One(3, _)));
         hs.insert(5, h(2));
-        assert_eq!(hs.iter().iter().map(|x| x.0).collect::<Vec<_>>(), [3, 5]);
+        assert_eq!(hs.iter().map(|x| x.0).collect::<Vec<_>>(), [3, 5]);
         assert_eq!(hs.remove(&3).map(|x| x.lease_ms), Some(1));
         assert!(hs.remove(&3).is_none());
         assert!(hs.contains_key(&5));
         assert_eq!(hs.remove(&5).map(|x| x.lease_ms), Some(2));
         assert!(hs.is_empty());
+    }
+
+    #[test]
+    fn room_follows_the_contract_only() {
+        use crate::command::Mode;
+        let spec = |mode, limit| Spec {
+            mode,
+            limit,
+            ..Spec::exclusive(1)
+        };
+        let held = |mode, limit| Holder {
+            mode,
+            limit,
+            ..h(1)
+        };
+        let mut hs = Holders::default();
+        assert!(hs.room(&spec(Mode::Exclusive, 1), 0));
+        assert!(!hs.room(&spec(Mode::Exclusive, 1), 1));
+        hs.insert(1, held(Mode::Shared, 2));
+        assert!(hs.room(&spec(Mode::Shared, 2), 0));
+        assert!(!hs.room(&spec(Mode::Shared, 2), 1));
+        assert!(!hs.room(&spec(Mode::Exclusive, 2), 0), "modes never mix");
+        // A limit unlike the holders': the module refuses it, with a reason.
+        assert!(hs.room(&spec(Mode::Shared, 5), 0));
     }
 }

@@ -113,6 +113,9 @@ impl Table {
                         Holder {
                             lease_ms: l.lease_ms,
                             deadline,
+                            mode: l.mode,
+                            limit: l.limit,
+                            ident: l.ident,
                         },
                     );
                 }

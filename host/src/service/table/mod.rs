@@ -14,13 +14,25 @@
 //!
 //! Rules (the design's, made concrete):
 //!
-//! * **Acquire** a free key: propose `Grant`; the answer carries the token
-//!   from the applied outcome. A held key: join the key's FIFO queue if the
-//!   caller is willing to wait, else `Held` (after read-index).
+//! * **Acquire**: the module decides who may hold a key; the table never
+//!   does. With nobody queued and nothing in flight for the key, the
+//!   `Grant` is proposed and its outcome answers: granted (token and
+//!   granted lease from the applied outcome), refused by policy, quota or
+//!   as unsupported (the module's reason), or `busy`: then the caller joins
+//!   the key's FIFO queue if it is willing to wait, else `Held`. Otherwise
+//!   the caller queues behind the others (FIFO: a reader never overtakes a
+//!   waiting writer). The one shortcut: a grant that world 0.2's contract
+//!   makes certainly `busy` (the key is held in the other mode, or by
+//!   `limit` holders already) is not proposed; the caller queues, or gets
+//!   `Held` after read-index. A retry of a grant that committed (same
+//!   holder and request id as a holding) is always proposed, so it gets
+//!   the same token back instead of waiting behind itself.
 //! * **Release** checks the token here, before proposing. When someone is
-//!   waiting, the next waiter's `Grant` goes into the same entry right
-//!   behind the `Release` (`[Release k, Grant k]`): the log order makes it
-//!   safe, and a contended handoff costs one commit, not two.
+//!   waiting, the head waiters' grants go into the same group right behind
+//!   the `Release` (`[Release k, Grant k, ...]`): as many as the contract
+//!   leaves room for, all of one mode. The module answers them in order
+//!   and, from the first `busy` on, answers `busy`: those go back to the
+//!   head of the queue, in order. A contended handoff costs one commit.
 //! * **Leases** end only by a committed `Expire { key, token }`, proposed
 //!   when the leader's deadline for that `(key, token)` passes (again with
 //!   the next waiter's `Grant` behind it).
@@ -44,11 +56,9 @@
 //!   loading wait for the load; after [`GIVE_UP_AFTER`] failed loads in a
 //!   row they get the reason, and loads keep retrying with a back-off.
 //!
-//! Fit for world `lock-sm@0.2`: commands and outcomes are the table's own
-//! ([`Cmd`], [`Outcome`]), which the actor maps onto the active world;
-//! holders are kept per `(key, token)`; a proposal carries a list of
-//! waiters' grants behind the release. With 0.1 semantics a key has at most
-//! one holder and one grant rides behind a release or expire.
+//! Commands and outcomes are the table's own ([`Cmd`], [`Outcome`]),
+//! which the actor maps onto the replicated types (world 0.2's; the engine
+//! adapts them to a 0.1 module). Holders are kept per `(key, token)`.
 
 mod holders;
 mod leadership;
@@ -63,7 +73,9 @@ use std::time::Duration;
 
 use crate::raft::NodeId;
 
-pub use types::{Action, Answer, Cmd, Counters, Event, Held, Outcome, Reject, ReqId, Request, Why};
+pub use types::{
+    Action, Answer, Cmd, Counters, Event, Held, Ident, Outcome, Reject, ReqId, Request, Spec, Why,
+};
 
 /// After this many failed loads in a row (about 350 ms of trying), the
 /// requests waiting for the table are answered with the reason.
@@ -75,35 +87,45 @@ pub fn retry_delay(failures: u32) -> Duration {
     Duration::from_millis(50u64 << failures.saturating_sub(1).min(5))
 }
 
+/// Waiters' grants behind one release at most.
+const MAX_BEHIND: usize = 64;
+
 /// A caller waiting for a key (or whose grant is being proposed).
 #[derive(Debug, Clone)]
 struct Waiter {
     req: ReqId,
-    lease_ms: u64,
+    spec: Spec,
     until: Duration,
     /// The caller left while its grant was in flight.
     gone: bool,
+    /// It will not wait: one try (queued only behind a proposal in flight,
+    /// with no timer), then `Held`.
+    once: bool,
 }
 
-/// One holder of a key: its lease and the deadline on the leader's clock.
+/// One holding of a key: its lease, the deadline on the leader's clock,
+/// and what the contract needs (mode, limit) or a retry matches (ident).
 #[derive(Debug, Clone)]
 struct Holder {
     lease_ms: u64,
     deadline: Duration,
+    mode: crate::command::Mode,
+    limit: u32,
+    ident: Option<Ident>,
 }
 
 #[derive(Default, Debug)]
 struct KeyState {
-    /// Holders by token (0.1: at most one).
+    /// Holders by token.
     holders: holders::Holders,
-    /// A proposal for this key is in flight.
-    busy: bool,
+    /// Proposals for this key in flight.
+    inflight: u32,
     waiters: VecDeque<Waiter>,
 }
 
 impl KeyState {
     fn idle(&self) -> bool {
-        self.holders.is_empty() && !self.busy && self.waiters.is_empty()
+        self.holders.is_empty() && self.inflight == 0 && self.waiters.is_empty()
     }
 }
 

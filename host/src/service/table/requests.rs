@@ -1,14 +1,11 @@
-//! Callers' requests in the table: acquire (grant or queue), release (with
-//! the next waiter's grant in the same entry), extend a lease, and callers
-//! that leave.
+//! Callers' requests in the table: acquire (propose or queue), release
+//! (with the head waiters' grants in the same group), extend a lease, and
+//! callers that leave.
 
 use std::time::Duration;
 
-use super::{Cmd, End, Op, ReqId, Request, Role, Table, Waiter, Why};
+use super::{Cmd, End, Op, ReqId, Request, Role, Spec, Table, Waiter, Why, MAX_BEHIND};
 use crate::service::error::ServiceError;
-
-/// Grants that ride behind one release or expire (0.1 semantics: one).
-const GRANTS_PER_FREE: usize = 1;
 
 impl Table {
     /// A caller's request: refused on a follower, queued while the table
@@ -24,9 +21,9 @@ impl Table {
                 Request::Acquire {
                     req,
                     key,
-                    lease_ms,
+                    spec,
                     wait,
-                } => self.acquire(req, key, lease_ms, wait),
+                } => self.acquire(req, key, spec, wait),
                 Request::Release { req, key, token } => self.release(req, key, token),
                 Request::Extend {
                     req,
@@ -52,19 +49,23 @@ impl Table {
         }
     }
 
-    fn acquire(&mut self, req: ReqId, key: String, lease_ms: u64, wait: Duration) {
+    fn acquire(&mut self, req: ReqId, key: String, spec: Spec, wait: Duration) {
+        let once = wait.is_zero();
         let waiter = Waiter {
             req,
-            lease_ms,
+            spec,
             until: self.now + wait,
             gone: false,
+            once,
         };
         let k = self.keys.entry(key.clone()).or_default();
-        if k.idle() {
-            k.busy = true;
+        let retry = k.holders.iter().any(|(_, h)| waiter.spec.repeats(&h.ident));
+        let first = k.inflight == 0 && k.waiters.is_empty();
+        if retry || (first && k.holders.room(&waiter.spec, 0)) {
+            k.inflight += 1;
             let commands = vec![Cmd::Grant {
                 key: key.clone(),
-                lease_ms,
+                spec: waiter.spec.clone(),
             }];
             self.propose(
                 Why::Grant,
@@ -75,10 +76,17 @@ impl Table {
                     grants: vec![waiter],
                 },
             );
-        } else if wait.is_zero() {
+        } else if once && (first || !k.waiters.is_empty()) {
+            // Certainly busy now, or others wait first.
+            if k.idle() {
+                self.keys.remove(&key);
+            }
             self.refuse(req, ServiceError::Held { key });
         } else {
-            self.waits.insert((waiter.until, key, req));
+            // A waiter, or one try once the proposal in flight is done.
+            if !once {
+                self.waits.insert((waiter.until, key, req));
+            }
             k.waiters.push_back(waiter);
             self.counters.waiting += 1;
         }
@@ -115,15 +123,9 @@ impl Table {
         };
         self.leases.remove(&(h.deadline, key.clone(), token));
         if let Some(k) = self.keys.get_mut(&key) {
-            k.busy = true;
+            k.inflight += 1;
         }
-        let mut grants = Vec::new();
-        while grants.len() < GRANTS_PER_FREE {
-            match self.pop_live_waiter(&key) {
-                Some(w) => grants.push(w),
-                None => break,
-            }
-        }
+        let grants = self.next_batch(&key);
         let (why, first) = match (expired, phantom) {
             (true, _) => (
                 Why::Expire,
@@ -143,7 +145,7 @@ impl Table {
         let mut commands = vec![first];
         commands.extend(grants.iter().map(|w| Cmd::Grant {
             key: key.clone(),
-            lease_ms: w.lease_ms,
+            spec: w.spec.clone(),
         }));
         let end = End {
             token,
@@ -189,17 +191,62 @@ impl Table {
         self.emit(super::Action::Propose { id, why, commands });
     }
 
-    /// The first waiter of `key` still willing to wait; one whose wait ran
-    /// out (its timer not fired yet) is refused as its timer would.
-    pub(super) fn pop_live_waiter(&mut self, key: &str) -> Option<Waiter> {
-        loop {
-            let w = self.keys.get_mut(key)?.waiters.pop_front()?;
+    /// The head waiters of `key` to propose now (the key's holders as the
+    /// mirror has them, minus any holding ended in the same group): all of
+    /// the head's mode and limit, as many as the contract leaves room for,
+    /// at most [`MAX_BEHIND`]. Waiters whose wait ran out (timer not fired
+    /// yet) are refused as their timer would; a one-try waiter the
+    /// contract leaves no room for is refused `Held`.
+    pub(super) fn next_batch(&mut self, key: &str) -> Vec<Waiter> {
+        let mut out: Vec<Waiter> = Vec::new();
+        while out.len() < MAX_BEHIND {
+            let Some(k) = self.keys.get_mut(key) else {
+                break;
+            };
+            let Some(w) = k.waiters.front() else { break };
+            let expired = !w.once && w.until <= self.now;
+            let same = out
+                .first()
+                .is_none_or(|h| h.spec.mode == w.spec.mode && h.spec.limit == w.spec.limit);
+            let fits = same && k.holders.room(&w.spec, out.len());
+            // Taken: a waiter to refuse (its wait ran out, or a one-try
+            // waiter at the head with no room) or one that fits.
+            let take = expired || fits || (w.once && out.is_empty());
+            if !take {
+                break;
+            }
+            let Some(w) = k.waiters.pop_front() else {
+                break;
+            };
             self.counters.waiting = self.counters.waiting.saturating_sub(1);
             self.waits.remove(&(w.until, key.to_string(), w.req));
-            if w.until > self.now {
-                return Some(w);
+            if expired || !fits {
+                self.refuse(w.req, ServiceError::Held { key: key.into() });
+            } else {
+                out.push(w);
             }
-            self.refuse(w.req, ServiceError::Held { key: key.into() });
+        }
+        out
+    }
+
+    /// Put waiters whose grants came back `busy` back at the head of
+    /// `key`'s queue, in their order; a one-try waiter gets `Held`.
+    pub(super) fn requeue(&mut self, key: &str, waiters: Vec<Waiter>) {
+        for w in waiters.into_iter().rev() {
+            if w.gone {
+                continue;
+            }
+            if w.once {
+                self.reply(w.req, Err(ServiceError::Held { key: key.into() }));
+                continue;
+            }
+            self.waits.insert((w.until, key.to_string(), w.req));
+            self.keys
+                .entry(key.to_string())
+                .or_default()
+                .waiters
+                .push_front(w);
+            self.counters.waiting += 1;
         }
     }
 
@@ -245,7 +292,7 @@ impl Table {
         let held = self
             .keys
             .get(&key)
-            .is_some_and(|k| !k.busy && k.holders.contains_key(&token));
+            .is_some_and(|k| k.inflight == 0 && k.holders.contains_key(&token));
         if held {
             tracing::info!(
                 node = self.id,

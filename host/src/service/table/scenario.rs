@@ -8,13 +8,15 @@
 //! Commands (times in ms; the clock only moves on `tick`):
 //!
 //! * `leader term=T`, `follower [leader=N]`, `reload`
-//! * `loaded term=T [locks=key:token:lease,...] [error=TEXT]`
-//! * `acquire r=R key=K lease=MS [wait=MS]`, `release r=R key=K token=T`,
+//! * `loaded term=T [locks=key:token:lease[:shared|exclusive:LIMIT[:OWNER:REQUEST]],...] [error=TEXT]`
+//! * `acquire r=R key=K lease=MS [wait=MS] [mode=shared] [limit=N]
+//!   [owner=O] [request=ID]`, `release r=R key=K token=T`,
 //!   `extend r=R key=K token=T [from=MS]`, `gone r=R`,
 //!   `undelivered key=K token=T`
-//! * `commit id=P out=O,...` with outcomes `granted:T`, `busy`, `policy`,
-//!   `released`, `expired`, `expired-none`, `not-found`, `noop`;
-//!   `fail id=P [error=TEXT]`
+//! * `commit id=P out=O,...` with outcomes `granted:T`, `repeat:T`,
+//!   `busy`, `policy`, `quota`, `unsupported`, `released`,
+//!   `released-full` (freed false), `expired`, `expired-none`,
+//!   `not-found`, `noop`; `fail id=P [error=TEXT]`
 //! * `tick [+MS]`: advance the clock, then deliver a tick; `advance +MS`:
 //!   advance it without a tick (a timer that has not fired yet)
 //! * `state`, `stats`: print the table (not an event)
@@ -24,7 +26,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Action, Cmd, Event, Held, Outcome, Reject, Request, Table};
+use super::{Action, Cmd, Event, Held, Ident, Outcome, Reject, Request, Spec, Table};
+use crate::command::Mode;
 use crate::service::error::ServiceError;
 
 /// One `command` / `----` / expected block of a file.
@@ -136,7 +139,13 @@ impl Runner {
             "acquire" => Event::Request(Request::Acquire {
                 req: num(&a, "r")?,
                 key: text(&a, "key")?,
-                lease_ms: num(&a, "lease")?,
+                spec: Spec {
+                    mode: mode(a.get("mode").map_or("exclusive", |m| m.as_str()))?,
+                    limit: opt(&a, "limit")?.unwrap_or(1) as u32,
+                    owner: a.get("owner").cloned().unwrap_or_default(),
+                    request_id: a.get("request").cloned().unwrap_or_default(),
+                    ..Spec::exclusive(num(&a, "lease")?)
+                },
                 wait: ms(opt(&a, "wait")?.unwrap_or(0)),
             }),
             "release" => Event::Request(Request::Release {
@@ -201,7 +210,7 @@ impl Runner {
         for a in &actions {
             if let Action::Propose { id, commands, .. } = a {
                 let leases = commands.iter().filter_map(|c| match c {
-                    Cmd::Grant { lease_ms, .. } => Some(*lease_ms),
+                    Cmd::Grant { spec, .. } => Some(spec.lease_ms),
                     _ => None,
                 });
                 self.proposals.insert(*id, leases.collect());
@@ -224,12 +233,23 @@ impl Runner {
                     h.lease_ms,
                     h.deadline.as_millis()
                 );
+                if h.mode != Mode::Exclusive || h.limit != 1 {
+                    let _ = write!(line, " {}/{}", h.mode.as_str(), h.limit);
+                }
             }
-            if k.busy {
-                line.push_str(" busy");
+            match k.inflight {
+                0 => {}
+                1 => line.push_str(" busy"),
+                n => {
+                    let _ = write!(line, " busy={n}");
+                }
             }
             for w in &k.waiters {
-                let _ = write!(line, " waiter=r{}(until={}ms)", w.req, w.until.as_millis());
+                if w.once {
+                    let _ = write!(line, " waiter=r{}(once)", w.req);
+                } else {
+                    let _ = write!(line, " waiter=r{}(until={}ms)", w.req, w.until.as_millis());
+                }
             }
             out.push(line);
         }
@@ -244,37 +264,66 @@ impl Runner {
     }
 }
 
+fn mode(m: &str) -> Result<Mode, String> {
+    match m {
+        "exclusive" => Ok(Mode::Exclusive),
+        "shared" => Ok(Mode::Shared),
+        other => Err(format!("unknown mode {other:?}")),
+    }
+}
+
 fn held(s: &str) -> Result<Held, String> {
     let parts: Vec<&str> = s.split(':').collect();
-    let [key, token, lease] = parts[..] else {
-        return Err(format!("lock {s:?} is not key:token:lease"));
-    };
     let n = |v: &str| v.parse::<u64>().map_err(|e| format!("{s}: {e}"));
+    let (key, token, lease, how, who) = match parts[..] {
+        [k, t, l] => (k, t, l, None, None),
+        [k, t, l, m, n] => (k, t, l, Some((m, n)), None),
+        [k, t, l, m, n, o, r] => (k, t, l, Some((m, n)), Some((o, r))),
+        _ => {
+            return Err(format!(
+                "lock {s:?} is not key:token:lease[:mode:limit[:owner:request]]"
+            ))
+        }
+    };
+    let (mode, limit) = match how {
+        Some((m, l)) => (mode(m)?, n(l)? as u32),
+        None => (Mode::Exclusive, 1),
+    };
     Ok(Held {
         key: key.to_string(),
         token: n(token)?,
         lease_ms: n(lease)?,
+        mode,
+        limit,
+        ident: who.map(|(owner, request)| Ident {
+            principal: String::new(),
+            owner: owner.to_string(),
+            request_id: request.to_string(),
+        }),
     })
 }
 
 fn outcome(o: &str, leases: &mut Vec<u64>) -> Result<Outcome, String> {
     let grant_lease = |leases: &mut Vec<u64>| leases.pop().unwrap_or(0);
     Ok(match o.split_once(':') {
-        Some(("granted", t)) => Outcome::Granted {
+        Some((g @ ("granted" | "repeat"), t)) => Outcome::Granted {
             token: t.parse().map_err(|e| format!("{o}: {e}"))?,
             lease_ms: grant_lease(leases),
+            repeat: g == "repeat",
         },
         Some(_) => return Err(format!("unknown outcome {o:?}")),
         None => match o {
-            "busy" | "policy" => {
+            "busy" | "policy" | "quota" | "unsupported" => {
                 grant_lease(leases);
-                Outcome::Rejected(if o == "busy" {
-                    Reject::Busy
-                } else {
-                    Reject::Policy("policy".into())
+                Outcome::Rejected(match o {
+                    "busy" => Reject::Busy,
+                    "policy" => Reject::Policy("reserved prefix".into()),
+                    "quota" => Reject::Quota("at most 2 held under q/".into()),
+                    _ => Reject::Unsupported("limit 3 unlike the holders' 2".into()),
                 })
             }
             "released" => Outcome::Released { freed: true },
+            "released-full" => Outcome::Released { freed: false },
             "expired" => Outcome::Expired {
                 existed: true,
                 freed: true,

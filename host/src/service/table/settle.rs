@@ -10,6 +10,17 @@ fn reloaded() -> ServiceError {
     ServiceError::Unavailable("lock table reloaded".into())
 }
 
+/// The caller's error for a grant the module refused (not `busy`).
+fn refusal(key: &str, reject: Reject) -> ServiceError {
+    let key = key.to_string();
+    match reject {
+        Reject::Busy => ServiceError::Held { key },
+        Reject::Policy(reason) => ServiceError::Refused { key, reason },
+        Reject::Quota(reason) => ServiceError::Quota { key, reason },
+        Reject::Unsupported(reason) => ServiceError::Unsupported { key, reason },
+    }
+}
+
 impl Table {
     /// Proposal `id` completed (committed with outcomes, or failed).
     pub(super) fn completed(&mut self, id: u64, result: Result<Vec<Outcome>, ServiceError>) {
@@ -35,6 +46,9 @@ impl Table {
             Err(e) => {
                 // The entry may or may not have committed: rebuild the
                 // mirror from the applied state rather than guess.
+                if let Some(k) = self.keys.get_mut(&key) {
+                    k.inflight = k.inflight.saturating_sub(1);
+                }
                 tracing::warn!(node = self.id, key, error = %e, "proposal failed; reloading the lock table");
                 self.fail_op(end.and_then(|e| e.reply), &grants, e.clone());
                 self.reload(term, e);
@@ -42,6 +56,7 @@ impl Table {
             }
         };
         let mut outcomes = outcomes.into_iter();
+        let mut handoff = end.is_some();
         if let Some(end) = end {
             match (end.expired, outcomes.next()) {
                 (true, Some(Outcome::Expired { .. })) => self.counters.expires += 1,
@@ -75,25 +90,25 @@ impl Table {
                     return;
                 }
             }
-            if !grants.is_empty() {
-                self.counters.handoffs += 1;
-            }
         }
-        // A grant whose caller left is released once the entry is handled.
-        // (0.1 has one grant per entry; with several, the first such grant
-        // is released at once and any other ends with its lease.)
-        let mut phantom = None;
+        // Grants whose callers left are released once the group is handled.
+        let mut phantoms = Vec::new();
+        let mut blocked = Vec::new();
         let mut grants = grants.into_iter();
         while let Some(waiter) = grants.next() {
             match outcomes.next() {
-                Some(Outcome::Granted { token, lease_ms }) => {
-                    self.counters.grants += 1;
-                    let deadline = self.now + crate::service::lease::granted(lease_ms);
-                    self.leases.insert((deadline, key.clone(), token));
-                    let k = self.keys.entry(key.clone()).or_default();
-                    k.holders
-                        .insert(token, super::Holder { lease_ms, deadline });
-                    k.busy = false;
+                Some(Outcome::Granted {
+                    token,
+                    lease_ms,
+                    repeat,
+                }) => {
+                    if !repeat {
+                        self.counters.grants += 1;
+                    }
+                    if std::mem::take(&mut handoff) {
+                        self.counters.handoffs += 1;
+                    }
+                    self.hold(&key, token, lease_ms, &waiter.spec);
                     if waiter.gone {
                         // The caller is gone: no phantom lock until the
                         // lease ends.
@@ -103,25 +118,23 @@ impl Table {
                             token,
                             "caller left before its grant; releasing"
                         );
-                        phantom = phantom.or(Some(token));
+                        phantoms.push(token);
                         continue;
                     }
-                    let answer = Acquired {
-                        token,
-                        lease_ms: waiter.lease_ms,
-                    };
+                    let answer = Acquired { token, lease_ms };
                     self.reply(waiter.req, Ok(Answer::Granted(answer)));
                 }
-                Some(Outcome::Rejected(
-                    Reject::Policy(_) | Reject::Quota(_) | Reject::Unsupported(_),
-                )) => {
-                    // The key is free, yet the module said no: its policy.
-                    // Nothing changed, so the mirror is still right.
+                Some(Outcome::Rejected(Reject::Busy)) => {
+                    // From here on the module answers `busy`: back to the
+                    // head of the queue, in order, until the key is freed.
+                    blocked.push(waiter);
+                    blocked.extend(grants.by_ref());
+                }
+                Some(Outcome::Rejected(reject)) => {
+                    // The module's policy, quota, or a request it cannot
+                    // serve. Nothing changed.
                     if !waiter.gone {
-                        self.reply(waiter.req, Err(ServiceError::Refused { key: key.clone() }));
-                    }
-                    if let Some(k) = self.keys.get_mut(&key) {
-                        k.busy = false;
+                        self.reply(waiter.req, Err(refusal(&key, reject)));
                     }
                 }
                 other => {
@@ -129,10 +142,10 @@ impl Table {
                         node = self.id,
                         key,
                         ?other,
-                        "grant not granted; reloading the lock table"
+                        "a grant answered with no grant outcome; reloading the lock table"
                     );
                     if !waiter.gone {
-                        self.reply(waiter.req, Err(ServiceError::Held { key: key.clone() }));
+                        self.reply(waiter.req, Err(reloaded()));
                     }
                     for w in grants.filter(|w| !w.gone) {
                         self.reply(w.req, Err(reloaded()));
@@ -142,13 +155,42 @@ impl Table {
                 }
             }
         }
+        let wait_for_free = !blocked.is_empty();
+        self.requeue(&key, blocked);
         if let Some(k) = self.keys.get_mut(&key) {
-            k.busy = false;
+            k.inflight = k.inflight.saturating_sub(1);
         }
-        match phantom {
-            Some(token) => self.free(key, token, None, false, true),
-            None => self.settle(key),
+        for token in phantoms {
+            self.free(key.clone(), token, None, false, true);
         }
+        self.settle(key, wait_for_free);
+    }
+
+    /// Record the holding `(key, token)` granted to `spec`, with its lease
+    /// timer.
+    fn hold(&mut self, key: &str, token: u64, lease_ms: u64, spec: &super::Spec) {
+        let deadline = self.now + crate::service::lease::granted(lease_ms);
+        let k = self.keys.entry(key.to_string()).or_default();
+        if let Some(old) = k.holders.get(&token) {
+            // A repeated grant: the same holding, its lease counted anew.
+            self.leases.remove(&(old.deadline, key.to_string(), token));
+        }
+        let ident = (!spec.request_id.is_empty()).then(|| super::Ident {
+            principal: spec.principal.clone(),
+            owner: spec.owner.clone(),
+            request_id: spec.request_id.clone(),
+        });
+        k.holders.insert(
+            token,
+            super::Holder {
+                lease_ms,
+                deadline,
+                mode: spec.mode,
+                limit: spec.limit,
+                ident,
+            },
+        );
+        self.leases.insert((deadline, key.to_string(), token));
     }
 
     /// Answer the callers of a proposal made before the mirror was dropped
@@ -179,13 +221,16 @@ impl Table {
         }
         for w in grants {
             let answer = match outcomes.next() {
-                Some(Outcome::Granted { token, .. }) => {
+                Some(Outcome::Granted {
+                    token, lease_ms, ..
+                }) => {
                     self.counters.grants += 1;
-                    Ok(Answer::Granted(Acquired {
-                        token,
-                        lease_ms: w.lease_ms,
-                    }))
+                    Ok(Answer::Granted(Acquired { token, lease_ms }))
                 }
+                Some(Outcome::Rejected(Reject::Busy)) => {
+                    Err(ServiceError::Held { key: key.clone() })
+                }
+                Some(Outcome::Rejected(reject)) => Err(refusal(&key, reject)),
                 _ => Err(gone()),
             };
             if w.gone {
@@ -210,34 +255,44 @@ impl Table {
         }
     }
 
-    /// After a key went idle: start the next waiter, or forget the key.
-    pub(super) fn settle(&mut self, key: String) {
+    /// After a proposal for `key` completed: with nothing else in flight,
+    /// propose the head waiters the contract leaves room for (unless the
+    /// module just answered `busy`: then the next freeing retries them),
+    /// or forget the key once nothing is left.
+    pub(super) fn settle(&mut self, key: String, wait_for_free: bool) {
         let Some(k) = self.keys.get(&key) else {
             return;
         };
-        if k.busy || !k.holders.is_empty() {
+        if k.inflight > 0 {
             return;
         }
-        match self.pop_live_waiter(&key) {
-            Some(w) => {
-                if let Some(k) = self.keys.get_mut(&key) {
-                    k.busy = true;
-                }
-                let commands = vec![Cmd::Grant {
-                    key: key.clone(),
-                    lease_ms: w.lease_ms,
-                }];
-                let op = Op {
-                    key,
-                    end: None,
-                    grants: vec![w],
-                };
-                self.propose(Why::Grant, commands, op);
-            }
-            None => {
+        let grants = if wait_for_free {
+            Vec::new()
+        } else {
+            self.next_batch(&key)
+        };
+        if grants.is_empty() {
+            if self.keys.get(&key).is_some_and(|k| k.idle()) {
                 self.keys.remove(&key);
             }
+            return;
         }
+        if let Some(k) = self.keys.get_mut(&key) {
+            k.inflight += 1;
+        }
+        let commands = grants
+            .iter()
+            .map(|w| Cmd::Grant {
+                key: key.clone(),
+                spec: w.spec.clone(),
+            })
+            .collect();
+        let op = Op {
+            key,
+            end: None,
+            grants,
+        };
+        self.propose(Why::Grant, commands, op);
     }
 
     /// Leases whose deadline passed get an `Expire`; waiters whose wait ran

@@ -5,28 +5,106 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::command::Mode;
 use crate::raft::NodeId;
 use crate::service::error::{Acquired, ServiceError};
 
 /// A caller's request, numbered by the actor (unique per node).
 pub type ReqId = u64;
 
-/// A held lock as the applied state has it, loaded by a new leader.
+/// What an acquire asks for, passed to the module unchanged. The table
+/// reads `mode` and `limit` only to skip proposals the world's contract
+/// makes certain to be `busy` (see [`super::holders::Holders::room`]) and
+/// to size the batch of waiters behind a release.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Spec {
+    pub lease_ms: u64,
+    pub mode: Mode,
+    pub limit: u32,
+    /// Set by the service from the caller's credentials (empty without
+    /// authentication), never by the caller.
+    pub principal: String,
+    pub owner: String,
+    /// Empty: the grant is not idempotent.
+    pub request_id: String,
+}
+
+impl Spec {
+    /// An exclusive lock of limit 1 (the seed's lock), for nobody in
+    /// particular.
+    pub fn exclusive(lease_ms: u64) -> Spec {
+        Spec {
+            lease_ms,
+            mode: Mode::Exclusive,
+            limit: 1,
+            principal: String::new(),
+            owner: String::new(),
+            request_id: String::new(),
+        }
+    }
+
+    /// The same holder and request id as a holding with `ident`.
+    pub(super) fn repeats(&self, ident: &Option<Ident>) -> bool {
+        !self.request_id.is_empty()
+            && ident.as_ref().is_some_and(|i| {
+                i.request_id == self.request_id
+                    && i.owner == self.owner
+                    && i.principal == self.principal
+            })
+    }
+}
+
+impl fmt::Debug for Spec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}ms {}/{}",
+            self.lease_ms,
+            self.mode.as_str(),
+            self.limit
+        )?;
+        for (name, v) in [
+            ("principal", &self.principal),
+            ("owner", &self.owner),
+            ("request", &self.request_id),
+        ] {
+            if !v.is_empty() {
+                write!(f, " {name}={v}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Who holds a holding and under which request id (kept only for grants
+/// with a request id: the ones a retry can repeat).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ident {
+    pub principal: String,
+    pub owner: String,
+    pub request_id: String,
+}
+
+/// A holding as the applied state has it, loaded by a new leader.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
     pub key: String,
     pub token: u64,
     pub lease_ms: u64,
+    pub mode: Mode,
+    pub limit: u32,
+    pub ident: Option<Ident>,
 }
 
 /// What a caller asks of the table.
 #[derive(Debug)]
 pub enum Request {
-    /// Take `key`, waiting up to `wait` in its queue if it is held.
+    /// Take a slot of `key` as `spec` says, waiting up to `wait` in the
+    /// key's queue if it is busy (no wait: one try).
     Acquire {
         req: ReqId,
         key: String,
-        lease_ms: u64,
+        spec: Spec,
         wait: Duration,
     },
     /// Free `key` if `token` holds it.
@@ -136,7 +214,7 @@ pub enum Answer {
 /// `(key, token)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cmd {
-    Grant { key: String, lease_ms: u64 },
+    Grant { key: String, spec: Spec },
     Release { key: String, token: u64 },
     Expire { key: String, token: u64 },
 }
@@ -155,7 +233,10 @@ pub enum Reject {
 pub enum Outcome {
     Granted {
         token: u64,
+        /// The lease granted (the module may shorten the one asked for).
         lease_ms: u64,
+        /// A retry of a grant that had committed: the same holding.
+        repeat: bool,
     },
     Rejected(Reject),
     /// `freed`: the key can take more holders.
@@ -196,7 +277,19 @@ impl fmt::Display for Why {
 impl fmt::Display for Cmd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Cmd::Grant { key, lease_ms } => write!(f, "grant {key} lease={lease_ms}"),
+            Cmd::Grant { key, spec } => {
+                write!(f, "grant {key} lease={}", spec.lease_ms)?;
+                if spec.mode != Mode::Exclusive || spec.limit != 1 {
+                    write!(f, " {} limit={}", spec.mode.as_str(), spec.limit)?;
+                }
+                if !spec.owner.is_empty() {
+                    write!(f, " owner={}", spec.owner)?;
+                }
+                if !spec.request_id.is_empty() {
+                    write!(f, " request={}", spec.request_id)?;
+                }
+                Ok(())
+            }
             Cmd::Release { key, token } => write!(f, "release {key} token={token}"),
             Cmd::Expire { key, token } => write!(f, "expire {key} token={token}"),
         }

@@ -1,0 +1,174 @@
+//! Acquire with the options of world 0.2 ([`AcquireOptions`]): shared
+//! locks, counting semaphores, an owner name, and a request id that makes
+//! the acquire safe to retry; plus the holders of a key and listings.
+//!
+//! Retries: [`Client::acquire_with`] sends a request id (a fresh random one
+//! unless given) and the client's owner name, so when an answer is lost (a
+//! leader failed between commit and reply) the client asks again and gets
+//! the grant that committed, same token, instead of a second grant or a
+//! wait behind itself. That needs a lock module of world 0.2; a 0.1 module
+//! ignores the id (its retried acquire waits like any other).
+
+use tokio::time::Instant;
+
+use std::time::Duration;
+
+use crate::client::{Client, ClientError, LockGuard};
+use crate::proto::{AcquireRequest, ClientRequest, ClientResponse, Holding, KeyHoldings, LockMode};
+
+/// What [`Client::acquire_with`] asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AcquireOptions {
+    pub lease: Duration,
+    /// How long to wait in the key's queue while it is busy.
+    pub wait: Duration,
+    pub mode: LockMode,
+    /// Holders at once: 1 = mutex, N = semaphore of N (or N readers).
+    pub limit: u32,
+    /// The owner (session) name; the client's own when `None`.
+    pub owner: Option<String>,
+    /// The request id; a fresh random one when `None`.
+    pub request_id: Option<String>,
+}
+
+impl AcquireOptions {
+    /// A mutex (the seed's lock).
+    pub fn exclusive(lease: Duration) -> AcquireOptions {
+        AcquireOptions {
+            lease,
+            wait: Duration::ZERO,
+            mode: LockMode::Exclusive,
+            limit: 1,
+            owner: None,
+            request_id: None,
+        }
+    }
+
+    /// A reader of a readers-writer lock with at most `readers` readers.
+    pub fn shared(lease: Duration, readers: u32) -> AcquireOptions {
+        AcquireOptions {
+            mode: LockMode::Shared,
+            limit: readers,
+            ..AcquireOptions::exclusive(lease)
+        }
+    }
+
+    /// One of `slots` slots of a counting semaphore.
+    pub fn semaphore(lease: Duration, slots: u32) -> AcquireOptions {
+        AcquireOptions {
+            limit: slots,
+            ..AcquireOptions::exclusive(lease)
+        }
+    }
+
+    pub fn wait(self, wait: Duration) -> AcquireOptions {
+        AcquireOptions { wait, ..self }
+    }
+
+    pub fn owner(self, owner: impl Into<String>) -> AcquireOptions {
+        AcquireOptions {
+            owner: Some(owner.into()),
+            ..self
+        }
+    }
+
+    pub fn request_id(self, id: impl Into<String>) -> AcquireOptions {
+        AcquireOptions {
+            request_id: Some(id.into()),
+            ..self
+        }
+    }
+}
+
+/// 128 random bits from the OS, as hex.
+pub(crate) fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    // The OS has no entropy only in a broken sandbox; then the id is the
+    // time, still unique enough for one owner's requests.
+    if getrandom::fill(&mut bytes).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        bytes = t.to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Client {
+    /// Take a slot of `key` as `opts` asks, retrying through leader
+    /// changes without ever taking a second grant (see the module docs).
+    pub async fn acquire_with(
+        &self,
+        key: &str,
+        opts: AcquireOptions,
+    ) -> Result<LockGuard, ClientError> {
+        let sent = Instant::now();
+        let req = ClientRequest::AcquireWith(AcquireRequest {
+            key: key.as_bytes().to_vec(),
+            lease_ms: opts.lease.as_millis() as u64,
+            wait_ms: opts.wait.as_millis() as u64,
+            mode: opts.mode,
+            limit: opts.limit,
+            owner: opts.owner.unwrap_or_else(|| self.owner().to_string()),
+            request_id: opts.request_id.unwrap_or_else(random_id),
+        });
+        let resp = self.call(req, opts.wait).await?;
+        self.guard(key, sent, resp)
+    }
+
+    /// Take `key` as one of at most `readers` readers.
+    pub async fn acquire_shared(
+        &self,
+        key: &str,
+        readers: u32,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<LockGuard, ClientError> {
+        self.acquire_with(key, AcquireOptions::shared(lease, readers).wait(wait))
+            .await
+    }
+
+    /// Take one of `slots` slots of the semaphore `key`.
+    pub async fn semaphore(
+        &self,
+        key: &str,
+        slots: u32,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<LockGuard, ClientError> {
+        self.acquire_with(key, AcquireOptions::semaphore(lease, slots).wait(wait))
+            .await
+    }
+
+    /// Every holding of `key` in token order, read linearizably.
+    pub async fn holders(&self, key: &str) -> Result<Vec<Holding>, ClientError> {
+        let req = ClientRequest::Holders {
+            key: key.as_bytes().to_vec(),
+        };
+        match self.call(req, Duration::ZERO).await? {
+            ClientResponse::Holders(h) => Ok(h),
+            ClientResponse::Error(e) => Err(e.into()),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// Held keys under `prefix` after `after`, at most `limit`.
+    pub async fn list(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<KeyHoldings>, ClientError> {
+        let req = ClientRequest::List {
+            prefix: prefix.as_bytes().to_vec(),
+            after: after.map(|a| a.as_bytes().to_vec()),
+            limit,
+        };
+        match self.call(req, Duration::ZERO).await? {
+            ClientResponse::Listed(k) => Ok(k),
+            ClientResponse::Error(e) => Err(e.into()),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+}

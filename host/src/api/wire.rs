@@ -1,0 +1,95 @@
+//! The native protocol's lock requests of world 0.2 (acquire with
+//! options, holders, listing) and their conversions from the replicated
+//! types.
+
+use std::time::Duration;
+
+use lockd_client::proto::{
+    AcquireRequest, ClientResponse, HolderId, Holding, KeyHoldings, LockMode,
+};
+
+use super::services::Services;
+use crate::command::{HolderInfo, KeyHolders, Mode};
+use crate::service::table::Spec;
+use crate::service::ServiceError;
+
+fn key(k: Vec<u8>) -> Result<String, ServiceError> {
+    String::from_utf8(k).map_err(|_| ServiceError::KeyNotUtf8)
+}
+
+pub fn mode(m: LockMode) -> Mode {
+    match m {
+        LockMode::Exclusive => Mode::Exclusive,
+        LockMode::Shared => Mode::Shared,
+    }
+}
+
+pub fn lock_mode(m: Mode) -> LockMode {
+    match m {
+        Mode::Exclusive => LockMode::Exclusive,
+        Mode::Shared => LockMode::Shared,
+    }
+}
+
+pub fn holding(h: HolderInfo) -> Holding {
+    Holding {
+        token: h.token,
+        lease_ms: h.lease_ms,
+        mode: lock_mode(h.mode),
+        limit: h.limit,
+        holder: h.holder.map(|x| HolderId {
+            principal: x.principal,
+            owner: x.owner,
+        }),
+        request_id: h.request_id,
+    }
+}
+
+fn key_holdings(k: KeyHolders) -> KeyHoldings {
+    KeyHoldings {
+        key: k.key,
+        holdings: k.holders.into_iter().map(holding).collect(),
+    }
+}
+
+pub async fn acquire(node: &Services, r: AcquireRequest) -> Result<ClientResponse, ServiceError> {
+    let k = key(r.key)?;
+    let spec = Spec {
+        lease_ms: r.lease_ms,
+        mode: mode(r.mode),
+        limit: r.limit,
+        principal: String::new(),
+        owner: r.owner,
+        request_id: r.request_id,
+    };
+    let a = node
+        .locks
+        .acquire_with(&k, spec, Duration::from_millis(r.wait_ms))
+        .await?;
+    Ok(ClientResponse::Acquired {
+        token: a.token,
+        lease_ms: a.lease_ms,
+    })
+}
+
+pub async fn holders(node: &Services, k: Vec<u8>) -> Result<ClientResponse, ServiceError> {
+    let k = key(k)?;
+    let hs = node.locks.holders(&k).await?;
+    Ok(ClientResponse::Holders(
+        hs.into_iter().map(holding).collect(),
+    ))
+}
+
+pub async fn list(
+    node: &Services,
+    prefix: Vec<u8>,
+    after: Option<Vec<u8>>,
+    limit: u32,
+) -> Result<ClientResponse, ServiceError> {
+    let prefix = key(prefix)?;
+    let after = after.map(key).transpose()?;
+    let page = node.locks.list(&prefix, after.as_deref(), limit).await?;
+    Ok(ClientResponse::Listed(
+        page.into_iter().map(key_holdings).collect(),
+    ))
+}
