@@ -6,12 +6,17 @@
 //!
 //! Starts three `lockd` processes (fsync on) and runs `lockctl bench` against
 //! them for each workload: 1 and 64 clients on their own keys, and 16
-//! clients contending for one key (every cycle is a handoff). Each client has
-//! its own connection over the native protocol.
+//! clients contending for one key (every cycle is a handoff), on the
+//! built-in module (world 0.1). Then the same cluster is upgraded live to
+//! the reference module of world 0.2 and measured again: the same three
+//! exclusive rows, then 16 clients on one semaphore of 3 slots and on one
+//! readers lock of 4 readers (every cycle a handoff of a slot). Each client
+//! has its own connection over the native protocol.
 
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
+use lock_tests::fixtures::LOCK_SM_V3;
 
 fn main() {
     let seconds: f64 = lock_bench::arg("--seconds", 5.0);
@@ -21,9 +26,38 @@ fn main() {
     println!(
         "3-node cluster (separate processes, fsync on), native protocol, {seconds} s per row\n"
     );
-    println!("| clients | keys | cycles/s | acquire p50 ms | p99 ms | p999 ms | errors |");
-    println!("|---:|---|---:|---:|---:|---:|---:|");
-    for (clients, contended) in [(1, false), (64, false), (16, true)] {
+    println!("| module | clients | keys | lock | cycles/s | acquire p50 ms | p99 ms | p999 ms | errors |");
+    println!("|---|---:|---|---|---:|---:|---:|---:|---:|");
+    let exclusive = [
+        (1, false, "exclusive", 1),
+        (64, false, "exclusive", 1),
+        (16, true, "exclusive", 1),
+    ];
+    for (clients, contended, mode, limit) in exclusive {
+        row(&c, "0.1", seconds, clients, contended, mode, limit);
+    }
+    let leader = c.wait_leader(Duration::from_secs(20));
+    let r = c
+        .post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_V3)
+        .expect("upgrade");
+    assert_eq!(r.body["result"], "swapped", "{r:?}");
+    let kinds = [(16, true, "exclusive", 3), (16, true, "shared", 4)];
+    for (clients, contended, mode, limit) in exclusive.into_iter().chain(kinds) {
+        row(&c, "0.2", seconds, clients, contended, mode, limit);
+    }
+}
+
+/// One `lockctl bench` run, printed as a table row.
+fn row(
+    c: &Cluster,
+    module: &str,
+    seconds: f64,
+    clients: usize,
+    contended: bool,
+    mode: &str,
+    limit: u32,
+) {
+    {
         let mut cmd = c.lockctl();
         cmd.args([
             "--json",
@@ -32,6 +66,10 @@ fn main() {
             &clients.to_string(),
             "--seconds",
             &seconds.to_string(),
+            "--mode",
+            mode,
+            "--limit",
+            &limit.to_string(),
         ]);
         if contended {
             cmd.arg("--contended");
@@ -43,8 +81,13 @@ fn main() {
             String::from_utf8_lossy(&out.stderr)
         );
         let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("bench json");
+        let lock = match (mode, limit) {
+            ("exclusive", 1) => "mutex".to_string(),
+            ("exclusive", n) => format!("semaphore of {n}"),
+            (_, n) => format!("{n} readers"),
+        };
         println!(
-            "| {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",
+            "| {module} | {} | {} | {lock} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",
             clients,
             if contended { "one shared" } else { "own" },
             r["cycles_per_sec"].as_f64().unwrap_or(0.0),

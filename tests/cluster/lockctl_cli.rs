@@ -33,7 +33,10 @@ fn lockctl_takes_checks_and_frees_locks_with_exit_statuses() {
     let (code, out, _) = lockctl(&c, &["get", "db/primary"]);
     assert_eq!(
         (code, out.trim()),
-        (Some(0), "db/primary: held, token 1 lease 10000 ms")
+        (
+            Some(0),
+            "db/primary: held, token 1 lease 10000 ms, holder not recorded"
+        )
     );
     let (code, out, _) = lockctl(&c, &["--json", "get", "db/primary"]);
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");

@@ -25,7 +25,8 @@ pub fn holding_text(h: &Holding) -> String {
     let who = match &h.holder {
         Some(x) if x.principal.is_empty() => format!("owner {:?}", x.owner),
         Some(x) => format!("{}/{:?}", x.principal, x.owner),
-        None => "holder unknown (from a 0.1 state)".into(),
+        // A 0.1 module records no holder; nor did one before an upgrade.
+        None => "holder not recorded".into(),
     };
     let kind = if h.limit == 1 && h.mode.as_str() == "exclusive" {
         String::new()

@@ -10,7 +10,7 @@
 //! lockctl policy get | policy set FILE.json
 //! lockctl status
 //! lockctl members [list] | members add ID ADDR | members promote ID | members remove ID
-//! lockctl bench --clients 64 [--contended] [--seconds 5]
+//! lockctl bench --clients 64 [--contended] [--seconds 5] [--mode shared] [--limit N]
 //! lockctl upgrade FILE.wasm [--replaces HASH] [--no-precheck]   # swap the lock module
 //! lockctl upgrade --shadow FILE.wasm | upgrade --promote | upgrade --abort
 //! lockctl audit                                                  # determinism check
@@ -169,6 +169,12 @@ enum Cmd {
         seconds: f64,
         #[arg(long, value_parser = parse_duration, default_value = "10s")]
         lease: Duration,
+        /// `shared`: readers (needs a lock module of world 0.2).
+        #[arg(long, value_enum, default_value_t = ModeArg::Exclusive)]
+        mode: ModeArg,
+        /// Holders at once per key: a semaphore of N (or N readers).
+        #[arg(long, default_value_t = 1)]
+        limit: u32,
     },
 }
 
@@ -176,6 +182,15 @@ enum Cmd {
 enum ModeArg {
     Exclusive,
     Shared,
+}
+
+impl From<ModeArg> for lockd_client::proto::LockMode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Exclusive => lockd_client::proto::LockMode::Exclusive,
+            ModeArg::Shared => lockd_client::proto::LockMode::Shared,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -247,10 +262,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let opts = lockd_client::AcquireOptions {
                 lease,
                 wait,
-                mode: match mode {
-                    ModeArg::Exclusive => lockd_client::proto::LockMode::Exclusive,
-                    ModeArg::Shared => lockd_client::proto::LockMode::Shared,
-                },
+                mode: mode.into(),
                 limit,
                 owner,
                 request_id,
@@ -299,7 +311,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             contended,
             seconds,
             lease,
-        } => bench::run(&cli.endpoints, j, clients, contended, seconds, lease).await,
+            mode,
+            limit,
+        } => {
+            let w = bench::Workload {
+                clients,
+                contended,
+                seconds,
+                lease,
+                mode: mode.into(),
+                limit,
+            };
+            bench::run(&cli.endpoints, j, w).await
+        }
     }
 }
 
