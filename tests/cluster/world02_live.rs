@@ -215,3 +215,59 @@ pub fn used_after_upgrade(c: &Cluster, leader: u64, across: &str) {
         assert!(writer.is_err_and(|e| e.is_held()));
     });
 }
+
+/// A shadow of the 0.2 module beside the 0.1 module under exclusive load,
+/// on every node of a live cluster: every command compared, no outcome
+/// differs.
+#[test]
+fn a_0_2_shadow_of_exclusive_0_1_traffic_differs_in_nothing() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use lock_tests::fixtures::LOCK_SM_V3;
+    use lock_tests::load;
+
+    let c = Cluster::start(3, &[]);
+    let leader = c.wait_leader(Duration::from_secs(20));
+    let r = c
+        .post_bytes(leader, "/v1/admin/shadow", LOCK_SM_V3)
+        .expect("shadow");
+    assert!(r.ok(), "{r:?}");
+    let stop = AtomicBool::new(false);
+    let logs = std::thread::scope(|s| {
+        let clients = s.spawn(|| load::run(&c, &[1, 2, 3], 3, &stop));
+        let _stop = load::StopOnDrop(&stop);
+        // Waiters and handoffs too: two clients on one key.
+        for _ in 0..20 {
+            let a = acquire(&c, leader, "shadow/k", json!({"lease_ms": 5000}));
+            let b = c
+                .post(
+                    leader,
+                    "/v1/locks/shadow/k/acquire",
+                    json!({"lease_ms": 5000, "wait_ms": 0}),
+                )
+                .expect("acquire");
+            assert_eq!(b.status, 409, "{b:?}");
+            let token = a.body["token"].as_u64().expect("token");
+            assert!(c.release(leader, "shadow/k", token).expect("release").ok());
+        }
+        std::thread::sleep(Duration::from_millis(1000));
+        stop.store(true, Ordering::Relaxed);
+        clients.join().expect("clients")
+    });
+    assert!(
+        logs.iter().all(|l| l.failures.is_empty()),
+        "client failures"
+    );
+    let grants: usize = logs.iter().map(|l| l.grants.len()).sum();
+    c.wait_converged(Duration::from_secs(20));
+    for id in 1..=3 {
+        let st = c.status(id).expect("status");
+        let sh = st.shadow.expect("a shadow runs");
+        assert!(
+            sh.commands_compared as usize >= 2 * grants,
+            "node {id}: {sh:?}"
+        );
+        assert_eq!(sh.failed, None, "node {id}");
+        assert_eq!(sh.outcome_diffs, 0, "node {id}: {:?}", sh.examples);
+    }
+}
