@@ -87,7 +87,7 @@ impl Client {
     {
         Client {
             inner: Arc::new(Inner {
-                owner: format!("client-{}", crate::options::random_id()),
+                owner: format!("client-{}", crate::id::random_id()),
                 endpoints: endpoints.into_iter().map(Into::into).collect(),
                 options,
                 conn: tokio::sync::Mutex::new(None),

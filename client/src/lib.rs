@@ -27,12 +27,16 @@
 //! * [`admin`]: the HTTP/JSON admin API (membership, upgrades, shadow
 //!   mode, audit points) and a GET-JSON helper with a timeout.
 //! * [`audit`]: comparing the nodes' determinism-audit points.
+//! * [`options`]: [`AcquireOptions`] and the calls of world 0.2 (shared
+//!   locks, semaphores, retry-safe acquires, holders, listings).
+//! * [`id`]: random request ids and owner names.
 //! * [`shutdown`]: waiting for Ctrl-C or SIGTERM.
 
 pub mod admin;
 pub mod audit;
 pub mod client;
 pub mod conn;
+pub mod id;
 pub mod options;
 pub mod proto;
 pub mod shutdown;

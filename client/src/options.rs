@@ -80,21 +80,6 @@ impl AcquireOptions {
     }
 }
 
-/// 128 random bits from the OS, as hex.
-pub(crate) fn random_id() -> String {
-    let mut bytes = [0u8; 16];
-    // The OS has no entropy only in a broken sandbox; then the id is the
-    // time, still unique enough for one owner's requests.
-    if getrandom::fill(&mut bytes).is_err() {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos();
-        bytes = t.to_le_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl Client {
     /// Take a slot of `key` as `opts` asks, retrying through leader
     /// changes without ever taking a second grant (see the module docs).
@@ -111,7 +96,7 @@ impl Client {
             mode: opts.mode,
             limit: opts.limit,
             owner: opts.owner.unwrap_or_else(|| self.owner().to_string()),
-            request_id: opts.request_id.unwrap_or_else(random_id),
+            request_id: opts.request_id.unwrap_or_else(crate::id::random_id),
         });
         let resp = self.call(req, opts.wait).await?;
         self.guard(key, sent, resp)

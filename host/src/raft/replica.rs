@@ -11,6 +11,9 @@
 //! without entering the guest. When a shadow module is running, the same
 //! batch goes to it next and the outcomes are compared.
 //!
+//! Layout: this file holds the state and the apply path; `swap.rs` the
+//! upgrade and shadow entries; `run.rs` the batch of one guest call.
+//!
 //! A guest call that fails (see [`crate::engine`]) stops the replica for
 //! good: the applied index stays at the entry before the call's first lock
 //! entry, the call's lock entries are reported as where it stopped
@@ -18,26 +21,27 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use lockd_client::proto::{
-    AuditKind, AuditReport, PoisonedAt, ShadowStatus, UpgradeRecord, UpgradeResult,
-};
+use lockd_client::proto::{AuditKind, AuditReport, PoisonedAt, ShadowStatus, UpgradeRecord};
 use openraft::EntryPayload;
 
 use super::snapshot::SnapshotBlob;
 use super::{Entry, LogId, Request, Response, SnapshotMeta, StoredMembership};
 use crate::command::{
-    legacy, Command, FeatureSet, HolderInfo, KeyHolders, Outcome, PrefixPolicy, TableCounters,
+    legacy, FeatureSet, HolderInfo, KeyHolders, Outcome, PrefixPolicy, TableCounters,
 };
 use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, World};
 use crate::upgrade::audit::AuditLog;
 use crate::upgrade::precompile::Precompiler;
 use crate::upgrade::shadow::Shadow;
-use crate::upgrade::{
-    apply_upgrade, capture, switch_to, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry,
-    UpgradeOutcome,
-};
+use crate::upgrade::{capture, MigrateError};
+
+mod run;
+mod swap;
+
+pub use swap::record_of;
+
+use run::Run;
 
 /// Upgrade records kept (in status and in snapshots).
 const KEEP_UPGRADES: usize = 32;
@@ -340,112 +344,6 @@ impl Replica {
         }
     }
 
-    /// Apply an upgrade entry: migrate and swap, or reject and keep the
-    /// active module. The same on every node (see [`crate::upgrade`]).
-    fn upgrade(&mut self, log_id: LogId, up: UpgradeEntry) -> UpgradeOutcome {
-        let started = Instant::now();
-        let new_hash = ModuleHash::of(&up.module);
-        let span = tracing::info_span!(
-            "upgrade",
-            node = self.id,
-            term = log_id.leader_id.term,
-            index = log_id.index,
-            module = %new_hash
-        );
-        let _enter = span.enter();
-        let active = self.module.hash();
-        let loader = self.loader.clone();
-        let result = apply_upgrade(loader.engine(), &up, active, &mut self.guest, |b| {
-            loader.load(b)
-        });
-        let outcome = match result {
-            Ok((module, mut migrated)) => {
-                let version = migrated.version.clone();
-                let hash = migrated.instance.state_hash();
-                self.module = module;
-                self.guest = migrated.instance;
-                self.module_since = log_id.index;
-                if let Ok(hash) = hash {
-                    self.audit
-                        .record(log_id.index, &hash, new_hash, AuditKind::Upgrade);
-                }
-                if self
-                    .shadow
-                    .as_ref()
-                    .is_some_and(|s| s.module.hash() == new_hash)
-                {
-                    tracing::info!("the shadow module was promoted; shadow mode ends");
-                    self.shadow = None;
-                }
-                tracing::info!(version = %version, replaced = %active, "upgraded the lock module");
-                self.upgrades_swapped += 1;
-                UpgradeOutcome::Swapped {
-                    module: new_hash,
-                    replaced: active,
-                    version,
-                }
-            }
-            Err(e) => {
-                tracing::warn!(reason = %e, "upgrade rejected; the active module stays");
-                self.upgrades_rejected += 1;
-                UpgradeOutcome::Rejected {
-                    module: new_hash,
-                    replaces: up.replaces,
-                    reason: e.to_string(),
-                }
-            }
-        };
-        let record = record_of(log_id.index, &up.replaces, &outcome, started.elapsed());
-        self.upgrades.push_back(record);
-        while self.upgrades.len() > KEEP_UPGRADES {
-            self.upgrades.pop_front();
-        }
-        outcome
-    }
-
-    /// Apply a shadow entry.
-    fn shadow_entry(&mut self, log_id: LogId, entry: ShadowEntry) -> ShadowOutcome {
-        match entry {
-            ShadowEntry::Stop => {
-                let module = self.shadow.take().map(|s| s.module.hash());
-                tracing::info!(
-                    node = self.id,
-                    index = log_id.index,
-                    ?module,
-                    "shadow mode stopped"
-                );
-                ShadowOutcome::Stopped { module }
-            }
-            ShadowEntry::Start { module: bytes } => {
-                let hash = ModuleHash::of(&bytes);
-                let loader = self.loader.clone();
-                match switch_to(loader.engine(), loader.load(&bytes), &mut self.guest) {
-                    Ok((module, migrated)) => {
-                        let version = migrated.version.clone();
-                        tracing::info!(node = self.id, index = log_id.index, module = %hash, %version, "shadow mode started");
-                        self.shadow = Some(Shadow::new(
-                            module,
-                            migrated.instance,
-                            migrated.version,
-                            log_id.index,
-                        ));
-                        ShadowOutcome::Started {
-                            module: hash,
-                            version,
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(node = self.id, index = log_id.index, module = %hash, reason = %e, "shadow module refused");
-                        ShadowOutcome::Failed {
-                            module: hash,
-                            reason: e.to_string(),
-                        }
-                    }
-                }
-            }
-        }
-    }
-
     /// Test-only fault: once the applied index reaches
     /// `LOCKD_FAULT_DIVERGE_AT`, this node applies one extra grant that no
     /// other node applies, so its state hash diverges from there on.
@@ -462,7 +360,7 @@ impl Replica {
             tracing::warn!(node = self.id, "FAULT: planting a state divergence");
             let _ = self
                 .guest
-                .apply(&[vec![Command::grant("fault/diverged", 1)]]);
+                .apply(&[vec![crate::command::Command::grant("fault/diverged", 1)]]);
         }
     }
 
@@ -565,68 +463,5 @@ impl Replica {
             upgrades_swapped: self.upgrades_swapped,
             upgrades_rejected: self.upgrades_rejected,
         }
-    }
-}
-
-/// Lock command groups of consecutive entries, waiting for one guest call.
-#[derive(Default)]
-struct Run {
-    groups: Vec<Vec<Command>>,
-    /// Per entry: (response slot, number of groups (0 = answered Noop),
-    /// log id).
-    entries: Vec<(usize, usize, LogId)>,
-    /// The last entry applied before the run's first.
-    before: Option<LogId>,
-    last: Option<LogId>,
-}
-
-impl Run {
-    fn push(&mut self, slot: usize, log_id: LogId, groups: Vec<Vec<Command>>) {
-        self.entries.push((slot, groups.len(), log_id));
-        self.groups.extend(groups);
-        self.last = Some(log_id);
-    }
-
-    fn push_empty(&mut self, slot: usize, log_id: LogId) {
-        self.entries.push((slot, 0, log_id));
-        self.last = Some(log_id);
-    }
-
-    /// The log index of the `i`-th group (only looked up for the few
-    /// shadow differences kept as examples).
-    fn index_of(&self, mut i: usize) -> u64 {
-        for &(_, n, log_id) in &self.entries {
-            if i < n {
-                return log_id.index;
-            }
-            i -= n;
-        }
-        0
-    }
-}
-
-/// The status record of an applied upgrade entry.
-pub fn record_of(
-    index: u64,
-    replaces: &ModuleHash,
-    outcome: &UpgradeOutcome,
-    took: Duration,
-) -> UpgradeRecord {
-    let (module, result, version, reason) = match outcome {
-        UpgradeOutcome::Swapped {
-            module, version, ..
-        } => (module, UpgradeResult::Swapped, Some(version.clone()), None),
-        UpgradeOutcome::Rejected { module, reason, .. } => {
-            (module, UpgradeResult::Rejected, None, Some(reason.clone()))
-        }
-    };
-    UpgradeRecord {
-        index,
-        replaces: replaces.to_string(),
-        module_hash: module.to_string(),
-        result,
-        version,
-        reason,
-        swap_us: took.as_micros() as u64,
     }
 }

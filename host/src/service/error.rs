@@ -72,26 +72,6 @@ pub fn check_key(key: &str) -> Result<(), ServiceError> {
     }
 }
 
-/// The bounds on what an acquire carries besides key and lease.
-pub fn check_spec(spec: &crate::service::table::Spec) -> Result<(), ServiceError> {
-    if spec.limit == 0 {
-        return Err(ServiceError::ZeroLimit);
-    }
-    for (field, value, max) in [
-        ("owner", &spec.owner, MAX_OWNER_BYTES),
-        ("request id", &spec.request_id, MAX_REQUEST_ID_BYTES),
-    ] {
-        if value.len() > max {
-            return Err(ServiceError::FieldTooLong {
-                field,
-                got: value.len(),
-                max,
-            });
-        }
-    }
-    Ok(())
-}
-
 impl ServiceError {
     /// openraft refused a call on node `id`: another node leads (with the
     /// leader it named), or consensus is unavailable, said by `unavailable`.

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::actor::{self, Msg};
 use super::error::MAX_KEY_BYTES;
-use super::error::{check_key, check_spec, Acquired, ServiceError};
+use super::error::{check_key, Acquired, ServiceError, MAX_OWNER_BYTES, MAX_REQUEST_ID_BYTES};
 use super::proposer::Proposer;
 use super::read;
 use super::stats::ServiceStats;
@@ -288,4 +288,24 @@ impl Drop for GoneGuard<'_> {
             let _ = self.tx.send(Msg::Gone { req: self.req });
         }
     }
+}
+
+/// The bounds on what an acquire carries besides key and lease.
+fn check_spec(spec: &Spec) -> Result<(), ServiceError> {
+    if spec.limit == 0 {
+        return Err(ServiceError::ZeroLimit);
+    }
+    for (field, value, max) in [
+        ("owner", &spec.owner, MAX_OWNER_BYTES),
+        ("request id", &spec.request_id, MAX_REQUEST_ID_BYTES),
+    ] {
+        if value.len() > max {
+            return Err(ServiceError::FieldTooLong {
+                field,
+                got: value.len(),
+                max,
+            });
+        }
+    }
+    Ok(())
 }
