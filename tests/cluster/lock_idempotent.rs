@@ -44,17 +44,15 @@ fn an_acquire_retried_after_its_leader_died_gets_the_committed_grant() {
         ..ClientOptions::default()
     };
     let client = Client::with_options(c.endpoints(), options);
+    // worker-1's acquire of idem/k under request id `id`.
+    let job = |id: &str| {
+        let opts = AcquireOptions::exclusive(Duration::from_secs(60))
+            .owner("worker-1")
+            .request_id(id);
+        rt.block_on(client.acquire_with("idem/k", opts))
+    };
     let started = Instant::now();
-    let guard = rt
-        .block_on(
-            client.acquire_with(
-                "idem/k",
-                AcquireOptions::exclusive(Duration::from_secs(60))
-                    .owner("worker-1")
-                    .request_id("job-42"),
-            ),
-        )
-        .expect("the retried acquire gets the committed grant");
+    let guard = job("job-42").expect("the retried acquire gets the committed grant");
     assert!(marker.exists(), "the leader did not die before answering");
     assert!(
         c.status(leader).is_none(),
@@ -75,24 +73,8 @@ fn an_acquire_retried_after_its_leader_died_gets_the_committed_grant() {
     assert_eq!(next.token(), guard.token() + 1, "no token was spent twice");
 
     // The same request again is still that grant; another id waits.
-    let again = rt
-        .block_on(
-            client.acquire_with(
-                "idem/k",
-                AcquireOptions::exclusive(Duration::from_secs(60))
-                    .owner("worker-1")
-                    .request_id("job-42"),
-            ),
-        )
-        .expect("repeat");
+    let again = job("job-42").expect("repeat");
     assert_eq!(again.token(), guard.token());
-    let other = rt.block_on(
-        client.acquire_with(
-            "idem/k",
-            AcquireOptions::exclusive(Duration::from_secs(60))
-                .owner("worker-1")
-                .request_id("job-43"),
-        ),
-    );
+    let other = job("job-43");
     assert!(other.is_err_and(|e| e.is_held()));
 }

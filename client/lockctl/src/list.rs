@@ -2,7 +2,7 @@
 //! PREFIX and their holders, in key order (a linearizable read). With more
 //! keys than the limit, the last line says where the next page starts.
 
-use lockd_client::proto::{Holding, KeyHoldings};
+use lockd_client::proto::{Holding, KeyHoldings, LockMode};
 use lockd_client::Client;
 use serde_json::{json, Value};
 
@@ -28,7 +28,7 @@ pub fn holding_text(h: &Holding) -> String {
         // A 0.1 module records no holder; nor did one before an upgrade.
         None => "holder not recorded".into(),
     };
-    let kind = if h.limit == 1 && h.mode.as_str() == "exclusive" {
+    let kind = if h.limit == 1 && h.mode == LockMode::Exclusive {
         String::new()
     } else {
         format!(" {} limit {}", h.mode.as_str(), h.limit)

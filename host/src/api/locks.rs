@@ -29,44 +29,20 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use lockd_client::proto::LockMode;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::body::{parse, JsonBody, RawBody};
 use super::error::ApiError;
 use super::services::Services;
-use crate::command::{HolderInfo, KeyHolders, Mode, PrefixPolicy};
+use super::wire;
+use crate::command::{HolderInfo, KeyHolders, PrefixPolicy};
 use crate::service::table::Spec;
 use crate::service::ServiceError;
 
 /// Listing page size when none is asked for.
 const DEFAULT_LIST: u32 = 100;
-
-#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq, Debug, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum ModeJson {
-    #[default]
-    Exclusive,
-    Shared,
-}
-
-impl From<ModeJson> for Mode {
-    fn from(m: ModeJson) -> Mode {
-        match m {
-            ModeJson::Exclusive => Mode::Exclusive,
-            ModeJson::Shared => Mode::Shared,
-        }
-    }
-}
-
-impl From<Mode> for ModeJson {
-    fn from(m: Mode) -> ModeJson {
-        match m {
-            Mode::Exclusive => ModeJson::Exclusive,
-            Mode::Shared => ModeJson::Shared,
-        }
-    }
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,7 +51,7 @@ struct AcquireBody {
     #[serde(default)]
     wait_ms: u64,
     #[serde(default)]
-    mode: ModeJson,
+    mode: LockMode,
     #[serde(default = "one")]
     limit: u32,
     #[serde(default)]
@@ -100,7 +76,7 @@ struct AcquireReply {
     lease_ms: u64,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 pub struct HolderJson {
     principal: String,
     owner: String,
@@ -110,7 +86,7 @@ pub struct HolderJson {
 pub struct HoldingJson {
     token: u64,
     lease_ms: u64,
-    mode: ModeJson,
+    mode: LockMode,
     limit: u32,
     /// Null: carried over from a 0.1 state, holder unknown.
     holder: Option<HolderJson>,
@@ -122,7 +98,7 @@ fn holding(h: HolderInfo) -> HoldingJson {
     HoldingJson {
         token: h.token,
         lease_ms: h.lease_ms,
-        mode: h.mode.into(),
+        mode: wire::lock_mode(h.mode),
         limit: h.limit,
         holder: h.holder.map(|x| HolderJson {
             principal: x.principal,
@@ -198,7 +174,7 @@ pub async fn lock_post(
             let req: AcquireBody = parse(&body)?;
             let spec = Spec {
                 lease_ms: req.lease_ms,
-                mode: req.mode.into(),
+                mode: wire::mode(req.mode),
                 limit: req.limit,
                 principal: String::new(),
                 owner: req.owner,

@@ -11,7 +11,7 @@ use super::bindings::{v01, v02};
 use super::error::EngineError;
 use super::guest::{Bound, GuestInstance, World};
 use super::store::StoreState;
-use super::world01::{self, Plan};
+use super::world01;
 
 type Call<'a, B, R> = Box<dyn FnOnce(&B, &mut Store<StoreState>) -> wasmtime::Result<R> + 'a>;
 
@@ -62,7 +62,6 @@ impl GuestInstance {
     /// Entries on a 0.1 module: one guest call for every command it can
     /// run, the rest answered by the adapter.
     fn apply01(&mut self, entries: &[Vec<Command>]) -> Result<Vec<Vec<Outcome>>, EngineError> {
-        let version = self.version()?;
         let mut out: Vec<Vec<Option<Outcome>>> = Vec::with_capacity(entries.len());
         let mut batch = Vec::new();
         // (entry, position, lease asked) of each command in `batch`.
@@ -70,8 +69,8 @@ impl GuestInstance {
         for (e, entry) in entries.iter().enumerate() {
             let mut slots = Vec::with_capacity(entry.len());
             for (i, cmd) in entry.iter().enumerate() {
-                match world01::plan(cmd, &version) {
-                    Plan::Run(c) => {
+                match world01::plan(cmd) {
+                    Some(c) => {
                         let lease = match cmd {
                             Command::Grant(g) => g.lease_ms,
                             _ => 0,
@@ -80,7 +79,8 @@ impl GuestInstance {
                         places.push((e, i, lease));
                         slots.push(None);
                     }
-                    Plan::Answer(o) => slots.push(Some(o)),
+                    // Rare: the version is asked only then.
+                    None => slots.push(Some(world01::unsupported(cmd, &self.version()?))),
                 }
             }
             out.push(slots);
@@ -241,11 +241,18 @@ impl GuestInstance {
         }
     }
 
+    /// What the module supports (asked once, then remembered: it is
+    /// fixed per module, and the request path checks it).
     pub fn features(&mut self) -> Result<FeatureSet, EngineError> {
-        match self.world() {
-            World::V02 => self.v02("features", Box::new(|sm, s| sm.call_features(s))),
-            World::V01 => Ok(world01::features()),
+        if let Some(f) = &self.features {
+            return Ok(f.clone());
         }
+        let f = match self.world() {
+            World::V02 => self.v02("features", Box::new(|sm, s| sm.call_features(s)))?,
+            World::V01 => world01::features(),
+        };
+        self.features = Some(f.clone());
+        Ok(f)
     }
 
     pub fn counters(&mut self) -> Result<TableCounters, EngineError> {

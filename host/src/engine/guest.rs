@@ -133,8 +133,9 @@ pub struct GuestInstance {
     fuel_per_call: u64,
     poisoned: Option<String>,
     last_fuel_used: u64,
-    /// The module's `version()`, once asked.
+    /// The module's `version()` and `features()`, once asked.
     pub(super) version: Option<String>,
+    pub(super) features: Option<super::bindings::v02::FeatureSet>,
 }
 
 impl GuestInstance {
@@ -169,6 +170,7 @@ impl GuestInstance {
             poisoned: None,
             last_fuel_used: 0,
             version: None,
+            features: None,
         })
     }
 

@@ -24,37 +24,37 @@ use super::bindings::v02::{
     Released, TableCounters,
 };
 
-/// How one command runs on a 0.1 module.
-pub(super) enum Plan {
-    /// Send this 0.1 command to the guest.
-    Run(v01::Command),
-    /// Answer this without the guest.
-    Answer(Outcome),
-}
-
-/// The plan for `cmd` on the 0.1 module `version`.
-pub(super) fn plan(cmd: &Command, version: &str) -> Plan {
+/// The 0.1 command that runs `cmd`, or `None` when 0.1 cannot express it
+/// (answer it with [`unsupported`], no guest call).
+pub(super) fn plan(cmd: &Command) -> Option<v01::Command> {
     match cmd {
         Command::Grant(g) if g.mode == Mode::Exclusive && g.limit == 1 => {
-            Plan::Run(v01::Command::Grant(v01::Grant {
+            Some(v01::Command::Grant(v01::Grant {
                 key: g.key.clone(),
                 lease_ms: g.lease_ms,
             }))
         }
-        Command::Grant(g) => Plan::Answer(Outcome::Rejected(Reason::Unsupported(format!(
-            "the active lock module ({version}, world lock-sm@0.1.0) grants only exclusive locks of limit 1, not {} of limit {}; upgrade to a module of world lock-sm@0.2.0",
-            g.mode.as_str(),
-            g.limit
-        )))),
-        Command::Release(r) => Plan::Run(v01::Command::Release(r.key.clone())),
-        Command::Expire(r) => Plan::Run(v01::Command::Expire(v01::Expire {
+        Command::Release(r) => Some(v01::Command::Release(r.key.clone())),
+        Command::Expire(r) => Some(v01::Command::Expire(v01::Expire {
             key: r.key.clone(),
             token: r.token,
         })),
-        Command::SetPolicy(_) => Plan::Answer(Outcome::Rejected(Reason::Unsupported(format!(
-            "the active lock module ({version}, world lock-sm@0.1.0) keeps no policy data"
-        )))),
+        Command::Grant(_) | Command::SetPolicy(_) => None,
     }
+}
+
+/// The answer to a command [`plan`] has no 0.1 command for, naming the
+/// 0.1 module `version`.
+pub(super) fn unsupported(cmd: &Command, version: &str) -> Outcome {
+    let why = match cmd {
+        Command::Grant(g) => format!(
+            "the active lock module ({version}, world lock-sm@0.1.0) grants only exclusive locks of limit 1, not {} of limit {}; upgrade to a module of world lock-sm@0.2.0",
+            g.mode.as_str(),
+            g.limit
+        ),
+        _ => format!("the active lock module ({version}, world lock-sm@0.1.0) keeps no policy data"),
+    };
+    Outcome::Rejected(Reason::Unsupported(why))
 }
 
 /// The 0.2 outcome of a 0.1 outcome. `held` says whether the key was held
@@ -195,12 +195,13 @@ mod tests {
         if let Command::Grant(g) = &mut cmd {
             g.mode = Mode::Shared;
         }
-        match plan(&cmd, "lock-sm 9.9") {
-            Plan::Answer(Outcome::Rejected(Reason::Unsupported(why))) => {
+        assert!(plan(&cmd).is_none(), "a shared grant has no 0.1 command");
+        match unsupported(&cmd, "lock-sm 9.9") {
+            Outcome::Rejected(Reason::Unsupported(why)) => {
                 assert!(why.contains("lock-sm 9.9"), "{why}");
                 assert!(why.contains("shared"), "{why}");
             }
-            _ => panic!("a shared grant must be refused on a 0.1 module"),
+            other => panic!("expected unsupported, got {other:?}"),
         }
     }
 }

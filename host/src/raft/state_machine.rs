@@ -188,6 +188,10 @@ impl StateMachineStore {
         self.replica().counters()
     }
 
+    pub fn version(&self) -> Result<String, EngineError> {
+        self.replica().version()
+    }
+
     pub fn features(&self) -> Result<FeatureSet, EngineError> {
         self.replica().features()
     }

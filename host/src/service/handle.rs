@@ -162,7 +162,7 @@ impl LockService {
         } else {
             return Ok(());
         };
-        let version = self.sm.view(false).module_version;
+        let version = self.sm.version().map_err(internal)?;
         Err(ServiceError::Unsupported {
             key: key.to_string(),
             reason: format!(

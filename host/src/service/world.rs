@@ -3,8 +3,8 @@
 //! table read back for a new leader.
 
 use super::error::ServiceError;
-use super::table::{Cmd, Held, Ident, Outcome, Reject};
-use crate::command::{Command, Grant, Holder, Outcome as Replicated, Reason};
+use super::table::{Cmd, Held, Ident, Outcome};
+use crate::command::{Command, Grant, Holder, Outcome as Replicated};
 use crate::raft::state_machine::StateMachineStore;
 
 /// The commands of one group.
@@ -39,12 +39,7 @@ pub(super) fn outcomes(outcomes: Vec<Replicated>) -> Vec<Outcome> {
                 lease_ms: g.lease_ms,
                 repeat: g.repeat,
             },
-            Replicated::Rejected(r) => Outcome::Rejected(match r {
-                Reason::Busy => Reject::Busy,
-                Reason::Policy(why) => Reject::Policy(why),
-                Reason::Quota(why) => Reject::Quota(why),
-                Reason::Unsupported(why) => Reject::Unsupported(why),
-            }),
+            Replicated::Rejected(r) => Outcome::Rejected(r),
             Replicated::Released(r) => Outcome::Released { freed: r.freed },
             Replicated::NotFound => Outcome::NotFound,
             Replicated::Expired(e) => Outcome::Expired {

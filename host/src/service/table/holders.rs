@@ -72,13 +72,17 @@ impl Holders {
         }
     }
 
-    /// Every holder, by token.
-    pub(super) fn iter(&self) -> Box<dyn Iterator<Item = (u64, &Holder)> + '_> {
-        match self {
-            Holders::None => Box::new(std::iter::empty()),
-            Holders::One(t, h) => Box::new(std::iter::once((*t, h))),
-            Holders::Many(m) => Box::new(m.iter().map(|(t, h)| (*t, h))),
-        }
+    /// Every holder, by token (no allocation: this runs per acquire).
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u64, &Holder)> + '_ {
+        let one = match self {
+            Holders::One(t, h) => Some((*t, h)),
+            _ => None,
+        };
+        let many = match self {
+            Holders::Many(m) => Some(m.iter().map(|(t, h)| (*t, h))),
+            _ => None,
+        };
+        one.into_iter().chain(many.into_iter().flatten())
     }
 
     /// Whether a grant of `spec` may be granted once `taken` more grants

@@ -59,7 +59,8 @@ impl Table {
             once,
         };
         let k = self.keys.entry(key.clone()).or_default();
-        let retry = k.holders.iter().any(|(_, h)| waiter.spec.repeats(&h.ident));
+        let retry = !waiter.spec.request_id.is_empty()
+            && k.holders.iter().any(|(_, h)| waiter.spec.repeats(&h.ident));
         let first = k.inflight == 0 && k.waiters.is_empty();
         if retry || (first && k.holders.room(&waiter.spec, 0)) {
             k.inflight += 1;

@@ -219,14 +219,8 @@ pub enum Cmd {
     Expire { key: String, token: u64 },
 }
 
-/// Why a grant was not granted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reject {
-    Busy,
-    Policy(String),
-    Quota(String),
-    Unsupported(String),
-}
+/// Why a grant was not granted: the module's own reason, unchanged.
+pub use crate::command::Reason as Reject;
 
 /// What applying a [`Cmd`] returned, as the table needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
