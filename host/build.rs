@@ -9,7 +9,7 @@ fn main() {
     if let Err(e) = guest_build::build_components(
         workspace,
         &["guest-sm"],
-        &["guest-sm/src", "guest-sm/Cargo.toml", "wit"],
+        &["guest-sm/src", "guest-sm/Cargo.toml", "guest-sm/key", "wit"],
     ) {
         panic!("cannot build the built-in lock state machine component:\n{e}");
     }

@@ -10,9 +10,10 @@ fn main() {
     let watch = [
         "tests/fixtures",
         "guest-sm/src",
+        "guest-sm/key",
         "guest-sm-v2/src",
-        "guest-sm-v3/src",
-        "guest-sm-v3/Cargo.toml",
+        "guest-sm/world02/src",
+        "guest-sm/world02/Cargo.toml",
         "wit",
     ];
     let guests = ["chaos-guest", "import-guest", "guest-sm-v2", "guest-sm-v3"];

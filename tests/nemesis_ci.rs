@@ -21,8 +21,8 @@ fn run_alone(cfg: RunConfig) -> Report {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let r = run(cfg.clone());
     eprintln!(
-        "seed {}: {} ops, {} grants, {} stale accesses refused, {} leader changes, {} keeper renewals, {} ledger keys",
-        cfg.seed, r.ops, r.granted, r.rejected_stale, r.leader_changes, r.keeper_renewals, r.ledger_keys
+        "seed {}: {} ops, {} grants, {} stale accesses refused, {} leader changes, {} keeper renewals, {} ledger keys, {} readers and {} semaphore slots at once at most",
+        cfg.seed, r.ops, r.granted, r.rejected_stale, r.leader_changes, r.keeper_renewals, r.ledger_keys, r.most_readers, r.most_slots
     );
     for e in &r.faults {
         eprintln!(
@@ -72,6 +72,13 @@ fn assert_covered(cfg: &RunConfig, r: &Report) {
         "seed {}: nothing to check survival with: {r:?}",
         cfg.seed
     );
+    if cfg.mixed {
+        assert!(
+            r.most_readers >= 2 && r.most_slots >= 2,
+            "seed {}: readers or semaphore slots never held a key together: {r:?}",
+            cfg.seed
+        );
+    }
 }
 
 fn assert_clean(cfg: RunConfig) {
@@ -102,12 +109,14 @@ fn seed_1() -> RunConfig {
     }
 }
 
+/// Mutexes, readers and writers, and semaphore slots on the 0.2 module.
 #[test]
-fn five_nodes_kills_and_pauses_seed_2() {
+fn five_nodes_kills_and_pauses_mixed_clients_seed_2() {
     assert_clean(RunConfig {
         nodes: 5,
         seed: 2,
         faults: vec![Fault::KillLeader, Fault::PauseLeader, Fault::KillFollower],
+        mixed: true,
         ..RunConfig::default()
     });
 }
@@ -135,9 +144,10 @@ fn three_nodes_upgrade_amid_kills_seed_5() {
 }
 
 /// Partitions between separate hosts (one network namespace per node):
-/// an isolated leader, majority/minority, a bridge — plus kills.
+/// an isolated leader, majority/minority, a bridge — plus kills; with
+/// clients of every kind on the 0.2 module.
 #[test]
-fn partitions_on_separate_hosts_seed_4() {
+fn partitions_on_separate_hosts_mixed_clients_seed_4() {
     assert!(
         NetHosts::available(),
         "network namespaces are needed (run as root with iproute2)"
@@ -150,6 +160,7 @@ fn partitions_on_separate_hosts_seed_4() {
         hosts: true,
         faults,
         duration: Duration::from_secs(15),
+        mixed: true,
         ..RunConfig::default()
     });
 }

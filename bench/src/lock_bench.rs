@@ -1,8 +1,18 @@
 //! Lock cycles (acquire + release) on a 3-node cluster of real processes.
 //!
 //! ```text
-//! cargo run --release -p lock-bench --bin lock-bench [-- --seconds 5]
+//! cargo run --release -p lock-bench --bin lock-bench [-- --seconds 5] [--clients N]
 //! ```
+//!
+//! `--clients N` keeps only the rows with N clients (for rounds short
+//! enough that the machine does not drift within one).
+//!
+//! `--alternate N`: the two modules side by side on one cluster instead.
+//! N rounds of the three exclusive rows on the 0.1 module, an upgrade to
+//! the 0.2 module, the same rows, and a downgrade back (the 0.2 module's
+//! downgrade snapshot: the state then holds only exclusive locks). The
+//! modules take turns on the same processes, log and machine state, so
+//! neither is measured only later in the run than the other.
 //!
 //! Starts three `lockd` processes (fsync on) and runs `lockctl bench` against
 //! them for each workload: 1 and 64 clients on their own keys, and 16
@@ -20,6 +30,8 @@ use lock_tests::fixtures::LOCK_SM_V3;
 
 fn main() {
     let seconds: f64 = lock_bench::arg("--seconds", 5.0);
+    let only: usize = lock_bench::arg("--clients", 0);
+    let kept = |clients: usize| only == 0 || only == clients;
     lock_bench::ensure_binaries_built();
     let c = Cluster::start(3, &[]);
     c.wait_leader(Duration::from_secs(20));
@@ -34,17 +46,41 @@ fn main() {
         (16, true, "exclusive", 1),
     ];
     for (clients, contended, mode, limit) in exclusive {
-        row(&c, "0.1", seconds, clients, contended, mode, limit);
+        if kept(clients) {
+            row(&c, "0.1", seconds, clients, contended, mode, limit);
+        }
     }
-    let leader = c.wait_leader(Duration::from_secs(20));
-    let r = c
-        .post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_V3)
-        .expect("upgrade");
-    assert_eq!(r.body["result"], "swapped", "{r:?}");
+    let rounds: usize = lock_bench::arg("--alternate", 0);
+    for _ in 0..rounds {
+        swap(&c, LOCK_SM_V3);
+        for (clients, contended, mode, limit) in exclusive {
+            if kept(clients) {
+                row(&c, "0.2", seconds, clients, contended, mode, limit);
+            }
+        }
+        swap(&c, lockd::builtin::LOCK_SM);
+        for (clients, contended, mode, limit) in exclusive {
+            if kept(clients) {
+                row(&c, "0.1", seconds, clients, contended, mode, limit);
+            }
+        }
+    }
+    swap(&c, LOCK_SM_V3);
     let kinds = [(16, true, "exclusive", 3), (16, true, "shared", 4)];
     for (clients, contended, mode, limit) in exclusive.into_iter().chain(kinds) {
-        row(&c, "0.2", seconds, clients, contended, mode, limit);
+        if kept(clients) {
+            row(&c, "0.2", seconds, clients, contended, mode, limit);
+        }
     }
+}
+
+/// Make `module` the active module of the running cluster.
+fn swap(c: &Cluster, module: &[u8]) {
+    let leader = c.wait_leader(Duration::from_secs(20));
+    let r = c
+        .post_bytes(leader, "/v1/admin/upgrade", module)
+        .expect("upgrade");
+    assert_eq!(r.body["result"], "swapped", "{r:?}");
 }
 
 /// One `lockctl bench` run, printed as a table row.

@@ -19,13 +19,22 @@
 //!
 //! Also measured: the cost of a call that does no work (`counters`), i.e. the
 //! fixed price of crossing into the guest (fuel reset included).
+//!
+//! Then the built-in module (world 0.1, through the engine's adapter)
+//! against the reference module of world 0.2, on the same stream with
+//! each release naming the token its grant got: both sides build each
+//! entry from the same templates and read the tokens from the outcomes,
+//! so they pay the same host-side work, and the difference is the guest's
+//! (and the world's) own.
 
 use std::time::{Duration, Instant};
 
 use guest_sm::{Command as NCommand, LockTable};
-use lockd::command::Command;
+use lockd::command::{Command, Outcome};
 use lockd::engine::{EngineSettings, GuestInstance, WasmEngine};
 use serde::Serialize;
+
+use lock_tests::fixtures::LOCK_SM_V3;
 
 const KEYS: usize = 1024;
 const BATCHES: [usize; 3] = [1, 64, 1024];
@@ -49,6 +58,15 @@ struct Row {
 }
 
 #[derive(Serialize)]
+struct WorldRow {
+    batch: usize,
+    world01_cmds_per_sec: f64,
+    world02_cmds_per_sec: f64,
+    /// 0.2 / 0.1.
+    ratio: f64,
+}
+
+#[derive(Serialize)]
 struct Report {
     keys: usize,
     seconds_per_measurement: f64,
@@ -57,6 +75,70 @@ struct Report {
     empty_call_ns: f64,
     /// wasm minus native time of one call at batch size 1, in ns.
     per_call_overhead_ns: f64,
+    /// The built-in 0.1 module against the 0.2 reference module.
+    worlds: Vec<WorldRow>,
+}
+
+/// Apply the stream's batches to `guest`, each release with the token its
+/// key's grant got.
+struct Tokened {
+    guest: GuestInstance,
+    tokens: Vec<u64>,
+}
+
+impl Tokened {
+    fn apply(&mut self, batch: &[(usize, bool)], keys: &[String]) {
+        let entries: Vec<Vec<Command>> = batch
+            .iter()
+            .map(|&(k, grant)| {
+                vec![if grant {
+                    Command::grant(keys[k].clone(), 10_000)
+                } else {
+                    Command::release(keys[k].clone(), self.tokens[k])
+                }]
+            })
+            .collect();
+        let out = self.guest.apply(&entries).expect("apply");
+        for (&(k, _), o) in batch.iter().zip(&out) {
+            if let [Outcome::Granted(g)] = o.as_slice() {
+                self.tokens[k] = g.token;
+            }
+        }
+        std::hint::black_box(out);
+    }
+}
+
+/// The built-in module against the 0.2 reference module, alternating rounds.
+fn worlds(engine: &WasmEngine, dur: Duration) -> Vec<WorldRow> {
+    let keys: Vec<String> = (0..KEYS).map(|i| format!("key-{i:05}")).collect();
+    let stream: Vec<(usize, bool)> = (0..KEYS)
+        .map(|k| (k, true))
+        .chain((0..KEYS).map(|k| (k, false)))
+        .collect();
+    let load = |bytes: &[u8]| Tokened {
+        guest: engine
+            .instantiate(&engine.load(bytes).expect("module"))
+            .expect("instance"),
+        tokens: vec![0; KEYS],
+    };
+    let mut rows = Vec::new();
+    for &b in &BATCHES {
+        let batches: Vec<&[(usize, bool)]> = stream.chunks(b).collect();
+        let (mut v01, mut v02) = (load(lockd::builtin::LOCK_SM), load(LOCK_SM_V3));
+        let (mut r01, mut r02) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            r01.push(measure(&batches, dur / ROUNDS, |x| v01.apply(x, &keys)));
+            r02.push(measure(&batches, dur / ROUNDS, |x| v02.apply(x, &keys)));
+        }
+        let (a, z) = (median(r01).0, median(r02).0);
+        rows.push(WorldRow {
+            batch: b,
+            world01_cmds_per_sec: a,
+            world02_cmds_per_sec: z,
+            ratio: z / a,
+        });
+    }
+    rows
 }
 
 fn stream() -> (Vec<NCommand>, Vec<Command>) {
@@ -149,6 +231,7 @@ fn main() {
         rows,
         empty_call_ns,
         per_call_overhead_ns,
+        worlds: worlds(&engine, dur),
     };
 
     if json {
@@ -178,4 +261,13 @@ fn main() {
         "\nper-call overhead at batch 1 (wasm - native): {:.0} ns; empty guest call (`counters`): {:.0} ns",
         report.per_call_overhead_ns, report.empty_call_ns
     );
+    println!("\nBuilt-in module (world 0.1) against the 0.2 reference module, releases by token\n");
+    println!("| batch | 0.1 cmds/s | 0.2 cmds/s | 0.2/0.1 |");
+    println!("|---:|---:|---:|---:|");
+    for r in &report.worlds {
+        println!(
+            "| {} | {:.0} | {:.0} | {:.2} |",
+            r.batch, r.world01_cmds_per_sec, r.world02_cmds_per_sec, r.ratio
+        );
+    }
 }

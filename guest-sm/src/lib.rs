@@ -34,7 +34,7 @@
 //! no way to observe anything but its inputs.
 
 pub mod command;
-pub mod key;
+pub use lock_key as key;
 pub mod snapshot;
 pub mod table;
 

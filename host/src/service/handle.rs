@@ -135,7 +135,7 @@ impl LockService {
         self.check_lease(spec.lease_ms)?;
         check_spec(&spec)?;
         if spec.mode != Mode::Exclusive || spec.limit != 1 {
-            self.check_supported(key, &spec)?;
+            self.check_supported(key, &spec).await?;
         }
         self.ask(|req, reply| Msg::Acquire {
             req,
@@ -147,9 +147,30 @@ impl LockService {
         .await
     }
 
-    /// Whether the active module supports `spec`'s mode and limit (its
-    /// `features`).
-    fn check_supported(&self, key: &str, spec: &Spec) -> Result<(), ServiceError> {
+    /// Whether the active module supports `spec`'s mode and limit. The
+    /// module this node has applied may lag its log: a leader just elected,
+    /// or restarted, applies an upgrade entry it already has only after it
+    /// takes requests, and would refuse what the committed module grants.
+    /// So a refusal stands only after the read barrier (leadership
+    /// confirmed, the log applied as far as it reached); the barrier costs
+    /// nothing on the path that is supported.
+    async fn check_supported(&self, key: &str, spec: &Spec) -> Result<(), ServiceError> {
+        if self.unsupported(key, spec).is_ok() {
+            return Ok(());
+        }
+        match tokio::time::timeout(self.election_max, read::confirm(&self.raft, self.id)).await {
+            Ok(Ok(())) => self.unsupported(key, spec),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(ServiceError::Unavailable(format!(
+                "node {} could not confirm its leadership and applied log within {} ms",
+                self.id,
+                self.election_max.as_millis()
+            ))),
+        }
+    }
+
+    /// The active module's `features` against `spec`'s mode and limit.
+    fn unsupported(&self, key: &str, spec: &Spec) -> Result<(), ServiceError> {
         let internal = |e: crate::engine::EngineError| ServiceError::StateMachine(e.to_string());
         let features = self.sm.features().map_err(internal)?;
         let why = if !features.modes.contains(&spec.mode) {

@@ -10,7 +10,7 @@
 //! * `lock_sm_v2.wasm`: version 2 (`guest-sm-v2/`): snapshot format 2 and
 //!   keys under `reserved/` refused;
 //! * `lock_sm_0_2.wasm`: the reference module of world `lock-sm@0.2.0`
-//!   (`guest-sm-v3/`): shared locks, semaphores, holders, policy data;
+//!   (`guest-sm/world02/`, package `guest-sm-v3`): shared locks, semaphores, holders, policy data;
 //! * `chaos_guest.wasm`: the hostile test fixture (see its docs), for
 //!   seeing a rejected upgrade.
 

@@ -1,11 +1,13 @@
 //! The long fault-injection run: one command, a report.
 //!
 //! ```text
-//! cargo run --release -p lock-tests --bin nemesis -- [--seconds 600] [--nodes 5] [--clients 10] [--keys 3] [--seed 7] [--no-faults | --partitions] [--upgrade-at SECS] [--broken early-expiry|double-grant]
+//! cargo run --release -p lock-tests --bin nemesis -- [--seconds 600] [--nodes 5] [--clients 10] [--keys 3] [--seed 7] [--no-faults | --partitions] [--exclusive | --upgrade-at SECS] [--broken early-expiry|double-grant]
 //! ```
 //!
 //! Prints operations done, faults injected and violations found; exits 1 on
-//! any violation. `--broken` runs `lockd-fault` with one of its lease
+//! any violation. The clients are mixed (mutexes, readers and writers,
+//! semaphore slots, on the 0.2 module) unless `--exclusive` or
+//! `--upgrade-at` (whose version 2 is of world 0.1) asks for mutexes only. `--broken` runs `lockd-fault` with one of its lease
 //! faults on (built on first use), to watch the checkers catch it.
 
 use std::time::Duration;
@@ -43,6 +45,7 @@ fn main() {
             env: vec![(var.0.into(), var.1.into())],
         }
     });
+    let upgrade_at = flag("--upgrade-at").then(|| Duration::from_secs(arg("--upgrade-at", 60)));
     let cfg = RunConfig {
         nodes: arg("--nodes", 5),
         clients: arg("--clients", 10) as usize,
@@ -57,13 +60,19 @@ fn main() {
             RunConfig::default().faults
         },
         hosts: flag("--partitions"),
-        upgrade_at: flag("--upgrade-at").then(|| Duration::from_secs(arg("--upgrade-at", 60))),
+        upgrade_at,
+        mixed: !flag("--exclusive") && upgrade_at.is_none(),
         server,
         ..RunConfig::default()
     };
     println!(
-        "nemesis: {} nodes, {} clients, {} keys, {:?}, seed {}",
-        cfg.nodes, cfg.clients, cfg.keys, cfg.duration, cfg.seed
+        "nemesis: {} nodes, {} clients ({}), {} keys, {:?}, seed {}",
+        cfg.nodes,
+        cfg.clients,
+        if cfg.mixed { "mixed" } else { "mutexes only" },
+        cfg.keys,
+        cfg.duration,
+        cfg.seed
     );
     let r = run(cfg);
     println!(
@@ -73,6 +82,10 @@ fn main() {
     println!(
         "leader changes seen: {}, keeper renewals: {}, ledger keys checked: {}",
         r.leader_changes, r.keeper_renewals, r.ledger_keys
+    );
+    println!(
+        "most holders of one key at once: {} readers, {} semaphore slots",
+        r.most_readers, r.most_slots
     );
     println!("faults injected: {}", r.faults.len());
     for e in &r.faults {

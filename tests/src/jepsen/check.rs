@@ -111,7 +111,10 @@ pub fn tokens(ops: &[Op]) -> Vec<Violation> {
     out
 }
 
-/// 3. Each key's lock operations are linearizable (see [`super::lin`]).
+/// 3. Each mutex key's lock operations are linearizable (see
+///    [`super::lin`]). Keys taken shared or as semaphores are left to
+///    [`holders`], [`tokens`] and [`no_refusal_inside_lease`]: the model
+///    has one holder.
 pub fn linearizable(ops: &[Op], horizon: &Horizon) -> Vec<Violation> {
     let mut by_key: BTreeMap<&str, Vec<Op>> = BTreeMap::new();
     for o in ops {
@@ -119,6 +122,7 @@ pub fn linearizable(ops: &[Op], horizon: &Horizon) -> Vec<Violation> {
     }
     by_key
         .into_iter()
+        .filter(|(_, ops)| !ops.iter().any(|o| o.call.is_shared_or_counted()))
         .filter_map(|(key, ops)| {
             super::lin::check_key(&ops, horizon)
                 .err()
@@ -127,38 +131,107 @@ pub fn linearizable(ops: &[Op], horizon: &Horizon) -> Vec<Violation> {
         .collect()
 }
 
-/// 3a. Mutual exclusion as the clients saw it: on each key, no two clients
-///    believed they held it at the same time (see [`Holding`]). Unlike the
-///    fenced register, this sees a service that grants a key twice even when
-///    every token is unique.
-pub fn mutual_exclusion(holdings: &[Holding]) -> Vec<Violation> {
+/// 3a. Holders as the clients saw them: on each key, at no time did more
+///    clients believe they held it than its limit allows, nor did a holder
+///    of one mode overlap a holder of the other (see [`Holding`]). With
+///    limit 1 this is mutual exclusion: an exclusive holder overlaps no
+///    other holder. Unlike the fenced register, this sees a service that
+///    grants a key twice even when every token is unique.
+pub fn holders(holdings: &[Holding]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (key, hs) in by_key(holdings) {
+        let mut live: Vec<&Holding> = Vec::new();
+        for h in hs {
+            live.retain(|l| l.until > h.from);
+            let room = live
+                .iter()
+                .map(|l| l.limit)
+                .chain([h.limit])
+                .min()
+                .unwrap_or(1);
+            let clash = live.iter().find(|l| l.mode != h.mode);
+            if clash.is_some() || live.len() + 1 > room as usize {
+                let others: Vec<String> = live
+                    .iter()
+                    .map(|l| {
+                        format!(
+                            "client {} with token {} ({:?}, limit {}) from {:.0} to {:.0} ms",
+                            l.client, l.token, l.mode, l.limit, l.from, l.until
+                        )
+                    })
+                    .collect();
+                let what = match clash {
+                    Some(_) => "a holder of the other mode".to_string(),
+                    None => format!("{} holders at once, above limit {room}", live.len() + 1),
+                };
+                out.push(Violation::new(
+                    Checker::MutualExclusion,
+                    format!(
+                        "{key}: client {} held token {} ({:?}, limit {}) from {:.0} to {:.0} ms beside {what}: {}",
+                        h.client,
+                        h.token,
+                        h.mode,
+                        h.limit,
+                        h.from,
+                        h.until,
+                        others.join("; ")
+                    ),
+                ));
+            }
+            live.push(h);
+        }
+    }
+    out
+}
+
+/// The most holders any key had at once, as the clients saw them, among
+/// holdings `of` a kind: shows a run really shared its keys.
+pub fn most_at_once(holdings: &[Holding], of: impl Fn(&Holding) -> bool) -> usize {
+    let kept: Vec<Holding> = holdings.iter().filter(|h| of(h)).cloned().collect();
+    by_key(&kept)
+        .into_values()
+        .map(|hs| {
+            let mut live: Vec<&Holding> = Vec::new();
+            let mut most = 0;
+            for h in hs {
+                live.retain(|l| l.until > h.from);
+                live.push(h);
+                most = most.max(live.len());
+            }
+            most
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Each key's holdings with a window, in order of their start.
+fn by_key(holdings: &[Holding]) -> BTreeMap<&str, Vec<&Holding>> {
     let mut by_key: BTreeMap<&str, Vec<&Holding>> = BTreeMap::new();
     for h in holdings.iter().filter(|h| h.until > h.from) {
         by_key.entry(&h.key).or_default().push(h);
     }
-    let mut out = Vec::new();
-    for (key, mut hs) in by_key {
+    for hs in by_key.values_mut() {
         hs.sort_by(|a, b| a.from.total_cmp(&b.from));
-        // Each holding against the one that reaches furthest before it.
-        let mut reach: Option<&Holding> = None;
-        for h in hs {
-            if let Some(r) = reach {
-                if h.from < r.until {
-                    out.push(Violation::new(
-                        Checker::MutualExclusion,
-                        format!(
-                            "{key}: client {} held token {} from {:.0} to {:.0} ms while client {} held token {} from {:.0} to {:.0} ms",
-                            h.client, h.token, h.from, h.until, r.client, r.token, r.from, r.until
-                        ),
-                    ));
-                }
-            }
-            if reach.is_none_or(|r| h.until > r.until) {
-                reach = Some(h);
-            }
-        }
     }
-    out
+    by_key
+}
+
+/// 3c. No denial: in a run without policy data, on a module with every
+///    feature the clients use, no acquire is refused by policy, a quota,
+///    or as unsupported.
+pub fn no_denials(ops: &[Op]) -> Vec<Violation> {
+    ops.iter()
+        .filter_map(|o| match &o.ret {
+            Ret::Denied(why) => Some(Violation::new(
+                Checker::Harness,
+                format!(
+                    "{}: client {}'s {:?} was denied: {why}",
+                    o.key, o.client, o.call
+                ),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// 3b. No refusal inside a lease: a holder's release answered "not held" or
@@ -267,6 +340,7 @@ pub fn survived(ops: &[Op], finals: &BTreeMap<String, Final>) -> Vec<Violation> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jepsen::history::LockMode;
 
     fn op(client: usize, call: Call, invoke: f64, complete: f64, ret: Ret) -> Op {
         Op {
@@ -280,10 +354,7 @@ mod tests {
     }
 
     fn acquire(lease_ms: u64) -> Call {
-        Call::Acquire {
-            lease_ms,
-            wait_ms: 0,
-        }
+        Call::acquire(lease_ms, 0)
     }
 
     fn holding(client: usize, token: u64, from: f64, until: f64) -> Holding {
@@ -291,17 +362,81 @@ mod tests {
             client,
             key: "k".into(),
             token,
+            mode: LockMode::Exclusive,
+            limit: 1,
             from,
             until,
         }
     }
 
+    fn slot(client: usize, limit: u32, mode: LockMode, from: f64, until: f64) -> Holding {
+        Holding {
+            mode,
+            limit,
+            ..holding(client, client as u64 + 1, from, until)
+        }
+    }
+
+    #[test]
+    fn a_semaphore_holds_up_to_its_limit_and_no_more() {
+        let three = [
+            slot(0, 3, LockMode::Exclusive, 0.0, 100.0),
+            slot(1, 3, LockMode::Exclusive, 10.0, 100.0),
+            slot(2, 3, LockMode::Exclusive, 20.0, 100.0),
+            // After one left: room again.
+            slot(3, 3, LockMode::Exclusive, 100.0, 150.0),
+        ];
+        assert!(holders(&three).is_empty());
+        assert_eq!(most_at_once(&three, |_| true), 3);
+        let mut four = three.to_vec();
+        four.push(slot(4, 3, LockMode::Exclusive, 50.0, 60.0));
+        let v = holders(&four);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(
+            v[0].what.contains("4 holders at once, above limit 3"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn readers_share_but_a_writer_overlaps_no_one() {
+        let readers = [
+            slot(0, 4, LockMode::Shared, 0.0, 100.0),
+            slot(1, 4, LockMode::Shared, 10.0, 100.0),
+            holding(2, 9, 100.0, 150.0),
+        ];
+        assert!(holders(&readers).is_empty());
+        let mut clash = readers.to_vec();
+        clash.push(holding(3, 10, 90.0, 95.0));
+        let v = holders(&clash);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].what.contains("other mode"), "{v:?}");
+        // A reader inside a writer's window, too.
+        let v = holders(&[
+            holding(0, 1, 0.0, 100.0),
+            slot(1, 4, LockMode::Shared, 50.0, 60.0),
+        ]);
+        assert_eq!(v.len(), 1, "{v:?}");
+    }
+
+    #[test]
+    fn a_denial_is_a_violation() {
+        let ops = [op(
+            0,
+            acquire(800),
+            0.0,
+            1.0,
+            Ret::Denied("unsupported".into()),
+        )];
+        assert_eq!(no_denials(&ops).len(), 1);
+    }
+
     #[test]
     fn overlapping_holdings_are_a_violation() {
-        let v = mutual_exclusion(&[holding(0, 1, 0.0, 100.0), holding(1, 2, 90.0, 200.0)]);
+        let v = holders(&[holding(0, 1, 0.0, 100.0), holding(1, 2, 90.0, 200.0)]);
         assert_eq!(v.len(), 1, "{v:?}");
         // Caught also behind a short holding that ended in between.
-        let v = mutual_exclusion(&[
+        let v = holders(&[
             holding(0, 1, 0.0, 500.0),
             holding(1, 2, 10.0, 20.0),
             holding(2, 3, 300.0, 400.0),
@@ -311,7 +446,7 @@ mod tests {
 
     #[test]
     fn holdings_one_after_another_pass() {
-        let v = mutual_exclusion(&[
+        let v = holders(&[
             holding(0, 1, 0.0, 100.0),
             holding(1, 2, 100.0, 200.0),
             holding(0, 3, 250.0, 260.0),

@@ -40,6 +40,11 @@ pub struct RunConfig {
     pub upgrade_at: Option<Duration>,
     /// Every node runs this server instead of `lockd`.
     pub server: Option<Server>,
+    /// Clients of every kind (mutexes, readers and writers, semaphore
+    /// slots; see [`super::workload`]) on the reference module of world
+    /// 0.2, put in by an upgrade before the clients start. Not with
+    /// `upgrade_at`, whose version 2 is of world 0.1.
+    pub mixed: bool,
 }
 
 impl Default for RunConfig {
@@ -58,6 +63,7 @@ impl Default for RunConfig {
             hosts: false,
             upgrade_at: None,
             server: None,
+            mixed: false,
         }
     }
 }
@@ -76,5 +82,9 @@ pub struct Report {
     pub keeper_renewals: u64,
     /// Ledger locks checked against the final state.
     pub ledger_keys: usize,
+    /// The most readers, and the most semaphore slots, that held one key
+    /// at once as the clients saw it (0 in a run that is not mixed).
+    pub most_readers: usize,
+    pub most_slots: usize,
     pub violations: Vec<Violation>,
 }

@@ -3,11 +3,40 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
+pub use lockd_client::proto::LockMode;
+
 /// What a client asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Call {
-    Acquire { lease_ms: u64, wait_ms: u64 },
-    Release { token: u64 },
+    /// `limit` holders at once in `mode`: exclusive with limit 1 is a
+    /// mutex, exclusive with limit N a semaphore of N, shared with limit N
+    /// one of N readers.
+    Acquire {
+        lease_ms: u64,
+        wait_ms: u64,
+        mode: LockMode,
+        limit: u32,
+    },
+    Release {
+        token: u64,
+    },
+}
+
+impl Call {
+    /// A mutex acquire (the seed's lock).
+    pub fn acquire(lease_ms: u64, wait_ms: u64) -> Call {
+        Call::Acquire {
+            lease_ms,
+            wait_ms,
+            mode: LockMode::Exclusive,
+            limit: 1,
+        }
+    }
+
+    /// An acquire of anything but a mutex.
+    pub fn is_shared_or_counted(&self) -> bool {
+        matches!(self, Call::Acquire { mode, limit, .. } if *mode != LockMode::Exclusive || *limit != 1)
+    }
 }
 
 /// What it got back.
@@ -19,6 +48,9 @@ pub enum Ret {
     Held,
     /// Not held, or not by this token.
     Refused,
+    /// Refused by policy, a quota, or as unsupported: never right in a run
+    /// without policy data, on a module that has every feature asked for.
+    Denied(String),
     /// No answer (timeout, unreachable, leadership change): it may or may
     /// not have taken effect.
     Unknown,
@@ -44,6 +76,8 @@ pub struct Holding {
     pub client: usize,
     pub key: String,
     pub token: u64,
+    pub mode: LockMode,
+    pub limit: u32,
     pub from: f64,
     pub until: f64,
 }

@@ -257,15 +257,7 @@ mod tests {
         }
     }
     fn acq(i: f64, c: f64, ret: Ret) -> Op {
-        op(
-            i,
-            c,
-            Call::Acquire {
-                lease_ms: 1000,
-                wait_ms: 0,
-            },
-            ret,
-        )
+        op(i, c, Call::acquire(1000, 0), ret)
     }
     fn rel(i: f64, c: f64, t: u64, ret: Ret) -> Op {
         op(i, c, Call::Release { token: t }, ret)

@@ -7,11 +7,12 @@
 //! then checks the history ([`check`] has one function per property):
 //!
 //! 1. no lost update through the fenced register ([`register`]);
-//! 2. mutual exclusion as the clients saw it: no two clients believed they
-//!    held one key at once (each holder's window runs from the grant's
+//! 2. holders as the clients saw them: never more on a key than its limit,
+//!    never a holder of one mode beside one of the other, so a mutex or a
+//!    writer overlaps no one (each holder's window runs from the grant's
 //!    answer to its own conservative deadline or release);
 //! 3. tokens are unique and increase per key in real-time order;
-//! 4. the lock operations of each key are linearizable against a lock model
+//! 4. the lock operations of each mutex key are linearizable against a lock model
 //!    with leases bounded from below and above ([`lin`], a Wing–Gong
 //!    search), and no holder's release is refused before its lease could
 //!    have ended;

@@ -129,25 +129,25 @@ impl Log {
     }
 }
 
-/// Submit the upgrade to version 2 until it is in: answered "swapped", or
-/// "already the active module" (an earlier attempt committed although its
-/// answer was lost).
-pub fn upgrade(c: &Cluster) -> Option<String> {
+/// Submit the upgrade to `module` (named `name`) until it is in: answered
+/// "swapped", or "already the active module" (an earlier attempt committed
+/// although its answer was lost).
+pub fn upgrade(c: &Cluster, module: &[u8], name: &str) -> Option<String> {
     for attempt in 1..=20 {
         let Some((_, leader)) = leader_of(c) else {
             std::thread::sleep(Duration::from_millis(300));
             continue;
         };
-        match c.post_bytes(leader, "/v1/admin/upgrade", crate::fixtures::LOCK_SM_V2) {
+        match c.post_bytes(leader, "/v1/admin/upgrade", module) {
             Ok(r) if r.ok() => {
                 return Some(format!(
-                    "upgraded to version 2 at index {} (attempt {attempt})",
+                    "upgraded to {name} at index {} (attempt {attempt})",
                     r.body["index"]
                 ))
             }
             Ok(r) if r.status == 409 && r.error().contains("already the active module") => {
                 return Some(format!(
-                    "upgrade to version 2 was in already (attempt {attempt})"
+                    "upgrade to {name} was in already (attempt {attempt})"
                 ))
             }
             _ => std::thread::sleep(Duration::from_millis(300)),
@@ -178,7 +178,8 @@ pub fn run(
         if upgrade_due.is_some_and(|at| history.now() >= at) {
             upgrade_due = None;
             let from = history.now();
-            let what = upgrade(c).unwrap_or_else(|| "UPGRADE FAILED after 20 attempts".into());
+            let what = upgrade(c, crate::fixtures::LOCK_SM_V2, "version 2")
+                .unwrap_or_else(|| "UPGRADE FAILED after 20 attempts".into());
             log.events.push(Event {
                 fault: None,
                 from,

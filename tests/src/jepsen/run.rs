@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::check::{self, Checker, Final, Violation};
 use super::config::{Report, RunConfig};
-use super::history::{History, Ret};
+use super::history::{History, LockMode, Ret};
 use super::lin::Horizon;
 use super::nemesis;
 use super::register::FencedRegister;
@@ -92,6 +92,14 @@ pub fn run(cfg: RunConfig) -> Report {
         .enable_all()
         .build()
         .expect("runtime");
+    assert!(
+        !(cfg.mixed && cfg.upgrade_at.is_some()),
+        "a mixed run needs world 0.2; the upgrade at a time is to a module of world 0.1"
+    );
+    if cfg.mixed {
+        nemesis::upgrade(&c, crate::fixtures::LOCK_SM_V3, "the 0.2 module")
+            .expect("the 0.2 module goes in before the clients start");
+    }
     let keeper = rt
         .block_on(Keeper::take(endpoints.clone()))
         .expect("the keeper's lock, before any fault");
@@ -189,10 +197,22 @@ pub fn run(cfg: RunConfig) -> Report {
     violations.extend(check::lost_updates(&regs));
     violations.extend(check::tokens(&ops));
     violations.extend(check::linearizable(&ops, &horizon(&log)));
-    violations.extend(check::mutual_exclusion(&history.holdings()));
+    let holdings = history.holdings();
+    violations.extend(check::holders(&holdings));
+    violations.extend(check::no_denials(&ops));
     violations.extend(check::no_refusal_inside_lease(&ops));
     c.wait_leader(Duration::from_secs(30));
-    let keys: std::collections::BTreeSet<String> = ops.iter().map(|o| o.key.clone()).collect();
+    // The final reads compare one holder's token: mutex keys only.
+    let shared_or_counted: std::collections::BTreeSet<&str> = ops
+        .iter()
+        .filter(|o| o.call.is_shared_or_counted())
+        .map(|o| o.key.as_str())
+        .collect();
+    let keys: std::collections::BTreeSet<String> = ops
+        .iter()
+        .filter(|o| !shared_or_counted.contains(o.key.as_str()))
+        .map(|o| o.key.clone())
+        .collect();
     let ledger_keys = keys.iter().filter(|k| k.starts_with("ledger/")).count();
     let finals = final_state(&c, keys.into_iter(), &history);
     violations.extend(check::survived(&ops, &finals));
@@ -208,14 +228,23 @@ pub fn run(cfg: RunConfig) -> Report {
         rejected_stale: regs.iter().map(|r| r.2).sum(),
         keeper_renewals,
         ledger_keys,
+        most_readers: check::most_at_once(&holdings, |h| h.mode == LockMode::Shared),
+        most_slots: check::most_at_once(&holdings, |h| {
+            h.mode == LockMode::Exclusive && h.limit > 1
+        }),
         violations,
     }
 }
 
-/// Every node on the same state (and, after an upgrade, on version 2).
+/// Every node on the same state (and, after an upgrade, on its module).
 fn converged(c: &Cluster, cfg: &RunConfig) -> Vec<Violation> {
     let s = c.wait_converged(Duration::from_secs(30));
-    let v2 = lockd::engine::ModuleHash::of(crate::fixtures::LOCK_SM_V2).to_string();
+    let (expected, name) = match (cfg.upgrade_at, cfg.mixed) {
+        (Some(_), _) => (Some(crate::fixtures::LOCK_SM_V2), "version 2"),
+        (None, true) => (Some(crate::fixtures::LOCK_SM_V3), "the 0.2 module"),
+        (None, false) => (None, ""),
+    };
+    let expected = expected.map(|m| lockd::engine::ModuleHash::of(m).to_string());
     let mut out = Vec::new();
     for id in c.running() {
         let Some(st) = c.status(id) else {
@@ -231,11 +260,11 @@ fn converged(c: &Cluster, cfg: &RunConfig) -> Vec<Violation> {
                 format!("node {id} state hash differs after the run"),
             ));
         }
-        if cfg.upgrade_at.is_some() && st.module_hash != v2 {
+        if expected.as_ref().is_some_and(|m| &st.module_hash != m) {
             out.push(Violation::new(
                 Checker::Convergence,
                 format!(
-                    "node {id} runs module {} after the upgrade to version 2",
+                    "node {id} runs module {} after the upgrade to {name}",
                     st.module_hash
                 ),
             ));

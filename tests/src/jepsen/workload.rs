@@ -2,17 +2,22 @@
 //! register under it and release it (with a ledger lock now and then), the
 //! keeper that holds one lock through every fault, and the waiters that
 //! must be served once the faults heal.
+//!
+//! In a mixed run ([`RunConfig::mixed`]) every worker also takes
+//! readers-writer keys (`rw*`: a writer increments the register, a reader
+//! only holds) and semaphore keys (`sem*`), all through
+//! [`Client::acquire_with`], whose request ids make its retries safe.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lockd_client::proto::WireError;
-use lockd_client::{Client, ClientError, ClientOptions};
+use lockd_client::{AcquireOptions, Client, ClientError, ClientOptions};
 
 use super::check::{Checker, Violation};
 use super::config::RunConfig;
-use super::history::{Call, History, Holding, Op, Ret};
+use super::history::{Call, History, Holding, LockMode, Op, Ret};
 use super::register::FencedRegister;
 use super::rng::Rng;
 
@@ -23,14 +28,37 @@ pub const KEEPER_KEY: &str = "keeper";
 pub const KEEPER_LEASE: Duration = Duration::from_secs(10);
 /// Ledger locks outlast the run.
 pub const LEDGER_LEASE_MS: u64 = 600_000;
+/// Readers at once on a readers-writer key of a mixed run.
+pub const READERS: u32 = 4;
+/// Slots of a semaphore key of a mixed run.
+pub const SLOTS: u32 = 3;
 
 pub fn ret_of(e: &ClientError) -> Ret {
     match e {
         ClientError::Rejected(WireError::Held(_)) => Ret::Held,
         ClientError::Rejected(WireError::NotHeld(_) | WireError::WrongToken(_)) => Ret::Refused,
+        ClientError::Rejected(
+            e @ (WireError::Refused(_) | WireError::Quota(_) | WireError::Unsupported(_)),
+        ) => Ret::Denied(e.to_string()),
         _ => Ret::Unknown,
     }
 }
+
+/// What a worker takes: a mutex, a reader's or a writer's side of a
+/// readers-writer key, or a semaphore slot.
+#[derive(Clone, Copy, Debug)]
+struct Want {
+    mode: LockMode,
+    limit: u32,
+    /// Through `acquire_with` (mixed runs) rather than the seed's acquire.
+    with_options: bool,
+}
+
+const MUTEX: Want = Want {
+    mode: LockMode::Exclusive,
+    limit: 1,
+    with_options: false,
+};
 
 /// Acquire `key` and record the operation.
 async fn acquire(
@@ -38,21 +66,33 @@ async fn acquire(
     history: &History,
     id: usize,
     key: &str,
-    lease_ms: u64,
-    wait_ms: u64,
+    (lease_ms, wait_ms): (u64, u64),
+    want: Want,
 ) -> Result<lockd_client::LockGuard, ClientError> {
     let invoke = history.now();
-    let r = client
-        .acquire(
-            key,
-            Duration::from_millis(lease_ms),
-            Duration::from_millis(wait_ms),
-        )
-        .await;
+    let (lease, wait) = (
+        Duration::from_millis(lease_ms),
+        Duration::from_millis(wait_ms),
+    );
+    let r = if want.with_options {
+        let opts = AcquireOptions {
+            mode: want.mode,
+            limit: want.limit,
+            ..AcquireOptions::exclusive(lease).wait(wait)
+        };
+        client.acquire_with(key, opts).await
+    } else {
+        client.acquire(key, lease, wait).await
+    };
     history.record(Op {
         client: id,
         key: key.to_string(),
-        call: Call::Acquire { lease_ms, wait_ms },
+        call: Call::Acquire {
+            lease_ms,
+            wait_ms,
+            mode: want.mode,
+            limit: want.limit,
+        },
         invoke,
         complete: history.now(),
         ret: match &r {
@@ -96,11 +136,16 @@ pub async fn worker(
     };
     let client = Client::with_options(endpoints, opts);
     let mut ledger = 0;
+    let mutex = Want {
+        with_options: cfg.mixed,
+        ..MUTEX
+    };
     while !stop.load(Ordering::Relaxed) {
         if rng.below(cfg.ledger_one_in) == 0 {
             ledger += 1;
             let key = format!("ledger/{id}/{ledger}");
-            if let Ok(g) = acquire(&client, &history, id, &key, LEDGER_LEASE_MS, 0).await {
+            let taken = (LEDGER_LEASE_MS, 0);
+            if let Ok(g) = acquire(&client, &history, id, &key, taken, mutex).await {
                 if rng.below(2) == 0 {
                     release(&client, &history, id, &key, g.token()).await;
                 }
@@ -108,27 +153,60 @@ pub async fn worker(
             }
             continue;
         }
-        let key = format!("j{}", rng.below(cfg.keys as u64));
+        let n = rng.below(cfg.keys as u64);
+        // A mixed run: half mutexes; a quarter readers-writer keys (one
+        // writer to two readers); a quarter semaphore slots.
+        let (key, want) = match (cfg.mixed, rng.below(12)) {
+            (false, _) | (true, 0..=5) => (format!("j{n}"), mutex),
+            (true, 6) => (format!("rw{n}"), mutex),
+            (true, 7..=8) => (
+                format!("rw{n}"),
+                Want {
+                    mode: LockMode::Shared,
+                    limit: READERS,
+                    with_options: true,
+                },
+            ),
+            (true, _) => (
+                format!("sem{n}"),
+                Want {
+                    limit: SLOTS,
+                    ..mutex
+                },
+            ),
+        };
         let wait_ms = if rng.below(2) == 0 { 0 } else { 1500 };
-        let Ok(guard) = acquire(&client, &history, id, &key, cfg.lease_ms, wait_ms).await else {
+        let taken = (cfg.lease_ms, wait_ms);
+        let Ok(guard) = acquire(&client, &history, id, &key, taken, want).await else {
             tokio::time::sleep(Duration::from_millis(rng.below(50))).await;
             continue;
         };
         let token = guard.token();
         let from = history.now();
-        if let Some(v) = register.read(&key, token) {
+        // Only a sole holder may write; the others only hold.
+        let sole = want.mode == LockMode::Exclusive && want.limit == 1;
+        let read = if sole {
+            register.read(&key, token)
+        } else {
+            Some(0)
+        };
+        if let Some(v) = read {
             // A holder that stalls past its lease (a GC pause, a stopped VM).
             if rng.below(cfg.pause_one_in) == 0 {
                 tokio::time::sleep(Duration::from_millis(cfg.lease_ms * 3 / 2)).await;
             } else {
                 tokio::time::sleep(Duration::from_millis(rng.below(20))).await;
             }
-            register.write(&key, id, token, v);
+            if sole {
+                register.write(&key, id, token, v);
+            }
         }
         history.record_holding(Holding {
             client: id,
             key: key.clone(),
             token,
+            mode: want.mode,
+            limit: want.limit,
             from,
             until: history.now().min(history.at(guard.deadline().into_std())),
         });
@@ -242,16 +320,8 @@ pub async fn waiters(
             let me = 1000 + id;
             let t = Instant::now();
             let lease_ms = 200;
-            let Ok(g) = acquire(
-                &client,
-                &history,
-                me,
-                &key,
-                lease_ms,
-                bound.as_millis() as u64,
-            )
-            .await
-            else {
+            let taken = (lease_ms, bound.as_millis() as u64);
+            let Ok(g) = acquire(&client, &history, me, &key, taken, MUTEX).await else {
                 return false;
             };
             let served = t.elapsed() <= bound;
@@ -260,6 +330,8 @@ pub async fn waiters(
                 client: me,
                 key: key.clone(),
                 token: g.token(),
+                mode: LockMode::Exclusive,
+                limit: 1,
                 from,
                 until: history.now().min(history.at(g.deadline().into_std())),
             });

@@ -10,7 +10,7 @@ use crate::LockState;
 
 wit_bindgen::generate!({
     world: "lock-sm",
-    path: "../wit/lock-sm-0.2.wit",
+    path: "../../wit/lock-sm-0.2.wit",
 });
 
 #[global_allocator]

@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
+use lock_key::{Key, KeyRef};
+
 use crate::hash::{self, Accumulator, HoldingFields};
 use crate::policy::Policy;
 use crate::types::{Counters, Features, Holder, HolderInfo, KeyHolders, Mode, PolicyKinds};
@@ -45,13 +47,87 @@ impl Holding {
     }
 }
 
+/// A holding as the state keeps it: with its digest, so that removing it
+/// subtracts the digest without hashing the holding again (in the wasm
+/// build SHA-256 has no hardware help, and a grant/release cycle would
+/// otherwise hash twice).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Stored {
+    holding: Holding,
+    digest: [u8; 32],
+}
+
+impl std::ops::Deref for Stored {
+    type Target = Holding;
+
+    fn deref(&self) -> &Holding {
+        &self.holding
+    }
+}
+
+/// A key's holdings in token order. A vector, not a map: most keys have
+/// one holding (a map's first node is a kilobyte), a grant's token is
+/// above every other so it goes at the end, and a removal moves at most
+/// the key's other holdings, never more than its limit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Holdings(Vec<(u64, Stored)>);
+
+impl Holdings {
+    fn find(&self, token: u64) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&token, |(t, _)| *t)
+    }
+
+    fn insert(&mut self, token: u64, stored: Stored) {
+        match self.find(token) {
+            Ok(i) => self.0[i].1 = stored,
+            Err(i) => self.0.insert(i, (token, stored)),
+        }
+    }
+
+    fn remove(&mut self, token: &u64) -> Option<Stored> {
+        self.find(*token).ok().map(|i| self.0.remove(i).1)
+    }
+
+    pub fn get_key_value(&self, token: &u64) -> Option<(&u64, &Stored)> {
+        self.find(*token).ok().map(|i| (&self.0[i].0, &self.0[i].1))
+    }
+
+    #[cfg(test)]
+    pub fn get(&self, token: &u64) -> Option<&Stored> {
+        self.get_key_value(token).map(|(_, s)| s)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&u64, &Stored)> {
+        self.0.iter().map(|(t, s)| (t, s))
+    }
+
+    #[cfg(test)]
+    pub fn keys(&self) -> impl Iterator<Item = &u64> {
+        self.0.iter().map(|(t, _)| t)
+    }
+
+    #[cfg(test)]
+    pub fn values(&self) -> impl Iterator<Item = &Stored> {
+        self.0.iter().map(|(_, s)| s)
+    }
+}
+
 /// A held key: its mode and limit (every holder agrees on them) and its
 /// holdings by token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct KeyLocks {
     pub mode: Mode,
     pub limit: u32,
-    pub holdings: BTreeMap<u64, Holding>,
+    pub holdings: Holdings,
     /// Derived: the token of each live holding that has a request id.
     pub requests: BTreeMap<RequestKey, u64>,
 }
@@ -62,9 +138,11 @@ pub(crate) struct KeyLocks {
 /// so they strictly increase across all grants and are never reused, also
 /// across snapshots, restarts and upgrades that migrate the counter. All
 /// collections are ordered (`BTreeMap`): nothing depends on a hash seed.
+/// Keys are [`Key`]s: `str`'s order, compared a word at a time (a B-tree
+/// lookup compares a dozen keys that share long prefixes).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockState {
-    pub(crate) keys: BTreeMap<String, KeyLocks>,
+    pub(crate) keys: BTreeMap<Key, KeyLocks>,
     pub(crate) next_token: u64,
     pub(crate) policy: Policy,
     /// Derived: holdings over all keys.
@@ -114,7 +192,7 @@ impl LockState {
         token: u64,
         holding: Holding,
     ) {
-        self.acc.add(&hash::holding_digest(&HoldingFields {
+        let digest = hash::holding_digest(&HoldingFields {
             key: &key,
             token,
             mode,
@@ -122,19 +200,20 @@ impl LockState {
             lease_ms: holding.lease_ms,
             holder: holding.holder.as_ref(),
             request_id: &holding.request_id,
-        }));
+        });
+        self.acc.add(&digest);
         self.policy.count(&key, 1);
         self.holders = self.holders.saturating_add(1);
-        let k = self.keys.entry(key).or_insert_with(|| KeyLocks {
+        let k = self.keys.entry(Key(key)).or_insert_with(|| KeyLocks {
             mode,
             limit,
-            holdings: BTreeMap::new(),
+            holdings: Holdings::default(),
             requests: BTreeMap::new(),
         });
         if let Some(rk) = holding.request_key() {
             k.requests.insert(rk, token);
         }
-        k.holdings.insert(token, holding);
+        k.holdings.insert(token, Stored { holding, digest });
     }
 
     /// Remove the holding `token` of `key`. `None` if there is none;
@@ -145,10 +224,9 @@ impl LockState {
     /// A key that had room before had no waiter this removal could help:
     /// only waiters queued behind one that must wait, and they stay queued.
     pub(crate) fn remove_holding(&mut self, key: &str, token: u64) -> Option<bool> {
-        let k = self.keys.get_mut(key)?;
+        let k = self.keys.get_mut(KeyRef::new(key))?;
         let h = k.holdings.remove(&token)?;
-        self.acc
-            .sub(&hash::holding_digest(&fields(key, token, k, &h)));
+        self.acc.sub(&h.digest);
         if let Some(rk) = h.request_key() {
             k.requests.remove(&rk);
         }
@@ -156,7 +234,7 @@ impl LockState {
         self.policy.count(key, -1);
         let left = k.holdings.len();
         if left == 0 {
-            self.keys.remove(key);
+            self.keys.remove(KeyRef::new(key));
             return Some(true);
         }
         Some(usize::try_from(k.limit).is_ok_and(|limit| left + 1 == limit))
@@ -164,22 +242,25 @@ impl LockState {
 
     /// The holdings of `key` in token order (empty when free).
     pub fn holders(&self, key: &str) -> Vec<HolderInfo> {
-        self.keys.get(key).map(info).unwrap_or_default()
+        self.keys
+            .get(KeyRef::new(key))
+            .map(info)
+            .unwrap_or_default()
     }
 
     /// Held keys that start with `prefix`, in key order, after `after`, at
     /// most `limit` keys.
     pub fn list_keys(&self, prefix: &str, after: Option<&str>, limit: u32) -> Vec<KeyHolders> {
         let start = match after {
-            Some(a) if a >= prefix => Bound::Excluded(a),
-            _ => Bound::Included(prefix),
+            Some(a) if a >= prefix => Bound::Excluded(KeyRef::new(a)),
+            _ => Bound::Included(KeyRef::new(prefix)),
         };
         self.keys
-            .range::<str, _>((start, Bound::Unbounded))
-            .take_while(|(key, _)| key.starts_with(prefix))
+            .range::<KeyRef, _>((start, Bound::Unbounded))
+            .take_while(|(key, _)| key.0.starts_with(prefix))
             .take(usize::try_from(limit).unwrap_or(usize::MAX))
             .map(|(key, k)| KeyHolders {
-                key: key.clone(),
+                key: key.0.clone(),
                 holders: info(k),
             })
             .collect()
@@ -231,8 +312,8 @@ impl LockState {
         let mut acc = Accumulator::default();
         let mut holders = 0u64;
         for (key, k) in &self.keys {
-            for (&token, h) in &k.holdings {
-                acc.add(&hash::holding_digest(&fields(key, token, k, h)));
+            for (&token, h) in k.holdings.iter() {
+                acc.add(&hash::holding_digest(&fields(&key.0, token, k, h)));
                 holders += 1;
             }
         }

@@ -67,7 +67,7 @@ impl LockState {
                 .keys
                 .iter()
                 .map(|(key, k)| KeyRef {
-                    key,
+                    key: &key.0,
                     mode: k.mode,
                     limit: k.limit,
                     holdings: k

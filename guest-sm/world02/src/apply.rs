@@ -56,6 +56,8 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
+use lock_key::KeyRef;
+
 use crate::policy::Policy;
 use crate::state::{Holding, LockState, RequestKey};
 use crate::types::{Command, Grant, Outcome, PrefixPolicy, Reason};
@@ -130,7 +132,9 @@ impl LockState {
             return reject(Reason::Unsupported("limit must be at least 1".into()));
         }
         let request = RequestKey { holder, request_id };
-        if let Some(k) = self.keys.get(&key) {
+        // One descent of the key tree for every check below.
+        let held = self.keys.get(KeyRef::new(&key));
+        if let Some(k) = held {
             if !request.request_id.is_empty() {
                 if let Some((&token, h)) = k
                     .requests
@@ -148,7 +152,7 @@ impl LockState {
         if let Err(r) = self.policy.check_grant(&key, limit) {
             return reject(r);
         }
-        if let Some(k) = self.keys.get(&key) {
+        if let Some(k) = held {
             if k.mode != mode {
                 return reject(Reason::Busy);
             }
@@ -230,8 +234,8 @@ impl LockState {
     pub(crate) fn recount_policy(&mut self) {
         let keys = &self.keys;
         self.policy.recount(|prefix| {
-            keys.range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
-                .take_while(|(key, _)| key.starts_with(prefix))
+            keys.range::<KeyRef, _>((Bound::Included(KeyRef::new(prefix)), Bound::Unbounded))
+                .take_while(|(key, _)| key.0.starts_with(prefix))
                 .map(|(_, k)| k.holdings.len() as u64)
                 .sum()
         });

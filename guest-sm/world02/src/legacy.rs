@@ -116,17 +116,17 @@ impl LockState {
         let mut locks = Vec::with_capacity(self.keys.len());
         for (key, k) in &self.keys {
             if k.mode == Mode::Shared {
-                return Err(DowngradeError::Shared(key.clone()));
+                return Err(DowngradeError::Shared(key.0.clone()));
             }
             if k.limit != 1 {
                 return Err(DowngradeError::Semaphore {
-                    key: key.clone(),
+                    key: key.0.clone(),
                     limit: k.limit,
                 });
             }
             // Limit 1: exactly one holding.
-            for (&token, h) in &k.holdings {
-                locks.push((key.as_str(), token, h.lease_ms));
+            for (&token, h) in k.holdings.iter() {
+                locks.push((key.0.as_str(), token, h.lease_ms));
             }
         }
         let body = Format1Ref {

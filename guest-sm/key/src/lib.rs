@@ -1,4 +1,6 @@
-//! Lock keys, ordered byte-wise a word at a time.
+//! Lock keys, ordered byte-wise a word at a time. Both lock modules
+//! (`guest-sm`, world 0.1, and `guest-sm-v3`, world 0.2) key their tables
+//! with [`Key`].
 //!
 //! The order is exactly `str`'s (lexicographic by bytes), so the table's
 //! iteration order and the snapshot encoding are unchanged. The comparison is
