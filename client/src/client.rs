@@ -1,12 +1,12 @@
-//! [`Client`]: endpoints, leader discovery, retries; [`LockGuard`].
+//! [`Client`]: endpoints, leader discovery, retries.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::conn::{Conn, ConnError};
+pub use crate::guard::LockGuard;
 use crate::proto::{ClientRequest, ClientResponse, LockView, Status, WireError};
 
 #[derive(Clone, Debug)]
@@ -226,35 +226,7 @@ impl Client {
             wait_ms: wait.as_millis() as u64,
         };
         let resp = self.call(req, wait).await?;
-        self.guard(key, sent, resp)
-    }
-
-    /// The guard of an acquire's answer (sent at `sent`).
-    pub(crate) fn guard(
-        &self,
-        key: &str,
-        sent: Instant,
-        resp: ClientResponse,
-    ) -> Result<LockGuard, ClientError> {
-        match resp {
-            ClientResponse::Acquired { token, lease_ms } => {
-                let lease = Duration::from_millis(lease_ms);
-                Ok(LockGuard {
-                    client: self.clone(),
-                    key: key.to_string(),
-                    token,
-                    lease,
-                    // Conservative: counted from before the request was sent,
-                    // so it never outlasts the lease the leader tracks.
-                    deadline: Arc::new(Mutex::new(sent + lease)),
-                    lost: Arc::new(AtomicBool::new(false)),
-                    keepalive: None,
-                    release_on_drop: false,
-                })
-            }
-            ClientResponse::Error(e) => Err(e.into()),
-            other => Err(ClientError::Protocol(format!("{other:?}"))),
-        }
+        self.guard(key, sent, lease, resp)
     }
 
     /// Take `key` if it is free now; `None` if it is held.
@@ -299,6 +271,9 @@ impl Client {
             )
             .await?
         {
+            ClientResponse::KeptAlive { lease_ms: 0 } => Err(ClientError::Protocol(format!(
+                "the keepalive of {key:?} (token {token}) answered a lease of 0 ms"
+            ))),
             ClientResponse::KeptAlive { lease_ms } => Ok(Duration::from_millis(lease_ms)),
             ClientResponse::Error(e) => Err(e.into()),
             other => Err(ClientError::Protocol(format!("{other:?}"))),
@@ -340,101 +315,6 @@ impl Client {
                 ms: opts.request_timeout.as_millis() as u64,
                 last: e.to_string(),
             }),
-        }
-    }
-}
-
-/// A held lock: its fencing token, and a conservative local view of its
-/// lease. Dropping it does **not** release the lock unless
-/// [`LockGuard::release_on_drop`] was asked for; the lease ends it otherwise.
-pub struct LockGuard {
-    client: Client,
-    key: String,
-    token: u64,
-    lease: Duration,
-    deadline: Arc<Mutex<Instant>>,
-    lost: Arc<AtomicBool>,
-    keepalive: Option<tokio::task::JoinHandle<()>>,
-    release_on_drop: bool,
-}
-
-impl LockGuard {
-    pub fn key(&self) -> &str {
-        &self.key
-    }
-
-    /// The fencing token. A protected resource must refuse writes carrying a
-    /// token lower than the highest it has seen.
-    pub fn token(&self) -> u64 {
-        self.token
-    }
-
-    pub fn lease(&self) -> Duration {
-        self.lease
-    }
-
-    /// When the lease ends at the earliest, as far as this client knows:
-    /// counted from *before* the request that granted or renewed it.
-    pub fn deadline(&self) -> Instant {
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Still ours: before the local deadline and never refused a renewal.
-    pub fn is_valid(&self) -> bool {
-        !self.lost.load(Ordering::Relaxed) && Instant::now() < self.deadline()
-    }
-
-    /// Renew the lease in the background every third of it. A refused
-    /// renewal (the lock expired or was taken) marks the guard invalid.
-    pub fn keep_alive(&mut self) {
-        if self.keepalive.is_some() {
-            return;
-        }
-        let (client, key, token) = (self.client.clone(), self.key.clone(), self.token);
-        let (deadline, lost, every) = (self.deadline.clone(), self.lost.clone(), self.lease / 3);
-        self.keepalive = Some(tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                let sent = Instant::now();
-                match client.keepalive(&key, token).await {
-                    Ok(lease) => *deadline.lock().unwrap_or_else(|p| p.into_inner()) = sent + lease,
-                    Err(ClientError::Rejected(_)) => {
-                        lost.store(true, Ordering::Relaxed);
-                        return;
-                    }
-                    Err(e) => tracing::warn!(key, token, error = %e, "keepalive failed; retrying"),
-                }
-            }
-        }));
-    }
-
-    /// Release the lock when the guard is dropped (needs a tokio runtime).
-    pub fn release_on_drop(mut self, yes: bool) -> Self {
-        self.release_on_drop = yes;
-        self
-    }
-
-    pub async fn release(mut self) -> Result<(), ClientError> {
-        self.release_on_drop = false;
-        if let Some(k) = self.keepalive.take() {
-            k.abort();
-        }
-        self.client.release(&self.key, self.token).await
-    }
-}
-
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        if let Some(k) = self.keepalive.take() {
-            k.abort();
-        }
-        if self.release_on_drop {
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                let (client, key, token) = (self.client.clone(), self.key.clone(), self.token);
-                rt.spawn(async move {
-                    let _ = client.release(&key, token).await;
-                });
-            }
         }
     }
 }

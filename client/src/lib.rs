@@ -22,8 +22,9 @@
 //! * [`proto`]: client requests, responses and errors.
 //! * [`conn`]: one multiplexed connection (many requests in flight, paired
 //!   by id).
-//! * [`client`]: [`Client`] (endpoints, leader discovery, retries) and
-//!   [`LockGuard`] (token, local deadline, background keepalive).
+//! * [`client`]: [`Client`] (endpoints, leader discovery, retries).
+//! * [`guard`]: [`LockGuard`] (token, local deadline, background
+//!   keepalive), never believing a lease longer than asked.
 //! * [`admin`]: the HTTP/JSON admin API (membership, upgrades, shadow
 //!   mode, audit points) and a GET-JSON helper with a timeout.
 //! * [`audit`]: comparing the nodes' determinism-audit points.
@@ -36,6 +37,7 @@ pub mod admin;
 pub mod audit;
 pub mod client;
 pub mod conn;
+pub mod guard;
 pub mod id;
 pub mod options;
 pub mod proto;

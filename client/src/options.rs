@@ -89,6 +89,7 @@ impl Client {
         opts: AcquireOptions,
     ) -> Result<LockGuard, ClientError> {
         let sent = Instant::now();
+        let asked = opts.lease;
         let req = ClientRequest::AcquireWith(AcquireRequest {
             key: key.as_bytes().to_vec(),
             lease_ms: opts.lease.as_millis() as u64,
@@ -99,7 +100,7 @@ impl Client {
             request_id: opts.request_id.unwrap_or_else(crate::id::random_id),
         });
         let resp = self.call(req, opts.wait).await?;
-        self.guard(key, sent, resp)
+        self.guard(key, sent, asked, resp)
     }
 
     /// Take `key` as one of at most `readers` readers.

@@ -1,0 +1,189 @@
+//! [`LockGuard`]: a held lock's token and a conservative local view of its
+//! lease, renewed in the background on request; and the guard's
+//! construction from an acquire's answer, which believes no lease longer
+//! than the one asked for.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::{Client, ClientError};
+use crate::proto::ClientResponse;
+
+impl Client {
+    /// The guard of an acquire's answer (sent at `sent`).
+    ///
+    /// The guard keeps the smaller of the lease asked for and the lease
+    /// granted: a module may shorten a lease (a policy's cap), never
+    /// lengthen it, so a longer answer is not believed. A lease of 0 is
+    /// refused: it would be over before the answer arrived.
+    pub(crate) fn guard(
+        &self,
+        key: &str,
+        sent: Instant,
+        asked: Duration,
+        resp: ClientResponse,
+    ) -> Result<LockGuard, ClientError> {
+        match resp {
+            ClientResponse::Acquired { token, lease_ms } => {
+                let lease = Duration::from_millis(lease_ms).min(asked);
+                if lease.is_zero() {
+                    return Err(ClientError::Protocol(format!(
+                        "{key:?} was granted (token {token}) with a lease of {lease_ms} ms, of {} ms asked",
+                        asked.as_millis()
+                    )));
+                }
+                Ok(LockGuard {
+                    client: self.clone(),
+                    key: key.to_string(),
+                    token,
+                    lease,
+                    // Conservative: counted from before the request was sent,
+                    // so it never outlasts the lease the leader tracks.
+                    deadline: Arc::new(Mutex::new(sent + lease)),
+                    lost: Arc::new(AtomicBool::new(false)),
+                    keepalive: None,
+                    release_on_drop: false,
+                })
+            }
+            ClientResponse::Error(e) => Err(e.into()),
+            other => Err(ClientError::Protocol(format!("{other:?}"))),
+        }
+    }
+}
+
+/// A held lock: its fencing token, and a conservative local view of its
+/// lease. Dropping it does **not** release the lock unless
+/// [`LockGuard::release_on_drop`] was asked for; the lease ends it otherwise.
+pub struct LockGuard {
+    client: Client,
+    key: String,
+    token: u64,
+    lease: Duration,
+    deadline: Arc<Mutex<Instant>>,
+    lost: Arc<AtomicBool>,
+    keepalive: Option<tokio::task::JoinHandle<()>>,
+    release_on_drop: bool,
+}
+
+impl LockGuard {
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The fencing token. A protected resource must refuse writes carrying a
+    /// token lower than the highest it has seen.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// When the lease ends at the earliest, as far as this client knows:
+    /// counted from *before* the request that granted or renewed it.
+    pub fn deadline(&self) -> Instant {
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Still ours: before the local deadline and never refused a renewal.
+    pub fn is_valid(&self) -> bool {
+        !self.lost.load(Ordering::Relaxed) && Instant::now() < self.deadline()
+    }
+
+    /// Renew the lease in the background every third of it. A refused
+    /// renewal (the lock expired or was taken) marks the guard invalid.
+    pub fn keep_alive(&mut self) {
+        if self.keepalive.is_some() {
+            return;
+        }
+        let (client, key, token) = (self.client.clone(), self.key.clone(), self.token);
+        let (deadline, lost, lease) = (self.deadline.clone(), self.lost.clone(), self.lease);
+        let every = lease / 3;
+        self.keepalive = Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let sent = Instant::now();
+                match client.keepalive(&key, token).await {
+                    // Never believe a renewal longer than the lease granted.
+                    Ok(renewed) => {
+                        *deadline.lock().unwrap_or_else(|p| p.into_inner()) =
+                            sent + renewed.min(lease)
+                    }
+                    Err(ClientError::Rejected(_)) => {
+                        lost.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    Err(e) => tracing::warn!(key, token, error = %e, "keepalive failed; retrying"),
+                }
+            }
+        }));
+    }
+
+    /// Release the lock when the guard is dropped (needs a tokio runtime).
+    pub fn release_on_drop(mut self, yes: bool) -> Self {
+        self.release_on_drop = yes;
+        self
+    }
+
+    pub async fn release(mut self) -> Result<(), ClientError> {
+        self.release_on_drop = false;
+        if let Some(k) = self.keepalive.take() {
+            k.abort();
+        }
+        self.client.release(&self.key, self.token).await
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if let Some(k) = self.keepalive.take() {
+            k.abort();
+        }
+        if self.release_on_drop {
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                let (client, key, token) = (self.client.clone(), self.key.clone(), self.token);
+                rt.spawn(async move {
+                    let _ = client.release(&key, token).await;
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn granted(asked_ms: u64, lease_ms: u64) -> Result<LockGuard, ClientError> {
+        let c = Client::new(["127.0.0.1:1"]);
+        let resp = ClientResponse::Acquired { token: 7, lease_ms };
+        c.guard("k", Instant::now(), Duration::from_millis(asked_ms), resp)
+    }
+
+    #[test]
+    fn a_longer_lease_than_asked_is_not_believed() {
+        let g = granted(1000, 3_600_000).expect("granted");
+        assert_eq!(g.lease(), Duration::from_millis(1000));
+        assert!(g.deadline() <= Instant::now() + Duration::from_millis(1000));
+    }
+
+    #[test]
+    fn a_shortened_lease_is_kept() {
+        // A module's policy may cap the lease.
+        let g = granted(10_000, 2_000).expect("granted");
+        assert_eq!(g.lease(), Duration::from_millis(2000));
+    }
+
+    #[test]
+    fn a_lease_of_zero_is_refused() {
+        match granted(1000, 0) {
+            Err(ClientError::Protocol(m)) => assert!(m.contains("lease of 0 ms"), "{m}"),
+            Err(e) => panic!("expected a protocol error, got {e}"),
+            Ok(_) => panic!("a lease of 0 ms was believed"),
+        }
+    }
+}
