@@ -158,6 +158,10 @@ pub enum WireError {
     /// limit it does not support, a limit unlike the key's holders').
     #[error("{0}")]
     Unsupported(String),
+    /// A bound on waiting callers is reached (per key or in all): try
+    /// again later.
+    #[error("{0}")]
+    TooManyWaiters(String),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]

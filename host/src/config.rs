@@ -52,6 +52,13 @@ pub struct NodeConfig {
     pub keep_after_snapshot: u64,
     /// The largest lease a client may ask for.
     pub max_lease_ms: u64,
+    /// The longest a client may ask to wait for a lock.
+    pub max_wait_ms: u64,
+    /// Callers that may wait for one key at once.
+    pub max_waiters_per_key: usize,
+    /// Callers that may wait on this node at once (for any key, or for a
+    /// new leader's table to load).
+    pub max_waiters: usize,
     pub segment_bytes: u64,
     /// Record the state hash every this many log indices (0: only at
     /// upgrades and snapshot installs). Equal on every node, so that they
@@ -75,6 +82,9 @@ impl Default for NodeConfig {
             snapshot_threshold: 10_000,
             keep_after_snapshot: 1_000,
             max_lease_ms: 3_600_000,
+            max_wait_ms: 600_000,
+            max_waiters_per_key: 1024,
+            max_waiters: 65_536,
             segment_bytes: 64 << 20,
             audit_interval: 1000,
             audit_check_ms: 10_000,
@@ -138,6 +148,9 @@ pub struct FileConfig {
     pub snapshot_threshold: Option<u64>,
     pub keep_after_snapshot: Option<u64>,
     pub max_lease_ms: Option<u64>,
+    pub max_wait_ms: Option<u64>,
+    pub max_waiters_per_key: Option<usize>,
+    pub max_waiters: Option<usize>,
     pub segment_bytes: Option<u64>,
     pub fuel_per_call: Option<u64>,
     pub memory_limit_bytes: Option<u64>,
@@ -190,6 +203,12 @@ impl NodeConfig {
         }
         if self.max_lease_ms == 0 {
             return Err(ConfigError::Invalid("max lease must be above 0 ms".into()));
+        }
+        if self.max_waiters_per_key == 0 || self.max_waiters < self.max_waiters_per_key {
+            return Err(ConfigError::Invalid(format!(
+                "max waiters per key ({}) must be above 0 and at most max waiters ({})",
+                self.max_waiters_per_key, self.max_waiters
+            )));
         }
         Ok(())
     }

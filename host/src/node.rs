@@ -198,7 +198,14 @@ impl Node {
             sm.clone(),
             proposer,
             election_max,
-            config.max_lease_ms,
+            crate::service::RequestLimits {
+                max_lease_ms: config.max_lease_ms,
+                max_wait_ms: config.max_wait_ms,
+                waiters: crate::service::table::WaitLimits {
+                    per_key: config.max_waiters_per_key,
+                    total: config.max_waiters,
+                },
+            },
         );
         let services = Arc::new(Services {
             id: config.id,

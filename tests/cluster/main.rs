@@ -25,6 +25,7 @@ mod cluster_replication;
 mod cluster_snapshot_catchup;
 mod engine_mismatch;
 mod guest_poisoned;
+mod limits_waiters;
 mod lock_expiry;
 mod lock_failover;
 mod lock_idempotent;

@@ -21,6 +21,8 @@ pub struct ApiError {
     pub leader: Option<u64>,
     /// More fields of the JSON body (an upgrade rejected at apply says where).
     pub details: Map<String, Value>,
+    /// Seconds for a `Retry-After` header (a bound reached for now).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -30,6 +32,7 @@ impl ApiError {
             message: message.into(),
             leader: None,
             details: Map::new(),
+            retry_after: None,
         }
     }
 
@@ -54,7 +57,13 @@ impl IntoResponse for ApiError {
         if let Some(leader) = self.leader {
             body.insert("leader".into(), json!(leader));
         }
-        (self.status, Json(Value::Object(body))).into_response()
+        let mut response = (self.status, Json(Value::Object(body))).into_response();
+        if let Some(s) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, s.into());
+        }
+        response
     }
 }
 
@@ -66,10 +75,12 @@ impl From<ServiceError> for ApiError {
             | ServiceError::KeyNotUtf8
             | ServiceError::ZeroLease
             | ServiceError::LeaseTooLong { .. }
+            | ServiceError::WaitTooLong { .. }
             | ServiceError::ZeroLimit
             | ServiceError::BadLimit { .. }
             | ServiceError::FieldTooLong { .. } => StatusCode::BAD_REQUEST,
             ServiceError::PolicyRefused(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ServiceError::TooManyWaiters { .. } => StatusCode::TOO_MANY_REQUESTS,
             ServiceError::Held { .. } | ServiceError::WrongToken { .. } => StatusCode::CONFLICT,
             ServiceError::NotHeld { .. } => StatusCode::NOT_FOUND,
             ServiceError::Refused { .. } => StatusCode::FORBIDDEN,
@@ -84,7 +95,11 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotLeader { leader, .. } => *leader,
             _ => None,
         };
-        ApiError::new(status, e.to_string()).with_leader(leader)
+        let retry_after = matches!(e, ServiceError::TooManyWaiters { .. }).then_some(1);
+        ApiError {
+            retry_after,
+            ..ApiError::new(status, e.to_string()).with_leader(leader)
+        }
     }
 }
 

@@ -164,6 +164,7 @@ fn wire_error(node: &Services, e: ServiceError) -> WireError {
         | ServiceError::KeyNotUtf8
         | ServiceError::ZeroLease
         | ServiceError::LeaseTooLong { .. }
+        | ServiceError::WaitTooLong { .. }
         | ServiceError::ZeroLimit
         | ServiceError::BadLimit { .. }
         | ServiceError::FieldTooLong { .. } => WireError::BadRequest(msg),
@@ -173,6 +174,7 @@ fn wire_error(node: &Services, e: ServiceError) -> WireError {
         ServiceError::WrongToken { .. } => WireError::WrongToken(msg),
         ServiceError::Refused { .. } => WireError::Refused(msg),
         ServiceError::Quota { .. } => WireError::Quota(msg),
+        ServiceError::TooManyWaiters { .. } => WireError::TooManyWaiters(msg),
         ServiceError::Unsupported { .. } => WireError::Unsupported(msg),
         ServiceError::NotLeader { leader, .. } => {
             let leader_addr = leader.and_then(|l| node.addr_of(l));

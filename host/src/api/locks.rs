@@ -2,7 +2,7 @@
 //!
 //! | route | body | answer |
 //! |---|---|---|
-//! | `POST /v1/locks/{key}/acquire` | `{"lease_ms":N,"wait_ms":N,"mode":"exclusive"\|"shared","limit":N,"owner":"…","request_id":"…"}` (all but `lease_ms` optional; `Idempotency-Key` header = `request_id`) | `200 {"token":T,"lease_ms":N}` (the lease granted); `409` still busy after the wait; `403` refused by the module's policy; `429` a quota of it is used up; `422` the module cannot serve the mode or limit |
+//! | `POST /v1/locks/{key}/acquire` | `{"lease_ms":N,"wait_ms":N,"mode":"exclusive"\|"shared","limit":N,"owner":"…","request_id":"…"}` (all but `lease_ms` optional; `Idempotency-Key` header = `request_id`) | `200 {"token":T,"lease_ms":N}` (the lease granted); `409` still busy after the wait; `403` refused by the module's policy; `429` a quota of it is used up, or as many callers wait for the key (or on the node) as the limits allow (with `Retry-After: 1`); `400` a `wait_ms` above `--max-wait-ms`; `422` the module cannot serve the mode or limit |
 //! | `POST /v1/locks/{key}/release` | `{"token":T}` | `200`; `404` not held; `409` not the holder's token |
 //! | `POST /v1/locks/{key}/keepalive` | `{"token":T}` | `200 {"lease_ms":N}`; `404`/`409` as above; `503` leadership not confirmed |
 //! | `GET /v1/locks/{key}` | | `{"held":bool,"token":T?,"lease_ms":N?,"holders":[…]}` (the first holder's token and lease, as before holders existed), read linearizably |

@@ -33,7 +33,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a node (with no flags: a working single-node cluster).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run a local cluster of several nodes in one process, for trying it out.
     Dev(DevArgs),
     /// Replay a stopped node's stored log through a module and report every
@@ -94,6 +94,18 @@ struct ServeArgs {
     /// The longest lease a client may ask for, in ms.
     #[arg(long)]
     max_lease_ms: Option<u64>,
+    /// The longest a client may ask to wait for a lock, in ms (default
+    /// 600000); a longer wait_ms is refused (400).
+    #[arg(long)]
+    max_wait_ms: Option<u64>,
+    /// Callers that may wait for one key at once (default 1024); one more
+    /// is refused (429, Retry-After).
+    #[arg(long)]
+    max_waiters_per_key: Option<usize>,
+    /// Callers that may wait on a node at once, for any key or for a new
+    /// leader's table (default 65536).
+    #[arg(long)]
+    max_waiters: Option<usize>,
     /// Log segment size in bytes.
     #[arg(long)]
     segment_bytes: Option<u64>,
@@ -144,6 +156,9 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
     set!(snapshot_threshold);
     set!(keep_after_snapshot);
     set!(max_lease_ms);
+    set!(max_wait_ms);
+    set!(max_waiters_per_key);
+    set!(max_waiters);
     set!(segment_bytes);
     set!(audit_interval);
     set!(audit_check_ms);
@@ -288,7 +303,7 @@ pub fn main() -> Result<()> {
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     rt.block_on(async {
         match cli.command {
-            Cmd::Serve(a) => serve(a).await,
+            Cmd::Serve(a) => serve(*a).await,
             Cmd::Dev(a) => dev(a).await,
             Cmd::Replay(_) => Ok(()),
         }

@@ -26,7 +26,9 @@ use super::error::{Acquired, ServiceError};
 use super::proposer::Proposer;
 use super::read;
 use super::stats::ServiceStats;
-use super::table::{Action, Answer, Cmd, Event, Held, ReqId, Request, Spec, Table, Why};
+use super::table::{
+    Action, Answer, Cmd, Event, Held, ReqId, Request, Spec, Table, WaitLimits, Why,
+};
 use super::world;
 #[cfg(feature = "fault-stale-done")]
 use crate::command::Command;
@@ -104,6 +106,7 @@ pub(super) fn spawn(
     sm: StateMachineStore,
     proposer: Proposer,
     election_timeout: Duration,
+    limits: WaitLimits,
     stats: Arc<ServiceStats>,
 ) -> mpsc::UnboundedSender<Msg> {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -114,7 +117,7 @@ pub(super) fn spawn(
         proposer,
         tx: tx.clone(),
         stats,
-        table: Table::new(id, election_timeout),
+        table: Table::new(id, election_timeout, limits),
         epoch: Instant::now(),
         pending: HashMap::new(),
     };

@@ -60,6 +60,10 @@ pub enum ServiceError {
     NotLeader { id: u64, leader: Option<u64> },
     #[error("consensus unavailable: {0}")]
     Unavailable(String),
+    #[error("no more callers may wait for {key:?} now: {reason}; try again later")]
+    TooManyWaiters { key: String, reason: String },
+    #[error("wait_ms {got} is above this cluster's maximum of {max}")]
+    WaitTooLong { got: u64, max: u64 },
     #[error("state machine failed: {0}")]
     StateMachine(String),
 }

@@ -15,7 +15,7 @@ use super::error::{check_key, Acquired, ServiceError, MAX_OWNER_BYTES, MAX_REQUE
 use super::proposer::Proposer;
 use super::read;
 use super::stats::ServiceStats;
-use super::table::Spec;
+use super::table::{Spec, WaitLimits};
 use crate::command::{Command, HolderInfo, KeyHolders, Mode, Outcome, PrefixPolicy, Reason};
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
@@ -32,9 +32,18 @@ pub struct LockService {
     sm: StateMachineStore,
     /// For admin commands that need no lock table (`set-policy`).
     proposer: Proposer,
-    max_lease_ms: u64,
+    limits: RequestLimits,
     /// The longest an election can take.
     election_max: Duration,
+}
+
+/// What callers may ask for and how many may wait (see the README's
+/// Limits table).
+#[derive(Clone, Copy, Debug)]
+pub struct RequestLimits {
+    pub max_lease_ms: u64,
+    pub max_wait_ms: u64,
+    pub waiters: WaitLimits,
 }
 
 /// The most keys one page of a listing returns.
@@ -53,7 +62,7 @@ impl LockService {
         sm: StateMachineStore,
         proposer: Proposer,
         election_max: Duration,
-        max_lease_ms: u64,
+        limits: RequestLimits,
     ) -> LockService {
         let stats = Arc::new(ServiceStats::default());
         let tx = actor::spawn(
@@ -62,6 +71,7 @@ impl LockService {
             sm.clone(),
             proposer.clone(),
             election_max,
+            limits.waiters,
             stats.clone(),
         );
         LockService {
@@ -72,7 +82,7 @@ impl LockService {
             raft,
             sm,
             proposer,
-            max_lease_ms,
+            limits,
             election_max,
         }
     }
@@ -101,12 +111,23 @@ impl LockService {
     fn check_lease(&self, lease_ms: u64) -> Result<(), ServiceError> {
         match lease_ms {
             0 => Err(ServiceError::ZeroLease),
-            n if n > self.max_lease_ms => Err(ServiceError::LeaseTooLong {
+            n if n > self.limits.max_lease_ms => Err(ServiceError::LeaseTooLong {
                 got: n,
-                max: self.max_lease_ms,
+                max: self.limits.max_lease_ms,
             }),
             _ => Ok(()),
         }
+    }
+
+    fn check_wait(&self, wait: Duration) -> Result<(), ServiceError> {
+        let got = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        if got > self.limits.max_wait_ms {
+            return Err(ServiceError::WaitTooLong {
+                got,
+                max: self.limits.max_wait_ms,
+            });
+        }
+        Ok(())
     }
 
     /// Take `key` exclusively, waiting up to `wait` in the key's FIFO
@@ -133,6 +154,7 @@ impl LockService {
     ) -> Result<Acquired, ServiceError> {
         check_key(key)?;
         self.check_lease(spec.lease_ms)?;
+        self.check_wait(wait)?;
         check_spec(&spec)?;
         if spec.mode != Mode::Exclusive || spec.limit != 1 {
             self.check_supported(key, &spec).await?;

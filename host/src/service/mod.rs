@@ -31,5 +31,5 @@ pub mod table;
 mod world;
 
 pub use error::{check_key, Acquired, ServiceError, MAX_KEY_BYTES};
-pub use handle::LockService;
+pub use handle::{LockService, RequestLimits};
 pub use stats::ServiceStats;

@@ -67,6 +67,7 @@ mod requests;
 mod scenario;
 mod settle;
 mod types;
+mod waits;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
@@ -76,6 +77,7 @@ use crate::raft::NodeId;
 pub use types::{
     Action, Answer, Cmd, Counters, Event, Held, Ident, Outcome, Reject, ReqId, Request, Spec, Why,
 };
+pub use waits::WaitLimits;
 
 /// After this many failed loads in a row (about 350 ms of trying), the
 /// requests waiting for the table are answered with the reason.
@@ -175,8 +177,9 @@ pub struct Table {
     keys: HashMap<String, KeyState>,
     /// (deadline, key, token) of every held lock.
     leases: BTreeSet<(Duration, String, u64)>,
-    /// (until, key, request) of every waiter.
-    waits: BTreeSet<(Duration, String, ReqId)>,
+    /// The deadline of every waiter that has one.
+    waits: waits::Waits,
+    limits: WaitLimits,
     /// Proposals in flight, whose completion has not been handled yet.
     ops: HashMap<u64, Op>,
     next_proposal: u64,
@@ -189,14 +192,15 @@ impl Table {
     /// A table for node `id`, a follower until told otherwise.
     /// `election_timeout` is the longest an election can take: a new leader
     /// adds it to every held lease it inherits.
-    pub fn new(id: NodeId, election_timeout: Duration) -> Table {
+    pub fn new(id: NodeId, election_timeout: Duration, limits: WaitLimits) -> Table {
         Table {
             id,
             election_timeout,
             role: Role::Follower(None),
             keys: HashMap::new(),
             leases: BTreeSet::new(),
-            waits: BTreeSet::new(),
+            waits: waits::Waits::default(),
+            limits,
             ops: HashMap::new(),
             next_proposal: 1,
             counters: Counters::default(),
@@ -228,7 +232,7 @@ impl Table {
     /// then.
     pub fn next_deadline(&self) -> Option<Duration> {
         let lease = self.leases.first().map(|l| l.0);
-        let wait = self.waits.first().map(|w| w.0);
+        let wait = self.waits.first();
         match (lease, wait) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

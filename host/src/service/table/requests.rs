@@ -16,6 +16,14 @@ impl Table {
                 let err = self.not_leader();
                 self.reply(q.req(), Err(err));
             }
+            Role::Starting { queued, .. } if queued.len() >= self.limits.total => {
+                let err = ServiceError::Unavailable(format!(
+                    "node {} is loading its lock table with {} requests queued, the most it queues (--max-waiters); try again",
+                    self.id,
+                    queued.len()
+                ));
+                self.reply(q.req(), Err(err));
+            }
             Role::Starting { queued, .. } => queued.push(q),
             Role::Leader { .. } => match q {
                 Request::Acquire {
@@ -83,10 +91,16 @@ impl Table {
                 self.keys.remove(&key);
             }
             self.refuse(req, ServiceError::Held { key });
+        } else if let Some(reason) = over(self.limits, k.waiters.len(), self.counters.waiting) {
+            // Not a claim about the lock table: no read-index needed.
+            if k.idle() {
+                self.keys.remove(&key);
+            }
+            self.reply(req, Err(ServiceError::TooManyWaiters { key, reason }));
         } else {
             // A waiter, or one try once the proposal in flight is done.
             if !once {
-                self.waits.insert((waiter.until, key, req));
+                self.waits.insert(waiter.until, key, req);
             }
             k.waiters.push_back(waiter);
             self.counters.waiting += 1;
@@ -220,7 +234,7 @@ impl Table {
                 break;
             };
             self.counters.waiting = self.counters.waiting.saturating_sub(1);
-            self.waits.remove(&(w.until, key.to_string(), w.req));
+            self.waits.take(w.req);
             if expired || !fits {
                 self.refuse(w.req, ServiceError::Held { key: key.into() });
             } else {
@@ -241,7 +255,7 @@ impl Table {
                 self.reply(w.req, Err(ServiceError::Held { key: key.into() }));
                 continue;
             }
-            self.waits.insert((w.until, key.to_string(), w.req));
+            self.waits.insert(w.until, key.to_string(), w.req);
             self.keys
                 .entry(key.to_string())
                 .or_default()
@@ -257,9 +271,7 @@ impl Table {
         if let Role::Starting { queued, .. } = &mut self.role {
             queued.retain(|q| q.req() != req);
         }
-        let waiting = self.waits.iter().find(|w| w.2 == req).cloned();
-        if let Some((until, key, _)) = waiting {
-            self.waits.remove(&(until, key.clone(), req));
+        if let Some((_, key)) = self.waits.take(req) {
             if let Some(k) = self.keys.get_mut(&key) {
                 k.waiters.retain(|w| w.req != req);
                 self.counters.waiting = self.counters.waiting.saturating_sub(1);
@@ -303,5 +315,21 @@ impl Table {
             );
             self.free(key, token, None, false, true);
         }
+    }
+}
+
+/// Why one more waiter would break a bound, if it would: `on_key` wait for
+/// the key already, `waiting` in all.
+fn over(limits: super::WaitLimits, on_key: usize, waiting: u64) -> Option<String> {
+    if on_key >= limits.per_key {
+        Some(format!(
+            "{on_key} callers wait for it already, the most --max-waiters-per-key allows"
+        ))
+    } else if waiting >= limits.total as u64 {
+        Some(format!(
+            "{waiting} callers wait for locks on this node already, the most --max-waiters allows"
+        ))
+    } else {
+        None
     }
 }

@@ -20,13 +20,15 @@
 //! * `tick [+MS]`: advance the clock, then deliver a tick; `advance +MS`:
 //!   advance it without a tick (a timer that has not fired yet)
 //! * `state`, `stats`: print the table (not an event)
+//! * `limits per_key=N total=M`: set the bounds on waiters (not an event;
+//!   the node's configuration)
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Action, Cmd, Event, Held, Ident, Outcome, Reject, Request, Spec, Table};
+use super::{Action, Cmd, Event, Held, Ident, Outcome, Reject, Request, Spec, Table, WaitLimits};
 use crate::command::Mode;
 use crate::service::error::ServiceError;
 
@@ -202,6 +204,13 @@ impl Runner {
                 self.now += ms(by);
                 return Ok(Vec::new());
             }
+            "limits" => {
+                self.table.limits = WaitLimits {
+                    per_key: num(&a, "per_key")? as usize,
+                    total: num(&a, "total")? as usize,
+                };
+                return Ok(Vec::new());
+            }
             "state" => return Ok(self.state()),
             "stats" => return Ok(vec![format!("{:?}", self.table.counters())]),
             other => return Err(format!("unknown command {other:?}")),
@@ -373,7 +382,7 @@ fn run_file(path: &Path) -> Result<(Vec<String>, String), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let blocks = parse(&text)?;
     let mut runner = Runner {
-        table: Table::new(1, ms(1000)),
+        table: Table::new(1, ms(1000), WaitLimits::default()),
         now: Duration::ZERO,
         proposals: HashMap::new(),
     };

@@ -316,11 +316,7 @@ impl Table {
                 self.free(key, token, None, true, false);
             }
         }
-        while let Some((at, key, req)) = self.waits.first().cloned() {
-            if at > now {
-                break;
-            }
-            self.waits.pop_first();
+        while let Some((key, req)) = self.waits.pop_due(now) {
             let Some(k) = self.keys.get_mut(&key) else {
                 continue;
             };
