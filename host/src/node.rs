@@ -274,6 +274,22 @@ impl Node {
         }
     }
 
+    /// Resolves when Raft has stopped on its own, with why: a fatal error
+    /// (a log or state machine write that failed, a panic in the core).
+    /// Everything else of the node would otherwise go on answering, half
+    /// alive; the caller ends the process so a supervisor restarts it.
+    pub async fn failed(&self) -> String {
+        let mut metrics = self.services.raft.metrics();
+        loop {
+            if let Err(fatal) = &metrics.borrow().running_state {
+                return fatal.to_string();
+            }
+            if metrics.changed().await.is_err() {
+                return "Raft stopped without a reason".to_string();
+            }
+        }
+    }
+
     /// Resolves when shutdown has been requested.
     pub async fn stopped(&self) {
         let mut rx = self.shutdown.subscribe();

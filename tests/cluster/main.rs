@@ -37,6 +37,7 @@ mod lock_waiters;
 mod lockctl_cli;
 mod log_recovery;
 mod native_client;
+mod storage_fatal;
 mod transport_handshake;
 mod upgrade_catchup;
 mod upgrade_hostile;

@@ -181,12 +181,24 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
 async fn serve(args: ServeArgs) -> Result<()> {
     let config = node_config(args)?;
     let node = Node::start(config).await.context("cannot start the node")?;
-    tokio::select! {
-        _ = lockd::shutdown::signal() => tracing::info!("shutting down"),
-        _ = node.stopped() => {}
-    }
+    let failed = tokio::select! {
+        _ = lockd::shutdown::signal() => {
+            tracing::info!("shutting down");
+            None
+        }
+        _ = node.stopped() => None,
+        why = node.failed() => Some(why),
+    };
     node.shutdown().await;
-    Ok(())
+    match failed {
+        // Not half alive: exit non-zero so a supervisor restarts the node,
+        // which recovers from its log.
+        Some(why) => {
+            tracing::error!(error = %why, "raft stopped; exiting");
+            bail!("raft stopped: {why}")
+        }
+        None => Ok(()),
+    }
 }
 
 async fn dev(args: DevArgs) -> Result<()> {
