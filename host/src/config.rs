@@ -54,6 +54,8 @@ pub struct NodeConfig {
     pub max_lease_ms: u64,
     /// The longest a client may ask to wait for a lock.
     pub max_wait_ms: u64,
+    /// The largest snapshot a peer may send, in bytes.
+    pub max_snapshot_bytes: u64,
     /// Callers that may wait for one key at once.
     pub max_waiters_per_key: usize,
     /// Callers that may wait on this node at once (for any key, or for a
@@ -83,6 +85,7 @@ impl Default for NodeConfig {
             keep_after_snapshot: 1_000,
             max_lease_ms: 3_600_000,
             max_wait_ms: 600_000,
+            max_snapshot_bytes: crate::raft::peer_check::DEFAULT_MAX_SNAPSHOT_BYTES,
             max_waiters_per_key: 1024,
             max_waiters: 65_536,
             segment_bytes: 64 << 20,
@@ -149,6 +152,7 @@ pub struct FileConfig {
     pub keep_after_snapshot: Option<u64>,
     pub max_lease_ms: Option<u64>,
     pub max_wait_ms: Option<u64>,
+    pub max_snapshot_bytes: Option<u64>,
     pub max_waiters_per_key: Option<usize>,
     pub max_waiters: Option<usize>,
     pub segment_bytes: Option<u64>,

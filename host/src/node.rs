@@ -217,6 +217,7 @@ impl Node {
             locks,
             upgrader: Upgrader::new(config.id, raft.clone(), sm.clone()),
             membership: Membership::new(config.id, raft.clone(), engine.fingerprint().text.clone()),
+            peer_gate: crate::raft::peer_check::PeerGate::new(config.max_snapshot_bytes),
         });
         let node = Arc::new(Node {
             id: config.id,

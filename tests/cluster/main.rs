@@ -37,6 +37,7 @@ mod lock_waiters;
 mod lockctl_cli;
 mod log_recovery;
 mod native_client;
+mod peer_hostile;
 mod storage_fatal;
 mod transport_handshake;
 mod upgrade_catchup;

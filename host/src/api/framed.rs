@@ -78,12 +78,13 @@ pub async fn serve(node: Arc<Services>, mut stream: TcpStream) {
     if send(&mut framed, &reply).await.is_err() || !welcomed {
         return;
     }
-    if matches!(hello.role, Role::Client) {
-        return serve_client(node, framed).await;
-    }
+    let from = match hello.role {
+        Role::Client => return serve_client(node, framed).await,
+        Role::Peer { from, .. } => from,
+    };
     while let Some(Ok(bytes)) = framed.next().await {
         let (id, response) = match frame::decode::<Envelope<PeerRequest>>(&bytes) {
-            Ok(env) => (env.id, handle_peer(&node, env.body).await),
+            Ok(env) => (env.id, handle_peer(&node, from, env.body).await),
             Err(e) => (
                 0,
                 PeerResponse::Error(format!("request does not decode: {e}")),
@@ -244,7 +245,11 @@ async fn handle_client(node: &Services, req: ClientRequest) -> ClientResponse {
     result.unwrap_or_else(|e| ClientResponse::Error(wire_error(node, e)))
 }
 
-async fn handle_peer(node: &Services, req: PeerRequest) -> PeerResponse {
+async fn handle_peer(node: &Services, from: u64, req: PeerRequest) -> PeerResponse {
+    if let Err(why) = node.peer_gate.check(from, &req, &node.member_ids()) {
+        tracing::warn!(id = node.id, from, %why, "refused a peer request");
+        return PeerResponse::Error(format!("node {} refused the request: {why}", node.id));
+    }
     match req {
         PeerRequest::AppendEntries(r) => {
             PeerResponse::AppendEntries(node.raft.append_entries(r).await)

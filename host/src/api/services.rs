@@ -23,9 +23,23 @@ pub struct Services {
     pub locks: LockService,
     pub upgrader: Upgrader,
     pub membership: Membership,
+    /// Checks every peer RPC before openraft sees it.
+    pub peer_gate: crate::raft::peer_check::PeerGate,
 }
 
 impl Services {
+    /// This node's members, voters and learners (empty before it has a
+    /// membership).
+    pub fn member_ids(&self) -> std::collections::BTreeSet<NodeId> {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        m.membership_config
+            .membership()
+            .nodes()
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     /// The address of member `id`, as this node's membership knows it.
     pub fn addr_of(&self, id: NodeId) -> Option<String> {
         let metrics = self.raft.metrics();

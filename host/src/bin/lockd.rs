@@ -106,6 +106,10 @@ struct ServeArgs {
     /// leader's table (default 65536).
     #[arg(long)]
     max_waiters: Option<usize>,
+    /// The largest snapshot a peer may send, in bytes (default 1.25 GiB);
+    /// a chunk past it, or not continuing the bytes received, is refused.
+    #[arg(long)]
+    max_snapshot_bytes: Option<u64>,
     /// Log segment size in bytes.
     #[arg(long)]
     segment_bytes: Option<u64>,
@@ -159,6 +163,7 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
     set!(max_wait_ms);
     set!(max_waiters_per_key);
     set!(max_waiters);
+    set!(max_snapshot_bytes);
     set!(segment_bytes);
     set!(audit_interval);
     set!(audit_check_ms);

@@ -26,6 +26,7 @@
 
 pub mod log_store;
 pub mod network;
+pub mod peer_check;
 pub mod replica;
 pub mod snapshot;
 pub mod state_machine;

@@ -1,0 +1,203 @@
+//! Peer RPCs checked before openraft sees them (SPEC §12). openraft trusts
+//! its peers: a vote with term `u64::MAX` is persisted (and the next
+//! election's `term + 1` wraps), a snapshot chunk at a far offset makes the
+//! receiving buffer zero-fill up to it. [`PeerGate::check`] refuses, with a
+//! reason, what no correct peer sends:
+//!
+//! * a term above [`MAX_TERM`] (2^48: an election every millisecond would
+//!   take nine thousand years to get there, and far below wrapping);
+//! * an RPC whose sender is not the node its connection's hello named;
+//! * a sender that is not a member as this node knows it, unless this node
+//!   has no membership yet (it is being added) or the RPC itself carries a
+//!   membership with the sender in it (a log or snapshot this node has not
+//!   caught up to);
+//! * a snapshot chunk that does not continue the bytes received so far of
+//!   its snapshot (a new snapshot starts at offset 0; a resent chunk may
+//!   start earlier), or that ends past the size cap.
+//!
+//! Pure apart from the record of the snapshot being received, so the rules
+//! are unit-tested here; the node answers a refusal with
+//! `PeerResponse::Error` and logs it.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use openraft::EntryPayload;
+
+use super::network::PeerRequest;
+use super::NodeId;
+
+/// The highest term a peer may send.
+pub const MAX_TERM: u64 = 1 << 48;
+
+/// The default cap on a snapshot's size in bytes: the guest memory limit
+/// (1 GiB) with room for the module and membership.
+pub const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = (1 << 30) + (256 << 20);
+
+#[derive(Debug)]
+pub struct PeerGate {
+    max_snapshot_bytes: u64,
+    /// The snapshot being received: its id and the bytes received so far.
+    receiving: Mutex<Option<(String, u64)>>,
+}
+
+impl PeerGate {
+    pub fn new(max_snapshot_bytes: u64) -> PeerGate {
+        PeerGate {
+            max_snapshot_bytes,
+            receiving: Mutex::new(None),
+        }
+    }
+
+    /// Whether `req`, from the peer whose hello said `from`, may reach
+    /// openraft on a node whose membership has `members` (empty: none yet).
+    pub fn check(
+        &self,
+        from: NodeId,
+        req: &PeerRequest,
+        members: &BTreeSet<NodeId>,
+    ) -> Result<(), String> {
+        let vote = match req {
+            PeerRequest::AppendEntries(r) => &r.vote,
+            PeerRequest::Vote(r) => &r.vote,
+            PeerRequest::InstallSnapshot(r) => &r.vote,
+        };
+        let term = vote.leader_id.term;
+        if term > MAX_TERM {
+            return Err(format!("term {term} is above the plausible {MAX_TERM}"));
+        }
+        if let PeerRequest::AppendEntries(r) = req {
+            if let Some(e) = r.entries.iter().find(|e| e.log_id.leader_id.term > term) {
+                return Err(format!(
+                    "entry {} is of a term above the request's {term}",
+                    e.log_id
+                ));
+            }
+        }
+        if let Some(sender) = vote.leader_id.voted_for() {
+            if sender != from {
+                return Err(format!(
+                    "the request is from node {sender}, but the connection is node {from}'s"
+                ));
+            }
+        }
+        if !members.is_empty() && !members.contains(&from) && !carries_member(req, from) {
+            return Err(format!("node {from} is not a member"));
+        }
+        if let PeerRequest::InstallSnapshot(r) = req {
+            self.check_chunk(&r.meta.snapshot_id, r.offset, r.data.len() as u64)?;
+        }
+        Ok(())
+    }
+
+    fn check_chunk(&self, id: &str, offset: u64, len: u64) -> Result<(), String> {
+        let end = offset.saturating_add(len);
+        if end > self.max_snapshot_bytes {
+            return Err(format!(
+                "snapshot {id} would reach {end} bytes, above the cap of {}",
+                self.max_snapshot_bytes
+            ));
+        }
+        let mut receiving = self.receiving.lock().unwrap_or_else(|p| p.into_inner());
+        let received = match receiving.as_ref() {
+            Some((current, n)) if current == id => *n,
+            _ => 0,
+        };
+        if offset > received {
+            return Err(format!(
+                "snapshot {id}: a chunk at offset {offset}, but {received} bytes have arrived"
+            ));
+        }
+        *receiving = Some((id.to_string(), received.max(end)));
+        Ok(())
+    }
+}
+
+/// Whether `req` carries a membership (a log entry's, a snapshot's) that
+/// has `node` in it.
+fn carries_member(req: &PeerRequest, node: NodeId) -> bool {
+    match req {
+        PeerRequest::AppendEntries(r) => r.entries.iter().any(|e| match &e.payload {
+            EntryPayload::Membership(m) => m.get_node(&node).is_some(),
+            _ => false,
+        }),
+        PeerRequest::InstallSnapshot(r) => r
+            .meta
+            .last_membership
+            .membership()
+            .get_node(&node)
+            .is_some(),
+        PeerRequest::Vote(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::raft::{InstallSnapshotRequest, VoteRequest};
+    use openraft::{SnapshotMeta, Vote};
+
+    fn vote(term: u64, node: NodeId) -> PeerRequest {
+        PeerRequest::Vote(VoteRequest {
+            vote: Vote::new(term, node),
+            last_log_id: None,
+        })
+    }
+
+    fn chunk(term: u64, node: NodeId, id: &str, offset: u64, len: usize) -> PeerRequest {
+        PeerRequest::InstallSnapshot(InstallSnapshotRequest {
+            vote: Vote::new_committed(term, node),
+            meta: SnapshotMeta {
+                snapshot_id: id.to_string(),
+                ..Default::default()
+            },
+            offset,
+            data: vec![0; len],
+            done: false,
+        })
+    }
+
+    fn members() -> BTreeSet<NodeId> {
+        BTreeSet::from([1, 2, 3])
+    }
+
+    #[test]
+    fn an_implausible_term_is_refused() {
+        let g = PeerGate::new(1 << 20);
+        assert!(g.check(2, &vote(5, 2), &members()).is_ok());
+        let e = g.check(2, &vote(u64::MAX, 2), &members()).unwrap_err();
+        assert!(e.contains("plausible"), "{e}");
+    }
+
+    #[test]
+    fn a_sender_unlike_its_hello_or_not_a_member_is_refused() {
+        let g = PeerGate::new(1 << 20);
+        let e = g.check(3, &vote(5, 2), &members()).unwrap_err();
+        assert!(e.contains("node 3's"), "{e}");
+        let e = g.check(9, &vote(5, 9), &members()).unwrap_err();
+        assert!(e.contains("not a member"), "{e}");
+        // A node with no membership yet (being added) takes it.
+        assert!(g.check(9, &vote(5, 9), &BTreeSet::new()).is_ok());
+    }
+
+    #[test]
+    fn snapshot_chunks_must_be_contiguous_and_under_the_cap() {
+        let g = PeerGate::new(1000);
+        let m = members();
+        assert!(g.check(1, &chunk(2, 1, "s1", 0, 400), &m).is_ok());
+        // A chunk resent from earlier is fine; one past the end is not.
+        assert!(g.check(1, &chunk(2, 1, "s1", 200, 400), &m).is_ok());
+        let e = g.check(1, &chunk(2, 1, "s1", 900, 10), &m).unwrap_err();
+        assert!(e.contains("600 bytes have arrived"), "{e}");
+        let e = g.check(1, &chunk(2, 1, "s1", 600, 401), &m).unwrap_err();
+        assert!(e.contains("above the cap"), "{e}");
+        // A new snapshot starts at 0.
+        let e = g.check(1, &chunk(2, 1, "s2", 400, 10), &m).unwrap_err();
+        assert!(e.contains("0 bytes have arrived"), "{e}");
+        assert!(g.check(1, &chunk(2, 1, "s2", 0, 10), &m).is_ok());
+        let e = g
+            .check(1, &chunk(2, 1, "s3", u64::MAX, 10), &m)
+            .unwrap_err();
+        assert!(e.contains("above the cap"), "{e}");
+    }
+}

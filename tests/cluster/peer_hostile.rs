@@ -1,0 +1,113 @@
+//! Hostile peer frames, sent to a live node over a real peer connection
+//! (the right engine fingerprint, so the hello is welcomed): a vote with
+//! term `u64::MAX`, a vote from a node that is not a member, a snapshot
+//! chunk at a far offset and one past the size cap. Each is refused with
+//! its reason before openraft sees it; the node keeps running, its term
+//! does not move, and the cluster keeps committing.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use lock_tests::cluster::Cluster;
+use lockd::raft::network::{PeerRequest, PeerResponse};
+use lockd::raft::TypeConfig;
+use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
+use openraft::raft::{InstallSnapshotRequest, VoteRequest};
+use openraft::{SnapshotMeta, Vote};
+
+fn read_frame(s: &mut TcpStream) -> Vec<u8> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).expect("frame length");
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).expect("frame body");
+    body
+}
+
+fn write_frame(s: &mut TcpStream, bytes: &[u8]) {
+    s.write_all(&(bytes.len() as u32).to_be_bytes())
+        .expect("write");
+    s.write_all(bytes).expect("write");
+}
+
+/// A peer connection to `addr`, introduced as node `from`.
+fn peer(addr: &str, from: u64) -> TcpStream {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.write_all(&wire::PREFACE).expect("preface");
+    let fingerprint = lockd::engine::EngineSettings::default().fingerprint().text;
+    let hello = wire::encode(&Hello {
+        role: Role::Peer { from, fingerprint },
+    })
+    .expect("hello");
+    write_frame(&mut s, &hello);
+    let reply: HelloReply = wire::decode(&read_frame(&mut s)).expect("hello reply");
+    assert!(matches!(reply, HelloReply::Welcome(_)), "{reply:?}");
+    s
+}
+
+/// Send `req` and return the error it was refused with.
+fn refused(s: &mut TcpStream, req: PeerRequest) -> String {
+    let bytes = wire::encode(&Envelope { id: 1, body: req }).expect("encode");
+    write_frame(s, &bytes);
+    let reply: Envelope<PeerResponse> = wire::decode(&read_frame(s)).expect("reply");
+    match reply.body {
+        PeerResponse::Error(e) => e,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+fn chunk(term: u64, leader: u64, offset: u64, len: usize) -> PeerRequest {
+    PeerRequest::InstallSnapshot(InstallSnapshotRequest::<TypeConfig> {
+        vote: Vote::new_committed(term, leader),
+        meta: SnapshotMeta {
+            snapshot_id: "hostile".into(),
+            ..Default::default()
+        },
+        offset,
+        data: vec![0; len],
+        done: false,
+    })
+}
+
+#[test]
+fn hostile_peer_frames_are_refused_and_change_nothing() {
+    let c = Cluster::start(3, &["--max-snapshot-bytes", "1048576"]);
+    let leader = c.wait_leader(Duration::from_secs(20));
+    let within = Duration::from_secs(20);
+    c.acquire_on_leader("before", 60_000, within);
+    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    let other = (1..=3)
+        .find(|id| *id != leader && *id != follower)
+        .expect("another follower");
+    let term = c.status(follower).expect("status").term;
+    let addr = c.addr(follower).to_string();
+
+    let vote = |term: u64, from: u64| {
+        PeerRequest::Vote(VoteRequest {
+            vote: Vote::new(term, from),
+            last_log_id: None,
+        })
+    };
+    let e = refused(&mut peer(&addr, other), vote(u64::MAX, other));
+    assert!(e.contains("above the plausible"), "{e}");
+    let e = refused(&mut peer(&addr, 9), vote(term + 1, 9));
+    assert!(e.contains("node 9 is not a member"), "{e}");
+    let e = refused(&mut peer(&addr, other), vote(term + 1, leader));
+    assert!(e.contains(&format!("connection is node {other}'s")), "{e}");
+    let e = refused(&mut peer(&addr, leader), chunk(term, leader, 1 << 40, 16));
+    assert!(
+        e.contains("bytes have arrived") || e.contains("above the cap"),
+        "{e}"
+    );
+    let e = refused(&mut peer(&addr, leader), chunk(term, leader, 0, 2 << 20));
+    assert!(e.contains("above the cap of 1048576"), "{e}");
+
+    // Nothing changed: the follower runs, on the same term, and the
+    // cluster commits and converges.
+    let after = c.status(follower).expect("the follower still answers");
+    assert_eq!(after.term, term);
+    c.acquire_on_leader("after", 60_000, within);
+    c.wait_converged(within);
+}
