@@ -279,16 +279,26 @@ impl Node {
     /// (a log or state machine write that failed, a panic in the core).
     /// Everything else of the node would otherwise go on answering, half
     /// alive; the caller ends the process so a supervisor restarts it.
+    ///
+    /// Except when the lock module is poisoned (a guest trap at apply):
+    /// every replica stops at the same entry by design, a restart would
+    /// meet it again, and the node stays up to report it (status, audit,
+    /// replay) until an operator acts. Then this never resolves.
     pub async fn failed(&self) -> String {
         let mut metrics = self.services.raft.metrics();
-        loop {
+        let why = loop {
             if let Err(fatal) = &metrics.borrow().running_state {
-                return fatal.to_string();
+                break fatal.to_string();
             }
             if metrics.changed().await.is_err() {
-                return "Raft stopped without a reason".to_string();
+                break "Raft stopped without a reason".to_string();
             }
+        };
+        if self.services.sm.view(false).poisoned.is_some() {
+            tracing::error!(error = %why, "raft stopped: the lock module is poisoned; staying up to report it");
+            std::future::pending::<()>().await;
         }
+        why
     }
 
     /// Resolves when shutdown has been requested.
