@@ -140,6 +140,9 @@ pub async fn worker(
         with_options: cfg.mixed,
         ..MUTEX
     };
+    if cfg.mixed && id < 4 {
+        opening(id, &cfg, &client, &history).await;
+    }
     while !stop.load(Ordering::Relaxed) {
         if rng.below(cfg.ledger_one_in) == 0 {
             ledger += 1;
@@ -213,6 +216,49 @@ pub async fn worker(
         release(&client, &history, id, &key, token).await;
         std::mem::forget(guard); // released above (or lost); no drop action
     }
+}
+
+/// A mixed run's opening, before the first fault: workers 0 and 1 take
+/// `rw0` as readers and workers 2 and 3 a slot of `sem0` at once, each
+/// holding it for half a second, so every mixed run has shared holders
+/// for the holders checker to check, whatever the faults do later.
+async fn opening(id: usize, cfg: &RunConfig, client: &Client, history: &History) {
+    let (key, want) = if id < 2 {
+        (
+            "rw0",
+            Want {
+                mode: LockMode::Shared,
+                limit: READERS,
+                with_options: true,
+            },
+        )
+    } else {
+        (
+            "sem0",
+            Want {
+                limit: SLOTS,
+                with_options: true,
+                ..MUTEX
+            },
+        )
+    };
+    let taken = (cfg.lease_ms.max(2000), 1500);
+    let Ok(guard) = acquire(client, history, id, key, taken, want).await else {
+        return;
+    };
+    let from = history.now();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    history.record_holding(Holding {
+        client: id,
+        key: key.to_string(),
+        token: guard.token(),
+        mode: want.mode,
+        limit: want.limit,
+        from,
+        until: history.now().min(history.at(guard.deadline().into_std())),
+    });
+    release(client, history, id, key, guard.token()).await;
+    std::mem::forget(guard); // released above
 }
 
 /// The keeper's lock, taken before the faults start.
