@@ -246,7 +246,7 @@ async fn handle_client(node: &Services, req: ClientRequest) -> ClientResponse {
 }
 
 async fn handle_peer(node: &Services, from: u64, req: PeerRequest) -> PeerResponse {
-    if let Err(why) = node.peer_gate.check(from, &req, &node.member_ids()) {
+    if let Err(why) = node.peer_gate.check(from, &req, |id| node.is_member(id)) {
         tracing::warn!(id = node.id, from, %why, "refused a peer request");
         return PeerResponse::Error(format!("node {} refused the request: {why}", node.id));
     }

@@ -28,16 +28,14 @@ pub struct Services {
 }
 
 impl Services {
-    /// This node's members, voters and learners (empty before it has a
-    /// membership).
-    pub fn member_ids(&self) -> std::collections::BTreeSet<NodeId> {
+    /// Whether `id` is a member (voter or learner) as this node knows it;
+    /// `None` before it has a membership.
+    pub fn is_member(&self, id: NodeId) -> Option<bool> {
         let metrics = self.raft.metrics();
         let m = metrics.borrow();
-        m.membership_config
-            .membership()
-            .nodes()
-            .map(|(id, _)| *id)
-            .collect()
+        let membership = m.membership_config.membership();
+        membership.nodes().next()?;
+        Some(membership.get_node(&id).is_some())
     }
 
     /// The address of member `id`, as this node's membership knows it.

@@ -19,7 +19,6 @@
 //! are unit-tested here; the node answers a refusal with
 //! `PeerResponse::Error` and logs it.
 
-use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use openraft::EntryPayload;
@@ -50,12 +49,14 @@ impl PeerGate {
     }
 
     /// Whether `req`, from the peer whose hello said `from`, may reach
-    /// openraft on a node whose membership has `members` (empty: none yet).
+    /// openraft. `member(id)` says whether this node's membership has
+    /// `id`; `None` when it has no membership yet. A closure, so the
+    /// replication path asks one question instead of copying the members.
     pub fn check(
         &self,
         from: NodeId,
         req: &PeerRequest,
-        members: &BTreeSet<NodeId>,
+        member: impl Fn(NodeId) -> Option<bool>,
     ) -> Result<(), String> {
         let vote = match req {
             PeerRequest::AppendEntries(r) => &r.vote,
@@ -81,7 +82,7 @@ impl PeerGate {
                 ));
             }
         }
-        if !members.is_empty() && !members.contains(&from) && !carries_member(req, from) {
+        if member(from) == Some(false) && !carries_member(req, from) {
             return Err(format!("node {from} is not a member"));
         }
         if let PeerRequest::InstallSnapshot(r) = req {
@@ -157,47 +158,49 @@ mod tests {
         })
     }
 
-    fn members() -> BTreeSet<NodeId> {
-        BTreeSet::from([1, 2, 3])
+    fn members(id: NodeId) -> Option<bool> {
+        Some((1..=3).contains(&id))
+    }
+
+    fn none_yet(_: NodeId) -> Option<bool> {
+        None
     }
 
     #[test]
     fn an_implausible_term_is_refused() {
         let g = PeerGate::new(1 << 20);
-        assert!(g.check(2, &vote(5, 2), &members()).is_ok());
-        let e = g.check(2, &vote(u64::MAX, 2), &members()).unwrap_err();
+        assert!(g.check(2, &vote(5, 2), members).is_ok());
+        let e = g.check(2, &vote(u64::MAX, 2), members).unwrap_err();
         assert!(e.contains("plausible"), "{e}");
     }
 
     #[test]
     fn a_sender_unlike_its_hello_or_not_a_member_is_refused() {
         let g = PeerGate::new(1 << 20);
-        let e = g.check(3, &vote(5, 2), &members()).unwrap_err();
+        let e = g.check(3, &vote(5, 2), members).unwrap_err();
         assert!(e.contains("node 3's"), "{e}");
-        let e = g.check(9, &vote(5, 9), &members()).unwrap_err();
+        let e = g.check(9, &vote(5, 9), members).unwrap_err();
         assert!(e.contains("not a member"), "{e}");
         // A node with no membership yet (being added) takes it.
-        assert!(g.check(9, &vote(5, 9), &BTreeSet::new()).is_ok());
+        assert!(g.check(9, &vote(5, 9), none_yet).is_ok());
     }
 
     #[test]
     fn snapshot_chunks_must_be_contiguous_and_under_the_cap() {
         let g = PeerGate::new(1000);
-        let m = members();
-        assert!(g.check(1, &chunk(2, 1, "s1", 0, 400), &m).is_ok());
+        let m = members;
+        assert!(g.check(1, &chunk(2, 1, "s1", 0, 400), m).is_ok());
         // A chunk resent from earlier is fine; one past the end is not.
-        assert!(g.check(1, &chunk(2, 1, "s1", 200, 400), &m).is_ok());
-        let e = g.check(1, &chunk(2, 1, "s1", 900, 10), &m).unwrap_err();
+        assert!(g.check(1, &chunk(2, 1, "s1", 200, 400), m).is_ok());
+        let e = g.check(1, &chunk(2, 1, "s1", 900, 10), m).unwrap_err();
         assert!(e.contains("600 bytes have arrived"), "{e}");
-        let e = g.check(1, &chunk(2, 1, "s1", 600, 401), &m).unwrap_err();
+        let e = g.check(1, &chunk(2, 1, "s1", 600, 401), m).unwrap_err();
         assert!(e.contains("above the cap"), "{e}");
         // A new snapshot starts at 0.
-        let e = g.check(1, &chunk(2, 1, "s2", 400, 10), &m).unwrap_err();
+        let e = g.check(1, &chunk(2, 1, "s2", 400, 10), m).unwrap_err();
         assert!(e.contains("0 bytes have arrived"), "{e}");
-        assert!(g.check(1, &chunk(2, 1, "s2", 0, 10), &m).is_ok());
-        let e = g
-            .check(1, &chunk(2, 1, "s3", u64::MAX, 10), &m)
-            .unwrap_err();
+        assert!(g.check(1, &chunk(2, 1, "s2", 0, 10), m).is_ok());
+        let e = g.check(1, &chunk(2, 1, "s3", u64::MAX, 10), m).unwrap_err();
         assert!(e.contains("above the cap"), "{e}");
     }
 }

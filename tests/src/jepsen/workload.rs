@@ -204,18 +204,33 @@ pub async fn worker(
                 register.write(&key, id, token, v);
             }
         }
-        history.record_holding(Holding {
-            client: id,
-            key: key.clone(),
-            token,
-            mode: want.mode,
-            limit: want.limit,
-            from,
-            until: history.now().min(history.at(guard.deadline().into_std())),
-        });
-        release(&client, &history, id, &key, token).await;
-        std::mem::forget(guard); // released above (or lost); no drop action
+        done(&client, &history, id, &key, want, from, guard).await;
     }
+}
+
+/// A holder is done: record the window it believed it held `key` in (from
+/// `from` to now or its guard's deadline, whichever is earlier), then
+/// release the lock.
+async fn done(
+    client: &Client,
+    history: &History,
+    id: usize,
+    key: &str,
+    want: Want,
+    from: f64,
+    guard: lockd_client::LockGuard,
+) {
+    history.record_holding(Holding {
+        client: id,
+        key: key.to_string(),
+        token: guard.token(),
+        mode: want.mode,
+        limit: want.limit,
+        from,
+        until: history.now().min(history.at(guard.deadline().into_std())),
+    });
+    release(client, history, id, key, guard.token()).await;
+    std::mem::forget(guard); // released above (or lost); no drop action
 }
 
 /// A mixed run's opening, before the first fault: workers 0 and 1 take
@@ -248,17 +263,7 @@ async fn opening(id: usize, cfg: &RunConfig, client: &Client, history: &History)
     };
     let from = history.now();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    history.record_holding(Holding {
-        client: id,
-        key: key.to_string(),
-        token: guard.token(),
-        mode: want.mode,
-        limit: want.limit,
-        from,
-        until: history.now().min(history.at(guard.deadline().into_std())),
-    });
-    release(client, history, id, key, guard.token()).await;
-    std::mem::forget(guard); // released above
+    done(client, history, id, key, want, from, guard).await;
 }
 
 /// The keeper's lock, taken before the faults start.
@@ -372,17 +377,7 @@ pub async fn waiters(
             };
             let served = t.elapsed() <= bound;
             let from = history.now();
-            history.record_holding(Holding {
-                client: me,
-                key: key.clone(),
-                token: g.token(),
-                mode: LockMode::Exclusive,
-                limit: 1,
-                from,
-                until: history.now().min(history.at(g.deadline().into_std())),
-            });
-            release(&client, &history, me, &key, g.token()).await;
-            std::mem::forget(g);
+            done(&client, &history, me, &key, MUTEX, from, g).await;
             served
         }));
     }
