@@ -6,6 +6,9 @@
 //! * `sm-bench`: state-machine apply, native vs wasm.
 //! * `cluster-bench`: commit throughput and latency over HTTP, fsyncs per entry.
 //! * `lock-bench`: lock cycles over the native protocol (runs `lockctl bench`).
+//! * `capacity-bench`: each guest call's fuel and memory on a full lock
+//!   table, against the budgets (how the default capacity bounds were
+//!   chosen).
 //! * `upgrade-bench`: the client-visible pause of a hot upgrade with 100k
 //!   held locks, compile included and excluded.
 //! * this library: what the binaries share.

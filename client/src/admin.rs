@@ -20,7 +20,7 @@ use hyper_util::rt::TokioExecutor;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use crate::proto::{AuditReport, Member, Status};
+use crate::proto::{AuditReport, Capacity, CapacityStatus, Member, Status};
 use crate::{Client, ClientError};
 
 /// How long [`Http::get_json`] waits for a whole answer by default: these
@@ -268,6 +268,21 @@ impl Admin {
         let body = Bytes::from(policy.to_string());
         self.send(Method::PUT, "/v1/admin/policy", "application/json", body)
             .await
+    }
+
+    /// The cluster's capacity bounds and their use, from the leader.
+    pub async fn capacity(&self) -> Result<CapacityStatus, AdminError> {
+        let addr = self.leader_addr().await?;
+        self.http.get_json(&addr, "/v1/admin/capacity").await
+    }
+
+    /// Set the capacity bounds (one log entry); the bounds then in force.
+    pub async fn set_capacity(&self, bounds: Capacity) -> Result<CapacityStatus, AdminError> {
+        let body = Bytes::from(serde_json::to_string(&bounds).unwrap_or_default());
+        let v = self
+            .send(Method::PUT, "/v1/admin/capacity", "application/json", body)
+            .await?;
+        Ok(serde_json::from_value(v)?)
     }
 
     async fn post_json(&self, path: &str, body: &Value) -> Result<Value, AdminError> {

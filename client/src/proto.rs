@@ -162,6 +162,10 @@ pub enum WireError {
     /// again later.
     #[error("{0}")]
     TooManyWaiters(String),
+    /// The cluster's capacity (held locks or key bytes) is used up: the
+    /// grant is refused until holdings are freed or the bound is raised.
+    #[error("{0}")]
+    Capacity(String),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -285,6 +289,30 @@ pub struct Status {
     /// Audit divergences this node has seen between itself and a peer.
     #[serde(default)]
     pub audit_divergences: u64,
+    /// The cluster's capacity bounds and what is used of them.
+    #[serde(default)]
+    pub capacity: Option<CapacityStatus>,
+}
+
+/// The cluster's capacity bounds: a replicated setting, enforced by every
+/// node at apply (a grant past a bound is refused with
+/// [`WireError::Capacity`], HTTP 507).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Capacity {
+    /// The most holdings the cluster keeps (a shared or semaphore key
+    /// counts each holder).
+    pub max_held: u64,
+    /// The most key bytes those holdings may have together (a key held by
+    /// N holders counts N times).
+    pub max_key_bytes: u64,
+}
+
+/// The capacity bounds and the use of them at one applied index.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CapacityStatus {
+    pub limits: Capacity,
+    pub held: u64,
+    pub key_bytes: u64,
 }
 
 /// The committed entries with lock commands that went to the guest in the

@@ -58,8 +58,9 @@ impl V2 {
         Ok(())
     }
 
+    /// The table's incremental hash: the policy is code, not state.
     pub fn state_hash(&self) -> [u8; 32] {
-        guest_sm::snapshot::hash(&self.snapshot())
+        self.table.state_hash()
     }
 }
 

@@ -5,17 +5,20 @@
 //! ```
 //!
 //! Locks are written in key order, so the encoding is canonical: one state,
-//! one byte string. That is what makes the SHA-256 of these bytes a state
-//! hash that equal replicas agree on. Decoding checks everything a corrupt or
-//! hand-made snapshot could get wrong (magic, format, trailing bytes, key
-//! order, token range and uniqueness) and reports which.
+//! one byte string. Decoding checks everything a corrupt or hand-made
+//! snapshot could get wrong (magic, format, trailing bytes, key order, token
+//! range and uniqueness) and reports which.
+//!
+//! The format has not changed since the first module; the state hash has
+//! (see [`crate::hash`]), so a snapshot written by any earlier build of this
+//! module restores here and gets the new hash.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::command::LockInfo;
+use crate::hash::{lock_digest, Accumulator};
 use crate::key::Key;
 use crate::table::{LockTable, FIRST_TOKEN};
 
@@ -149,10 +152,17 @@ pub fn table_from_parts(
             return Err(SnapshotError::DuplicateToken { token: *token });
         }
     }
+    let mut acc = Accumulator::default();
     for (key, token, lease_ms) in parts {
-        locks.insert(Key(key), LockInfo { token, lease_ms });
+        let info = LockInfo { token, lease_ms };
+        acc.add(&lock_digest(&key, &info));
+        locks.insert(Key(key), info);
     }
-    Ok(LockTable { locks, next_token })
+    Ok(LockTable {
+        locks,
+        next_token,
+        acc,
+    })
 }
 
 impl LockTable {
@@ -167,16 +177,6 @@ impl LockTable {
         *self = decode(bytes)?;
         Ok(())
     }
-
-    /// SHA-256 of the snapshot encoding: equal states have equal hashes, on
-    /// every node and in every build.
-    pub fn state_hash(&self) -> [u8; 32] {
-        hash(&self.snapshot())
-    }
-}
-
-pub fn hash(encoded: &[u8]) -> [u8; 32] {
-    Sha256::digest(encoded).into()
 }
 
 #[cfg(test)]

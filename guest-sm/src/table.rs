@@ -1,10 +1,12 @@
-//! The lock table and the semantics of each command. Its byte encoding,
-//! `snapshot`/`restore` and the state hash live in [`crate::snapshot`].
+//! The lock table and the semantics of each command. Its byte encoding and
+//! `snapshot`/`restore` live in [`crate::snapshot`], the state hash in
+//! [`crate::hash`].
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use crate::command::{Command, HeldLock, LockInfo, Outcome, TableStats};
+use crate::hash::{self, lock_digest, Accumulator};
 use crate::key::{Key, KeyRef};
 
 /// The first token a fresh table issues. Zero is never a valid token, so a
@@ -21,6 +23,9 @@ pub const FIRST_TOKEN: u64 = 1;
 pub struct LockTable {
     pub(crate) locks: BTreeMap<Key, LockInfo>,
     pub(crate) next_token: u64,
+    /// The sum of the digests of the held locks, kept as they come and go
+    /// (see [`crate::hash`]); a function of `locks` alone.
+    pub(crate) acc: Accumulator,
 }
 
 impl Default for LockTable {
@@ -34,6 +39,7 @@ impl LockTable {
         LockTable {
             locks: BTreeMap::new(),
             next_token: FIRST_TOKEN,
+            acc: Accumulator::default(),
         }
     }
 
@@ -64,7 +70,9 @@ impl LockTable {
                 // 584 years; a saturated counter would repeat tokens, so it
                 // is treated as unreachable rather than wrapped.
                 self.next_token = self.next_token.saturating_add(1);
-                slot.insert(LockInfo { token, lease_ms });
+                let info = LockInfo { token, lease_ms };
+                self.acc.add(&lock_digest(&slot.key().0, &info));
+                slot.insert(info);
                 Outcome::Granted { token }
             }
         }
@@ -75,7 +83,10 @@ impl LockTable {
     /// key was freed.
     pub fn release(&mut self, key: &str) -> Outcome {
         match self.locks.remove(KeyRef::new(key)) {
-            Some(_) => Outcome::Released,
+            Some(info) => {
+                self.acc.sub(&lock_digest(key, &info));
+                Outcome::Released
+            }
             None => Outcome::NotFound,
         }
     }
@@ -87,6 +98,7 @@ impl LockTable {
         let key = KeyRef::new(key);
         let existed = match self.locks.get(key) {
             Some(info) if info.token == token => {
+                self.acc.sub(&lock_digest(key.as_str(), info));
                 self.locks.remove(key);
                 true
             }
@@ -122,6 +134,22 @@ impl LockTable {
             held: self.locks.len() as u64,
             next_token: self.next_token,
         }
+    }
+}
+
+impl LockTable {
+    /// The state hash, from the sum kept as commands applied: O(1).
+    pub fn state_hash(&self) -> [u8; 32] {
+        hash::state_hash(&self.acc, self.locks.len() as u64, self.next_token)
+    }
+
+    /// The same hash computed from the locks themselves, for tests.
+    pub fn recomputed_hash(&self) -> [u8; 32] {
+        let mut acc = Accumulator::default();
+        for (key, info) in &self.locks {
+            acc.add(&lock_digest(&key.0, info));
+        }
+        hash::state_hash(&acc, self.locks.len() as u64, self.next_token)
     }
 }
 
@@ -183,5 +211,67 @@ mod tests {
         assert_eq!(first, ["a", "b"]);
         let rest: Vec<_> = t.locks(Some("b"), 10).into_iter().map(|h| h.key).collect();
         assert_eq!(rest, ["c", "d"]);
+    }
+}
+
+#[cfg(test)]
+mod hash_tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::Command;
+
+    fn command() -> impl Strategy<Value = Command> {
+        let key = prop::sample::select(vec!["a", "b", "ab", "ba", "c"]);
+        prop_oneof![
+            (key.clone(), 1u64..4).prop_map(|(k, lease_ms)| Command::Grant {
+                key: k.into(),
+                lease_ms
+            }),
+            key.clone().prop_map(|k| Command::Release { key: k.into() }),
+            (key, 0u64..8).prop_map(|(k, token)| Command::Expire {
+                key: k.into(),
+                token
+            }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn the_kept_hash_is_the_recomputed_one_after_every_command(
+            cmds in prop::collection::vec(command(), 0..64)
+        ) {
+            let mut t = LockTable::new();
+            for c in cmds {
+                t.apply(c);
+                prop_assert_eq!(t.state_hash(), t.recomputed_hash());
+            }
+            let mut u = LockTable::new();
+            u.restore(&t.snapshot()).unwrap();
+            prop_assert_eq!(u.state_hash(), t.state_hash());
+        }
+    }
+
+    #[test]
+    fn equal_locks_from_different_histories_hash_equal() {
+        let grant = |k: &str| Command::Grant {
+            key: k.into(),
+            lease_ms: 5,
+        };
+        let mut x = LockTable::new();
+        x.apply(grant("a"));
+        x.apply(grant("b"));
+        x.apply(Command::Release { key: "a".into() });
+        let mut y = LockTable::new();
+        y.apply(grant("c"));
+        y.apply(grant("b"));
+        y.apply(Command::Expire {
+            key: "c".into(),
+            token: 1,
+        });
+        // Same lock (b, token 2), same next token: equal.
+        assert_eq!(x.state_hash(), y.state_hash());
+        y.apply(grant("d"));
+        assert_ne!(x.state_hash(), y.state_hash());
     }
 }

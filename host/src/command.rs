@@ -30,7 +30,27 @@ pub mod legacy {
     };
 }
 
+/// What the reason of every refusal by the cluster's capacity bound starts
+/// with (a `quota` refusal the host, not the module, gives; see
+/// [`crate::raft::replica::capacity`]).
+pub const CAPACITY_REASON: &str = "cluster capacity";
+
+/// Whether a `quota` refusal is the cluster's capacity bound.
+pub fn is_capacity(reason: &str) -> bool {
+    reason.starts_with(CAPACITY_REASON)
+}
+
 impl Command {
+    /// A 0.1 command in 0.2's types (a 0.1 module's release ignores the
+    /// token, so it is 0).
+    pub fn from_legacy(c: &legacy::Command) -> Command {
+        match c {
+            legacy::Command::Grant(g) => Command::grant(g.key.clone(), g.lease_ms),
+            legacy::Command::Release(key) => Command::release(key.clone(), 0),
+            legacy::Command::Expire(e) => Command::expire(e.key.clone(), e.token),
+        }
+    }
+
     /// An exclusive grant of limit 1 (the seed's grant) for no one in
     /// particular.
     pub fn grant(key: impl Into<String>, lease_ms: u64) -> Command {

@@ -56,6 +56,13 @@ pub struct NodeConfig {
     pub max_wait_ms: u64,
     /// The largest snapshot a peer may send, in bytes.
     pub max_snapshot_bytes: u64,
+    /// The largest lock module an upgrade or shadow may carry, in bytes (at
+    /// most [`crate::api::body::MAX_MODULE`]).
+    pub max_module_bytes: usize,
+    /// Callers' requests in the lock service at once.
+    pub max_requests: usize,
+    /// Connection caps and timeouts.
+    pub conn: crate::transport::limits::ConnLimits,
     /// Callers that may wait for one key at once.
     pub max_waiters_per_key: usize,
     /// Callers that may wait on this node at once (for any key, or for a
@@ -86,6 +93,9 @@ impl Default for NodeConfig {
             max_lease_ms: 3_600_000,
             max_wait_ms: 600_000,
             max_snapshot_bytes: crate::raft::peer_check::DEFAULT_MAX_SNAPSHOT_BYTES,
+            max_module_bytes: crate::api::body::DEFAULT_MAX_MODULE,
+            max_requests: 131_072,
+            conn: crate::transport::limits::ConnLimits::default(),
             max_waiters_per_key: 1024,
             max_waiters: 65_536,
             segment_bytes: 64 << 20,
@@ -153,10 +163,19 @@ pub struct FileConfig {
     pub max_lease_ms: Option<u64>,
     pub max_wait_ms: Option<u64>,
     pub max_snapshot_bytes: Option<u64>,
+    pub max_module_bytes: Option<usize>,
+    pub max_requests: Option<usize>,
+    pub max_connections: Option<usize>,
+    pub max_connections_per_ip: Option<usize>,
+    pub max_in_flight: Option<usize>,
+    pub hello_timeout_ms: Option<u64>,
+    pub header_timeout_ms: Option<u64>,
+    pub idle_timeout_ms: Option<u64>,
     pub max_waiters_per_key: Option<usize>,
     pub max_waiters: Option<usize>,
     pub segment_bytes: Option<u64>,
     pub fuel_per_call: Option<u64>,
+    pub fuel_per_state_call: Option<u64>,
     pub memory_limit_bytes: Option<u64>,
     pub audit_interval: Option<u64>,
     pub audit_check_ms: Option<u64>,

@@ -6,7 +6,8 @@
 //!           ├─ raft/vote        the vote                  (log_store)
 //!           ├─ raft/purged      the purge point           (log_store)
 //!           ├─ snapshot/current the last snapshot         (state_machine)
-//!           └─ module-cache/    compiled components       (engine::cache)
+//!           ├─ module-cache/    compiled components       (engine::cache)
+//!           └─ module-cache.key the key that authenticates them (0600)
 //! ```
 //!
 //! Start order: bind the address (so a busy port fails first), check the
@@ -205,8 +206,10 @@ impl Node {
                     per_key: config.max_waiters_per_key,
                     total: config.max_waiters,
                 },
+                max_requests: config.max_requests,
             },
         );
+        let gate = crate::transport::limits::Gate::new(config.conn.clone());
         let services = Arc::new(Services {
             id: config.id,
             addr: config.addr.clone(),
@@ -218,6 +221,8 @@ impl Node {
             upgrader: Upgrader::new(config.id, raft.clone(), sm.clone()),
             membership: Membership::new(config.id, raft.clone(), engine.fingerprint().text.clone()),
             peer_gate: crate::raft::peer_check::PeerGate::new(config.max_snapshot_bytes),
+            max_module_bytes: config.max_module_bytes,
+            conn: gate.clone(),
         });
         let node = Arc::new(Node {
             id: config.id,
@@ -231,8 +236,9 @@ impl Node {
         let (s1, s2) = (services.clone(), services);
         tokio::spawn(crate::transport::listener::serve(
             listener,
-            move |s| crate::api::framed::serve(s1.clone(), s),
-            move |s| crate::api::http::serve(s2.clone(), s),
+            gate,
+            move |s, a| crate::api::framed::serve(s1.clone(), s, a),
+            move |s, a| crate::api::http::serve(s2.clone(), s, a),
             shutdown_rx.clone(),
         ));
 

@@ -6,9 +6,10 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
+use lock_tests::raw::{self, read_frame};
 use lockd_client::conn::Conn;
 use lockd_client::proto::{ClientRequest, ClientResponse, WireError};
-use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
+use lockd_client::wire::{self, Envelope};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -17,25 +18,10 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// A raw client connection past the hello.
 fn raw_client(addr: &str) -> TcpStream {
-    let mut s = TcpStream::connect(addr).unwrap();
+    let s = raw::framed_client(addr);
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(&wire::PREFACE).unwrap();
-    let hello = wire::encode(&Hello { role: Role::Client }).unwrap();
-    s.write_all(&(hello.len() as u32).to_be_bytes()).unwrap();
-    s.write_all(&hello).unwrap();
-    let reply: HelloReply = wire::decode(&read_frame(&mut s).expect("hello reply")).unwrap();
-    assert!(matches!(reply, HelloReply::Welcome(_)));
     s
-}
-
-fn read_frame(s: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).ok()?;
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    s.read_exact(&mut body).ok()?;
-    Some(body)
 }
 
 #[test]
@@ -153,13 +139,17 @@ fn bad_requests_get_precise_errors_and_change_nothing() {
     assert_eq!(env.id, 7);
     assert!(matches!(env.body, ClientResponse::Lock(Some(v)) if v.token == token));
 
-    // An oversized frame: answered with the limit, then closed.
+    // An oversized frame (a client's are small: 100 KiB is too big, though
+    // a peer may send more): answered with the limit, then closed.
     let mut s = raw_client(c.addr(1));
-    s.write_all(&(200u32 << 20).to_be_bytes()).unwrap();
+    s.write_all(&(100u32 << 10).to_be_bytes()).unwrap();
     let env: Envelope<ClientResponse> = wire::decode(&read_frame(&mut s).expect("answer")).unwrap();
     match env.body {
         ClientResponse::Error(WireError::BadRequest(m)) => {
-            assert!(m.contains("frames are at most 67108864 bytes"), "{m}")
+            assert!(
+                m.contains("a client's frames are at most 65536 bytes"),
+                "{m}"
+            )
         }
         other => panic!("{other:?}"),
     }

@@ -2,7 +2,8 @@
 //! `--max-waiters-per-key` refuses one more at once (HTTP 429 with
 //! `Retry-After`, the native protocol's `TooManyWaiters`), a `wait_ms`
 //! above `--max-wait-ms` is refused as bad input, and the waiters already
-//! queued are served in order as before.
+//! queued are served in order as before; and past `--max-requests` any
+//! request gets 503 with `Retry-After`.
 
 use std::time::Duration;
 
@@ -97,4 +98,43 @@ fn a_key_full_of_waiters_refuses_one_more_and_serves_the_rest() {
     c.release_on_leader("full", first, within);
     let second = next();
     assert!(second > first);
+}
+
+#[test]
+fn requests_past_the_node_bound_get_503_with_retry_after() {
+    let c = Cluster::start(1, &["--max-requests", "3"]);
+    let leader = c.wait_leader(Duration::from_secs(20));
+    let token = c.acquire_on_leader("full", 60_000, Duration::from_secs(20));
+    let addr = c.addr(leader).to_string();
+    // Three callers wait: the node holds three requests.
+    let waiting: Vec<_> = (0..3)
+        .map(|_| {
+            let url = format!("http://{addr}/v1/locks/full/acquire");
+            std::thread::spawn(move || {
+                ureq::post(&url)
+                    .timeout(Duration::from_secs(15))
+                    .send_json(json!({"lease_ms": 5000, "wait_ms": 3000}))
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    // A fourth request of any kind is one too many, and says so.
+    let r = ureq::post(&format!("http://{addr}/v1/locks/other/acquire"))
+        .timeout(Duration::from_secs(5))
+        .send_json(json!({"lease_ms": 5000}));
+    match r {
+        Err(ureq::Error::Status(503, r)) => {
+            assert_eq!(r.header("Retry-After"), Some("1"));
+            let body: serde_json::Value = r.into_json().expect("json");
+            let msg = body["error"].as_str().unwrap_or_default().to_string();
+            assert!(msg.contains("--max-requests"), "{msg}");
+        }
+        other => panic!("expected 503, got {other:?}"),
+    }
+    // When the waiters give up, there is room again.
+    for w in waiting {
+        assert!(w.join().expect("thread").is_err(), "the key stayed held");
+    }
+    c.release_on_leader("full", token, Duration::from_secs(5));
+    c.acquire_on_leader("other", 5000, Duration::from_secs(5));
 }

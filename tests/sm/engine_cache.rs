@@ -1,5 +1,6 @@
 //! The compiled-component cache: keyed by module hash and engine
-//! fingerprint, checked before use, never trusted blindly.
+//! fingerprint, authenticated with a key kept outside it, never trusted
+//! blindly.
 
 use lockd::command::{Command, Granted, Outcome};
 use lockd::engine::cache::Compiled;
@@ -8,8 +9,11 @@ use lockd::engine::{EngineSettings, WasmEngine};
 #[test]
 fn second_load_comes_from_the_cache_and_behaves_the_same() {
     let dir = tempfile::tempdir().unwrap();
-    let engine =
-        WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
+    let engine = WasmEngine::new(
+        EngineSettings::default(),
+        Some(dir.path().join("module-cache")),
+    )
+    .unwrap();
     let first = engine.load(lockd::builtin::LOCK_SM).unwrap();
     assert_eq!(first.compiled(), Compiled::Fresh);
     let path = engine.cache().unwrap().path_for(&first.hash());
@@ -21,8 +25,11 @@ fn second_load_comes_from_the_cache_and_behaves_the_same() {
     );
 
     // A new engine (a restarted node) with the same settings.
-    let engine2 =
-        WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
+    let engine2 = WasmEngine::new(
+        EngineSettings::default(),
+        Some(dir.path().join("module-cache")),
+    )
+    .unwrap();
     let second = engine2.load(lockd::builtin::LOCK_SM).unwrap();
     assert_eq!(second.compiled(), Compiled::Cached);
     let mut a = engine.instantiate(&first).unwrap();
@@ -39,8 +46,11 @@ fn second_load_comes_from_the_cache_and_behaves_the_same() {
 #[test]
 fn a_corrupt_artifact_is_recompiled_not_loaded() {
     let dir = tempfile::tempdir().unwrap();
-    let engine =
-        WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
+    let engine = WasmEngine::new(
+        EngineSettings::default(),
+        Some(dir.path().join("module-cache")),
+    )
+    .unwrap();
     let module = engine.load(lockd::builtin::LOCK_SM).unwrap();
     let path = engine.cache().unwrap().path_for(&module.hash());
     let mut bytes = std::fs::read(&path).unwrap();
@@ -48,8 +58,11 @@ fn a_corrupt_artifact_is_recompiled_not_loaded() {
     bytes[mid] ^= 0x5a;
     std::fs::write(&path, &bytes).unwrap();
 
-    let engine2 =
-        WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
+    let engine2 = WasmEngine::new(
+        EngineSettings::default(),
+        Some(dir.path().join("module-cache")),
+    )
+    .unwrap();
     let again = engine2.load(lockd::builtin::LOCK_SM).unwrap();
     assert_eq!(again.compiled(), Compiled::Fresh);
     let mut g = engine2.instantiate(&again).unwrap();
@@ -62,8 +75,11 @@ fn a_corrupt_artifact_is_recompiled_not_loaded() {
         })]]
     );
     // And the rewritten artifact is sound again.
-    let engine3 =
-        WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
+    let engine3 = WasmEngine::new(
+        EngineSettings::default(),
+        Some(dir.path().join("module-cache")),
+    )
+    .unwrap();
     assert_eq!(
         engine3.load(lockd::builtin::LOCK_SM).unwrap().compiled(),
         Compiled::Cached
@@ -73,12 +89,16 @@ fn a_corrupt_artifact_is_recompiled_not_loaded() {
 #[test]
 fn a_different_fingerprint_uses_a_different_artifact() {
     let dir = tempfile::tempdir().unwrap();
-    let a = WasmEngine::new(EngineSettings::default(), Some(dir.path().to_path_buf())).unwrap();
+    let a = WasmEngine::new(
+        EngineSettings::default(),
+        Some(dir.path().join("module-cache")),
+    )
+    .unwrap();
     let other = EngineSettings {
         fuel_per_call: 1_000,
         ..EngineSettings::default()
     };
-    let b = WasmEngine::new(other, Some(dir.path().to_path_buf())).unwrap();
+    let b = WasmEngine::new(other, Some(dir.path().join("module-cache"))).unwrap();
     assert_ne!(a.fingerprint().hash, b.fingerprint().hash);
     assert_eq!(
         a.fingerprint().differences(b.fingerprint()),
@@ -91,4 +111,57 @@ fn a_different_fingerprint_uses_a_different_artifact() {
         a.cache().unwrap().path_for(&ma.hash()),
         b.cache().unwrap().path_for(&mb.hash())
     );
+}
+
+#[test]
+fn an_artifact_not_written_with_this_nodes_key_is_recompiled() {
+    // Another node's cache (its own key) holds a genuine artifact.
+    let theirs = tempfile::tempdir().unwrap();
+    let other = WasmEngine::new(
+        EngineSettings::default(),
+        Some(theirs.path().join("module-cache")),
+    )
+    .unwrap();
+    let m = other.load(lockd::builtin::LOCK_SM).unwrap();
+    let artifact =
+        std::fs::read(other.cache().unwrap().path_for(&m.hash())).unwrap()[32..].to_vec();
+
+    let ours = tempfile::tempdir().unwrap();
+    let dir = ours.path().join("module-cache");
+    let engine = WasmEngine::new(EngineSettings::default(), Some(dir.clone())).unwrap();
+    let key = ours.path().join("module-cache.key");
+    assert_eq!(
+        std::fs::read(&key).unwrap().len(),
+        32,
+        "the key lives beside the cache"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&key), 0o600);
+    assert_eq!(mode(&dir), 0o700);
+
+    // Planted with a correct SHA-256 in front (what a checksum would
+    // accept), and with the other node's tag: neither is loaded.
+    let path = engine.cache().unwrap().path_for(&m.hash());
+    use sha2::Digest;
+    let mut planted = sha2::Sha256::digest(&artifact).to_vec();
+    planted.extend_from_slice(&artifact);
+    for file in [
+        planted,
+        std::fs::read(other.cache().unwrap().path_for(&m.hash())).unwrap(),
+    ] {
+        std::fs::write(&path, &file).unwrap();
+        let fresh = WasmEngine::new(EngineSettings::default(), Some(dir.clone())).unwrap();
+        assert_eq!(
+            fresh.load(lockd::builtin::LOCK_SM).unwrap().compiled(),
+            Compiled::Fresh
+        );
+    }
+    // What this node wrote back is its own, and loads.
+    let again = WasmEngine::new(EngineSettings::default(), Some(dir)).unwrap();
+    assert_eq!(
+        again.load(lockd::builtin::LOCK_SM).unwrap().compiled(),
+        Compiled::Cached
+    );
+    drop(engine);
 }

@@ -9,6 +9,7 @@ use lockd::engine::{EngineError, EngineSettings, GuestInstance, WasmEngine};
 fn settings() -> EngineSettings {
     EngineSettings {
         fuel_per_call: 200_000_000,
+        fuel_per_state_call: 400_000_000,
         memory_limit_bytes: 64 << 20,
         ..EngineSettings::default()
     }
@@ -112,9 +113,10 @@ fn failures_in_restore_are_precise_and_a_refusal_keeps_the_instance() {
     for (input, want) in [
         (
             &b"chaos:loop"[..],
+            // Restore moves the whole state: it gets the state budget.
             EngineError::FuelExhausted {
                 call: "restore",
-                budget: 200_000_000,
+                budget: 400_000_000,
             },
         ),
         (

@@ -8,8 +8,10 @@
 //! on `RUST_TEST_THREADS` threads; none of them depends on timing.
 //! `cargo test --release --test sm -- <name>` runs one.
 
+mod capacity;
 mod engine_cache;
 mod fuzz_inputs;
+mod fuzz_peer;
 mod hostile_modules;
 mod module_v2;
 mod sm_equivalence;

@@ -13,6 +13,8 @@
 //!   killed and restarted.
 //! * [`jepsen`]: fault-injection runs with history checkers.
 //! * [`netns`]: one network namespace per node, for partitions.
+//! * [`raw`]: raw sockets to a node (framed hellos, half-sent heads,
+//!   other loopback source addresses).
 //! * [`fixtures`]: the hostile guest components built by `build.rs`.
 //! * [`load`]: client threads that keep taking and freeing locks while a
 //!   test upgrades, and what they saw.
@@ -28,6 +30,7 @@ pub mod jepsen;
 pub mod load;
 pub mod machines;
 pub mod netns;
+pub mod raw;
 pub mod scenario;
 pub mod turns;
 pub mod world02;

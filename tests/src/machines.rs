@@ -255,6 +255,7 @@ impl LockMachine for WasmMachine {
             guest_state: bytes.to_vec(),
             module_since: 0,
             upgrades: Vec::new(),
+            capacity: lockd::raft::replica::capacity::DEFAULT_CAPACITY,
         };
         match Replica::from_snapshot(0, loader(), &blob, AUDIT_INTERVAL) {
             Ok(mut installed) => {

@@ -8,6 +8,7 @@
 //! lockctl get KEY                                                # every holder
 //! lockctl list [PREFIX] [--after KEY] [--limit N]
 //! lockctl policy get | policy set FILE.json
+//! lockctl capacity [--max-held N] [--max-key-bytes N]            # the cluster's bounds
 //! lockctl status
 //! lockctl members [list] | members add ID ADDR | members promote ID | members remove ID
 //! lockctl bench --clients 64 [--contended] [--seconds 5] [--mode shared] [--limit N]
@@ -28,6 +29,7 @@
 mod acquire;
 mod audit;
 mod bench;
+mod capacity;
 mod get;
 mod keepalive;
 mod list;
@@ -126,6 +128,15 @@ enum Cmd {
     Policy {
         #[command(subcommand)]
         op: PolicyOp,
+    },
+    /// Show the cluster's capacity bounds and their use, or set them.
+    Capacity {
+        /// The most holdings the cluster keeps.
+        #[arg(long)]
+        max_held: Option<u64>,
+        /// The most key bytes those holdings may have together.
+        #[arg(long)]
+        max_key_bytes: Option<u64>,
     },
     /// Status of every endpoint.
     Status,
@@ -281,6 +292,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             PolicyOp::Get => policy::get(&admin, j).await,
             PolicyOp::Set { file } => policy::set(&admin, j, &file).await,
         },
+        Cmd::Capacity {
+            max_held,
+            max_key_bytes,
+        } => capacity::run(&admin, j, max_held, max_key_bytes).await,
         Cmd::Status => status::run(&admin, j).await,
         Cmd::Members { op } => members::run(&admin, j, op).await,
         Cmd::Upgrade {

@@ -1,6 +1,6 @@
-//! Lock keys, ordered byte-wise a word at a time. Both lock modules
-//! (`guest-sm`, world 0.1, and `guest-sm-v3`, world 0.2) key their tables
-//! with [`Key`].
+//! What both lock modules (`guest-sm`, world 0.1, and `guest-sm-v3`, world
+//! 0.2) share: lock keys ordered byte-wise a word at a time ([`Key`]), and
+//! the accumulator of their incremental state hashes ([`Accumulator`]).
 //!
 //! The order is exactly `str`'s (lexicographic by bytes), so the table's
 //! iteration order and the snapshot encoding are unchanged. The comparison is
@@ -9,6 +9,10 @@
 //! a dozen comparisons of keys that usually share a long prefix
 //! (`service/db/primary`, `service/db/replica-1`): comparing eight bytes per
 //! step as big-endian words gives the same answer in an eighth of the steps.
+
+mod acc;
+
+pub use acc::Accumulator;
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;

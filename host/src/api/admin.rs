@@ -7,16 +7,20 @@
 //! | `POST /v1/admin/shadow/promote` | | upgrade to the running shadow |
 //! | `POST /v1/admin/shadow/abort` | | `200` shadow stopped; `404` none running |
 //! | `GET /v1/audit` | | this node's [`AuditReport`] (never forwarded) |
+//! | `GET /v1/admin/capacity` | | `200` [`CapacityStatus`]: the bounds and their use |
+//! | `PUT /v1/admin/capacity` | [`Capacity`] | `200` [`CapacityStatus`] once the entry applied; `400` a bound of 0 |
 //!
 //! The admin routes are forwarded to the leader like the lock routes.
-//! Module bodies may be up to [`super::body::MAX_MODULE`] bytes.
+//! Module bodies may be up to `--max-module-bytes` (default
+//! [`super::body::DEFAULT_MAX_MODULE`]); a bigger one is refused with 413
+//! before anything is proposed.
 
 use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::Uri;
 use axum::Json;
-use lockd_client::proto::{AuditReport, UpgradeReply};
+use lockd_client::proto::{AuditReport, Capacity, CapacityStatus, UpgradeReply};
 
 use super::body::ModuleBody;
 use super::error::ApiError;
@@ -115,4 +119,23 @@ pub async fn shadow_abort(
 
 pub async fn audit(State(node): State<Arc<Services>>) -> Json<AuditReport> {
     Json(node.sm.audit_report())
+}
+
+/// The capacity bounds and their use, at the leader's applied index.
+pub async fn capacity_get(
+    State(node): State<Arc<Services>>,
+) -> Result<Json<CapacityStatus>, ApiError> {
+    Ok(Json(node.sm.capacity()))
+}
+
+pub async fn capacity_put(
+    State(node): State<Arc<Services>>,
+    super::body::JsonBody(bounds): super::body::JsonBody<Capacity>,
+) -> Result<Json<CapacityStatus>, ApiError> {
+    if bounds.max_held == 0 || bounds.max_key_bytes == 0 {
+        return Err(ApiError::bad_request(
+            "max_held and max_key_bytes must be at least 1",
+        ));
+    }
+    Ok(Json(node.upgrader.set_capacity(bounds).await?))
 }

@@ -1,8 +1,10 @@
 //! Request bodies, read once: [`JsonBody`] (strict JSON, at most
 //! [`MAX_BODY`] bytes), [`RawBody`] (the same bytes, parsed by the handler)
-//! and [`ModuleBody`] (component bytes, at most
-//! [`MAX_MODULE`]). Either refuses with a precise [`ApiError`] before a
+//! and [`ModuleBody`] (component bytes, at most the node's
+//! `--max-module-bytes`). Either refuses with a precise [`ApiError`] before a
 //! handler runs, so bad input never gets near the log.
+
+use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request};
@@ -10,12 +12,19 @@ use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
+use super::services::Services;
 
 /// The largest JSON request body accepted.
 pub const MAX_BODY: usize = 64 << 10;
 
-/// The largest module accepted.
+/// The ceiling of `--max-module-bytes` (and what a follower forwards to
+/// the leader, whose own bound then applies).
 pub const MAX_MODULE: usize = 32 << 20;
+
+/// The default bound on a module's size. Both reference modules are well
+/// under 1 MiB; an 8 MiB upgrade entry commits in well under a second, a
+/// 30 MiB one starved heartbeats until the leader lost its lease.
+pub const DEFAULT_MAX_MODULE: usize = 4 << 20;
 
 /// The body's bytes, at most `limit` of them (`what` names it in the error).
 pub async fn read(body: Body, limit: usize, what: &str) -> Result<Bytes, ApiError> {
@@ -65,14 +74,29 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))
 }
 
-/// A component's bytes; never empty.
+/// A component's bytes; never empty, at most the node's
+/// `--max-module-bytes`.
 pub struct ModuleBody(pub Bytes);
 
-impl<S: Send + Sync> FromRequest<S> for ModuleBody {
+impl FromRequest<Arc<Services>> for ModuleBody {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
-        let bytes = read(req.into_body(), MAX_MODULE, "module").await?;
+    async fn from_request(req: Request, node: &Arc<Services>) -> Result<Self, ApiError> {
+        const WHAT: &str = "module (see --max-module-bytes)";
+        let limit = node.max_module_bytes;
+        // Refuse by the announced length before reading a byte of it.
+        let announced = req
+            .headers()
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if announced.is_some_and(|n| n > limit as u64) {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("{WHAT} is over {limit} bytes"),
+            ));
+        }
+        let bytes = read(req.into_body(), limit, WHAT).await?;
         if bytes.is_empty() {
             return Err(ApiError::bad_request(
                 "the request body must be the component's bytes (it is empty)",

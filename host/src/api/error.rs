@@ -85,17 +85,22 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotHeld { .. } => StatusCode::NOT_FOUND,
             ServiceError::Refused { .. } => StatusCode::FORBIDDEN,
             ServiceError::Quota { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ServiceError::Capacity { .. } => StatusCode::INSUFFICIENT_STORAGE,
             ServiceError::Unsupported { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ServiceError::NotLeader { .. } | ServiceError::Unavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ServiceError::NotLeader { .. }
+            | ServiceError::Unavailable(_)
+            | ServiceError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
             ServiceError::StateMachine(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let leader = match &e {
             ServiceError::NotLeader { leader, .. } => *leader,
             _ => None,
         };
-        let retry_after = matches!(e, ServiceError::TooManyWaiters { .. }).then_some(1);
+        let retry_after = matches!(
+            e,
+            ServiceError::TooManyWaiters { .. } | ServiceError::Overloaded(_)
+        )
+        .then_some(1);
         ApiError {
             retry_after,
             ..ApiError::new(status, e.to_string()).with_leader(leader)
@@ -118,9 +123,9 @@ impl From<MembershipError> for ApiError {
 impl From<UpgradeError> for ApiError {
     fn from(e: UpgradeError) -> ApiError {
         let status = match &e {
-            UpgradeError::NotLeader { .. } | UpgradeError::Unavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            UpgradeError::NotLeader { .. }
+            | UpgradeError::Unavailable(_)
+            | UpgradeError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             UpgradeError::Refused(MigrateError::Stale { .. }) => StatusCode::CONFLICT,
             UpgradeError::Refused(MigrateError::Load(
                 EngineError::NotWasm
@@ -139,6 +144,7 @@ impl From<UpgradeError> for ApiError {
         let mut err = ApiError::new(status, e.to_string());
         match &e {
             UpgradeError::NotLeader { leader, .. } => err.leader = *leader,
+            UpgradeError::Busy(_) => err.retry_after = Some(1),
             UpgradeError::Rejected(reply) => {
                 err.details.insert("index".into(), json!(reply.index));
                 err.details.insert("result".into(), json!(reply.result));

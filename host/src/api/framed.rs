@@ -18,42 +18,25 @@ use super::wire;
 use crate::raft::network::{PeerRequest, PeerResponse};
 use crate::service::ServiceError;
 use crate::transport::frame::{self, Envelope, Hello, HelloReply, Refused, Role, Welcome};
+use crate::transport::limits::{Admission, ConnLimits, MAX_CLIENT_FRAME, MAX_HELLO_FRAME};
 
-/// Serve one framed connection until it closes.
-pub async fn serve(node: Arc<Services>, mut stream: TcpStream) {
+/// Serve one framed connection until it closes. `admission` says whether
+/// a client may be served (peers are served either way, see
+/// [`crate::transport::limits`]).
+pub async fn serve(node: Arc<Services>, stream: TcpStream, admission: Admission) {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    let mut preface = [0u8; 4];
-    if stream.read_exact(&mut preface).await.is_err() {
+    let limits = node.conn.limits().clone();
+    let Ok(opened) = tokio::time::timeout(limits.hello_timeout, open(stream)).await else {
+        tracing::debug!(%peer, "no hello in time; connection closed");
         return;
-    }
-    let mut framed = Framed::new(stream, frame::codec());
-    let refuse = |reason: String| HelloReply::Refused(Refused { reason });
-    if preface[3] != frame::VERSION {
-        let reply = refuse(format!(
-            "protocol version {} is not supported; this node speaks version {}",
-            preface[3],
-            frame::VERSION
-        ));
-        let _ = send(&mut framed, &reply).await;
-        return;
-    }
-    let hello: Hello = match framed.next().await {
-        Some(Ok(bytes)) => match frame::decode(&bytes) {
-            Ok(h) => h,
-            Err(e) => {
-                let _ = send(
-                    &mut framed,
-                    &refuse(format!("the first frame is not a hello: {e}")),
-                )
-                .await;
-                return;
-            }
-        },
-        _ => return,
     };
+    let Some((mut framed, hello)) = opened else {
+        return;
+    };
+    let refuse = |reason: String| HelloReply::Refused(Refused { reason });
     let reply = match &hello.role {
         Role::Peer { fingerprint, from } => {
             let ours = &node.engine.fingerprint().text;
@@ -72,15 +55,29 @@ pub async fn serve(node: Arc<Services>, mut stream: TcpStream) {
                 ))
             }
         }
-        Role::Client => HelloReply::Welcome(Welcome { node_id: node.id }),
+        Role::Client => match &admission {
+            Ok(_) => HelloReply::Welcome(Welcome { node_id: node.id }),
+            Err(why) => {
+                tracing::warn!(id = node.id, %peer, %why, "refused a client connection");
+                refuse(why.clone())
+            }
+        },
     };
     let welcomed = matches!(reply, HelloReply::Welcome(_));
     if send(&mut framed, &reply).await.is_err() || !welcomed {
         return;
     }
     let from = match hello.role {
-        Role::Client => return serve_client(node, framed).await,
-        Role::Peer { from, .. } => from,
+        Role::Client => {
+            framed.codec_mut().set_max_frame_length(MAX_CLIENT_FRAME);
+            return serve_client(node, framed, &limits).await;
+        }
+        Role::Peer { from, .. } => {
+            // Peers hold no client place, and may send big entries.
+            drop(admission);
+            framed.codec_mut().set_max_frame_length(frame::MAX_FRAME);
+            from
+        }
     };
     while let Some(Ok(bytes)) = framed.next().await {
         let (id, response) = match frame::decode::<Envelope<PeerRequest>>(&bytes) {
@@ -99,6 +96,37 @@ pub async fn serve(node: Arc<Services>, mut stream: TcpStream) {
     }
 }
 
+/// Read the preface and the hello (frames at most [`MAX_HELLO_FRAME`]
+/// bytes until the caller is known). `None`: the connection ended, or was
+/// answered with the reason it cannot go on.
+async fn open(mut stream: TcpStream) -> Option<(Framed<TcpStream, LengthDelimitedCodec>, Hello)> {
+    let mut preface = [0u8; 4];
+    stream.read_exact(&mut preface).await.ok()?;
+    let mut framed = Framed::new(stream, frame::codec());
+    framed.codec_mut().set_max_frame_length(MAX_HELLO_FRAME);
+    let refuse = |reason: String| HelloReply::Refused(Refused { reason });
+    if preface[3] != frame::VERSION {
+        let reply = refuse(format!(
+            "protocol version {} is not supported; this node speaks version {}",
+            preface[3],
+            frame::VERSION
+        ));
+        let _ = send(&mut framed, &reply).await;
+        return None;
+    }
+    match framed.next().await {
+        Some(Ok(bytes)) => match frame::decode(&bytes) {
+            Ok(h) => Some((framed, h)),
+            Err(e) => {
+                let reply = refuse(format!("the first frame is not a hello: {e}"));
+                let _ = send(&mut framed, &reply).await;
+                None
+            }
+        },
+        _ => None,
+    }
+}
+
 async fn send<T: serde::Serialize>(
     framed: &mut Framed<TcpStream, LengthDelimitedCodec>,
     value: &T,
@@ -111,13 +139,23 @@ async fn send<T: serde::Serialize>(
 /// finish, paired by id. When the connection closes, every request still
 /// running on it is dropped — an acquire still waiting leaves the queue, and a
 /// grant that lands after that is released at once (no phantom lock).
-async fn serve_client(node: Arc<Services>, framed: Framed<TcpStream, LengthDelimitedCodec>) {
+///
+/// At most `max_in_flight` requests run at once: past it the connection is
+/// not read until one finishes (TCP then slows the sender). With nothing in
+/// flight and no frame for `idle_timeout`, the connection is closed.
+async fn serve_client(
+    node: Arc<Services>,
+    framed: Framed<TcpStream, LengthDelimitedCodec>,
+    limits: &ConnLimits,
+) {
     let (mut sink, mut stream) = framed.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Envelope<ClientResponse>>();
     let mut tasks = JoinSet::new();
+    let idle = || tokio::time::Instant::now() + limits.idle_timeout;
+    let mut idle_at = idle();
     loop {
         tokio::select! {
-            frame = stream.next() => match frame {
+            frame = stream.next(), if tasks.len() < limits.max_in_flight => match frame {
                 Some(Ok(bytes)) => match frame::decode::<Envelope<ClientRequest>>(&bytes) {
                     Ok(env) => {
                         let (node, tx) = (node.clone(), tx.clone());
@@ -136,8 +174,7 @@ async fn serve_client(node: Arc<Services>, framed: Framed<TcpStream, LengthDelim
                     // limit): say why, then close, as nothing after it can
                     // be trusted to be a frame boundary.
                     let body = ClientResponse::Error(WireError::BadRequest(format!(
-                        "bad frame: {e} (frames are at most {} bytes)",
-                        frame::MAX_FRAME
+                        "bad frame: {e} (a client's frames are at most {MAX_CLIENT_FRAME} bytes)"
                     )));
                     if let Ok(bytes) = frame::encode(&Envelope { id: 0, body }) {
                         let _ = sink.send(bytes).await;
@@ -152,7 +189,11 @@ async fn serve_client(node: Arc<Services>, framed: Framed<TcpStream, LengthDelim
                     return;
                 }
             }
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => idle_at = idle(),
+            _ = tokio::time::sleep_until(idle_at), if tasks.is_empty() => {
+                tracing::debug!(id = node.id, "idle client connection closed");
+                return;
+            }
         }
     }
 }
@@ -175,6 +216,7 @@ fn wire_error(node: &Services, e: ServiceError) -> WireError {
         ServiceError::WrongToken { .. } => WireError::WrongToken(msg),
         ServiceError::Refused { .. } => WireError::Refused(msg),
         ServiceError::Quota { .. } => WireError::Quota(msg),
+        ServiceError::Capacity { .. } => WireError::Capacity(msg),
         ServiceError::TooManyWaiters { .. } => WireError::TooManyWaiters(msg),
         ServiceError::Unsupported { .. } => WireError::Unsupported(msg),
         ServiceError::NotLeader { leader, .. } => {
@@ -185,7 +227,7 @@ fn wire_error(node: &Services, e: ServiceError) -> WireError {
                 message: msg,
             }
         }
-        ServiceError::Unavailable(_) => WireError::Unavailable(msg),
+        ServiceError::Unavailable(_) | ServiceError::Overloaded(_) => WireError::Unavailable(msg),
         ServiceError::StateMachine(_) => WireError::Internal(msg),
     }
 }

@@ -27,6 +27,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use hyper_util::rt::TokioIo;
 use serde::Deserialize;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::body::{JsonBody, MAX_BODY, MAX_MODULE};
@@ -36,11 +37,32 @@ use super::services::Services;
 use super::status::{status_of, Member, Status};
 use super::{admin, locks, metrics};
 use crate::raft::members;
+use crate::transport::limits::Admission;
 
-/// Serve one HTTP connection.
-pub async fn serve(node: Arc<Services>, stream: TcpStream) {
+/// Serve one HTTP connection, or answer 503 and close when the connection
+/// caps are full (`admission`, see [`crate::transport::limits`]).
+pub async fn serve(node: Arc<Services>, mut stream: TcpStream, admission: Admission) {
+    let _ticket = match admission {
+        Ok(t) => t,
+        Err(why) => {
+            tracing::warn!(id = node.id, peer = ?stream.peer_addr().ok(), %why, "refused an HTTP connection");
+            let body = serde_json::json!({ "error": why }).to_string();
+            let answer = format!(
+                "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+            let _ = stream.shutdown().await;
+            return;
+        }
+    };
+    let header_timeout = node.conn.limits().header_timeout;
     let svc = hyper_util::service::TowerToHyperService::new(router(node));
     if let Err(e) = hyper::server::conn::http1::Builder::new()
+        // Headers within the timeout; hyper also counts a kept-alive
+        // connection's wait for its next request in it.
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_timeout)
         .serve_connection(TokioIo::new(stream), svc)
         .await
     {
@@ -73,6 +95,10 @@ pub fn router(node: Arc<Services>) -> Router {
         .route(
             "/v1/admin/policy",
             get(locks::policy_get).put(locks::policy_put),
+        )
+        .route(
+            "/v1/admin/capacity",
+            get(admin::capacity_get).put(admin::capacity_put),
         )
         .route_layer(forward(MAX_BODY, "request body"));
     let leader_modules = Router::new()

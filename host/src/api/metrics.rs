@@ -8,6 +8,8 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::response::IntoResponse;
 
+use lockd_client::proto::{Capacity, CapacityStatus};
+
 use super::services::Services;
 use super::status::{status_with, Role};
 
@@ -17,9 +19,17 @@ pub async fn metrics(State(node): State<Arc<Services>>) -> impl IntoResponse {
     let ls = &node.locks.stats;
     let (swapped, rejected) = (upgrades.swapped, upgrades.rejected);
     let sh = s.shadow.as_ref();
+    let cap = s.capacity.unwrap_or(CapacityStatus {
+        limits: Capacity {
+            max_held: 0,
+            max_key_bytes: 0,
+        },
+        held: 0,
+        key_bytes: 0,
+    });
     // (name, type, help, value): one gauge or counter each, labelled by node.
     #[rustfmt::skip]
-    let rows: [(&str, &str, &str, u64); 27] = [
+    let rows: [(&str, &str, &str, u64); 31] = [
         ("lockd_raft_term", "gauge", "Current Raft term.", s.term),
         ("lockd_raft_is_leader", "gauge", "1 when this node is the leader.", (s.role == Role::Leader) as u64),
         ("lockd_raft_commit_index", "gauge", "Last committed log index.", s.commit_index),
@@ -47,6 +57,10 @@ pub async fn metrics(State(node): State<Arc<Services>>) -> impl IntoResponse {
         ("lockd_shadow_commands_compared_total", "counter", "Commands fed to both the active and the shadow module.", sh.map_or(0, |x| x.commands_compared)),
         ("lockd_shadow_outcome_diffs_total", "counter", "Commands whose shadow outcome differed from the active one.", sh.map_or(0, |x| x.outcome_diffs)),
         ("lockd_shadow_hash_diffs_total", "counter", "Audit points where the shadow's state hash differed.", sh.map_or(0, |x| x.hash_diffs)),
+        ("lockd_capacity_held", "gauge", "Holdings counted against the capacity bound.", cap.held),
+        ("lockd_capacity_max_held", "gauge", "The capacity bound on holdings.", cap.limits.max_held),
+        ("lockd_capacity_key_bytes", "gauge", "Key bytes of the holdings, counted against the capacity bound.", cap.key_bytes),
+        ("lockd_capacity_max_key_bytes", "gauge", "The capacity bound on key bytes.", cap.limits.max_key_bytes),
     ];
     let mut out = String::new();
     for (name, kind, help, value) in rows {

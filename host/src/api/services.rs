@@ -25,6 +25,10 @@ pub struct Services {
     pub membership: Membership,
     /// Checks every peer RPC before openraft sees it.
     pub peer_gate: crate::raft::peer_check::PeerGate,
+    /// `--max-module-bytes`: the largest module an upgrade may carry.
+    pub max_module_bytes: usize,
+    /// The connection caps and timeouts.
+    pub conn: crate::transport::limits::Gate,
 }
 
 impl Services {

@@ -22,11 +22,12 @@ pub fn status_of(node: &Services) -> Status {
     status_with(node, true).0
 }
 
-/// The status; without `state_hash` (left empty) when `hash` is false. The
-/// state hash encodes and hashes the whole lock table while holding the
-/// state machine's lock, so frequent readers that do not report it (metrics
-/// scrapes) skip it rather than stall apply. Also returns the upgrade
-/// counters, which status does not show.
+/// The status; without `state_hash` (left empty) when `hash` is false. Both
+/// reference modules answer the state hash in O(1), but another module may
+/// walk its whole table for it while holding the state machine's lock, so
+/// frequent readers that do not report it (metrics scrapes) skip it rather
+/// than stall apply. Also returns the upgrade counters, which status does
+/// not show.
 pub fn status_with(node: &Services, hash: bool) -> (Status, UpgradeCounts) {
     let m = node.raft.metrics().borrow().clone();
     // Applied index and state hash are read under one lock, so the hash is
@@ -61,6 +62,7 @@ pub fn status_with(node: &Services, hash: bool) -> (Status, UpgradeCounts) {
         upgrades: v.upgrades,
         shadow: v.shadow,
         audit_divergences: node.sm.divergences(),
+        capacity: Some(v.capacity),
     };
     let counts = UpgradeCounts {
         swapped: v.upgrades_swapped,

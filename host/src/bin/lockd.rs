@@ -55,6 +55,9 @@ struct ReplayArgs {
     /// Fuel per guest call (use the cluster's value if it is not the default).
     #[arg(long)]
     fuel_per_call: Option<u64>,
+    /// Fuel per snapshot, restore or migration call (likewise).
+    #[arg(long)]
+    fuel_per_state_call: Option<u64>,
     /// Guest memory limit in bytes (likewise).
     #[arg(long)]
     memory_limit_bytes: Option<u64>,
@@ -110,12 +113,48 @@ struct ServeArgs {
     /// a chunk past it, or not continuing the bytes received, is refused.
     #[arg(long)]
     max_snapshot_bytes: Option<u64>,
+    /// The largest lock module an upgrade or shadow may carry, in bytes
+    /// (default 4 MiB, at most 32 MiB); a bigger one is refused with 413.
+    #[arg(long)]
+    max_module_bytes: Option<usize>,
+    /// Client connections (HTTP and native) open at once (default 4096);
+    /// past it HTTP gets 503 with Retry-After, a native client a refused
+    /// hello. Peers are never refused by it.
+    #[arg(long)]
+    max_connections: Option<usize>,
+    /// The same, from one IP address (default 1024).
+    #[arg(long)]
+    max_connections_per_ip: Option<usize>,
+    /// Requests one native client connection may have in flight (default
+    /// 1024); past it the node stops reading that connection until one ends.
+    #[arg(long)]
+    max_in_flight: Option<usize>,
+    /// Callers' requests in the lock service at once, waiting or not
+    /// (default 131072); past it, 503 with Retry-After.
+    #[arg(long)]
+    max_requests: Option<usize>,
+    /// Time a new connection has to send its first bytes and its hello
+    /// (default 5000).
+    #[arg(long)]
+    hello_timeout_ms: Option<u64>,
+    /// Time an HTTP client has to send a request's headers, and the most a
+    /// kept-alive HTTP connection waits for its next request (default 30000).
+    #[arg(long)]
+    header_timeout_ms: Option<u64>,
+    /// A native client connection with nothing in flight is closed after
+    /// this long without a frame (default 600000).
+    #[arg(long)]
+    idle_timeout_ms: Option<u64>,
     /// Log segment size in bytes.
     #[arg(long)]
     segment_bytes: Option<u64>,
     /// Fuel per guest call (part of the engine fingerprint: equal on every node).
     #[arg(long)]
     fuel_per_call: Option<u64>,
+    /// Fuel per call that moves the whole state: snapshot, restore,
+    /// migration (part of the engine fingerprint).
+    #[arg(long)]
+    fuel_per_state_call: Option<u64>,
     /// Guest memory limit in bytes (part of the engine fingerprint).
     #[arg(long)]
     memory_limit_bytes: Option<u64>,
@@ -164,11 +203,42 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
     set!(max_waiters_per_key);
     set!(max_waiters);
     set!(max_snapshot_bytes);
+    set!(max_module_bytes);
+    set!(max_requests);
+    if let Some(v) = a.max_connections.or(file.max_connections) {
+        c.conn.max_connections = v;
+    }
+    if let Some(v) = a.max_connections_per_ip.or(file.max_connections_per_ip) {
+        c.conn.max_connections_per_ip = v;
+    }
+    if let Some(v) = a.max_in_flight.or(file.max_in_flight) {
+        c.conn.max_in_flight = v.max(1);
+    }
+    let ms = std::time::Duration::from_millis;
+    if let Some(v) = a.hello_timeout_ms.or(file.hello_timeout_ms) {
+        c.conn.hello_timeout = ms(v);
+    }
+    if let Some(v) = a.header_timeout_ms.or(file.header_timeout_ms) {
+        c.conn.header_timeout = ms(v);
+    }
+    if let Some(v) = a.idle_timeout_ms.or(file.idle_timeout_ms) {
+        c.conn.idle_timeout = ms(v);
+    }
+    if c.max_module_bytes > lockd::api::body::MAX_MODULE {
+        anyhow::bail!(
+            "--max-module-bytes {} is above the ceiling of {} bytes",
+            c.max_module_bytes,
+            lockd::api::body::MAX_MODULE
+        );
+    }
     set!(segment_bytes);
     set!(audit_interval);
     set!(audit_check_ms);
     if let Some(v) = a.fuel_per_call.or(file.fuel_per_call) {
         c.engine.fuel_per_call = v;
+    }
+    if let Some(v) = a.fuel_per_state_call.or(file.fuel_per_state_call) {
+        c.engine.fuel_per_state_call = v;
     }
     if let Some(v) = a.memory_limit_bytes.or(file.memory_limit_bytes) {
         c.engine.memory_limit_bytes = v;
@@ -255,6 +325,9 @@ fn replay(a: ReplayArgs) -> Result<()> {
     let mut settings = lockd::engine::EngineSettings::default();
     if let Some(v) = a.fuel_per_call {
         settings.fuel_per_call = v;
+    }
+    if let Some(v) = a.fuel_per_state_call {
+        settings.fuel_per_state_call = v;
     }
     if let Some(v) = a.memory_limit_bytes {
         settings.memory_limit_bytes = v;

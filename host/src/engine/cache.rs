@@ -6,23 +6,41 @@
 //! this node, from bytes it compiled itself; a precompiled artifact from a
 //! peer is never accepted, since deserialising one is trusting native code.
 //!
-//! File: `<dir>/<module-hash>-<fingerprint16>.cwasm` = SHA-256 of the artifact
-//! followed by the artifact. The digest is checked before wasmtime sees the
-//! bytes, so a torn or bit-flipped file is recompiled rather than loaded.
-//! Writes go to a temporary file that is renamed into place.
+//! File: `<dir>/<module-hash>-<fingerprint16>.cwasm` = HMAC-SHA256 of the
+//! artifact under this node's cache key, followed by the artifact. The key
+//! is 32 random bytes in `<dir>.key` (beside the cache directory, not in
+//! it: for a node, `<data>/module-cache.key`), made once with mode 0600.
+//! The tag is checked before wasmtime sees the bytes, so a torn or
+//! bit-flipped file, and a file anyone without the key put there (even a
+//! genuine artifact of another node with a fresh checksum), is recompiled
+//! and logged rather than run as native code.
+//!
+//! Files are made safely: the directory with mode 0700, artifacts through a
+//! temporary file created exclusively (never through a planted symlink)
+//! and renamed into place; a cache entry that is not a regular file, or is
+//! implausibly big, is ignored.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sha2::{Digest, Sha256};
+use std::fs::OpenOptions;
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 use wasmtime::component::Component;
 
 use super::error::EngineError;
 use super::hash::ModuleHash;
 use super::settings::EngineFingerprint;
 
+/// The biggest artifact read back (a compiled lock module is a few MiB).
+const MAX_ARTIFACT: u64 = 512 << 20;
+
 pub struct ComponentCache {
     dir: PathBuf,
+    key: [u8; 32],
     fingerprint_short: String,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -39,9 +57,15 @@ pub enum Compiled {
 
 impl ComponentCache {
     pub fn open(dir: PathBuf, fingerprint: &EngineFingerprint) -> Result<Self, EngineError> {
-        std::fs::create_dir_all(&dir).map_err(|e| cache_err(&dir, e))?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| cache_err(&dir, e))?;
+        let key = cache_key(&key_path(&dir))?;
         Ok(ComponentCache {
             dir,
+            key,
             fingerprint_short: fingerprint.short().to_string(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -87,17 +111,37 @@ impl ComponentCache {
         Ok((component, Compiled::Fresh))
     }
 
+    fn tag(&self, artifact: &[u8]) -> Hmac<Sha256> {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key)
+            .expect("HMAC takes a key of any length");
+        mac.update(artifact);
+        mac
+    }
+
     fn load(&self, engine: &wasmtime::Engine, path: &Path) -> Option<Component> {
-        let file = std::fs::read(path).ok()?;
-        let (digest, artifact) = file.split_at_checked(32)?;
-        if Sha256::digest(artifact).as_slice() != digest {
-            tracing::warn!(path = %path.display(), "cached component fails its checksum; recompiling");
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        if !meta.file_type().is_file() || meta.len() > MAX_ARTIFACT {
+            tracing::warn!(path = %path.display(), "cache entry is not a plain file of a plausible size; recompiling");
             return None;
         }
-        // SAFETY: the artifact was produced by `Component::serialize` on this
-        // node (nothing else writes this directory) and its digest matches,
-        // so these are the bytes wasmtime wrote. wasmtime itself checks that
-        // they were compiled by a compatible engine.
+        let mut file = Vec::with_capacity(meta.len() as usize);
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(O_NOFOLLOW)
+            .open(path)
+            .ok()?
+            .take(MAX_ARTIFACT)
+            .read_to_end(&mut file)
+            .ok()?;
+        let (tag, artifact) = file.split_at_checked(32)?;
+        if self.tag(artifact).verify_slice(tag).is_err() {
+            tracing::warn!(path = %path.display(), "cached component fails its authentication tag (corrupt, or not written by this node); recompiling");
+            return None;
+        }
+        // SAFETY: the artifact carries a tag under this node's key, so it is
+        // exactly what `Component::serialize` produced here (only this node
+        // has the key). wasmtime itself checks that it was compiled by a
+        // compatible engine.
         match unsafe { Component::deserialize(engine, artifact) } {
             Ok(c) => Some(c),
             Err(e) => {
@@ -109,11 +153,75 @@ impl ComponentCache {
 
     fn store(&self, component: &Component, path: &Path) -> Result<(), EngineError> {
         let artifact = component.serialize().map_err(|e| cache_err(path, e))?;
-        let mut file = Sha256::digest(&artifact).to_vec();
+        let mut file = self.tag(&artifact).finalize().into_bytes().to_vec();
         file.extend_from_slice(&artifact);
-        let tmp = path.with_extension("cwasm.tmp");
-        std::fs::write(&tmp, &file).map_err(|e| cache_err(&tmp, e))?;
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let tmp = path.with_extension(format!(
+            "tmp.{}.{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        // Exclusive: fails on anything already there, a symlink included.
+        let mut out = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| cache_err(&tmp, e))?;
+        let written = out.write_all(&file).and_then(|()| out.sync_all());
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(cache_err(&tmp, e));
+        }
         std::fs::rename(&tmp, path).map_err(|e| cache_err(path, e))
+    }
+}
+
+/// `open(2)`'s O_NOFOLLOW on Linux (the only platform lockd builds for).
+const O_NOFOLLOW: i32 = 0o400000;
+
+/// Where the key of the cache in `dir` lives: beside it, not in it.
+fn key_path(dir: &Path) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_os_string();
+    name.push(".key");
+    dir.with_file_name(name)
+}
+
+/// The cache key at `path`: read, or made once (32 random bytes, 0600,
+/// created exclusively). A key file that is not a plain file of 32 bytes
+/// is refused: the cache would be trusting bytes it cannot account for.
+fn cache_key(path: &Path) -> Result<[u8; 32], EngineError> {
+    let mut key = [0u8; 32];
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(mut f) => {
+            getrandom::fill(&mut key).map_err(|e| cache_err(path, e))?;
+            f.write_all(&key)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| cache_err(path, e))?;
+            Ok(key)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let meta = std::fs::symlink_metadata(path).map_err(|e| cache_err(path, e))?;
+            if !meta.file_type().is_file() || meta.len() != 32 {
+                return Err(cache_err(
+                    path,
+                    "the cache key must be a plain file of 32 bytes",
+                ));
+            }
+            let mut f = OpenOptions::new()
+                .read(true)
+                .custom_flags(O_NOFOLLOW)
+                .open(path)
+                .map_err(|e| cache_err(path, e))?;
+            f.read_exact(&mut key).map_err(|e| cache_err(path, e))?;
+            Ok(key)
+        }
+        Err(e) => Err(cache_err(path, e)),
     }
 }
 

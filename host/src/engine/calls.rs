@@ -133,7 +133,7 @@ impl GuestInstance {
         let as_run = |batch: Vec<Command>| vec![batch];
         match self.world() {
             World::V01 => {
-                let entry: Vec<Command> = batch.iter().map(from_legacy).collect();
+                let entry: Vec<Command> = batch.iter().map(Command::from_legacy).collect();
                 Ok(self.apply(&as_run(entry))?.pop().unwrap_or_default())
             }
             World::V02 => {
@@ -147,7 +147,7 @@ impl GuestInstance {
                                 continue;
                             }
                         },
-                        other => from_legacy(other),
+                        other => Command::from_legacy(other),
                     };
                     let mut o = self.apply(&as_run(vec![cmd]))?;
                     out.extend(o.pop().unwrap_or_default());
@@ -265,11 +265,12 @@ impl GuestInstance {
         }
     }
 
+    /// The whole state (with the state budget, as the next two).
     pub fn snapshot(&mut self) -> Result<Vec<u8>, EngineError> {
-        match self.world() {
-            World::V02 => self.v02("snapshot", Box::new(|sm, s| sm.call_snapshot(s))),
-            World::V01 => self.v01("snapshot", Box::new(|sm, s| sm.call_snapshot(s))),
-        }
+        self.state_call(|g| match g.world() {
+            World::V02 => g.v02("snapshot", Box::new(|sm, s| sm.call_snapshot(s))),
+            World::V01 => g.v01("snapshot", Box::new(|sm, s| sm.call_snapshot(s))),
+        })
     }
 
     /// The state in world 0.1's snapshot format: `Ok(Err(why))` when the
@@ -277,10 +278,12 @@ impl GuestInstance {
     /// module's own snapshot is already that format.
     pub fn downgrade_snapshot(&mut self) -> Result<Result<Vec<u8>, String>, EngineError> {
         match self.world() {
-            World::V02 => self.v02(
-                "downgrade-snapshot",
-                Box::new(|sm, s| sm.call_downgrade_snapshot(s)),
-            ),
+            World::V02 => self.state_call(|g| {
+                g.v02(
+                    "downgrade-snapshot",
+                    Box::new(|sm, s| sm.call_downgrade_snapshot(s)),
+                )
+            }),
             World::V01 => self.snapshot().map(Ok),
         }
     }
@@ -288,10 +291,10 @@ impl GuestInstance {
     /// Replace the state with `bytes`. A refusal by the guest is
     /// [`EngineError::RestoreRejected`] and leaves the instance usable.
     pub fn restore(&mut self, bytes: &[u8]) -> Result<(), EngineError> {
-        let answer = match self.world() {
-            World::V02 => self.v02("restore", Box::new(|sm, s| sm.call_restore(s, bytes)))?,
-            World::V01 => self.v01("restore", Box::new(|sm, s| sm.call_restore(s, bytes)))?,
-        };
+        let answer = self.state_call(|g| match g.world() {
+            World::V02 => g.v02("restore", Box::new(|sm, s| sm.call_restore(s, bytes))),
+            World::V01 => g.v01("restore", Box::new(|sm, s| sm.call_restore(s, bytes))),
+        })?;
         answer.map_err(EngineError::RestoreRejected)
     }
 
@@ -323,15 +326,5 @@ impl GuestInstance {
         };
         self.version = Some(v.clone());
         Ok(v)
-    }
-}
-
-/// A 0.1 command in 0.2's types, for a 0.1 module (whose release ignores
-/// the token).
-fn from_legacy(c: &v01::Command) -> Command {
-    match c {
-        v01::Command::Grant(g) => Command::grant(g.key.clone(), g.lease_ms),
-        v01::Command::Release(key) => Command::release(key.clone(), 0),
-        v01::Command::Expire(e) => Command::expire(e.key.clone(), e.token),
     }
 }

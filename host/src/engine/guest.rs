@@ -130,7 +130,10 @@ pub struct GuestInstance {
     store: Store<StoreState>,
     bindings: Bound,
     module: ModuleHash,
+    /// The budget of the next call: `fuel_per_call`, or the state
+    /// budget while [`GuestInstance::state_call`] runs.
     fuel_per_call: u64,
+    fuel_per_state_call: u64,
     poisoned: Option<String>,
     last_fuel_used: u64,
     /// The module's `version()` and `features()`, once asked.
@@ -147,13 +150,16 @@ impl GuestInstance {
         let mut store = Store::new(
             &engine.engine,
             StoreState {
-                limiter: MemoryLimiter {
-                    limit: settings.memory_limit_bytes,
-                    refused: false,
-                },
+                limiter: MemoryLimiter::new(settings.memory_limit_bytes),
             },
         );
         store.limiter(|s| &mut s.limiter);
+        // wasmtime caps what one call may copy out of the guest (128 MiB by
+        // default): a snapshot of a big table would trap there, on every
+        // node alike. A guest cannot hand out more than its memory, so the
+        // memory limit is the only bound that matters; spelled out here and
+        // in the fingerprint.
+        store.set_hostcall_fuel(settings.hostcall_fuel());
         store
             .set_fuel(settings.fuel_per_call)
             .map_err(|e| EngineError::Config(format!("{e:#}")))?;
@@ -167,6 +173,7 @@ impl GuestInstance {
             bindings,
             module: module.hash,
             fuel_per_call: settings.fuel_per_call,
+            fuel_per_state_call: settings.fuel_per_state_call,
             poisoned: None,
             last_fuel_used: 0,
             version: None,
@@ -193,6 +200,21 @@ impl GuestInstance {
     /// Fuel the last successful call consumed (a deterministic cost measure).
     pub fn last_fuel_used(&self) -> u64 {
         self.last_fuel_used
+    }
+
+    /// Bytes of linear memory the instance holds, all memories together
+    /// (what the memory limit counts; memories never shrink, so this is
+    /// also the peak).
+    pub fn memory_bytes(&self) -> u64 {
+        self.store.data().limiter.used
+    }
+
+    /// Run `f` (one call that moves the whole state) with the state budget.
+    pub(super) fn state_call<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let normal = std::mem::replace(&mut self.fuel_per_call, self.fuel_per_state_call);
+        let r = f(self);
+        self.fuel_per_call = normal;
+        r
     }
 
     /// Run one guest call with a full fuel budget; a failure poisons.

@@ -20,7 +20,12 @@ pub struct EngineSettings {
     /// instruction). A call that needs more fails with
     /// [`super::EngineError::FuelExhausted`] on every node alike.
     pub fuel_per_call: u64,
-    /// The most linear memory a guest instance may grow to.
+    /// Fuel given to a call that moves the whole state (`snapshot`,
+    /// `restore`, `downgrade-snapshot`): their cost grows with the table,
+    /// which the capacity bound keeps at least ten times inside this.
+    pub fuel_per_state_call: u64,
+    /// The most linear memory a guest instance may grow to, all its
+    /// memories together.
     pub memory_limit_bytes: u64,
     /// The most native stack a guest call may use.
     pub max_wasm_stack: usize,
@@ -29,9 +34,13 @@ pub struct EngineSettings {
 impl Default for EngineSettings {
     fn default() -> Self {
         EngineSettings {
-            // About five seconds of a tight loop; snapshotting a million
-            // locks takes a small fraction of it.
+            // Well under a second of guest code on a current core (one
+            // unit is one wasm instruction); applying 1024 grants takes
+            // 1-2 % of it (capacity-bench).
             fuel_per_call: 5_000_000_000,
+            // Ten times that: a few seconds. Restoring a table at the
+            // default capacity bound takes under a tenth (capacity-bench).
+            fuel_per_state_call: 50_000_000_000,
             memory_limit_bytes: 1 << 30,
             max_wasm_stack: 1 << 20,
         }
@@ -95,6 +104,11 @@ pub const FEATURES: &[(&str, WasmFeatures, bool)] = &[
 ];
 
 impl EngineSettings {
+    /// The most bytes one call may copy out of the guest: its memory limit.
+    pub fn hostcall_fuel(&self) -> usize {
+        usize::try_from(self.memory_limit_bytes).unwrap_or(usize::MAX)
+    }
+
     /// The wasmtime configuration, every relevant setting explicit.
     pub fn wasmtime_config(&self) -> Config {
         let mut config = Config::new();
@@ -133,8 +147,15 @@ impl EngineSettings {
         }
         let _ = write!(
             text,
-            "nan-canonicalization=on;relaxed-simd-deterministic=on;fuel-per-call={};memory-limit={};max-wasm-stack={};imports=none",
-            self.fuel_per_call, self.memory_limit_bytes, self.max_wasm_stack
+            "nan-canonicalization=on;relaxed-simd-deterministic=on;fuel-per-call={};fuel-per-state-call={};memory-limit={};memory-limit-scope=store;hostcall-fuel=memory-limit;max-instances={};max-memories={};max-tables={};max-table-elements={};max-wasm-stack={};imports=none",
+            self.fuel_per_call,
+            self.fuel_per_state_call,
+            self.memory_limit_bytes,
+            super::store::MAX_INSTANCES,
+            super::store::MAX_MEMORIES,
+            super::store::MAX_TABLES,
+            super::store::MAX_TABLE_ELEMENTS,
+            self.max_wasm_stack
         );
         let hash = hex::encode(Sha256::digest(text.as_bytes()));
         EngineFingerprint { text, hash }
@@ -192,6 +213,10 @@ mod tests {
             fuel_per_call: base.fuel_per_call + 1,
             ..base.clone()
         };
+        let more_state_fuel = EngineSettings {
+            fuel_per_state_call: base.fuel_per_state_call + 1,
+            ..base.clone()
+        };
         let more_mem = EngineSettings {
             memory_limit_bytes: base.memory_limit_bytes * 2,
             ..base.clone()
@@ -200,7 +225,7 @@ mod tests {
             max_wasm_stack: base.max_wasm_stack * 2,
             ..base.clone()
         };
-        for other in [more_fuel, more_mem, more_stack] {
+        for other in [more_fuel, more_state_fuel, more_mem, more_stack] {
             let ofp = other.fingerprint();
             assert_ne!(ofp.hash, fp.hash);
             assert_eq!(fp.differences(&ofp).len(), 1, "{:?}", fp.differences(&ofp));

@@ -77,6 +77,8 @@ pub enum Request {
     /// group waiting at the moment into one log entry (see
     /// [`crate::service::proposer`]): one fsync for many commands.
     Commands(Vec<Vec<Command>>),
+    /// Set the cluster's capacity bounds (see [`replica::capacity`]).
+    Capacity(lockd_client::proto::Capacity),
 }
 
 /// What applying an entry returns to the proposer.
@@ -88,16 +90,59 @@ pub enum Response {
     Lock(Vec<Vec<Outcome>>),
     Upgrade(UpgradeOutcome),
     Shadow(ShadowOutcome),
+    /// The bounds now in force and their use.
+    Capacity(lockd_client::proto::CapacityStatus),
 }
 
 impl Request {
+    /// About how many bytes the entry takes on the wire: module bytes and
+    /// strings counted exactly, a fixed allowance for each command's
+    /// numbers and framing. What bounds an AppendEntries batch in bytes.
+    pub fn wire_bytes(&self) -> usize {
+        const PER_COMMAND: usize = 48;
+        let command = |c: &Command| {
+            PER_COMMAND
+                + match c {
+                    Command::Grant(g) => {
+                        g.key.len()
+                            + g.holder.principal.len()
+                            + g.holder.owner.len()
+                            + g.request_id.len()
+                    }
+                    Command::Release(r) | Command::Expire(r) => r.key.len(),
+                    Command::SetPolicy(rules) => {
+                        rules.iter().map(|r| r.prefix.len() + PER_COMMAND).sum()
+                    }
+                }
+        };
+        let legacy = |c: &legacy::Command| {
+            PER_COMMAND
+                + match c {
+                    legacy::Command::Grant(g) => g.key.len(),
+                    legacy::Command::Release(k) => k.len(),
+                    legacy::Command::Expire(e) => e.key.len(),
+                }
+        };
+        PER_COMMAND
+            + match self {
+                Request::Lock(cs) => cs.iter().map(legacy).sum(),
+                Request::Commands(groups) => groups.iter().flatten().map(command).sum(),
+                Request::Upgrade(u) => u.module.len(),
+                Request::Shadow(ShadowEntry::Start { module }) => module.len(),
+                Request::Shadow(ShadowEntry::Stop) | Request::Capacity(_) => 0,
+            }
+    }
+
     /// The component bytes an entry carries, if any (upgrade, shadow start):
     /// what the log store hands to the precompiler on append.
     pub fn module_bytes(&self) -> Option<&[u8]> {
         match self {
             Request::Upgrade(u) => Some(&u.module),
             Request::Shadow(ShadowEntry::Start { module }) => Some(module),
-            Request::Lock(_) | Request::Commands(_) | Request::Shadow(ShadowEntry::Stop) => None,
+            Request::Lock(_)
+            | Request::Commands(_)
+            | Request::Capacity(_)
+            | Request::Shadow(ShadowEntry::Stop) => None,
         }
     }
 }
@@ -125,6 +170,11 @@ impl std::fmt::Display for Request {
             }
             Request::Upgrade(u) => write!(f, "{u:?}"),
             Request::Shadow(s) => write!(f, "{s:?}"),
+            Request::Capacity(c) => write!(
+                f,
+                "capacity(max_held {}, max_key_bytes {})",
+                c.max_held, c.max_key_bytes
+            ),
         }
     }
 }

@@ -141,12 +141,49 @@ impl PeerClient {
     }
 }
 
+/// The most bytes of entries one AppendEntries carries (one entry alone
+/// may be bigger: a module up to `--max-module-bytes`). openraft batches up
+/// to `max_payload_entries` entries whatever their size; a batch of big
+/// upgrade entries could pass the frame limit and be retried as it was
+/// forever. Past this bound the batch is refused with `PayloadTooLarge`
+/// and a hint of how many entries fit, and openraft sends fewer.
+pub const MAX_APPEND_BYTES: usize = 8 << 20;
+
+/// How many leading entries fit in [`MAX_APPEND_BYTES`] (at least one).
+pub fn entries_that_fit(entries: &[crate::raft::Entry]) -> usize {
+    let mut total = 0usize;
+    for (i, e) in entries.iter().enumerate() {
+        let size = match &e.payload {
+            openraft::EntryPayload::Normal(r) => r.wire_bytes(),
+            openraft::EntryPayload::Membership(_) => 1024,
+            openraft::EntryPayload::Blank => 64,
+        };
+        total = total.saturating_add(size);
+        if total > MAX_APPEND_BYTES {
+            return i.max(1);
+        }
+    }
+    entries.len()
+}
+
 impl RaftNetwork<TypeConfig> for PeerClient {
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, Node, RaftError<NodeId>>> {
+        let fit = entries_that_fit(&rpc.entries);
+        if fit < rpc.entries.len() {
+            tracing::debug!(
+                target = self.target,
+                entries = rpc.entries.len(),
+                fit,
+                "append-entries batch over its byte bound; openraft will send fewer"
+            );
+            return Err(RPCError::PayloadTooLarge(
+                openraft::error::PayloadTooLarge::new_entries_hint(fit as u64),
+            ));
+        }
         match self
             .call(PeerRequest::AppendEntries(rpc), option.hard_ttl())
             .await
@@ -194,5 +231,41 @@ impl RaftNetwork<TypeConfig> for PeerClient {
             }
             other => Err(self.wrong("vote", other)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::{CommittedLeaderId, EntryPayload, LogId};
+
+    use super::*;
+    use crate::raft::{Entry, Request};
+    use crate::upgrade::UpgradeEntry;
+
+    fn entry(i: u64, payload: EntryPayload<TypeConfig>) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 0), i),
+            payload,
+        }
+    }
+
+    fn module(i: u64, bytes: usize) -> Entry {
+        entry(
+            i,
+            EntryPayload::Normal(Request::Upgrade(UpgradeEntry {
+                module: vec![0; bytes],
+                replaces: crate::engine::ModuleHash::of(b""),
+            })),
+        )
+    }
+
+    #[test]
+    fn a_batch_is_cut_at_its_byte_bound_but_never_to_nothing() {
+        let small: Vec<Entry> = (0..300).map(|i| entry(i, EntryPayload::Blank)).collect();
+        assert_eq!(entries_that_fit(&small), 300);
+        let big: Vec<Entry> = (0..5).map(|i| module(i, 3 << 20)).collect();
+        assert_eq!(entries_that_fit(&big), 2);
+        let huge = vec![module(0, MAX_APPEND_BYTES * 2), module(1, 10)];
+        assert_eq!(entries_that_fit(&huge), 1);
     }
 }

@@ -12,7 +12,8 @@
 //! batch goes to it next and the outcomes are compared.
 //!
 //! Layout: this file holds the state and the apply path; `swap.rs` the
-//! upgrade and shadow entries; `run.rs` the batch of one guest call.
+//! upgrade and shadow entries; `run.rs` the batch of one guest call;
+//! `capacity.rs` the capacity bound; `query.rs` the reads of the state.
 //!
 //! A guest call that fails (see [`crate::engine`]) stops the replica for
 //! good: the applied index stays at the entry before the call's first lock
@@ -22,25 +23,26 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use lockd_client::proto::{AuditKind, AuditReport, PoisonedAt, ShadowStatus, UpgradeRecord};
+use lockd_client::proto::{AuditKind, Capacity, PoisonedAt, UpgradeRecord};
 use openraft::EntryPayload;
 
 use super::snapshot::SnapshotBlob;
 use super::{Entry, LogId, Request, Response, SnapshotMeta, StoredMembership};
-use crate::command::{
-    legacy, FeatureSet, HolderInfo, KeyHolders, Outcome, PrefixPolicy, TableCounters,
-};
-use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, World};
+use crate::command::{legacy, Command, Outcome};
+use crate::engine::{EngineError, GuestInstance, GuestModule};
 use crate::upgrade::audit::AuditLog;
 use crate::upgrade::precompile::Precompiler;
 use crate::upgrade::shadow::Shadow;
-use crate::upgrade::{capture, MigrateError};
 
+pub mod capacity;
+mod query;
 mod run;
 mod swap;
 
+pub use query::ReplicaView;
 pub use swap::record_of;
 
+use capacity::Usage;
 use run::Run;
 
 /// Upgrade records kept (in status and in snapshots).
@@ -63,28 +65,15 @@ pub struct Replica {
     audit: AuditLog,
     upgrades_swapped: u64,
     upgrades_rejected: u64,
+    /// The capacity bounds (replicated, in snapshots) and their use (exact
+    /// after every group; see [`capacity`]).
+    capacity: Capacity,
+    usage: Usage,
     /// Set when a guest call in `apply` failed: the entries of that call
     /// that carry commands. Nothing is applied after.
     stopped: Option<PoisonedAt>,
     #[cfg(feature = "fault-diverge")]
     fault_done: bool,
-}
-
-/// What status reports about the replica, read at one applied index.
-pub struct ReplicaView {
-    pub applied_index: u64,
-    pub module_hash: String,
-    pub module_version: String,
-    /// Empty unless asked for (it costs a pass over the whole table).
-    pub state_hash: String,
-    pub locks_held: u64,
-    pub poisoned: Option<String>,
-    pub poisoned_at: Option<PoisonedAt>,
-    pub module_since_index: u64,
-    pub upgrades: Vec<UpgradeRecord>,
-    pub shadow: Option<ShadowStatus>,
-    pub upgrades_swapped: u64,
-    pub upgrades_rejected: u64,
 }
 
 impl Replica {
@@ -109,6 +98,8 @@ impl Replica {
             audit: AuditLog::new(audit_interval),
             upgrades_swapped: 0,
             upgrades_rejected: 0,
+            capacity: capacity::DEFAULT_CAPACITY,
+            usage: Usage::default(),
             stopped: None,
             #[cfg(feature = "fault-diverge")]
             fault_done: false,
@@ -129,6 +120,8 @@ impl Replica {
         replica.membership = blob.meta.last_membership.clone();
         replica.module_since = blob.module_since;
         replica.upgrades = blob.upgrades.iter().cloned().collect();
+        replica.capacity = blob.capacity;
+        replica.usage = replica.measure_usage()?;
         Ok(replica)
     }
 
@@ -143,6 +136,8 @@ impl Replica {
         self.membership = other.membership;
         self.module_since = other.module_since;
         self.upgrades = other.upgrades;
+        self.capacity = other.capacity;
+        self.usage = other.usage;
         // The shadow was compared against a state this node no longer has.
         self.shadow = None;
         if let Some(l) = self.last_applied {
@@ -159,6 +154,7 @@ impl Replica {
             guest_state: self.guest.snapshot()?,
             module_since: self.module_since,
             upgrades: self.upgrades.iter().cloned().collect(),
+            capacity: self.capacity,
         })
     }
 
@@ -208,6 +204,11 @@ impl Replica {
                     let outcome = self.shadow_entry(log_id, sh);
                     responses.push(Some(Response::Shadow(outcome)));
                 }
+                EntryPayload::Normal(Request::Capacity(bounds)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let status = self.set_capacity(bounds);
+                    responses.push(Some(Response::Capacity(status)));
+                }
             }
             self.last_applied = Some(log_id);
             if self.audit.due(log_id.index) {
@@ -231,6 +232,8 @@ impl Replica {
     ) -> Result<Vec<Outcome>, EngineError> {
         match self.guest.apply_legacy(commands) {
             Ok(outcomes) => {
+                let as_v02: Vec<Command> = commands.iter().map(Command::from_legacy).collect();
+                self.usage.account(&as_v02, &outcomes);
                 if let Some(shadow) = self.shadow.as_mut() {
                     shadow.feed_legacy(commands, log_id.index, &outcomes);
                 }
@@ -267,11 +270,11 @@ impl Replica {
             groups = run.groups.len()
         );
         let _enter = span.enter();
-        let outcomes = if run.groups.is_empty() {
-            Vec::new()
+        let (outcomes, seen) = if run.groups.is_empty() {
+            (Vec::new(), None)
         } else {
-            match self.guest.apply(&run.groups) {
-                Ok(outcomes) => outcomes,
+            match self.apply_groups(&run.groups) {
+                Ok(applied) => applied,
                 Err(e) => {
                     self.stop_at(&run);
                     return Err(e);
@@ -279,7 +282,21 @@ impl Replica {
             }
         };
         if let Some(shadow) = self.shadow.as_mut() {
-            shadow.feed(&run.groups, |g| run.index_of(g), &outcomes);
+            match &seen {
+                None => shadow.feed(&run.groups, |g| run.index_of(g), &outcomes),
+                // The shadow sees what the module saw: not the grants the
+                // capacity bound refused.
+                Some(seen) => {
+                    let answered: Vec<Vec<Outcome>> = run
+                        .groups
+                        .iter()
+                        .zip(seen)
+                        .zip(&outcomes)
+                        .map(|((all, sent), o)| capacity::answered_by_module(all, sent, o))
+                        .collect();
+                    shadow.feed(seen, |g| run.index_of(g), &answered)
+                }
+            }
         }
         #[cfg(feature = "fault-diverge")]
         self.plant_divergence(run.last);
@@ -361,107 +378,6 @@ impl Replica {
             let _ = self
                 .guest
                 .apply(&[vec![crate::command::Command::grant("fault/diverged", 1)]]);
-        }
-    }
-
-    // Queries. Each is one guest call (or none) at the applied index.
-
-    pub fn last_applied(&self) -> Option<LogId> {
-        self.last_applied
-    }
-
-    pub fn membership(&self) -> &StoredMembership {
-        &self.membership
-    }
-
-    pub fn module_hash(&self) -> ModuleHash {
-        self.module.hash()
-    }
-
-    pub fn world(&self) -> World {
-        self.module.world()
-    }
-
-    /// The holdings of `key`, in token order.
-    pub fn holders(&mut self, key: &str) -> Result<Vec<HolderInfo>, EngineError> {
-        self.guest.holders(key)
-    }
-
-    /// Up to `limit` held keys under `prefix` after `after`, in key order.
-    pub fn list_keys(
-        &mut self,
-        prefix: &str,
-        after: Option<&str>,
-        limit: u32,
-    ) -> Result<Vec<KeyHolders>, EngineError> {
-        self.guest.list_keys(prefix, after, limit)
-    }
-
-    pub fn counters(&mut self) -> Result<TableCounters, EngineError> {
-        self.guest.counters()
-    }
-
-    pub fn features(&mut self) -> Result<FeatureSet, EngineError> {
-        self.guest.features()
-    }
-
-    pub fn policy(&mut self) -> Result<Vec<PrefixPolicy>, EngineError> {
-        self.guest.policy()
-    }
-
-    pub fn state_hash(&mut self) -> Result<[u8; 32], EngineError> {
-        self.guest.state_hash()
-    }
-
-    pub fn version(&mut self) -> Result<String, EngineError> {
-        self.guest.version()
-    }
-
-    /// The active state (as a module of world `to` reads it) and counters,
-    /// as input to a migration dry run.
-    pub fn capture(&mut self, to: World) -> Result<(Vec<u8>, TableCounters), MigrateError> {
-        capture(&mut self.guest, to)
-    }
-
-    /// The running shadow's bytes, or why there is none to promote.
-    pub fn shadow_module(&self) -> Option<(ModuleHash, Option<String>, Arc<[u8]>)> {
-        self.shadow.as_ref().map(|s| {
-            (
-                s.module.hash(),
-                s.failed().map(str::to_string),
-                s.module.bytes().clone(),
-            )
-        })
-    }
-
-    pub fn audit_report(&self) -> AuditReport {
-        self.audit.report(self.id)
-    }
-
-    /// What status shows, at one applied index; with the state hash when
-    /// `hash` is set.
-    pub fn view(&mut self, hash: bool) -> ReplicaView {
-        let unavailable = |e: EngineError| format!("unavailable: {e}");
-        ReplicaView {
-            applied_index: self.last_applied.map_or(0, |l| l.index),
-            module_hash: self.module.hash().to_string(),
-            module_version: self.guest.version().unwrap_or_else(unavailable),
-            state_hash: if hash {
-                self.guest
-                    .state_hash()
-                    .map(hex::encode)
-                    .unwrap_or_else(unavailable)
-            } else {
-                String::new()
-            },
-            locks_held: self.guest.counters().map(|s| s.holders).unwrap_or(0),
-            poisoned: self.guest.poisoned().map(str::to_string),
-            poisoned_at: self.stopped,
-            module_since_index: self.module_since,
-            upgrades: self.upgrades.iter().cloned().collect(),
-            shadow: self.shadow.as_ref().map(|s| s.status()),
-            upgrades_swapped: self.upgrades_swapped,
-            upgrades_rejected: self.upgrades_rejected,
         }
     }
 }

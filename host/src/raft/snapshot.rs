@@ -6,19 +6,21 @@
 //! index. It also carries the index the module has been active since and the
 //! last upgrade records, so status survives a restart.
 //!
-//! Format: an 8-byte magic, then the postcard body. `LKDSNAP2` is written;
-//! `LKDSNAP1` (before upgrades existed) is still read.
+//! Format: an 8-byte magic, then the postcard body. `LKDSNAP3` is written;
+//! `LKDSNAP2` (before the capacity bound existed: it gets the default
+//! bounds) and `LKDSNAP1` (before upgrades existed) are still read.
 
 use std::path::Path;
 
-use lockd_client::proto::UpgradeRecord;
+use lockd_client::proto::{Capacity, UpgradeRecord};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::SnapshotMeta;
 
 const SNAPSHOT_MAGIC_V1: &[u8; 8] = b"LKDSNAP1";
-const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP2";
+const SNAPSHOT_MAGIC_V2: &[u8; 8] = b"LKDSNAP2";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP3";
 
 /// The snapshot blob: what is stored on disk and sent to peers.
 #[derive(Serialize, Deserialize)]
@@ -32,6 +34,18 @@ pub struct SnapshotBlob {
     pub module_since: u64,
     /// The most recent upgrade entries applied.
     pub upgrades: Vec<UpgradeRecord>,
+    /// The capacity bounds in force.
+    pub capacity: Capacity,
+}
+
+/// Format 2, before the capacity bound: read, never written.
+#[derive(Deserialize)]
+struct SnapshotBlobV2 {
+    meta: SnapshotMeta,
+    module: Vec<u8>,
+    guest_state: Vec<u8>,
+    module_since: u64,
+    upgrades: Vec<UpgradeRecord>,
 }
 
 /// Format 1, before upgrades existed: read, never written.
@@ -58,21 +72,34 @@ impl SnapshotBlob {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<SnapshotBlob, String> {
+        let bad = |e: postcard::Error| format!("snapshot does not decode: {e}");
+        let default = crate::raft::replica::capacity::DEFAULT_CAPACITY;
         if let Some(body) = bytes.strip_prefix(SNAPSHOT_MAGIC_V1.as_slice()) {
-            let v1: SnapshotBlobV1 =
-                postcard::from_bytes(body).map_err(|e| format!("snapshot does not decode: {e}"))?;
+            let v1: SnapshotBlobV1 = postcard::from_bytes(body).map_err(bad)?;
             return Ok(SnapshotBlob {
                 meta: v1.meta,
                 module: v1.module,
                 guest_state: v1.guest_state,
                 module_since: 0,
                 upgrades: Vec::new(),
+                capacity: default,
+            });
+        }
+        if let Some(body) = bytes.strip_prefix(SNAPSHOT_MAGIC_V2.as_slice()) {
+            let v2: SnapshotBlobV2 = postcard::from_bytes(body).map_err(bad)?;
+            return Ok(SnapshotBlob {
+                meta: v2.meta,
+                module: v2.module,
+                guest_state: v2.guest_state,
+                module_since: v2.module_since,
+                upgrades: v2.upgrades,
+                capacity: default,
             });
         }
         let body = bytes
             .strip_prefix(SNAPSHOT_MAGIC.as_slice())
             .ok_or("not a lockd snapshot (bad magic)")?;
-        postcard::from_bytes(body).map_err(|e| format!("snapshot does not decode: {e}"))
+        postcard::from_bytes(body).map_err(bad)
     }
 }
 

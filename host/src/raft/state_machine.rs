@@ -116,6 +116,12 @@ impl StateMachineStore {
         })
     }
 
+    /// Run `f` on the replica, off the async runtime (see [`off_runtime`]):
+    /// the lock may be held by a long guest call, and `f` may make one.
+    fn with<R>(&self, f: impl FnOnce(&mut Replica) -> R) -> R {
+        off_runtime(|| f(&mut self.replica()))
+    }
+
     fn replica(&self) -> MutexGuard<'_, Replica> {
         // A panic while holding the lock leaves nothing half-done that a
         // reader could trip on: every mutation is a single guest call.
@@ -160,19 +166,19 @@ impl StateMachineStore {
     // Queries of the applied state.
 
     pub fn last_applied(&self) -> Option<LogId> {
-        self.replica().last_applied()
+        self.with(|r| r.last_applied())
     }
 
     pub fn module_hash(&self) -> ModuleHash {
-        self.replica().module_hash()
+        self.with(|r| r.module_hash())
     }
 
     pub fn world(&self) -> World {
-        self.replica().world()
+        self.with(|r| r.world())
     }
 
     pub fn holders(&self, key: &str) -> Result<Vec<HolderInfo>, EngineError> {
-        self.replica().holders(key)
+        self.with(|r| r.holders(key))
     }
 
     pub fn list_keys(
@@ -181,76 +187,57 @@ impl StateMachineStore {
         after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<KeyHolders>, EngineError> {
-        self.replica().list_keys(prefix, after, limit)
+        self.with(|r| r.list_keys(prefix, after, limit))
     }
 
     pub fn counters(&self) -> Result<TableCounters, EngineError> {
-        self.replica().counters()
+        self.with(|r| r.counters())
     }
 
     pub fn version(&self) -> Result<String, EngineError> {
-        self.replica().version()
+        self.with(|r| r.version())
     }
 
     pub fn features(&self) -> Result<FeatureSet, EngineError> {
-        self.replica().features()
+        self.with(|r| r.features())
     }
 
     pub fn policy(&self) -> Result<Vec<PrefixPolicy>, EngineError> {
-        self.replica().policy()
+        self.with(|r| r.policy())
     }
 
     pub fn capture(&self, to: World) -> Result<(Vec<u8>, TableCounters), MigrateError> {
-        self.replica().capture(to)
+        self.with(|r| r.capture(to))
     }
 
     /// The running shadow: its hash, why it failed (if it did), its bytes.
     pub fn shadow_module(&self) -> Option<(ModuleHash, Option<String>, Arc<[u8]>)> {
-        self.replica().shadow_module()
+        self.with(|r| r.shadow_module())
+    }
+
+    /// The capacity bounds and their use at the applied index (no guest
+    /// call).
+    pub fn capacity(&self) -> lockd_client::proto::CapacityStatus {
+        self.with(|r| r.capacity())
     }
 
     /// This node's audit points.
     pub fn audit_report(&self) -> AuditReport {
-        self.replica().audit_report()
+        self.with(|r| r.audit_report())
     }
 
-    /// What status shows; `hash` adds the state hash (a pass over the whole
-    /// table under the lock, so frequent readers skip it).
+    /// What status shows; `hash` adds the state hash (O(1) in both
+    /// reference modules, but a module may walk its table for it, under the
+    /// lock: frequent readers skip it).
     pub fn view(&self, hash: bool) -> ReplicaView {
-        self.replica().view(hash)
+        self.with(|r| r.view(hash))
     }
 }
 
-impl RaftStateMachine<TypeConfig> for StateMachineStore {
-    type SnapshotBuilder = StateMachineStore;
-
-    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
-        let r = self.replica();
-        Ok((r.last_applied(), r.membership().clone()))
-    }
-
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError>
-    where
-        I: IntoIterator<Item = Entry> + Send,
-        I::IntoIter: Send,
-    {
-        self.replica().apply(entries).map_err(sm_err)
-    }
-
-    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
-        self.clone()
-    }
-
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
-        Ok(Box::new(Cursor::new(Vec::new())))
-    }
-
-    async fn install_snapshot(
-        &mut self,
-        meta: &SnapshotMeta,
-        snapshot: Box<Cursor<Vec<u8>>>,
-    ) -> Result<(), StorageError> {
-        let bytes = snapshot.into_inner();
+impl StateMachineStore {
+    /// Install a snapshot received from the leader (blocking: see
+    /// [`off_runtime`]).
+    fn install_blob(&self, meta: &SnapshotMeta, bytes: Vec<u8>) -> Result<(), StorageError> {
         let blob = SnapshotBlob::decode(&bytes).map_err(|e| snap_err(Some(meta), e))?;
         if blob.meta.last_log_id != meta.last_log_id {
             return Err(snap_err(
@@ -276,6 +263,53 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         tracing::info!(node = self.shared.id, term = meta.last_log_id.map(|l| l.leader_id.term), index = meta.last_log_id.map(|l| l.index), module = %r.module_hash(), "installed snapshot from leader");
         Ok(())
     }
+}
+
+/// Run `f` (guest calls, or a wait for the lock a guest call holds) so that
+/// it does not stall the async runtime: on a multi-thread runtime the
+/// worker first hands its queued tasks to another thread
+/// (`block_in_place`), so Raft's heartbeats, peers' RPCs and other requests
+/// go on while, say, a migration runs for seconds. Elsewhere (a
+/// current-thread runtime in a test, no runtime) it just runs `f`.
+pub fn off_runtime<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachineStore {
+    type SnapshotBuilder = StateMachineStore;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
+        Ok(self.with(|r| (r.last_applied(), r.membership().clone())))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        self.with(|r| r.apply(entries)).map_err(sm_err)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
+        let bytes = snapshot.into_inner();
+        off_runtime(|| self.install_blob(meta, bytes))
+    }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
         Ok(self.current().as_ref().map(|(meta, bytes)| Snapshot {
@@ -287,6 +321,14 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
 
 impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
+        off_runtime(|| self.build())
+    }
+}
+
+impl StateMachineStore {
+    /// Build and store a snapshot of the state now (blocking: see
+    /// [`off_runtime`]).
+    fn build(&self) -> Result<Snapshot<TypeConfig>, StorageError> {
         let n = self.shared.snapshots_built.fetch_add(1, Ordering::Relaxed) + 1;
         // All under the replica's lock: a snapshot installed from the leader
         // cannot interleave with this one, on disk or in memory.

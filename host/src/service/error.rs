@@ -52,6 +52,9 @@ pub enum ServiceError {
     Refused { key: String, reason: String },
     #[error("the lock module refused to grant {key:?}: a quota is used up: {reason}")]
     Quota { key: String, reason: String },
+    /// The cluster's capacity bound (held locks or key bytes) is reached.
+    #[error("cannot grant {key:?}: {reason}")]
+    Capacity { key: String, reason: String },
     #[error("the active lock module cannot grant {key:?} as asked: {reason}")]
     Unsupported { key: String, reason: String },
     #[error("token {given} does not hold lock {key:?}")]
@@ -60,6 +63,9 @@ pub enum ServiceError {
     NotLeader { id: u64, leader: Option<u64> },
     #[error("consensus unavailable: {0}")]
     Unavailable(String),
+    /// Too many requests in progress on this node: try again shortly.
+    #[error("node busy: {0}")]
+    Overloaded(String),
     #[error("no more callers may wait for {key:?} now: {reason}; try again later")]
     TooManyWaiters { key: String, reason: String },
     #[error("wait_ms {got} is above this cluster's maximum of {max}")]

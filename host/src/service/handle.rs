@@ -2,7 +2,7 @@
 //! checked here — key and lease rules — and tokens in the actor, **before**
 //! anything is proposed, so bad input never reaches the log.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +26,9 @@ pub struct LockService {
     tx: mpsc::UnboundedSender<Msg>,
     /// Numbers the requests sent to the actor.
     next_req: Arc<AtomicU64>,
+    /// Callers' requests in the actor now (waiting or not): bounded by
+    /// `limits.max_requests`, so the actor's queue cannot grow without end.
+    in_actor: Arc<AtomicUsize>,
     pub stats: Arc<ServiceStats>,
     id: NodeId,
     raft: Raft,
@@ -44,6 +47,19 @@ pub struct RequestLimits {
     pub max_lease_ms: u64,
     pub max_wait_ms: u64,
     pub waiters: WaitLimits,
+    /// Callers' requests in the lock service at once; past it, 503 with
+    /// `Retry-After` (`Unavailable` on the native protocol, which clients
+    /// retry).
+    pub max_requests: usize,
+}
+
+/// A caller's place in the actor, given back when its request ends.
+struct InActor<'a>(&'a AtomicUsize);
+
+impl Drop for InActor<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The most keys one page of a listing returns.
@@ -77,6 +93,7 @@ impl LockService {
         LockService {
             tx,
             next_req: Arc::new(AtomicU64::new(1)),
+            in_actor: Arc::new(AtomicUsize::new(0)),
             stats,
             id,
             raft,
@@ -95,6 +112,14 @@ impl LockService {
         &self,
         msg: impl FnOnce(u64, oneshot::Sender<Result<T, ServiceError>>) -> Msg,
     ) -> Result<T, ServiceError> {
+        let before = self.in_actor.fetch_add(1, Ordering::Relaxed);
+        let _place = InActor(&self.in_actor);
+        if before >= self.limits.max_requests {
+            return Err(ServiceError::Overloaded(format!(
+                "{before} requests in progress on node {} (--max-requests); try again",
+                self.id
+            )));
+        }
         let req = self.next_req.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
         self.tx.send(msg(req, reply)).map_err(|_| gone())?;

@@ -1,4 +1,5 @@
-//! The accept loop: one port, two protocols.
+//! The accept loop: one port, two protocols, and the connection caps
+//! ([`super::limits`]) taken at accept.
 
 use std::future::Future;
 use std::time::Duration;
@@ -7,9 +8,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::frame::MAGIC;
-
-/// How long a new connection may take to send its first bytes.
-const SNIFF_TIMEOUT: Duration = Duration::from_secs(10);
+use super::limits::{Admission, Gate};
 
 /// Which protocol a connection speaks, from its first bytes.
 #[derive(Debug, PartialEq, Eq)]
@@ -18,10 +17,11 @@ pub enum Protocol {
     Http,
 }
 
-/// Peek (without consuming) until the first three bytes are known.
-pub async fn sniff(stream: &TcpStream) -> std::io::Result<Option<Protocol>> {
+/// Peek (without consuming) until the first three bytes are known, within
+/// `timeout`.
+pub async fn sniff(stream: &TcpStream, timeout: Duration) -> std::io::Result<Option<Protocol>> {
     let mut buf = [0u8; 3];
-    let deadline = tokio::time::Instant::now() + SNIFF_TIMEOUT;
+    let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let n = tokio::time::timeout_at(deadline, stream.peek(&mut buf))
             .await
@@ -44,16 +44,18 @@ pub async fn sniff(stream: &TcpStream) -> std::io::Result<Option<Protocol>> {
 }
 
 /// Accept connections until `shutdown` turns true, handing each to
-/// `on_framed` or `on_http` by its first bytes.
+/// `on_framed` or `on_http` by its first bytes, with its admission by
+/// `gate` (which they act on: see [`super::limits`]).
 pub async fn serve<F, FF, H, HF>(
     listener: TcpListener,
+    gate: Gate,
     on_framed: F,
     on_http: H,
     mut shutdown: watch::Receiver<bool>,
 ) where
-    F: Fn(TcpStream) -> FF + Clone + Send + 'static,
+    F: Fn(TcpStream, Admission) -> FF + Clone + Send + 'static,
     FF: Future<Output = ()> + Send + 'static,
-    H: Fn(TcpStream) -> HF + Clone + Send + 'static,
+    H: Fn(TcpStream, Admission) -> HF + Clone + Send + 'static,
     HF: Future<Output = ()> + Send + 'static,
 {
     loop {
@@ -71,11 +73,13 @@ pub async fn serve<F, FF, H, HF>(
             }
         };
         let _ = stream.set_nodelay(true);
+        let admission = gate.admit(peer.ip());
+        let hello_timeout = gate.limits().hello_timeout;
         let (on_framed, on_http) = (on_framed.clone(), on_http.clone());
         tokio::spawn(async move {
-            match sniff(&stream).await {
-                Ok(Some(Protocol::Framed)) => on_framed(stream).await,
-                Ok(Some(Protocol::Http)) => on_http(stream).await,
+            match sniff(&stream, hello_timeout).await {
+                Ok(Some(Protocol::Framed)) => on_framed(stream, admission).await,
+                Ok(Some(Protocol::Http)) => on_http(stream, admission).await,
                 Ok(None) => {}
                 Err(e) => {
                     tracing::debug!(%peer, error = %e, "connection dropped before its first bytes")

@@ -23,12 +23,14 @@
 //!
 //! * [`frame`]: preface, hello, envelopes, encode/decode, the codec.
 //! * [`listener`]: the accept loop and the sniffing of the first bytes.
+//! * [`limits`]: the connection caps and timeouts.
 //! * [`peer`]: the client side of a framed connection, with timeouts.
 //! * [`http`]: the HTTP client for peers (forwarding to the leader, audit
 //!   queries).
 
 pub mod frame;
 pub mod http;
+pub mod limits;
 pub mod listener;
 pub mod peer;
 

@@ -8,8 +8,14 @@
 //! was never prepared (a restart that re-applies the log), `load` compiles
 //! (or takes it from the on-disk cache) itself. Either way the result is the
 //! same [`WasmEngine::load`], so it cannot differ between nodes.
+//!
+//! Compiling is bounded: one compile at a time on the node (the others
+//! wait their turn), and at most [`KEEP`] modules waiting to be compiled in
+//! the background; past that, an appended module is not prepared and its
+//! apply compiles it (in turn, too).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::engine::{EngineError, GuestModule, ModuleHash, WasmEngine};
@@ -28,6 +34,10 @@ struct Slot {
 pub struct Precompiler {
     engine: Arc<WasmEngine>,
     slots: Mutex<VecDeque<(ModuleHash, Arc<Slot>)>>,
+    /// Held while a module compiles: one at a time.
+    compiling: Arc<Mutex<()>>,
+    /// Background compiles started and not finished.
+    pending: Arc<AtomicUsize>,
 }
 
 impl Precompiler {
@@ -35,6 +45,8 @@ impl Precompiler {
         Arc::new(Precompiler {
             engine,
             slots: Mutex::new(VecDeque::new()),
+            compiling: Arc::new(Mutex::new(())),
+            pending: Arc::new(AtomicUsize::new(0)),
         })
     }
 
@@ -46,9 +58,24 @@ impl Precompiler {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Start compiling `bytes` in the background (once per module).
+    /// Load `bytes`, waiting for any other compile on this node first.
+    fn load_in_turn(
+        engine: &WasmEngine,
+        gate: &Mutex<()>,
+        bytes: &[u8],
+    ) -> Result<GuestModule, EngineError> {
+        let _turn = gate.lock().unwrap_or_else(|p| p.into_inner());
+        engine.load(bytes)
+    }
+
+    /// Start compiling `bytes` in the background (once per module, and not
+    /// when [`KEEP`] compiles are already waiting).
     pub fn prepare(&self, bytes: &[u8]) {
         let hash = ModuleHash::of(bytes);
+        if self.pending.load(Ordering::Relaxed) >= KEEP {
+            tracing::warn!(module = %hash, "too many modules waiting to compile; this one compiles when applied");
+            return;
+        }
         let slot = {
             let mut slots = self.slots();
             if slots.iter().any(|(h, _)| *h == hash) {
@@ -66,16 +93,20 @@ impl Precompiler {
         };
         let engine = self.engine.clone();
         let bytes = bytes.to_vec();
+        let (gate, pending) = (self.compiling.clone(), self.pending.clone());
+        pending.fetch_add(1, Ordering::Relaxed);
         let spawned = std::thread::Builder::new()
             .name("precompile".into())
             .spawn({
                 let slot = slot.clone();
+                let pending = pending.clone();
                 move || {
                     let started = std::time::Instant::now();
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        engine.load(&bytes)
+                        Self::load_in_turn(&engine, &gate, &bytes)
                     }))
                     .ok();
+                    pending.fetch_sub(1, Ordering::Relaxed);
                     tracing::info!(module = %hash, ok = result.as_ref().is_some_and(|r| r.is_ok()), ms = started.elapsed().as_secs_f64() * 1e3, "precompiled a module from the log");
                     *slot.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
                     slot.ready.notify_all();
@@ -83,6 +114,7 @@ impl Precompiler {
             });
         if spawned.is_err() {
             // No thread: `load` compiles inline instead.
+            pending.fetch_sub(1, Ordering::Relaxed);
             self.slots().retain(|(h, _)| *h != hash);
         }
     }
@@ -105,6 +137,6 @@ impl Precompiler {
                 return result.clone();
             }
         }
-        self.engine.load(bytes)
+        Self::load_in_turn(&self.engine, &self.compiling, bytes)
     }
 }

@@ -13,9 +13,10 @@
 //! log, where the apply-time checks still reject a bad module on every node.
 //! It exists to exercise exactly that path.
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use lockd_client::proto::{UpgradeReply, UpgradeResult};
+use lockd_client::proto::{Capacity, CapacityStatus, UpgradeReply, UpgradeResult};
 use thiserror::Error;
 
 use super::{migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
@@ -41,6 +42,10 @@ pub enum UpgradeError {
     ShadowFailed(String),
     #[error("consensus unavailable: {0}")]
     Unavailable(String),
+    /// Another upgrade or shadow is being checked on this node: one dry
+    /// run at a time (each may take a whole guest store).
+    #[error("another module is being checked on node {0}; try again when it is done")]
+    Busy(u64),
     #[error("{0}")]
     Internal(String),
 }
@@ -72,11 +77,18 @@ pub struct Upgrader {
     id: NodeId,
     raft: Raft,
     sm: StateMachineStore,
+    /// One dry run at a time.
+    prechecks: Arc<tokio::sync::Semaphore>,
 }
 
 impl Upgrader {
     pub fn new(id: NodeId, raft: Raft, sm: StateMachineStore) -> Upgrader {
-        Upgrader { id, raft, sm }
+        Upgrader {
+            id,
+            raft,
+            sm,
+            prechecks: Arc::new(tokio::sync::Semaphore::new(1)),
+        }
     }
 
     fn check_leader(&self) -> Result<(), UpgradeError> {
@@ -93,6 +105,10 @@ impl Upgrader {
     /// The dry run: load `module` (compiling it once, for the apply path too)
     /// and migrate the current state into it.
     async fn precheck(&self, module: &[u8]) -> Result<Precheck, UpgradeError> {
+        let _turn = self
+            .prechecks
+            .try_acquire()
+            .map_err(|_| UpgradeError::Busy(self.id))?;
         let pre = self.sm.precompiler().clone();
         let bytes = module.to_vec();
         let started = Instant::now();
@@ -250,5 +266,17 @@ impl Upgrader {
             module_hash: module.map(|m| m.to_string()).unwrap_or_default(),
             ..reply_at(index, &active, None)
         })
+    }
+
+    /// Set the cluster's capacity bounds: one log entry, in force on every
+    /// node from its index on.
+    pub async fn set_capacity(&self, bounds: Capacity) -> Result<CapacityStatus, UpgradeError> {
+        self.check_leader()?;
+        match self.propose(Request::Capacity(bounds)).await? {
+            (_, Response::Capacity(status)) => Ok(status),
+            (_, other) => Err(UpgradeError::Internal(format!(
+                "a capacity entry was answered {other:?}"
+            ))),
+        }
     }
 }

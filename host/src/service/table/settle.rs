@@ -16,6 +16,9 @@ fn refusal(key: &str, reject: Reject) -> ServiceError {
     match reject {
         Reject::Busy => ServiceError::Held { key },
         Reject::Policy(reason) => ServiceError::Refused { key, reason },
+        Reject::Quota(reason) if crate::command::is_capacity(&reason) => {
+            ServiceError::Capacity { key, reason }
+        }
         Reject::Quota(reason) => ServiceError::Quota { key, reason },
         Reject::Unsupported(reason) => ServiceError::Unsupported { key, reason },
     }

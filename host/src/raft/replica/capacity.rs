@@ -1,0 +1,381 @@
+//! The cluster's capacity bound, enforced at apply: the most holdings and
+//! the most key bytes the lock table may keep.
+//!
+//! Why the host enforces it and not the module: the bound protects the
+//! guest's fuel and memory budgets (a table too big to snapshot or hash
+//! within them would stop every replica at the same index), so it must hold
+//! whatever module is active, of either world.
+//!
+//! # The rule, per group (one world-0.2 entry)
+//!
+//! Let `held` and `key_bytes` be the exact use after the previous group,
+//! and `G` and `B` the number of grants in the group and their key bytes.
+//! If `held + G > max_held` or `key_bytes + B > max_key_bytes`, every grant
+//! of the group is answered `rejected(quota("cluster capacity: ..."))` by
+//! the host and only the group's other commands go to the module;
+//! otherwise the whole group goes. A grant that would have been refused
+//! anyway, or that repeats a holding, counts as well: the bound is checked
+//! before the module answers.
+//!
+//! The rule depends on the exact use before each group, never on how the
+//! committed ranges were cut into guest calls, so every node answers alike.
+//! To keep one guest call per range in the common case, [`plan`] finds the
+//! first group at which the *upper bound* of the use (the use at the call's
+//! start plus every grant before it) could break the bound; only there is
+//! the call split and the use read exactly. It also cuts a long range into
+//! calls of at most [`MAX_COMMANDS_PER_CALL`] commands.
+
+use lockd_client::proto::{Capacity, CapacityStatus};
+
+use super::Replica;
+use crate::command::{Command, Outcome, Reason};
+use crate::engine::EngineError;
+
+pub use crate::command::{is_capacity, CAPACITY_REASON};
+
+/// The bounds a new cluster starts with: every guest call on a table this
+/// full, of either reference module, stays at least ten times inside its
+/// fuel and memory budgets (capacity-bench; the README's Limits table).
+pub const DEFAULT_CAPACITY: Capacity = Capacity {
+    max_held: 100_000,
+    max_key_bytes: 8 << 20,
+};
+
+/// The use of the capacity: exact after every group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub held: u64,
+    pub key_bytes: u64,
+}
+
+impl Usage {
+    pub fn status(self, limits: Capacity) -> CapacityStatus {
+        CapacityStatus {
+            limits,
+            held: self.held,
+            key_bytes: self.key_bytes,
+        }
+    }
+
+    /// Count what applying `cmds` with `outcomes` changed.
+    pub fn account(&mut self, cmds: &[Command], outcomes: &[Outcome]) {
+        for (c, o) in cmds.iter().zip(outcomes) {
+            match (c, o) {
+                (Command::Grant(g), Outcome::Granted(x)) if !x.repeat => {
+                    self.held = self.held.saturating_add(1);
+                    self.key_bytes = self.key_bytes.saturating_add(g.key.len() as u64);
+                }
+                (Command::Release(r), Outcome::Released(_))
+                | (
+                    Command::Expire(r),
+                    Outcome::Expired(crate::command::Expired { existed: true, .. }),
+                ) => {
+                    self.held = self.held.saturating_sub(1);
+                    self.key_bytes = self.key_bytes.saturating_sub(r.key.len() as u64);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The grants of a group and their key bytes.
+fn demand(group: &[Command]) -> (u64, u64) {
+    group.iter().fold((0, 0), |(n, b), c| match c {
+        Command::Grant(g) => (n + 1, b + g.key.len() as u64),
+        _ => (n, b),
+    })
+}
+
+/// The most commands one `apply` call carries (a group is never cut).
+/// A committed range can hold thousands of entries after a catch-up; cut
+/// at this size, every call stays far inside the fuel budget (1024 grants
+/// take 1-2 % of it, capacity-bench) however long the range. Cutting a
+/// range between groups changes no outcome.
+pub const MAX_COMMANDS_PER_CALL: usize = 4096;
+
+/// The number of leading groups one guest call may take from `use_` on:
+/// they certainly fit the bounds whatever the module answers, and hold at
+/// most [`MAX_COMMANDS_PER_CALL`] commands (or are one group). 0: the first
+/// group could pass a bound and must be decided by [`refusal`].
+pub fn plan(groups: &[Vec<Command>], use_: Usage, limits: Capacity) -> usize {
+    let (mut held, mut bytes, mut commands) = (use_.held, use_.key_bytes, 0);
+    for (i, g) in groups.iter().enumerate() {
+        let (n, b) = demand(g);
+        held = held.saturating_add(n);
+        bytes = bytes.saturating_add(b);
+        commands += g.len();
+        if held > limits.max_held || bytes > limits.max_key_bytes {
+            return i;
+        }
+        if commands > MAX_COMMANDS_PER_CALL {
+            return i.max(1);
+        }
+    }
+    groups.len()
+}
+
+/// Decide one group exactly. `None`: it fits, send it whole. `Some(why)`:
+/// its grants are refused with `why`.
+pub fn refusal(group: &[Command], use_: Usage, limits: Capacity) -> Option<String> {
+    let (n, b) = demand(group);
+    if use_.held.saturating_add(n) > limits.max_held {
+        return Some(format!(
+            "{CAPACITY_REASON}: {} holdings, the bound is {} (an admin can raise it)",
+            use_.held, limits.max_held
+        ));
+    }
+    if use_.key_bytes.saturating_add(b) > limits.max_key_bytes {
+        return Some(format!(
+            "{CAPACITY_REASON}: holdings use {} key bytes, {b} more would pass the bound of {} (an admin can raise it)",
+            use_.key_bytes, limits.max_key_bytes
+        ));
+    }
+    None
+}
+
+/// The group without its grants, and where they were.
+pub fn without_grants(group: &[Command]) -> (Vec<Command>, Vec<bool>) {
+    let is_grant: Vec<bool> = group
+        .iter()
+        .map(|c| matches!(c, Command::Grant(_)))
+        .collect();
+    let rest = group
+        .iter()
+        .zip(&is_grant)
+        .filter(|(_, g)| !**g)
+        .map(|(c, _)| c.clone())
+        .collect();
+    (rest, is_grant)
+}
+
+/// The group's outcomes: the refusal for each grant, the module's answers
+/// (for the rest) in order.
+pub fn merge(is_grant: &[bool], rest: Vec<Outcome>, why: &str) -> Vec<Outcome> {
+    let mut rest = rest.into_iter();
+    is_grant
+        .iter()
+        .map(|g| {
+            if *g {
+                Outcome::Rejected(Reason::Quota(why.to_string()))
+            } else {
+                rest.next().unwrap_or(Outcome::Noop)
+            }
+        })
+        .collect()
+}
+
+/// The outcomes of a group the module gave: all of them when `sent` is
+/// the whole group, else those of its commands that are not grants.
+pub fn answered_by_module(all: &[Command], sent: &[Command], outcomes: &[Outcome]) -> Vec<Outcome> {
+    if all.len() == sent.len() {
+        return outcomes.to_vec();
+    }
+    all.iter()
+        .zip(outcomes)
+        .filter(|(c, _)| !matches!(c, Command::Grant(_)))
+        .map(|(_, o)| o.clone())
+        .collect()
+}
+
+/// The outcomes of a range's groups, and the groups as the module saw them
+/// when that differs (some grants refused by the bound).
+pub(super) type Applied = (Vec<Vec<Outcome>>, Option<Vec<Vec<Command>>>);
+
+impl Replica {
+    /// The bounds and their use now.
+    pub fn capacity(&self) -> CapacityStatus {
+        self.usage.status(self.capacity)
+    }
+
+    /// Apply a capacity entry: the new bounds hold for every later group.
+    /// Bounds below the current use are kept as asked: holdings stay, new
+    /// grants are refused until enough are freed.
+    pub(super) fn set_capacity(&mut self, bounds: Capacity) -> CapacityStatus {
+        tracing::info!(
+            node = self.id,
+            max_held = bounds.max_held,
+            max_key_bytes = bounds.max_key_bytes,
+            "capacity bounds set"
+        );
+        self.capacity = bounds;
+        self.usage.status(bounds)
+    }
+
+    /// The capacity's use, read from the module: every holding's key, page
+    /// by page. Only where the use cannot be followed command by command: a
+    /// restored snapshot, a new module after an upgrade.
+    pub(super) fn measure_usage(&mut self) -> Result<Usage, EngineError> {
+        const PAGE: u32 = 4096;
+        let mut usage = Usage::default();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.guest.list_keys("", after.as_deref(), PAGE)?;
+            for k in &page {
+                let n = k.holders.len() as u64;
+                usage.held = usage.held.saturating_add(n);
+                usage.key_bytes = usage
+                    .key_bytes
+                    .saturating_add(n.saturating_mul(k.key.len() as u64));
+            }
+            match page.last() {
+                Some(last) if page.len() as u32 == PAGE => after = Some(last.key.clone()),
+                _ => return Ok(usage),
+            }
+        }
+    }
+
+    /// Apply lock command groups within the capacity bound (see
+    /// [`capacity`]): one guest call for the groups that certainly fit, a
+    /// split only where a bound could be reached. Returns the outcomes, and
+    /// the groups as the module saw them (the refused grants taken out),
+    /// for the shadow.
+    pub(super) fn apply_groups(&mut self, groups: &[Vec<Command>]) -> Result<Applied, EngineError> {
+        let mut out = Vec::with_capacity(groups.len());
+        let mut seen: Option<Vec<Vec<Command>>> = None;
+        let mut at = 0;
+        while at < groups.len() {
+            let fit = plan(&groups[at..], self.usage, self.capacity);
+            if fit > 0 {
+                let part = &groups[at..at + fit];
+                let outcomes = self.guest.apply(part)?;
+                for (g, o) in part.iter().zip(&outcomes) {
+                    self.usage.account(g, o);
+                }
+                if let Some(seen) = seen.as_mut() {
+                    seen.extend(part.iter().cloned());
+                }
+                out.extend(outcomes);
+                at += fit;
+                continue;
+            }
+            // This group could pass a bound: decide it on the exact use.
+            let group = &groups[at];
+            match refusal(group, self.usage, self.capacity) {
+                None => {
+                    let outcomes = self.guest.apply(std::slice::from_ref(group))?;
+                    for o in &outcomes {
+                        self.usage.account(group, o);
+                    }
+                    if let Some(seen) = seen.as_mut() {
+                        seen.push(group.clone());
+                    }
+                    out.extend(outcomes);
+                }
+                Some(why) => {
+                    let (rest, is_grant) = without_grants(group);
+                    let answers = if rest.is_empty() {
+                        Vec::new()
+                    } else {
+                        let mut o = self.guest.apply(std::slice::from_ref(&rest))?;
+                        let answers = o.pop().unwrap_or_default();
+                        self.usage.account(&rest, &answers);
+                        answers
+                    };
+                    let seen = seen.get_or_insert_with(|| groups[..at].to_vec());
+                    seen.push(rest);
+                    out.push(merge(&is_grant, answers, &why));
+                }
+            }
+            at += 1;
+        }
+        Ok((out, seen))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{Granted, Released};
+
+    fn limits(max_held: u64, max_key_bytes: u64) -> Capacity {
+        Capacity {
+            max_held,
+            max_key_bytes,
+        }
+    }
+
+    #[test]
+    fn plan_stops_at_the_first_group_that_could_pass_a_bound() {
+        let g = |k: &str| vec![Command::grant(k, 5)];
+        let groups = vec![g("a"), vec![Command::release("a", 1)], g("b"), g("c")];
+        let start = Usage {
+            held: 1,
+            key_bytes: 1,
+        };
+        assert_eq!(plan(&groups, start, limits(3, 100)), 3);
+        assert_eq!(plan(&groups, start, limits(10, 3)), 3);
+        assert_eq!(plan(&groups, start, limits(10, 100)), 4);
+        assert_eq!(plan(&groups, start, limits(1, 100)), 0);
+    }
+
+    #[test]
+    fn plan_cuts_long_ranges_between_groups() {
+        let big: Vec<Command> = (0..MAX_COMMANDS_PER_CALL - 1)
+            .map(|i| Command::expire(format!("k{i}"), 1))
+            .collect();
+        let groups = vec![big.clone(), big.clone(), big];
+        let room = limits(10, 100);
+        assert_eq!(plan(&groups, Usage::default(), room), 1);
+        assert_eq!(plan(&groups[2..], Usage::default(), room), 1);
+        let huge = vec![(0..MAX_COMMANDS_PER_CALL * 2)
+            .map(|i| Command::expire(format!("k{i}"), 1))
+            .collect::<Vec<_>>()];
+        assert_eq!(plan(&huge, Usage::default(), room), 1);
+    }
+
+    #[test]
+    fn a_refused_group_keeps_its_other_commands() {
+        let group = vec![
+            Command::release("a", 1),
+            Command::grant("b", 5),
+            Command::grant("c", 5),
+        ];
+        let full = Usage {
+            held: 2,
+            key_bytes: 2,
+        };
+        let why = refusal(&group, full, limits(3, 100)).expect("refused");
+        assert!(is_capacity(&why), "{why}");
+        assert_eq!(refusal(&group, full, limits(4, 100)), None);
+        let (rest, is_grant) = without_grants(&group);
+        assert_eq!(rest, vec![Command::release("a", 1)]);
+        let out = merge(
+            &is_grant,
+            vec![Outcome::Released(Released { freed: true })],
+            &why,
+        );
+        assert_eq!(out[0], Outcome::Released(Released { freed: true }));
+        assert!(matches!(&out[1], Outcome::Rejected(Reason::Quota(w)) if is_capacity(w)));
+        assert!(matches!(&out[2], Outcome::Rejected(Reason::Quota(_))));
+    }
+
+    #[test]
+    fn use_follows_what_really_changed() {
+        let mut u = Usage::default();
+        let granted = |repeat| {
+            Outcome::Granted(Granted {
+                token: 1,
+                lease_ms: 5,
+                repeat,
+            })
+        };
+        u.account(
+            &[Command::grant("ab", 5), Command::grant("cd", 5)],
+            &[granted(false), granted(true)],
+        );
+        assert_eq!(
+            u,
+            Usage {
+                held: 1,
+                key_bytes: 2
+            }
+        );
+        u.account(&[Command::release("zz", 9)], &[Outcome::NotFound]);
+        u.account(
+            &[Command::release("ab", 1)],
+            &[Outcome::Released(Released { freed: true })],
+        );
+        assert_eq!(u, Usage::default());
+    }
+}

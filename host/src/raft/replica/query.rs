@@ -1,0 +1,135 @@
+//! Reads of the replicated state: each is one guest call (or none) at the
+//! applied index, and [`ReplicaView`], what status reports.
+
+use std::sync::Arc;
+
+use lockd_client::proto::{AuditReport, CapacityStatus, PoisonedAt, ShadowStatus, UpgradeRecord};
+
+use super::Replica;
+use crate::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
+use crate::engine::{EngineError, ModuleHash, World};
+use crate::raft::{LogId, StoredMembership};
+use crate::upgrade::{capture, MigrateError};
+
+/// What status reports about the replica, read at one applied index.
+pub struct ReplicaView {
+    pub applied_index: u64,
+    pub module_hash: String,
+    pub module_version: String,
+    /// Empty unless asked for (both reference modules keep it up to date,
+    /// but a module is free to compute it from the whole table).
+    pub state_hash: String,
+    pub locks_held: u64,
+    pub poisoned: Option<String>,
+    pub poisoned_at: Option<PoisonedAt>,
+    pub module_since_index: u64,
+    pub upgrades: Vec<UpgradeRecord>,
+    pub shadow: Option<ShadowStatus>,
+    pub upgrades_swapped: u64,
+    pub upgrades_rejected: u64,
+    pub capacity: CapacityStatus,
+}
+
+impl Replica {
+    // Queries. Each is one guest call (or none) at the applied index.
+
+    pub fn last_applied(&self) -> Option<LogId> {
+        self.last_applied
+    }
+
+    pub fn membership(&self) -> &StoredMembership {
+        &self.membership
+    }
+
+    pub fn module_hash(&self) -> ModuleHash {
+        self.module.hash()
+    }
+
+    pub fn world(&self) -> World {
+        self.module.world()
+    }
+
+    /// The holdings of `key`, in token order.
+    pub fn holders(&mut self, key: &str) -> Result<Vec<HolderInfo>, EngineError> {
+        self.guest.holders(key)
+    }
+
+    /// Up to `limit` held keys under `prefix` after `after`, in key order.
+    pub fn list_keys(
+        &mut self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<KeyHolders>, EngineError> {
+        self.guest.list_keys(prefix, after, limit)
+    }
+
+    pub fn counters(&mut self) -> Result<TableCounters, EngineError> {
+        self.guest.counters()
+    }
+
+    pub fn features(&mut self) -> Result<FeatureSet, EngineError> {
+        self.guest.features()
+    }
+
+    pub fn policy(&mut self) -> Result<Vec<PrefixPolicy>, EngineError> {
+        self.guest.policy()
+    }
+
+    pub fn state_hash(&mut self) -> Result<[u8; 32], EngineError> {
+        self.guest.state_hash()
+    }
+
+    pub fn version(&mut self) -> Result<String, EngineError> {
+        self.guest.version()
+    }
+
+    /// The active state (as a module of world `to` reads it) and counters,
+    /// as input to a migration dry run.
+    pub fn capture(&mut self, to: World) -> Result<(Vec<u8>, TableCounters), MigrateError> {
+        capture(&mut self.guest, to)
+    }
+
+    /// The running shadow's bytes, or why there is none to promote.
+    pub fn shadow_module(&self) -> Option<(ModuleHash, Option<String>, Arc<[u8]>)> {
+        self.shadow.as_ref().map(|s| {
+            (
+                s.module.hash(),
+                s.failed().map(str::to_string),
+                s.module.bytes().clone(),
+            )
+        })
+    }
+
+    pub fn audit_report(&self) -> AuditReport {
+        self.audit.report(self.id)
+    }
+
+    /// What status shows, at one applied index; with the state hash when
+    /// `hash` is set.
+    pub fn view(&mut self, hash: bool) -> ReplicaView {
+        let unavailable = |e: EngineError| format!("unavailable: {e}");
+        ReplicaView {
+            applied_index: self.last_applied.map_or(0, |l| l.index),
+            module_hash: self.module.hash().to_string(),
+            module_version: self.guest.version().unwrap_or_else(unavailable),
+            state_hash: if hash {
+                self.guest
+                    .state_hash()
+                    .map(hex::encode)
+                    .unwrap_or_else(unavailable)
+            } else {
+                String::new()
+            },
+            locks_held: self.guest.counters().map(|s| s.holders).unwrap_or(0),
+            poisoned: self.guest.poisoned().map(str::to_string),
+            poisoned_at: self.stopped,
+            module_since_index: self.module_since,
+            upgrades: self.upgrades.iter().cloned().collect(),
+            shadow: self.shadow.as_ref().map(|s| s.status()),
+            upgrades_swapped: self.upgrades_swapped,
+            upgrades_rejected: self.upgrades_rejected,
+            capacity: self.usage.status(self.capacity),
+        }
+    }
+}
