@@ -22,7 +22,9 @@ use openraft::{AnyError, RaftSnapshotBuilder, StorageIOError};
 
 use super::replica::{Replica, ReplicaView};
 use super::snapshot::{self, SnapshotBlob, SnapshotFileError};
-use super::{Entry, LogId, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
+use super::{
+    Entry, LogId, Request, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
+};
 use crate::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
 use crate::engine::{EngineError, ModuleHash, WasmEngine, World};
 use crate::upgrade::precompile::Precompiler;
@@ -118,8 +120,15 @@ impl StateMachineStore {
 
     /// Run `f` on the replica, off the async runtime (see [`off_runtime`]):
     /// the lock may be held by a long guest call, and `f` may make one.
+    /// When the lock is free, `f` runs at once: the reads are short and
+    /// handing the worker off costs more than they do (lock-bench); only a
+    /// wait behind a long guest call is moved off the runtime.
     fn with<R>(&self, f: impl FnOnce(&mut Replica) -> R) -> R {
-        off_runtime(|| f(&mut self.replica()))
+        match self.shared.replica.try_lock() {
+            Ok(mut r) => f(&mut r),
+            Err(std::sync::TryLockError::Poisoned(p)) => f(&mut p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => off_runtime(|| f(&mut self.replica())),
+        }
     }
 
     fn replica(&self) -> MutexGuard<'_, Replica> {
@@ -291,7 +300,22 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
     {
-        self.with(|r| r.apply(entries)).map_err(sm_err)
+        // Off the runtime only when an entry may run long (a migration, a
+        // shadow's start): handing the worker off costs more than a whole
+        // batch of lock commands, which is bounded (see
+        // `replica::capacity::MAX_COMMANDS_PER_CALL`).
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        let long = entries.iter().any(|e| {
+            matches!(
+                &e.payload,
+                openraft::EntryPayload::Normal(Request::Upgrade(_) | Request::Shadow(_))
+            )
+        });
+        if long {
+            off_runtime(|| self.replica().apply(entries)).map_err(sm_err)
+        } else {
+            self.replica().apply(entries).map_err(sm_err)
+        }
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
