@@ -297,7 +297,7 @@ pub struct Status {
 /// The cluster's capacity bounds: a replicated setting, enforced by every
 /// node at apply (a grant past a bound is refused with
 /// [`WireError::Capacity`], HTTP 507).
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Capacity {
     /// The most holdings the cluster keeps (a shared or semaphore key
     /// counts each holder).
@@ -308,7 +308,7 @@ pub struct Capacity {
 }
 
 /// The capacity bounds and the use of them at one applied index.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CapacityStatus {
     pub limits: Capacity,
     pub held: u64,

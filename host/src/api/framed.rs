@@ -151,8 +151,11 @@ async fn serve_client(
     let (mut sink, mut stream) = framed.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Envelope<ClientResponse>>();
     let mut tasks = JoinSet::new();
+    // One timer for the connection, moved on by activity (not a new one
+    // per frame).
     let idle = || tokio::time::Instant::now() + limits.idle_timeout;
-    let mut idle_at = idle();
+    let idle_timer = tokio::time::sleep_until(idle());
+    tokio::pin!(idle_timer);
     loop {
         tokio::select! {
             frame = stream.next(), if tasks.len() < limits.max_in_flight => match frame {
@@ -189,8 +192,10 @@ async fn serve_client(
                     return;
                 }
             }
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => idle_at = idle(),
-            _ = tokio::time::sleep_until(idle_at), if tasks.is_empty() => {
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {
+                idle_timer.as_mut().reset(idle());
+            }
+            _ = idle_timer.as_mut(), if tasks.is_empty() => {
                 tracing::debug!(id = node.id, "idle client connection closed");
                 return;
             }

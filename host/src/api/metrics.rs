@@ -8,8 +8,6 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::response::IntoResponse;
 
-use lockd_client::proto::{Capacity, CapacityStatus};
-
 use super::services::Services;
 use super::status::{status_with, Role};
 
@@ -19,14 +17,7 @@ pub async fn metrics(State(node): State<Arc<Services>>) -> impl IntoResponse {
     let ls = &node.locks.stats;
     let (swapped, rejected) = (upgrades.swapped, upgrades.rejected);
     let sh = s.shadow.as_ref();
-    let cap = s.capacity.unwrap_or(CapacityStatus {
-        limits: Capacity {
-            max_held: 0,
-            max_key_bytes: 0,
-        },
-        held: 0,
-        key_bytes: 0,
-    });
+    let cap = s.capacity.unwrap_or_default();
     // (name, type, help, value): one gauge or counter each, labelled by node.
     #[rustfmt::skip]
     let rows: [(&str, &str, &str, u64); 31] = [

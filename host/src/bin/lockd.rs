@@ -184,10 +184,15 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
         None => FileConfig::default(),
     };
     let mut c = NodeConfig::default();
+    // `set!(flag)`: the flag, else the file's key, into the same field;
+    // `set!(flag => place.field, convert)` for a field elsewhere.
     macro_rules! set {
         ($field:ident) => {
+            set!($field => $field, std::convert::identity)
+        };
+        ($field:ident => $($place:ident).+, $convert:expr) => {
             if let Some(v) = a.$field.or(file.$field) {
-                c.$field = v;
+                c.$($place).+ = $convert(v);
             }
         };
     }
@@ -205,25 +210,14 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
     set!(max_snapshot_bytes);
     set!(max_module_bytes);
     set!(max_requests);
-    if let Some(v) = a.max_connections.or(file.max_connections) {
-        c.conn.max_connections = v;
-    }
-    if let Some(v) = a.max_connections_per_ip.or(file.max_connections_per_ip) {
-        c.conn.max_connections_per_ip = v;
-    }
-    if let Some(v) = a.max_in_flight.or(file.max_in_flight) {
-        c.conn.max_in_flight = v.max(1);
-    }
     let ms = std::time::Duration::from_millis;
-    if let Some(v) = a.hello_timeout_ms.or(file.hello_timeout_ms) {
-        c.conn.hello_timeout = ms(v);
-    }
-    if let Some(v) = a.header_timeout_ms.or(file.header_timeout_ms) {
-        c.conn.header_timeout = ms(v);
-    }
-    if let Some(v) = a.idle_timeout_ms.or(file.idle_timeout_ms) {
-        c.conn.idle_timeout = ms(v);
-    }
+    set!(max_connections => conn.max_connections, std::convert::identity);
+    set!(max_connections_per_ip => conn.max_connections_per_ip, std::convert::identity);
+    let at_least_one = |v: usize| v.max(1);
+    set!(max_in_flight => conn.max_in_flight, at_least_one);
+    set!(hello_timeout_ms => conn.hello_timeout, ms);
+    set!(header_timeout_ms => conn.header_timeout, ms);
+    set!(idle_timeout_ms => conn.idle_timeout, ms);
     if c.max_module_bytes > lockd::api::body::MAX_MODULE {
         anyhow::bail!(
             "--max-module-bytes {} is above the ceiling of {} bytes",
@@ -234,15 +228,9 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
     set!(segment_bytes);
     set!(audit_interval);
     set!(audit_check_ms);
-    if let Some(v) = a.fuel_per_call.or(file.fuel_per_call) {
-        c.engine.fuel_per_call = v;
-    }
-    if let Some(v) = a.fuel_per_state_call.or(file.fuel_per_state_call) {
-        c.engine.fuel_per_state_call = v;
-    }
-    if let Some(v) = a.memory_limit_bytes.or(file.memory_limit_bytes) {
-        c.engine.memory_limit_bytes = v;
-    }
+    set!(fuel_per_call => engine.fuel_per_call, std::convert::identity);
+    set!(fuel_per_state_call => engine.fuel_per_state_call, std::convert::identity);
+    set!(memory_limit_bytes => engine.memory_limit_bytes, std::convert::identity);
     if let Some(m) = a.initial_cluster.or(file.initial_cluster) {
         c.initial_cluster = parse_members(&m)?;
     }

@@ -151,6 +151,10 @@ pub const MAX_APPEND_BYTES: usize = 8 << 20;
 
 /// How many leading entries fit in [`MAX_APPEND_BYTES`] (at least one).
 pub fn entries_that_fit(entries: &[crate::raft::Entry]) -> usize {
+    // One entry (every heartbeat-sized batch) always goes: no sizing.
+    if entries.len() <= 1 {
+        return entries.len();
+    }
     let mut total = 0usize;
     for (i, e) in entries.iter().enumerate() {
         let size = match &e.payload {

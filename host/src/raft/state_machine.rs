@@ -22,9 +22,7 @@ use openraft::{AnyError, RaftSnapshotBuilder, StorageIOError};
 
 use super::replica::{Replica, ReplicaView};
 use super::snapshot::{self, SnapshotBlob, SnapshotFileError};
-use super::{
-    Entry, LogId, Request, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
-};
+use super::{Entry, LogId, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
 use crate::engine::{EngineError, ModuleHash, WasmEngine, World};
 use crate::upgrade::precompile::Precompiler;
@@ -300,17 +298,14 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
     {
-        // Off the runtime only when an entry may run long (a migration, a
-        // shadow's start): handing the worker off costs more than a whole
+        // Off the runtime only when an entry may run long (one carrying a
+        // module: a migration, a shadow's start): handing the worker off costs more than a whole
         // batch of lock commands, which is bounded (see
         // `replica::capacity::MAX_COMMANDS_PER_CALL`).
         let entries: Vec<Entry> = entries.into_iter().collect();
-        let long = entries.iter().any(|e| {
-            matches!(
-                &e.payload,
-                openraft::EntryPayload::Normal(Request::Upgrade(_) | Request::Shadow(_))
-            )
-        });
+        let long = entries.iter().any(
+            |e| matches!(&e.payload, openraft::EntryPayload::Normal(r) if r.module_bytes().is_some()),
+        );
         if long {
             off_runtime(|| self.replica().apply(entries)).map_err(sm_err)
         } else {

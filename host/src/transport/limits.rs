@@ -113,7 +113,8 @@ impl Gate {
     }
 
     /// Open client connections: in all, and from `ip`.
-    pub fn open(&self, ip: IpAddr) -> (usize, usize) {
+    #[cfg(test)]
+    fn open(&self, ip: IpAddr) -> (usize, usize) {
         let c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         (c.total, c.per_ip.get(&ip).copied().unwrap_or(0))
     }

@@ -235,35 +235,26 @@ impl Replica {
         let mut seen: Option<Vec<Vec<Command>>> = None;
         let mut at = 0;
         while at < groups.len() {
-            let fit = plan(&groups[at..], self.usage, self.capacity);
-            if fit > 0 {
-                let part = &groups[at..at + fit];
-                let outcomes = self.guest.apply(part)?;
-                for (g, o) in part.iter().zip(&outcomes) {
-                    self.usage.account(g, o);
-                }
-                if let Some(seen) = seen.as_mut() {
-                    seen.extend(part.iter().cloned());
-                }
-                out.extend(outcomes);
-                at += fit;
-                continue;
-            }
-            // This group could pass a bound: decide it on the exact use.
-            let group = &groups[at];
-            match refusal(group, self.usage, self.capacity) {
+            // The groups that certainly fit; or, where one could pass a
+            // bound, that group alone, decided on the exact use.
+            let (n, refused) = match plan(&groups[at..], self.usage, self.capacity) {
+                0 => (1, refusal(&groups[at], self.usage, self.capacity)),
+                fit => (fit, None),
+            };
+            let part = &groups[at..at + n];
+            match refused {
                 None => {
-                    let outcomes = self.guest.apply(std::slice::from_ref(group))?;
-                    for o in &outcomes {
-                        self.usage.account(group, o);
+                    let outcomes = self.guest.apply(part)?;
+                    for (g, o) in part.iter().zip(&outcomes) {
+                        self.usage.account(g, o);
                     }
                     if let Some(seen) = seen.as_mut() {
-                        seen.push(group.clone());
+                        seen.extend(part.iter().cloned());
                     }
                     out.extend(outcomes);
                 }
                 Some(why) => {
-                    let (rest, is_grant) = without_grants(group);
+                    let (rest, is_grant) = without_grants(&part[0]);
                     let answers = if rest.is_empty() {
                         Vec::new()
                     } else {
@@ -277,7 +268,7 @@ impl Replica {
                     out.push(merge(&is_grant, answers, &why));
                 }
             }
-            at += 1;
+            at += n;
         }
         Ok((out, seen))
     }
