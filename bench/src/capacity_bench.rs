@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p lock-bench --bin capacity-bench [-- --locks N --key-bytes L]
+//!     [--fuel-per-state-call F]
 //! ```
 //!
 //! For each lock module (the built-in world-0.1 module and the world-0.2
@@ -12,7 +13,9 @@
 //! as many per call as the replica ever sends (4096), and then every call
 //! the cluster makes on a table that size is run once:
 //!
-//! * `apply`: the most fuel one call of 4096 grants took;
+//! * `apply`: the most fuel one call of 4096 grants took, and the apply
+//!   throughput of grants and releases of other keys beside the full table
+//!   against the same on an empty one;
 //! * `state-hash` (every audit point and status);
 //! * `snapshot` (building a Raft snapshot) and `restore` into a new instance
 //!   (installing one, restarting);
@@ -49,7 +52,7 @@ fn run(
     other: &[u8],
     locks: usize,
     key_bytes: usize,
-) -> Vec<Cost> {
+) -> (Vec<Cost>, f64, f64) {
     let load = |bytes: &[u8]| {
         engine
             .instantiate(&engine.load(bytes).expect("module"))
@@ -73,6 +76,10 @@ fn run(
         k.truncate(key_bytes.max(16));
         k
     };
+    let empty_rate = {
+        let mut fresh = load(module);
+        cycle_rate(&mut fresh, key_bytes)
+    };
     let mut worst = (0, 0.0);
     let mut i = 0;
     while i < locks {
@@ -87,6 +94,7 @@ fn run(
         }
         i += n;
     }
+    let full_rate = cycle_rate(&mut g, key_bytes);
     costs.push(Cost {
         call: "apply (4096 grants, the most per call)",
         fuel: worst.0,
@@ -132,7 +140,46 @@ fn run(
         &migrated,
         t,
     );
-    costs
+    (costs, empty_rate, full_rate)
+}
+
+/// Keys per round of [`cycle_rate`].
+const CYCLE_KEYS: usize = 2048;
+
+/// Apply throughput beside what `g` holds: rounds of one call granting
+/// [`CYCLE_KEYS`] keys of its own and one releasing them, commands/s over
+/// 20 rounds after one to warm up.
+fn cycle_rate(g: &mut GuestInstance, key_bytes: usize) -> f64 {
+    let key = |i: usize| {
+        let mut k = format!("cycle/{i:06}/");
+        while k.len() < key_bytes {
+            k.push('y');
+        }
+        k
+    };
+    let mut round = || {
+        let grants: Vec<Vec<Command>> = (0..CYCLE_KEYS)
+            .map(|i| vec![Command::grant(key(i), 60_000)])
+            .collect();
+        let out = g.apply(&grants).expect("apply grants");
+        let releases: Vec<Vec<Command>> = out
+            .iter()
+            .enumerate()
+            .map(|(i, o)| match o.first() {
+                Some(lockd::command::Outcome::Granted(gr)) => {
+                    vec![Command::release(key(i), gr.token)]
+                }
+                other => panic!("cycle grant: {other:?}"),
+            })
+            .collect();
+        g.apply(&releases).expect("apply releases");
+    };
+    round();
+    let t = Instant::now();
+    for _ in 0..20 {
+        round();
+    }
+    (20 * 2 * CYCLE_KEYS) as f64 / t.elapsed().as_secs_f64()
 }
 
 fn fuel_budget(b: &EngineSettings, call: &str) -> u64 {
@@ -147,8 +194,11 @@ fn fuel_budget(b: &EngineSettings, call: &str) -> u64 {
 }
 
 fn main() {
-    let engine = WasmEngine::new(EngineSettings::default(), None).expect("engine");
-    let budget = EngineSettings::default();
+    // A table beyond the default bounds needs a bigger state budget (the
+    // scale report's 1M locks: `--fuel-per-state-call 500000000000`).
+    let mut budget = EngineSettings::default();
+    budget.fuel_per_state_call = arg("--fuel-per-state-call", budget.fuel_per_state_call);
+    let engine = WasmEngine::new(budget.clone(), None).expect("engine");
     let shapes: Vec<(usize, usize)> = match (arg("--locks", 0usize), arg("--key-bytes", 0usize)) {
         (0, _) | (_, 0) => {
             let d = DEFAULT_CAPACITY;
@@ -177,17 +227,28 @@ fn main() {
             println!("## {name}: {locks} locks, {key_bytes}-byte keys\n");
             println!("| call | fuel | × inside fuel | memory MiB | × inside memory | ms |");
             println!("|---|---:|---:|---:|---:|---:|");
-            for c in run(&engine, module, other, locks, key_bytes) {
+            let (costs, empty_rate, full_rate) = run(&engine, module, other, locks, key_bytes);
+            for c in costs {
+                let memory = match c.memory {
+                    0 => "– | –".to_string(),
+                    m => format!(
+                        "{:.0} | {:.1}",
+                        m as f64 / (1 << 20) as f64,
+                        budget.memory_limit_bytes as f64 / m as f64
+                    ),
+                };
                 println!(
-                    "| {} | {} | {:.1} | {:.0} | {:.1} | {:.0} |",
+                    "| {} | {} | {:.1} | {memory} | {:.1} |",
                     c.call,
                     c.fuel,
                     fuel_budget(&budget, c.call) as f64 / c.fuel.max(1) as f64,
-                    c.memory as f64 / (1 << 20) as f64,
-                    budget.memory_limit_bytes as f64 / c.memory.max(1) as f64,
                     c.ms
                 );
             }
+            println!(
+                "\napply beside this table, rounds of {CYCLE_KEYS} grants and {CYCLE_KEYS} releases of other keys: {full_rate:.0} commands/s; on an empty table {empty_rate:.0} ({:.2} of it)",
+                full_rate / empty_rate
+            );
             println!();
         }
     }

@@ -9,6 +9,9 @@
 //! * `capacity-bench`: each guest call's fuel and memory on a full lock
 //!   table, against the budgets (how the default capacity bounds were
 //!   chosen).
+//! * `scale-bench`: the cluster beside a big lock table (a million locks):
+//!   cycles/s against an empty table, memory per lock, snapshot build,
+//!   transfer and install, restart.
 //! * `upgrade-bench`: the client-visible pause of a hot upgrade with 100k
 //!   held locks, compile included and excluded.
 //! * this library: what the binaries share.
@@ -69,4 +72,42 @@ pub fn percentile<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
 /// [`percentile`] of sorted milliseconds, NaN when there are none.
 pub fn percentile_ms(sorted: &[f64], p: f64) -> f64 {
     percentile(sorted, p).unwrap_or(f64::NAN)
+}
+
+/// Take `locks` locks with a one-hour lease, the `i`th on `key(i)`, with
+/// `clients` native clients at once. The guards are dropped without a
+/// release: the locks stay held.
+pub async fn fill(
+    endpoints: Vec<String>,
+    locks: usize,
+    clients: usize,
+    key: impl Fn(usize) -> String + Send + Sync + 'static,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+    let (next, key) = (Arc::new(AtomicUsize::new(0)), Arc::new(key));
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let client = lockd_client::Client::new(endpoints.clone());
+        let (next, key) = (next.clone(), key.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= locks {
+                    return;
+                }
+                let k = key(i);
+                if let Err(e) = client
+                    .acquire(&k, Duration::from_secs(3600), Duration::ZERO)
+                    .await
+                {
+                    panic!("filling: acquire {k}: {e}");
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("fill task");
+    }
 }

@@ -56,33 +56,6 @@ fn window(samples: &[Sample], from: Instant, to: Instant) -> (usize, f64, f64, f
     )
 }
 
-async fn fill(endpoints: Vec<String>, locks: usize, clients: usize) {
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for _ in 0..clients {
-        let (client, next) = (Client::new(endpoints.clone()), next.clone());
-        tasks.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= locks {
-                    return;
-                }
-                let key = format!("held/{i:06}");
-                // Dropped guards keep their locks: they stay held.
-                if let Err(e) = client
-                    .acquire(&key, Duration::from_secs(3600), Duration::ZERO)
-                    .await
-                {
-                    panic!("filling: acquire {key}: {e}");
-                }
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.expect("fill task");
-    }
-}
-
 async fn cycles(
     endpoints: Vec<String>,
     id: usize,
@@ -179,7 +152,9 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
 
     let t = Instant::now();
-    rt.block_on(fill(endpoints.clone(), locks, 64));
+    rt.block_on(lock_bench::fill(endpoints.clone(), locks, 64, |i| {
+        format!("held/{i:06}")
+    }));
     let fill_s = t.elapsed().as_secs_f64();
     let st = c.status(leader).expect("status");
     assert_eq!(st.locks_held as usize, locks, "locks held after filling");

@@ -292,6 +292,19 @@ pub struct Status {
     /// The cluster's capacity bounds and what is used of them.
     #[serde(default)]
     pub capacity: Option<CapacityStatus>,
+    /// The active guest's linear memory in bytes (what the memory limit
+    /// counts).
+    #[serde(default)]
+    pub guest_memory_bytes: u64,
+    /// Bytes of the last snapshot this node built or installed.
+    #[serde(default)]
+    pub last_snapshot_bytes: u64,
+    /// How long this node's last snapshot build took, ms (0: none yet).
+    #[serde(default)]
+    pub last_snapshot_build_ms: u64,
+    /// How long this node's last install of a leader's snapshot took, ms.
+    #[serde(default)]
+    pub last_snapshot_install_ms: u64,
 }
 
 /// The cluster's capacity bounds: a replicated setting, enforced by every
@@ -305,6 +318,18 @@ pub struct Capacity {
     /// The most key bytes those holdings may have together (a key held by
     /// N holders counts N times).
     pub max_key_bytes: u64,
+}
+
+/// A snapshot built on request (`POST /v1/admin/snapshot`).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SnapshotBuilt {
+    /// The node that built it.
+    pub node: u64,
+    /// The last log index it covers.
+    pub index: u64,
+    pub bytes: u64,
+    /// How long the build took (the guest's `snapshot`, encoding, fsync).
+    pub build_ms: u64,
 }
 
 /// The capacity bounds and the use of them at one applied index.

@@ -76,10 +76,12 @@ impl core::fmt::Display for SnapshotError {
 
 impl std::error::Error for SnapshotError {}
 
+/// The body as written: `locks` streamed from the table (see
+/// [`lock_key::SeqOf`]), encoded as a `Vec<(&str, u64, u64)>` would be.
 #[derive(Serialize)]
-struct BodyRef<'a> {
+struct BodyRef<L> {
     next_token: u64,
-    locks: Vec<(&'a str, u64, u64)>,
+    locks: L,
 }
 
 #[derive(Deserialize)]
@@ -91,17 +93,15 @@ struct Body {
 pub fn encode(table: &LockTable) -> Vec<u8> {
     let body = BodyRef {
         next_token: table.next_token,
-        locks: table
-            .locks
-            .iter()
-            .map(|(k, i)| (k.0.as_str(), i.token, i.lease_ms))
-            .collect(),
+        locks: lock_key::SeqOf(|| {
+            table
+                .locks
+                .iter()
+                .map(|(k, i)| (k.0.as_str(), i.token, i.lease_ms))
+        }),
     };
-    let mut out = Vec::with_capacity(16 + table.locks.len() * 24);
-    out.extend_from_slice(MAGIC);
-    out.push(FORMAT);
-    // Serialising plain integers and strings into a Vec cannot fail.
-    postcard::to_extend(&body, out).expect("postcard encoding into a Vec is infallible")
+    let [m0, m1, m2, m3] = *MAGIC;
+    lock_key::encode_exact(&[m0, m1, m2, m3, FORMAT], &body)
 }
 
 pub fn decode(bytes: &[u8]) -> Result<LockTable, SnapshotError> {
@@ -225,7 +225,7 @@ mod tests {
         body.push(FORMAT);
         let bad = BodyRef {
             next_token: 3,
-            locks: vec![("b", 1, 1), ("a", 2, 1)],
+            locks: vec![("b", 1u64, 1u64), ("a", 2, 1)],
         };
         let body = postcard::to_extend(&bad, body).unwrap();
         assert_eq!(
@@ -236,7 +236,7 @@ mod tests {
         let body = body[..5].to_vec();
         let bad = BodyRef {
             next_token: 2,
-            locks: vec![("a", 1, 1), ("b", 2, 1)],
+            locks: vec![("a", 1u64, 1u64), ("b", 2, 1)],
         };
         let body = postcard::to_extend(&bad, body).unwrap();
         assert!(matches!(
@@ -247,7 +247,7 @@ mod tests {
         let body = body[..5].to_vec();
         let bad = BodyRef {
             next_token: 5,
-            locks: vec![("a", 1, 1), ("b", 1, 1)],
+            locks: vec![("a", 1u64, 1u64), ("b", 1, 1)],
         };
         let body = postcard::to_extend(&bad, body).unwrap();
         assert_eq!(

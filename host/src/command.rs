@@ -35,6 +35,10 @@ pub mod legacy {
 /// [`crate::raft::replica::capacity`]).
 pub const CAPACITY_REASON: &str = "cluster capacity";
 
+/// The allowance [`Command::wire_bytes`] makes for a command's numbers and
+/// framing (more than postcard's varints and tags take).
+pub const WIRE_OVERHEAD: usize = 48;
+
 /// Whether a `quota` refusal is the cluster's capacity bound.
 pub fn is_capacity(reason: &str) -> bool {
     reason.starts_with(CAPACITY_REASON)
@@ -79,6 +83,25 @@ impl Command {
             key: key.into(),
             token,
         })
+    }
+
+    /// About how many bytes the command takes in a log entry: its strings
+    /// exactly, a fixed allowance for its numbers and framing. What bounds a
+    /// lock entry, and an AppendEntries batch, in bytes.
+    pub fn wire_bytes(&self) -> usize {
+        WIRE_OVERHEAD
+            + match self {
+                Command::Grant(g) => {
+                    g.key.len()
+                        + g.holder.principal.len()
+                        + g.holder.owner.len()
+                        + g.request_id.len()
+                }
+                Command::Release(r) | Command::Expire(r) => r.key.len(),
+                Command::SetPolicy(rules) => {
+                    rules.iter().map(|r| r.prefix.len() + WIRE_OVERHEAD).sum()
+                }
+            }
     }
 
     /// The key the command is about (none for `set-policy`).
@@ -151,6 +174,18 @@ impl fmt::Display for Outcome {
             Outcome::PolicySet => f.write_str("policy-set"),
             Outcome::Noop => f.write_str("noop"),
         }
+    }
+}
+
+impl legacy::Command {
+    /// As [`Command::wire_bytes`].
+    pub fn wire_bytes(&self) -> usize {
+        WIRE_OVERHEAD
+            + match self {
+                legacy::Command::Grant(g) => g.key.len(),
+                legacy::Command::Release(k) => k.len(),
+                legacy::Command::Expire(e) => e.key.len(),
+            }
     }
 }
 

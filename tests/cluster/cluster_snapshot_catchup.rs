@@ -69,6 +69,7 @@ fn lagging_node_catches_up_by_snapshot() {
     );
     assert_eq!(lag.state_hash, expected_hash);
     assert_eq!(lag.locks_held, 80);
+    assert!(lag.last_snapshot_bytes > 0, "{lag:?}");
     assert_eq!(
         lag.module_hash, s.module_hash,
         "the snapshot carries the active module"
@@ -78,4 +79,48 @@ fn lagging_node_catches_up_by_snapshot() {
     c.spawn(leader);
     let all = c.wait_converged(Duration::from_secs(30));
     assert_eq!(all.state_hash, expected_hash);
+}
+
+#[test]
+fn a_snapshot_is_built_on_request_on_the_node_asked() {
+    let c = Cluster::start(3, &[]);
+    let leader = c.wait_leader(Duration::from_secs(20));
+    for i in 0..20 {
+        let r = c
+            .acquire(leader, &format!("ask/{i}"), 60_000)
+            .expect("acquire");
+        assert!(r.ok(), "{r:?}");
+    }
+    let done = c.wait_converged(Duration::from_secs(20));
+    let follower = (1..=3).find(|id| *id != leader).expect("follower");
+    let before: Vec<u64> = (1..=3)
+        .map(|id| c.status(id).expect("status").snapshots_built)
+        .collect();
+    let r = c
+        .post(follower, "/v1/admin/snapshot", serde_json::json!({}))
+        .expect("snapshot");
+    assert!(r.ok(), "{r:?}");
+    assert_eq!(r.body["node"], follower, "{r:?}");
+    let index = r.body["index"].as_u64().expect("index");
+    let bytes = r.body["bytes"].as_u64().expect("bytes");
+    assert!(index >= done.applied_index, "{r:?} {done:?}");
+    assert!(bytes > 0, "{r:?}");
+    for id in 1..=3 {
+        let st = c.status(id).expect("status");
+        let i = (id - 1) as usize;
+        if id == follower {
+            assert_eq!(st.snapshots_built, before[i] + 1, "node {id}");
+            assert_eq!(st.snapshot_index, Some(index), "node {id}");
+            assert_eq!(st.last_snapshot_bytes, bytes, "node {id}");
+            assert_eq!(
+                c.metric(id, "lockd_snapshot_last_bytes"),
+                Some(bytes),
+                "node {id}"
+            );
+        } else {
+            // Only the node asked builds one.
+            assert_eq!(st.snapshots_built, before[i], "node {id}");
+        }
+        assert!(st.guest_memory_bytes > 0, "node {id}");
+    }
 }

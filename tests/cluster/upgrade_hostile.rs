@@ -254,3 +254,60 @@ fn upgrade_route_refuses_bad_requests() {
         ModuleHash::of(lockd::builtin::LOCK_SM).to_string()
     );
 }
+
+/// One upgrade request: status, `Retry-After` header, error text.
+fn upgrade_raw(addr: &str, module: &[u8]) -> (u16, Option<String>, String) {
+    let url = format!("http://{addr}/v1/admin/upgrade");
+    let agent = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(120))
+        .build();
+    let r = match agent.post(&url).send_bytes(module) {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("upgrade request: {e}"),
+    };
+    let (status, retry) = (r.status(), r.header("Retry-After").map(str::to_string));
+    (status, retry, r.into_string().unwrap_or_default())
+}
+
+#[test]
+fn a_second_dry_run_while_one_runs_is_answered_busy() {
+    // A migration that spins through a state-call budget of seconds (the
+    // chaos module's restore loops while `chaos:restore:loop` is held):
+    // a second upgrade sent beside it finds the one dry run taken.
+    let c = Cluster::start(1, &["--fuel-per-state-call", "10000000000"]);
+    let leader = c.wait_leader(Duration::from_secs(20));
+    let r = c
+        .acquire(leader, "chaos:restore:loop", 600_000)
+        .expect("acquire");
+    assert!(r.ok(), "{r:?}");
+    let addr = c.addr(leader).to_string();
+    let mut answers = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..2)
+            .map(|_| s.spawn(|| upgrade_raw(&addr, CHAOS_GUEST)))
+            .collect();
+        runs.into_iter()
+            .map(|r| r.join().expect("request"))
+            .collect::<Vec<_>>()
+    });
+    answers.sort();
+    let (ran, busy) = (&answers[0], &answers[1]);
+    assert_eq!(ran.0, 422, "{answers:?}");
+    assert!(
+        ran.2.contains("ran out of fuel in `restore`"),
+        "{answers:?}"
+    );
+    assert_eq!(busy.0, 503, "{answers:?}");
+    assert_eq!(busy.1.as_deref(), Some("1"), "{answers:?}");
+    assert!(
+        busy.2.contains("another module is being checked on node 1"),
+        "{answers:?}"
+    );
+    // Nothing was proposed, and the dry run is free again.
+    let st = c.status(leader).expect("status");
+    assert!(st.upgrades.is_empty(), "{:?}", st.upgrades);
+    let r = c
+        .post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_V2)
+        .expect("upgrade");
+    assert_eq!(r.status, 200, "{r:?}");
+}

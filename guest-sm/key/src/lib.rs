@@ -1,6 +1,8 @@
 //! What both lock modules (`guest-sm`, world 0.1, and `guest-sm-v3`, world
 //! 0.2) share: lock keys ordered byte-wise a word at a time ([`Key`]), and
-//! the accumulator of their incremental state hashes ([`Accumulator`]).
+//! the accumulator of their incremental state hashes ([`Accumulator`]), and
+//! the snapshot encoder that writes straight from the table
+//! ([`encode_exact`]).
 //!
 //! The order is exactly `str`'s (lexicographic by bytes), so the table's
 //! iteration order and the snapshot encoding are unchanged. The comparison is
@@ -11,8 +13,10 @@
 //! step as big-endian words gives the same answer in an eighth of the steps.
 
 mod acc;
+mod encode;
 
 pub use acc::Accumulator;
+pub use encode::{encode_exact, SeqOf};
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;

@@ -27,19 +27,22 @@ use crate::types::{Holder, Mode, PrefixPolicy};
 
 pub const FORMAT: u8 = 3;
 
+/// The body as written: keys and holdings streamed from the table (see
+/// [`lock_key::SeqOf`]), encoded exactly as [`Body`] decodes.
 #[derive(Serialize)]
-struct BodyRef<'a> {
+struct BodyRef<K> {
     next_token: u64,
     policy: Vec<PrefixPolicy>,
-    keys: Vec<KeyRef<'a>>,
+    keys: K,
 }
 
 #[derive(Serialize)]
-struct KeyRef<'a> {
+struct KeyRef<'a, H> {
     key: &'a str,
     mode: Mode,
     limit: u32,
-    holdings: Vec<(u64, u64, &'a Option<Holder>, &'a str)>,
+    /// `(token, lease_ms, holder, request_id)` in token order.
+    holdings: H,
 }
 
 #[derive(Deserialize)]
@@ -63,25 +66,22 @@ impl LockState {
         let body = BodyRef {
             next_token: self.next_token,
             policy: self.policy.rules(),
-            keys: self
-                .keys
-                .iter()
-                .map(|(key, k)| KeyRef {
+            keys: lock_key::SeqOf(|| {
+                self.keys.iter().map(|(key, k)| KeyRef {
                     key: &key.0,
                     mode: k.mode,
                     limit: k.limit,
-                    holdings: k
-                        .holdings
-                        .iter()
-                        .map(|(&t, h)| (t, h.lease_ms, &h.holder, h.request_id.as_str()))
-                        .collect(),
+                    holdings: lock_key::SeqOf(|| {
+                        k.holdings
+                            .iter()
+                            .map(|(&t, h)| (t, h.lease_ms, &h.holder, h.request_id.as_str()))
+                    }),
                 })
-                .collect(),
+            }),
         };
-        let mut out = MAGIC.to_vec();
-        out.push(FORMAT);
-        // Strings, integers and sequences into a Vec: cannot fail.
-        postcard::to_extend(&body, out).expect("postcard encoding into a Vec is infallible")
+        let mut prefix = MAGIC.to_vec();
+        prefix.push(FORMAT);
+        lock_key::encode_exact(&prefix, &body)
     }
 
     /// Replace the state with a snapshot of format 3, or migrate one of

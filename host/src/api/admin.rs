@@ -9,8 +9,9 @@
 //! | `GET /v1/audit` | | this node's [`AuditReport`] (never forwarded) |
 //! | `GET /v1/admin/capacity` | | `200` [`CapacityStatus`]: the bounds and their use |
 //! | `PUT /v1/admin/capacity` | [`Capacity`] | `200` [`CapacityStatus`] once the entry applied; `400` a bound of 0 |
+//! | `POST /v1/admin/snapshot` | | `200` [`SnapshotBuilt`]: this node built a snapshot of its state now and compacted its log (never forwarded) |
 //!
-//! The admin routes are forwarded to the leader like the lock routes.
+//! The other admin routes are forwarded to the leader like the lock routes.
 //! Module bodies may be up to `--max-module-bytes` (default
 //! [`super::body::DEFAULT_MAX_MODULE`]); a bigger one is refused with 413
 //! before anything is proposed.
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::Uri;
 use axum::Json;
-use lockd_client::proto::{AuditReport, Capacity, CapacityStatus, UpgradeReply};
+use lockd_client::proto::{AuditReport, Capacity, CapacityStatus, SnapshotBuilt, UpgradeReply};
 
 use super::body::ModuleBody;
 use super::error::ApiError;
@@ -138,4 +139,42 @@ pub async fn capacity_put(
         ));
     }
     Ok(Json(node.upgrader.set_capacity(bounds).await?))
+}
+
+/// How long a requested snapshot may take before the request gives up
+/// (the build goes on).
+const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Build a snapshot on this node now. openraft builds one at a time: a
+/// request during a build waits for that build.
+pub async fn snapshot_build(
+    State(node): State<Arc<Services>>,
+) -> Result<Json<SnapshotBuilt>, ApiError> {
+    use axum::http::StatusCode;
+    let before = node.sm.snapshot_stats().built;
+    node.raft.trigger().snapshot().await.map_err(|e| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("raft stopped: {e}"),
+        )
+    })?;
+    let deadline = tokio::time::Instant::now() + SNAPSHOT_WAIT;
+    loop {
+        let s = node.sm.snapshot_stats();
+        if s.built > before {
+            return Ok(Json(SnapshotBuilt {
+                node: node.id,
+                index: s.last_index,
+                bytes: s.last_bytes,
+                build_ms: s.last_build_us / 1000,
+            }));
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!("no snapshot built within {} s", SNAPSHOT_WAIT.as_secs()),
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }

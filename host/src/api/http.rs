@@ -112,6 +112,7 @@ pub fn router(node: Arc<Services>) -> Router {
         .route("/v1/members", get(members_list))
         .route("/metrics", get(metrics::metrics))
         .route("/v1/audit", get(admin::audit))
+        .route("/v1/admin/snapshot", post(admin::snapshot_build))
         .merge(leader_json)
         .merge(leader_modules)
         .fallback(|| async { ApiError::not_found("no such route") })

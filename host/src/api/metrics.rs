@@ -20,7 +20,7 @@ pub async fn metrics(State(node): State<Arc<Services>>) -> impl IntoResponse {
     let cap = s.capacity.unwrap_or_default();
     // (name, type, help, value): one gauge or counter each, labelled by node.
     #[rustfmt::skip]
-    let rows: [(&str, &str, &str, u64); 31] = [
+    let rows: [(&str, &str, &str, u64); 35] = [
         ("lockd_raft_term", "gauge", "Current Raft term.", s.term),
         ("lockd_raft_is_leader", "gauge", "1 when this node is the leader.", (s.role == Role::Leader) as u64),
         ("lockd_raft_commit_index", "gauge", "Last committed log index.", s.commit_index),
@@ -32,6 +32,10 @@ pub async fn metrics(State(node): State<Arc<Services>>) -> impl IntoResponse {
         ("lockd_wal_fsyncs_total", "counter", "fsyncs issued by the log.", s.wal_fsyncs),
         ("lockd_snapshots_built_total", "counter", "Snapshots built.", s.snapshots_built),
         ("lockd_snapshots_installed_total", "counter", "Snapshots installed from a leader.", s.snapshots_installed),
+        ("lockd_snapshot_last_bytes", "gauge", "Bytes of the last snapshot built or installed.", s.last_snapshot_bytes),
+        ("lockd_snapshot_last_build_ms", "gauge", "Milliseconds the last snapshot build took.", s.last_snapshot_build_ms),
+        ("lockd_snapshot_last_install_ms", "gauge", "Milliseconds the last install of a leader's snapshot took.", s.last_snapshot_install_ms),
+        ("lockd_guest_memory_bytes", "gauge", "Linear memory of the active lock module.", s.guest_memory_bytes),
         ("lockd_lock_grants_total", "counter", "Grants committed by this node as leader.", ls.grants.load(Ordering::Relaxed)),
         ("lockd_lock_releases_total", "counter", "Releases committed for callers.", ls.releases.load(Ordering::Relaxed)),
         ("lockd_lock_expires_total", "counter", "Expire commands committed.", ls.expires.load(Ordering::Relaxed)),

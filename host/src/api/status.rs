@@ -33,7 +33,7 @@ pub fn status_with(node: &Services, hash: bool) -> (Status, UpgradeCounts) {
     // Applied index and state hash are read under one lock, so the hash is
     // the hash *at* that index.
     let v = node.sm.view(hash);
-    let (built, installed) = node.sm.snapshot_counts();
+    let snaps = node.sm.snapshot_stats();
     let stats = node.log.stats();
     let status = Status {
         id: node.id,
@@ -52,8 +52,8 @@ pub fn status_with(node: &Services, hash: bool) -> (Status, UpgradeCounts) {
         state_hash: v.state_hash,
         locks_held: v.locks_held,
         engine_fingerprint: node.engine.fingerprint().hash.clone(),
-        snapshots_built: built,
-        snapshots_installed: installed,
+        snapshots_built: snaps.built,
+        snapshots_installed: snaps.installed,
         wal_fsyncs: stats.fsyncs.load(std::sync::atomic::Ordering::Relaxed),
         wal_entries: stats.entries.load(std::sync::atomic::Ordering::Relaxed),
         poisoned: v.poisoned,
@@ -63,6 +63,10 @@ pub fn status_with(node: &Services, hash: bool) -> (Status, UpgradeCounts) {
         shadow: v.shadow,
         audit_divergences: node.sm.divergences(),
         capacity: Some(v.capacity),
+        guest_memory_bytes: v.guest_memory_bytes,
+        last_snapshot_bytes: snaps.last_bytes,
+        last_snapshot_build_ms: snaps.last_build_us / 1000,
+        last_snapshot_install_ms: snaps.last_install_us / 1000,
     };
     let counts = UpgradeCounts {
         swapped: v.upgrades_swapped,

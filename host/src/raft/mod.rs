@@ -99,34 +99,10 @@ impl Request {
     /// strings counted exactly, a fixed allowance for each command's
     /// numbers and framing. What bounds an AppendEntries batch in bytes.
     pub fn wire_bytes(&self) -> usize {
-        const PER_COMMAND: usize = 48;
-        let command = |c: &Command| {
-            PER_COMMAND
-                + match c {
-                    Command::Grant(g) => {
-                        g.key.len()
-                            + g.holder.principal.len()
-                            + g.holder.owner.len()
-                            + g.request_id.len()
-                    }
-                    Command::Release(r) | Command::Expire(r) => r.key.len(),
-                    Command::SetPolicy(rules) => {
-                        rules.iter().map(|r| r.prefix.len() + PER_COMMAND).sum()
-                    }
-                }
-        };
-        let legacy = |c: &legacy::Command| {
-            PER_COMMAND
-                + match c {
-                    legacy::Command::Grant(g) => g.key.len(),
-                    legacy::Command::Release(k) => k.len(),
-                    legacy::Command::Expire(e) => e.key.len(),
-                }
-        };
-        PER_COMMAND
+        crate::command::WIRE_OVERHEAD
             + match self {
-                Request::Lock(cs) => cs.iter().map(legacy).sum(),
-                Request::Commands(groups) => groups.iter().flatten().map(command).sum(),
+                Request::Lock(cs) => cs.iter().map(legacy::Command::wire_bytes).sum(),
+                Request::Commands(groups) => groups.iter().flatten().map(Command::wire_bytes).sum(),
                 Request::Upgrade(u) => u.module.len(),
                 Request::Shadow(ShadowEntry::Start { module }) => module.len(),
                 Request::Shadow(ShadowEntry::Stop) | Request::Capacity(_) => 0,

@@ -4,6 +4,10 @@
 //! receiving buffer zero-fill up to it. [`PeerGate::check`] refuses, with a
 //! reason, what no correct peer sends:
 //!
+//! * a lock entry bigger than one AppendEntries batch may be
+//!   ([`MAX_APPEND_BYTES`]; an honest leader cuts lock entries at a
+//!   fraction of it, and every version ever did: 4096 commands of the
+//!   longest strings make about 6 MiB);
 //! * a term above [`MAX_TERM`] (2^48: an election every millisecond would
 //!   take nine thousand years to get there, and far below wrapping);
 //! * an RPC whose sender is not the node its connection's hello named;
@@ -23,8 +27,8 @@ use std::sync::Mutex;
 
 use openraft::EntryPayload;
 
-use super::network::PeerRequest;
-use super::NodeId;
+use super::network::{PeerRequest, MAX_APPEND_BYTES};
+use super::{NodeId, Request};
 
 /// The highest term a peer may send.
 pub const MAX_TERM: u64 = 1 << 48;
@@ -73,6 +77,19 @@ impl PeerGate {
                     "entry {} is of a term above the request's {term}",
                     e.log_id
                 ));
+            }
+            for e in &r.entries {
+                if let EntryPayload::Normal(req @ (Request::Lock(_) | Request::Commands(_))) =
+                    &e.payload
+                {
+                    let bytes = req.wire_bytes();
+                    if bytes > MAX_APPEND_BYTES {
+                        return Err(format!(
+                            "lock entry {} takes {bytes} bytes, above the bound of {MAX_APPEND_BYTES}",
+                            e.log_id
+                        ));
+                    }
+                }
             }
         }
         if let Some(sender) = vote.leader_id.voted_for() {
@@ -202,5 +219,32 @@ mod tests {
         assert!(g.check(1, &chunk(2, 1, "s2", 0, 10), m).is_ok());
         let e = g.check(1, &chunk(2, 1, "s3", u64::MAX, 10), m).unwrap_err();
         assert!(e.contains("above the cap"), "{e}");
+    }
+
+    fn append(term: u64, node: NodeId, request: Request) -> PeerRequest {
+        use openraft::raft::AppendEntriesRequest;
+        PeerRequest::AppendEntries(AppendEntriesRequest {
+            vote: Vote::new_committed(term, node),
+            prev_log_id: None,
+            entries: vec![crate::raft::Entry {
+                log_id: openraft::LogId::new(openraft::CommittedLeaderId::new(term, node), 1),
+                payload: EntryPayload::Normal(request),
+            }],
+            leader_commit: None,
+        })
+    }
+
+    #[test]
+    fn a_lock_entry_past_the_batch_bound_is_refused() {
+        use crate::command::Command;
+        let g = PeerGate::new(1 << 20);
+        let key = "k".repeat(1024);
+        let group = |n: usize| vec![(0..n).map(|_| Command::grant(key.clone(), 1)).collect()];
+        // The most an honest leader sends in one entry passes.
+        let ok = append(2, 1, Request::Commands(group(4096)));
+        assert!(g.check(1, &ok, members).is_ok());
+        let big = append(2, 1, Request::Commands(group(9000)));
+        let e = g.check(1, &big, members).unwrap_err();
+        assert!(e.contains("above the bound"), "{e}");
     }
 }

@@ -29,9 +29,18 @@ use crate::raft::{NodeId, Raft, Request, Response};
 pub const MAX_IN_FLIGHT: usize = 2;
 /// Commands in one entry at most (the entry must stay well under a frame).
 pub const MAX_BATCH: usize = 4096;
+/// Bytes of commands in one entry at most ([`Command::wire_bytes`]): a
+/// group that would take a batch past it waits for the next entry (a
+/// group alone may pass it; the API bounds a group's strings). Keeps every
+/// lock entry a small part of an AppendEntries batch
+/// ([`crate::raft::network::MAX_APPEND_BYTES`]), so lock traffic never
+/// delays heartbeats by much; 4096 grants of 1 KiB keys make about four.
+pub const MAX_ENTRY_BYTES: usize = 1 << 20;
 
 struct Pending {
     commands: Vec<Command>,
+    /// The commands' [`Command::wire_bytes`].
+    bytes: usize,
     reply: oneshot::Sender<Result<Vec<Outcome>, ServiceError>>,
 }
 
@@ -52,34 +61,72 @@ impl Proposer {
     /// outcomes.
     pub async fn propose(&self, commands: Vec<Command>) -> Result<Vec<Outcome>, ServiceError> {
         let (reply, wait) = oneshot::channel();
+        let bytes = commands.iter().map(Command::wire_bytes).sum();
         self.tx
-            .send(Pending { commands, reply })
+            .send(Pending {
+                commands,
+                bytes,
+                reply,
+            })
             .map_err(|_| ServiceError::Unavailable("the node is shutting down".into()))?;
         wait.await
             .map_err(|_| ServiceError::Unavailable("the node is shutting down".into()))?
     }
 }
 
+/// The groups of one entry, within [`MAX_BATCH`] and [`MAX_ENTRY_BYTES`].
+struct Batch {
+    groups: Vec<Pending>,
+    commands: usize,
+    bytes: usize,
+}
+
+impl Batch {
+    fn new(first: Pending) -> Batch {
+        Batch {
+            commands: first.commands.len(),
+            bytes: first.bytes,
+            groups: vec![first],
+        }
+    }
+
+    /// Add `p`, or hand it back when it would take the entry past a bound.
+    fn push(&mut self, p: Pending) -> Result<(), Pending> {
+        if self.commands + p.commands.len() > MAX_BATCH || self.bytes + p.bytes > MAX_ENTRY_BYTES {
+            return Err(p);
+        }
+        self.commands += p.commands.len();
+        self.bytes += p.bytes;
+        self.groups.push(p);
+        Ok(())
+    }
+}
+
 async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    // A group that did not fit the last entry: the first of the next.
+    let mut held: Option<Pending> = None;
     loop {
         // Take a slot first: while all are busy, submissions pile up in the
         // channel and become the next, larger batch.
         let Ok(slot) = slots.clone().acquire_owned().await else {
             return;
         };
-        let Some(first) = rx.recv().await else { return };
-        let mut total = first.commands.len();
-        let mut groups = vec![first];
-        while total < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(p) => {
-                    total += p.commands.len();
-                    groups.push(p);
-                }
-                Err(_) => break,
+        let first = match held.take() {
+            Some(p) => p,
+            None => match rx.recv().await {
+                Some(p) => p,
+                None => return,
+            },
+        };
+        let mut batch = Batch::new(first);
+        while let Ok(p) = rx.try_recv() {
+            if let Err(p) = batch.push(p) {
+                held = Some(p);
+                break;
             }
         }
+        let (total, groups) = (batch.commands, batch.groups);
         let raft = raft.clone();
         tokio::spawn(async move {
             let mut sizes = Vec::with_capacity(groups.len());
@@ -122,5 +169,42 @@ async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
             }
             drop(slot);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(n: usize, key_bytes: usize) -> Pending {
+        let commands: Vec<Command> = (0..n)
+            .map(|_| Command::grant("k".repeat(key_bytes), 1))
+            .collect();
+        Pending {
+            bytes: commands.iter().map(Command::wire_bytes).sum(),
+            commands,
+            reply: oneshot::channel().0,
+        }
+    }
+
+    #[test]
+    fn an_entry_is_cut_at_its_command_and_byte_bounds() {
+        // 1 KiB keys: the byte bound cuts first, under 1 MiB.
+        let mut b = Batch::new(pending(1, 1024));
+        let mut n = 1;
+        while b.push(pending(1, 1024)).is_ok() {
+            n += 1;
+        }
+        let one = 1024 + crate::command::WIRE_OVERHEAD;
+        assert!(b.bytes <= MAX_ENTRY_BYTES && b.bytes + one > MAX_ENTRY_BYTES);
+        assert_eq!(n, MAX_ENTRY_BYTES / one);
+        // Short keys: the command bound cuts first.
+        let mut b = Batch::new(pending(4000, 8));
+        assert!(b.push(pending(96, 8)).is_ok());
+        assert!(b.push(pending(1, 8)).is_err());
+        assert_eq!(b.commands, MAX_BATCH);
+        // A group alone bigger than the bound still goes, alone.
+        let b = Batch::new(pending(2000, 1024));
+        assert!(b.bytes > MAX_ENTRY_BYTES && b.groups.len() == 1);
     }
 }

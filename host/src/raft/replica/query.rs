@@ -28,6 +28,9 @@ pub struct ReplicaView {
     pub upgrades_swapped: u64,
     pub upgrades_rejected: u64,
     pub capacity: CapacityStatus,
+    /// The active guest's linear memory, all memories together (the
+    /// memory limit counts this; it never shrinks).
+    pub guest_memory_bytes: u64,
 }
 
 impl Replica {
@@ -130,6 +133,7 @@ impl Replica {
             upgrades_swapped: self.upgrades_swapped,
             upgrades_rejected: self.upgrades_rejected,
             capacity: self.usage.status(self.capacity),
+            guest_memory_bytes: self.guest.memory_bytes(),
         }
     }
 }

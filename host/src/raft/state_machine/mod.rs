@@ -11,6 +11,10 @@
 //! Everything else reads the replica through the query methods here, each
 //! under the state lock for one short call.
 
+mod snapshots;
+
+pub use snapshots::SnapshotStats;
+
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,7 +25,7 @@ use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{AnyError, RaftSnapshotBuilder, StorageIOError};
 
 use super::replica::{Replica, ReplicaView};
-use super::snapshot::{self, SnapshotBlob, SnapshotFileError};
+use super::snapshot::{self, SnapshotFileError};
 use super::{Entry, LogId, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
 use crate::engine::{EngineError, ModuleHash, WasmEngine, World};
@@ -38,6 +42,12 @@ struct SmShared {
     current: Mutex<Option<(SnapshotMeta, Arc<Vec<u8>>)>>,
     snapshots_built: AtomicU64,
     snapshots_installed: AtomicU64,
+    /// The last snapshot built or installed: its size, and how long the
+    /// last build and the last install took (µs).
+    last_snapshot_bytes: AtomicU64,
+    last_snapshot_index: AtomicU64,
+    last_build_us: AtomicU64,
+    last_install_us: AtomicU64,
     divergences: AtomicU64,
 }
 
@@ -111,6 +121,10 @@ impl StateMachineStore {
                 current: Mutex::new(current),
                 snapshots_built: AtomicU64::new(0),
                 snapshots_installed: AtomicU64::new(0),
+                last_snapshot_bytes: AtomicU64::new(0),
+                last_snapshot_index: AtomicU64::new(0),
+                last_build_us: AtomicU64::new(0),
+                last_install_us: AtomicU64::new(0),
                 divergences: AtomicU64::new(0),
             }),
         })
@@ -151,14 +165,6 @@ impl StateMachineStore {
 
     pub fn precompiler(&self) -> &Arc<Precompiler> {
         &self.shared.precompiler
-    }
-
-    /// (snapshots built, snapshots installed from a leader) since start.
-    pub fn snapshot_counts(&self) -> (u64, u64) {
-        (
-            self.shared.snapshots_built.load(Ordering::Relaxed),
-            self.shared.snapshots_installed.load(Ordering::Relaxed),
-        )
     }
 
     /// Count one audit divergence (seen by the background checker).
@@ -241,37 +247,6 @@ impl StateMachineStore {
     }
 }
 
-impl StateMachineStore {
-    /// Install a snapshot received from the leader (blocking: see
-    /// [`off_runtime`]).
-    fn install_blob(&self, meta: &SnapshotMeta, bytes: Vec<u8>) -> Result<(), StorageError> {
-        let blob = SnapshotBlob::decode(&bytes).map_err(|e| snap_err(Some(meta), e))?;
-        if blob.meta.last_log_id != meta.last_log_id {
-            return Err(snap_err(
-                Some(meta),
-                "snapshot body names a different last log id than its metadata",
-            ));
-        }
-        // Build the new state fully before touching the live one.
-        let loader = self.shared.precompiler.clone();
-        let mut installed =
-            Replica::from_snapshot(self.shared.id, loader, &blob, self.shared.audit_interval)
-                .map_err(|e| snap_err(Some(meta), e))?;
-        let hash = installed
-            .state_hash()
-            .map_err(|e| snap_err(Some(meta), e))?;
-        snapshot::write(&self.shared.dir, &bytes).map_err(|e| snap_err(Some(meta), e))?;
-        let mut r = self.replica();
-        r.install(installed, hash);
-        *self.current() = Some((meta.clone(), Arc::new(bytes)));
-        self.shared
-            .snapshots_installed
-            .fetch_add(1, Ordering::Relaxed);
-        tracing::info!(node = self.shared.id, term = meta.last_log_id.map(|l| l.leader_id.term), index = meta.last_log_id.map(|l| l.index), module = %r.module_hash(), "installed snapshot from leader");
-        Ok(())
-    }
-}
-
 /// Run `f` (guest calls, or a wait for the lock a guest call holds) so that
 /// it does not stall the async runtime: on a multi-thread runtime the
 /// worker first hands its queued tasks to another thread
@@ -341,41 +316,5 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
 impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
         off_runtime(|| self.build())
-    }
-}
-
-impl StateMachineStore {
-    /// Build and store a snapshot of the state now (blocking: see
-    /// [`off_runtime`]).
-    fn build(&self) -> Result<Snapshot<TypeConfig>, StorageError> {
-        let n = self.shared.snapshots_built.fetch_add(1, Ordering::Relaxed) + 1;
-        // All under the replica's lock: a snapshot installed from the leader
-        // cannot interleave with this one, on disk or in memory.
-        let mut r = self.replica();
-        let snapshot_id = match r.last_applied() {
-            Some(l) => format!("{}-{}-{n}", l.leader_id.term, l.index),
-            None => format!("0-0-{n}"),
-        };
-        let meta = SnapshotMeta {
-            last_log_id: r.last_applied(),
-            last_membership: r.membership().clone(),
-            snapshot_id,
-        };
-        let blob = r.snapshot_blob(meta.clone()).map_err(sm_err)?;
-        let bytes = blob.encode().map_err(|e| snap_err(None, e))?;
-        snapshot::write(&self.shared.dir, &bytes).map_err(|e| snap_err(Some(&meta), e))?;
-        tracing::info!(
-            node = self.shared.id,
-            term = meta.last_log_id.map(|l| l.leader_id.term),
-            index = meta.last_log_id.map(|l| l.index),
-            bytes = bytes.len(),
-            "built snapshot"
-        );
-        let bytes = Arc::new(bytes);
-        *self.current() = Some((meta.clone(), bytes.clone()));
-        Ok(Snapshot {
-            meta,
-            snapshot: Box::new(Cursor::new(bytes.as_ref().clone())),
-        })
     }
 }

@@ -1,0 +1,136 @@
+//! Building and installing snapshots, and what they cost (status and
+//! `/metrics` show the last of each).
+
+use std::io::Cursor;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use openraft::storage::Snapshot;
+
+use super::{sm_err, snap_err, StateMachineStore};
+use crate::raft::replica::Replica;
+use crate::raft::snapshot::{self, SnapshotBlob};
+use crate::raft::{SnapshotMeta, StorageError, TypeConfig};
+
+/// What this node did with snapshots since it started.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SnapshotStats {
+    pub built: u64,
+    pub installed: u64,
+    /// Bytes of the last snapshot built or installed.
+    pub last_bytes: u64,
+    /// The last log index it covers.
+    pub last_index: u64,
+    /// How long building the last snapshot took (guest call, encoding and
+    /// fsync), µs.
+    pub last_build_us: u64,
+    /// How long installing the last snapshot from a leader took (decoding,
+    /// the guest's restore, fsync), µs.
+    pub last_install_us: u64,
+}
+
+impl StateMachineStore {
+    /// Snapshots built and installed since start, and what the last cost.
+    pub fn snapshot_stats(&self) -> SnapshotStats {
+        let s = &self.shared;
+        SnapshotStats {
+            built: s.snapshots_built.load(Ordering::Relaxed),
+            installed: s.snapshots_installed.load(Ordering::Relaxed),
+            last_bytes: s.last_snapshot_bytes.load(Ordering::Relaxed),
+            last_index: s.last_snapshot_index.load(Ordering::Relaxed),
+            last_build_us: s.last_build_us.load(Ordering::Relaxed),
+            last_install_us: s.last_install_us.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl StateMachineStore {
+    /// Install a snapshot received from the leader (blocking: see
+    /// [`super::off_runtime`]).
+    pub(super) fn install_blob(
+        &self,
+        meta: &SnapshotMeta,
+        bytes: Vec<u8>,
+    ) -> Result<(), StorageError> {
+        let started = Instant::now();
+        let blob = SnapshotBlob::decode(&bytes).map_err(|e| snap_err(Some(meta), e))?;
+        if blob.meta.last_log_id != meta.last_log_id {
+            return Err(snap_err(
+                Some(meta),
+                "snapshot body names a different last log id than its metadata",
+            ));
+        }
+        // Build the new state fully before touching the live one.
+        let loader = self.shared.precompiler.clone();
+        let mut installed =
+            Replica::from_snapshot(self.shared.id, loader, &blob, self.shared.audit_interval)
+                .map_err(|e| snap_err(Some(meta), e))?;
+        let hash = installed
+            .state_hash()
+            .map_err(|e| snap_err(Some(meta), e))?;
+        snapshot::write(&self.shared.dir, &bytes).map_err(|e| snap_err(Some(meta), e))?;
+        let n = bytes.len();
+        let mut r = self.replica();
+        r.install(installed, hash);
+        *self.current() = Some((meta.clone(), Arc::new(bytes)));
+        let (s, us) = (&self.shared, started.elapsed().as_micros() as u64);
+        s.snapshots_installed.fetch_add(1, Ordering::Relaxed);
+        s.last_install_us.store(us, Ordering::Relaxed);
+        s.last_snapshot_bytes.store(n as u64, Ordering::Relaxed);
+        let index = meta.last_log_id.map_or(0, |l| l.index);
+        s.last_snapshot_index.store(index, Ordering::Relaxed);
+        tracing::info!(node = s.id, term = meta.last_log_id.map(|l| l.leader_id.term), index = meta.last_log_id.map(|l| l.index), module = %r.module_hash(), bytes = n, ms = us / 1000, "installed snapshot from leader");
+        Ok(())
+    }
+}
+
+impl StateMachineStore {
+    /// Build and store a snapshot of the state now (blocking: see
+    /// [`super::off_runtime`]).
+    pub(super) fn build(&self) -> Result<Snapshot<TypeConfig>, StorageError> {
+        let started = Instant::now();
+        // Counted once built: a waiter on the count then sees its figures.
+        let n = self.shared.snapshots_built.load(Ordering::Relaxed) + 1;
+        // All under the replica's lock: a snapshot installed from the leader
+        // cannot interleave with this one, on disk or in memory.
+        let mut r = self.replica();
+        let snapshot_id = match r.last_applied() {
+            Some(l) => format!("{}-{}-{n}", l.leader_id.term, l.index),
+            None => format!("0-0-{n}"),
+        };
+        let meta = SnapshotMeta {
+            last_log_id: r.last_applied(),
+            last_membership: r.membership().clone(),
+            snapshot_id,
+        };
+        let blob = r.snapshot_blob(meta.clone()).map_err(sm_err)?;
+        let bytes = blob.encode().map_err(|e| snap_err(None, e))?;
+        snapshot::write(&self.shared.dir, &bytes).map_err(|e| snap_err(Some(&meta), e))?;
+        let us = started.elapsed().as_micros() as u64;
+        self.shared.last_build_us.store(us, Ordering::Relaxed);
+        let size = bytes.len() as u64;
+        self.shared
+            .last_snapshot_bytes
+            .store(size, Ordering::Relaxed);
+        let index = meta.last_log_id.map_or(0, |l| l.index);
+        self.shared
+            .last_snapshot_index
+            .store(index, Ordering::Relaxed);
+        self.shared.snapshots_built.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(
+            node = self.shared.id,
+            term = meta.last_log_id.map(|l| l.leader_id.term),
+            index = meta.last_log_id.map(|l| l.index),
+            bytes = size,
+            ms = us / 1000,
+            "built snapshot"
+        );
+        let bytes = Arc::new(bytes);
+        *self.current() = Some((meta.clone(), bytes.clone()));
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(bytes.as_ref().clone())),
+        })
+    }
+}
