@@ -7,12 +7,14 @@
 //!
 //! Starts three `lockd` processes (fsync on), with a state-call fuel
 //! budget and capacity bounds raised to fit the table (the defaults stop
-//! at 100 000 holdings and 8 MiB of keys), and measures on the empty
-//! table, then fills it with `--locks` one-hour grants of distinct keys
-//! of `--key-bytes` bytes, and measures again:
+//! at 100 000 holdings and 8 MiB of keys), fills the table with `--locks`
+//! one-hour grants of distinct keys of `--key-bytes` bytes, and measures
+//! it against an empty table:
 //!
 //! * lock cycles/s: `lockctl bench` with 64 clients on their own keys,
-//!   `--rounds` rounds each, empty and full;
+//!   `--rounds` rounds on the full cluster taking turns with rounds on a
+//!   twin cluster with an empty table (the full ÷ empty figure is the
+//!   median of the rounds' ratios);
 //! * the fill's grants/s (the commit and apply rate of grants into a
 //!   growing table);
 //! * a status read, which computes the state hash as every audit point
@@ -36,7 +38,7 @@ use serde_json::json;
 
 /// Enough for `restore` of a few million locks (the default, 5e10, stops
 /// near a million short keys: see `docs/capacity.md`).
-const STATE_FUEL: &str = "1000000000000";
+const FLAGS: &[&str] = &["--fuel-per-state-call", "1000000000000"];
 
 fn key(i: usize, len: usize) -> String {
     let mut k = format!("held/{i:09}/");
@@ -119,7 +121,14 @@ fn main() {
     let rounds: usize = arg("--rounds", 3);
     let fill_clients: usize = arg("--fill-clients", 64);
     lock_bench::ensure_binaries_built();
-    let mut c = Cluster::start(3, &["--fuel-per-state-call", STATE_FUEL]);
+    // `--snapshot-threshold N`: lockd's flag, for both clusters (default:
+    // lockd's own).
+    let threshold: String = arg("--snapshot-threshold", String::new());
+    let mut flags = FLAGS.to_vec();
+    if !threshold.is_empty() {
+        flags.extend(["--snapshot-threshold", threshold.as_str()]);
+    }
+    let mut c = Cluster::start(3, &flags);
     let leader = c.wait_leader(Duration::from_secs(20));
     let room = locks as u64 + 100_000;
     let r = c
@@ -131,8 +140,6 @@ fn main() {
         .expect("capacity");
     assert!(r.ok(), "{r:?}");
 
-    let empty: Vec<f64> = (0..rounds).map(|_| cycles(&c, seconds)).collect();
-    let empty_status = status_ms(&c, leader);
     let empty_mem = c.status(leader).expect("status").guest_memory_bytes;
     let empty_rss = rss(&c, leader);
     let other = (1..=3).find(|id| *id != leader).expect("follower");
@@ -147,9 +154,34 @@ fn main() {
         move |i| key(i, key_bytes),
     ));
     let fill_secs = t.elapsed().as_secs_f64();
+    c.wait_converged(Duration::from_secs(600));
 
-    let full: Vec<f64> = (0..rounds).map(|_| cycles(&c, seconds)).collect();
-    let full_status = status_ms(&c, leader);
+    // The empty table is a twin cluster beside this one, its rounds taking
+    // turns with the full one's: the machine's drift between rounds
+    // (±10 % here) falls on both alike.
+    let twin = Cluster::start(3, &flags);
+    let twin_leader = twin.wait_leader(Duration::from_secs(20));
+    let snaps = |c: &Cluster| -> Vec<(u64, u64)> {
+        (1..=3)
+            .map(|id| {
+                let s = c.status(id).expect("status");
+                (s.snapshots_built, s.snapshots_installed)
+            })
+            .collect()
+    };
+    let snaps_before = snaps(&c);
+    let (mut empty, mut full) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        empty.push(cycles(&twin, seconds));
+        full.push(cycles(&c, seconds));
+    }
+    let snaps_during: Vec<(u64, u64)> = snaps(&c)
+        .iter()
+        .zip(&snaps_before)
+        .map(|(a, b)| (a.0 - b.0, a.1 - b.1))
+        .collect();
+    let (empty_status, full_status) = (status_ms(&twin, twin_leader), status_ms(&c, leader));
+    drop(twin);
     let st = c.status(leader).expect("status");
     assert!(st.locks_held >= locks as u64, "{st:?}");
     let (full_mem, full_rss) = (st.guest_memory_bytes, rss(&c, leader));
@@ -191,9 +223,10 @@ fn main() {
     println!("| measure | empty table | full table | full ÷ empty |");
     println!("|---|---:|---:|---:|");
     let (e, f) = (median(empty.clone()), median(full.clone()));
+    let ratios: Vec<f64> = full.iter().zip(&empty).map(|(f, e)| f / e).collect();
     println!(
-        "| lock cycles/s, 64 clients (median of {rounds}: {empty:.0?} / {full:.0?}) | {e:.0} | {f:.0} | {:.2} |",
-        f / e
+        "| lock cycles/s, 64 clients (median of {rounds} alternating rounds: {empty:.0?} / {full:.0?}; ratios {ratios:.2?}) | {e:.0} | {f:.0} | {:.2} |",
+        median(ratios.clone())
     );
     println!(
         "| status read with the state hash, ms (median of 50) | {empty_status:.2} | {full_status:.2} | {:.2} |",
@@ -232,6 +265,9 @@ fn main() {
     println!(
         "| resident memory per held lock (a follower), bytes | {:.0} |",
         per_lock(empty_rss_follower, full_rss_follower)
+    );
+    println!(
+        "| snapshots built / installed during the full table's rounds, nodes 1–3 | {snaps_during:?} |"
     );
     println!(
         "| snapshot: size, MiB | {:.1} |",

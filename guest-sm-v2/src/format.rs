@@ -63,7 +63,7 @@ pub fn decode(bytes: &[u8]) -> Result<LockTable, SnapshotError> {
             // uniqueness.
             guest_sm::snapshot::table_from_parts(
                 body.next_token,
-                body.locks.into_iter().map(|(k, l, t)| (k, t, l)).collect(),
+                body.locks.into_iter().map(|(k, l, t)| (k, t, l)),
             )
         }
         Some(other) if bytes.starts_with(MAGIC) => Err(SnapshotError::UnknownFormat(*other)),

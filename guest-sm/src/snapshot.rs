@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::command::LockInfo;
 use crate::hash::{lock_digest, Accumulator};
@@ -84,12 +84,6 @@ struct BodyRef<L> {
     locks: L,
 }
 
-#[derive(Deserialize)]
-struct Body {
-    next_token: u64,
-    locks: Vec<(String, u64, u64)>,
-}
-
 pub fn encode(table: &LockTable) -> Vec<u8> {
     let body = BodyRef {
         next_token: table.next_token,
@@ -112,48 +106,55 @@ pub fn decode(bytes: &[u8]) -> Result<LockTable, SnapshotError> {
     if format != FORMAT {
         return Err(SnapshotError::UnknownFormat(format));
     }
-    let (body, trailing): (Body, &[u8]) =
-        postcard::take_from_bytes(body).map_err(|e| SnapshotError::Decode(e.to_string()))?;
-    if !trailing.is_empty() {
-        return Err(SnapshotError::TrailingBytes(trailing.len()));
-    }
-    table_from_parts(body.next_token, body.locks)
+    // `next_token`, then the locks, one at a time into the new table: no
+    // decoded copy of every lock beside it.
+    lock_key::decode_streamed(
+        body,
+        |next_token: u64, locks: &mut dyn Iterator<Item = (String, u64, u64)>| {
+            table_from_parts(next_token, locks)
+        },
+    )
+    .map_err(|e| match e {
+        lock_key::Streamed::Decode(e) => SnapshotError::Decode(e.to_string()),
+        lock_key::Streamed::Trailing(n) => SnapshotError::TrailingBytes(n),
+        lock_key::Streamed::Built(e) => e,
+    })
 }
 
 /// Build a table from its parts — `locks` as `(key, token, lease_ms)` in key
 /// order — checking what every snapshot format must hold: keys strictly
 /// ascending, every token below `next_token` and none used twice. Shared by
-/// the decoders of every format.
+/// the decoders of every format. One pass: the table is built as the locks
+/// come, and dropped on the first broken rule.
 pub fn table_from_parts(
     next_token: u64,
-    parts: Vec<(String, u64, u64)>,
+    parts: impl IntoIterator<Item = (String, u64, u64)>,
 ) -> Result<LockTable, SnapshotError> {
     if next_token < FIRST_TOKEN {
         return Err(SnapshotError::Decode(format!(
             "next_token {next_token} is below {FIRST_TOKEN}"
         )));
     }
-    let mut locks = BTreeMap::new();
+    let mut locks: BTreeMap<Key, LockInfo> = BTreeMap::new();
     let mut tokens = BTreeSet::new();
-    let mut last: Option<&str> = None;
-    for (key, token, _) in &parts {
-        if last.is_some_and(|prev| prev >= key.as_str()) {
-            return Err(SnapshotError::KeysOutOfOrder { key: key.clone() });
+    let mut acc = Accumulator::default();
+    for (key, token, lease_ms) in parts {
+        if locks
+            .last_key_value()
+            .is_some_and(|(prev, _)| prev.0.as_str() >= key.as_str())
+        {
+            return Err(SnapshotError::KeysOutOfOrder { key });
         }
-        last = Some(key);
-        if *token < FIRST_TOKEN || *token >= next_token {
+        if !(FIRST_TOKEN..next_token).contains(&token) {
             return Err(SnapshotError::TokenOutOfRange {
-                key: key.clone(),
-                token: *token,
+                key,
+                token,
                 next_token,
             });
         }
-        if !tokens.insert(*token) {
-            return Err(SnapshotError::DuplicateToken { token: *token });
+        if !tokens.insert(token) {
+            return Err(SnapshotError::DuplicateToken { token });
         }
-    }
-    let mut acc = Accumulator::default();
-    for (key, token, lease_ms) in parts {
         let info = LockInfo { token, lease_ms };
         acc.add(&lock_digest(&key, &info));
         locks.insert(Key(key), info);

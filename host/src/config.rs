@@ -46,7 +46,9 @@ pub struct NodeConfig {
     /// shorter log (it loses, and its term bump costs the other node a
     /// round). Measured: a dead leader replaced and serving in 0.55–0.95 s.
     pub election_timeout_ms: u64,
-    /// Build a snapshot after this many entries since the last one.
+    /// Build a snapshot after this many entries since the last one, once
+    /// the log since then is also as big as the lock state (see
+    /// [`crate::raft::snapshot_policy`]).
     pub snapshot_threshold: u64,
     /// Entries kept in the log behind a snapshot (for slow followers).
     pub keep_after_snapshot: u64,

@@ -165,7 +165,9 @@ impl Node {
             heartbeat_interval: config.heartbeat_ms,
             election_timeout_min: config.election_timeout_ms,
             election_timeout_max: config.election_max_ms(),
-            snapshot_policy: SnapshotPolicy::LogsSinceLast(config.snapshot_threshold),
+            // Snapshots are triggered by `raft::snapshot_policy`, which
+            // also weighs the log against the state's size.
+            snapshot_policy: SnapshotPolicy::Never,
             max_in_snapshot_log_to_keep: config.keep_after_snapshot,
             purge_batch_size: 1,
             install_snapshot_timeout: 10_000,
@@ -242,6 +244,12 @@ impl Node {
             shutdown_rx.clone(),
         ));
 
+        tokio::spawn(crate::raft::snapshot_policy::run(
+            raft.clone(),
+            sm.clone(),
+            config.snapshot_threshold,
+            shutdown_rx.clone(),
+        ));
         tokio::spawn(crate::upgrade::checker::run(
             config.id,
             raft,

@@ -49,13 +49,22 @@ fn replay_reports_the_outcomes_a_module_would_change() {
     for i in 0..20 {
         cycle(&c, &format!("k{i}"));
     }
+    // Past the threshold a snapshot follows (built in the background);
+    // what comes after it is in the log, for replay.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let st = c.status(1).expect("status");
+        if st.snapshot_index.unwrap_or(0) > 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no snapshot after the threshold: {st:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     cycle(&c, "reserved/a");
     cycle(&c, "after");
-    let st = c.status(1).expect("status");
-    assert!(
-        st.snapshot_index.unwrap_or(0) > 0,
-        "a snapshot exists: {st:?}"
-    );
     c.kill(1);
 
     // The same module: nothing differs.

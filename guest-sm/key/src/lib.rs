@@ -16,7 +16,7 @@ mod acc;
 mod encode;
 
 pub use acc::Accumulator;
-pub use encode::{encode_exact, SeqOf};
+pub use encode::{decode_streamed, encode_exact, SeqOf, Streamed};
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;

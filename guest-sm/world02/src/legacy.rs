@@ -45,12 +45,6 @@ struct Format1Ref<'a> {
 }
 
 #[derive(Deserialize)]
-struct Format1 {
-    next_token: u64,
-    locks: Vec<(String, u64, u64)>,
-}
-
-#[derive(Deserialize)]
 struct Format2 {
     policy: String,
     next_token: u64,
@@ -75,13 +69,16 @@ fn migrated(key: String, token: u64, lease_ms: u64) -> KeyParts {
     }
 }
 
+/// `next_token`, then the locks, decoded one at a time into the new state
+/// (a migration from the 0.1 module holds its image and the new table).
 pub(crate) fn decode_format_1(body: &[u8]) -> Result<LockState, SnapshotError> {
-    let b: Format1 = parts::body(body)?;
-    let keys = b
-        .locks
-        .into_iter()
-        .map(|(key, token, lease_ms)| migrated(key, token, lease_ms));
-    parts::build(b.next_token, Policy::default(), keys)
+    parts::body_streamed(
+        body,
+        |next_token: u64, locks: &mut dyn Iterator<Item = (String, u64, u64)>| {
+            let keys = locks.map(|(key, token, lease_ms)| migrated(key, token, lease_ms));
+            parts::build(next_token, Policy::default(), keys)
+        },
+    )
 }
 
 pub(crate) fn decode_format_2(body: &[u8]) -> Result<LockState, SnapshotError> {

@@ -35,6 +35,24 @@ pub(crate) fn body<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, Snap
     Ok(body)
 }
 
+/// Decode a body that ends in the table's rows, building the state from
+/// them one at a time (see [`lock_key::decode_streamed`]): `build` gets
+/// the fields before the rows and an iterator over the rows.
+pub(crate) fn body_streamed<'de, H, I>(
+    bytes: &'de [u8],
+    build: impl FnOnce(H, &mut dyn Iterator<Item = I>) -> Result<LockState, SnapshotError>,
+) -> Result<LockState, SnapshotError>
+where
+    H: Deserialize<'de>,
+    I: Deserialize<'de>,
+{
+    lock_key::decode_streamed(bytes, build).map_err(|e| match e {
+        lock_key::Streamed::Decode(e) => SnapshotError::Decode(e.to_string()),
+        lock_key::Streamed::Trailing(n) => SnapshotError::TrailingBytes(n),
+        lock_key::Streamed::Built(e) => e,
+    })
+}
+
 /// Build a state from decoded parts, checking every invariant: keys
 /// strictly ascending, each with 1..=limit holdings in strictly ascending
 /// token order, every token in `1..next_token` and held once, a request id

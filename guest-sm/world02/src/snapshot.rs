@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::SnapshotError;
 use crate::legacy;
-use crate::parts::{body, build, KeyParts, MAGIC};
+use crate::parts::{body_streamed, build, KeyParts, MAGIC};
 use crate::policy::Policy;
 use crate::state::{Holding, LockState};
 use crate::types::{Holder, Mode, PrefixPolicy};
@@ -43,13 +43,6 @@ struct KeyRef<'a, H> {
     limit: u32,
     /// `(token, lease_ms, holder, request_id)` in token order.
     holdings: H,
-}
-
-#[derive(Deserialize)]
-struct Body {
-    next_token: u64,
-    policy: Vec<PrefixPolicy>,
-    keys: Vec<KeyOwned>,
 }
 
 #[derive(Deserialize)]
@@ -106,10 +99,21 @@ pub fn decode(bytes: &[u8]) -> Result<LockState, SnapshotError> {
     }
 }
 
+/// The body is `(next_token, policy)` then the keys, decoded one at a
+/// time into the new state.
 fn decode_format_3(bytes: &[u8]) -> Result<LockState, SnapshotError> {
-    let b: Body = body(bytes)?;
-    let policy = Policy::from_rules(b.policy)?;
-    let keys = b.keys.into_iter().map(|k| KeyParts {
+    body_streamed(
+        bytes,
+        |head: (u64, Vec<PrefixPolicy>), keys: &mut dyn Iterator<Item = KeyOwned>| {
+            let (next_token, rules) = head;
+            let policy = Policy::from_rules(rules)?;
+            build(next_token, policy, keys.map(key_parts))
+        },
+    )
+}
+
+fn key_parts(k: KeyOwned) -> KeyParts {
+    KeyParts {
         key: k.key,
         mode: k.mode,
         limit: k.limit,
@@ -127,6 +131,5 @@ fn decode_format_3(bytes: &[u8]) -> Result<LockState, SnapshotError> {
                 )
             })
             .collect(),
-    });
-    build(b.next_token, policy, keys)
+    }
 }

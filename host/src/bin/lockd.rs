@@ -88,7 +88,8 @@ struct ServeArgs {
     /// Election timeout; each node picks one in [this, 2 × this).
     #[arg(long)]
     election_timeout_ms: Option<u64>,
-    /// Build a snapshot every this many log entries.
+    /// Build a snapshot after this many log entries since the last one
+    /// (and once the log since then is as big as the lock state).
     #[arg(long)]
     snapshot_threshold: Option<u64>,
     /// Entries kept behind a snapshot for slow followers.

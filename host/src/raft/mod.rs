@@ -29,6 +29,7 @@ pub mod network;
 pub mod peer_check;
 pub mod replica;
 pub mod snapshot;
+pub mod snapshot_policy;
 pub mod state_machine;
 
 use std::io::Cursor;

@@ -48,6 +48,13 @@ struct SmShared {
     last_snapshot_index: AtomicU64,
     last_build_us: AtomicU64,
     last_install_us: AtomicU64,
+    /// The guest state's bytes in the last snapshot built or installed.
+    last_state_bytes: AtomicU64,
+    /// Bytes of log entries applied since start ([`super::Request::wire_bytes`]),
+    /// and their count when the last snapshot was taken: what
+    /// [`super::snapshot_policy`] weighs against the state's size.
+    applied_bytes: AtomicU64,
+    applied_bytes_at_snapshot: AtomicU64,
     divergences: AtomicU64,
 }
 
@@ -93,6 +100,7 @@ impl StateMachineStore {
             reason: e.to_string(),
         })?;
         let loader = precompiler.clone();
+        let mut state_bytes = 0;
         let (replica, current) = match snapshot::read_blob(dir)? {
             Some((blob, bytes)) => {
                 let replica = Replica::from_snapshot(id, loader, &blob, audit_interval).map_err(
@@ -102,6 +110,7 @@ impl StateMachineStore {
                     },
                 )?;
                 tracing::info!(last_log_id = ?blob.meta.last_log_id, module = %replica.module_hash(), "restored state machine from snapshot");
+                state_bytes = blob.guest_state.len() as u64;
                 (replica, Some((blob.meta, Arc::new(bytes))))
             }
             None => {
@@ -125,6 +134,9 @@ impl StateMachineStore {
                 last_snapshot_index: AtomicU64::new(0),
                 last_build_us: AtomicU64::new(0),
                 last_install_us: AtomicU64::new(0),
+                last_state_bytes: AtomicU64::new(state_bytes),
+                applied_bytes: AtomicU64::new(0),
+                applied_bytes_at_snapshot: AtomicU64::new(0),
                 divergences: AtomicU64::new(0),
             }),
         })
@@ -278,9 +290,17 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         // batch of lock commands, which is bounded (see
         // `replica::capacity::MAX_COMMANDS_PER_CALL`).
         let entries: Vec<Entry> = entries.into_iter().collect();
-        let long = entries.iter().any(
-            |e| matches!(&e.payload, openraft::EntryPayload::Normal(r) if r.module_bytes().is_some()),
-        );
+        let mut long = false;
+        let mut bytes = 0;
+        for e in &entries {
+            if let openraft::EntryPayload::Normal(r) = &e.payload {
+                long |= r.module_bytes().is_some();
+                bytes += r.wire_bytes() as u64;
+            }
+        }
+        self.shared
+            .applied_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
         if long {
             off_runtime(|| self.replica().apply(entries)).map_err(sm_err)
         } else {
