@@ -32,6 +32,8 @@
 //!   locks, semaphores, retry-safe acquires, holders, listings).
 //! * [`id`]: random request ids and owner names.
 //! * [`shutdown`]: waiting for Ctrl-C or SIGTERM.
+//! * [`tls`]: TLS on the calling side (trust, client identity, ALPN per
+//!   protocol, node names).
 
 pub mod admin;
 pub mod audit;
@@ -42,6 +44,7 @@ pub mod id;
 pub mod options;
 pub mod proto;
 pub mod shutdown;
+pub mod tls;
 pub mod wire;
 
 pub use client::{Client, ClientError, ClientOptions, LockGuard};

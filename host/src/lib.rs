@@ -44,7 +44,8 @@
 //! Around them: [`node`] only wires things together and starts them (like
 //! mini-redis's `server::run`; nothing imports it back), [`config`] reads
 //! flags and the TOML file, [`membership`] adds, promotes and removes
-//! nodes, and [`shutdown`] waits for the signal to stop.
+//! nodes, [`shutdown`] waits for the signal to stop, and [`certs`] makes a
+//! development CA and certificates (`lockd certs init`).
 //!
 //! # Using the engine
 //!
@@ -63,6 +64,7 @@
 
 pub mod api;
 pub mod builtin;
+pub mod certs;
 pub mod command;
 pub mod config;
 pub mod engine;

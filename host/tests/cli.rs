@@ -74,3 +74,38 @@ fn a_busy_address_is_a_precise_error() {
     assert_eq!(code, Some(1));
     assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
 }
+
+#[test]
+fn certs_init_writes_a_ca_nodes_and_clients_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("certs");
+    let d = d.display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_lockd"))
+        .args([
+            "certs",
+            "init",
+            &d,
+            "--node",
+            "1=127.0.0.1",
+            "--node",
+            "2=localhost",
+        ])
+        .output()
+        .expect("run lockd");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    for f in ["ca", "node-1", "node-2", "admin"] {
+        for ext in ["pem", "key"] {
+            let path = format!("{d}/{f}.{ext}");
+            assert!(std::path::Path::new(&path).is_file(), "{path}");
+            assert!(said.contains(&path), "{said}");
+        }
+    }
+    // Never over an existing CA.
+    let (code, err) = lockd(&["certs", "init", &d, "--node", "3=127.0.0.3"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("already holds a CA"), "{err}");
+    let (code, err) = lockd(&["certs", "init", &d, "--node", "one=127.0.0.1"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("\"one\" is not a node id"), "{err}");
+}

@@ -39,6 +39,29 @@ enum Cmd {
     /// Replay a stopped node's stored log through a module and report every
     /// outcome that differs from the active module's.
     Replay(ReplayArgs),
+    /// Certificates for a cluster with TLS.
+    #[command(subcommand)]
+    Certs(CertsCmd),
+}
+
+#[derive(Subcommand)]
+enum CertsCmd {
+    /// Make a development CA in DIR (ca.pem, ca.key), a certificate for
+    /// each node (node-ID.pem, node-ID.key: DNS name node-ID.lockd and its
+    /// host) and one for each client (NAME.pem, NAME.key: principal NAME).
+    Init {
+        dir: PathBuf,
+        /// A node as ID=HOST (the IP address or DNS name clients dial);
+        /// repeat for each node.
+        #[arg(long = "node", required = true)]
+        nodes: Vec<lockd::certs::NodeSpec>,
+        /// A client principal; repeat for each.
+        #[arg(long = "client", default_values_t = ["admin".to_string()])]
+        clients: Vec<String>,
+        /// Days the certificates are valid.
+        #[arg(long, default_value_t = 365)]
+        days: i64,
+    },
 }
 
 #[derive(Args)]
@@ -376,15 +399,30 @@ pub fn main() -> Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
-    if let Cmd::Replay(a) = cli.command {
-        return replay(a);
-    }
+    let cli = match cli.command {
+        Cmd::Replay(a) => return replay(a),
+        Cmd::Certs(CertsCmd::Init {
+            dir,
+            nodes,
+            clients,
+            days,
+        }) => {
+            if days < 1 {
+                anyhow::bail!("--days must be at least 1");
+            }
+            for path in lockd::certs::init(&dir, &nodes, &clients, days)? {
+                println!("wrote {}", path.display());
+            }
+            return Ok(());
+        }
+        _ => cli,
+    };
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     rt.block_on(async {
         match cli.command {
             Cmd::Serve(a) => serve(*a).await,
             Cmd::Dev(a) => dev(a).await,
-            Cmd::Replay(_) => Ok(()),
+            Cmd::Replay(_) | Cmd::Certs(_) => Ok(()),
         }
     })
 }
