@@ -27,12 +27,15 @@
 //! * [`peer`]: the client side of a framed connection, with timeouts.
 //! * [`http`]: the HTTP client for peers (forwarding to the leader, audit
 //!   queries).
+//! * [`tls`]: the server side of TLS and what a caller's certificate
+//!   proves (not yet used by the listener).
 
 pub mod frame;
 pub mod http;
 pub mod limits;
 pub mod listener;
 pub mod peer;
+pub mod tls;
 
 use thiserror::Error;
 

@@ -1,0 +1,182 @@
+//! TLS on the node's one address: the server side.
+//!
+//! A node presents its certificate (`node-ID.lockd` and its host, see
+//! [`crate::certs`]) and asks every caller for one, without requiring it
+//! at the TLS level: a client may come with a token instead. What a
+//! certificate proves is decided after the handshake, by the protocol the
+//! caller chose (ALPN):
+//!
+//! * a peer (`lockd-peer/1`) must present a certificate valid for
+//!   `node-ID.lockd`, where ID is the node its hello claims to be
+//!   ([`Identity::is_node`]);
+//! * a client's principal is the first DNS name of its certificate
+//!   ([`Identity::principal`]).
+//!
+//! The chain, the validity dates and the client-auth usage are checked by
+//! rustls during the handshake: a certificate from another CA, or expired,
+//! never gets this far.
+//!
+//! So far this is the acceptor and the identity checks, tested in-process;
+//! the listener does not use it yet (issue "Security", in progress).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use lockd_client::tls::{self, Alpn, TlsError, ALPN_HTTP, ALPN_NATIVE, ALPN_PEER};
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::server::WebPkiClientVerifier;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// Accepts TLS connections with the node's certificate.
+#[derive(Clone)]
+pub struct TlsServer {
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+/// A caller's certificate, verified by the handshake.
+#[derive(Clone, Debug)]
+pub struct Identity(CertificateDer<'static>);
+
+/// A TLS connection just accepted: the protocol its caller chose and the
+/// certificate it presented.
+pub struct Accepted<S> {
+    pub stream: tokio_rustls::server::TlsStream<S>,
+    /// `None`: the caller offered no protocol we speak (HTTP is assumed).
+    pub alpn: Option<Alpn>,
+    pub identity: Option<Identity>,
+}
+
+impl TlsServer {
+    /// The node's certificate chain `cert` with its `key`; callers'
+    /// certificates are checked against the CA certificates in `ca`.
+    pub fn from_files(cert: &Path, key: &Path, ca: &Path) -> Result<TlsServer, TlsError> {
+        let roots = Arc::new(tls::read_roots(ca)?);
+        let verifier = WebPkiClientVerifier::builder_with_provider(roots, tls::provider())
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| TlsError::Config(e.to_string()))?;
+        let mut config = rustls::ServerConfig::builder_with_provider(tls::provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError::Config(e.to_string()))?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(tls::read_certs(cert)?, tls::read_key(key)?)
+            .map_err(|e| TlsError::Config(format!("{}: {e}", cert.display())))?;
+        config.alpn_protocols = vec![ALPN_PEER.to_vec(), ALPN_NATIVE.to_vec(), ALPN_HTTP.to_vec()];
+        Ok(TlsServer {
+            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        })
+    }
+
+    /// Complete the handshake on `stream`.
+    pub async fn accept<S>(&self, stream: S) -> std::io::Result<Accepted<S>>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        let stream = self.acceptor.accept(stream).await?;
+        let (_, conn) = stream.get_ref();
+        let alpn = match conn.alpn_protocol() {
+            Some(p) if p == ALPN_PEER => Some(Alpn::Peer),
+            Some(p) if p == ALPN_NATIVE => Some(Alpn::Native),
+            Some(p) if p == ALPN_HTTP => Some(Alpn::Http),
+            _ => None,
+        };
+        let identity = conn
+            .peer_certificates()
+            .and_then(|c| c.first())
+            .map(|c| Identity(c.clone().into_owned()));
+        Ok(Accepted {
+            stream,
+            alpn,
+            identity,
+        })
+    }
+}
+
+impl Identity {
+    /// Whether this certificate names node `id` (`node-ID.lockd`).
+    pub fn is_node(&self, id: u64) -> bool {
+        let Ok(cert) = webpki::EndEntityCert::try_from(&self.0) else {
+            return false;
+        };
+        let Ok(name) = ServerName::try_from(tls::node_name(id)) else {
+            return false;
+        };
+        cert.verify_is_valid_for_subject_name(&name).is_ok()
+    }
+
+    /// The principal this certificate speaks for: its first DNS name.
+    pub fn principal(&self) -> Option<String> {
+        let cert = webpki::EndEntityCert::try_from(&self.0).ok()?;
+        let name = cert.valid_dns_names().next().map(str::to_string);
+        name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lockd_client::tls::TlsClient;
+
+    use super::*;
+    use crate::certs;
+
+    /// A handshake with node 1 of `dir` over an in-memory pipe, as `client`
+    /// speaking `alpn`: what the node learned of the caller.
+    fn accept(dir: &Path, client: &TlsClient, alpn: Alpn) -> (Option<Alpn>, Option<Identity>) {
+        let server = TlsServer::from_files(
+            &dir.join("node-1.pem"),
+            &dir.join("node-1.key"),
+            &dir.join("ca.pem"),
+        )
+        .expect("server");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let (a, b) = tokio::io::duplex(1 << 16);
+            let name = ServerName::try_from(tls::node_name(1)).expect("name");
+            let (c, s) = tokio::join!(client.connector(alpn).connect(name, a), server.accept(b));
+            c.expect("client side");
+            let s = s.expect("server side");
+            (s.alpn, s.identity)
+        })
+    }
+
+    #[test]
+    fn the_caller_s_protocol_and_certificate_are_known_after_the_handshake() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let nodes = [
+            "1=127.0.0.1".parse().expect("spec"),
+            "2=127.0.0.2".parse().expect("spec"),
+        ];
+        certs::init(d, &nodes, &["alice".to_string()], 30).expect("init");
+        let ca = d.join("ca.pem");
+        let with = |name: &str| {
+            TlsClient::from_files(
+                &ca,
+                Some((
+                    &d.join(format!("{name}.pem")),
+                    &d.join(format!("{name}.key")),
+                )),
+            )
+            .expect("client")
+        };
+        // Node 2 calling as a peer: its certificate names node 2, not 3.
+        let (alpn, who) = accept(d, &with("node-2"), Alpn::Peer);
+        assert_eq!(alpn, Some(Alpn::Peer));
+        let who = who.expect("a certificate");
+        assert!(who.is_node(2));
+        assert!(!who.is_node(3));
+        // A client: its principal, and it is no node.
+        let (alpn, who) = accept(d, &with("alice"), Alpn::Native);
+        assert_eq!(alpn, Some(Alpn::Native));
+        let who = who.expect("a certificate");
+        assert_eq!(who.principal().as_deref(), Some("alice"));
+        assert!(!who.is_node(1) && !who.is_node(2));
+        // No certificate (a client with a token, later): accepted, unnamed.
+        let anonymous = TlsClient::from_files(&ca, None).expect("client");
+        let (alpn, who) = accept(d, &anonymous, Alpn::Http);
+        assert_eq!(alpn, Some(Alpn::Http));
+        assert!(who.is_none());
+    }
+}
