@@ -217,7 +217,7 @@ impl Node {
             addr: config.addr.clone(),
             raft: raft.clone(),
             sm: sm.clone(),
-            log,
+            log: log.clone(),
             engine: engine.clone(),
             locks,
             upgrader: Upgrader::new(config.id, raft.clone(), sm.clone()),
@@ -247,6 +247,7 @@ impl Node {
         tokio::spawn(crate::raft::snapshot_policy::run(
             raft.clone(),
             sm.clone(),
+            log,
             config.snapshot_threshold,
             shutdown_rx.clone(),
         ));

@@ -28,7 +28,8 @@ use crate::types::{Holder, Mode, PrefixPolicy};
 pub const FORMAT: u8 = 3;
 
 /// The body as written: keys and holdings streamed from the table (see
-/// [`lock_key::SeqOf`]), encoded exactly as [`Body`] decodes.
+/// [`lock_key::SeqOf`]); read back as `(next_token, policy)` and then
+/// [`KeyOwned`] rows (`decode_format_3`).
 #[derive(Serialize)]
 struct BodyRef<K> {
     next_token: u64,

@@ -209,10 +209,13 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
     };
     let mut c = NodeConfig::default();
     // `set!(flag)`: the flag, else the file's key, into the same field;
-    // `set!(flag => place.field, convert)` for a field elsewhere.
+    // `set!(flag => place.field[, convert])` for a field elsewhere.
     macro_rules! set {
         ($field:ident) => {
-            set!($field => $field, std::convert::identity)
+            set!($field => $field)
+        };
+        ($field:ident => $($place:ident).+) => {
+            set!($field => $($place).+, std::convert::identity)
         };
         ($field:ident => $($place:ident).+, $convert:expr) => {
             if let Some(v) = a.$field.or(file.$field) {
@@ -235,8 +238,8 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
     set!(max_module_bytes);
     set!(max_requests);
     let ms = std::time::Duration::from_millis;
-    set!(max_connections => conn.max_connections, std::convert::identity);
-    set!(max_connections_per_ip => conn.max_connections_per_ip, std::convert::identity);
+    set!(max_connections => conn.max_connections);
+    set!(max_connections_per_ip => conn.max_connections_per_ip);
     let at_least_one = |v: usize| v.max(1);
     set!(max_in_flight => conn.max_in_flight, at_least_one);
     set!(hello_timeout_ms => conn.hello_timeout, ms);
@@ -252,9 +255,9 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
     set!(segment_bytes);
     set!(audit_interval);
     set!(audit_check_ms);
-    set!(fuel_per_call => engine.fuel_per_call, std::convert::identity);
-    set!(fuel_per_state_call => engine.fuel_per_state_call, std::convert::identity);
-    set!(memory_limit_bytes => engine.memory_limit_bytes, std::convert::identity);
+    set!(fuel_per_call => engine.fuel_per_call);
+    set!(fuel_per_state_call => engine.fuel_per_state_call);
+    set!(memory_limit_bytes => engine.memory_limit_bytes);
     if let Some(m) = a.initial_cluster.or(file.initial_cluster) {
         c.initial_cluster = parse_members(&m)?;
     }
@@ -398,31 +401,27 @@ pub fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cli = Cli::parse();
-    let cli = match cli.command {
-        Cmd::Replay(a) => return replay(a),
-        Cmd::Certs(CertsCmd::Init {
-            dir,
-            nodes,
-            clients,
-            days,
-        }) => {
-            if days < 1 {
-                anyhow::bail!("--days must be at least 1");
-            }
-            for path in lockd::certs::init(&dir, &nodes, &clients, days)? {
-                println!("wrote {}", path.display());
-            }
-            return Ok(());
-        }
-        _ => cli,
-    };
-    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    rt.block_on(async {
-        match cli.command {
-            Cmd::Serve(a) => serve(*a).await,
-            Cmd::Dev(a) => dev(a).await,
-            Cmd::Replay(_) | Cmd::Certs(_) => Ok(()),
-        }
-    })
+    let runtime = || tokio::runtime::Runtime::new().context("cannot start the async runtime");
+    match Cli::parse().command {
+        Cmd::Serve(a) => runtime()?.block_on(serve(*a)),
+        Cmd::Dev(a) => runtime()?.block_on(dev(a)),
+        Cmd::Replay(a) => replay(a),
+        Cmd::Certs(c) => certs(c),
+    }
+}
+
+fn certs(c: CertsCmd) -> Result<()> {
+    let CertsCmd::Init {
+        dir,
+        nodes,
+        clients,
+        days,
+    } = c;
+    if days < 1 {
+        anyhow::bail!("--days must be at least 1");
+    }
+    for path in lockd::certs::init(&dir, &nodes, &clients, days)? {
+        println!("wrote {}", path.display());
+    }
+    Ok(())
 }

@@ -127,7 +127,7 @@ impl ComponentCache {
         let mut file = Vec::with_capacity(meta.len() as usize);
         OpenOptions::new()
             .read(true)
-            .custom_flags(O_NOFOLLOW)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .ok()?
             .take(MAX_ARTIFACT)
@@ -177,9 +177,6 @@ impl ComponentCache {
     }
 }
 
-/// `open(2)`'s O_NOFOLLOW on Linux (the only platform lockd builds for).
-const O_NOFOLLOW: i32 = 0o400000;
-
 /// Where the key of the cache in `dir` lives: beside it, not in it.
 fn key_path(dir: &Path) -> PathBuf {
     let mut name = dir.file_name().unwrap_or_default().to_os_string();
@@ -215,7 +212,7 @@ fn cache_key(path: &Path) -> Result<[u8; 32], EngineError> {
             }
             let mut f = OpenOptions::new()
                 .read(true)
-                .custom_flags(O_NOFOLLOW)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(path)
                 .map_err(|e| cache_err(path, e))?;
             f.read_exact(&mut key).map_err(|e| cache_err(path, e))?;

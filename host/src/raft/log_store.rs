@@ -40,6 +40,8 @@ pub struct LogStats {
     pub batches: AtomicU64,
     /// fsyncs issued by the log (one per batch).
     pub fsyncs: AtomicU64,
+    /// Bytes written to the log since start (records and their framing).
+    pub bytes: AtomicU64,
 }
 
 struct Shared {
@@ -231,6 +233,10 @@ fn writer(mut wal: Wal, rx: mpsc::Receiver<WriteReq>, shared: Arc<Shared>) {
                     shared.stats.entries.fetch_add(n, Ordering::Relaxed);
                     shared.stats.batches.fetch_add(1, Ordering::Relaxed);
                     shared.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+                    shared
+                        .stats
+                        .bytes
+                        .store(wal.stats().bytes, Ordering::Relaxed);
                 }
                 for (_, callback) in batch {
                     callback.log_io_completed(result.as_ref().map(|_| ()).map_err(io_err));

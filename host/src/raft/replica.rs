@@ -282,20 +282,11 @@ impl Replica {
             }
         };
         if let Some(shadow) = self.shadow.as_mut() {
+            // The shadow sees what the module saw: not the grants the
+            // capacity bound refused.
             match &seen {
                 None => shadow.feed(&run.groups, |g| run.index_of(g), &outcomes),
-                // The shadow sees what the module saw: not the grants the
-                // capacity bound refused.
-                Some(seen) => {
-                    let answered: Vec<Vec<Outcome>> = run
-                        .groups
-                        .iter()
-                        .zip(seen)
-                        .zip(&outcomes)
-                        .map(|((all, sent), o)| capacity::answered_by_module(all, sent, o))
-                        .collect();
-                    shadow.feed(seen, |g| run.index_of(g), &answered)
-                }
+                Some((sent, answered)) => shadow.feed(sent, |g| run.index_of(g), answered),
             }
         }
         #[cfg(feature = "fault-diverge")]

@@ -1,7 +1,9 @@
 //! When a node builds a snapshot: after `--snapshot-threshold` entries
 //! since its last one (as openraft's own policy would), and only once the
-//! log applied since then is at least as big as the lock state the last
-//! snapshot held.
+//! log written since then is at least as big as the lock state the last
+//! snapshot held. The log's bytes are the write-ahead log's own count
+//! ([`super::log_store::LogStats::bytes`]): nothing on the apply path
+//! measures anything for this rule.
 //!
 //! The second rule is what keeps a big table cheap to serve. A snapshot
 //! re-encodes and writes the whole state; with a million locks that is
@@ -20,6 +22,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::log_store::LogStore;
 use super::state_machine::StateMachineStore;
 use super::Raft;
 
@@ -28,8 +31,8 @@ const CHECK_EVERY: Duration = Duration::from_millis(100);
 /// How long a trigger may go without a snapshot before it is repeated.
 const RETRY_AFTER: Duration = Duration::from_secs(60);
 
-/// Whether a snapshot is due: `entries` and `bytes` of log applied since
-/// the last snapshot, whose lock state took `state_bytes`.
+/// Whether a snapshot is due: `entries` applied and `bytes` of log written
+/// since the last snapshot, whose lock state took `state_bytes`.
 pub fn due(entries: u64, bytes: u64, state_bytes: u64, threshold: u64) -> bool {
     entries >= threshold && bytes >= state_bytes
 }
@@ -39,6 +42,7 @@ pub fn due(entries: u64, bytes: u64, state_bytes: u64, threshold: u64) -> bool {
 pub async fn run(
     raft: Raft,
     sm: StateMachineStore,
+    log: LogStore,
     threshold: u64,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -46,6 +50,10 @@ pub async fn run(
     // snapshot past it exists (openraft builds one at a time), or a
     // minute has passed (a build that failed).
     let mut asked: Option<(u64, tokio::time::Instant)> = None;
+    // The last snapshot's index and the log's bytes when it was seen: the
+    // log since then is what the rule weighs.
+    let written = || log.stats().bytes.load(std::sync::atomic::Ordering::Relaxed);
+    let mut mark: Option<(u64, u64)> = None;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(CHECK_EVERY) => {}
@@ -58,24 +66,17 @@ pub async fn run(
                 m.snapshot.map_or(0, |l| l.index),
             )
         };
+        if mark.is_none_or(|(index, _)| index != snapshot) {
+            mark = Some((snapshot, written()));
+        }
         if asked.is_some_and(|(a, at)| snapshot < a && at.elapsed() < RETRY_AFTER) {
             continue;
         }
-        let s = sm.snapshot_stats();
+        let bytes = written().saturating_sub(mark.map_or(0, |(_, b)| b));
+        let state_bytes = sm.snapshot_stats().last_state_bytes;
         let entries = applied.saturating_sub(snapshot);
-        if due(
-            entries,
-            s.applied_bytes_since,
-            s.last_state_bytes,
-            threshold,
-        ) {
-            tracing::debug!(
-                applied,
-                entries,
-                bytes = s.applied_bytes_since,
-                state_bytes = s.last_state_bytes,
-                "snapshot due"
-            );
+        if due(entries, bytes, state_bytes, threshold) {
+            tracing::debug!(applied, entries, bytes, state_bytes, "snapshot due");
             if raft.trigger().snapshot().await.is_err() {
                 return;
             }

@@ -165,22 +165,13 @@ pub fn merge(is_grant: &[bool], rest: Vec<Outcome>, why: &str) -> Vec<Outcome> {
         .collect()
 }
 
-/// The outcomes of a group the module gave: all of them when `sent` is
-/// the whole group, else those of its commands that are not grants.
-pub fn answered_by_module(all: &[Command], sent: &[Command], outcomes: &[Outcome]) -> Vec<Outcome> {
-    if all.len() == sent.len() {
-        return outcomes.to_vec();
-    }
-    all.iter()
-        .zip(outcomes)
-        .filter(|(c, _)| !matches!(c, Command::Grant(_)))
-        .map(|(_, o)| o.clone())
-        .collect()
-}
+/// The groups of a range as the module saw them and its answers, when that
+/// differs from the range (some grants refused by the bound): what the
+/// shadow is fed.
+pub(super) type Seen = (Vec<Vec<Command>>, Vec<Vec<Outcome>>);
 
-/// The outcomes of a range's groups, and the groups as the module saw them
-/// when that differs (some grants refused by the bound).
-pub(super) type Applied = (Vec<Vec<Outcome>>, Option<Vec<Vec<Command>>>);
+/// The outcomes of a range's groups, and [`Seen`] when it differs.
+pub(super) type Applied = (Vec<Vec<Outcome>>, Option<Seen>);
 
 impl Replica {
     /// The bounds and their use now.
@@ -228,11 +219,11 @@ impl Replica {
     /// Apply lock command groups within the capacity bound (see
     /// [`capacity`]): one guest call for the groups that certainly fit, a
     /// split only where a bound could be reached. Returns the outcomes, and
-    /// the groups as the module saw them (the refused grants taken out),
-    /// for the shadow.
+    /// the groups as the module saw them (the refused grants taken out)
+    /// with its answers, for the shadow.
     pub(super) fn apply_groups(&mut self, groups: &[Vec<Command>]) -> Result<Applied, EngineError> {
-        let mut out = Vec::with_capacity(groups.len());
-        let mut seen: Option<Vec<Vec<Command>>> = None;
+        let mut out: Vec<Vec<Outcome>> = Vec::with_capacity(groups.len());
+        let mut seen: Option<Seen> = None;
         let mut at = 0;
         while at < groups.len() {
             // The groups that certainly fit; or, where one could pass a
@@ -248,8 +239,9 @@ impl Replica {
                     for (g, o) in part.iter().zip(&outcomes) {
                         self.usage.account(g, o);
                     }
-                    if let Some(seen) = seen.as_mut() {
-                        seen.extend(part.iter().cloned());
+                    if let Some((sent, answered)) = seen.as_mut() {
+                        sent.extend(part.iter().cloned());
+                        answered.extend(outcomes.iter().cloned());
                     }
                     out.extend(outcomes);
                 }
@@ -263,9 +255,12 @@ impl Replica {
                         self.usage.account(&rest, &answers);
                         answers
                     };
-                    let seen = seen.get_or_insert_with(|| groups[..at].to_vec());
-                    seen.push(rest);
-                    out.push(merge(&is_grant, answers, &why));
+                    let merged = merge(&is_grant, answers.clone(), &why);
+                    let (sent, answered) =
+                        seen.get_or_insert_with(|| (groups[..at].to_vec(), out.clone()));
+                    sent.push(rest);
+                    answered.push(answers);
+                    out.push(merged);
                 }
             }
             at += n;

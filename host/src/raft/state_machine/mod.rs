@@ -48,13 +48,9 @@ struct SmShared {
     last_snapshot_index: AtomicU64,
     last_build_us: AtomicU64,
     last_install_us: AtomicU64,
-    /// The guest state's bytes in the last snapshot built or installed.
+    /// The guest state's bytes in the last snapshot built or installed:
+    /// what [`super::snapshot_policy`] weighs the log against.
     last_state_bytes: AtomicU64,
-    /// Bytes of log entries applied since start ([`super::Request::wire_bytes`]),
-    /// and their count when the last snapshot was taken: what
-    /// [`super::snapshot_policy`] weighs against the state's size.
-    applied_bytes: AtomicU64,
-    applied_bytes_at_snapshot: AtomicU64,
     divergences: AtomicU64,
 }
 
@@ -135,8 +131,6 @@ impl StateMachineStore {
                 last_build_us: AtomicU64::new(0),
                 last_install_us: AtomicU64::new(0),
                 last_state_bytes: AtomicU64::new(state_bytes),
-                applied_bytes: AtomicU64::new(0),
-                applied_bytes_at_snapshot: AtomicU64::new(0),
                 divergences: AtomicU64::new(0),
             }),
         })
@@ -290,17 +284,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         // batch of lock commands, which is bounded (see
         // `replica::capacity::MAX_COMMANDS_PER_CALL`).
         let entries: Vec<Entry> = entries.into_iter().collect();
-        let mut long = false;
-        let mut bytes = 0;
-        for e in &entries {
-            if let openraft::EntryPayload::Normal(r) = &e.payload {
-                long |= r.module_bytes().is_some();
-                bytes += r.wire_bytes() as u64;
-            }
-        }
-        self.shared
-            .applied_bytes
-            .fetch_add(bytes, Ordering::Relaxed);
+        let long = entries.iter().any(
+            |e| matches!(&e.payload, openraft::EntryPayload::Normal(r) if r.module_bytes().is_some()),
+        );
         if long {
             off_runtime(|| self.replica().apply(entries)).map_err(sm_err)
         } else {

@@ -2,7 +2,7 @@
 //! `/metrics` show the last of each).
 
 use std::io::Cursor;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,8 +30,6 @@ pub struct SnapshotStats {
     pub last_install_us: u64,
     /// The guest state's bytes in the last snapshot.
     pub last_state_bytes: u64,
-    /// Bytes of log entries applied since the last snapshot was taken.
-    pub applied_bytes_since: u64,
 }
 
 impl StateMachineStore {
@@ -46,11 +44,28 @@ impl StateMachineStore {
             last_build_us: s.last_build_us.load(Ordering::Relaxed),
             last_install_us: s.last_install_us.load(Ordering::Relaxed),
             last_state_bytes: s.last_state_bytes.load(Ordering::Relaxed),
-            applied_bytes_since: s
-                .applied_bytes
-                .load(Ordering::Relaxed)
-                .saturating_sub(s.applied_bytes_at_snapshot.load(Ordering::Relaxed)),
         }
+    }
+
+    /// Record the snapshot now current (built or installed): its index,
+    /// size and state size, and how long it took into `took`.
+    fn record(
+        &self,
+        meta: &SnapshotMeta,
+        bytes: usize,
+        state_bytes: usize,
+        took: &AtomicU64,
+        started: Instant,
+    ) -> u64 {
+        let s = &self.shared;
+        let us = started.elapsed().as_micros() as u64;
+        took.store(us, Ordering::Relaxed);
+        s.last_snapshot_bytes.store(bytes as u64, Ordering::Relaxed);
+        s.last_state_bytes
+            .store(state_bytes as u64, Ordering::Relaxed);
+        let index = meta.last_log_id.map_or(0, |l| l.index);
+        s.last_snapshot_index.store(index, Ordering::Relaxed);
+        us / 1000
     }
 }
 
@@ -85,21 +100,12 @@ impl StateMachineStore {
         let n = bytes.len();
         let mut r = self.replica();
         r.install(installed, hash);
-        let s = &self.shared;
-        s.last_state_bytes
-            .store(blob.guest_state.len() as u64, Ordering::Relaxed);
-        let applied = s.applied_bytes.load(Ordering::Relaxed);
-        s.applied_bytes_at_snapshot
-            .store(applied, Ordering::Relaxed);
         *current = Some((meta.clone(), Arc::new(bytes)));
         drop(current);
-        let (s, us) = (&self.shared, started.elapsed().as_micros() as u64);
+        let s = &self.shared;
+        let ms = self.record(meta, n, blob.guest_state.len(), &s.last_install_us, started);
         s.snapshots_installed.fetch_add(1, Ordering::Relaxed);
-        s.last_install_us.store(us, Ordering::Relaxed);
-        s.last_snapshot_bytes.store(n as u64, Ordering::Relaxed);
-        let index = meta.last_log_id.map_or(0, |l| l.index);
-        s.last_snapshot_index.store(index, Ordering::Relaxed);
-        tracing::info!(node = s.id, term = meta.last_log_id.map(|l| l.leader_id.term), index = meta.last_log_id.map(|l| l.index), module = %r.module_hash(), bytes = n, ms = us / 1000, "installed snapshot from leader");
+        tracing::info!(node = s.id, term = meta.last_log_id.map(|l| l.leader_id.term), index = meta.last_log_id.map(|l| l.index), module = %r.module_hash(), bytes = n, ms, "installed snapshot from leader");
         Ok(())
     }
 }
@@ -116,7 +122,7 @@ impl StateMachineStore {
         // while the node applies on. With a million locks, holding it
         // throughout cost serving up to 40 % in rounds with a build
         // (`scale-bench`).
-        let (meta, blob, applied) = {
+        let (meta, blob) = {
             let mut r = self.replica();
             let snapshot_id = match r.last_applied() {
                 Some(l) => format!("{}-{}-{n}", l.leader_id.term, l.index),
@@ -128,11 +134,9 @@ impl StateMachineStore {
                 snapshot_id,
             };
             let blob = r.snapshot_blob(meta.clone()).map_err(sm_err)?;
-            // Under the lock: exactly the entries this snapshot covers.
-            let applied = self.shared.applied_bytes.load(Ordering::Relaxed);
-            (meta, blob, applied)
+            (meta, blob)
         };
-        let state_bytes = blob.guest_state.len() as u64;
+        let state_bytes = blob.guest_state.len();
         let bytes = blob.encode().map_err(|e| snap_err(None, e))?;
         drop(blob);
         // One writer of the file at a time: `current`'s lock. A snapshot
@@ -150,26 +154,14 @@ impl StateMachineStore {
         }
         snapshot::write(&self.shared.dir, &bytes).map_err(|e| snap_err(Some(&meta), e))?;
         let s = &self.shared;
-        s.last_state_bytes.store(state_bytes, Ordering::Relaxed);
-        s.applied_bytes_at_snapshot
-            .store(applied, Ordering::Relaxed);
-        let us = started.elapsed().as_micros() as u64;
-        self.shared.last_build_us.store(us, Ordering::Relaxed);
-        let size = bytes.len() as u64;
-        self.shared
-            .last_snapshot_bytes
-            .store(size, Ordering::Relaxed);
-        let index = meta.last_log_id.map_or(0, |l| l.index);
-        self.shared
-            .last_snapshot_index
-            .store(index, Ordering::Relaxed);
-        self.shared.snapshots_built.fetch_add(1, Ordering::Relaxed);
+        let ms = self.record(&meta, bytes.len(), state_bytes, &s.last_build_us, started);
+        s.snapshots_built.fetch_add(1, Ordering::Relaxed);
         tracing::info!(
-            node = self.shared.id,
+            node = s.id,
             term = meta.last_log_id.map(|l| l.leader_id.term),
             index = meta.last_log_id.map(|l| l.index),
-            bytes = size,
-            ms = us / 1000,
+            bytes = bytes.len(),
+            ms,
             "built snapshot"
         );
         let bytes = Arc::new(bytes);
