@@ -15,12 +15,15 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use crate::proto::{AuditReport, Capacity, CapacityStatus, Member, Status};
+use crate::security::Credentials;
+use crate::tls::Alpn;
 use crate::{Client, ClientError};
 
 /// How long [`Http::get_json`] waits for a whole answer by default: these
@@ -68,18 +71,41 @@ pub enum AdminError {
     Timeout,
 }
 
-/// An HTTP/1 client for single nodes. Cheap to clone; clones share idle
-/// connections.
+/// An HTTP/1 client for single nodes, over TLS when its credentials say
+/// so. Cheap to clone; clones share idle connections.
 #[derive(Clone)]
 pub struct Http {
-    client: hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>,
+    client: hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     timeout: Duration,
+    credentials: Credentials,
 }
 
 impl Default for Http {
     fn default() -> Self {
         Http::with_timeout(GET_TIMEOUT)
     }
+}
+
+/// The connector for `credentials`: HTTPS with their trust store and
+/// client certificate, or plain HTTP without TLS settings.
+pub fn connector(credentials: &Credentials) -> HttpsConnector<HttpConnector> {
+    let mut http = HttpConnector::new();
+    // Small request/answer pairs: do not let Nagle hold them back.
+    http.set_nodelay(true);
+    http.enforce_http(false);
+    let mut config = match &credentials.tls {
+        Some(tls) => (*tls.config(Alpn::Http)).clone(),
+        // Never used: without TLS settings every URL is http://.
+        None => crate::tls::untrusting_config(),
+    };
+    // The connector sets ALPN (http/1.1) itself, and refuses a config
+    // that already has it.
+    config.alpn_protocols.clear();
+    hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http)
 }
 
 impl Http {
@@ -89,14 +115,22 @@ impl Http {
 
     /// `timeout` bounds each [`Http::get_json`], from connect to last byte.
     pub fn with_timeout(timeout: Duration) -> Http {
-        let mut connector = HttpConnector::new();
-        // Small request/answer pairs: do not let Nagle hold them back.
-        connector.set_nodelay(true);
+        Http::secured(timeout, Credentials::default())
+    }
+
+    /// Like [`Http::with_timeout`], presenting `credentials`.
+    pub fn secured(timeout: Duration, credentials: Credentials) -> Http {
         Http {
             client: hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-                .build(connector),
+                .build(connector(&credentials)),
             timeout,
+            credentials,
         }
+    }
+
+    /// `scheme://addr{path}` for these credentials.
+    pub fn url(&self, addr: &str, path: &str) -> String {
+        format!("{}://{addr}{path}", self.credentials.scheme())
     }
 
     /// GET `path` from the node at `addr` and decode its JSON answer; any
@@ -108,7 +142,7 @@ impl Http {
     ) -> Result<T, AdminError> {
         let request = Request::builder()
             .method(Method::GET)
-            .uri(format!("http://{addr}{path}"))
+            .uri(self.url(addr, path))
             .body(Full::new(Bytes::new()))?;
         let fetch = async {
             let (status, bytes) = self.send(request).await?;
@@ -125,8 +159,20 @@ impl Http {
             .map_err(|_| AdminError::Timeout)?
     }
 
-    /// Send `request` and read the whole answer.
-    async fn send(&self, request: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes), AdminError> {
+    /// Send `request` (with the bearer token, if any) and read the whole
+    /// answer.
+    async fn send(
+        &self,
+        mut request: Request<Full<Bytes>>,
+    ) -> Result<(StatusCode, Bytes), AdminError> {
+        if let Some(token) = &self.credentials.token {
+            let value = format!("Bearer {}", token.expose());
+            if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
+                request
+                    .headers_mut()
+                    .insert(hyper::header::AUTHORIZATION, v);
+            }
+        }
         let response = self.client.request(request).await?;
         let status = response.status();
         let bytes = response.into_body().collect().await?.to_bytes();
@@ -147,9 +193,9 @@ impl Admin {
     /// `endpoints` are the nodes to ask, in order.
     pub fn new(client: Client, endpoints: Vec<String>) -> Admin {
         Admin {
+            http: Http::secured(GET_TIMEOUT, client.credentials().clone()),
             client,
             endpoints,
-            http: Http::new(),
         }
     }
 
@@ -310,7 +356,7 @@ impl Admin {
         let addr = self.leader_addr().await?;
         let request = Request::builder()
             .method(method)
-            .uri(format!("http://{addr}{path}"))
+            .uri(self.http.url(&addr, path))
             .header("content-type", content_type)
             .body(Full::new(body))?;
         let (status, bytes) = self.http.send(request).await.map_err(|e| match e {

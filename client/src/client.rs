@@ -16,6 +16,8 @@ pub struct ClientOptions {
     pub request_timeout: Duration,
     /// How long to keep retrying through leader changes and dead nodes.
     pub retry_for: Duration,
+    /// TLS settings and bearer token (default: plaintext, anonymous).
+    pub credentials: crate::security::Credentials,
 }
 
 impl Default for ClientOptions {
@@ -24,6 +26,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(2),
             request_timeout: Duration::from_secs(5),
             retry_for: Duration::from_secs(10),
+            credentials: crate::security::Credentials::default(),
         }
     }
 }
@@ -96,6 +99,12 @@ impl Client {
         }
     }
 
+    /// The credentials this client presents (what [`crate::admin::Admin`]
+    /// presents too).
+    pub fn credentials(&self) -> &crate::security::Credentials {
+        &self.inner.options.credentials
+    }
+
     /// The owner name [`Client::acquire_with`] uses unless told otherwise.
     pub fn owner(&self) -> &str {
         &self.inner.owner
@@ -114,7 +123,8 @@ impl Client {
             .take();
         let eps = &self.inner.endpoints;
         let addr = preferred.unwrap_or_else(|| eps[attempt % eps.len().max(1)].clone());
-        let c = Conn::open(&addr, self.inner.options.connect_timeout).await?;
+        let opts = &self.inner.options;
+        let c = Conn::open(&addr, opts.connect_timeout, &opts.credentials).await?;
         *conn = Some(c.clone());
         Ok(c)
     }
@@ -300,13 +310,12 @@ impl Client {
     /// The status of the node at `addr` (not necessarily the leader).
     pub async fn status_of(&self, addr: &str) -> Result<Status, ClientError> {
         let opts = &self.inner.options;
-        let conn =
-            Conn::open(addr, opts.connect_timeout)
-                .await
-                .map_err(|e| ClientError::Unreachable {
-                    ms: opts.connect_timeout.as_millis() as u64,
-                    last: e.to_string(),
-                })?;
+        let conn = Conn::open(addr, opts.connect_timeout, &opts.credentials)
+            .await
+            .map_err(|e| ClientError::Unreachable {
+                ms: opts.connect_timeout.as_millis() as u64,
+                last: e.to_string(),
+            })?;
         match conn.call(ClientRequest::Status, opts.request_timeout).await {
             Ok(ClientResponse::Status(s)) => Ok(*s),
             Ok(ClientResponse::Error(e)) => Err(e.into()),

@@ -4,11 +4,12 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::Framed;
 
 use crate::proto::{ClientRequest, ClientResponse};
+use crate::security::{self, Credentials, Stream};
+use crate::tls::Alpn;
 use crate::wire::{self, Envelope, HandshakeError, Role};
 
 /// Why talking to a node failed (as opposed to the node saying no).
@@ -47,30 +48,39 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub async fn open(addr: &str, timeout: Duration) -> Result<Conn, ConnError> {
+    /// Connect to the node at `addr` with `credentials` (TLS when they
+    /// carry TLS settings; the token, if any, goes in the hello).
+    pub async fn open(
+        addr: &str,
+        timeout: Duration,
+        credentials: &Credentials,
+    ) -> Result<Conn, ConnError> {
         let fut = async {
             let connect = |reason: String| ConnError::Connect {
                 addr: addr.to_string(),
                 reason,
             };
-            let stream = TcpStream::connect(addr)
+            let stream = security::connect(addr, credentials.tls.as_ref(), Alpn::Native, None)
                 .await
                 .map_err(|e| connect(e.to_string()))?;
-            let (framed, welcome) =
-                wire::handshake(stream, Role::Client)
-                    .await
-                    .map_err(|e| match e {
-                        HandshakeError::Io(e) => connect(e.to_string()),
-                        HandshakeError::Encode(e) => connect(e),
-                        HandshakeError::NotLockd(reason) => ConnError::NotLockd {
-                            addr: addr.to_string(),
-                            reason,
-                        },
-                        HandshakeError::Refused(reason) => ConnError::Refused {
-                            addr: addr.to_string(),
-                            reason,
-                        },
-                    })?;
+            let role = match &credentials.token {
+                Some(t) => Role::ClientToken {
+                    token: t.expose().to_string(),
+                },
+                None => Role::Client,
+            };
+            let (framed, welcome) = wire::handshake(stream, role).await.map_err(|e| match e {
+                HandshakeError::Io(e) => connect(e.to_string()),
+                HandshakeError::Encode(e) => connect(e),
+                HandshakeError::NotLockd(reason) => ConnError::NotLockd {
+                    addr: addr.to_string(),
+                    reason,
+                },
+                HandshakeError::Refused(reason) => ConnError::Refused {
+                    addr: addr.to_string(),
+                    reason,
+                },
+            })?;
             let (tx, rx) = mpsc::unbounded_channel();
             tokio::spawn(run(framed, rx));
             Ok(Conn {
@@ -118,7 +128,7 @@ impl Conn {
 
 /// The connection task: writes requests, routes responses by id.
 async fn run(
-    framed: Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>,
+    framed: Framed<Stream, tokio_util::codec::LengthDelimitedCodec>,
     mut rx: mpsc::UnboundedReceiver<Call>,
 ) {
     let addr = framed
@@ -136,7 +146,7 @@ async fn run(
 }
 
 async fn serve(
-    framed: Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>,
+    framed: Framed<Stream, tokio_util::codec::LengthDelimitedCodec>,
     rx: &mut mpsc::UnboundedReceiver<Call>,
     addr: &str,
 ) {

@@ -34,6 +34,8 @@
 //! * [`shutdown`]: waiting for Ctrl-C or SIGTERM.
 //! * [`tls`]: TLS on the calling side (trust, client identity, ALPN per
 //!   protocol, node names).
+//! * [`security`]: [`Credentials`] (TLS settings and a bearer token) and
+//!   the one [`security::connect`] every connection to a node goes through.
 
 pub mod admin;
 pub mod audit;
@@ -43,6 +45,7 @@ pub mod guard;
 pub mod id;
 pub mod options;
 pub mod proto;
+pub mod security;
 pub mod shutdown;
 pub mod tls;
 pub mod wire;
@@ -50,3 +53,4 @@ pub mod wire;
 pub use client::{Client, ClientError, ClientOptions, LockGuard};
 pub use options::AcquireOptions;
 pub use proto::{LockView, Status};
+pub use security::{Credentials, Token};

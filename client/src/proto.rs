@@ -166,6 +166,13 @@ pub enum WireError {
     /// grant is refused until holdings are freed or the bound is raised.
     #[error("{0}")]
     Capacity(String),
+    /// No credentials, or ones the node does not accept.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The caller's roles do not allow the request (or the holding is
+    /// another principal's).
+    #[error("{0}")]
+    Forbidden(String),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -305,6 +312,27 @@ pub struct Status {
     /// How long this node's last install of a leader's snapshot took, ms.
     #[serde(default)]
     pub last_snapshot_install_ms: u64,
+    /// The most recent admin requests this node served, oldest first.
+    #[serde(default)]
+    pub admin_actions: Vec<AdminAction>,
+}
+
+/// One admin request a node served: who, what, how it ended, and where
+/// in the log it went (when it made an entry).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AdminAction {
+    /// When it was answered, ms since the Unix epoch (this node's clock).
+    pub at_ms: u64,
+    /// Empty when authentication is off.
+    pub principal: String,
+    /// Method and path, e.g. `POST /v1/admin/upgrade`.
+    pub action: String,
+    /// The HTTP status it was answered with.
+    pub status: u16,
+    #[serde(default)]
+    pub index: Option<u64>,
+    #[serde(default)]
+    pub module_hash: Option<String>,
 }
 
 /// The cluster's capacity bounds: a replicated setting, enforced by every

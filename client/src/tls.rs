@@ -12,9 +12,8 @@
 //! rustls with the `ring` provider: no system OpenSSL, and the same code
 //! on every platform the service builds for.
 //!
-//! So far this is the configuration (trust store, identity, one rustls
-//! config per ALPN), used by `lockd certs init`'s tests; the connections
-//! themselves do not speak TLS yet (issue "Security", in progress).
+//! This is the configuration (trust store, identity, one rustls config
+//! per ALPN); [`crate::security`] opens the connections.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -164,7 +163,8 @@ impl TlsClient {
         })
     }
 
-    fn config(&self, alpn: Alpn) -> Arc<rustls::ClientConfig> {
+    /// The rustls config for connections that will speak `alpn`.
+    pub fn config(&self, alpn: Alpn) -> Arc<rustls::ClientConfig> {
         match alpn {
             Alpn::Peer => self.peer.clone(),
             Alpn::Native => self.native.clone(),
@@ -176,6 +176,19 @@ impl TlsClient {
     pub fn connector(&self, alpn: Alpn) -> tokio_rustls::TlsConnector {
         tokio_rustls::TlsConnector::from(self.config(alpn))
     }
+}
+
+/// A config that trusts nobody: what an HTTPS-capable connector holds when
+/// no TLS is configured (it then only ever dials `http://`).
+pub fn untrusting_config() -> rustls::ClientConfig {
+    rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map(|b| {
+            b.with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth()
+        })
+        // The provider supports the default versions: cannot fail.
+        .unwrap_or_else(|_| unreachable!("ring supports TLS 1.2 and 1.3"))
 }
 
 /// The name to check a node's certificate against: the host of `addr`

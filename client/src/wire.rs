@@ -35,6 +35,9 @@ pub enum Role {
     Peer { from: u64, fingerprint: String },
     /// A client of the lock service.
     Client,
+    /// A client of the lock service that authenticates with a bearer
+    /// token (variants are appended: older nodes decode every earlier one).
+    ClientToken { token: String },
 }
 
 /// The server's answer to a [`Hello`].
@@ -92,19 +95,15 @@ pub enum HandshakeError {
 
 /// The client side of the opening handshake, shared by clients and peers:
 /// preface, `Hello { role }`, then the node's welcome (or refusal).
-pub async fn handshake(
-    mut stream: tokio::net::TcpStream,
+pub async fn handshake<S>(
+    mut stream: S,
     role: Role,
-) -> Result<
-    (
-        tokio_util::codec::Framed<tokio::net::TcpStream, LengthDelimitedCodec>,
-        Welcome,
-    ),
-    HandshakeError,
-> {
+) -> Result<(tokio_util::codec::Framed<S, LengthDelimitedCodec>, Welcome), HandshakeError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     use futures::{SinkExt, StreamExt};
     use tokio::io::AsyncWriteExt;
-    stream.set_nodelay(true)?;
     stream.write_all(&PREFACE).await?;
     let mut framed = tokio_util::codec::Framed::new(stream, codec());
     let hello = encode(&Hello { role }).map_err(|e| HandshakeError::Encode(e.to_string()))?;

@@ -11,7 +11,16 @@
 //! heartbeat_ms = 40
 //! election_timeout_ms = 200
 //! snapshot_threshold = 10000
+//! tls_cert = "certs/node-2.pem"
+//! tls_key = "certs/node-2.key"
+//! tls_ca = "certs/ca.pem"
+//! auth_file = "auth.toml"
 //! ```
+//!
+//! Secure by default (SPEC §11): a node whose address is not a loopback
+//! one refuses to start without TLS and an auth file, unless `insecure`
+//! is set (and then it warns at every start). On loopback both are
+//! optional.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,6 +32,15 @@ use crate::engine::EngineSettings;
 
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7400";
 pub const DEFAULT_DATA_DIR: &str = "lockd-data";
+
+/// The node's certificate, its key, and the cluster's CA (which signs
+/// every node's and client's certificate).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub ca: PathBuf,
+}
 
 /// Everything a node needs to start.
 #[derive(Clone, Debug)]
@@ -78,6 +96,12 @@ pub struct NodeConfig {
     /// How often the node compares its audit points with its peers' (ms).
     pub audit_check_ms: u64,
     pub engine: EngineSettings,
+    /// Serve TLS only (and speak it to peers), with these files.
+    pub tls: Option<TlsFiles>,
+    /// Authentication and roles from this file (reloaded on SIGHUP).
+    pub auth_file: Option<PathBuf>,
+    /// Serve a non-loopback address without TLS or authentication.
+    pub insecure: bool,
 }
 
 impl Default for NodeConfig {
@@ -104,6 +128,9 @@ impl Default for NodeConfig {
             audit_interval: 1000,
             audit_check_ms: 10_000,
             engine: EngineSettings::default(),
+            tls: None,
+            auth_file: None,
+            insecure: false,
         }
     }
 }
@@ -124,6 +151,8 @@ pub enum ConfigError {
     },
     #[error("cannot read config file {path}: {reason}")]
     File { path: String, reason: String },
+    #[error("{addr} is not a loopback address, and {missing}: anyone who can reach it could take and release any lock and replace the lock module. Give --tls-cert, --tls-key, --tls-ca and --auth-file (`lockd certs init` makes the certificates), or --insecure to serve it anyway")]
+    Insecure { addr: String, missing: String },
     #[error("{0}")]
     Invalid(String),
 }
@@ -181,6 +210,11 @@ pub struct FileConfig {
     pub memory_limit_bytes: Option<u64>,
     pub audit_interval: Option<u64>,
     pub audit_check_ms: Option<u64>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub tls_ca: Option<PathBuf>,
+    pub auth_file: Option<PathBuf>,
+    pub insecure: Option<bool>,
 }
 
 impl FileConfig {
@@ -229,6 +263,7 @@ impl NodeConfig {
         if self.max_lease_ms == 0 {
             return Err(ConfigError::Invalid("max lease must be above 0 ms".into()));
         }
+        self.check_secure()?;
         if self.max_waiters_per_key == 0 || self.max_waiters < self.max_waiters_per_key {
             return Err(ConfigError::Invalid(format!(
                 "max waiters per key ({}) must be above 0 and at most max waiters ({})",
@@ -236,6 +271,23 @@ impl NodeConfig {
             )));
         }
         Ok(())
+    }
+
+    /// A non-loopback address needs TLS and authentication, or `insecure`.
+    fn check_secure(&self) -> Result<(), ConfigError> {
+        if self.insecure || is_loopback(&self.addr) {
+            return Ok(());
+        }
+        let missing = match (self.tls.is_some(), self.auth_file.is_some()) {
+            (true, true) => return Ok(()),
+            (false, false) => "neither TLS nor authentication is configured",
+            (false, true) => "TLS is not configured",
+            (true, false) => "authentication is not configured (no --auth-file)",
+        };
+        Err(ConfigError::Insecure {
+            addr: self.addr.clone(),
+            missing: missing.into(),
+        })
     }
 
     /// The members to bootstrap with: the initial cluster, or this node
@@ -254,9 +306,60 @@ impl NodeConfig {
     }
 }
 
+/// Whether `addr` (`host:port`) can only be reached from this machine: a
+/// loopback IP or `localhost`. Any other name may resolve to anything.
+pub fn is_loopback(addr: &str) -> bool {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_public_address_needs_tls_and_authentication_or_insecure() {
+        let tls = Some(TlsFiles {
+            cert: "c".into(),
+            key: "k".into(),
+            ca: "a".into(),
+        });
+        let at = |addr: &str| NodeConfig {
+            addr: addr.into(),
+            ..NodeConfig::default()
+        };
+        assert!(at("127.0.0.1:7400").validate().is_ok());
+        assert!(at("[::1]:7400").validate().is_ok());
+        assert!(at("localhost:7400").validate().is_ok());
+        let e = at("0.0.0.0:7400").validate().unwrap_err();
+        assert!(
+            e.to_string().contains("neither TLS nor authentication"),
+            "{e}"
+        );
+        let e = NodeConfig {
+            tls: tls.clone(),
+            ..at("10.0.0.1:7400")
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains("no --auth-file"), "{e}");
+        let secured = NodeConfig {
+            tls,
+            auth_file: Some("auth.toml".into()),
+            ..at("10.0.0.1:7400")
+        };
+        assert!(secured.validate().is_ok());
+        let insecure = NodeConfig {
+            insecure: true,
+            ..at("lockd-1.internal:7400")
+        };
+        assert!(insecure.validate().is_ok());
+        assert!(!is_loopback("lockd-1.internal:7400"));
+    }
 
     #[test]
     fn members_parse_and_errors_are_precise() {

@@ -13,11 +13,14 @@
 //! The path of an acquire, top to bottom:
 //!
 //! * [`transport`]: the node's one address; the first bytes of a
-//!   connection tell the framed protocol from HTTP.
+//!   connection tell TLS from the plaintext protocols, and ALPN (or the
+//!   first bytes in the clear) the framed protocol from HTTP.
 //! * [`api`]: HTTP/JSON (leader forwarding as one layer, bodies read once,
 //!   one error shape), the framed protocol for peers (Raft RPC) and
 //!   clients, status and metrics. Handlers reach the node through
 //!   [`api::Services`], never through [`node`].
+//! * [`auth`]: who a caller is (token, client certificate, member node)
+//!   and what its roles allow, for every HTTP route and native request.
 //! * [`service`]: [`service::LockService`] — request checks, then the
 //!   leader's lock actor (waiters, leases, keepalive, handoff, phantom
 //!   release) — and the proposer that batches commands into log entries.
@@ -63,6 +66,7 @@
 //! ```
 
 pub mod api;
+pub mod auth;
 pub mod builtin;
 pub mod certs;
 pub mod command;

@@ -1,9 +1,10 @@
 //! Membership changes: add a learner, promote it, remove a node.
 //!
 //! Before a learner is added the leader connects to it as a peer: the new
-//! node checks the leader's engine fingerprint and names itself, so a node
-//! with a different wasm engine, or the wrong node at that address, is
-//! refused before it enters the membership.
+//! node checks the leader's engine fingerprint and names itself (with TLS,
+//! its certificate must name the id it is added as), so a node with a
+//! different wasm engine, or the wrong node at that address, is refused
+//! before it enters the membership.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -39,14 +40,23 @@ pub struct Membership {
     raft: Raft,
     /// This node's engine fingerprint, which a new learner must share.
     fingerprint: String,
+    /// This node's certificate, when peers speak TLS: a new learner must
+    /// then prove it is the node id it is added as.
+    tls: Option<lockd_client::tls::TlsClient>,
 }
 
 impl Membership {
-    pub fn new(id: NodeId, raft: Raft, fingerprint: String) -> Membership {
+    pub fn new(
+        id: NodeId,
+        raft: Raft,
+        fingerprint: String,
+        tls: Option<lockd_client::tls::TlsClient>,
+    ) -> Membership {
         Membership {
             id,
             raft,
             fingerprint,
+            tls,
         }
     }
 
@@ -60,7 +70,7 @@ impl Membership {
             addr: addr.to_string(),
             reason,
         };
-        let conn = FramedConn::connect(addr, role, Duration::from_secs(3))
+        let conn = FramedConn::connect(addr, id, role, Duration::from_secs(3), self.tls.as_ref())
             .await
             .map_err(|e| refused(e.to_string()))?;
         if conn.welcome.node_id != id {

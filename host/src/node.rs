@@ -28,6 +28,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::api::Services;
+use crate::auth::{Auth, AuthFileError};
 use crate::config::NodeConfig;
 use crate::engine::{EngineError, EngineFingerprint, WasmEngine};
 use crate::log::WalOptions;
@@ -38,8 +39,11 @@ use crate::raft::state_machine::{SmOpenError, StateMachineStore};
 use crate::raft::{Node as RaftNode, NodeId, Raft};
 use crate::service::proposer::Proposer;
 use crate::service::LockService;
+use crate::transport::tls::TlsServer;
 use crate::upgrade::precompile::Precompiler;
 use crate::upgrade::submit::Upgrader;
+use lockd_client::tls::TlsClient;
+use lockd_client::Credentials;
 
 #[derive(Debug, Error)]
 pub enum NodeError {
@@ -64,6 +68,10 @@ pub enum NodeError {
     Log(#[from] LogOpenError),
     #[error("raft: {0}")]
     Raft(String),
+    #[error("TLS: {0}")]
+    Tls(#[from] lockd_client::tls::TlsError),
+    #[error("{0}")]
+    Auth(#[from] AuthFileError),
 }
 
 /// What the data dir records about the node that owns it.
@@ -136,6 +144,23 @@ impl Node {
                 addr: config.addr.clone(),
                 source,
             })?;
+        // The node's certificate serves callers and is its own identity
+        // towards its peers (Raft, forwarding, audit reads).
+        let (tls_server, peer_tls) = match &config.tls {
+            Some(t) => (
+                Some(TlsServer::from_files(&t.cert, &t.key, &t.ca)?),
+                Some(TlsClient::from_files(&t.ca, Some((&t.cert, &t.key)))?),
+            ),
+            None => (None, None),
+        };
+        let auth = Arc::new(match &config.auth_file {
+            Some(path) => Auth::from_file(path)?,
+            None => Auth::off(),
+        });
+        let as_node = Credentials {
+            tls: peer_tls.clone(),
+            token: None,
+        };
         let dir = config.data_dir.clone();
         std::fs::create_dir_all(&dir).map_err(|e| data_err(&dir, e))?;
         let engine = Arc::new(WasmEngine::new(
@@ -179,6 +204,7 @@ impl Node {
             my_id: config.id,
             fingerprint: engine.fingerprint().text.clone(),
             connect_timeout: Duration::from_millis(config.heartbeat_ms.max(500)),
+            tls: peer_tls.clone(),
         };
         let raft = Raft::new(
             config.id,
@@ -221,10 +247,19 @@ impl Node {
             engine: engine.clone(),
             locks,
             upgrader: Upgrader::new(config.id, raft.clone(), sm.clone()),
-            membership: Membership::new(config.id, raft.clone(), engine.fingerprint().text.clone()),
+            membership: Membership::new(
+                config.id,
+                raft.clone(),
+                engine.fingerprint().text.clone(),
+                peer_tls,
+            ),
             peer_gate: crate::raft::peer_check::PeerGate::new(config.max_snapshot_bytes),
             max_module_bytes: config.max_module_bytes,
             conn: gate.clone(),
+            tls_required: tls_server.is_some(),
+            auth,
+            forwarder: crate::transport::http::Forwarder::new(as_node.clone()),
+            admin_log: Default::default(),
         });
         let node = Arc::new(Node {
             id: config.id,
@@ -233,14 +268,14 @@ impl Node {
             shutdown,
         });
         let span = tracing::info_span!("node", id = node.id);
-        tracing::info!(parent: &span, addr = %config.addr, data_dir = %dir.display(), fingerprint = %engine.fingerprint().short(), "node started");
+        tracing::info!(parent: &span, addr = %config.addr, data_dir = %dir.display(), fingerprint = %engine.fingerprint().short(), tls = tls_server.is_some(), auth = services.auth.is_on(), "node started");
 
-        let (s1, s2) = (services.clone(), services);
+        let served = services.clone();
         tokio::spawn(crate::transport::listener::serve(
             listener,
             gate,
-            move |s, a| crate::api::framed::serve(s1.clone(), s, a),
-            move |s, a| crate::api::http::serve(s2.clone(), s, a),
+            tls_server,
+            move |c| crate::api::serve(served.clone(), c),
             shutdown_rx.clone(),
         ));
 
@@ -256,6 +291,7 @@ impl Node {
             raft,
             sm,
             Duration::from_millis(config.audit_check_ms),
+            as_node,
             shutdown_rx,
         ));
 

@@ -33,7 +33,11 @@ fn bad_requests_get_precise_errors_and_change_nothing() {
     let before = c.wait_converged(Duration::from_secs(10));
     let rt = rt();
     let conn = rt
-        .block_on(Conn::open(c.addr(1), Duration::from_secs(5)))
+        .block_on(Conn::open(
+            c.addr(1),
+            Duration::from_secs(5),
+            &Default::default(),
+        ))
         .expect("connect");
     let call = |req: ClientRequest| {
         rt.block_on(conn.call(req, Duration::from_secs(5)))

@@ -20,7 +20,7 @@ fn native_keepalive(addr: &str, key: &str, token: u64) -> ClientResponse {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let mut conn = FramedConn::connect(addr, Role::Client, Duration::from_secs(5))
+        let mut conn = FramedConn::connect(addr, 0, Role::Client, Duration::from_secs(5), None)
             .await
             .expect("connect");
         let req = ClientRequest::Keepalive {

@@ -41,6 +41,8 @@ mod lockctl_cli;
 mod log_recovery;
 mod native_client;
 mod peer_hostile;
+mod security_roles;
+mod security_tls;
 mod storage_fatal;
 mod transport_handshake;
 mod upgrade_catchup;

@@ -55,8 +55,10 @@ fn a_peer_that_is_not_lockd_is_named_as_such() {
     let err = rt()
         .block_on(FramedConn::connect(
             &addr,
+            0,
             Role::Client,
             Duration::from_secs(5),
+            None,
         ))
         .err()
         .expect("must fail");

@@ -6,6 +6,10 @@
 //! HTTP API like any user would, and kill, restart or corrupt it like the
 //! real world does.
 //!
+//! A cluster made with [`Cluster::start_secure`] runs with TLS and
+//! authentication on ([`crate::secure`]); the helpers below then act as
+//! its admin, and [`Cluster::as_who`] gives a caller for any principal.
+//!
 //! The binaries are `target/<profile>/lockd` and `lockctl`, built by `cargo
 //! test` at the workspace root (the `lockd` and `lockctl` packages have
 //! integration tests, so cargo builds their binaries before any test runs);
@@ -22,6 +26,9 @@ use std::time::{Duration, Instant};
 
 use lockd::api::status::Status;
 use serde_json::{json, Value};
+
+pub use crate::secure::Reply;
+use crate::secure::{Http, Secure, Who};
 
 /// Timings short enough for tests, long enough for a loaded 2-core CI box.
 pub const HEARTBEAT_MS: u64 = 50;
@@ -101,22 +108,6 @@ fn build_fault_binary() -> PathBuf {
     bin
 }
 
-/// An HTTP answer (any status) as a [`Reply`]; `Err` only when there was
-/// no answer.
-fn to_reply(res: Result<ureq::Response, ureq::Error>) -> Result<Reply, String> {
-    match res {
-        Ok(r) => Ok(Reply {
-            status: r.status(),
-            body: r.into_json().unwrap_or(Value::Null),
-        }),
-        Err(ureq::Error::Status(code, r)) => Ok(Reply {
-            status: code,
-            body: r.into_json().unwrap_or(Value::Null),
-        }),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
 /// A free port on 127.0.0.1 that nobody else in this process has been given.
 ///
 /// Tests run side by side in one process, and a port is only bound once its
@@ -191,26 +182,14 @@ pub struct Cluster {
     /// (tests use short ones; benchmarks may use the defaults).
     pub heartbeat_ms: u64,
     pub election_ms: u64,
-    agent: ureq::Agent,
+    /// TLS and authentication, when on: nodes registered after it is set
+    /// get its flags.
+    pub secure: Option<Secure>,
+    /// How the helpers below call the nodes (as admin when secure).
+    http: Http,
     /// This cluster's turn on the machine (see [`crate::turns`]): clusters
     /// run side by side, but not beside a test that runs alone.
     _turn: crate::turns::Turn,
-}
-
-/// An HTTP answer: status code and JSON body.
-#[derive(Debug, Clone)]
-pub struct Reply {
-    pub status: u16,
-    pub body: Value,
-}
-
-impl Reply {
-    pub fn ok(&self) -> bool {
-        self.status == 200
-    }
-    pub fn error(&self) -> &str {
-        self.body["error"].as_str().unwrap_or("")
-    }
 }
 
 impl Cluster {
@@ -234,6 +213,67 @@ impl Cluster {
             c.spawn(id);
         }
         c
+    }
+
+    /// Start `n` nodes with TLS and authentication on.
+    pub fn start_secure(n: u64, extra: &[&str]) -> Cluster {
+        let mut c = Cluster::configure_secure(n, extra);
+        for id in 1..=n {
+            c.spawn(id);
+        }
+        c
+    }
+
+    /// Register (not start) `n` nodes with TLS and authentication on.
+    pub fn configure_secure(n: u64, extra: &[&str]) -> Cluster {
+        let mut c = Cluster::empty(extra);
+        let members: Vec<(u64, String)> = (1..=n)
+            .map(|id| (id, format!("127.0.0.1:{}", free_port())))
+            .collect();
+        c.secure_for(&members);
+        c.add_members(members);
+        c
+    }
+
+    /// Certificates for `members` (and for ids up to 9, for nodes added
+    /// later), the auth file, and the admin as the helpers' caller.
+    fn secure_for(&mut self, members: &[(u64, String)]) {
+        let host = |addr: &str| addr.rsplit_once(':').map_or(addr, |(h, _)| h).to_string();
+        let mut hosts: Vec<(u64, String)> = members.iter().map(|(i, a)| (*i, host(a))).collect();
+        let first = hosts.first().map(|h| h.1.clone()).unwrap_or_default();
+        for id in 1..=9 {
+            if !hosts.iter().any(|h| h.0 == id) {
+                hosts.push((id, first.clone()));
+            }
+        }
+        let secure = Secure::create(&self.dir.path().join("certs"), &hosts);
+        self.http = secure.http(Who::Cert("admin"));
+        self.secure = Some(secure);
+    }
+
+    /// An HTTP caller presenting `who`'s credentials (a secure cluster).
+    pub fn as_who(&self, who: Who) -> Http {
+        self.secure().http(who)
+    }
+
+    /// The cluster's certificates and tokens (a secure cluster).
+    pub fn secure(&self) -> &Secure {
+        self.secure
+            .as_ref()
+            .expect("a cluster started with TLS and authentication")
+    }
+
+    /// Native client options presenting `who` (plaintext, anonymous when
+    /// the cluster is not secure).
+    pub fn client_options(&self, who: Who) -> lockd_client::ClientOptions {
+        lockd_client::ClientOptions {
+            credentials: self
+                .secure
+                .as_ref()
+                .map(|s| s.credentials(who))
+                .unwrap_or_default(),
+            ..Default::default()
+        }
     }
 
     /// Register (not start) `n` nodes of one cluster on loopback ports.
@@ -265,16 +305,25 @@ impl Cluster {
     }
 
     /// Start `n` nodes, each on its own host (network namespace), so links
-    /// between them can be cut ([`Cluster::partition`]).
-    pub fn start_hosts(n: u64, extra: &[&str]) -> Result<Cluster, String> {
+    /// between them can be cut ([`Cluster::partition`]). Their addresses
+    /// are not loopback ones, so they need TLS and authentication
+    /// (`secure`) or `--insecure`.
+    pub fn start_hosts(n: u64, extra: &[&str], secure: bool) -> Result<Cluster, String> {
         let ids: Vec<u64> = (1..=n).collect();
         let net = crate::netns::NetHosts::create(&ids)?;
-        let mut c = Cluster::empty(extra);
-        c.add_members(
-            ids.iter()
-                .map(|id| (*id, format!("{}:7400", net.host_ip(*id))))
-                .collect(),
-        );
+        let mut extra = extra.to_vec();
+        if !secure {
+            extra.push("--insecure");
+        }
+        let mut c = Cluster::empty(&extra);
+        let members: Vec<(u64, String)> = ids
+            .iter()
+            .map(|id| (*id, format!("{}:7400", net.host_ip(*id))))
+            .collect();
+        if secure {
+            c.secure_for(&members);
+        }
+        c.add_members(members);
         c.net = Some(net);
         for id in ids {
             c.spawn(id);
@@ -310,9 +359,8 @@ impl Cluster {
             net: None,
             heartbeat_ms: HEARTBEAT_MS,
             election_ms: ELECTION_MS,
-            agent: ureq::AgentBuilder::new()
-                .timeout(Duration::from_secs(10))
-                .build(),
+            secure: None,
+            http: Http::new(None),
             _turn: turn,
         }
     }
@@ -335,6 +383,9 @@ impl Cluster {
             self.election_ms.to_string(),
         ];
         args.extend(self.extra.iter().cloned());
+        if let Some(s) = &self.secure {
+            args.extend(s.node_args(id));
+        }
         args.extend(flags.iter().map(|s| s.to_string()));
         self.nodes.insert(
             id,
@@ -450,10 +501,19 @@ impl Cluster {
         self.nodes.values().map(|n| n.addr.clone()).collect()
     }
 
-    /// A `lockctl` command pointed at every node of this cluster.
+    /// A `lockctl` command pointed at every node of this cluster (as its
+    /// admin when secure).
     pub fn lockctl(&self) -> Command {
+        self.lockctl_as(Who::Cert("admin"))
+    }
+
+    /// A `lockctl` command presenting `who`'s credentials.
+    pub fn lockctl_as(&self, who: Who) -> Command {
         let mut cmd = Command::new(lockd_bin().with_file_name("lockctl"));
         cmd.args(["--endpoints", &self.endpoints().join(",")]);
+        if let Some(s) = &self.secure {
+            cmd.args(s.lockctl_args(who));
+        }
         cmd
     }
 
@@ -476,13 +536,7 @@ impl Cluster {
         path: &str,
         body: Option<Value>,
     ) -> Result<Reply, String> {
-        let url = format!("http://{}{path}", self.addr(id));
-        let req = self.agent.request(method, &url);
-        let res = match body {
-            Some(b) => req.send_json(b),
-            None => req.call(),
-        };
-        to_reply(res)
+        self.http.request(self.addr(id), method, path, body)
     }
 
     pub fn get(&self, id: u64, path: &str) -> Result<Reply, String> {
@@ -503,13 +557,7 @@ impl Cluster {
 
     /// POST raw bytes (a module) to node `id`.
     pub fn post_bytes(&self, id: u64, path: &str, body: &[u8]) -> Result<Reply, String> {
-        let url = format!("http://{}{path}", self.addr(id));
-        let res = self
-            .agent
-            .post(&url)
-            .set("content-type", "application/wasm")
-            .send_bytes(body);
-        to_reply(res)
+        self.http.post_bytes(self.addr(id), path, body)
     }
 
     /// Node `id`'s audit points.
@@ -624,8 +672,7 @@ impl Cluster {
 
     /// A metric's value on node `id` (first sample of that name).
     pub fn metric(&self, id: u64, name: &str) -> Option<u64> {
-        let url = format!("http://{}/metrics", self.addr(id));
-        let text = self.agent.get(&url).call().ok()?.into_string().ok()?;
+        let text = self.http.text(self.addr(id), "/metrics")?;
         text.lines()
             .find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
             .and_then(|l| l.rsplit(' ').next())

@@ -18,6 +18,9 @@
 //! * [`fixtures`]: the hostile guest components built by `build.rs`.
 //! * [`load`]: client threads that keep taking and freeing locks while a
 //!   test upgrades, and what they saw.
+//! * [`secure`]: certificates, an auth file with a principal per role,
+//!   and callers presenting one principal's credentials, for clusters
+//!   with TLS and authentication on.
 //! * [`turns`]: which tests may run side by side in one test process, and
 //!   which must have the machine alone.
 //! * [`world02`]: the same for lock modules of world `lock-sm@0.2.0`: their
@@ -32,5 +35,6 @@ pub mod machines;
 pub mod netns;
 pub mod raw;
 pub mod scenario;
+pub mod secure;
 pub mod turns;
 pub mod world02;

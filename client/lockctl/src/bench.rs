@@ -40,13 +40,18 @@ pub struct Workload {
     pub limit: u32,
 }
 
-pub async fn run(endpoints: &[String], j: bool, w: Workload) -> Result<(), Failure> {
+pub async fn run(
+    endpoints: &[String],
+    creds: &lockd_client::Credentials,
+    j: bool,
+    w: Workload,
+) -> Result<(), Failure> {
     if w.clients == 0 {
         return Err(anyhow!("--clients must be at least 1").into());
     }
     let dur = Duration::try_from_secs_f64(w.seconds)
         .map_err(|e| anyhow!("--seconds {}: {e}", w.seconds))?;
-    let r = measure(endpoints, &w, dur).await;
+    let r = measure(endpoints, creds, &w, dur).await;
     if j {
         println!(
             "{}",
@@ -78,7 +83,12 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 /// `clients` clients, each with its own connection, cycle for `dur`: on its
 /// own key, or all on one key (`contended`: every cycle is a handoff).
-async fn measure(endpoints: &[String], w: &Workload, dur: Duration) -> BenchReport {
+async fn measure(
+    endpoints: &[String],
+    creds: &lockd_client::Credentials,
+    w: &Workload,
+    dur: Duration,
+) -> BenchReport {
     let (clients, contended, lease) = (w.clients, w.contended, w.lease);
     // The seed's lock goes as it always did; options need world 0.2.
     let plain = w.mode == LockMode::Exclusive && w.limit == 1;
@@ -86,7 +96,13 @@ async fn measure(endpoints: &[String], w: &Workload, dur: Duration) -> BenchRepo
     let start = Instant::now() + Duration::from_millis(200);
     let mut tasks = Vec::new();
     for c in 0..clients {
-        let client = Client::new(endpoints.to_vec());
+        let client = Client::with_options(
+            endpoints.to_vec(),
+            lockd_client::ClientOptions {
+                credentials: creds.clone(),
+                ..Default::default()
+            },
+        );
         let key = if contended {
             "bench/shared".to_string()
         } else {

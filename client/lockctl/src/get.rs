@@ -26,7 +26,7 @@ pub async fn run(client: &Client, j: bool, key: &str) -> Result<(), Failure> {
         json!({
             "key": key,
             "held": true,
-            "token": first.token,
+            "token": crate::list::token(first),
             "lease_ms": first.lease_ms,
             "holders": holders.iter().map(holding_json).collect::<Vec<_>>(),
         }),

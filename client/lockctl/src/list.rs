@@ -8,10 +8,16 @@ use serde_json::{json, Value};
 
 use crate::output::{print, Failure};
 
+/// A holding's token, `None` when the node did not show it (0: another
+/// principal's holding, shown only to its holder and admins).
+pub fn token(h: &Holding) -> Option<u64> {
+    (h.token != 0).then_some(h.token)
+}
+
 /// One holding as JSON (also what `get` prints).
 pub fn holding_json(h: &Holding) -> Value {
     json!({
-        "token": h.token,
+        "token": token(h),
         "lease_ms": h.lease_ms,
         "mode": h.mode.as_str(),
         "limit": h.limit,
@@ -33,7 +39,8 @@ pub fn holding_text(h: &Holding) -> String {
     } else {
         format!(" {} limit {}", h.mode.as_str(), h.limit)
     };
-    format!("token {} lease {} ms{kind}, {who}", h.token, h.lease_ms)
+    let token = token(h).map_or("(not shown)".to_string(), |t| t.to_string());
+    format!("token {token} lease {} ms{kind}, {who}", h.lease_ms)
 }
 
 pub async fn run(

@@ -15,11 +15,21 @@
 //! lockctl upgrade FILE.wasm [--replaces HASH] [--no-precheck]   # swap the lock module
 //! lockctl upgrade --shadow FILE.wasm | upgrade --promote | upgrade --abort
 //! lockctl audit                                                  # determinism check
+//! lockctl --cacert ca.pem [--cert me.pem --key me.key] [--token T] …   # TLS, a client certificate, a token
 //! ```
 //!
+//! TLS and credentials: `--cacert` (the cluster's CA) turns TLS on;
+//! `--cert`/`--key` present a client certificate (its name is the
+//! principal); `--token` before the subcommand sends a bearer token
+//! (after `release` or `keepalive`, `--token` is the fencing token, as it
+//! always was). Each also comes from `LOCKD_CACERT`, `LOCKD_CERT`,
+//! `LOCKD_KEY`, `LOCKD_TOKEN`.
+//!
 //! Exit status: 0 done; 1 error; 2 the lock is held (acquire after its wait,
-//! release or keepalive by a non-holder, …): scripts can tell "busy" from
-//! "broken"; 3 a lock held with `acquire --hold` was lost. A lock taken by `acquire` stays held after lockctl exits, until
+//! release or keepalive with a token that does not hold it, …): scripts
+//! can tell "busy" from "broken"; 3 a lock held with `acquire --hold` was
+//! lost; 4 not allowed (no or unknown credentials, a role that does not
+//! allow it, another principal's holding). A lock taken by `acquire` stays held after lockctl exits, until
 //! released or its lease ends.
 //!
 //! A client only: it links `lockd-client`, not the server (and so no
@@ -66,8 +76,58 @@ struct Cli {
     /// Machine-readable output.
     #[arg(long, global = true)]
     json: bool,
+    /// The cluster's CA certificate (PEM): speak TLS to the nodes.
+    #[arg(long, global = true, env = "LOCKD_CACERT")]
+    cacert: Option<std::path::PathBuf>,
+    /// A client certificate (PEM) to present; its name is the principal.
+    #[arg(long, global = true, env = "LOCKD_CERT", requires = "tls_key")]
+    cert: Option<std::path::PathBuf>,
+    /// The private key of --cert (PEM).
+    #[arg(
+        long = "key",
+        id = "tls_key",
+        global = true,
+        env = "LOCKD_KEY",
+        requires = "cert"
+    )]
+    key_file: Option<std::path::PathBuf>,
+    /// A bearer token (`lockd auth token` makes one). Given before the
+    /// subcommand: after `release` or `keepalive`, `--token` is the
+    /// fencing token.
+    #[arg(
+        long = "token",
+        id = "bearer_token",
+        env = "LOCKD_TOKEN",
+        hide_env_values = true
+    )]
+    token: Option<String>,
     #[command(subcommand)]
     command: Cmd,
+}
+
+/// The credentials the flags (or LOCKD_* variables) give.
+fn credentials(cli: &Cli) -> Result<lockd_client::Credentials, Failure> {
+    use anyhow::Context;
+    let tls = match (&cli.cacert, &cli.cert, &cli.key_file) {
+        (Some(ca), cert, key) => {
+            let identity = cert.as_deref().zip(key.as_deref());
+            Some(
+                lockd_client::tls::TlsClient::from_files(ca, identity)
+                    .context("cannot set up TLS")?,
+            )
+        }
+        (None, Some(_), _) => {
+            return Err(anyhow::anyhow!(
+                "--cert needs --cacert: the client certificate is presented over TLS"
+            )
+            .into())
+        }
+        (None, None, _) => None,
+    };
+    Ok(lockd_client::Credentials {
+        tls,
+        token: cli.token.clone().map(lockd_client::Token::new),
+    })
 }
 
 #[derive(Subcommand)]
@@ -256,7 +316,14 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let client = Client::new(cli.endpoints.clone());
+    let creds = credentials(&cli)?;
+    let client = Client::with_options(
+        cli.endpoints.clone(),
+        lockd_client::ClientOptions {
+            credentials: creds.clone(),
+            ..Default::default()
+        },
+    );
     let admin = Admin::new(client.clone(), cli.endpoints.clone());
     let j = cli.json;
     match cli.command {
@@ -337,7 +404,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 mode: mode.into(),
                 limit,
             };
-            bench::run(&cli.endpoints, j, w).await
+            bench::run(&cli.endpoints, &creds, j, w).await
         }
     }
 }

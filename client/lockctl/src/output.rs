@@ -3,7 +3,8 @@
 //!
 //! Exit status 2 means "the lock is held / not yours" and 1 any other
 //! error, so scripts can tell "busy" from "broken"; 3 (a lock lost while
-//! held) is set by `acquire --hold` itself.
+//! held) is set by `acquire --hold` itself; 4 means "not allowed" (no or
+//! unknown credentials, or roles that do not allow it).
 
 use anyhow::anyhow;
 use lockd_client::admin::AdminError;
@@ -25,15 +26,29 @@ impl From<ClientError> for Failure {
             ClientError::Rejected(
                 WireError::Held(_) | WireError::NotHeld(_) | WireError::WrongToken(_),
             ) => 2,
+            ClientError::Rejected(WireError::Unauthenticated(_) | WireError::Forbidden(_)) => {
+                NOT_ALLOWED
+            }
             _ => 1,
         };
         Failure(anyhow!(e), code)
     }
 }
 
+/// The exit status of a request the node would not allow.
+pub const NOT_ALLOWED: i32 = 4;
+
 impl From<AdminError> for Failure {
     fn from(e: AdminError) -> Self {
-        Failure(anyhow!(e), 1)
+        let code = match &e {
+            AdminError::Refused { status, .. } | AdminError::Status { status, .. }
+                if *status == 401 || *status == 403 =>
+            {
+                NOT_ALLOWED
+            }
+            _ => 1,
+        };
+        Failure(anyhow!(e), code)
     }
 }
 

@@ -20,13 +20,42 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::Uri;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use lockd_client::proto::{AuditReport, Capacity, CapacityStatus, SnapshotBuilt, UpgradeReply};
 
+use super::authorize::AdminOutcome;
 use super::body::ModuleBody;
 use super::error::ApiError;
 use super::services::Services;
 use crate::engine::ModuleHash;
+use crate::upgrade::submit::UpgradeError;
+
+/// An upgrade or shadow answer, with what it did for the admin audit
+/// trail: the entry's index and module, or (refused before proposing)
+/// the module `sent`.
+fn audited(result: Result<UpgradeReply, UpgradeError>, sent: Option<ModuleHash>) -> Response {
+    let outcome = match &result {
+        Ok(r) => AdminOutcome {
+            index: Some(r.index),
+            module_hash: Some(r.module_hash.clone()),
+        },
+        Err(UpgradeError::Rejected(r)) => AdminOutcome {
+            index: Some(r.index),
+            module_hash: Some(r.module_hash.clone()),
+        },
+        Err(_) => AdminOutcome {
+            index: None,
+            module_hash: sent.map(|h| h.to_string()),
+        },
+    };
+    let mut response = match result {
+        Ok(r) => Json(r).into_response(),
+        Err(e) => ApiError::from(e).into_response(),
+    };
+    response.extensions_mut().insert(outcome);
+    response
+}
 
 /// Options in the query string.
 struct Options {
@@ -79,43 +108,38 @@ pub async fn upgrade(
     State(node): State<Arc<Services>>,
     uri: Uri,
     ModuleBody(body): ModuleBody,
-) -> Result<Json<UpgradeReply>, ApiError> {
+) -> Result<Response, ApiError> {
     let o = options(&uri)?;
-    Ok(Json(
-        node.upgrader
-            .upgrade(body.to_vec(), o.replaces, o.precheck)
-            .await?,
-    ))
+    let sent = ModuleHash::of(&body);
+    let r = node
+        .upgrader
+        .upgrade(body.to_vec(), o.replaces, o.precheck)
+        .await;
+    Ok(audited(r, Some(sent)))
 }
 
 pub async fn shadow_start(
     State(node): State<Arc<Services>>,
     uri: Uri,
     ModuleBody(body): ModuleBody,
-) -> Result<Json<UpgradeReply>, ApiError> {
+) -> Result<Response, ApiError> {
     let o = options(&uri)?;
     if o.replaces.is_some() {
         return Err(ApiError::bad_request(
             "replaces= applies to upgrades, not to shadow mode",
         ));
     }
-    Ok(Json(
-        node.upgrader
-            .shadow_start(body.to_vec(), o.precheck)
-            .await?,
-    ))
+    let sent = ModuleHash::of(&body);
+    let r = node.upgrader.shadow_start(body.to_vec(), o.precheck).await;
+    Ok(audited(r, Some(sent)))
 }
 
-pub async fn shadow_promote(
-    State(node): State<Arc<Services>>,
-) -> Result<Json<UpgradeReply>, ApiError> {
-    Ok(Json(node.upgrader.shadow_promote().await?))
+pub async fn shadow_promote(State(node): State<Arc<Services>>) -> Response {
+    audited(node.upgrader.shadow_promote().await, None)
 }
 
-pub async fn shadow_abort(
-    State(node): State<Arc<Services>>,
-) -> Result<Json<UpgradeReply>, ApiError> {
-    Ok(Json(node.upgrader.shadow_abort().await?))
+pub async fn shadow_abort(State(node): State<Arc<Services>>) -> Response {
+    audited(node.upgrader.shadow_abort().await, None)
 }
 
 pub async fn audit(State(node): State<Arc<Services>>) -> Json<AuditReport> {
@@ -147,9 +171,7 @@ const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Build a snapshot on this node now. openraft builds one at a time: a
 /// request during a build waits for that build.
-pub async fn snapshot_build(
-    State(node): State<Arc<Services>>,
-) -> Result<Json<SnapshotBuilt>, ApiError> {
+pub async fn snapshot_build(State(node): State<Arc<Services>>) -> Result<Response, ApiError> {
     use axum::http::StatusCode;
     let before = node.sm.snapshot_stats().built;
     node.raft.trigger().snapshot().await.map_err(|e| {
@@ -162,12 +184,18 @@ pub async fn snapshot_build(
     loop {
         let s = node.sm.snapshot_stats();
         if s.built > before {
-            return Ok(Json(SnapshotBuilt {
+            let mut r = Json(SnapshotBuilt {
                 node: node.id,
                 index: s.last_index,
                 bytes: s.last_bytes,
                 build_ms: s.last_build_us / 1000,
-            }));
+            })
+            .into_response();
+            r.extensions_mut().insert(AdminOutcome {
+                index: Some(s.last_index),
+                module_hash: None,
+            });
+            return Ok(r);
         }
         if tokio::time::Instant::now() > deadline {
             return Err(ApiError::new(

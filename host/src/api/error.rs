@@ -82,6 +82,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::PolicyRefused(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ServiceError::TooManyWaiters { .. } => StatusCode::TOO_MANY_REQUESTS,
             ServiceError::Held { .. } | ServiceError::WrongToken { .. } => StatusCode::CONFLICT,
+            ServiceError::NotHolder { .. } => StatusCode::FORBIDDEN,
             ServiceError::NotHeld { .. } => StatusCode::NOT_FOUND,
             ServiceError::Refused { .. } => StatusCode::FORBIDDEN,
             ServiceError::Quota { .. } => StatusCode::TOO_MANY_REQUESTS,

@@ -18,10 +18,11 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::authorize::Forwarded;
 use super::body::read;
 use super::error::ApiError;
 use super::services::Services;
-use crate::transport::http;
+use crate::auth::{Access, PRINCIPAL_HEADER};
 
 pub const FORWARDED: &str = "x-lockd-forwarded";
 
@@ -64,6 +65,11 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
         .with_leader(Some(leader))
         .into_response()
     };
+    let principal = req
+        .extensions()
+        .get::<Access>()
+        .map(|a| a.principal.clone())
+        .unwrap_or_default();
     let (parts, body) = req.into_parts();
     let body = match read(body, f.limit, f.what).await {
         Ok(b) => b,
@@ -76,8 +82,16 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
         .unwrap_or("/");
     let mut forwarded = axum::http::Request::builder()
         .method(parts.method.clone())
-        .uri(format!("http://{addr}{path}"))
+        .uri(node.forwarder.url(&addr, path))
         .header(FORWARDED, node.id.to_string());
+    // The leader believes it from this node's certificate only, and
+    // checks the caller's rights again by its own rules.
+    // Percent-encoded: a principal's name may hold any character.
+    if !principal.is_empty() {
+        let encoded =
+            percent_encoding::utf8_percent_encode(&principal, percent_encoding::NON_ALPHANUMERIC);
+        forwarded = forwarded.header(PRINCIPAL_HEADER, encoded.to_string());
+    }
     if let Some(ct) = parts.headers.get(header::CONTENT_TYPE) {
         forwarded = forwarded.header(header::CONTENT_TYPE, ct);
     }
@@ -85,8 +99,12 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
         Ok(r) => r,
         Err(e) => return unavailable(e.to_string()),
     };
-    match http::send(forwarded).await {
-        Ok(response) => response.into_response(),
+    match node.forwarder.send(forwarded).await {
+        Ok(response) => {
+            let mut r = response.into_response();
+            r.extensions_mut().insert(Forwarded);
+            r
+        }
         Err(e) => unavailable(e),
     }
 }

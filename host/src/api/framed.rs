@@ -1,13 +1,19 @@
 //! The server side of a framed connection: peers (Raft RPC, one request at
 //! a time) and clients (the lock protocol, many requests at once).
+//!
+//! With TLS, a peer's hello is believed only over the peer protocol
+//! (`lockd-peer/1`) from a certificate that names the node id it claims;
+//! a client's principal is settled at the hello (its token, else its
+//! certificate) and every request is checked against it
+//! ([`crate::auth`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use lockd_client::proto::{ClientRequest, ClientResponse, LockView, WireError};
+use lockd_client::tls::Alpn;
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
@@ -15,19 +21,55 @@ use tokio_util::codec::{Framed, LengthDelimitedCodec};
 use super::services::Services;
 use super::status::status_of;
 use super::wire;
+use crate::auth::{action, Access, Denied, Principal};
 use crate::raft::network::{PeerRequest, PeerResponse};
 use crate::service::ServiceError;
 use crate::transport::frame::{self, Envelope, Hello, HelloReply, Refused, Role, Welcome};
 use crate::transport::limits::{Admission, ConnLimits, MAX_CLIENT_FRAME, MAX_HELLO_FRAME};
+use crate::transport::listener::{Caller, Io};
+
+type Conn = Framed<Box<dyn Io>, LengthDelimitedCodec>;
+
+/// Why a peer's hello is not believed over this connection, if it is not.
+fn peer_refusal(node: &Services, caller: &Caller, from: u64) -> Option<String> {
+    if !node.tls_required {
+        return None;
+    }
+    let tls = caller.tls.as_ref()?;
+    if tls.alpn != Some(Alpn::Peer) {
+        return Some("a peer hello must come over the peer protocol (ALPN lockd-peer/1)".into());
+    }
+    match &tls.identity {
+        None => Some(format!(
+            "the caller claims to be node {from} but presented no certificate"
+        )),
+        Some(id) if !id.is_node(from) => Some(format!(
+            "the caller claims to be node {from} but its certificate names {}",
+            id.principal().unwrap_or_else(|| "no node".into())
+        )),
+        Some(_) => None,
+    }
+}
+
+/// Who a client is, from its hello and its certificate.
+fn client_principal(
+    node: &Services,
+    caller: &Caller,
+    token: Option<&str>,
+) -> Result<Principal, Denied> {
+    let identity = caller.identity();
+    let member = identity
+        .and_then(|i| i.node_id())
+        .filter(|id| node.is_member(*id) == Some(true));
+    node.auth
+        .authenticate(token, identity.and_then(|i| i.principal()), member, None)
+}
 
 /// Serve one framed connection until it closes. `admission` says whether
 /// a client may be served (peers are served either way, see
 /// [`crate::transport::limits`]).
-pub async fn serve(node: Arc<Services>, stream: TcpStream, admission: Admission) {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
+pub async fn serve(node: Arc<Services>, stream: Box<dyn Io>, admission: Admission, caller: Caller) {
+    let peer = caller.addr.to_string();
     let limits = node.conn.limits().clone();
     let Ok(opened) = tokio::time::timeout(limits.hello_timeout, open(stream)).await else {
         tracing::debug!(%peer, "no hello in time; connection closed");
@@ -37,7 +79,20 @@ pub async fn serve(node: Arc<Services>, stream: TcpStream, admission: Admission)
         return;
     };
     let refuse = |reason: String| HelloReply::Refused(Refused { reason });
+    let plaintext = node.tls_required && caller.tls.is_none();
     let reply = match &hello.role {
+        _ if plaintext => {
+            tracing::warn!(id = node.id, %peer, "refused a plaintext connection: this node requires TLS");
+            refuse(format!(
+                "node {} requires TLS: connect with TLS (lockctl --cacert CA.pem)",
+                node.id
+            ))
+        }
+        Role::Peer { from, .. } if peer_refusal(&node, &caller, *from).is_some() => {
+            let why = peer_refusal(&node, &caller, *from).unwrap_or_default();
+            tracing::warn!(id = node.id, from, %peer, %why, "refused a peer");
+            refuse(format!("node {} refused the peer: {why}", node.id))
+        }
         Role::Peer { fingerprint, from } => {
             let ours = &node.engine.fingerprint().text;
             if fingerprint == ours {
@@ -55,7 +110,15 @@ pub async fn serve(node: Arc<Services>, stream: TcpStream, admission: Admission)
                 ))
             }
         }
-        Role::Client => match &admission {
+        Role::Client | Role::ClientToken { .. }
+            if caller
+                .tls
+                .as_ref()
+                .is_some_and(|t| t.alpn == Some(Alpn::Peer)) =>
+        {
+            refuse("a client hello over the peer protocol (ALPN lockd-peer/1)".into())
+        }
+        Role::Client | Role::ClientToken { .. } => match &admission {
             Ok(_) => HelloReply::Welcome(Welcome { node_id: node.id }),
             Err(why) => {
                 tracing::warn!(id = node.id, %peer, %why, "refused a client connection");
@@ -68,9 +131,14 @@ pub async fn serve(node: Arc<Services>, stream: TcpStream, admission: Admission)
         return;
     }
     let from = match hello.role {
-        Role::Client => {
+        Role::Client | Role::ClientToken { .. } => {
+            let token = match &hello.role {
+                Role::ClientToken { token } => Some(token.as_str()),
+                _ => None,
+            };
+            let who = client_principal(&node, &caller, token);
             framed.codec_mut().set_max_frame_length(MAX_CLIENT_FRAME);
-            return serve_client(node, framed, &limits).await;
+            return serve_client(node, framed, &limits, who, peer).await;
         }
         Role::Peer { from, .. } => {
             // Peers hold no client place, and may send big entries.
@@ -99,7 +167,7 @@ pub async fn serve(node: Arc<Services>, stream: TcpStream, admission: Admission)
 /// Read the preface and the hello (frames at most [`MAX_HELLO_FRAME`]
 /// bytes until the caller is known). `None`: the connection ended, or was
 /// answered with the reason it cannot go on.
-async fn open(mut stream: TcpStream) -> Option<(Framed<TcpStream, LengthDelimitedCodec>, Hello)> {
+async fn open(mut stream: Box<dyn Io>) -> Option<(Conn, Hello)> {
     let mut preface = [0u8; 4];
     stream.read_exact(&mut preface).await.ok()?;
     let mut framed = Framed::new(stream, frame::codec());
@@ -127,10 +195,7 @@ async fn open(mut stream: TcpStream) -> Option<(Framed<TcpStream, LengthDelimite
     }
 }
 
-async fn send<T: serde::Serialize>(
-    framed: &mut Framed<TcpStream, LengthDelimitedCodec>,
-    value: &T,
-) -> Result<(), ()> {
+async fn send<T: serde::Serialize>(framed: &mut Conn, value: &T) -> Result<(), ()> {
     let bytes = frame::encode(value).map_err(|_| ())?;
     framed.send(bytes).await.map_err(|_| ())
 }
@@ -143,11 +208,17 @@ async fn send<T: serde::Serialize>(
 /// At most `max_in_flight` requests run at once: past it the connection is
 /// not read until one finishes (TCP then slows the sender). With nothing in
 /// flight and no frame for `idle_timeout`, the connection is closed.
+///
+/// `who`: the caller's principal, or why it has none this node accepts;
+/// every request is checked against it.
 async fn serve_client(
     node: Arc<Services>,
-    framed: Framed<TcpStream, LengthDelimitedCodec>,
+    framed: Conn,
     limits: &ConnLimits,
+    who: Result<Principal, Denied>,
+    peer: String,
 ) {
+    let who = Arc::new(who);
     let (mut sink, mut stream) = framed.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Envelope<ClientResponse>>();
     let mut tasks = JoinSet::new();
@@ -161,9 +232,16 @@ async fn serve_client(
             frame = stream.next(), if tasks.len() < limits.max_in_flight => match frame {
                 Some(Ok(bytes)) => match frame::decode::<Envelope<ClientRequest>>(&bytes) {
                     Ok(env) => {
-                        let (node, tx) = (node.clone(), tx.clone());
+                        let (node, tx, who) = (node.clone(), tx.clone(), who.clone());
+                        let peer = peer.clone();
                         tasks.spawn(async move {
-                            let body = handle_client(&node, env.body).await;
+                            let body = match authorize(&node, &who, &env.body, &peer) {
+                                Ok(access) => handle_client(&node, env.body, &access).await,
+                                Err(denied) => ClientResponse::Error(match denied {
+                                    Denied::Unauthenticated(m) => WireError::Unauthenticated(m),
+                                    Denied::Forbidden(m) => WireError::Forbidden(m),
+                                }),
+                            };
                             let _ = tx.send(Envelope { id: env.id, body });
                         });
                     }
@@ -203,6 +281,29 @@ async fn serve_client(
     }
 }
 
+/// Whether `who` may make `req`; refusals are logged with the principal
+/// and its roles.
+fn authorize(
+    node: &Services,
+    who: &Result<Principal, Denied>,
+    req: &ClientRequest,
+    peer: &str,
+) -> Result<Access, Denied> {
+    let action = action::of_native(req);
+    let result = who
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|p| node.auth.check(p, &action));
+    if let Err(why) = &result {
+        let (principal, roles) = match who {
+            Ok(p) => (p.name(), node.auth.roles_of(p)),
+            Err(_) => (String::new(), String::new()),
+        };
+        tracing::warn!(id = node.id, %peer, %principal, %roles, action = %action.describe(), %why, "refused a request");
+    }
+    result
+}
+
 fn wire_error(node: &Services, e: ServiceError) -> WireError {
     let msg = e.to_string();
     match e {
@@ -219,6 +320,7 @@ fn wire_error(node: &Services, e: ServiceError) -> WireError {
         ServiceError::Held { .. } => WireError::Held(msg),
         ServiceError::NotHeld { .. } => WireError::NotHeld(msg),
         ServiceError::WrongToken { .. } => WireError::WrongToken(msg),
+        ServiceError::NotHolder { .. } => WireError::Forbidden(msg),
         ServiceError::Refused { .. } => WireError::Refused(msg),
         ServiceError::Quota { .. } => WireError::Quota(msg),
         ServiceError::Capacity { .. } => WireError::Capacity(msg),
@@ -237,8 +339,9 @@ fn wire_error(node: &Services, e: ServiceError) -> WireError {
     }
 }
 
-async fn handle_client(node: &Services, req: ClientRequest) -> ClientResponse {
+async fn handle_client(node: &Services, req: ClientRequest, access: &Access) -> ClientResponse {
     let key = |k: Vec<u8>| String::from_utf8(k).map_err(|_| ServiceError::KeyNotUtf8);
+    let by = wire::bound_to(access);
     let result = match req {
         ClientRequest::Acquire {
             key: k,
@@ -247,7 +350,14 @@ async fn handle_client(node: &Services, req: ClientRequest) -> ClientResponse {
         } => match key(k) {
             Ok(k) => node
                 .locks
-                .acquire(&k, lease_ms, Duration::from_millis(wait_ms))
+                .acquire_with(
+                    &k,
+                    crate::service::table::Spec {
+                        principal: access.principal.clone(),
+                        ..crate::service::table::Spec::exclusive(lease_ms)
+                    },
+                    Duration::from_millis(wait_ms),
+                )
                 .await
                 .map(|a| ClientResponse::Acquired {
                     token: a.token,
@@ -258,7 +368,7 @@ async fn handle_client(node: &Services, req: ClientRequest) -> ClientResponse {
         ClientRequest::Release { key: k, token } => match key(k) {
             Ok(k) => node
                 .locks
-                .release(&k, token)
+                .release(&k, token, by)
                 .await
                 .map(|_| ClientResponse::Released),
             Err(e) => Err(e),
@@ -266,7 +376,7 @@ async fn handle_client(node: &Services, req: ClientRequest) -> ClientResponse {
         ClientRequest::Keepalive { key: k, token } => match key(k) {
             Ok(k) => node
                 .locks
-                .keepalive(&k, token)
+                .keepalive(&k, token, by)
                 .await
                 .map(|lease_ms| ClientResponse::KeptAlive { lease_ms }),
             Err(e) => Err(e),
@@ -274,20 +384,24 @@ async fn handle_client(node: &Services, req: ClientRequest) -> ClientResponse {
         ClientRequest::Get { key: k } => match key(k) {
             Ok(k) => node.locks.holders(&k).await.map(|v| {
                 ClientResponse::Lock(v.first().map(|i| LockView {
-                    token: i.token,
+                    token: if wire::sees_token(access, i) {
+                        i.token
+                    } else {
+                        0
+                    },
                     lease_ms: i.lease_ms,
                 }))
             }),
             Err(e) => Err(e),
         },
         ClientRequest::Status => Ok(ClientResponse::Status(Box::new(status_of(node)))),
-        ClientRequest::AcquireWith(r) => wire::acquire(node, r).await,
-        ClientRequest::Holders { key } => wire::holders(node, key).await,
+        ClientRequest::AcquireWith(r) => wire::acquire(node, r, access).await,
+        ClientRequest::Holders { key } => wire::holders(node, key, access).await,
         ClientRequest::List {
             prefix,
             after,
             limit,
-        } => wire::list(node, prefix, after, limit).await,
+        } => wire::list(node, prefix, after, limit, access).await,
     };
     result.unwrap_or_else(|e| ClientResponse::Error(wire_error(node, e)))
 }

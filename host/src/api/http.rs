@@ -17,18 +17,20 @@
 //! over 64 KiB, malformed JSON and unknown fields are refused before
 //! anything is proposed ([`super::body`]). The lock, admin and membership
 //! routes are answered by the leader: any other node forwards them
-//! ([`super::forward`]).
+//! ([`super::forward`]). Every route is behind the authorisation layer
+//! ([`super::authorize`]): with authentication on, a request without
+//! credentials gets 401 and one its roles do not allow 403. A node with
+//! TLS answers a plaintext HTTP request with 400 and the reason.
 
 use std::sync::Arc;
 
 use axum::extract::State;
 use axum::middleware;
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
 use super::body::{JsonBody, MAX_BODY, MAX_MODULE};
 use super::error::ApiError;
@@ -38,14 +40,20 @@ use super::status::{status_of, Member, Status};
 use super::{admin, locks, metrics};
 use crate::raft::members;
 use crate::transport::limits::Admission;
+use crate::transport::listener::{Caller, Io};
 
 /// Serve one HTTP connection, or answer 503 and close when the connection
 /// caps are full (`admission`, see [`crate::transport::limits`]).
-pub async fn serve(node: Arc<Services>, mut stream: TcpStream, admission: Admission) {
+pub async fn serve(
+    node: Arc<Services>,
+    mut stream: Box<dyn Io>,
+    admission: Admission,
+    caller: Caller,
+) {
     let _ticket = match admission {
         Ok(t) => t,
         Err(why) => {
-            tracing::warn!(id = node.id, peer = ?stream.peer_addr().ok(), %why, "refused an HTTP connection");
+            tracing::warn!(id = node.id, peer = %caller.addr, %why, "refused an HTTP connection");
             let body = serde_json::json!({ "error": why }).to_string();
             let answer = format!(
                 "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
@@ -57,7 +65,13 @@ pub async fn serve(node: Arc<Services>, mut stream: TcpStream, admission: Admiss
         }
     };
     let header_timeout = node.conn.limits().header_timeout;
-    let svc = hyper_util::service::TowerToHyperService::new(router(node));
+    let app = if node.tls_required && caller.tls.is_none() {
+        tracing::warn!(id = node.id, peer = %caller.addr, "refused a plaintext HTTP connection: this node requires TLS");
+        tls_required(node.id)
+    } else {
+        router(node).layer(Extension(caller))
+    };
+    let svc = hyper_util::service::TowerToHyperService::new(app);
     if let Err(e) = hyper::server::conn::http1::Builder::new()
         // Headers within the timeout; hyper also counts a kept-alive
         // connection's wait for its next request in it.
@@ -70,6 +84,18 @@ pub async fn serve(node: Arc<Services>, mut stream: TcpStream, admission: Admiss
     }
 }
 
+/// What a plaintext HTTP request to a node with TLS gets: 400 with the
+/// reason, for every route.
+fn tls_required(id: u64) -> Router {
+    Router::new().fallback(move || async move {
+        ApiError::bad_request(format!(
+            "node {id} requires TLS: use https:// (lockctl: --cacert CA.pem)"
+        ))
+    })
+}
+
+/// Every route, behind the authorisation layer (which needs the
+/// connection's [`Caller`] as an extension).
 pub fn router(node: Arc<Services>) -> Router {
     let forward = |limit, what| {
         middleware::from_fn_with_state(
@@ -116,6 +142,10 @@ pub fn router(node: Arc<Services>) -> Router {
         .merge(leader_json)
         .merge(leader_modules)
         .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(middleware::from_fn_with_state(
+            node.clone(),
+            super::authorize::authorize,
+        ))
         .with_state(node)
 }
 

@@ -13,7 +13,17 @@
 //!
 //! A holder is `{"token","lease_ms","mode","limit","holder":{"principal","owner"}|null,"request_id"?}`;
 //! `holder` is null for a holding carried over from a world-0.1 state,
-//! whose holder nobody recorded.
+//! whose holder nobody recorded. With authentication on, `token` is shown
+//! only to the holding's principal and to admins (`null` to others): a
+//! token is not a credential here, but nobody else needs it.
+//!
+//! Holder-bound locks: the principal that acquired a holding (recorded in
+//! the grant, so it survives leader changes with a module of world 0.2)
+//! alone may release or renew it, besides an admin; another principal is
+//! refused with 403 even with the right token. A holding whose principal
+//! was not recorded (granted before authentication was on, or by a 0.1
+//! module under an earlier leader) is released or renewed by any
+//! principal that may lock its key.
 //!
 //! Idempotent acquire: an acquire retried with the same owner and request
 //! id, after an answer that never came, gets the grant that committed (same
@@ -28,7 +38,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use lockd_client::proto::LockMode;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -37,6 +47,8 @@ use super::body::{parse, JsonBody, RawBody};
 use super::error::ApiError;
 use super::services::Services;
 use super::wire;
+use crate::auth::action::split_lock_path;
+use crate::auth::Access;
 use crate::command::{HolderInfo, KeyHolders, PrefixPolicy};
 use crate::service::table::Spec;
 use crate::service::ServiceError;
@@ -84,7 +96,8 @@ pub struct HolderJson {
 
 #[derive(Serialize)]
 pub struct HoldingJson {
-    token: u64,
+    /// Null: not shown to this caller (another principal's holding).
+    token: Option<u64>,
     lease_ms: u64,
     mode: LockMode,
     limit: u32,
@@ -94,9 +107,9 @@ pub struct HoldingJson {
     request_id: String,
 }
 
-fn holding(h: HolderInfo) -> HoldingJson {
+fn holding(access: &Access, h: HolderInfo) -> HoldingJson {
     HoldingJson {
-        token: h.token,
+        token: wire::sees_token(access, &h).then_some(h.token),
         lease_ms: h.lease_ms,
         mode: wire::lock_mode(h.mode),
         limit: h.limit,
@@ -125,6 +138,7 @@ fn lock_path(path: Result<Path<String>, PathRejection>) -> Result<String, ApiErr
 
 pub async fn lock_get(
     State(node): State<Arc<Services>>,
+    Extension(access): Extension<Access>,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Json<LockReply>, ApiError> {
     let key = lock_path(path)?;
@@ -132,9 +146,11 @@ pub async fn lock_get(
     let first = holders.first();
     Ok(Json(LockReply {
         held: first.is_some(),
-        token: first.map(|i| i.token),
+        token: first
+            .filter(|i| wire::sees_token(&access, i))
+            .map(|i| i.token),
         lease_ms: first.map(|i| i.lease_ms),
-        holders: holders.into_iter().map(holding).collect(),
+        holders: holders.into_iter().map(|h| holding(&access, h)).collect(),
     }))
 }
 
@@ -159,12 +175,14 @@ fn request_id(headers: &HeaderMap, body: Option<String>) -> Result<String, ApiEr
 
 pub async fn lock_post(
     State(node): State<Arc<Services>>,
+    Extension(access): Extension<Access>,
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
     let path = lock_path(path)?;
-    let Some((key, action)) = path.rsplit_once('/') else {
+    let by = wire::bound_to(&access);
+    let Some((key, action)) = split_lock_path(&path) else {
         return Err(ApiError::not_found(
             "expected /v1/locks/{key}/acquire|release|keepalive",
         ));
@@ -176,7 +194,7 @@ pub async fn lock_post(
                 lease_ms: req.lease_ms,
                 mode: wire::mode(req.mode),
                 limit: req.limit,
-                principal: String::new(),
+                principal: access.principal.clone(),
                 owner: req.owner,
                 request_id: request_id(&headers, req.request_id)?,
             };
@@ -190,12 +208,12 @@ pub async fn lock_post(
         }
         "release" => {
             let req: TokenBody = parse(&body)?;
-            node.locks.release(key, req.token).await?;
+            node.locks.release(key, req.token, by).await?;
             Ok(Json(json!({})).into_response())
         }
         "keepalive" => {
             let req: TokenBody = parse(&body)?;
-            let lease_ms = node.locks.keepalive(key, req.token).await?;
+            let lease_ms = node.locks.keepalive(key, req.token, by).await?;
             Ok(Json(json!({ "lease_ms": lease_ms })).into_response())
         }
         other => Err(ApiError::not_found(format!(
@@ -222,7 +240,8 @@ pub async fn lock_delete(
             ))
         }
     };
-    node.locks.release(key, token).await?;
+    // An admin's (the route is admin-only): any holding.
+    node.locks.release(key, token, None).await?;
     Ok(Json(json!({})))
 }
 
@@ -250,6 +269,7 @@ pub struct ListReply {
 
 pub async fn lock_list(
     State(node): State<Arc<Services>>,
+    Extension(access): Extension<Access>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<ListReply>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
@@ -266,7 +286,7 @@ pub async fn lock_list(
             .into_iter()
             .map(|k| KeyJson {
                 key: k.key,
-                holders: k.holders.into_iter().map(holding).collect(),
+                holders: k.holders.into_iter().map(|h| holding(&access, h)).collect(),
             })
             .collect(),
         next,

@@ -7,6 +7,8 @@
 //!   fingerprint check, then Raft RPC from peers and the client protocol.
 //! * [`http`]: the HTTP/JSON API's routes — locks, status, membership.
 //! * [`admin`]: hot upgrade, shadow mode and audit routes.
+//! * [`authorize`]: the layer that authenticates and authorises every
+//!   HTTP request, and the admin audit trail.
 //! * [`forward`]: the layer that passes leader-only requests to the leader.
 //! * [`body`]: request bodies, read and checked once.
 //! * [`error`]: [`ApiError`], every HTTP error answer.
@@ -14,6 +16,7 @@
 //! * [`metrics`]: Prometheus text.
 
 pub mod admin;
+pub mod authorize;
 pub mod body;
 pub mod error;
 pub mod forward;
@@ -27,3 +30,15 @@ pub mod wire;
 
 pub use error::ApiError;
 pub use services::Services;
+
+use std::sync::Arc;
+
+use crate::transport::listener::{Incoming, Protocol};
+
+/// Serve one connection the listener accepted, by its protocol.
+pub async fn serve(node: Arc<Services>, c: Incoming) {
+    match c.protocol {
+        Protocol::Framed => framed::serve(node, c.stream, c.admission, c.caller).await,
+        Protocol::Http => http::serve(node, c.stream, c.admission, c.caller).await,
+    }
+}

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::api::authorize::AdminLog;
+use crate::auth::Auth;
 use crate::engine::WasmEngine;
 use crate::membership::Membership;
 use crate::raft::log_store::LogStore;
@@ -29,6 +31,14 @@ pub struct Services {
     pub max_module_bytes: usize,
     /// The connection caps and timeouts.
     pub conn: crate::transport::limits::Gate,
+    /// Every connection must be TLS (the node has a certificate).
+    pub tls_required: bool,
+    /// Who may do what (off without an auth file).
+    pub auth: Arc<Auth>,
+    /// The HTTP client for forwarding to the leader.
+    pub forwarder: crate::transport::http::Forwarder,
+    /// The admin requests this node served, for status.
+    pub admin_log: AdminLog,
 }
 
 impl Services {

@@ -1,6 +1,7 @@
 //! The native protocol's lock requests of world 0.2 (acquire with
 //! options, holders, listing) and their conversions from the replicated
-//! types.
+//! types. A holding's token is shown only to its holder and to admins
+//! (0 stands for "not shown": tokens start at 1).
 
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use lockd_client::proto::{
 };
 
 use super::services::Services;
+use crate::auth::Access;
 use crate::command::{HolderInfo, KeyHolders, Mode};
 use crate::service::table::Spec;
 use crate::service::ServiceError;
@@ -31,9 +33,20 @@ pub fn lock_mode(m: Mode) -> LockMode {
     }
 }
 
-pub fn holding(h: HolderInfo) -> Holding {
+/// Whether `access` may see the token of `h`.
+pub fn sees_token(access: &Access, h: &HolderInfo) -> bool {
+    access.owns(h.holder.as_ref().map(|x| x.principal.as_str()))
+}
+
+/// The caller's principal as the lock table checks it: `None` for one who
+/// may act on any holding.
+pub fn bound_to(access: &Access) -> Option<&str> {
+    (!access.admin).then_some(access.principal.as_str())
+}
+
+pub fn holding(access: &Access, h: HolderInfo) -> Holding {
     Holding {
-        token: h.token,
+        token: if sees_token(access, &h) { h.token } else { 0 },
         lease_ms: h.lease_ms,
         mode: lock_mode(h.mode),
         limit: h.limit,
@@ -45,20 +58,24 @@ pub fn holding(h: HolderInfo) -> Holding {
     }
 }
 
-fn key_holdings(k: KeyHolders) -> KeyHoldings {
+fn key_holdings(access: &Access, k: KeyHolders) -> KeyHoldings {
     KeyHoldings {
         key: k.key,
-        holdings: k.holders.into_iter().map(holding).collect(),
+        holdings: k.holders.into_iter().map(|h| holding(access, h)).collect(),
     }
 }
 
-pub async fn acquire(node: &Services, r: AcquireRequest) -> Result<ClientResponse, ServiceError> {
+pub async fn acquire(
+    node: &Services,
+    r: AcquireRequest,
+    access: &Access,
+) -> Result<ClientResponse, ServiceError> {
     let k = key(r.key)?;
     let spec = Spec {
         lease_ms: r.lease_ms,
         mode: mode(r.mode),
         limit: r.limit,
-        principal: String::new(),
+        principal: access.principal.clone(),
         owner: r.owner,
         request_id: r.request_id,
     };
@@ -72,11 +89,15 @@ pub async fn acquire(node: &Services, r: AcquireRequest) -> Result<ClientRespons
     })
 }
 
-pub async fn holders(node: &Services, k: Vec<u8>) -> Result<ClientResponse, ServiceError> {
+pub async fn holders(
+    node: &Services,
+    k: Vec<u8>,
+    access: &Access,
+) -> Result<ClientResponse, ServiceError> {
     let k = key(k)?;
     let hs = node.locks.holders(&k).await?;
     Ok(ClientResponse::Holders(
-        hs.into_iter().map(holding).collect(),
+        hs.into_iter().map(|h| holding(access, h)).collect(),
     ))
 }
 
@@ -85,11 +106,12 @@ pub async fn list(
     prefix: Vec<u8>,
     after: Option<Vec<u8>>,
     limit: u32,
+    access: &Access,
 ) -> Result<ClientResponse, ServiceError> {
     let prefix = key(prefix)?;
     let after = after.map(key).transpose()?;
     let page = node.locks.list(&prefix, after.as_deref(), limit).await?;
     Ok(ClientResponse::Listed(
-        page.into_iter().map(key_holdings).collect(),
+        page.into_iter().map(|k| key_holdings(access, k)).collect(),
     ))
 }

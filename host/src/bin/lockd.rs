@@ -7,7 +7,13 @@
 //! lockd serve --id 4 --addr 127.0.0.1:7404 --data-dir d4 --join   # wait to be added
 //! lockd dev --nodes 3                          # a local 3-node cluster in one process
 //! lockd replay --data-dir d2 --module new.wasm # a stopped node's log through another module
+//! lockd serve --addr 10.0.0.1:7400 --tls-cert node-1.pem --tls-key node-1.key --tls-ca ca.pem --auth-file auth.toml
+//! lockd certs init certs --node 1=10.0.0.1 --client admin   # a development CA and certificates
+//! lockd auth token ci                          # a new bearer token and the line for the auth file
+//! lockd auth check auth.toml                   # parse an auth file, say what it grants
 //! ```
+//!
+//! SIGHUP makes a serving node read its auth file again.
 //!
 //! `lockd replay` exits 0 when every outcome is the same, 2 when some differ
 //! (they are listed), 1 on an error.
@@ -42,6 +48,19 @@ enum Cmd {
     /// Certificates for a cluster with TLS.
     #[command(subcommand)]
     Certs(CertsCmd),
+    /// Bearer tokens and auth files.
+    #[command(subcommand)]
+    Auth(AuthCmd),
+}
+
+#[derive(Subcommand)]
+enum AuthCmd {
+    /// Make a new random bearer token for PRINCIPAL: prints the token (give
+    /// it to the client) and the entry for the auth file (which keeps only
+    /// its hash).
+    Token { principal: String },
+    /// Read an auth file and say what it grants, or why it is refused.
+    Check { file: PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -189,6 +208,25 @@ struct ServeArgs {
     /// How often to compare audit points with the peers, in ms.
     #[arg(long)]
     audit_check_ms: Option<u64>,
+    /// This node's certificate (PEM): with --tls-key and --tls-ca, every
+    /// connection to the node, and from it to its peers, is TLS.
+    #[arg(long)]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long)]
+    tls_key: Option<PathBuf>,
+    /// The cluster's CA certificate (PEM): peers' and clients'
+    /// certificates must be signed by it.
+    #[arg(long)]
+    tls_ca: Option<PathBuf>,
+    /// Principals, tokens (hashed) and roles: authentication is on, and
+    /// everything not granted is refused. Read again on SIGHUP.
+    #[arg(long)]
+    auth_file: Option<PathBuf>,
+    /// Serve a non-loopback address without TLS or authentication (warns
+    /// at every start).
+    #[arg(long)]
+    insecure: bool,
 }
 
 #[derive(Args)]
@@ -258,6 +296,18 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
     set!(fuel_per_call => engine.fuel_per_call);
     set!(fuel_per_state_call => engine.fuel_per_state_call);
     set!(memory_limit_bytes => engine.memory_limit_bytes);
+    set!(auth_file => auth_file, Some);
+    let tls = (
+        a.tls_cert.or(file.tls_cert),
+        a.tls_key.or(file.tls_key),
+        a.tls_ca.or(file.tls_ca),
+    );
+    c.tls = match tls {
+        (Some(cert), Some(key), Some(ca)) => Some(lockd::config::TlsFiles { cert, key, ca }),
+        (None, None, None) => None,
+        _ => bail!("--tls-cert, --tls-key and --tls-ca go together: give all three or none"),
+    };
+    c.insecure = a.insecure || file.insecure.unwrap_or(false);
     if let Some(m) = a.initial_cluster.or(file.initial_cluster) {
         c.initial_cluster = parse_members(&m)?;
     }
@@ -270,7 +320,16 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
 
 async fn serve(args: ServeArgs) -> Result<()> {
     let config = node_config(args)?;
+    if config.insecure {
+        tracing::warn!(
+            addr = %config.addr,
+            tls = config.tls.is_some(),
+            auth = config.auth_file.is_some(),
+            "--insecure: this node may serve without TLS or authentication; anyone who can reach it may take and release any lock and replace the lock module"
+        );
+    }
     let node = Node::start(config).await.context("cannot start the node")?;
+    let reload = reload_on_sighup(node.clone());
     let failed = tokio::select! {
         _ = lockd::shutdown::signal() => {
             tracing::info!("shutting down");
@@ -279,6 +338,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
         _ = node.stopped() => None,
         why = node.failed() => Some(why),
     };
+    reload.abort();
     node.shutdown().await;
     match failed {
         // Not half alive: exit non-zero so a supervisor restarts the node,
@@ -289,6 +349,29 @@ async fn serve(args: ServeArgs) -> Result<()> {
         }
         None => Ok(()),
     }
+}
+
+/// Read the auth file again at every SIGHUP; a file that does not parse
+/// leaves the rules in force.
+fn reload_on_sighup(node: std::sync::Arc<Node>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            tracing::warn!("cannot listen for SIGHUP; the auth file is read at start only");
+            return;
+        };
+        while hup.recv().await.is_some() {
+            match node.services.auth.reload() {
+                Ok(n) if node.services.auth.is_on() => {
+                    tracing::info!(principals = n, "SIGHUP: auth file read again")
+                }
+                Ok(_) => tracing::info!("SIGHUP: no auth file to read (authentication is off)"),
+                Err(e) => {
+                    tracing::error!(error = %e, "SIGHUP: the auth file is refused; the rules in force stay")
+                }
+            }
+        }
+    })
 }
 
 async fn dev(args: DevArgs) -> Result<()> {
@@ -407,6 +490,51 @@ pub fn main() -> Result<()> {
         Cmd::Dev(a) => runtime()?.block_on(dev(a)),
         Cmd::Replay(a) => replay(a),
         Cmd::Certs(c) => certs(c),
+        Cmd::Auth(c) => auth(c),
+    }
+}
+
+fn auth(c: AuthCmd) -> Result<()> {
+    match c {
+        AuthCmd::Token { principal } => {
+            let mut bytes = [0u8; 32];
+            getrandom::fill(&mut bytes)
+                .map_err(|e| anyhow::anyhow!("the OS's random source failed: {e}"))?;
+            let token = format!("lkd_{}", hex::encode(bytes));
+            let hash = hex::encode(lockd::auth::rules::token_hash(&token));
+            println!("{token}");
+            eprintln!(
+                "give the token above to {principal}; add to the auth file:\n\n[principals.{}]\nroles = [...]\ntokens = [\"sha256:{hash}\"]",
+                toml_key(&principal)
+            );
+            Ok(())
+        }
+        AuthCmd::Check { file } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let rules = lockd::auth::Rules::parse(&text)
+                .with_context(|| format!("{} is refused", file.display()))?;
+            println!(
+                "{}: {} principals, {} tokens",
+                file.display(),
+                rules.principals(),
+                rules.tokens()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// `name` as a TOML table key: bare when it can be, quoted otherwise.
+fn toml_key(name: &str) -> String {
+    let bare = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if bare {
+        name.to_string()
+    } else {
+        format!("{name:?}")
     }
 }
 

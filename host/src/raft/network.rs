@@ -49,6 +49,8 @@ pub struct NetworkFactory {
     /// This node's engine fingerprint (text), sent in every peer hello.
     pub fingerprint: String,
     pub connect_timeout: Duration,
+    /// This node's certificate and the cluster's CA, when peers speak TLS.
+    pub tls: Option<lockd_client::tls::TlsClient>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
@@ -90,9 +92,14 @@ impl PeerClient {
                 from: self.factory.my_id,
                 fingerprint: self.factory.fingerprint.clone(),
             };
-            let conn =
-                FramedConn::connect(&self.addr, role, self.factory.connect_timeout.min(timeout))
-                    .await?;
+            let conn = FramedConn::connect(
+                &self.addr,
+                self.target,
+                role,
+                self.factory.connect_timeout.min(timeout),
+                self.factory.tls.as_ref(),
+            )
+            .await?;
             if conn.welcome.node_id != self.target {
                 // Addresses get reused: never send Raft RPC to the wrong node.
                 return Err(TransportError::Refused {

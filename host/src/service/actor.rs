@@ -50,6 +50,7 @@ pub(super) enum Msg {
         req: ReqId,
         key: String,
         token: u64,
+        by: Option<String>,
         reply: Reply<()>,
     },
     Extend {
@@ -57,11 +58,18 @@ pub(super) enum Msg {
         key: String,
         token: u64,
         from: Instant,
+        by: Option<String>,
         reply: Reply<u64>,
     },
     /// The caller of `req` stopped waiting for its answer.
     Gone {
         req: ReqId,
+    },
+    /// Who holds each key's holdings, as the table knows (a question, not
+    /// an event: answered at once).
+    Principals {
+        keys: Vec<String>,
+        reply: oneshot::Sender<Vec<Vec<(u64, String)>>>,
     },
     Done {
         id: u64,
@@ -189,6 +197,10 @@ impl Actor {
 
     fn on_msg(&mut self, msg: Msg) {
         let event = match msg {
+            Msg::Principals { keys, reply } => {
+                let _ = reply.send(keys.iter().map(|k| self.table.principals(k)).collect());
+                return;
+            }
             Msg::Acquire {
                 req,
                 key,
@@ -215,16 +227,23 @@ impl Actor {
                 req,
                 key,
                 token,
+                by,
                 reply,
             } => {
                 self.pending.insert(req, Pending::Release(reply));
-                Event::Request(Request::Release { req, key, token })
+                Event::Request(Request::Release {
+                    req,
+                    key,
+                    token,
+                    by,
+                })
             }
             Msg::Extend {
                 req,
                 key,
                 token,
                 from,
+                by,
                 reply,
             } => {
                 self.pending.insert(req, Pending::Extend(reply));
@@ -234,6 +253,7 @@ impl Actor {
                     key,
                     token,
                     from,
+                    by,
                 })
             }
             Msg::Gone { req } => {

@@ -59,6 +59,15 @@ pub enum ServiceError {
     Unsupported { key: String, reason: String },
     #[error("token {given} does not hold lock {key:?}")]
     WrongToken { key: String, given: u64 },
+    /// The holding is another principal's: only it (or an admin) may
+    /// release or renew it, whoever knows the token.
+    #[error("token {token} of lock {key:?} is held by principal {holder:?}, not {caller:?}; only the holder or an admin may release or renew it")]
+    NotHolder {
+        key: String,
+        token: u64,
+        holder: String,
+        caller: String,
+    },
     #[error("node {id} is not the leader{}", leader.map(|l| format!("; node {l} is")).unwrap_or_default())]
     NotLeader { id: u64, leader: Option<u64> },
     #[error("consensus unavailable: {0}")]

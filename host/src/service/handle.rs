@@ -241,22 +241,40 @@ impl LockService {
     }
 
     /// Free `key`, if `token` is its holder's (checked before proposing).
-    pub async fn release(&self, key: &str, token: u64) -> Result<(), ServiceError> {
+    /// `by`: the caller's principal, which must be the holding's when it is
+    /// recorded; `None` for a caller who may free any holding (an admin, or
+    /// no authentication).
+    pub async fn release(
+        &self,
+        key: &str,
+        token: u64,
+        by: Option<&str>,
+    ) -> Result<(), ServiceError> {
         check_key(key)?;
-        self.ask(|req, reply| Msg::Release {
-            req,
-            key: key.to_string(),
-            token,
-            reply,
-        })
-        .await
+        let r = self
+            .ask(|req, reply| Msg::Release {
+                req,
+                key: key.to_string(),
+                token,
+                by: by.map(str::to_string),
+                reply,
+            })
+            .await;
+        log_not_holder("release", &r);
+        r
     }
 
     /// Extend the lease of `token` on `key` by its full `lease_ms`, counted
     /// from before this node confirmed with a quorum that it is still the
     /// leader (read-index). A deposed or partitioned leader cannot confirm,
-    /// so it cannot extend. Returns the lease in ms.
-    pub async fn keepalive(&self, key: &str, token: u64) -> Result<u64, ServiceError> {
+    /// so it cannot extend. Returns the lease in ms. `by` as for
+    /// [`LockService::release`].
+    pub async fn keepalive(
+        &self,
+        key: &str,
+        token: u64,
+        by: Option<&str>,
+    ) -> Result<u64, ServiceError> {
         check_key(key)?;
         let from = Instant::now();
         let limit = self.election_max;
@@ -271,14 +289,18 @@ impl LockService {
                 )))
             }
         }
-        self.ask(|req, reply| Msg::Extend {
-            req,
-            key: key.to_string(),
-            token,
-            from,
-            reply,
-        })
-        .await
+        let r = self
+            .ask(|req, reply| Msg::Extend {
+                req,
+                key: key.to_string(),
+                token,
+                from,
+                by: by.map(str::to_string),
+                reply,
+            })
+            .await;
+        log_not_holder("keepalive", &r);
+        r
     }
 
     /// The holders of `key` in token order (empty: free), read
@@ -286,9 +308,39 @@ impl LockService {
     pub async fn holders(&self, key: &str) -> Result<Vec<HolderInfo>, ServiceError> {
         check_key(key)?;
         read::confirm(&self.raft, self.id).await?;
-        self.sm
+        let mut holders = self
+            .sm
             .holders(key)
-            .map_err(|e| ServiceError::StateMachine(e.to_string()))
+            .map_err(|e| ServiceError::StateMachine(e.to_string()))?;
+        if holders.iter().any(|h| h.holder.is_none()) {
+            self.fill_principals(&mut [(key, &mut holders)]).await;
+        }
+        Ok(holders)
+    }
+
+    /// A module of world 0.1 records no holder: fill in the principal
+    /// from the leader's table where it knows one (the grants it made).
+    async fn fill_principals(&self, keys: &mut [(&str, &mut Vec<HolderInfo>)]) {
+        let (reply, rx) = oneshot::channel();
+        let asked = keys.iter().map(|(k, _)| k.to_string()).collect();
+        if self
+            .tx
+            .send(Msg::Principals { keys: asked, reply })
+            .is_err()
+        {
+            return;
+        }
+        let Ok(known) = rx.await else { return };
+        for ((_, holders), known) in keys.iter_mut().zip(known) {
+            for h in holders.iter_mut().filter(|h| h.holder.is_none()) {
+                if let Some((_, p)) = known.iter().find(|(t, _)| *t == h.token) {
+                    h.holder = Some(crate::command::Holder {
+                        principal: p.clone(),
+                        owner: String::new(),
+                    });
+                }
+            }
+        }
     }
 }
 
@@ -311,9 +363,22 @@ impl LockService {
             });
         }
         read::confirm(&self.raft, self.id).await?;
-        self.sm
+        let mut page = self
+            .sm
             .list_keys(prefix, after, limit)
-            .map_err(|e| ServiceError::StateMachine(e.to_string()))
+            .map_err(|e| ServiceError::StateMachine(e.to_string()))?;
+        if page
+            .iter()
+            .flat_map(|k| &k.holders)
+            .any(|h| h.holder.is_none())
+        {
+            let mut keys: Vec<(&str, &mut Vec<HolderInfo>)> = page
+                .iter_mut()
+                .map(|k| (k.key.as_str(), &mut k.holders))
+                .collect();
+            self.fill_principals(&mut keys).await;
+        }
+        Ok(page)
     }
 
     /// The active module's policy data, read linearizably.
@@ -340,6 +405,20 @@ impl LockService {
                 "set-policy was answered {other:?}"
             ))),
         }
+    }
+}
+
+/// A release or keepalive refused because another principal holds the
+/// lock is a refused request like any other: it is logged.
+fn log_not_holder<T>(what: &str, r: &Result<T, ServiceError>) {
+    if let Err(ServiceError::NotHolder {
+        key,
+        token,
+        holder,
+        caller,
+    }) = r
+    {
+        tracing::warn!(principal = %caller, %holder, key = %key, token, request = what, "refused a request: another principal's holding");
     }
 }
 

@@ -64,20 +64,27 @@ pub(super) fn read_all(sm: &StateMachineStore) -> Result<Vec<Held>, ServiceError
         after = Some(last.key.clone());
         let full = page.len() == PAGE as usize;
         for k in page {
-            out.extend(k.holders.into_iter().map(|h| Held {
-                key: k.key.clone(),
-                token: h.token,
-                lease_ms: h.lease_ms,
-                mode: h.mode,
-                limit: h.limit,
-                ident: match h.holder {
-                    Some(holder) if !h.request_id.is_empty() => Some(Ident {
-                        principal: holder.principal,
-                        owner: holder.owner,
-                        request_id: h.request_id,
-                    }),
-                    _ => None,
-                },
+            out.extend(k.holders.into_iter().map(|h| {
+                Held {
+                    key: k.key.clone(),
+                    token: h.token,
+                    lease_ms: h.lease_ms,
+                    mode: h.mode,
+                    limit: h.limit,
+                    principal: h
+                        .holder
+                        .as_ref()
+                        .map(|x| x.principal.clone())
+                        .unwrap_or_default(),
+                    ident: match h.holder {
+                        Some(holder) if !h.request_id.is_empty() => Some(Ident {
+                            principal: holder.principal,
+                            owner: holder.owner,
+                            request_id: h.request_id,
+                        }),
+                        _ => None,
+                    },
+                }
             }));
         }
         if !full {

@@ -1,25 +1,81 @@
-//! The accept loop: one port, two protocols, and the connection caps
-//! ([`super::limits`]) taken at accept.
+//! The accept loop: one port, two protocols in the clear or inside TLS,
+//! and the connection caps ([`super::limits`]) taken at accept.
+//!
+//! The first byte tells TLS (a handshake record, `0x16`) from the
+//! plaintext protocols; inside TLS the protocol the caller chose (ALPN)
+//! tells a peer and a native client (both framed) from HTTP. What to do
+//! with a connection, including one in the clear to a node that requires
+//! TLS, is the handler's choice ([`Incoming`]).
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use lockd_client::tls::Alpn;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::frame::MAGIC;
 use super::limits::{Admission, Gate};
+use super::tls::{Identity, TlsServer};
 
-/// Which protocol a connection speaks, from its first bytes.
-#[derive(Debug, PartialEq, Eq)]
+/// The first byte of a TLS connection (a handshake record).
+const TLS_HANDSHAKE: u8 = 0x16;
+
+/// Which protocol a connection speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {
     Framed,
     Http,
 }
 
-/// Peek (without consuming) until the first three bytes are known, within
-/// `timeout`.
-pub async fn sniff(stream: &TcpStream, timeout: Duration) -> std::io::Result<Option<Protocol>> {
+/// A byte stream to a caller: TCP, or TLS over it.
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// What the handshake established about a caller over TLS.
+#[derive(Clone, Debug)]
+pub struct TlsCaller {
+    /// `None`: it offered no protocol we speak (served as HTTP).
+    pub alpn: Option<Alpn>,
+    /// The certificate it presented, verified against the cluster's CA.
+    pub identity: Option<Identity>,
+}
+
+/// Who is at the other end, as far as the transport knows.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub addr: SocketAddr,
+    /// `None`: the connection is in the clear.
+    pub tls: Option<TlsCaller>,
+}
+
+impl Caller {
+    pub fn identity(&self) -> Option<&Identity> {
+        self.tls.as_ref().and_then(|t| t.identity.as_ref())
+    }
+}
+
+/// A connection accepted and told apart, for the handler.
+pub struct Incoming {
+    pub stream: Box<dyn Io>,
+    pub protocol: Protocol,
+    pub caller: Caller,
+    /// Whether it may be served as a client (see [`super::limits`]).
+    pub admission: Admission,
+}
+
+/// What the first bytes say.
+#[derive(Debug, PartialEq, Eq)]
+enum First {
+    Tls,
+    Plain(Protocol),
+}
+
+/// Peek (without consuming) until the first bytes are known, within
+/// `timeout`. `None`: the connection closed first.
+async fn sniff(stream: &TcpStream, timeout: Duration) -> std::io::Result<Option<First>> {
     let mut buf = [0u8; 3];
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
@@ -31,31 +87,94 @@ pub async fn sniff(stream: &TcpStream, timeout: Duration) -> std::io::Result<Opt
         if n == 0 {
             return Ok(None);
         }
+        if buf[0] == TLS_HANDSHAKE {
+            return Ok(Some(First::Tls));
+        }
         // HTTP methods never start with 'L' followed by "KD"; decide as soon
         // as the bytes seen so far rule the preface out.
         if buf[..n] != MAGIC[..n] {
-            return Ok(Some(Protocol::Http));
+            return Ok(Some(First::Plain(Protocol::Http)));
         }
         if n == MAGIC.len() {
-            return Ok(Some(Protocol::Framed));
+            return Ok(Some(First::Plain(Protocol::Framed)));
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 
+/// Tell the connection apart and, for TLS, complete the handshake.
+async fn open(
+    stream: TcpStream,
+    addr: SocketAddr,
+    tls: Option<&TlsServer>,
+    timeout: Duration,
+    admission: Admission,
+) -> Option<Incoming> {
+    let first = match sniff(&stream, timeout).await {
+        Ok(Some(f)) => f,
+        Ok(None) => return None,
+        Err(e) => {
+            tracing::debug!(peer = %addr, error = %e, "connection dropped before its first bytes");
+            return None;
+        }
+    };
+    match (first, tls) {
+        (First::Plain(protocol), _) => Some(Incoming {
+            stream: Box::new(stream),
+            protocol,
+            caller: Caller { addr, tls: None },
+            admission,
+        }),
+        (First::Tls, None) => {
+            tracing::info!(peer = %addr, "a TLS connection reached a node without TLS; closed");
+            None
+        }
+        (First::Tls, Some(server)) => {
+            let accepted = match tokio::time::timeout(timeout, server.accept(stream)).await {
+                Ok(Ok(a)) => a,
+                Ok(Err(e)) => {
+                    // An unknown CA, an expired certificate, a wrong name:
+                    // the operator needs to see these.
+                    tracing::warn!(peer = %addr, error = %e, "TLS handshake refused");
+                    return None;
+                }
+                Err(_) => {
+                    tracing::debug!(peer = %addr, "TLS handshake timed out");
+                    return None;
+                }
+            };
+            let protocol = match accepted.alpn {
+                Some(Alpn::Peer | Alpn::Native) => Protocol::Framed,
+                Some(Alpn::Http) | None => Protocol::Http,
+            };
+            Some(Incoming {
+                stream: Box::new(accepted.stream),
+                protocol,
+                caller: Caller {
+                    addr,
+                    tls: Some(TlsCaller {
+                        alpn: accepted.alpn,
+                        identity: accepted.identity,
+                    }),
+                },
+                admission,
+            })
+        }
+    }
+}
+
 /// Accept connections until `shutdown` turns true, handing each to
-/// `on_framed` or `on_http` by its first bytes, with its admission by
-/// `gate` (which they act on: see [`super::limits`]).
-pub async fn serve<F, FF, H, HF>(
+/// `handle` once its protocol is known, with its admission by `gate`
+/// (which the handler acts on: see [`super::limits`]). With `tls`, TLS
+/// connections are accepted with the node's certificate.
+pub async fn serve<H, HF>(
     listener: TcpListener,
     gate: Gate,
-    on_framed: F,
-    on_http: H,
+    tls: Option<TlsServer>,
+    handle: H,
     mut shutdown: watch::Receiver<bool>,
 ) where
-    F: Fn(TcpStream, Admission) -> FF + Clone + Send + 'static,
-    FF: Future<Output = ()> + Send + 'static,
-    H: Fn(TcpStream, Admission) -> HF + Clone + Send + 'static,
+    H: Fn(Incoming) -> HF + Clone + Send + 'static,
     HF: Future<Output = ()> + Send + 'static,
 {
     loop {
@@ -75,15 +194,11 @@ pub async fn serve<F, FF, H, HF>(
         let _ = stream.set_nodelay(true);
         let admission = gate.admit(peer.ip());
         let hello_timeout = gate.limits().hello_timeout;
-        let (on_framed, on_http) = (on_framed.clone(), on_http.clone());
+        let (handle, tls) = (handle.clone(), tls.clone());
         tokio::spawn(async move {
-            match sniff(&stream, hello_timeout).await {
-                Ok(Some(Protocol::Framed)) => on_framed(stream, admission).await,
-                Ok(Some(Protocol::Http)) => on_http(stream, admission).await,
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::debug!(%peer, error = %e, "connection dropped before its first bytes")
-                }
+            if let Some(incoming) = open(stream, peer, tls.as_ref(), hello_timeout, admission).await
+            {
+                handle(incoming).await;
             }
         });
     }

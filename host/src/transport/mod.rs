@@ -1,13 +1,18 @@
-//! The node's one address: framed protocol and HTTP on the same port.
+//! The node's one address: framed protocol and HTTP on the same port, in
+//! the clear or inside TLS.
 //!
 //! Every node serves peer RPC, the native client protocol and HTTP on one
-//! TCP address. A connection is told apart by its first bytes: the framed
-//! protocol opens with the 4-byte preface `LKD` + version; anything else is
-//! handed to the HTTP server.
+//! TCP address. A connection is told apart by its first bytes: a TLS
+//! handshake record (`0x16`) is accepted with the node's certificate and
+//! its ALPN (`lockd-peer/1`, `lockd/1`, `http/1.1`) says the protocol; in
+//! the clear, the framed protocol opens with the 4-byte preface `LKD` +
+//! version and anything else is handed to the HTTP server.
 //!
 //! ```text
-//! client/peer ─► listener (peek preface) ─┬─► framed: Hello/Welcome, then request/response frames
-//!                                         └─► HTTP (axum)
+//! client/peer ─► listener (peek) ─┬─ 0x16: TLS handshake ─┬─ lockd-peer/1, lockd/1 ─► framed
+//!                                 │                       └─ http/1.1, none ───────► HTTP (axum)
+//!                                 ├─ LKD…: framed: Hello/Welcome, then request/response frames
+//!                                 └─ else: HTTP
 //! ```
 //!
 //! Framed protocol: after the preface, length-delimited frames (4-byte
@@ -28,7 +33,7 @@
 //! * [`http`]: the HTTP client for peers (forwarding to the leader, audit
 //!   queries).
 //! * [`tls`]: the server side of TLS and what a caller's certificate
-//!   proves (not yet used by the listener).
+//!   proves.
 
 pub mod frame;
 pub mod http;

@@ -1,11 +1,18 @@
-//! The calling side of a framed connection.
+//! The calling side of a framed connection to a peer (Raft RPC, and the
+//! check a leader makes before it adds a learner).
+//!
+//! With TLS, the connection presents this node's certificate and checks
+//! the other side's against the node id it dials (`node-ID.lockd`), not
+//! just its address: addresses get reused, node ids do not.
 
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
+use lockd_client::security::{self, ConnectError, Stream};
+use lockd_client::tls::{node_name, Alpn, TlsClient};
+use rustls::pki_types::ServerName;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use tokio::net::TcpStream;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 use super::frame::{self, Envelope, HandshakeError, Role, Welcome};
@@ -14,27 +21,37 @@ use super::TransportError;
 /// One framed connection, used for one request at a time.
 pub struct FramedConn {
     addr: String,
-    framed: Framed<TcpStream, LengthDelimitedCodec>,
+    framed: Framed<Stream, LengthDelimitedCodec>,
     next_id: u64,
     pub welcome: Welcome,
 }
 
 impl FramedConn {
-    /// Connect, send the preface and the hello, and wait for the welcome.
+    /// Connect to node `target` at `addr` (over TLS with `tls`, which must
+    /// then hold this node's certificate), send the preface and the hello,
+    /// and wait for the welcome.
     pub async fn connect(
         addr: &str,
+        target: u64,
         role: Role,
         timeout: Duration,
+        tls: Option<&TlsClient>,
     ) -> Result<FramedConn, TransportError> {
         let ms = timeout.as_millis() as u64;
         let fut = async {
-            let stream =
-                TcpStream::connect(addr)
-                    .await
-                    .map_err(|source| TransportError::Connect {
+            let name = ServerName::try_from(node_name(target)).ok();
+            let stream = security::connect(addr, tls, Alpn::Peer, name)
+                .await
+                .map_err(|e| match e {
+                    ConnectError::Tcp(source) => TransportError::Connect {
                         addr: addr.to_string(),
                         source,
-                    })?;
+                    },
+                    other => TransportError::Refused {
+                        addr: addr.to_string(),
+                        reason: other.to_string(),
+                    },
+                })?;
             let (framed, welcome) = frame::handshake(stream, role).await.map_err(|e| match e {
                 HandshakeError::Io(source) => TransportError::Io {
                     addr: addr.to_string(),

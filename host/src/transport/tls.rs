@@ -14,10 +14,8 @@
 //!
 //! The chain, the validity dates and the client-auth usage are checked by
 //! rustls during the handshake: a certificate from another CA, or expired,
-//! never gets this far.
-//!
-//! So far this is the acceptor and the identity checks, tested in-process;
-//! the listener does not use it yet (issue "Security", in progress).
+//! never gets this far. The listener ([`super::listener`]) accepts with
+//! it; the framed and HTTP servers decide what a certificate proves.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -104,6 +102,18 @@ impl Identity {
         cert.verify_is_valid_for_subject_name(&name).is_ok()
     }
 
+    /// The node this certificate names (`node-ID.lockd`), if any.
+    pub fn node_id(&self) -> Option<u64> {
+        let cert = webpki::EndEntityCert::try_from(&self.0).ok()?;
+        let id = cert.valid_dns_names().find_map(|n| {
+            n.strip_prefix("node-")?
+                .strip_suffix(".lockd")?
+                .parse::<u64>()
+                .ok()
+        });
+        id
+    }
+
     /// The principal this certificate speaks for: its first DNS name.
     pub fn principal(&self) -> Option<String> {
         let cert = webpki::EndEntityCert::try_from(&self.0).ok()?;
@@ -167,12 +177,14 @@ mod tests {
         let who = who.expect("a certificate");
         assert!(who.is_node(2));
         assert!(!who.is_node(3));
+        assert_eq!(who.node_id(), Some(2));
         // A client: its principal, and it is no node.
         let (alpn, who) = accept(d, &with("alice"), Alpn::Native);
         assert_eq!(alpn, Some(Alpn::Native));
         let who = who.expect("a certificate");
         assert_eq!(who.principal().as_deref(), Some("alice"));
         assert!(!who.is_node(1) && !who.is_node(2));
+        assert_eq!(who.node_id(), None);
         // No certificate (a client with a token, later): accepted, unnamed.
         let anonymous = TlsClient::from_files(&ca, None).expect("client");
         let (alpn, who) = accept(d, &anonymous, Alpn::Http);

@@ -45,6 +45,9 @@ pub struct RunConfig {
     /// 0.2, put in by an upgrade before the clients start. Not with
     /// `upgrade_at`, whose version 2 is of world 0.1.
     pub mixed: bool,
+    /// TLS between every node and client, and authentication on (the
+    /// clients present the `worker` token, see [`crate::secure`]).
+    pub secure: bool,
 }
 
 impl Default for RunConfig {
@@ -64,6 +67,7 @@ impl Default for RunConfig {
             upgrade_at: None,
             server: None,
             mixed: false,
+            secure: true,
         }
     }
 }

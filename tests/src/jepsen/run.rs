@@ -11,8 +11,9 @@ use super::history::{History, LockMode, Ret};
 use super::lin::Horizon;
 use super::nemesis;
 use super::register::FencedRegister;
-use super::workload::{self, Keeper};
+use super::workload::{self, Keeper, Target};
 use crate::cluster::{Cluster, ELECTION_MS};
+use crate::secure::Who;
 
 /// Elections after a fault heals: a restarted node that stands, a resumed
 /// leader stepping down. Leadership may change this long after a fault.
@@ -34,10 +35,14 @@ fn start(cfg: &RunConfig) -> Cluster {
             cfg.server.is_none(),
             "a broken server runs on loopback only"
         );
-        return Cluster::start_hosts(cfg.nodes, &[])
+        return Cluster::start_hosts(cfg.nodes, &[], cfg.secure)
             .expect("separate hosts (network namespaces; needs root)");
     }
-    let mut c = Cluster::configure(cfg.nodes, &[]);
+    let mut c = if cfg.secure {
+        Cluster::configure_secure(cfg.nodes, &[])
+    } else {
+        Cluster::configure(cfg.nodes, &[])
+    };
     if let Some(server) = &cfg.server {
         for node in c.nodes.values_mut() {
             node.bin = Some(server.bin.clone());
@@ -83,7 +88,10 @@ fn final_state(
 pub fn run(cfg: RunConfig) -> Report {
     let mut c = start(&cfg);
     c.wait_leader(Duration::from_secs(30));
-    let endpoints = c.endpoints();
+    let target = Target {
+        endpoints: c.endpoints(),
+        credentials: c.client_options(Who::Token("worker")).credentials,
+    };
     let history = Arc::new(History::new());
     let register = Arc::new(FencedRegister::new(cfg.unfenced_register));
     let stop = Arc::new(AtomicBool::new(false));
@@ -101,7 +109,7 @@ pub fn run(cfg: RunConfig) -> Report {
             .expect("the 0.2 module goes in before the clients start");
     }
     let keeper = rt
-        .block_on(Keeper::take(endpoints.clone()))
+        .block_on(Keeper::take(target.clone()))
         .expect("the keeper's lock, before any fault");
     let keeper = rt.spawn(keeper.hold(stop.clone()));
     let tasks: Vec<_> = (0..cfg.clients)
@@ -109,7 +117,7 @@ pub fn run(cfg: RunConfig) -> Report {
             rt.spawn(workload::worker(
                 id,
                 cfg.clone(),
-                endpoints.clone(),
+                target.clone(),
                 history.clone(),
                 register.clone(),
                 stop.clone(),
@@ -177,7 +185,7 @@ pub fn run(cfg: RunConfig) -> Report {
     let (served, v) = rt.block_on(workload::waiters(
         cfg.clients,
         cfg.keys,
-        endpoints.clone(),
+        target.clone(),
         history.clone(),
         bound,
     ));

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lockd_client::proto::WireError;
-use lockd_client::{AcquireOptions, Client, ClientError, ClientOptions};
+use lockd_client::{AcquireOptions, Client, ClientError, ClientOptions, Credentials};
 
 use super::check::{Checker, Violation};
 use super::config::RunConfig;
@@ -32,6 +32,30 @@ pub const LEDGER_LEASE_MS: u64 = 600_000;
 pub const READERS: u32 = 4;
 /// Slots of a semaphore key of a mixed run.
 pub const SLOTS: u32 = 3;
+
+/// Where the clients connect, and with which credentials (the `worker`
+/// token when the cluster has TLS and authentication on).
+#[derive(Clone)]
+pub struct Target {
+    pub endpoints: Vec<String>,
+    pub credentials: Credentials,
+}
+
+impl Target {
+    /// A client that retries for `retry_for`, each request for at most
+    /// `request`.
+    pub fn client(&self, retry_for: Duration, request: Duration) -> Client {
+        Client::with_options(
+            self.endpoints.clone(),
+            ClientOptions {
+                retry_for,
+                request_timeout: request,
+                credentials: self.credentials.clone(),
+                ..Default::default()
+            },
+        )
+    }
+}
 
 pub fn ret_of(e: &ClientError) -> Ret {
     match e {
@@ -123,18 +147,13 @@ async fn release(client: &Client, history: &History, id: usize, key: &str, token
 pub async fn worker(
     id: usize,
     cfg: RunConfig,
-    endpoints: Vec<String>,
+    target: Target,
     history: Arc<History>,
     register: Arc<FencedRegister>,
     stop: Arc<AtomicBool>,
 ) {
     let mut rng = Rng::new(cfg.seed * 1000 + id as u64);
-    let opts = ClientOptions {
-        retry_for: Duration::from_secs(3),
-        request_timeout: Duration::from_secs(3),
-        ..Default::default()
-    };
-    let client = Client::with_options(endpoints, opts);
+    let client = target.client(Duration::from_secs(3), Duration::from_secs(3));
     let mut ledger = 0;
     let mutex = Want {
         with_options: cfg.mixed,
@@ -273,15 +292,8 @@ pub struct Keeper {
 }
 
 impl Keeper {
-    pub async fn take(endpoints: Vec<String>) -> Result<Keeper, ClientError> {
-        let client = Client::with_options(
-            endpoints,
-            ClientOptions {
-                retry_for: Duration::from_secs(3),
-                request_timeout: Duration::from_secs(2),
-                ..Default::default()
-            },
-        );
+    pub async fn take(target: Target) -> Result<Keeper, ClientError> {
+        let client = target.client(Duration::from_secs(3), Duration::from_secs(2));
         let g = client
             .acquire(KEEPER_KEY, KEEPER_LEASE, Duration::from_secs(15))
             .await?;
@@ -358,16 +370,17 @@ impl Keeper {
 pub async fn waiters(
     clients: usize,
     keys: usize,
-    endpoints: Vec<String>,
+    target: Target,
     history: Arc<History>,
     bound: Duration,
 ) -> (usize, Vec<Violation>) {
     let mut tasks = Vec::new();
     for id in 0..clients {
-        let (endpoints, history) = (endpoints.clone(), history.clone());
+        let (target, history) = (target.clone(), history.clone());
         let key = format!("j{}", id % keys);
         tasks.push(tokio::spawn(async move {
-            let client = Client::new(endpoints);
+            let defaults = ClientOptions::default();
+            let client = target.client(defaults.retry_for, defaults.request_timeout);
             let me = 1000 + id;
             let t = Instant::now();
             let lease_ms = 200;

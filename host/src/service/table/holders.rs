@@ -118,6 +118,7 @@ mod tests {
             mode: crate::command::Mode::Exclusive,
             limit: 1,
             ident: None,
+            principal: String::new(),
         }
     }
 

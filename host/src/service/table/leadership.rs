@@ -116,6 +116,7 @@ impl Table {
                             mode: l.mode,
                             limit: l.limit,
                             ident: l.ident,
+                            principal: l.principal,
                         },
                     );
                 }

@@ -106,7 +106,9 @@ struct Waiter {
 }
 
 /// One holding of a key: its lease, the deadline on the leader's clock,
-/// and what the contract needs (mode, limit) or a retry matches (ident).
+/// what the contract needs (mode, limit) or a retry matches (ident), and
+/// the principal that holds it (empty: not recorded), which alone may
+/// release or renew it besides an admin.
 #[derive(Debug, Clone)]
 struct Holder {
     lease_ms: u64,
@@ -114,6 +116,7 @@ struct Holder {
     mode: crate::command::Mode,
     limit: u32,
     ident: Option<Ident>,
+    principal: String,
 }
 
 #[derive(Default, Debug)]
@@ -242,6 +245,18 @@ impl Table {
     /// The service's counters so far.
     pub fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    /// The principal of each holding of `key` this table knows one for
+    /// (a grant it made, or one the state recorded), by token.
+    pub fn principals(&self, key: &str) -> Vec<(u64, String)> {
+        self.keys.get(key).map_or_else(Vec::new, |k| {
+            k.holders
+                .iter()
+                .filter(|(_, h)| !h.principal.is_empty())
+                .map(|(t, h)| (t, h.principal.clone()))
+                .collect()
+        })
     }
 
     fn emit(&mut self, action: Action) {

@@ -32,14 +32,20 @@ impl Table {
                     spec,
                     wait,
                 } => self.acquire(req, key, spec, wait),
-                Request::Release { req, key, token } => self.release(req, key, token),
+                Request::Release {
+                    req,
+                    key,
+                    token,
+                    by,
+                } => self.release(req, key, token, by),
                 Request::Extend {
                     req,
                     key,
                     token,
                     from,
+                    by,
                 } => {
-                    let answer = self.extend(&key, token, from);
+                    let answer = self.extend(&key, token, from, by.as_deref());
                     self.reply(req, answer.map(super::Answer::Extended));
                 }
             },
@@ -107,15 +113,18 @@ impl Table {
         }
     }
 
-    fn release(&mut self, req: ReqId, key: String, token: u64) {
+    fn release(&mut self, req: ReqId, key: String, token: u64, by: Option<String>) {
         let holders = self.keys.get(&key).map(|k| &k.holders);
         match holders {
             None => self.refuse(req, ServiceError::NotHeld { key }),
             Some(h) if h.is_empty() => self.refuse(req, ServiceError::NotHeld { key }),
-            Some(h) if !h.contains_key(&token) => {
-                self.refuse(req, ServiceError::WrongToken { key, given: token })
-            }
-            Some(_) => self.free(key, token, Some(req), false, false),
+            Some(h) => match h.get(&token) {
+                None => self.refuse(req, ServiceError::WrongToken { key, given: token }),
+                Some(h) => match not_holder(&key, token, h, by.as_deref()) {
+                    Some(e) => self.refuse(req, e),
+                    None => self.free(key, token, Some(req), false, false),
+                },
+            },
         }
     }
 
@@ -179,7 +188,13 @@ impl Table {
         );
     }
 
-    fn extend(&mut self, key: &str, token: u64, from: Duration) -> Result<u64, ServiceError> {
+    fn extend(
+        &mut self,
+        key: &str,
+        token: u64,
+        from: Duration,
+        by: Option<&str>,
+    ) -> Result<u64, ServiceError> {
         let Some(k) = self.keys.get_mut(key).filter(|k| !k.holders.is_empty()) else {
             return Err(ServiceError::NotHeld { key: key.into() });
         };
@@ -189,6 +204,9 @@ impl Table {
                 given: token,
             });
         };
+        if let Some(e) = not_holder(key, token, h, by) {
+            return Err(e);
+        }
         let deadline = from + crate::service::lease::lease(h.lease_ms);
         if deadline > h.deadline {
             self.leases.remove(&(h.deadline, key.to_string(), token));
@@ -332,4 +350,17 @@ fn over(limits: super::WaitLimits, on_key: usize, waiting: u64) -> Option<String
     } else {
         None
     }
+}
+
+/// Why `by` may not release or renew the holding `h` of `(key, token)`:
+/// another principal holds it. A holding whose holder was not recorded
+/// is anyone's who may lock the key (checked before the table).
+fn not_holder(key: &str, token: u64, h: &super::Holder, by: Option<&str>) -> Option<ServiceError> {
+    let by = by?;
+    (!h.principal.is_empty() && h.principal != by).then(|| ServiceError::NotHolder {
+        key: key.to_string(),
+        token,
+        holder: h.principal.clone(),
+        caller: by.to_string(),
+    })
 }

@@ -8,11 +8,12 @@
 //! Commands (times in ms; the clock only moves on `tick`):
 //!
 //! * `leader term=T`, `follower [leader=N]`, `reload`
-//! * `loaded term=T [locks=key:token:lease[:shared|exclusive:LIMIT[:OWNER:REQUEST]],...] [error=TEXT]`
+//! * `loaded term=T [locks=key:token:lease[:shared|exclusive:LIMIT[:OWNER:REQUEST[:PRINCIPAL]]],...] [error=TEXT]`
 //! * `acquire r=R key=K lease=MS [wait=MS] [mode=shared] [limit=N]
-//!   [owner=O] [request=ID]`, `release r=R key=K token=T`,
-//!   `extend r=R key=K token=T [from=MS]`, `gone r=R`,
-//!   `undelivered key=K token=T`
+//!   [owner=O] [request=ID] [principal=P]`, `release r=R key=K token=T
+//!   [by=P]`, `extend r=R key=K token=T [from=MS] [by=P]` (`by`: the
+//!   caller's principal; absent: an admin, or no authentication),
+//!   `gone r=R`, `undelivered key=K token=T`
 //! * `commit id=P out=O,...` with outcomes `granted:T`, `repeat:T`,
 //!   `busy`, `policy`, `quota`, `unsupported`, `released`,
 //!   `released-full` (freed false), `expired`, `expired-none`,
@@ -146,6 +147,7 @@ impl Runner {
                     limit: opt(&a, "limit")?.unwrap_or(1) as u32,
                     owner: a.get("owner").cloned().unwrap_or_default(),
                     request_id: a.get("request").cloned().unwrap_or_default(),
+                    principal: a.get("principal").cloned().unwrap_or_default(),
                     ..Spec::exclusive(num(&a, "lease")?)
                 },
                 wait: ms(opt(&a, "wait")?.unwrap_or(0)),
@@ -154,12 +156,14 @@ impl Runner {
                 req: num(&a, "r")?,
                 key: text(&a, "key")?,
                 token: num(&a, "token")?,
+                by: a.get("by").cloned(),
             }),
             "extend" => Event::Request(Request::Extend {
                 req: num(&a, "r")?,
                 key: text(&a, "key")?,
                 token: num(&a, "token")?,
                 from: opt(&a, "from")?.map(ms).unwrap_or(self.now),
+                by: a.get("by").cloned(),
             }),
             "gone" => Event::CallerGone { req: num(&a, "r")? },
             "undelivered" => Event::Undelivered {
@@ -284,13 +288,14 @@ fn mode(m: &str) -> Result<Mode, String> {
 fn held(s: &str) -> Result<Held, String> {
     let parts: Vec<&str> = s.split(':').collect();
     let n = |v: &str| v.parse::<u64>().map_err(|e| format!("{s}: {e}"));
-    let (key, token, lease, how, who) = match parts[..] {
-        [k, t, l] => (k, t, l, None, None),
-        [k, t, l, m, n] => (k, t, l, Some((m, n)), None),
-        [k, t, l, m, n, o, r] => (k, t, l, Some((m, n)), Some((o, r))),
+    let (key, token, lease, how, who, principal) = match parts[..] {
+        [k, t, l] => (k, t, l, None, None, ""),
+        [k, t, l, m, n] => (k, t, l, Some((m, n)), None, ""),
+        [k, t, l, m, n, o, r] => (k, t, l, Some((m, n)), Some((o, r)), ""),
+        [k, t, l, m, n, o, r, p] => (k, t, l, Some((m, n)), Some((o, r)), p),
         _ => {
             return Err(format!(
-                "lock {s:?} is not key:token:lease[:mode:limit[:owner:request]]"
+                "lock {s:?} is not key:token:lease[:mode:limit[:owner:request[:principal]]]"
             ))
         }
     };
@@ -305,10 +310,11 @@ fn held(s: &str) -> Result<Held, String> {
         mode,
         limit,
         ident: who.map(|(owner, request)| Ident {
-            principal: String::new(),
+            principal: principal.to_string(),
             owner: owner.to_string(),
             request_id: request.to_string(),
         }),
+        principal: principal.to_string(),
     })
 }
 

@@ -191,6 +191,7 @@ impl Table {
                 mode: spec.mode,
                 limit: spec.limit,
                 ident,
+                principal: spec.principal.clone(),
             },
         );
         self.leases.insert((deadline, key.to_string(), token));

@@ -94,6 +94,9 @@ pub struct Held {
     pub mode: Mode,
     pub limit: u32,
     pub ident: Option<Ident>,
+    /// Who holds it; empty when the state does not record it (a module
+    /// of world 0.1, or a grant made without authentication).
+    pub principal: String,
 }
 
 /// What a caller asks of the table.
@@ -107,15 +110,24 @@ pub enum Request {
         spec: Spec,
         wait: Duration,
     },
-    /// Free `key` if `token` holds it.
-    Release { req: ReqId, key: String, token: u64 },
+    /// Free `key` if `token` holds it. `by`: the caller's principal, which
+    /// must be the holder's (when recorded); `None` for a caller who may
+    /// free any holding (an admin, or no authentication).
+    Release {
+        req: ReqId,
+        key: String,
+        token: u64,
+        by: Option<String>,
+    },
     /// Extend the lease of `token` on `key`, counted from `from` (taken
-    /// before the caller confirmed leadership with a read-index).
+    /// before the caller confirmed leadership with a read-index); `by` as
+    /// for `Release`.
     Extend {
         req: ReqId,
         key: String,
         token: u64,
         from: Duration,
+        by: Option<String>,
     },
 }
 

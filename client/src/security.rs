@@ -1,0 +1,183 @@
+//! How a caller reaches a node: in the clear or over TLS, and with which
+//! credentials ([`Credentials`]: a trust store and client certificate, a
+//! bearer token, or both).
+//!
+//! [`connect`] opens a [`Stream`] to a node for one of the protocols a
+//! node serves on its one address (see [`crate::tls::Alpn`]); the native
+//! client, `lockctl`, and the node itself (peers, forwarding, audit reads)
+//! all connect through it.
+
+use std::fmt;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+use crate::tls::{host_name, Alpn, TlsClient};
+
+/// A bearer token. Its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    pub fn new(token: impl Into<String>) -> Token {
+        Token(token.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(…)")
+    }
+}
+
+/// What a caller brings to a node: TLS settings (whom to trust, and the
+/// client certificate if any) and a bearer token. The default is neither:
+/// plaintext, anonymous (what a node on loopback without TLS serves).
+#[derive(Clone, Debug, Default)]
+pub struct Credentials {
+    pub tls: Option<TlsClient>,
+    pub token: Option<Token>,
+}
+
+impl Credentials {
+    /// The URL scheme of the HTTP API with these settings.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+}
+
+/// A connection to a node: plain TCP, or TLS over it.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    pub fn peer_addr(&self) -> io::Result<std::net::SocketAddr> {
+        match self {
+            Stream::Plain(s) => s.peer_addr(),
+            Stream::Tls(s) => s.get_ref().0.peer_addr(),
+        }
+    }
+}
+
+/// Why a connection could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("{0}")]
+    Tcp(io::Error),
+    #[error("{0}")]
+    Name(#[from] crate::tls::TlsError),
+    /// The TLS handshake failed: an untrusted or expired certificate, a
+    /// name that does not match, or a node that does not speak TLS.
+    #[error("TLS handshake failed: {0}{hint}", hint = tls_hint(.0))]
+    Handshake(io::Error),
+}
+
+/// What a handshake error most likely means, when rustls's own words do
+/// not say it.
+fn tls_hint(e: &io::Error) -> &'static str {
+    match e.kind() {
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => {
+            " (the node closed the connection: is it serving TLS?)"
+        }
+        _ => "",
+    }
+}
+
+/// Open a connection to `addr` for `alpn`: TLS when `tls` is given,
+/// checking the node's certificate against `name` (default: the host of
+/// `addr`, as any TLS client does; peers check the node id instead).
+pub async fn connect(
+    addr: &str,
+    tls: Option<&TlsClient>,
+    alpn: Alpn,
+    name: Option<ServerName<'static>>,
+) -> Result<Stream, ConnectError> {
+    let tcp = TcpStream::connect(addr).await.map_err(ConnectError::Tcp)?;
+    // Small request/answer frames: never let Nagle hold them back.
+    tcp.set_nodelay(true).map_err(ConnectError::Tcp)?;
+    let Some(tls) = tls else {
+        return Ok(Stream::Plain(tcp));
+    };
+    let name = match name {
+        Some(n) => n,
+        None => host_name(addr)?,
+    };
+    let stream = tls
+        .connector(alpn)
+        .connect(name, tcp)
+        .await
+        .map_err(ConnectError::Handshake)?;
+    Ok(Stream::Tls(Box::new(stream)))
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Stream::Plain(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
