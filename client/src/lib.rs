@@ -34,6 +34,8 @@
 //! * [`shutdown`]: waiting for Ctrl-C or SIGTERM.
 //! * [`tls`]: TLS on the calling side (trust, client identity, ALPN per
 //!   protocol, node names).
+//! * [`signature`]: what a lock module's signature covers, and the hex
+//!   forms of module keys and signatures.
 
 pub mod admin;
 pub mod audit;
@@ -44,6 +46,7 @@ pub mod id;
 pub mod options;
 pub mod proto;
 pub mod shutdown;
+pub mod signature;
 pub mod tls;
 pub mod wire;
 

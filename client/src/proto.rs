@@ -305,6 +305,11 @@ pub struct Status {
     /// How long this node's last install of a leader's snapshot took, ms.
     #[serde(default)]
     pub last_snapshot_install_ms: u64,
+    /// The cluster's trusted module keys (ed25519, hex), in key order.
+    /// When any is trusted, every upgrade and shadow start must be signed
+    /// by one of them (see [`crate::signature`]).
+    #[serde(default)]
+    pub trusted_module_keys: Vec<String>,
 }
 
 /// The cluster's capacity bounds: a replicated setting, enforced by every
