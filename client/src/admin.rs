@@ -1,6 +1,6 @@
 //! The admin side of lockd over its HTTP/JSON API: membership changes,
-//! module upgrades and shadow mode (sent to the leader), and the audit
-//! points each node serves.
+//! module upgrades and shadow mode, the trusted module keys (sent to the
+//! leader), and the audit points each node serves.
 //!
 //! * [`Http`]: plain requests to one node, such as [`Http::get_json`] with a
 //!   timeout (also what a node uses to read its peers' audit points).
@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 
 use crate::proto::{AuditReport, Capacity, CapacityStatus, Member, Status};
 use crate::security::Credentials;
+use crate::signature::{ModuleKeyReply, ModuleKeys};
 use crate::tls::Alpn;
 use crate::{Client, ClientError};
 
@@ -264,9 +265,25 @@ impl Admin {
         replaces: Option<&str>,
         precheck: bool,
     ) -> Result<Value, AdminError> {
+        self.upgrade_signed(module, replaces, None, precheck).await
+    }
+
+    /// [`Admin::upgrade`] carrying the module's `signature` (128 hex
+    /// digits, see [`crate::signature`]): required while the cluster trusts
+    /// module keys.
+    pub async fn upgrade_signed(
+        &self,
+        module: Vec<u8>,
+        replaces: Option<&str>,
+        signature: Option<&str>,
+        precheck: bool,
+    ) -> Result<Value, AdminError> {
         let mut query = Vec::new();
         if let Some(r) = replaces {
             query.push(format!("replaces={r}"));
+        }
+        if let Some(s) = signature {
+            query.push(format!("signature={s}"));
         }
         if !precheck {
             query.push("precheck=false".to_string());
@@ -277,13 +294,49 @@ impl Admin {
 
     /// Start `module` as a shadow beside the active module.
     pub async fn start_shadow(&self, module: Vec<u8>, precheck: bool) -> Result<Value, AdminError> {
-        let query = if precheck {
-            Vec::new()
-        } else {
-            vec!["precheck=false".to_string()]
-        };
+        self.start_shadow_signed(module, None, precheck).await
+    }
+
+    /// [`Admin::start_shadow`] carrying the module's `signature`; a promote
+    /// then carries it too.
+    pub async fn start_shadow_signed(
+        &self,
+        module: Vec<u8>,
+        signature: Option<&str>,
+        precheck: bool,
+    ) -> Result<Value, AdminError> {
+        let mut query = Vec::new();
+        if let Some(s) = signature {
+            query.push(format!("signature={s}"));
+        }
+        if !precheck {
+            query.push("precheck=false".to_string());
+        }
         self.post_wasm(&with_query("/v1/admin/shadow", &query), module.into())
             .await
+    }
+
+    /// The module keys the cluster trusts, from the leader.
+    pub async fn module_keys(&self) -> Result<ModuleKeys, AdminError> {
+        let addr = self.leader_addr().await?;
+        self.http.get_json(&addr, "/v1/admin/module-keys").await
+    }
+
+    /// Trust `key` (64 hex digits) for module signatures: one log entry.
+    pub async fn trust_module_key(&self, key: &str) -> Result<ModuleKeyReply, AdminError> {
+        let v = self
+            .post_json("/v1/admin/module-keys", &json!({ "key": key }))
+            .await?;
+        Ok(serde_json::from_value(v)?)
+    }
+
+    /// Stop trusting `key` (64 hex digits): one log entry.
+    pub async fn untrust_module_key(&self, key: &str) -> Result<ModuleKeyReply, AdminError> {
+        let path = format!("/v1/admin/module-keys/{key}");
+        let v = self
+            .send(Method::DELETE, &path, "application/json", Bytes::new())
+            .await?;
+        Ok(serde_json::from_value(v)?)
     }
 
     /// Upgrade to the running shadow module.

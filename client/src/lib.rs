@@ -36,6 +36,8 @@
 //!   protocol, node names).
 //! * [`security`]: [`Credentials`] (TLS settings and a bearer token) and
 //!   the one [`security::connect`] every connection to a node goes through.
+//! * [`signature`]: what a lock module's signature covers, and the hex
+//!   forms of module keys and signatures.
 
 pub mod admin;
 pub mod audit;
@@ -47,6 +49,7 @@ pub mod options;
 pub mod proto;
 pub mod security;
 pub mod shutdown;
+pub mod signature;
 pub mod tls;
 pub mod wire;
 

@@ -315,6 +315,11 @@ pub struct Status {
     /// The most recent admin requests this node served, oldest first.
     #[serde(default)]
     pub admin_actions: Vec<AdminAction>,
+    /// The cluster's trusted module keys (ed25519, hex), in key order.
+    /// When any is trusted, every upgrade and shadow start must be signed
+    /// by one of them (see [`crate::signature`]).
+    #[serde(default)]
+    pub trusted_module_keys: Vec<String>,
 }
 
 /// One admin request a node served: who, what, how it ended, and where

@@ -50,4 +50,5 @@ mod upgrade_hostile;
 mod upgrade_live;
 mod upgrade_replay;
 mod upgrade_shadow;
+mod upgrade_signed;
 mod world02_live;

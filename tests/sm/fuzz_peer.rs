@@ -126,6 +126,7 @@ proptest! {
             module_since: n,
             upgrades: Vec::new(),
             capacity: Capacity { max_held: n, max_key_bytes: n },
+            module_keys: Default::default(),
         };
         let mut bytes = blob.encode().unwrap();
         mutate(&mut bytes, &flips);

@@ -14,6 +14,8 @@ mod fuzz_inputs;
 mod fuzz_peer;
 mod hostile_modules;
 mod module_v2;
+mod signed_formats;
+mod signed_modules;
 mod sm_equivalence;
 mod sm_scenarios;
 mod world02_differential;

@@ -256,6 +256,7 @@ impl LockMachine for WasmMachine {
             module_since: 0,
             upgrades: Vec::new(),
             capacity: lockd::raft::replica::capacity::DEFAULT_CAPACITY,
+            module_keys: Default::default(),
         };
         match Replica::from_snapshot(0, loader(), &blob, AUDIT_INTERVAL) {
             Ok(mut installed) => {

@@ -12,8 +12,10 @@
 //! lockctl status
 //! lockctl members [list] | members add ID ADDR | members promote ID | members remove ID
 //! lockctl bench --clients 64 [--contended] [--seconds 5] [--mode shared] [--limit N]
-//! lockctl upgrade FILE.wasm [--replaces HASH] [--no-precheck]   # swap the lock module
-//! lockctl upgrade --shadow FILE.wasm | upgrade --promote | upgrade --abort
+//! lockctl upgrade FILE.wasm [--signature FILE.sig] [--replaces HASH] [--no-precheck]   # swap the lock module
+//! lockctl upgrade --shadow FILE.wasm [--signature FILE.sig] | upgrade --promote | upgrade --abort
+//! lockctl module keygen NAME | module sign FILE.wasm --key NAME.key  # signed modules
+//! lockctl module trust NAME.pub|HEX | module untrust NAME.pub|HEX | module keys
 //! lockctl audit                                                  # determinism check
 //! lockctl --cacert ca.pem [--cert me.pem --key me.key] [--token T] …   # TLS, a client certificate, a token
 //! ```
@@ -42,8 +44,10 @@ mod bench;
 mod capacity;
 mod get;
 mod keepalive;
+mod keyfile;
 mod list;
 mod members;
+mod module;
 mod output;
 mod policy;
 mod release;
@@ -220,12 +224,22 @@ enum Cmd {
         /// Stop the running shadow module.
         #[arg(long, conflicts_with_all = ["shadow", "promote", "file"])]
         abort: bool,
+        /// The module's signature file (default: FILE.sig when it exists;
+        /// see `lockctl module sign`).
+        #[arg(long, conflicts_with_all = ["promote", "abort"])]
+        signature: Option<std::path::PathBuf>,
         /// The module hash this upgrade replaces (default: the active one).
         #[arg(long)]
         replaces: Option<String>,
         /// Skip the leader's dry run; every node still checks at apply.
         #[arg(long)]
         no_precheck: bool,
+    },
+    /// Signed modules: make and use signing keys, and manage the keys the
+    /// cluster trusts.
+    Module {
+        #[command(subcommand)]
+        op: module::ModuleOp,
     },
     /// Compare the state hashes recorded by every node; name any that differs.
     Audit,
@@ -370,6 +384,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             shadow,
             promote,
             abort,
+            signature,
             replaces,
             no_precheck,
         } => {
@@ -381,12 +396,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 upgrade::Upgrade::Install {
                     file,
                     shadow,
+                    signature,
                     replaces,
                     precheck: !no_precheck,
                 }
             };
             upgrade::run(&admin, j, what).await
         }
+        Cmd::Module { op } => module::run(&admin, j, op).await,
         Cmd::Audit => audit::run(&admin, j).await,
         Cmd::Bench {
             clients,

@@ -1,6 +1,6 @@
 //! `lockctl status`: the status of every endpoint, as a table (or a JSON
 //! array, one object per endpoint), then each node's module, last upgrade,
-//! shadow module and audit alarms. Fails only when no endpoint answers.
+//! trusted module keys, shadow module and audit alarms. Fails only when no endpoint answers.
 
 use anyhow::anyhow;
 use lockd_client::admin::Admin;
@@ -69,6 +69,15 @@ pub async fn run(admin: &Admin, j: bool) -> Result<(), Failure> {
                         .map(|r| format!(" ({r})"))
                         .unwrap_or_default()
                 );
+            }
+            match s.trusted_module_keys.as_slice() {
+                [] => {}
+                keys => println!(
+                    "node {}: upgrades must be signed by one of {} trusted module key(s): {}",
+                    s.id,
+                    keys.len(),
+                    keys.iter().map(|k| short(k)).collect::<Vec<_>>().join(", ")
+                ),
             }
             if let Some(sh) = &s.shadow {
                 println!(

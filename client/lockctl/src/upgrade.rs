@@ -1,9 +1,15 @@
-//! `lockctl upgrade FILE [--replaces HASH] [--no-precheck]`, `upgrade
-//! --shadow FILE`, `upgrade --promote`, `upgrade --abort`: replace the lock
-//! module through the log, or run one beside it first. Prints what the
-//! leader did (with `--json`, its answer as sent).
+//! `lockctl upgrade FILE [--signature FILE.sig] [--replaces HASH]
+//! [--no-precheck]`, `upgrade --shadow FILE [--signature FILE.sig]`,
+//! `upgrade --promote`, `upgrade --abort`: replace the lock module through
+//! the log, or run one beside it first. Prints what the leader did (with
+//! `--json`, its answer as sent).
+//!
+//! The module's signature (`lockctl module sign`) is sent with it: the one
+//! `--signature` names, else `FILE.sig` when it exists; lockctl says which
+//! (on stderr with `--json`). A promote carries the signature the shadow
+//! was started with.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 use lockd_client::admin::Admin;
@@ -17,6 +23,7 @@ pub enum Upgrade {
     Install {
         file: Option<PathBuf>,
         shadow: bool,
+        signature: Option<PathBuf>,
         replaces: Option<String>,
         precheck: bool,
     },
@@ -33,6 +40,7 @@ pub async fn run(admin: &Admin, j: bool, what: Upgrade) -> Result<(), Failure> {
         Upgrade::Install {
             file,
             shadow,
+            signature,
             replaces,
             precheck,
         } => {
@@ -40,13 +48,31 @@ pub async fn run(admin: &Admin, j: bool, what: Upgrade) -> Result<(), Failure> {
                 file.ok_or_else(|| anyhow!("give the component file (or --promote / --abort)"))?;
             let module =
                 std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let sig = signature_for(&file, signature.as_deref())?;
+            let note = match &sig {
+                Some((path, _)) => format!("signature: {}", path.display()),
+                None => format!(
+                    "unsigned: no --signature and no {}",
+                    crate::module::with_suffix(&file, ".sig").display()
+                ),
+            };
+            if j {
+                eprintln!("lockctl: {note}");
+            } else {
+                println!("{note}");
+            }
+            let sig = sig.map(|(_, s)| s);
             if shadow {
                 if replaces.is_some() {
                     return Err(anyhow!("--replaces applies to upgrades, not --shadow").into());
                 }
-                admin.start_shadow(module, precheck).await?
+                admin
+                    .start_shadow_signed(module, sig.as_deref(), precheck)
+                    .await?
             } else {
-                admin.upgrade(module, replaces.as_deref(), precheck).await?
+                admin
+                    .upgrade_signed(module, replaces.as_deref(), sig.as_deref(), precheck)
+                    .await?
             }
         }
     };
@@ -74,4 +100,23 @@ pub async fn run(admin: &Admin, j: bool, what: Upgrade) -> Result<(), Failure> {
     };
     print(j, r.clone(), human);
     Ok(())
+}
+
+/// The signature to send with `file`, and the file it came from: `given`,
+/// else `FILE.sig` if it exists, else none.
+fn signature_for(file: &Path, given: Option<&Path>) -> anyhow::Result<Option<(PathBuf, String)>> {
+    let path = match given {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let default = crate::module::with_suffix(file, ".sig");
+            if !default.exists() {
+                return Ok(None);
+            }
+            default
+        }
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let sig = crate::keyfile::read_signature(&path.display().to_string(), &text)?;
+    Ok(Some((path, hex::encode(sig))))
 }

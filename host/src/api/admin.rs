@@ -1,15 +1,19 @@
-//! HTTP routes of hot upgrade, shadow mode and the determinism audit.
+//! HTTP routes of hot upgrade, shadow mode, signed modules and the
+//! determinism audit.
 //!
 //! | route | body | answer |
 //! |---|---|---|
-//! | `POST /v1/admin/upgrade[?replaces=HEX][&precheck=false]` | the component bytes | `200` [`UpgradeReply`] with the swap's log index; `400` not a valid lock module; `409` stale `replaces`; `422` the migration fails (dry run, or every node at apply: then with `index`) |
-//! | `POST /v1/admin/shadow[?precheck=false]` | the component bytes | `200` shadow started at `index`; errors as above |
-//! | `POST /v1/admin/shadow/promote` | | upgrade to the running shadow |
+//! | `POST /v1/admin/upgrade[?replaces=HEX][&signature=HEX][&precheck=false]` | the component bytes | `200` [`UpgradeReply`] with the swap's log index; `400` not a valid lock module, or a `signature` that is not 128 hex digits; `403` the cluster trusts module keys and the module is not signed by one (nothing proposed); `409` stale `replaces`; `422` the migration fails (dry run, or every node at apply: then with `index`; so is a bad signature with `precheck=false`) |
+//! | `POST /v1/admin/shadow[?signature=HEX][&precheck=false]` | the component bytes | `200` shadow started at `index`; errors as above |
+//! | `POST /v1/admin/shadow/promote` | | upgrade to the running shadow, carrying the signature it was started with |
 //! | `POST /v1/admin/shadow/abort` | | `200` shadow stopped; `404` none running |
 //! | `GET /v1/audit` | | this node's [`AuditReport`] (never forwarded) |
 //! | `GET /v1/admin/capacity` | | `200` [`CapacityStatus`]: the bounds and their use |
 //! | `PUT /v1/admin/capacity` | [`Capacity`] | `200` [`CapacityStatus`] once the entry applied; `400` a bound of 0 |
 //! | `POST /v1/admin/snapshot` | | `200` [`SnapshotBuilt`]: this node built a snapshot of its state now and compacted its log (never forwarded) |
+//! | `GET /v1/admin/module-keys` | | `200` [`ModuleKeys`]: the trusted module keys, hex |
+//! | `POST /v1/admin/module-keys` | `{"key":"HEX64"}` | `200` [`ModuleKeyReply`] once the entry applied (`already-trusted`: nothing changed); `400` not 64 hex digits or not a usable ed25519 key; `409` already 16 keys trusted |
+//! | `DELETE /v1/admin/module-keys/{HEX64}` | | `200` [`ModuleKeyReply`] once the entry applied; `400` malformed; `404` not trusted |
 //!
 //! The other admin routes are forwarded to the leader like the lock routes.
 //! Module bodies may be up to `--max-module-bytes` (default
@@ -18,11 +22,13 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use lockd_client::proto::{AuditReport, Capacity, CapacityStatus, SnapshotBuilt, UpgradeReply};
+use lockd_client::signature::{ModuleKeyReply, ModuleKeys};
+use serde::Deserialize;
 
 use super::authorize::AdminOutcome;
 use super::body::ModuleBody;
@@ -56,16 +62,19 @@ fn audited(result: Result<UpgradeReply, UpgradeError>, sent: Option<ModuleHash>)
     response.extensions_mut().insert(outcome);
     response
 }
+use crate::upgrade::signature::{ModuleKey, ModuleSignature};
 
 /// Options in the query string.
 struct Options {
     replaces: Option<ModuleHash>,
+    signature: Option<ModuleSignature>,
     precheck: bool,
 }
 
 fn options(uri: &Uri) -> Result<Options, ApiError> {
     let mut o = Options {
         replaces: None,
+        signature: None,
         precheck: true,
     };
     for pair in uri
@@ -82,6 +91,12 @@ fn options(uri: &Uri) -> Result<Options, ApiError> {
                         "replaces={v:?} is not a 64-digit hex module hash"
                     ))
                 })?)
+            }
+            "signature" => {
+                o.signature = Some(
+                    ModuleSignature::parse(v)
+                        .map_err(|e| ApiError::bad_request(format!("signature=: {e}")))?,
+                )
             }
             "precheck" => {
                 o.precheck = match v {
@@ -113,7 +128,7 @@ pub async fn upgrade(
     let sent = ModuleHash::of(&body);
     let r = node
         .upgrader
-        .upgrade(body.to_vec(), o.replaces, o.precheck)
+        .upgrade(body.to_vec(), o.replaces, o.signature, o.precheck)
         .await;
     Ok(audited(r, Some(sent)))
 }
@@ -130,7 +145,10 @@ pub async fn shadow_start(
         ));
     }
     let sent = ModuleHash::of(&body);
-    let r = node.upgrader.shadow_start(body.to_vec(), o.precheck).await;
+    let r = node
+        .upgrader
+        .shadow_start(body.to_vec(), o.signature, o.precheck)
+        .await;
     Ok(audited(r, Some(sent)))
 }
 
@@ -163,6 +181,50 @@ pub async fn capacity_put(
         ));
     }
     Ok(Json(node.upgrader.set_capacity(bounds).await?))
+}
+
+/// The trusted module keys, at the leader's applied index.
+pub async fn module_keys_get(State(node): State<Arc<Services>>) -> Json<ModuleKeys> {
+    Json(ModuleKeys {
+        keys: node.sm.module_keys().hex(),
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustKey {
+    key: String,
+}
+
+fn module_key(text: &str) -> Result<ModuleKey, ApiError> {
+    ModuleKey::parse(text).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+/// A module-key answer, with its index for the admin audit trail.
+fn key_change(reply: ModuleKeyReply) -> Response {
+    let index = reply.index;
+    let mut r = Json(reply).into_response();
+    r.extensions_mut().insert(AdminOutcome {
+        index: Some(index),
+        module_hash: None,
+    });
+    r
+}
+
+pub async fn module_keys_post(
+    State(node): State<Arc<Services>>,
+    super::body::JsonBody(req): super::body::JsonBody<TrustKey>,
+) -> Result<Response, ApiError> {
+    let key = module_key(&req.key)?;
+    Ok(key_change(node.upgrader.trust_key(key).await?))
+}
+
+pub async fn module_keys_delete(
+    State(node): State<Arc<Services>>,
+    Path(key): Path<String>,
+) -> Result<Response, ApiError> {
+    let key = module_key(&key)?;
+    Ok(key_change(node.upgrader.untrust_key(key).await?))
 }
 
 /// How long a requested snapshot may take before the request gives up

@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::engine::EngineError;
 use crate::membership::MembershipError;
 use crate::service::ServiceError;
+use crate::upgrade::signature::KeyError;
 use crate::upgrade::submit::UpgradeError;
 use crate::upgrade::MigrateError;
 
@@ -128,6 +129,10 @@ impl From<UpgradeError> for ApiError {
             | UpgradeError::Unavailable(_)
             | UpgradeError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             UpgradeError::Refused(MigrateError::Stale { .. }) => StatusCode::CONFLICT,
+            UpgradeError::Refused(MigrateError::Signature(_)) => StatusCode::FORBIDDEN,
+            UpgradeError::Key(KeyError::NotAKey { .. }) => StatusCode::BAD_REQUEST,
+            UpgradeError::Key(KeyError::Full { .. }) => StatusCode::CONFLICT,
+            UpgradeError::Key(KeyError::NotTrusted(_)) => StatusCode::NOT_FOUND,
             UpgradeError::Refused(MigrateError::Load(
                 EngineError::NotWasm
                 | EngineError::NotAComponent

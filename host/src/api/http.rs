@@ -9,7 +9,7 @@
 //! | `POST /v1/members/promote` | `{"id":N}` | learner → voter |
 //! | `POST /v1/members/remove` | `{"id":N}` | remove a voter or learner |
 //! | `GET /metrics` | | Prometheus text ([`super::metrics`]) |
-//! | `/v1/admin/…`, `GET /v1/audit` | | upgrade, shadow mode, audit: see [`super::admin`] |
+//! | `/v1/admin/…`, `GET /v1/audit` | | upgrade, shadow mode, module keys, capacity, snapshots, audit: see [`super::admin`] |
 //!
 //! Keys may contain `/`; other reserved characters are percent-encoded. A
 //! key is everything between `/v1/locks/` and the action. Every error is
@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::middleware;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use hyper_util::rt::TokioIo;
 use serde::Deserialize;
@@ -125,6 +125,14 @@ pub fn router(node: Arc<Services>) -> Router {
         .route(
             "/v1/admin/capacity",
             get(admin::capacity_get).put(admin::capacity_put),
+        )
+        .route(
+            "/v1/admin/module-keys",
+            get(admin::module_keys_get).post(admin::module_keys_post),
+        )
+        .route(
+            "/v1/admin/module-keys/{key}",
+            delete(admin::module_keys_delete),
         )
         .route_layer(forward(MAX_BODY, "request body"));
     let leader_modules = Router::new()

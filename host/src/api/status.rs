@@ -68,6 +68,7 @@ pub fn status_with(node: &Services, hash: bool) -> (Status, UpgradeCounts) {
         last_snapshot_build_ms: snaps.last_build_us / 1000,
         last_snapshot_install_ms: snaps.last_install_us / 1000,
         admin_actions: node.admin_log.recent(),
+        trusted_module_keys: v.trusted_module_keys,
     };
     let counts = UpgradeCounts {
         swapped: v.upgrades_swapped,

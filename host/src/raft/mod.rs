@@ -37,6 +37,9 @@ use std::io::Cursor;
 use serde::{Deserialize, Serialize};
 
 use crate::command::{legacy, Command, Outcome};
+use crate::upgrade::signature::{
+    KeyChange, KeyEntry, KeyError, SignedShadowStart, SignedUpgrade, TrustedKeys,
+};
 use crate::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 
 pub type NodeId = u64;
@@ -80,6 +83,13 @@ pub enum Request {
     Commands(Vec<Vec<Command>>),
     /// Set the cluster's capacity bounds (see [`replica::capacity`]).
     Capacity(lockd_client::proto::Capacity),
+    /// Trust or untrust a module key (see [`crate::upgrade::signature`]).
+    ModuleKeys(KeyEntry),
+    /// An upgrade carrying its module's signature; an unsigned upgrade is
+    /// still [`Request::Upgrade`].
+    SignedUpgrade(SignedUpgrade),
+    /// A shadow start carrying its module's signature.
+    SignedShadow(SignedShadowStart),
 }
 
 /// What applying an entry returns to the proposer.
@@ -93,6 +103,8 @@ pub enum Response {
     Shadow(ShadowOutcome),
     /// The bounds now in force and their use.
     Capacity(lockd_client::proto::CapacityStatus),
+    /// What a module-key entry did, and the keys trusted after it.
+    ModuleKeys(Result<KeyChange, KeyError>, TrustedKeys),
 }
 
 impl Request {
@@ -105,7 +117,10 @@ impl Request {
                 Request::Lock(cs) => cs.iter().map(legacy::Command::wire_bytes).sum(),
                 Request::Commands(groups) => groups.iter().flatten().map(Command::wire_bytes).sum(),
                 Request::Upgrade(u) => u.module.len(),
+                Request::SignedUpgrade(s) => s.upgrade.module.len() + s.signature.0.len(),
                 Request::Shadow(ShadowEntry::Start { module }) => module.len(),
+                Request::SignedShadow(s) => s.module.len() + s.signature.0.len(),
+                Request::ModuleKeys(_) => 32,
                 Request::Shadow(ShadowEntry::Stop) | Request::Capacity(_) => 0,
             }
     }
@@ -115,10 +130,13 @@ impl Request {
     pub fn module_bytes(&self) -> Option<&[u8]> {
         match self {
             Request::Upgrade(u) => Some(&u.module),
+            Request::SignedUpgrade(s) => Some(&s.upgrade.module),
             Request::Shadow(ShadowEntry::Start { module }) => Some(module),
+            Request::SignedShadow(s) => Some(&s.module),
             Request::Lock(_)
             | Request::Commands(_)
             | Request::Capacity(_)
+            | Request::ModuleKeys(_)
             | Request::Shadow(ShadowEntry::Stop) => None,
         }
     }
@@ -146,7 +164,11 @@ impl std::fmt::Display for Request {
                 write!(f, "]")
             }
             Request::Upgrade(u) => write!(f, "{u:?}"),
+            Request::SignedUpgrade(s) => write!(f, "{:?} signed {}", s.upgrade, s.signature),
             Request::Shadow(s) => write!(f, "{s:?}"),
+            Request::SignedShadow(s) => write!(f, "{s:?}"),
+            Request::ModuleKeys(KeyEntry::Trust(k)) => write!(f, "trust module key {k}"),
+            Request::ModuleKeys(KeyEntry::Untrust(k)) => write!(f, "untrust module key {k}"),
             Request::Capacity(c) => write!(
                 f,
                 "capacity(max_held {}, max_key_bytes {})",

@@ -1,5 +1,6 @@
 //! [`Replica`]: the replicated state of one node — the active lock module
-//! and its instance, the shadow, the audit points — and the one path that
+//! and its instance, the shadow, the trusted module keys, the audit points
+//! — and the one path that
 //! applies committed entries to it. No I/O: the openraft adapter
 //! ([`super::state_machine`]), `lockd replay` and the tests all drive this.
 //!
@@ -12,7 +13,7 @@
 //! batch goes to it next and the outcomes are compared.
 //!
 //! Layout: this file holds the state and the apply path; `swap.rs` the
-//! upgrade and shadow entries; `run.rs` the batch of one guest call;
+//! upgrade, shadow and module-key entries; `run.rs` the batch of one guest call;
 //! `capacity.rs` the capacity bound; `query.rs` the reads of the state.
 //!
 //! A guest call that fails (see [`crate::engine`]) stops the replica for
@@ -33,13 +34,15 @@ use crate::engine::{EngineError, GuestInstance, GuestModule};
 use crate::upgrade::audit::AuditLog;
 use crate::upgrade::precompile::Precompiler;
 use crate::upgrade::shadow::Shadow;
+use crate::upgrade::signature::TrustedKeys;
+use crate::upgrade::ShadowEntry;
 
 pub mod capacity;
 mod query;
 mod run;
 mod swap;
 
-pub use query::ReplicaView;
+pub use query::{ReplicaView, ShadowModule};
 pub use swap::record_of;
 
 use capacity::Usage;
@@ -69,6 +72,9 @@ pub struct Replica {
     /// after every group; see [`capacity`]).
     capacity: Capacity,
     usage: Usage,
+    /// The module keys an upgrade or shadow must be signed by (replicated,
+    /// in snapshots; none: no signature required).
+    module_keys: TrustedKeys,
     /// Set when a guest call in `apply` failed: the entries of that call
     /// that carry commands. Nothing is applied after.
     stopped: Option<PoisonedAt>,
@@ -100,6 +106,7 @@ impl Replica {
             upgrades_rejected: 0,
             capacity: capacity::DEFAULT_CAPACITY,
             usage: Usage::default(),
+            module_keys: TrustedKeys::default(),
             stopped: None,
             #[cfg(feature = "fault-diverge")]
             fault_done: false,
@@ -121,6 +128,7 @@ impl Replica {
         replica.module_since = blob.module_since;
         replica.upgrades = blob.upgrades.iter().cloned().collect();
         replica.capacity = blob.capacity;
+        replica.module_keys = blob.module_keys.clone();
         replica.usage = replica.measure_usage()?;
         Ok(replica)
     }
@@ -138,6 +146,7 @@ impl Replica {
         self.upgrades = other.upgrades;
         self.capacity = other.capacity;
         self.usage = other.usage;
+        self.module_keys = other.module_keys;
         // The shadow was compared against a state this node no longer has.
         self.shadow = None;
         if let Some(l) = self.last_applied {
@@ -155,6 +164,7 @@ impl Replica {
             module_since: self.module_since,
             upgrades: self.upgrades.iter().cloned().collect(),
             capacity: self.capacity,
+            module_keys: self.module_keys.clone(),
         })
     }
 
@@ -196,13 +206,29 @@ impl Replica {
                 }
                 EntryPayload::Normal(Request::Upgrade(up)) => {
                     self.flush(&mut run, &mut responses)?;
-                    let outcome = self.upgrade(log_id, up);
+                    let outcome = self.upgrade(log_id, up, None);
+                    responses.push(Some(Response::Upgrade(outcome)));
+                }
+                EntryPayload::Normal(Request::SignedUpgrade(s)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let outcome = self.upgrade(log_id, s.upgrade, Some(s.signature));
                     responses.push(Some(Response::Upgrade(outcome)));
                 }
                 EntryPayload::Normal(Request::Shadow(sh)) => {
                     self.flush(&mut run, &mut responses)?;
-                    let outcome = self.shadow_entry(log_id, sh);
+                    let outcome = self.shadow_entry(log_id, sh, None);
                     responses.push(Some(Response::Shadow(outcome)));
+                }
+                EntryPayload::Normal(Request::SignedShadow(s)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let start = ShadowEntry::Start { module: s.module };
+                    let outcome = self.shadow_entry(log_id, start, Some(s.signature));
+                    responses.push(Some(Response::Shadow(outcome)));
+                }
+                EntryPayload::Normal(Request::ModuleKeys(k)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let result = self.module_keys_entry(log_id, &k);
+                    responses.push(Some(Response::ModuleKeys(result, self.module_keys.clone())));
                 }
                 EntryPayload::Normal(Request::Capacity(bounds)) => {
                     self.flush(&mut run, &mut responses)?;

@@ -4,11 +4,13 @@
 //! component bytes**, and the Raft metadata (last log id, membership), so a
 //! node that installs it runs exactly the module that was active at that
 //! index. It also carries the index the module has been active since and the
-//! last upgrade records, so status survives a restart.
+//! last upgrade records, so status survives a restart, and the replicated
+//! settings: the capacity bounds and the trusted module keys.
 //!
-//! Format: an 8-byte magic, then the postcard body. `LKDSNAP3` is written;
-//! `LKDSNAP2` (before the capacity bound existed: it gets the default
-//! bounds) and `LKDSNAP1` (before upgrades existed) are still read.
+//! Format: an 8-byte magic, then the postcard body. `LKDSNAP4` is written;
+//! `LKDSNAP3` (before signed modules: no key is trusted), `LKDSNAP2`
+//! (before the capacity bound existed: it gets the default bounds, and no
+//! key) and `LKDSNAP1` (before upgrades existed) are still read.
 
 use std::path::Path;
 
@@ -17,10 +19,12 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::SnapshotMeta;
+use crate::upgrade::signature::TrustedKeys;
 
 const SNAPSHOT_MAGIC_V1: &[u8; 8] = b"LKDSNAP1";
 const SNAPSHOT_MAGIC_V2: &[u8; 8] = b"LKDSNAP2";
-const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP3";
+const SNAPSHOT_MAGIC_V3: &[u8; 8] = b"LKDSNAP3";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP4";
 
 /// The snapshot blob: what is stored on disk and sent to peers.
 #[derive(Serialize, Deserialize)]
@@ -36,6 +40,19 @@ pub struct SnapshotBlob {
     pub upgrades: Vec<UpgradeRecord>,
     /// The capacity bounds in force.
     pub capacity: Capacity,
+    /// The module keys trusted.
+    pub module_keys: TrustedKeys,
+}
+
+/// Format 3, before signed modules: read, never written.
+#[derive(Deserialize)]
+struct SnapshotBlobV3 {
+    meta: SnapshotMeta,
+    module: Vec<u8>,
+    guest_state: Vec<u8>,
+    module_since: u64,
+    upgrades: Vec<UpgradeRecord>,
+    capacity: Capacity,
 }
 
 /// Format 2, before the capacity bound: read, never written.
@@ -83,6 +100,7 @@ impl SnapshotBlob {
                 module_since: 0,
                 upgrades: Vec::new(),
                 capacity: default,
+                module_keys: TrustedKeys::default(),
             });
         }
         if let Some(body) = bytes.strip_prefix(SNAPSHOT_MAGIC_V2.as_slice()) {
@@ -94,12 +112,29 @@ impl SnapshotBlob {
                 module_since: v2.module_since,
                 upgrades: v2.upgrades,
                 capacity: default,
+                module_keys: TrustedKeys::default(),
+            });
+        }
+        if let Some(body) = bytes.strip_prefix(SNAPSHOT_MAGIC_V3.as_slice()) {
+            let v3: SnapshotBlobV3 = postcard::from_bytes(body).map_err(bad)?;
+            return Ok(SnapshotBlob {
+                meta: v3.meta,
+                module: v3.module,
+                guest_state: v3.guest_state,
+                module_since: v3.module_since,
+                upgrades: v3.upgrades,
+                capacity: v3.capacity,
+                module_keys: TrustedKeys::default(),
             });
         }
         let body = bytes
             .strip_prefix(SNAPSHOT_MAGIC.as_slice())
             .ok_or("not a lockd snapshot (bad magic)")?;
-        postcard::from_bytes(body).map_err(bad)
+        let mut blob: SnapshotBlob = postcard::from_bytes(body).map_err(bad)?;
+        blob.module_keys = std::mem::take(&mut blob.module_keys)
+            .validated()
+            .map_err(|e| format!("snapshot's trusted module keys: {e}"))?;
+        Ok(blob)
     }
 }
 

@@ -6,6 +6,8 @@
 //! replaces. When it is applied, every node runs the same steps at the same
 //! index, in [`migrate`]:
 //!
+//! 0. while the cluster trusts module keys, the entry must carry a
+//!    signature by one of them ([`signature`]);
 //! 1. the `replaces` hash must name the active module (else: stale);
 //! 2. load the component (compiled when the entry was *appended*, see
 //!    [`precompile`], so apply does not wait for the compiler);
@@ -38,6 +40,8 @@
 //!   their comparison across the cluster.
 //! * [`checker`]: the background task that compares them with the peers'.
 //! * [`submit`]: the leader's side: validate, then propose.
+//! * [`signature`]: signed modules: the trusted module keys, the signed
+//!   entries and the check every node makes before anything else.
 //! * [`replay`]: `lockd replay`, a node's stored log through another module.
 
 pub mod audit;
@@ -45,6 +49,7 @@ pub mod checker;
 pub mod precompile;
 pub mod replay;
 pub mod shadow;
+pub mod signature;
 pub mod submit;
 
 use serde::{Deserialize, Serialize};
@@ -124,6 +129,9 @@ pub enum ShadowOutcome {
 /// replicated outcome, so it is built only from deterministic inputs.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum MigrateError {
+    /// Refused for its signature (see [`signature`]), before anything else.
+    #[error(transparent)]
+    Signature(signature::SignatureError),
     #[error("stale upgrade: it replaces module {replaces}, but the active module is {active}")]
     Stale {
         replaces: ModuleHash,

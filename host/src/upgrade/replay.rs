@@ -134,7 +134,7 @@ pub fn replay(
             openraft::EntryPayload::Normal(Request::Lock(commands)) => {
                 Some(Batch::Legacy(commands.clone()))
             }
-            openraft::EntryPayload::Normal(Request::Upgrade(_)) => {
+            openraft::EntryPayload::Normal(Request::Upgrade(_) | Request::SignedUpgrade(_)) => {
                 report.upgrades += 1;
                 None
             }

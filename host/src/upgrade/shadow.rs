@@ -12,13 +12,15 @@
 //! The shadow lives in memory only: it is not part of Raft snapshots, so a
 //! node that restores a snapshot taken after the shadow started runs
 //! without it (start it again). Promotion goes through a normal upgrade
-//! entry with the shadow's bytes.
+//! entry with the shadow's bytes, carrying the signature the shadow was
+//! started with (kept here, see [`super::signature`]).
 
 use lockd_client::proto::{OutcomeDiff, ShadowStatus};
 
 use crate::command::{legacy, Command, Outcome};
 use crate::engine::EngineError;
 use crate::engine::{GuestInstance, GuestModule};
+use crate::upgrade::signature::ModuleSignature;
 
 /// Differing outcomes kept as examples.
 const EXAMPLES: usize = 16;
@@ -26,6 +28,8 @@ const EXAMPLES: usize = 16;
 pub struct Shadow {
     pub module: GuestModule,
     pub instance: GuestInstance,
+    /// The signature its start entry carried: a promote carries it on.
+    pub signature: Option<ModuleSignature>,
     /// Identity, counters and examples, in the form status reports them.
     status: ShadowStatus,
 }
@@ -51,6 +55,7 @@ impl Shadow {
         Shadow {
             module,
             instance,
+            signature: None,
             status,
         }
     }

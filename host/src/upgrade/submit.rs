@@ -9,16 +9,32 @@
 //! between this dry run and the entry's apply, which is why apply checks
 //! everything again (deterministically, on every node).
 //!
-//! `precheck: false` skips the dry run — the entry then goes straight to the
-//! log, where the apply-time checks still reject a bad module on every node.
-//! It exists to exercise exactly that path.
+//! First of all, while the cluster trusts module keys, the module's
+//! signature must verify under one of them (the check apply makes first,
+//! [`super::signature`]); a module that fails it is refused (HTTP 403)
+//! before it is loaded. A promote carries the signature the shadow was
+//! started with.
+//!
+//! `precheck: false` skips every check here (signature, stale, dry run) —
+//! the entry then goes straight to the log, where the apply-time checks
+//! still reject a bad module on every node. It exists to exercise exactly
+//! that path.
+//!
+//! The module keys change through the log as well ([`Upgrader::trust_key`],
+//! [`Upgrader::untrust_key`]): the leader applies the entry to a copy of
+//! its set first, so a key that is malformed, unknown or one too many is
+//! refused with nothing proposed; apply decides again on every node.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use lockd_client::proto::{Capacity, CapacityStatus, UpgradeReply, UpgradeResult};
+use lockd_client::signature::{ModuleKeyReply, ModuleKeyResult};
 use thiserror::Error;
 
+use super::signature::{
+    KeyChange, KeyEntry, KeyError, ModuleKey, ModuleSignature, SignedShadowStart, SignedUpgrade,
+};
 use super::{migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 use crate::engine::ModuleHash;
 use crate::raft::state_machine::StateMachineStore;
@@ -46,6 +62,10 @@ pub enum UpgradeError {
     /// run at a time (each may take a whole guest store).
     #[error("another module is being checked on node {0}; try again when it is done")]
     Busy(u64),
+    /// A module-key change that would change nothing or break a rule
+    /// (refused before proposing, or by every node at apply).
+    #[error("{0}")]
+    Key(KeyError),
     #[error("{0}")]
     Internal(String),
 }
@@ -149,13 +169,27 @@ impl Upgrader {
         }
     }
 
-    /// Replace the active module with `module`. `replaces` defaults to the
-    /// active module's hash. Answers with the index of the entry and whether
-    /// the swap happened there.
+    /// While module keys are trusted, `module` must be signed by one.
+    fn check_signature(
+        &self,
+        module: &[u8],
+        signature: Option<&ModuleSignature>,
+    ) -> Result<(), UpgradeError> {
+        self.sm
+            .module_keys()
+            .check(&ModuleHash::of(module), signature)
+            .map(|_| ())
+            .map_err(|e| UpgradeError::Refused(MigrateError::Signature(e)))
+    }
+
+    /// Replace the active module with `module`, carrying `signature` if
+    /// given. `replaces` defaults to the active module's hash. Answers with
+    /// the index of the entry and whether the swap happened there.
     pub async fn upgrade(
         &self,
         module: Vec<u8>,
         replaces: Option<ModuleHash>,
+        signature: Option<ModuleSignature>,
         precheck_first: bool,
     ) -> Result<UpgradeReply, UpgradeError> {
         self.check_leader()?;
@@ -163,6 +197,7 @@ impl Upgrader {
         let replaces = replaces.unwrap_or(active);
         let mut timings = None;
         if precheck_first {
+            self.check_signature(&module, signature.as_ref())?;
             if replaces != active {
                 return Err(UpgradeError::Refused(MigrateError::Stale {
                     replaces,
@@ -174,9 +209,12 @@ impl Upgrader {
             }
             timings = Some(self.precheck(&module).await?);
         }
-        let (index, response) = self
-            .propose(Request::Upgrade(UpgradeEntry { module, replaces }))
-            .await?;
+        let upgrade = UpgradeEntry { module, replaces };
+        let request = match signature {
+            Some(signature) => Request::SignedUpgrade(SignedUpgrade { upgrade, signature }),
+            None => Request::Upgrade(upgrade),
+        };
+        let (index, response) = self.propose(request).await?;
         let mut reply = reply_at(index, &replaces, timings.as_ref());
         match response {
             Response::Upgrade(UpgradeOutcome::Swapped {
@@ -203,18 +241,22 @@ impl Upgrader {
     pub async fn shadow_start(
         &self,
         module: Vec<u8>,
+        signature: Option<ModuleSignature>,
         precheck_first: bool,
     ) -> Result<UpgradeReply, UpgradeError> {
         self.check_leader()?;
         let timings = if precheck_first {
+            self.check_signature(&module, signature.as_ref())?;
             Some(self.precheck(&module).await?)
         } else {
             None
         };
         let active = self.sm.module_hash();
-        let (index, response) = self
-            .propose(Request::Shadow(ShadowEntry::Start { module }))
-            .await?;
+        let request = match signature {
+            Some(signature) => Request::SignedShadow(SignedShadowStart { module, signature }),
+            None => Request::Shadow(ShadowEntry::Start { module }),
+        };
+        let (index, response) = self.propose(request).await?;
         let mut reply = reply_at(index, &active, timings.as_ref());
         match response {
             Response::Shadow(ShadowOutcome::Started { module, version }) => {
@@ -235,14 +277,16 @@ impl Upgrader {
         }
     }
 
-    /// Promote the running shadow: a normal upgrade entry with its bytes.
+    /// Promote the running shadow: a normal upgrade entry with its bytes
+    /// and the signature it was started with.
     pub async fn shadow_promote(&self) -> Result<UpgradeReply, UpgradeError> {
         self.check_leader()?;
-        let (_, failed, bytes) = self.sm.shadow_module().ok_or(UpgradeError::NoShadow)?;
-        if let Some(f) = failed {
+        let shadow = self.sm.shadow_module().ok_or(UpgradeError::NoShadow)?;
+        if let Some(f) = shadow.failed {
             return Err(UpgradeError::ShadowFailed(f));
         }
-        self.upgrade(bytes.to_vec(), None, true).await
+        self.upgrade(shadow.bytes.to_vec(), None, shadow.signature, true)
+            .await
     }
 
     /// Stop shadow mode on every node.
@@ -266,6 +310,46 @@ impl Upgrader {
             module_hash: module.map(|m| m.to_string()).unwrap_or_default(),
             ..reply_at(index, &active, None)
         })
+    }
+
+    /// Trust `key` for module signatures from the entry's index on.
+    pub async fn trust_key(&self, key: ModuleKey) -> Result<ModuleKeyReply, UpgradeError> {
+        self.change_keys(KeyEntry::Trust(key)).await
+    }
+
+    /// Stop trusting `key`.
+    pub async fn untrust_key(&self, key: ModuleKey) -> Result<ModuleKeyReply, UpgradeError> {
+        self.change_keys(KeyEntry::Untrust(key)).await
+    }
+
+    async fn change_keys(&self, entry: KeyEntry) -> Result<ModuleKeyReply, UpgradeError> {
+        self.check_leader()?;
+        // The same rule as apply, on a copy: a refusal proposes nothing.
+        self.sm
+            .module_keys()
+            .apply(&entry)
+            .map_err(UpgradeError::Key)?;
+        let key = match &entry {
+            KeyEntry::Trust(k) | KeyEntry::Untrust(k) => *k,
+        };
+        match self.propose(Request::ModuleKeys(entry)).await? {
+            (index, Response::ModuleKeys(result, keys)) => {
+                let result = match result.map_err(UpgradeError::Key)? {
+                    KeyChange::Trusted => ModuleKeyResult::Trusted,
+                    KeyChange::Untrusted => ModuleKeyResult::Untrusted,
+                    KeyChange::AlreadyTrusted => ModuleKeyResult::AlreadyTrusted,
+                };
+                Ok(ModuleKeyReply {
+                    index,
+                    result,
+                    key: key.to_string(),
+                    keys: keys.hex(),
+                })
+            }
+            (_, other) => Err(UpgradeError::Internal(format!(
+                "a module-key entry was answered {other:?}"
+            ))),
+        }
     }
 
     /// Set the cluster's capacity bounds: one log entry, in force on every

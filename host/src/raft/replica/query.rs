@@ -9,7 +9,18 @@ use super::Replica;
 use crate::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
 use crate::engine::{EngineError, ModuleHash, World};
 use crate::raft::{LogId, StoredMembership};
+use crate::upgrade::signature::{ModuleSignature, TrustedKeys};
 use crate::upgrade::{capture, MigrateError};
+
+/// The running shadow module, as a promote needs it.
+pub struct ShadowModule {
+    pub hash: ModuleHash,
+    /// Why it failed, if it did (a failed shadow is not promoted).
+    pub failed: Option<String>,
+    pub bytes: Arc<[u8]>,
+    /// The signature its start carried.
+    pub signature: Option<ModuleSignature>,
+}
 
 /// What status reports about the replica, read at one applied index.
 pub struct ReplicaView {
@@ -31,6 +42,8 @@ pub struct ReplicaView {
     /// The active guest's linear memory, all memories together (the
     /// memory limit counts this; it never shrinks).
     pub guest_memory_bytes: u64,
+    /// The trusted module keys, hex, in key order.
+    pub trusted_module_keys: Vec<String>,
 }
 
 impl Replica {
@@ -93,15 +106,19 @@ impl Replica {
         capture(&mut self.guest, to)
     }
 
-    /// The running shadow's bytes, or why there is none to promote.
-    pub fn shadow_module(&self) -> Option<(ModuleHash, Option<String>, Arc<[u8]>)> {
-        self.shadow.as_ref().map(|s| {
-            (
-                s.module.hash(),
-                s.failed().map(str::to_string),
-                s.module.bytes().clone(),
-            )
+    /// The running shadow: what a promote needs.
+    pub fn shadow_module(&self) -> Option<ShadowModule> {
+        self.shadow.as_ref().map(|s| ShadowModule {
+            hash: s.module.hash(),
+            failed: s.failed().map(str::to_string),
+            bytes: s.module.bytes().clone(),
+            signature: s.signature,
         })
+    }
+
+    /// The module keys in force at the applied index.
+    pub fn module_keys(&self) -> TrustedKeys {
+        self.module_keys.clone()
     }
 
     pub fn audit_report(&self) -> AuditReport {
@@ -134,6 +151,7 @@ impl Replica {
             upgrades_rejected: self.upgrades_rejected,
             capacity: self.usage.status(self.capacity),
             guest_memory_bytes: self.guest.memory_bytes(),
+            trusted_module_keys: self.module_keys.hex(),
         }
     }
 }

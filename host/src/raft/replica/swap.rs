@@ -1,6 +1,7 @@
 //! Applying the entries that change the module: an upgrade (migrate and
-//! swap, or reject) and shadow start and stop. The same steps on every
-//! node (see [`crate::upgrade`]).
+//! swap, or reject), shadow start and stop, and the module keys they must
+//! be signed by. The same steps on every node (see [`crate::upgrade`] and
+//! [`crate::upgrade::signature`]).
 
 use std::time::{Duration, Instant};
 
@@ -10,14 +11,22 @@ use super::{Replica, KEEP_UPGRADES};
 use crate::engine::ModuleHash;
 use crate::raft::LogId;
 use crate::upgrade::shadow::Shadow;
+use crate::upgrade::signature::{KeyChange, KeyEntry, KeyError, ModuleSignature, Verdict};
 use crate::upgrade::{
-    apply_upgrade, switch_to, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome,
+    apply_upgrade, switch_to, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry,
+    UpgradeOutcome,
 };
 
 impl Replica {
-    /// Apply an upgrade entry: migrate and swap, or reject and keep the
-    /// active module. The same on every node (see [`crate::upgrade`]).
-    pub(super) fn upgrade(&mut self, log_id: LogId, up: UpgradeEntry) -> UpgradeOutcome {
+    /// Apply an upgrade entry: check its signature, migrate and swap, or
+    /// reject and keep the active module. The same on every node (see
+    /// [`crate::upgrade`]).
+    pub(super) fn upgrade(
+        &mut self,
+        log_id: LogId,
+        up: UpgradeEntry,
+        signature: Option<ModuleSignature>,
+    ) -> UpgradeOutcome {
         let started = Instant::now();
         let new_hash = ModuleHash::of(&up.module);
         let span = tracing::info_span!(
@@ -30,8 +39,10 @@ impl Replica {
         let _enter = span.enter();
         let active = self.module.hash();
         let loader = self.loader.clone();
-        let result = apply_upgrade(loader.engine(), &up, active, &mut self.guest, |b| {
-            loader.load(b)
+        let result = self.signed(&new_hash, signature.as_ref()).and_then(|_| {
+            apply_upgrade(loader.engine(), &up, active, &mut self.guest, |b| {
+                loader.load(b)
+            })
         });
         let outcome = match result {
             Ok((module, mut migrated)) => {
@@ -83,8 +94,13 @@ impl Replica {
         outcome
     }
 
-    /// Apply a shadow entry.
-    pub(super) fn shadow_entry(&mut self, log_id: LogId, entry: ShadowEntry) -> ShadowOutcome {
+    /// Apply a shadow entry; a start carries its module's signature, if any.
+    pub(super) fn shadow_entry(
+        &mut self,
+        log_id: LogId,
+        entry: ShadowEntry,
+        signature: Option<ModuleSignature>,
+    ) -> ShadowOutcome {
         match entry {
             ShadowEntry::Stop => {
                 let module = self.shadow.take().map(|s| s.module.hash());
@@ -99,16 +115,18 @@ impl Replica {
             ShadowEntry::Start { module: bytes } => {
                 let hash = ModuleHash::of(&bytes);
                 let loader = self.loader.clone();
-                match switch_to(loader.engine(), loader.load(&bytes), &mut self.guest) {
+                let started = self
+                    .signed(&hash, signature.as_ref())
+                    .and_then(|_| switch_to(loader.engine(), loader.load(&bytes), &mut self.guest));
+                match started {
                     Ok((module, migrated)) => {
                         let version = migrated.version.clone();
                         tracing::info!(node = self.id, index = log_id.index, module = %hash, %version, "shadow mode started");
-                        self.shadow = Some(Shadow::new(
-                            module,
-                            migrated.instance,
-                            migrated.version,
-                            log_id.index,
-                        ));
+                        let mut shadow =
+                            Shadow::new(module, migrated.instance, migrated.version, log_id.index);
+                        // Kept for the promote, which must carry it.
+                        shadow.signature = signature;
+                        self.shadow = Some(shadow);
                         ShadowOutcome::Started {
                             module: hash,
                             version,
@@ -124,6 +142,46 @@ impl Replica {
                 }
             }
         }
+    }
+
+    /// The signature check of an upgrade or shadow start, against the keys
+    /// trusted at this entry (see [`crate::upgrade::signature`]).
+    fn signed(
+        &self,
+        module: &ModuleHash,
+        signature: Option<&ModuleSignature>,
+    ) -> Result<Verdict, MigrateError> {
+        let verdict = self
+            .module_keys
+            .check(module, signature)
+            .map_err(MigrateError::Signature)?;
+        if let Verdict::Verified(key) = verdict {
+            tracing::info!(node = self.id, %module, %key, "module signature verified");
+        }
+        Ok(verdict)
+    }
+
+    /// Apply a module-key entry.
+    pub(super) fn module_keys_entry(
+        &mut self,
+        log_id: LogId,
+        entry: &KeyEntry,
+    ) -> Result<KeyChange, KeyError> {
+        let result = self.module_keys.apply(entry);
+        match &result {
+            Ok(change) => tracing::info!(
+                node = self.id,
+                index = log_id.index,
+                ?entry,
+                ?change,
+                keys = self.module_keys.len(),
+                "module keys changed"
+            ),
+            Err(e) => {
+                tracing::warn!(node = self.id, index = log_id.index, ?entry, reason = %e, "module key entry refused; nothing changed")
+            }
+        }
+        result
     }
 }
 

@@ -24,12 +24,13 @@ use lockd_client::proto::AuditReport;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{AnyError, RaftSnapshotBuilder, StorageIOError};
 
-use super::replica::{Replica, ReplicaView};
+use super::replica::{Replica, ReplicaView, ShadowModule};
 use super::snapshot::{self, SnapshotFileError};
 use super::{Entry, LogId, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
 use crate::engine::{EngineError, ModuleHash, WasmEngine, World};
 use crate::upgrade::precompile::Precompiler;
+use crate::upgrade::signature::TrustedKeys;
 use crate::upgrade::MigrateError;
 
 struct SmShared {
@@ -229,9 +230,15 @@ impl StateMachineStore {
         self.with(|r| r.capture(to))
     }
 
-    /// The running shadow: its hash, why it failed (if it did), its bytes.
-    pub fn shadow_module(&self) -> Option<(ModuleHash, Option<String>, Arc<[u8]>)> {
+    /// The running shadow: its hash, why it failed (if it did), its bytes
+    /// and signature.
+    pub fn shadow_module(&self) -> Option<ShadowModule> {
         self.with(|r| r.shadow_module())
+    }
+
+    /// The trusted module keys at the applied index (no guest call).
+    pub fn module_keys(&self) -> TrustedKeys {
+        self.with(|r| r.module_keys())
     }
 
     /// The capacity bounds and their use at the applied index (no guest
