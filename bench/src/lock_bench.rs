@@ -14,6 +14,13 @@
 //! modules take turns on the same processes, log and machine state, so
 //! neither is measured only later in the run than the other.
 //!
+//! `--tls N`: the cost of TLS and authentication, side by side. Two
+//! clusters run at once, one in the clear and one with TLS and an auth
+//! file (`lock_tests::secure`: `lockctl bench` as the admin, by client
+//! certificate); N rounds of the three exclusive rows, each row on one
+//! cluster then the other (which goes first alternates), then the ratio
+//! TLS ÷ plaintext per row: the median of the rounds' ratios.
+//!
 //! Starts three `lockd` processes (fsync on) and runs `lockctl bench` against
 //! them for each workload: 1 and 64 clients on their own keys, and 16
 //! clients contending for one key (every cycle is a handoff), on the
@@ -33,6 +40,10 @@ fn main() {
     let only: usize = lock_bench::arg("--clients", 0);
     let kept = |clients: usize| only == 0 || only == clients;
     lock_bench::ensure_binaries_built();
+    let tls_rounds: usize = lock_bench::arg("--tls", 0);
+    if tls_rounds > 0 {
+        return tls_against_plaintext(seconds, tls_rounds, &kept);
+    }
     let c = Cluster::start(3, &[]);
     c.wait_leader(Duration::from_secs(20));
     println!(
@@ -74,6 +85,72 @@ fn main() {
     }
 }
 
+/// The three exclusive rows on a plaintext and a secure cluster, taking
+/// turns, and TLS ÷ plaintext per row.
+fn tls_against_plaintext(seconds: f64, rounds: usize, kept: &dyn Fn(usize) -> bool) {
+    let plain = Cluster::start(3, &[]);
+    let secure = Cluster::start_secure(3, &[]);
+    plain.wait_leader(Duration::from_secs(20));
+    secure.wait_leader(Duration::from_secs(20));
+    println!("two 3-node clusters (separate processes, fsync on), native protocol, {seconds} s per row; TLS: rustls, client certificate, auth file on\n");
+    println!("| round | transport | clients | keys | cycles/s | acquire p50 ms | p99 ms | p999 ms | errors |");
+    println!("|---:|---|---:|---|---:|---:|---:|---:|---:|");
+    let rows = [(1, false), (64, false), (16, true)];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];
+    for round in 1..=rounds {
+        for (i, (clients, contended)) in rows.iter().copied().enumerate() {
+            if !kept(clients) {
+                continue;
+            }
+            let mut order = [("plaintext", &plain), ("TLS", &secure)];
+            if round % 2 == 0 {
+                order.reverse();
+            }
+            let mut got = [0.0f64; 2];
+            for (name, c) in order {
+                let r = measure(c, seconds, clients, contended, "exclusive", 1);
+                println!(
+                    "| {round} | {name} | {clients} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",
+                    if contended { "one shared" } else { "own" },
+                    r.cycles,
+                    r.p50,
+                    r.p99,
+                    r.p999,
+                    r.errors
+                );
+                got[usize::from(name == "TLS")] = r.cycles;
+            }
+            if got[0] > 0.0 {
+                ratios[i].push(got[1] / got[0]);
+            }
+        }
+    }
+    println!("\n| clients | keys | TLS ÷ plaintext (median of {rounds} rounds) | rounds |");
+    println!("|---:|---|---:|---|");
+    for ((clients, contended), mut r) in rows.into_iter().zip(ratios) {
+        if r.is_empty() {
+            continue;
+        }
+        r.sort_by(f64::total_cmp);
+        let each: Vec<String> = r.iter().map(|x| format!("{x:.2}")).collect();
+        println!(
+            "| {clients} | {} | {:.2} | {} |",
+            if contended { "one shared" } else { "own" },
+            lock_bench::percentile(&r, 0.5).unwrap_or(f64::NAN),
+            each.join(", ")
+        );
+    }
+}
+
+/// What one `lockctl bench` run measured.
+struct Measured {
+    cycles: f64,
+    p50: f64,
+    p99: f64,
+    p999: f64,
+    errors: serde_json::Value,
+}
+
 /// Make `module` the active module of the running cluster.
 fn swap(c: &Cluster, module: &[u8]) {
     let leader = c.wait_leader(Duration::from_secs(20));
@@ -93,6 +170,33 @@ fn row(
     mode: &str,
     limit: u32,
 ) {
+    let r = measure(c, seconds, clients, contended, mode, limit);
+    let lock = match (mode, limit) {
+        ("exclusive", 1) => "mutex".to_string(),
+        ("exclusive", n) => format!("semaphore of {n}"),
+        (_, n) => format!("{n} readers"),
+    };
+    println!(
+        "| {module} | {} | {} | {lock} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",
+        clients,
+        if contended { "one shared" } else { "own" },
+        r.cycles,
+        r.p50,
+        r.p99,
+        r.p999,
+        r.errors
+    );
+}
+
+/// One `lockctl bench` run (as the cluster's admin when it is secure).
+fn measure(
+    c: &Cluster,
+    seconds: f64,
+    clients: usize,
+    contended: bool,
+    mode: &str,
+    limit: u32,
+) -> Measured {
     {
         let mut cmd = c.lockctl();
         cmd.args([
@@ -117,20 +221,12 @@ fn row(
             String::from_utf8_lossy(&out.stderr)
         );
         let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("bench json");
-        let lock = match (mode, limit) {
-            ("exclusive", 1) => "mutex".to_string(),
-            ("exclusive", n) => format!("semaphore of {n}"),
-            (_, n) => format!("{n} readers"),
-        };
-        println!(
-            "| {module} | {} | {} | {lock} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",
-            clients,
-            if contended { "one shared" } else { "own" },
-            r["cycles_per_sec"].as_f64().unwrap_or(0.0),
-            r["acquire_p50_ms"].as_f64().unwrap_or(0.0),
-            r["acquire_p99_ms"].as_f64().unwrap_or(0.0),
-            r["acquire_p999_ms"].as_f64().unwrap_or(0.0),
-            r["errors"]
-        );
+        Measured {
+            cycles: r["cycles_per_sec"].as_f64().unwrap_or(0.0),
+            p50: r["acquire_p50_ms"].as_f64().unwrap_or(0.0),
+            p99: r["acquire_p99_ms"].as_f64().unwrap_or(0.0),
+            p999: r["acquire_p999_ms"].as_f64().unwrap_or(0.0),
+            errors: r["errors"].clone(),
+        }
     }
 }

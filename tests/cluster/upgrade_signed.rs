@@ -41,6 +41,14 @@ fn fails(c: &Cluster, args: &[&str]) -> String {
     text(&o)
 }
 
+/// Refused by the leader for its signature (403: lockctl's "not
+/// allowed", status 4).
+fn refused(c: &Cluster, args: &[&str]) -> String {
+    let o = run(c, args);
+    assert_eq!(o.status.code(), Some(4), "lockctl {args:?}: {}", text(&o));
+    text(&o)
+}
+
 fn p(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
 }
@@ -94,7 +102,7 @@ fn signed_modules_from_keygen_to_untrust() {
 
     // The leader refuses, and nothing reaches the log.
     let before = c.status(leader).expect("status");
-    let out = fails(&c, &["upgrade", p(&v2)]);
+    let out = refused(&c, &["upgrade", p(&v2)]);
     assert!(out.contains("unsigned: no --signature"), "{out}");
     assert!(
         out.contains("the module is not signed; the cluster trusts 1 module key"),
@@ -109,7 +117,7 @@ fn signed_modules_from_keygen_to_untrust() {
         &["module", "sign", p(&v3), "--key", p(&file("ops.key"))],
     );
     std::fs::rename(file("v3.wasm.sig"), file("of-v3.sig")).expect("rename");
-    let out = fails(
+    let out = refused(
         &c,
         &["upgrade", p(&v2), "--signature", p(&file("of-v3.sig"))],
     );
@@ -126,10 +134,10 @@ fn signed_modules_from_keygen_to_untrust() {
         &["module", "sign", p(&v2), "--key", p(&file("rogue.key"))],
     );
     assert!(out.contains(&h2), "sign prints the module hash: {out}");
-    let out = fails(&c, &["upgrade", p(&v2)]);
+    let out = refused(&c, &["upgrade", p(&v2)]);
     assert!(out.contains("v2.wasm.sig"), "says which signature: {out}");
     assert!(out.contains("verifies under none"), "{out}");
-    let shadow = fails(&c, &["upgrade", "--shadow", p(&v2)]);
+    let shadow = refused(&c, &["upgrade", "--shadow", p(&v2)]);
     assert!(shadow.contains("verifies under none"), "{shadow}");
     let after = c.status(leader).expect("status");
     assert!(after.upgrades.is_empty() && after.shadow.is_none());
@@ -172,7 +180,7 @@ fn signed_modules_from_keygen_to_untrust() {
 
     // A signed shadow starts and promotes (the promote carries its
     // signature); an unsigned one is refused.
-    let unsigned = fails(&c, &["upgrade", "--shadow", p(&v3)]);
+    let unsigned = refused(&c, &["upgrade", "--shadow", p(&v3)]);
     assert!(unsigned.contains("not signed"), "{unsigned}");
     ok(
         &c,

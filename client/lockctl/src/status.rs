@@ -50,6 +50,10 @@ pub async fn run(admin: &Admin, j: bool) -> Result<(), Failure> {
                     short(&s.state_hash),
                     short(&s.module_hash),
                 ),
+                // A node that answered "no" is reachable: say what it said.
+                Err(err @ lockd_client::ClientError::Rejected(_)) => {
+                    println!("{e:<22} refused: {err}")
+                }
                 Err(err) => println!("{e:<22} unreachable: {err}"),
             }
         }

@@ -50,10 +50,15 @@ pub async fn run(
     // snapshot past it exists (openraft builds one at a time), or a
     // minute has passed (a build that failed).
     let mut asked: Option<(u64, tokio::time::Instant)> = None;
-    // The last snapshot's index and the log's bytes when it was seen: the
-    // log since then is what the rule weighs.
+    // The last snapshot's index and the log's bytes at it: the log since
+    // then is what the rule weighs. For a snapshot this task asked for,
+    // the bytes when it asked (the snapshot is of the state then); for
+    // any other (an install, an admin's), when it was first seen. Taking
+    // "when seen" for our own would miss what was written during the
+    // build and the check period: under a burst, most of it.
     let written = || log.stats().bytes.load(std::sync::atomic::Ordering::Relaxed);
     let mut mark: Option<(u64, u64)> = None;
+    let mut asked_bytes = 0u64;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(CHECK_EVERY) => {}
@@ -67,7 +72,8 @@ pub async fn run(
             )
         };
         if mark.is_none_or(|(index, _)| index != snapshot) {
-            mark = Some((snapshot, written()));
+            let ours = asked.is_some_and(|(a, _)| snapshot >= a);
+            mark = Some((snapshot, if ours { asked_bytes } else { written() }));
         }
         if asked.is_some_and(|(a, at)| snapshot < a && at.elapsed() < RETRY_AFTER) {
             continue;
@@ -81,6 +87,7 @@ pub async fn run(
                 return;
             }
             asked = Some((applied, tokio::time::Instant::now()));
+            asked_bytes = written();
         }
     }
 }
