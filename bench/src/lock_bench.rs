@@ -109,15 +109,8 @@ fn tls_against_plaintext(seconds: f64, rounds: usize, kept: &dyn Fn(usize) -> bo
             let mut got = [0.0f64; 2];
             for (name, c) in order {
                 let r = measure(c, seconds, clients, contended, "exclusive", 1);
-                println!(
-                    "| {round} | {name} | {clients} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",
-                    if contended { "one shared" } else { "own" },
-                    r.cycles,
-                    r.p50,
-                    r.p99,
-                    r.p999,
-                    r.errors
-                );
+                let keys = if contended { "one shared" } else { "own" };
+                println!("| {round} | {name} | {clients} | {keys} | {} |", r.cells());
                 got[usize::from(name == "TLS")] = r.cycles;
             }
             if got[0] > 0.0 {
@@ -151,6 +144,16 @@ struct Measured {
     errors: serde_json::Value,
 }
 
+impl Measured {
+    /// Cycles/s, the three latencies and the errors, as table cells.
+    fn cells(&self) -> String {
+        format!(
+            "{:.0} | {:.2} | {:.2} | {:.2} | {}",
+            self.cycles, self.p50, self.p99, self.p999, self.errors
+        )
+    }
+}
+
 /// Make `module` the active module of the running cluster.
 fn swap(c: &Cluster, module: &[u8]) {
     let leader = c.wait_leader(Duration::from_secs(20));
@@ -176,16 +179,8 @@ fn row(
         ("exclusive", n) => format!("semaphore of {n}"),
         (_, n) => format!("{n} readers"),
     };
-    println!(
-        "| {module} | {} | {} | {lock} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",
-        clients,
-        if contended { "one shared" } else { "own" },
-        r.cycles,
-        r.p50,
-        r.p99,
-        r.p999,
-        r.errors
-    );
+    let keys = if contended { "one shared" } else { "own" };
+    println!("| {module} | {clients} | {keys} | {lock} | {} |", r.cells());
 }
 
 /// One `lockctl bench` run (as the cluster's admin when it is secure).

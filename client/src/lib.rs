@@ -16,6 +16,28 @@
 //! # let _ = token; Ok(()) }
 //! ```
 //!
+//! With TLS and a client certificate or token (a cluster with
+//! authentication on; see the README's Security section):
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::path::Path;
+//! use lockd_client::{tls::TlsClient, Client, ClientOptions, Credentials, Token};
+//! let tls = TlsClient::from_files(
+//!     Path::new("certs/ca.pem"),
+//!     Some((Path::new("certs/ci.pem"), Path::new("certs/ci.key"))),
+//! )?;
+//! let options = ClientOptions {
+//!     credentials: Credentials {
+//!         tls: Some(tls),
+//!         token: std::env::var("LOCKD_TOKEN").ok().map(Token::new),
+//!     },
+//!     ..Default::default()
+//! };
+//! let client = Client::with_options(["10.0.0.1:7400", "10.0.0.2:7400"], options);
+//! # let _ = client; Ok(()) }
+//! ```
+//!
 //! # Layout
 //!
 //! * [`wire`]: the connection preface, hello, envelopes and frame codec.

@@ -246,6 +246,18 @@ fn plaintext_callers_get_a_clear_error_and_the_node_is_unharmed() {
     assert!(c.status(leader).is_some());
 }
 
+/// Start node 4 and ask the leader to add it at `addr`.
+fn start_and_add(c: &mut Cluster, leader: u64, addr: &str) -> lock_tests::cluster::Reply {
+    c.spawn(4);
+    c.wait_up(4, Duration::from_secs(20));
+    c.post(
+        leader,
+        "/v1/members/add",
+        serde_json::json!({ "id": 4, "addr": addr }),
+    )
+    .expect("answer")
+}
+
 #[test]
 fn a_node_that_is_not_the_one_its_certificate_names_cannot_join() {
     let mut c = Cluster::start_secure(3, &[]);
@@ -262,15 +274,7 @@ fn a_node_that_is_not_the_one_its_certificate_names_cannot_join() {
             *a = a.replace("node-4.key", "node-5.key");
         }
     }
-    c.spawn(4);
-    c.wait_up(4, Duration::from_secs(20));
-    let r = c
-        .post(
-            leader,
-            "/v1/members/add",
-            serde_json::json!({ "id": 4, "addr": addr }),
-        )
-        .expect("answer");
+    let r = start_and_add(&mut c, leader, &addr);
     assert_ne!(r.status, 200, "{r:?}");
     assert!(r.error().contains("node 4"), "{r:?}");
     let members = c.status(leader).expect("status").members;
@@ -283,14 +287,6 @@ fn a_node_that_is_not_the_one_its_certificate_names_cannot_join() {
         *a = a.replace("node-5.", "node-4.");
     }
     let _ = std::fs::remove_dir_all(&c.nodes[&4].data_dir);
-    c.spawn(4);
-    c.wait_up(4, Duration::from_secs(20));
-    let r = c
-        .post(
-            leader,
-            "/v1/members/add",
-            serde_json::json!({ "id": 4, "addr": addr }),
-        )
-        .expect("answer");
+    let r = start_and_add(&mut c, leader, &addr);
     assert!(r.ok(), "{r:?}");
 }

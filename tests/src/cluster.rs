@@ -215,6 +215,27 @@ impl Cluster {
         c
     }
 
+    /// [`Cluster::start_timed`] with TLS and authentication on.
+    pub fn start_secure_timed(
+        n: u64,
+        extra: &[&str],
+        heartbeat_ms: u64,
+        election_ms: u64,
+    ) -> Cluster {
+        let mut c = Cluster::empty(extra);
+        c.heartbeat_ms = heartbeat_ms;
+        c.election_ms = election_ms;
+        let members: Vec<(u64, String)> = (1..=n)
+            .map(|id| (id, format!("127.0.0.1:{}", free_port())))
+            .collect();
+        c.secure_for(&members);
+        c.add_members(members);
+        for id in 1..=n {
+            c.spawn(id);
+        }
+        c
+    }
+
     /// Start `n` nodes with TLS and authentication on.
     pub fn start_secure(n: u64, extra: &[&str]) -> Cluster {
         let mut c = Cluster::configure_secure(n, extra);

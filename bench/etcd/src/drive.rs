@@ -108,10 +108,21 @@ impl ClientRun {
     }
 }
 
+/// How the clients reach their cluster: in the clear (the default), or
+/// with TLS and credentials (lockd: a client certificate; etcd: its
+/// client TLS options, a client certificate too).
+#[derive(Clone, Default)]
+pub struct Security {
+    pub lockd: lockd_client::Credentials,
+    pub etcd: Option<etcd_client::TlsOptions>,
+}
+
 /// Run `clients` clients against `endpoints` until `stop` (or `until`).
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     system: System,
     endpoints: Vec<String>,
+    security: Security,
     clients: usize,
     contended: bool,
     until: Instant,
@@ -121,13 +132,24 @@ pub async fn run(
     let mut tasks = Vec::new();
     for i in 0..clients {
         let (endpoints, stop, progress) = (endpoints.clone(), stop.clone(), progress.clone());
+        let security = security.clone();
         tasks.push(tokio::spawn(async move {
             match system {
                 System::Lockd => {
-                    lockd_client_loop(endpoints, i, contended, until, stop, progress).await
+                    let client = lockd_client::Client::with_options(
+                        endpoints,
+                        lockd_client::ClientOptions {
+                            credentials: security.lockd,
+                            ..Default::default()
+                        },
+                    );
+                    lockd_client_loop(client, i, contended, until, stop, progress).await
                 }
                 System::Etcd => {
-                    etcd_client_loop(endpoints, i, contended, until, stop, progress).await
+                    let options = security
+                        .etcd
+                        .map(|t| etcd_client::ConnectOptions::new().with_tls(t));
+                    etcd_client_loop(endpoints, options, i, contended, until, stop, progress).await
                 }
             }
         }));
@@ -144,14 +166,13 @@ fn done(until: Instant, stop: &AtomicBool) -> bool {
 }
 
 async fn lockd_client_loop(
-    endpoints: Vec<String>,
+    client: lockd_client::Client,
     i: usize,
     contended: bool,
     until: Instant,
     stop: Arc<AtomicBool>,
     progress: Arc<Progress>,
 ) -> ClientRun {
-    let client = lockd_client::Client::new(endpoints);
     let mut keys = Keys {
         client: i,
         contended,
@@ -192,6 +213,7 @@ async fn lockd_client_loop(
 
 async fn etcd_client_loop(
     endpoints: Vec<String>,
+    options: Option<etcd_client::ConnectOptions>,
     i: usize,
     contended: bool,
     until: Instant,
@@ -212,7 +234,7 @@ async fn etcd_client_loop(
             // One connection and one lease per client, as etcd's own
             // concurrency package does.
             let setup = async {
-                let mut c = etcd_client::Client::connect(&endpoints, None).await?;
+                let mut c = etcd_client::Client::connect(&endpoints, options.clone()).await?;
                 let l = c.lease_grant(60, None).await?.id();
                 Ok::<_, etcd_client::Error>((c, l))
             };

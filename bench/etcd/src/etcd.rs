@@ -1,6 +1,9 @@
 //! A 3-member etcd cluster on loopback (Debian's `etcd` 3.4), one process
-//! per member, fsync on (etcd's default), data in a temporary directory.
+//! per member, fsync on (etcd's default), data in a temporary directory;
+//! optionally with client and peer TLS, both requiring certificates from
+//! one CA (`--client-cert-auth`, `--peer-client-cert-auth`).
 
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,11 +18,80 @@ pub struct Member {
 pub struct EtcdCluster {
     pub _dir: tempfile::TempDir,
     pub members: Vec<Member>,
+    /// The client TLS options, when the cluster speaks TLS.
+    pub tls: Option<etcd_client::TlsOptions>,
+}
+
+/// Certificates for a TLS cluster: member `i` (from 1) uses
+/// `node-i.pem`/`.key`, and the benchmark's clients `client.pem`/`.key`,
+/// all signed by `ca.pem`.
+pub struct EtcdCerts {
+    pub dir: PathBuf,
+}
+
+impl EtcdCerts {
+    fn file(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+
+    /// The client side: trust the CA, present the client certificate.
+    pub fn client_options(&self) -> etcd_client::TlsOptions {
+        let read = |n: &str| std::fs::read(self.dir.join(n)).expect("read a certificate file");
+        etcd_client::TlsOptions::new()
+            .ca_certificate(etcd_client::Certificate::from_pem(read("ca.pem")))
+            .identity(etcd_client::Identity::from_pem(
+                read("client.pem"),
+                read("client.key"),
+            ))
+    }
+}
+
+fn tls_args(certs: &EtcdCerts, member: usize) -> Vec<String> {
+    let node = |ext: &str| certs.file(&format!("node-{member}.{ext}"));
+    vec![
+        "--cert-file".into(),
+        node("pem"),
+        "--key-file".into(),
+        node("key"),
+        "--trusted-ca-file".into(),
+        certs.file("ca.pem"),
+        "--client-cert-auth".into(),
+        "--peer-cert-file".into(),
+        node("pem"),
+        "--peer-key-file".into(),
+        node("key"),
+        "--peer-trusted-ca-file".into(),
+        certs.file("ca.pem"),
+        "--peer-client-cert-auth".into(),
+    ]
+}
+
+/// Whether `path` exists, for a clear failure when certificates are missing.
+fn exists(path: &Path) -> bool {
+    path.exists()
 }
 
 impl EtcdCluster {
     /// Start `n` members with the given Raft timings (ms).
     pub fn start(n: usize, heartbeat_ms: u64, election_ms: u64) -> EtcdCluster {
+        EtcdCluster::start_with(n, heartbeat_ms, election_ms, None)
+    }
+
+    /// The same, with client and peer TLS from `certs` when given.
+    pub fn start_with(
+        n: usize,
+        heartbeat_ms: u64,
+        election_ms: u64,
+        certs: Option<&EtcdCerts>,
+    ) -> EtcdCluster {
+        if let Some(c) = certs {
+            assert!(
+                exists(&c.dir.join("ca.pem")),
+                "no ca.pem in {}",
+                c.dir.display()
+            );
+        }
+        let scheme = if certs.is_some() { "https" } else { "http" };
         let dir = tempfile::Builder::new()
             .prefix("etcd-bench-")
             .tempdir()
@@ -29,13 +101,14 @@ impl EtcdCluster {
             .collect();
         let initial = peers
             .iter()
-            .map(|(name, _, pp)| format!("{name}=http://127.0.0.1:{pp}"))
+            .map(|(name, _, pp)| format!("{name}={scheme}://127.0.0.1:{pp}"))
             .collect::<Vec<_>>()
             .join(",");
         let mut members = Vec::new();
-        for (name, cp, pp) in &peers {
-            let client_url = format!("http://127.0.0.1:{cp}");
-            let peer_url = format!("http://127.0.0.1:{pp}");
+        for (i, (name, cp, pp)) in peers.iter().enumerate() {
+            let client_url = format!("{scheme}://127.0.0.1:{cp}");
+            let peer_url = format!("{scheme}://127.0.0.1:{pp}");
+            let tls = certs.map(|c| tls_args(c, i + 1)).unwrap_or_default();
             let log = std::fs::File::create(dir.path().join(format!("{name}.log"))).expect("log");
             let child = Command::new("etcd")
                 .args(["--name", name])
@@ -51,6 +124,7 @@ impl EtcdCluster {
                 .args(["--heartbeat-interval", &heartbeat_ms.to_string()])
                 .args(["--election-timeout", &election_ms.to_string()])
                 .args(["--logger", "zap", "--log-level", "warn"])
+                .args(&tls)
                 .stdout(Stdio::null())
                 .stderr(log)
                 .spawn()
@@ -61,7 +135,11 @@ impl EtcdCluster {
                 child: Some(child),
             });
         }
-        EtcdCluster { _dir: dir, members }
+        EtcdCluster {
+            _dir: dir,
+            members,
+            tls: certs.map(EtcdCerts::client_options),
+        }
     }
 
     pub fn endpoints(&self) -> Vec<String> {
@@ -80,7 +158,11 @@ impl EtcdCluster {
             let mut ids = Vec::new();
             for m in self.members.iter().filter(|m| m.child.is_some()) {
                 let status = async {
-                    let mut c = etcd_client::Client::connect([m.client_url.as_str()], None)
+                    let options = self
+                        .tls
+                        .clone()
+                        .map(|t| etcd_client::ConnectOptions::new().with_tls(t));
+                    let mut c = etcd_client::Client::connect([m.client_url.as_str()], options)
                         .await
                         .ok()?;
                     c.status().await.ok()

@@ -22,6 +22,10 @@
 //! alone that belong in the report: wasm vs native apply (`sm-bench`) and
 //! the upgrade pause (`upgrade-bench`), run as the already built binaries.
 //!
+//! `--tls`: the cost of TLS instead (see [`tls`]): both systems in the
+//! clear and with client and peer TLS, side by side, written to
+//! `OUT/benchmarks-tls.md` and `.json`.
+//!
 //! Writes `OUT/benchmarks.md`, `OUT/benchmarks.png`, `OUT/benchmarks.json`
 //! and the leader's flamegraph `OUT/leader-profile.svg` (when `perf` is
 //! there). `--only-failover` runs just the failover trials;
@@ -32,6 +36,7 @@ mod drive;
 mod etcd;
 mod profile;
 mod report;
+mod tls;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -86,7 +91,7 @@ pub struct Failover {
 /// How long after the kill a failover trial waits for service to return.
 const FAILOVER_WINDOW: Duration = Duration::from_secs(10);
 
-fn measure(runs: &[(Vec<drive::ClientRun>, Duration)]) -> Measured {
+pub fn measure(runs: &[(Vec<drive::ClientRun>, Duration)]) -> Measured {
     let mut lat: Vec<f64> = Vec::new();
     let (mut cycles, mut errors, mut secs) = (0u64, 0u64, 0f64);
     let mut last_error = None;
@@ -116,9 +121,10 @@ fn measure(runs: &[(Vec<drive::ClientRun>, Duration)]) -> Measured {
     }
 }
 
-async fn one_run(
+pub async fn one_run(
     system: System,
     endpoints: Vec<String>,
+    security: drive::Security,
     clients: usize,
     contended: bool,
     seconds: f64,
@@ -128,6 +134,7 @@ async fn one_run(
     let runs = drive::run(
         system,
         endpoints,
+        security,
         clients,
         contended,
         until,
@@ -151,6 +158,7 @@ async fn failover_once(
     let load = tokio::spawn(drive::run(
         system,
         endpoints,
+        drive::Security::default(),
         8,
         false,
         until,
@@ -268,6 +276,9 @@ fn main() {
     let only_failover = lock_bench::flag("--only-failover");
     lock_bench::ensure_binaries_built();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
+    if lock_bench::flag("--tls") {
+        return tls::run(&rt, seconds, rounds, &out);
+    }
 
     if only_failover {
         for system in [System::Lockd, System::Etcd] {
@@ -310,7 +321,8 @@ fn main() {
                     System::Lockd => lockd_eps.clone(),
                     System::Etcd => etcd_leader_ep.clone(),
                 };
-                let r = rt.block_on(one_run(system, eps, clients, contended, seconds));
+                let plain = drive::Security::default();
+                let r = rt.block_on(one_run(system, eps, plain, clients, contended, seconds));
                 eprintln!(
                     "{name} round {round} {}: {} cycles",
                     system.name(),
@@ -342,6 +354,7 @@ fn main() {
         let load = rt.spawn(drive::run(
             System::Lockd,
             lockd_eps.clone(),
+            drive::Security::default(),
             64,
             false,
             Instant::now() + Duration::from_secs(30),

@@ -10,10 +10,9 @@
 //!
 //! Every admin request that this node served (not one it passed on to the
 //! leader) goes to the admin audit trail: a log line and the recent
-//! admin actions in `/v1/status` ([`AdminLog`]).
+//! admin actions in `/v1/status` ([`crate::auth::trail`]).
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -27,9 +26,6 @@ use super::services::Services;
 use crate::auth::{action, Access, Action, Denied, Principal, PRINCIPAL_HEADER};
 use crate::transport::listener::Caller;
 
-/// Admin actions kept for status.
-pub const KEEP_ADMIN_ACTIONS: usize = 32;
-
 /// What an admin handler did, for the audit trail: set on its response.
 #[derive(Clone, Debug, Default)]
 pub struct AdminOutcome {
@@ -41,25 +37,6 @@ pub struct AdminOutcome {
 /// the leader recorded the action, this node only passed it on.
 #[derive(Clone, Copy, Debug)]
 pub struct Forwarded;
-
-/// The recent admin actions this node served.
-#[derive(Default)]
-pub struct AdminLog(Mutex<VecDeque<AdminAction>>);
-
-impl AdminLog {
-    pub fn push(&self, a: AdminAction) {
-        let mut q = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        q.push_back(a);
-        while q.len() > KEEP_ADMIN_ACTIONS {
-            q.pop_front();
-        }
-    }
-
-    pub fn recent(&self) -> Vec<AdminAction> {
-        let q = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        q.iter().cloned().collect()
-    }
-}
 
 /// The bearer token of `headers`, if any.
 fn bearer(headers: &HeaderMap) -> Result<Option<&str>, Denied> {

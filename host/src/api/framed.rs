@@ -18,10 +18,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
+use super::caller::{authorize, client_principal, peer_refusal};
 use super::services::Services;
 use super::status::status_of;
 use super::wire;
-use crate::auth::{action, Access, Denied, Principal};
+use crate::auth::{Access, Denied, Principal};
 use crate::raft::network::{PeerRequest, PeerResponse};
 use crate::service::ServiceError;
 use crate::transport::frame::{self, Envelope, Hello, HelloReply, Refused, Role, Welcome};
@@ -29,41 +30,6 @@ use crate::transport::limits::{Admission, ConnLimits, MAX_CLIENT_FRAME, MAX_HELL
 use crate::transport::listener::{Caller, Io};
 
 type Conn = Framed<Box<dyn Io>, LengthDelimitedCodec>;
-
-/// Why a peer's hello is not believed over this connection, if it is not.
-fn peer_refusal(node: &Services, caller: &Caller, from: u64) -> Option<String> {
-    if !node.tls_required {
-        return None;
-    }
-    let tls = caller.tls.as_ref()?;
-    if tls.alpn != Some(Alpn::Peer) {
-        return Some("a peer hello must come over the peer protocol (ALPN lockd-peer/1)".into());
-    }
-    match &tls.identity {
-        None => Some(format!(
-            "the caller claims to be node {from} but presented no certificate"
-        )),
-        Some(id) if !id.is_node(from) => Some(format!(
-            "the caller claims to be node {from} but its certificate names {}",
-            id.principal().unwrap_or_else(|| "no node".into())
-        )),
-        Some(_) => None,
-    }
-}
-
-/// Who a client is, from its hello and its certificate.
-fn client_principal(
-    node: &Services,
-    caller: &Caller,
-    token: Option<&str>,
-) -> Result<Principal, Denied> {
-    let identity = caller.identity();
-    let member = identity
-        .and_then(|i| i.node_id())
-        .filter(|id| node.is_member(*id) == Some(true));
-    node.auth
-        .authenticate(token, identity.and_then(|i| i.principal()), member, None)
-}
 
 /// Serve one framed connection until it closes. `admission` says whether
 /// a client may be served (peers are served either way, see
@@ -279,29 +245,6 @@ async fn serve_client(
             }
         }
     }
-}
-
-/// Whether `who` may make `req`; refusals are logged with the principal
-/// and its roles.
-fn authorize(
-    node: &Services,
-    who: &Result<Principal, Denied>,
-    req: &ClientRequest,
-    peer: &str,
-) -> Result<Access, Denied> {
-    let action = action::of_native(req);
-    let result = who
-        .as_ref()
-        .map_err(Clone::clone)
-        .and_then(|p| node.auth.check(p, &action));
-    if let Err(why) = &result {
-        let (principal, roles) = match who {
-            Ok(p) => (p.name(), node.auth.roles_of(p)),
-            Err(_) => (String::new(), String::new()),
-        };
-        tracing::warn!(id = node.id, %peer, %principal, %roles, action = %action.describe(), %why, "refused a request");
-    }
-    result
 }
 
 fn wire_error(node: &Services, e: ServiceError) -> WireError {

@@ -3,6 +3,7 @@
 //! # Layout
 //!
 //! * [`services`]: [`Services`], the parts of the node that requests use.
+//! * [`caller`]: who a framed connection's caller is, and what it may do.
 //! * [`framed`]: the server side of the framed protocol — hello and
 //!   fingerprint check, then Raft RPC from peers and the client protocol.
 //! * [`http`]: the HTTP/JSON API's routes — locks, status, membership.
@@ -18,6 +19,7 @@
 pub mod admin;
 pub mod authorize;
 pub mod body;
+pub mod caller;
 pub mod error;
 pub mod forward;
 pub mod framed;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::api::authorize::AdminLog;
+use crate::auth::trail::AdminLog;
 use crate::auth::Auth;
 use crate::engine::WasmEngine;
 use crate::membership::Membership;

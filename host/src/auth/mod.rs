@@ -25,10 +25,12 @@
 //!
 //! * [`rules`]: the file, parsed (principals, hashed tokens, roles).
 //! * [`action`]: what each HTTP route and native request does.
+//! * [`trail`]: the recent admin actions, for status.
 //! * this file: [`Auth`], the rules in force, and [`Auth::check`].
 
 pub mod action;
 pub mod rules;
+pub mod trail;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};

@@ -10,31 +10,30 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::actor::{self, Msg};
-use super::error::MAX_KEY_BYTES;
 use super::error::{check_key, Acquired, ServiceError, MAX_OWNER_BYTES, MAX_REQUEST_ID_BYTES};
 use super::proposer::Proposer;
 use super::read;
 use super::stats::ServiceStats;
 use super::table::{Spec, WaitLimits};
-use crate::command::{Command, HolderInfo, KeyHolders, Mode, Outcome, PrefixPolicy, Reason};
+use crate::command::Mode;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
 
 /// The lock service of a node. Cheap to clone.
 #[derive(Clone)]
 pub struct LockService {
-    tx: mpsc::UnboundedSender<Msg>,
+    pub(super) tx: mpsc::UnboundedSender<Msg>,
     /// Numbers the requests sent to the actor.
     next_req: Arc<AtomicU64>,
     /// Callers' requests in the actor now (waiting or not): bounded by
     /// `limits.max_requests`, so the actor's queue cannot grow without end.
     in_actor: Arc<AtomicUsize>,
     pub stats: Arc<ServiceStats>,
-    id: NodeId,
-    raft: Raft,
-    sm: StateMachineStore,
+    pub(super) id: NodeId,
+    pub(super) raft: Raft,
+    pub(super) sm: StateMachineStore,
     /// For admin commands that need no lock table (`set-policy`).
-    proposer: Proposer,
+    pub(super) proposer: Proposer,
     limits: RequestLimits,
     /// The longest an election can take.
     election_max: Duration,
@@ -301,110 +300,6 @@ impl LockService {
             .await;
         log_not_holder("keepalive", &r);
         r
-    }
-
-    /// The holders of `key` in token order (empty: free), read
-    /// linearizably (read-index through the leader).
-    pub async fn holders(&self, key: &str) -> Result<Vec<HolderInfo>, ServiceError> {
-        check_key(key)?;
-        read::confirm(&self.raft, self.id).await?;
-        let mut holders = self
-            .sm
-            .holders(key)
-            .map_err(|e| ServiceError::StateMachine(e.to_string()))?;
-        if holders.iter().any(|h| h.holder.is_none()) {
-            self.fill_principals(&mut [(key, &mut holders)]).await;
-        }
-        Ok(holders)
-    }
-
-    /// A module of world 0.1 records no holder: fill in the principal
-    /// from the leader's table where it knows one (the grants it made).
-    async fn fill_principals(&self, keys: &mut [(&str, &mut Vec<HolderInfo>)]) {
-        let (reply, rx) = oneshot::channel();
-        let asked = keys.iter().map(|(k, _)| k.to_string()).collect();
-        if self
-            .tx
-            .send(Msg::Principals { keys: asked, reply })
-            .is_err()
-        {
-            return;
-        }
-        let Ok(known) = rx.await else { return };
-        for ((_, holders), known) in keys.iter_mut().zip(known) {
-            for h in holders.iter_mut().filter(|h| h.holder.is_none()) {
-                if let Some((_, p)) = known.iter().find(|(t, _)| *t == h.token) {
-                    h.holder = Some(crate::command::Holder {
-                        principal: p.clone(),
-                        owner: String::new(),
-                    });
-                }
-            }
-        }
-    }
-}
-
-impl LockService {
-    /// Held keys under `prefix` after `after`, at most `limit` (1 to
-    /// [`MAX_LIST`]), read linearizably.
-    pub async fn list(
-        &self,
-        prefix: &str,
-        after: Option<&str>,
-        limit: u32,
-    ) -> Result<Vec<KeyHolders>, ServiceError> {
-        if prefix.len() > MAX_KEY_BYTES {
-            return Err(ServiceError::KeyTooLong(prefix.len()));
-        }
-        if !(1..=MAX_LIST).contains(&limit) {
-            return Err(ServiceError::BadLimit {
-                got: limit,
-                max: MAX_LIST,
-            });
-        }
-        read::confirm(&self.raft, self.id).await?;
-        let mut page = self
-            .sm
-            .list_keys(prefix, after, limit)
-            .map_err(|e| ServiceError::StateMachine(e.to_string()))?;
-        if page
-            .iter()
-            .flat_map(|k| &k.holders)
-            .any(|h| h.holder.is_none())
-        {
-            let mut keys: Vec<(&str, &mut Vec<HolderInfo>)> = page
-                .iter_mut()
-                .map(|k| (k.key.as_str(), &mut k.holders))
-                .collect();
-            self.fill_principals(&mut keys).await;
-        }
-        Ok(page)
-    }
-
-    /// The active module's policy data, read linearizably.
-    pub async fn policy(&self) -> Result<Vec<PrefixPolicy>, ServiceError> {
-        read::confirm(&self.raft, self.id).await?;
-        self.sm
-            .policy()
-            .map_err(|e| ServiceError::StateMachine(e.to_string()))
-    }
-
-    /// Replace the policy data through the log (the module checks the
-    /// rules; a module without policy data refuses).
-    pub async fn set_policy(&self, rules: Vec<PrefixPolicy>) -> Result<(), ServiceError> {
-        let mut out = self
-            .proposer
-            .propose(vec![Command::SetPolicy(rules)])
-            .await?;
-        match out.pop() {
-            Some(Outcome::PolicySet) => Ok(()),
-            Some(Outcome::Rejected(Reason::Unsupported(reason) | Reason::Policy(reason))) => {
-                Err(ServiceError::PolicyRefused(reason))
-            }
-            other => Err(ServiceError::StateMachine(format!(
-                "set-policy was answered {other:?}"
-            ))),
-        }
     }
 }
 

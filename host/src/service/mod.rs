@@ -12,6 +12,8 @@
 //! * `stats`: [`ServiceStats`], the counters for metrics.
 //! * `read`: leader reads that see everything it acknowledged (read-index,
 //!   then its own log applied).
+//! * `reads`: [`LockService`]'s reads (holders, listings, policy data)
+//!   and the policy data's change.
 //! * [`table`]: the leader's lock logic as a pure table (events in,
 //!   actions out), tested by scenario files; the actor drives it.
 //! * `world`: the table's commands and outcomes in the replicated types.
@@ -26,6 +28,7 @@ mod handle;
 mod lease;
 pub mod proposer;
 mod read;
+mod reads;
 mod stats;
 pub mod table;
 mod world;

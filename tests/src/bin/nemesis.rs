@@ -1,14 +1,15 @@
 //! The long fault-injection run: one command, a report.
 //!
 //! ```text
-//! cargo run --release -p lock-tests --bin nemesis -- [--seconds 600] [--nodes 5] [--clients 10] [--keys 3] [--seed 7] [--no-faults | --partitions] [--exclusive | --upgrade-at SECS] [--broken early-expiry|double-grant]
+//! cargo run --release -p lock-tests --bin nemesis -- [--seconds 600] [--nodes 5] [--clients 10] [--keys 3] [--seed 7] [--no-faults | --partitions] [--exclusive | --upgrade-at SECS] [--broken early-expiry|double-grant] [--plaintext]
 //! ```
 //!
 //! Prints operations done, faults injected and violations found; exits 1 on
 //! any violation. The clients are mixed (mutexes, readers and writers,
 //! semaphore slots, on the 0.2 module) unless `--exclusive` or
 //! `--upgrade-at` (whose version 2 is of world 0.1) asks for mutexes only. `--broken` runs `lockd-fault` with one of its lease
-//! faults on (built on first use), to watch the checkers catch it.
+//! faults on (built on first use), to watch the checkers catch it. Nodes and
+//! clients speak TLS with authentication on unless `--plaintext`.
 
 use std::time::Duration;
 
@@ -63,16 +64,22 @@ fn main() {
         upgrade_at,
         mixed: !flag("--exclusive") && upgrade_at.is_none(),
         server,
+        secure: !flag("--plaintext"),
         ..RunConfig::default()
     };
     println!(
-        "nemesis: {} nodes, {} clients ({}), {} keys, {:?}, seed {}",
+        "nemesis: {} nodes, {} clients ({}), {} keys, {:?}, seed {}, {}",
         cfg.nodes,
         cfg.clients,
         if cfg.mixed { "mixed" } else { "mutexes only" },
         cfg.keys,
         cfg.duration,
-        cfg.seed
+        cfg.seed,
+        if cfg.secure {
+            "TLS and authentication"
+        } else {
+            "plaintext"
+        }
     );
     let r = run(cfg);
     println!(

@@ -1,0 +1,74 @@
+//! Who is at the other end of a framed connection: whether a peer's hello
+//! is believed (with TLS: only over the peer protocol, from a certificate
+//! naming the node it claims), a client's principal (its token, else its
+//! certificate, else a member node's), and whether that principal may make
+//! a request (refusals logged with the principal and its roles).
+
+use lockd_client::proto::ClientRequest;
+use lockd_client::tls::Alpn;
+
+use super::services::Services;
+use crate::auth::{action, Access, Denied, Principal};
+use crate::transport::listener::Caller;
+
+/// Why a peer's hello is not believed over this connection, if it is not.
+pub fn peer_refusal(node: &Services, caller: &Caller, from: u64) -> Option<String> {
+    if !node.tls_required {
+        return None;
+    }
+    let tls = caller.tls.as_ref()?;
+    if tls.alpn != Some(Alpn::Peer) {
+        return Some("a peer hello must come over the peer protocol (ALPN lockd-peer/1)".into());
+    }
+    match &tls.identity {
+        None => Some(format!(
+            "the caller claims to be node {from} but presented no certificate"
+        )),
+        Some(id) if !id.is_node(from) => Some(format!(
+            "the caller claims to be node {from} but its certificate names {}",
+            id.principal().unwrap_or_else(|| "no node".into())
+        )),
+        Some(_) => None,
+    }
+}
+
+/// Who a client is, from its hello and its certificate.
+pub fn client_principal(
+    node: &Services,
+    caller: &Caller,
+    token: Option<&str>,
+) -> Result<Principal, Denied> {
+    let identity = caller.identity();
+    let member = identity
+        .and_then(|i| i.node_id())
+        .filter(|id| node.is_member(*id) == Some(true));
+    node.auth
+        .authenticate(token, identity.and_then(|i| i.principal()), member, None)
+}
+
+/// Whether `who` may make `req`; refusals are logged with the principal
+/// and its roles.
+pub fn authorize(
+    node: &Services,
+    who: &Result<Principal, Denied>,
+    req: &ClientRequest,
+    peer: &str,
+) -> Result<Access, Denied> {
+    // Off: nothing to decide, and no key copied per request to decide it.
+    if !node.auth.is_on() {
+        return Ok(Access::open());
+    }
+    let action = action::of_native(req);
+    let result = who
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|p| node.auth.check(p, &action));
+    if let Err(why) = &result {
+        let (principal, roles) = match who {
+            Ok(p) => (p.name(), node.auth.roles_of(p)),
+            Err(_) => (String::new(), String::new()),
+        };
+        tracing::warn!(id = node.id, %peer, %principal, %roles, action = %action.describe(), %why, "refused a request");
+    }
+    result
+}
