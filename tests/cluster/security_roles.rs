@@ -142,6 +142,17 @@ fn every_route_refuses_the_unknown_and_the_unentitled() {
         route("POST", "/v1/admin/shadow/promote", ADMIN, WORKER),
         route("POST", "/v1/admin/shadow/abort", ADMIN, WORKER),
         route("POST", "/v1/admin/snapshot", ADMIN, WORKER),
+        route("GET", "/v1/admin/module-keys", READER, ALICE),
+        with_body(
+            route("POST", "/v1/admin/module-keys", ADMIN, WORKER),
+            json!({"key": "00"}),
+        ),
+        route(
+            "DELETE",
+            &format!("/v1/admin/module-keys/{}", "ab".repeat(32)),
+            ADMIN,
+            WORKER,
+        ),
         with_body(
             route("POST", "/v1/members/add", ADMIN, WORKER),
             json!({"id": 9, "addr": "127.0.0.1:1"}),

@@ -290,3 +290,56 @@ fn a_node_that_is_not_the_one_its_certificate_names_cannot_join() {
     let r = start_and_add(&mut c, leader, &addr);
     assert!(r.ok(), "{r:?}");
 }
+
+#[test]
+fn a_public_address_needs_tls_and_authentication_or_insecure() {
+    let port = free_port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lockd = lock_tests::cluster::lockd_bin();
+    let serve = |extra: &[&str]| {
+        let mut cmd = std::process::Command::new(&lockd);
+        cmd.args(["serve", "--addr", &format!("0.0.0.0:{port}"), "--data-dir"])
+            .arg(dir.path().join("d"))
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        cmd
+    };
+    // Without TLS and an auth file: refused at once, saying what is missing.
+    let out = serve(&[]).output().expect("run lockd");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is not a loopback address") && err.contains("neither TLS nor authentication"),
+        "{err}"
+    );
+    // With --insecure it starts, and warns.
+    let mut child = serve(&["--insecure"]).spawn().expect("spawn lockd");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut log = String::new();
+    let mut stderr = child.stderr.take().expect("stderr");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let http = lock_tests::secure::Http::new(None);
+    while http
+        .request(&format!("127.0.0.1:{port}"), "GET", "/v1/status", None)
+        .is_err()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the --insecure node did not come up"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    log.push_str(&reader.join().unwrap_or_default());
+    assert!(
+        log.contains("--insecure: this node may serve without TLS"),
+        "{log}"
+    );
+}
