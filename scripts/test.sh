@@ -25,3 +25,9 @@ cargo fmt --all --check
 RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver)" \
 CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" \
     cargo test --release
+
+# Beyond Rust, against the binaries the build above left in target/release:
+# the Python client against real 3-node clusters, and the offline checks of
+# deploy/ (Kubernetes schemas, compose flags, dashboard metric names).
+scripts/test-python.sh
+scripts/test-deploy.sh

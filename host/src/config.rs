@@ -5,7 +5,9 @@
 //!
 //! ```toml
 //! id = 2
-//! addr = "127.0.0.1:7402"
+//! addr = "127.0.0.1:7402"       # both of the next two
+//! # listen = "0.0.0.0:7402"     # what to bind
+//! # advertise_addr = "10.0.0.2:7402"   # what peers and clients are told
 //! data_dir = "d2"
 //! initial_cluster = "1=127.0.0.1:7401,2=127.0.0.1:7402,3=127.0.0.1:7403"
 //! heartbeat_ms = 40
@@ -46,8 +48,12 @@ pub struct TlsFiles {
 #[derive(Clone, Debug)]
 pub struct NodeConfig {
     pub id: u64,
-    /// The one address this node serves everything on, and that peers use.
+    /// The address this node is reached at: what peers and clients are
+    /// told (`--advertise-addr`), and what `--initial-cluster` lists.
     pub addr: String,
+    /// The address it binds (`--listen`), when not `addr`: `0.0.0.0:7400`
+    /// behind NAT or a container's port mapping.
+    pub listen: Option<String>,
     pub data_dir: PathBuf,
     /// Members to bootstrap a new cluster with. Ignored once the data dir is
     /// initialised. Empty with `join` set: wait to be added as a learner.
@@ -109,6 +115,7 @@ impl Default for NodeConfig {
         NodeConfig {
             id: 1,
             addr: DEFAULT_ADDR.into(),
+            listen: None,
             data_dir: DEFAULT_DATA_DIR.into(),
             initial_cluster: BTreeMap::new(),
             join: false,
@@ -184,6 +191,8 @@ pub fn parse_members(s: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
 pub struct FileConfig {
     pub id: Option<u64>,
     pub addr: Option<String>,
+    pub listen: Option<String>,
+    pub advertise_addr: Option<String>,
     pub data_dir: Option<PathBuf>,
     pub initial_cluster: Option<String>,
     pub join: Option<bool>,
@@ -231,6 +240,11 @@ impl FileConfig {
 }
 
 impl NodeConfig {
+    /// The address to bind.
+    pub fn listen_addr(&self) -> &str {
+        self.listen.as_deref().unwrap_or(&self.addr)
+    }
+
     /// The largest election timeout a node may pick; also openraft's leader
     /// lease, and what a new leader adds to every lease it inherits.
     pub fn election_max_ms(&self) -> u64 {
@@ -275,7 +289,8 @@ impl NodeConfig {
 
     /// A non-loopback address needs TLS and authentication, or `insecure`.
     fn check_secure(&self) -> Result<(), ConfigError> {
-        if self.insecure || is_loopback(&self.addr) {
+        // What matters is who can reach the socket: the bound address.
+        if self.insecure || is_loopback(self.listen_addr()) {
             return Ok(());
         }
         let missing = match (self.tls.is_some(), self.auth_file.is_some()) {
@@ -285,7 +300,7 @@ impl NodeConfig {
             (true, false) => "authentication is not configured (no --auth-file)",
         };
         Err(ConfigError::Insecure {
-            addr: self.addr.clone(),
+            addr: self.listen_addr().to_string(),
             missing: missing.into(),
         })
     }

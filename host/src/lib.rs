@@ -47,8 +47,9 @@
 //! Around them: [`node`] only wires things together and starts them (like
 //! mini-redis's `server::run`; nothing imports it back), [`config`] reads
 //! flags and the TOML file, [`membership`] adds, promotes and removes
-//! nodes, [`shutdown`] waits for the signal to stop, and [`certs`] makes a
-//! development CA and certificates (`lockd certs init`).
+//! nodes, [`shutdown`] waits for the signal to stop, [`certs`] makes a
+//! development CA and certificates (`lockd certs init`), and [`telemetry`]
+//! holds the latency histograms each layer records into for `/metrics`.
 //!
 //! # Using the engine
 //!
@@ -78,5 +79,6 @@ pub mod node;
 pub mod raft;
 pub mod service;
 pub mod shutdown;
+pub mod telemetry;
 pub mod transport;
 pub mod upgrade;

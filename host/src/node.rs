@@ -138,10 +138,10 @@ impl Node {
     /// Start a node and serve until [`Node::shutdown`].
     pub async fn start(config: NodeConfig) -> Result<Arc<Node>, NodeError> {
         config.validate()?;
-        let listener = TcpListener::bind(&config.addr)
+        let listener = TcpListener::bind(config.listen_addr())
             .await
             .map_err(|source| NodeError::Bind {
-                addr: config.addr.clone(),
+                addr: config.listen_addr().to_string(),
                 source,
             })?;
         // The node's certificate serves callers and is its own identity
@@ -260,6 +260,7 @@ impl Node {
             auth,
             forwarder: crate::transport::http::Forwarder::new(as_node.clone()),
             admin_log: Default::default(),
+            leader_changes: Default::default(),
         });
         let node = Arc::new(Node {
             id: config.id,
@@ -268,7 +269,7 @@ impl Node {
             shutdown,
         });
         let span = tracing::info_span!("node", id = node.id);
-        tracing::info!(parent: &span, addr = %config.addr, data_dir = %dir.display(), fingerprint = %engine.fingerprint().short(), tls = tls_server.is_some(), auth = services.auth.is_on(), "node started");
+        tracing::info!(parent: &span, addr = %config.addr, listen = %config.listen_addr(), data_dir = %dir.display(), fingerprint = %engine.fingerprint().short(), tls = tls_server.is_some(), auth = services.auth.is_on(), "node started");
 
         let served = services.clone();
         tokio::spawn(crate::transport::listener::serve(
@@ -279,6 +280,11 @@ impl Node {
             shutdown_rx.clone(),
         ));
 
+        tokio::spawn(count_leader_changes(
+            raft.clone(),
+            services.leader_changes.clone(),
+            shutdown_rx.clone(),
+        ));
         tokio::spawn(crate::raft::snapshot_policy::run(
             raft.clone(),
             sm.clone(),
@@ -356,5 +362,27 @@ impl Node {
     pub async fn stopped(&self) {
         let mut rx = self.shutdown.subscribe();
         let _ = rx.wait_for(|s| *s).await;
+    }
+}
+
+/// Count every change of the leader `raft` knows (to another node, or to
+/// none), until shutdown.
+async fn count_leader_changes(
+    raft: Raft,
+    count: Arc<std::sync::atomic::AtomicU64>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut metrics = raft.metrics();
+    let mut leader = metrics.borrow_and_update().current_leader;
+    loop {
+        tokio::select! {
+            changed = metrics.changed() => if changed.is_err() { return },
+            _ = shutdown.changed() => return,
+        }
+        let now = metrics.borrow_and_update().current_leader;
+        if now != leader {
+            leader = now;
+            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }

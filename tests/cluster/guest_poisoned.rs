@@ -82,6 +82,18 @@ fn stopped_before(c: &Cluster, s: &Status, trap: u64, before: &Status) {
                 "node {}",
                 s.id
             );
+            // Alive, but not ready: a balancer takes it out of rotation.
+            let ready = c.get(s.id, "/readyz").expect("readyz");
+            assert_eq!(ready.status, 503, "node {}: {:?}", s.id, ready.body);
+            assert!(
+                ready.body["reasons"]
+                    .to_string()
+                    .contains("the lock module is poisoned"),
+                "node {}: {:?}",
+                s.id,
+                ready.body
+            );
+            assert_eq!(c.get(s.id, "/healthz").map(|r| r.status), Ok(200));
         }
         None => {
             assert_eq!(s.poisoned_at, None, "node {}", s.id);

@@ -51,7 +51,10 @@ fn expiry_happens_only_through_a_committed_expire() {
         st.locks_held, 1,
         "a lock vanished without a committed Expire: {st:?}"
     );
-    assert_eq!(c.metric(leader, "lockd_lock_expires_total"), Some(0));
+    assert_eq!(
+        c.metric(leader, "lockd_lock_events_total{event=\"expire\"}"),
+        Some(0)
+    );
 
     // With the quorum back, the Expire commits, the leader that proposed
     // it counts it, and every node drops the lock. The followers come back
@@ -81,7 +84,7 @@ fn expiry_happens_only_through_a_committed_expire() {
     assert_eq!(c.wait_leader(patience), leader);
     assert_eq!(s.term, term, "an election intervened: {}", c.describe());
     assert_eq!(
-        c.metric(leader, "lockd_lock_expires_total"),
+        c.metric(leader, "lockd_lock_events_total{event=\"expire\"}"),
         Some(1),
         "one lock, one committed Expire"
     );

@@ -90,8 +90,12 @@ fn phantom_grant(c: &Cluster, key: &str, patience: Duration) -> Result<(), Inter
     let leader = c.wait_leader(patience);
     assert!(c.release(leader, key, before).expect("release").ok());
     let term0 = term(c, leader);
-    let grants0 = metric(c, leader, "lockd_lock_grants_total");
-    let phantoms0 = metric(c, leader, "lockd_lock_phantom_releases_total");
+    let grants0 = metric(c, leader, "lockd_lock_events_total{event=\"grant\"}");
+    let phantoms0 = metric(
+        c,
+        leader,
+        "lockd_lock_events_total{event=\"phantom_release\"}",
+    );
     let last0 = c.status(leader).expect("status").last_log_index;
 
     // The pause lasts well under an election timeout on a sane machine; if
@@ -120,17 +124,24 @@ fn phantom_grant(c: &Cluster, key: &str, patience: Duration) -> Result<(), Inter
 
     // The grant commits, finds its caller gone and is released at once.
     wait_for("the phantom release", patience, || {
-        c.metric(leader, "lockd_lock_phantom_releases_total") != Some(phantoms0)
+        c.metric(leader, "lockd_lock_events_total{event=\"phantom_release\"}") != Some(phantoms0)
             || c.status(leader).is_some_and(|s| s.term != term0)
     });
     if term(c, leader) != term0 {
         return Err(Intervened(format!("term {term0} ended: {}", c.describe())));
     }
     assert_eq!(
-        metric(c, leader, "lockd_lock_phantom_releases_total"),
+        metric(
+            c,
+            leader,
+            "lockd_lock_events_total{event=\"phantom_release\"}"
+        ),
         phantoms0 + 1
     );
-    assert_eq!(metric(c, leader, "lockd_lock_grants_total"), grants0 + 1);
+    assert_eq!(
+        metric(c, leader, "lockd_lock_events_total{event=\"grant\"}"),
+        grants0 + 1
+    );
     let r = c.lock(leader, key).expect("get");
     assert_eq!(r.body["held"], false, "a phantom lock is left: {r:?}");
     // The key is usable again at once; the token in between went to the
@@ -162,8 +173,12 @@ fn skipped_waiter(c: &Cluster, key: &str, patience: Duration) -> Result<(), Inte
     let holder = c.acquire_on_leader(key, 60_000, patience);
     let leader = c.wait_leader(patience);
     let term0 = term(c, leader);
-    let grants0 = metric(c, leader, "lockd_lock_grants_total");
-    let phantoms0 = metric(c, leader, "lockd_lock_phantom_releases_total");
+    let grants0 = metric(c, leader, "lockd_lock_events_total{event=\"grant\"}");
+    let phantoms0 = metric(
+        c,
+        leader,
+        "lockd_lock_events_total{event=\"phantom_release\"}",
+    );
     // A waiter queues, willing to wait far longer than the test (so it is
     // skipped for having left, not for having waited too long)...
     let s = send_acquire(c.addr(leader), key, VANISHED_LEASE_MS, VANISHED_LEASE_MS);
@@ -182,9 +197,16 @@ fn skipped_waiter(c: &Cluster, key: &str, patience: Duration) -> Result<(), Inte
     assert_eq!(metric(c, leader, "lockd_lock_waiters"), 0);
     let r = c.lock(leader, key).expect("get");
     assert_eq!(r.body["held"], false, "held after the release: {r:?}");
-    assert_eq!(metric(c, leader, "lockd_lock_grants_total"), grants0);
     assert_eq!(
-        metric(c, leader, "lockd_lock_phantom_releases_total"),
+        metric(c, leader, "lockd_lock_events_total{event=\"grant\"}"),
+        grants0
+    );
+    assert_eq!(
+        metric(
+            c,
+            leader,
+            "lockd_lock_events_total{event=\"phantom_release\"}"
+        ),
         phantoms0,
         "the vanished waiter was granted the lock, then released"
     );

@@ -53,7 +53,7 @@ fn waiters_are_served_in_fifo_order() {
         "tokens must increase: {order:?}"
     );
     assert_eq!(
-        c.metric(leader, "lockd_lock_handoffs_total"),
+        c.metric(leader, "lockd_lock_events_total{event=\"handoff\"}"),
         Some(4),
         "every waiter was served by a handoff"
     );

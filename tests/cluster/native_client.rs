@@ -237,8 +237,8 @@ fn a_waiting_acquire_on_a_closed_connection_is_dropped() {
     let g_token = g.token();
     let metric = |name| c.metric(1, name).expect("metric");
     let (grants, phantoms) = (
-        metric("lockd_lock_grants_total"),
-        metric("lockd_lock_phantom_releases_total"),
+        metric("lockd_lock_events_total{event=\"grant\"}"),
+        metric("lockd_lock_events_total{event=\"phantom_release\"}"),
     );
     // A client waits (far longer than the test) on its own connection...
     let mut s = native_waiter(c.addr(1), "q", 600_000, 600_000);
@@ -261,9 +261,9 @@ fn a_waiting_acquire_on_a_closed_connection_is_dropped() {
     });
     // Skipped, not granted and then released: no grant was made.
     assert_eq!(metric("lockd_lock_waiters"), 0);
-    assert_eq!(metric("lockd_lock_grants_total"), grants);
+    assert_eq!(metric("lockd_lock_events_total{event=\"grant\"}"), grants);
     assert_eq!(
-        metric("lockd_lock_phantom_releases_total"),
+        metric("lockd_lock_events_total{event=\"phantom_release\"}"),
         phantoms,
         "the lock went to a client that had left"
     );

@@ -207,7 +207,7 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
         );
     }
     let metrics: Vec<Option<u64>> = (1..=3)
-        .map(|id| c.metric(id, "lockd_upgrades_rejected_total"))
+        .map(|id| c.metric(id, "lockd_upgrades_total{result=\"rejected\"}"))
         .collect();
     assert!(
         metrics.iter().all(|m| *m == Some(cases().len() as u64)),

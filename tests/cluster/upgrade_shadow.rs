@@ -147,7 +147,7 @@ fn shadow_mode_counts_differences_then_promotes_or_aborts() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(
-        c.metric(leader, "lockd_shadow_outcome_diffs_total")
+        c.metric(leader, "lockd_shadow_diffs_total{kind=\"outcome\"}")
             .unwrap_or(0)
             >= 3
     );

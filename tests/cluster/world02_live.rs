@@ -97,6 +97,29 @@ pub fn used_after_upgrade(c: &Cluster, leader: u64, across: &str) {
     let r = acquire(c, leader, "h/sem", json!({"lease_ms": 30000, "limit": 4}));
     assert_eq!(r.status, 422, "a limit unlike the holders': {r:?}");
 
+    // An Idempotency-Key header survives forwarding: the same acquire sent
+    // twice through a follower is the same grant.
+    let follower = *c
+        .nodes
+        .keys()
+        .find(|id| **id != leader)
+        .expect("a follower");
+    let by_key = || -> Value {
+        ureq::post(&format!(
+            "http://{}/v1/locks/h/idem/acquire",
+            c.addr(follower)
+        ))
+        .set("idempotency-key", "retry-1")
+        .send_json(json!({"lease_ms": 30000}))
+        .expect("acquire through a follower")
+        .into_json()
+        .expect("json")
+    };
+    let (first, again) = (by_key(), by_key());
+    assert_eq!(first["token"], again["token"], "{first} {again}");
+    let token = first["token"].as_u64().expect("token");
+    assert!(c.release(leader, "h/idem", token).expect("release").ok());
+
     // Listing, paged.
     let r = c.get(leader, "/v1/locks?prefix=h/&limit=1").expect("list");
     assert_eq!(r.body["locks"][0]["key"], "h/rw", "{r:?}");

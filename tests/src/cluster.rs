@@ -691,13 +691,17 @@ impl Cluster {
         )
     }
 
-    /// A metric's value on node `id` (first sample of that name).
-    pub fn metric(&self, id: u64, name: &str) -> Option<u64> {
-        let text = self.http.text(self.addr(id), "/metrics")?;
-        text.lines()
-            .find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
+    /// A metric's value on node `id`: the first sample that `selector`
+    /// matches, `name` or `name{label="value",…}` (the sample may carry
+    /// more labels, such as `node`).
+    pub fn metric(&self, id: u64, selector: &str) -> Option<u64> {
+        let text = self.metrics_text(id)?;
+        crate::metrics::value(&text, selector).map(|v| v as u64)
+    }
+
+    /// Node `id`'s `/metrics`, as text.
+    pub fn metrics_text(&self, id: u64) -> Option<String> {
+        self.http.text(self.addr(id), "/metrics")
     }
 
     pub fn lock(&self, id: u64, key: &str) -> Result<Reply, String> {

@@ -12,6 +12,8 @@
 //! * [`cluster`]: real `lockd` processes on loopback, driven over HTTP,
 //!   killed and restarted.
 //! * [`jepsen`]: fault-injection runs with history checkers.
+//! * [`metrics`]: `/metrics` read with a Prometheus text parser, and
+//!   samples picked by name and labels.
 //! * [`netns`]: one network namespace per node, for partitions.
 //! * [`raw`]: raw sockets to a node (framed hellos, half-sent heads,
 //!   other loopback source addresses).
@@ -32,6 +34,7 @@ pub mod fixtures;
 pub mod jepsen;
 pub mod load;
 pub mod machines;
+pub mod metrics;
 pub mod netns;
 pub mod raw;
 pub mod scenario;

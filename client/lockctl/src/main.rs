@@ -3,6 +3,7 @@
 //! ```text
 //! lockctl [--endpoints ADDR[,ADDR…]] [--json] acquire KEY --lease 10s [--wait 5s] [--hold]
 //!         [--mode exclusive|shared] [--limit N] [--owner NAME] [--request-id ID]
+//! lockctl lock KEY [--lease 10s] [--wait 10m] [--grace 10s] -- CMD ARGS…  # run CMD holding KEY
 //! lockctl release KEY --token T
 //! lockctl keepalive KEY --token T
 //! lockctl get KEY                                                # every holder
@@ -30,7 +31,9 @@
 //! Exit status: 0 done; 1 error; 2 the lock is held (acquire after its wait,
 //! release or keepalive with a token that does not hold it, …): scripts
 //! can tell "busy" from "broken"; 3 a lock held with `acquire --hold` was
-//! lost; 4 not allowed (no or unknown credentials, a role that does not
+//! lost (by `lock` too, whatever its command's status; otherwise `lock`
+//! exits with its command's status, 126 or 127 when the command cannot be
+//! started); 4 not allowed (no or unknown credentials, a role that does not
 //! allow it, another principal's holding). A lock taken by `acquire` stays held after lockctl exits, until
 //! released or its lease ends.
 //!
@@ -46,6 +49,7 @@ mod get;
 mod keepalive;
 mod keyfile;
 mod list;
+mod lock;
 mod members;
 mod module;
 mod output;
@@ -163,6 +167,31 @@ enum Cmd {
         /// a fresh random id, so lockctl's own retries are safe).
         #[arg(long)]
         request_id: Option<String>,
+    },
+    /// Run CMD while holding KEY: the lease renewed while it runs, the
+    /// lock released when it ends; CMD gets SIGTERM (then SIGKILL after
+    /// --grace) and lockctl exits with status 3 if the lock is lost.
+    /// CMD sees LOCKD_KEY, LOCKD_TOKEN and LOCKD_LEASE_MS.
+    Lock {
+        key: String,
+        #[arg(long, value_parser = parse_duration, default_value = "10s")]
+        lease: Duration,
+        /// Wait this long for a held lock; then exit with status 2 without
+        /// running CMD.
+        #[arg(long, value_parser = parse_duration, default_value = "10m")]
+        wait: Duration,
+        /// After SIGTERM, how long CMD has to end before SIGKILL.
+        #[arg(long, value_parser = parse_duration, default_value = "10s")]
+        grace: Duration,
+        #[arg(long, value_enum, default_value_t = ModeArg::Exclusive)]
+        mode: ModeArg,
+        #[arg(long, default_value_t = 1)]
+        limit: u32,
+        #[arg(long)]
+        owner: Option<String>,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, num_args = 1..)]
+        command: Vec<String>,
     },
     /// Release a lock held with TOKEN.
     Release {
@@ -360,6 +389,32 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 request_id,
             };
             acquire::run(&client, j, &key, opts, hold).await
+        }
+        Cmd::Lock {
+            key,
+            lease,
+            wait,
+            grace,
+            mode,
+            limit,
+            owner,
+            command,
+        } => {
+            let opts = lockd_client::AcquireOptions {
+                lease,
+                wait,
+                mode: mode.into(),
+                limit,
+                owner,
+                request_id: None,
+            };
+            let r = lock::Run {
+                key,
+                opts,
+                grace,
+                command,
+            };
+            lock::run(&client, r).await
         }
         Cmd::Release { key, token } => release::run(&client, j, &key, token).await,
         Cmd::Keepalive { key, token } => keepalive::run(&client, j, &key, token).await,

@@ -92,6 +92,11 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
             percent_encoding::utf8_percent_encode(&principal, percent_encoding::NON_ALPHANUMERIC);
         forwarded = forwarded.header(PRINCIPAL_HEADER, encoded.to_string());
     }
+    // The request id of an acquire may come as a header: without it the
+    // leader could not tell a retry from a new acquire.
+    if let Some(id) = parts.headers.get("idempotency-key") {
+        forwarded = forwarded.header("idempotency-key", id);
+    }
     if let Some(ct) = parts.headers.get(header::CONTENT_TYPE) {
         forwarded = forwarded.header(header::CONTENT_TYPE, ct);
     }

@@ -4,6 +4,9 @@
 //! |---|---|---|
 //! | `/v1/locks…`, `/v1/admin/policy` | | acquire, release, keepalive, holders, listing, force release, policy data: see [`super::locks`] |
 //! | `GET /v1/status` | | see [`super::status`] |
+//! | `GET /healthz`, `GET /readyz` | | liveness and readiness, no credentials needed: see [`super::health`] |
+//! | `GET /ui` | | the web console, one self-contained page (its data comes from the routes here, with the viewer's credentials) |
+//! | `GET /v1/whoami` | | `{"principal":"…","admin":bool}`: who this node takes the caller for (`""` and admin when authentication is off) |
 //! | `GET /v1/members` | | `[{"id":N,"addr":"…","voter":bool}]` |
 //! | `POST /v1/members/add` | `{"id":N,"addr":"…"}` | add a learner (after checking its engine) |
 //! | `POST /v1/members/promote` | `{"id":N}` | learner → voter |
@@ -143,6 +146,10 @@ pub fn router(node: Arc<Services>) -> Router {
         .route_layer(forward(MAX_MODULE, "module"));
     Router::new()
         .route("/v1/status", get(status))
+        .route("/healthz", get(super::health::healthz))
+        .route("/readyz", get(super::health::readyz))
+        .route("/ui", get(console))
+        .route("/v1/whoami", get(whoami))
         .route("/v1/members", get(members_list))
         .route("/metrics", get(metrics::metrics))
         .route("/v1/audit", get(admin::audit))
@@ -159,6 +166,16 @@ pub fn router(node: Arc<Services>) -> Router {
 
 async fn status(State(node): State<Arc<Services>>) -> Json<Status> {
     Json(status_of(&node))
+}
+
+/// The web console: one page, compiled into the binary (no CDN, nothing
+/// fetched at run time but this node's own API).
+async fn console() -> axum::response::Html<&'static str> {
+    axum::response::Html(include_str!("../../ui/console.html"))
+}
+
+async fn whoami(Extension(access): Extension<crate::auth::Access>) -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "principal": access.principal, "admin": access.admin }))
 }
 
 async fn members_list(State(node): State<Arc<Services>>) -> Json<Vec<Member>> {

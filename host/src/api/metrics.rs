@@ -1,75 +1,343 @@
-//! `GET /metrics`: Prometheus text, one gauge or counter per row, labelled
-//! by node.
+//! `GET /metrics`: Prometheus text (OpenMetrics 1.0) through
+//! `prometheus-client`, every series labelled `node`.
+//!
+//! Outcomes are labels of one family, not sibling metrics:
+//! `lockd_lock_events_total{event=…}`, `lockd_upgrades_total{result=…}`,
+//! `lockd_snapshots_total{kind=…}`, `lockd_shadow_diffs_total{kind=…}`,
+//! `lockd_acquire_duration_seconds{result=…}`. Latency histograms
+//! (seconds, see [`crate::telemetry`]): acquire, commit (proposal to
+//! applied), fsync (one group-commit record written and synced), apply
+//! (one batch of committed entries) and module swap (a batch that carried
+//! an upgrade). `lockd_build_info{version,wasmtime,module_hash}` is 1.
+//!
+//! A scrape builds a registry afresh: gauges and counters are read from
+//! the node's status at that moment, and the long-lived histograms are
+//! registered as handles (no copy). So nothing here grows between scrapes.
 
-use std::fmt::Write as _;
-use std::sync::atomic::Ordering;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::response::IntoResponse;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 
 use super::services::Services;
 use super::status::{status_with, Role};
+use crate::engine::settings::WASMTIME_VERSION;
 
-pub async fn metrics(State(node): State<Arc<Services>>) -> impl IntoResponse {
-    let (s, upgrades) = status_with(&node, false);
-    let batches = node.log.stats().batches.load(Ordering::Relaxed);
-    let ls = &node.locks.stats;
-    let (swapped, rejected) = (upgrades.swapped, upgrades.rejected);
-    let sh = s.shadow.as_ref();
-    let cap = s.capacity.unwrap_or_default();
-    // (name, type, help, value): one gauge or counter each, labelled by node.
-    #[rustfmt::skip]
-    let rows: [(&str, &str, &str, u64); 35] = [
-        ("lockd_raft_term", "gauge", "Current Raft term.", s.term),
-        ("lockd_raft_is_leader", "gauge", "1 when this node is the leader.", (s.role == Role::Leader) as u64),
-        ("lockd_raft_commit_index", "gauge", "Last committed log index.", s.commit_index),
-        ("lockd_raft_applied_index", "gauge", "Last applied log index.", s.applied_index),
-        ("lockd_raft_last_log_index", "gauge", "Last log index.", s.last_log_index),
-        ("lockd_locks_held", "gauge", "Locks held in the state machine.", s.locks_held),
-        ("lockd_wal_entries_total", "counter", "Log entries made durable.", s.wal_entries),
-        ("lockd_wal_batches_total", "counter", "Group-commit batches written.", batches),
-        ("lockd_wal_fsyncs_total", "counter", "fsyncs issued by the log.", s.wal_fsyncs),
-        ("lockd_snapshots_built_total", "counter", "Snapshots built.", s.snapshots_built),
-        ("lockd_snapshots_installed_total", "counter", "Snapshots installed from a leader.", s.snapshots_installed),
-        ("lockd_snapshot_last_bytes", "gauge", "Bytes of the last snapshot built or installed.", s.last_snapshot_bytes),
-        ("lockd_snapshot_last_build_ms", "gauge", "Milliseconds the last snapshot build took.", s.last_snapshot_build_ms),
-        ("lockd_snapshot_last_install_ms", "gauge", "Milliseconds the last install of a leader's snapshot took.", s.last_snapshot_install_ms),
-        ("lockd_guest_memory_bytes", "gauge", "Linear memory of the active lock module.", s.guest_memory_bytes),
-        ("lockd_lock_grants_total", "counter", "Grants committed by this node as leader.", ls.grants.load(Ordering::Relaxed)),
-        ("lockd_lock_releases_total", "counter", "Releases committed for callers.", ls.releases.load(Ordering::Relaxed)),
-        ("lockd_lock_expires_total", "counter", "Expire commands committed.", ls.expires.load(Ordering::Relaxed)),
-        ("lockd_lock_handoffs_total", "counter", "Grants pipelined behind a release or expire.", ls.handoffs.load(Ordering::Relaxed)),
-        ("lockd_lock_phantom_releases_total", "counter", "Grants released because the caller left.", ls.phantom_releases.load(Ordering::Relaxed)),
-        ("lockd_lock_keepalives_total", "counter", "Leases extended.", ls.keepalives.load(Ordering::Relaxed)),
-        ("lockd_lock_waiters", "gauge", "Callers waiting for a lock.", ls.waiting.load(Ordering::Relaxed)),
-        ("lockd_state_machine_poisoned", "gauge", "1 when the guest failed and applying stopped.", s.poisoned.is_some() as u64),
-        ("lockd_upgrades_swapped_total", "counter", "Upgrade entries applied that swapped the lock module.", swapped),
-        ("lockd_upgrades_rejected_total", "counter", "Upgrade entries applied that were rejected (the old module stayed).", rejected),
-        ("lockd_module_since_index", "gauge", "Log index at which the active module became active.", s.module_since_index),
-        ("lockd_audit_divergences_total", "counter", "State-hash divergences between nodes found by the determinism audit.", s.audit_divergences),
-        ("lockd_shadow_active", "gauge", "1 when a shadow module runs (and has not failed).", sh.is_some_and(|x| x.failed.is_none()) as u64),
-        ("lockd_shadow_commands_compared_total", "counter", "Commands fed to both the active and the shadow module.", sh.map_or(0, |x| x.commands_compared)),
-        ("lockd_shadow_outcome_diffs_total", "counter", "Commands whose shadow outcome differed from the active one.", sh.map_or(0, |x| x.outcome_diffs)),
-        ("lockd_shadow_hash_diffs_total", "counter", "Audit points where the shadow's state hash differed.", sh.map_or(0, |x| x.hash_diffs)),
-        ("lockd_capacity_held", "gauge", "Holdings counted against the capacity bound.", cap.held),
-        ("lockd_capacity_max_held", "gauge", "The capacity bound on holdings.", cap.limits.max_held),
-        ("lockd_capacity_key_bytes", "gauge", "Key bytes of the holdings, counted against the capacity bound.", cap.key_bytes),
-        ("lockd_capacity_max_key_bytes", "gauge", "The capacity bound on key bytes.", cap.limits.max_key_bytes),
-    ];
-    let mut out = String::new();
-    for (name, kind, help, value) in rows {
-        let _ = write!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{{node=\"{}\"}} {value}\n",
-            s.id
-        );
+/// The content type of the OpenMetrics text format, which Prometheus
+/// parses (and asks for first).
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+    wasmtime: &'static str,
+    module_hash: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Event {
+    event: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Kind {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Outcome {
+    result: &'static str,
+}
+
+fn gauge(reg: &mut Registry, name: &str, help: &str, value: u64) {
+    let g = Gauge::<i64>::default();
+    g.set(i64::try_from(value).unwrap_or(i64::MAX));
+    reg.register(name, help, g);
+}
+
+/// A counter, `name` without the `_total` the encoder adds.
+fn counter(reg: &mut Registry, name: &str, help: &str, value: u64) {
+    let c = Counter::<u64>::default();
+    c.inc_by(value);
+    reg.register(name, help, c);
+}
+
+fn labelled<L>(reg: &mut Registry, name: &str, help: &str, values: &[(L, u64)])
+where
+    L: Clone + std::fmt::Debug + std::hash::Hash + Eq + EncodeLabelSet + Send + Sync + 'static,
+{
+    let f = Family::<L, Counter<u64, AtomicU64>>::default();
+    for (label, v) in values {
+        f.get_or_create(label).inc_by(*v);
     }
-    (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            "text/plain; version=0.0.4",
-        )],
-        out,
-    )
+    reg.register(name, help, f);
+}
+
+/// The registry of `node` now.
+fn registry(node: &Services) -> Registry {
+    let (s, upgrades) = status_with(node, false);
+    let mut reg = Registry::with_labels(std::iter::once((
+        Cow::Borrowed("node"),
+        Cow::Owned(s.id.to_string()),
+    )));
+    let r = &mut reg;
+    let build = Family::<BuildLabels, Gauge>::default();
+    build
+        .get_or_create(&BuildLabels {
+            version: env!("CARGO_PKG_VERSION"),
+            wasmtime: WASMTIME_VERSION,
+            module_hash: s.module_hash.clone(),
+        })
+        .set(1);
+    r.register(
+        "lockd_build_info",
+        "The lockd version, its wasmtime, and the active lock module's hash.",
+        build,
+    );
+
+    gauge(r, "lockd_raft_term", "Current Raft term.", s.term);
+    gauge(
+        r,
+        "lockd_raft_is_leader",
+        "1 when this node is the leader.",
+        (s.role == Role::Leader) as u64,
+    );
+    gauge(
+        r,
+        "lockd_raft_has_leader",
+        "1 when this node knows a leader.",
+        s.leader.is_some() as u64,
+    );
+    counter(
+        r,
+        "lockd_raft_leader_changes",
+        "Times the leader this node knows changed (to another node or to none).",
+        node.leader_changes.load(Ordering::Relaxed),
+    );
+    gauge(
+        r,
+        "lockd_raft_commit_index",
+        "Last committed log index.",
+        s.commit_index,
+    );
+    gauge(
+        r,
+        "lockd_raft_applied_index",
+        "Last applied log index.",
+        s.applied_index,
+    );
+    gauge(
+        r,
+        "lockd_raft_last_log_index",
+        "Last log index.",
+        s.last_log_index,
+    );
+
+    let log = node.log.stats();
+    counter(
+        r,
+        "lockd_wal_entries",
+        "Log entries made durable.",
+        s.wal_entries,
+    );
+    counter(
+        r,
+        "lockd_wal_batches",
+        "Group-commit records written.",
+        log.batches.load(Ordering::Relaxed),
+    );
+    counter(
+        r,
+        "lockd_wal_fsyncs",
+        "fsyncs issued by the log.",
+        s.wal_fsyncs,
+    );
+
+    labelled(
+        r,
+        "lockd_snapshots",
+        "Snapshots built here, or installed from a leader.",
+        &[
+            (Kind { kind: "built" }, s.snapshots_built),
+            (Kind { kind: "installed" }, s.snapshots_installed),
+        ],
+    );
+    gauge(
+        r,
+        "lockd_snapshot_last_bytes",
+        "Bytes of the last snapshot built or installed.",
+        s.last_snapshot_bytes,
+    );
+    gauge(
+        r,
+        "lockd_snapshot_last_build_ms",
+        "Milliseconds the last snapshot build took.",
+        s.last_snapshot_build_ms,
+    );
+    gauge(
+        r,
+        "lockd_snapshot_last_install_ms",
+        "Milliseconds the last install of a leader's snapshot took.",
+        s.last_snapshot_install_ms,
+    );
+
+    gauge(
+        r,
+        "lockd_locks_held",
+        "Locks held in the state machine.",
+        s.locks_held,
+    );
+    let ls = &node.locks.stats;
+    let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    labelled(
+        r,
+        "lockd_lock_events",
+        "Lock events committed by this node as leader: grants, releases for callers, expiries, grants pipelined behind a release or expiry (handoff), grants released because the caller left (phantom_release), leases extended (keepalive).",
+        &[
+            (Event { event: "grant" }, n(&ls.grants)),
+            (Event { event: "release" }, n(&ls.releases)),
+            (Event { event: "expire" }, n(&ls.expires)),
+            (Event { event: "handoff" }, n(&ls.handoffs)),
+            (Event { event: "phantom_release" }, n(&ls.phantom_releases)),
+            (Event { event: "keepalive" }, n(&ls.keepalives)),
+        ],
+    );
+    gauge(
+        r,
+        "lockd_lock_waiters",
+        "Callers waiting for a lock.",
+        n(&ls.waiting),
+    );
+
+    gauge(
+        r,
+        "lockd_guest_memory_bytes",
+        "Linear memory of the active lock module.",
+        s.guest_memory_bytes,
+    );
+    gauge(
+        r,
+        "lockd_state_machine_poisoned",
+        "1 when the guest failed and applying stopped.",
+        s.poisoned.is_some() as u64,
+    );
+    labelled(
+        r,
+        "lockd_upgrades",
+        "Upgrade entries applied: swapped the module, or rejected (the old module stayed).",
+        &[
+            (Outcome { result: "swapped" }, upgrades.swapped),
+            (Outcome { result: "rejected" }, upgrades.rejected),
+        ],
+    );
+    gauge(
+        r,
+        "lockd_module_since_index",
+        "Log index at which the active module became active.",
+        s.module_since_index,
+    );
+    counter(
+        r,
+        "lockd_audit_divergences",
+        "State-hash divergences between nodes found by the determinism audit.",
+        s.audit_divergences,
+    );
+
+    let sh = s.shadow.as_ref();
+    gauge(
+        r,
+        "lockd_shadow_active",
+        "1 when a shadow module runs (and has not failed).",
+        sh.is_some_and(|x| x.failed.is_none()) as u64,
+    );
+    counter(
+        r,
+        "lockd_shadow_commands_compared",
+        "Commands fed to both the active and the shadow module.",
+        sh.map_or(0, |x| x.commands_compared),
+    );
+    labelled(
+        r,
+        "lockd_shadow_diffs",
+        "Differences the shadow showed: command outcomes, or state hashes at audit points.",
+        &[
+            (Kind { kind: "outcome" }, sh.map_or(0, |x| x.outcome_diffs)),
+            (Kind { kind: "hash" }, sh.map_or(0, |x| x.hash_diffs)),
+        ],
+    );
+
+    let cap = s.capacity.unwrap_or_default();
+    gauge(
+        r,
+        "lockd_capacity_held",
+        "Holdings counted against the capacity bound.",
+        cap.held,
+    );
+    gauge(
+        r,
+        "lockd_capacity_max_held",
+        "The capacity bound on holdings.",
+        cap.limits.max_held,
+    );
+    gauge(
+        r,
+        "lockd_capacity_key_bytes",
+        "Key bytes of the holdings, counted against the capacity bound.",
+        cap.key_bytes,
+    );
+    gauge(
+        r,
+        "lockd_capacity_max_key_bytes",
+        "The capacity bound on key bytes.",
+        cap.limits.max_key_bytes,
+    );
+
+    r.register(
+        "lockd_acquire_duration_seconds",
+        "Acquires on this node, from the request's checks to its answer (waiting included), by outcome.",
+        ls.acquire_latency.family(),
+    );
+    r.register(
+        "lockd_raft_commit_duration_seconds",
+        "Lock entries from proposal to committed and applied.",
+        node.locks.commit_latency().histogram(),
+    );
+    r.register(
+        "lockd_wal_fsync_duration_seconds",
+        "Group-commit records of the log, written and fsynced.",
+        log.fsync_latency.histogram(),
+    );
+    let sm = node.sm.latency();
+    r.register(
+        "lockd_apply_duration_seconds",
+        "Batches of committed entries applied to the state machine.",
+        sm.apply.histogram(),
+    );
+    r.register(
+        "lockd_module_swap_duration_seconds",
+        "Batches that carried an upgrade entry, applied (validation, migration and swap).",
+        sm.swap.histogram(),
+    );
+    reg
+}
+
+pub async fn metrics(State(node): State<Arc<Services>>) -> Response {
+    let mut out = String::new();
+    match prometheus_client::encoding::text::encode(&mut out, &registry(&node)) {
+        Ok(()) => ([(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)], out).into_response(),
+        // Writing to a String fails only on a bug in an encoder.
+        Err(e) => super::error::ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot encode the metrics: {e}"),
+        )
+        .into_response(),
+    }
 }

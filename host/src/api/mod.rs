@@ -6,6 +6,7 @@
 //! * [`caller`]: who a framed connection's caller is, and what it may do.
 //! * [`framed`]: the server side of the framed protocol — hello and
 //!   fingerprint check, then Raft RPC from peers and the client protocol.
+//! * [`health`]: `/healthz` and `/readyz`.
 //! * [`http`]: the HTTP/JSON API's routes — locks, status, membership.
 //! * [`admin`]: hot upgrade, shadow mode and audit routes.
 //! * [`authorize`]: the layer that authenticates and authorises every
@@ -23,6 +24,7 @@ pub mod caller;
 pub mod error;
 pub mod forward;
 pub mod framed;
+pub mod health;
 pub mod http;
 pub mod locks;
 pub mod metrics;

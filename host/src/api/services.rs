@@ -39,6 +39,8 @@ pub struct Services {
     pub forwarder: crate::transport::http::Forwarder,
     /// The admin requests this node served, for status.
     pub admin_log: AdminLog,
+    /// Times the leader this node knows changed, for metrics.
+    pub leader_changes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Services {

@@ -7,7 +7,7 @@ use lockd_client::proto::ClientRequest;
 /// What a request does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
-    /// Needs no credentials (none yet; health checks will be).
+    /// Needs no credentials: the health checks.
     Public,
     /// Any authenticated principal (an unknown route, answered 404 once
     /// the caller is known).
@@ -89,6 +89,8 @@ pub fn of_http(method: &str, path: &str, query: Option<&str>) -> Action {
         };
     }
     match path {
+        "/healthz" | "/readyz" | "/ui" if is_get => Action::Public,
+        "/v1/whoami" if is_get => Action::Any,
         "/v1/locks" if is_get => Action::List(query_value(query, "prefix").unwrap_or_default()),
         "/v1/status" | "/v1/members" | "/metrics" | "/v1/audit" if is_get => Action::Read,
         "/v1/admin/policy" | "/v1/admin/capacity" | "/v1/admin/module-keys" if is_get => {
@@ -170,6 +172,10 @@ mod tests {
             assert_eq!(of_http(m, p, None), Action::Admin, "{m} {p}");
         }
         assert_eq!(of_http("GET", "/nowhere", None), Action::Any);
+        assert_eq!(of_http("GET", "/readyz", None), Action::Public);
+        assert_eq!(of_http("POST", "/healthz", None), Action::Any);
+        assert_eq!(of_http("GET", "/ui", None), Action::Public);
+        assert_eq!(of_http("GET", "/v1/whoami", None), Action::Any);
         // Not UTF-8 once decoded: the handler says why, to a known caller.
         assert_eq!(of_http("GET", "/v1/locks/%ff", None), Action::Any);
     }

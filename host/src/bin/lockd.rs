@@ -5,6 +5,7 @@
 //! lockd serve --id 2 --addr 127.0.0.1:7402 --data-dir d2 \
 //!       --initial-cluster 1=127.0.0.1:7401,2=127.0.0.1:7402,3=127.0.0.1:7403
 //! lockd serve --id 4 --addr 127.0.0.1:7404 --data-dir d4 --join   # wait to be added
+//! lockd serve --listen 0.0.0.0:7400 --advertise-addr 10.0.0.1:7400 …   # bind one, tell peers another
 //! lockd dev --nodes 3                          # a local 3-node cluster in one process
 //! lockd replay --data-dir d2 --module new.wasm # a stopped node's log through another module
 //! lockd serve --addr 10.0.0.1:7400 --tls-cert node-1.pem --tls-key node-1.key --tls-ca ca.pem --auth-file auth.toml
@@ -32,8 +33,18 @@ use lockd::node::Node;
     about = "A Raft-replicated lock service with its lock logic in WebAssembly"
 )]
 struct Cli {
+    /// Log lines as text (for people) or JSON (one object per line, for a
+    /// log pipeline). Also LOCKD_LOG_FORMAT.
+    #[arg(long, global = true, value_enum, env = "LOCKD_LOG_FORMAT", default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Cmd,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -110,9 +121,18 @@ struct ServeArgs {
     /// This node's id (unique in the cluster).
     #[arg(long)]
     id: Option<u64>,
-    /// The one address this node serves peers, clients and HTTP on.
+    /// Shorthand for --listen and --advertise-addr together: the one
+    /// address this node serves peers, clients and HTTP on.
     #[arg(long)]
     addr: Option<String>,
+    /// The address to bind (default: --addr), e.g. 0.0.0.0:7400 behind
+    /// NAT or a container's port mapping.
+    #[arg(long)]
+    listen: Option<String>,
+    /// The address peers and clients are told, and --initial-cluster
+    /// lists (default: --addr).
+    #[arg(long)]
+    advertise_addr: Option<String>,
     /// Where the log, snapshots and compiled modules live.
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -262,7 +282,20 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
         };
     }
     set!(id);
+    // A flag beats the file; within each, the specific setting beats the
+    // shorthand (`--addr` is both).
+    let flag_addr = a.addr.is_some();
     set!(addr);
+    if let Some(v) = a.advertise_addr {
+        c.addr = v;
+    } else if let (false, Some(v)) = (flag_addr, file.advertise_addr) {
+        c.addr = v;
+    }
+    c.listen = match (a.listen, flag_addr) {
+        (Some(v), _) => Some(v),
+        (None, true) => None,
+        (None, false) => file.listen,
+    };
     set!(data_dir);
     set!(heartbeat_ms);
     set!(election_timeout_ms);
@@ -475,17 +508,32 @@ fn replay(a: ReplayArgs) -> Result<()> {
     Ok(())
 }
 
+/// Log to stderr, filtered by RUST_LOG (default: info, openraft's warnings).
+fn init_logs(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,openraft=warn".into());
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        // Fields at the top level, next to level, target and timestamp,
+        // as log pipelines index them.
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init(),
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+    }
+}
+
 pub fn main() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,openraft=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    let cli = Cli::parse();
+    init_logs(cli.log_format);
     let runtime = || tokio::runtime::Runtime::new().context("cannot start the async runtime");
-    match Cli::parse().command {
+    match cli.command {
         Cmd::Serve(a) => runtime()?.block_on(serve(*a)),
         Cmd::Dev(a) => runtime()?.block_on(dev(a)),
         Cmd::Replay(a) => replay(a),

@@ -42,6 +42,8 @@ pub struct LogStats {
     pub fsyncs: AtomicU64,
     /// Bytes written to the log since start (records and their framing).
     pub bytes: AtomicU64,
+    /// How long each group-commit record took to write and fsync.
+    pub fsync_latency: crate::telemetry::Latency,
 }
 
 struct Shared {
@@ -227,7 +229,9 @@ fn writer(mut wal: Wal, rx: mpsc::Receiver<WriteReq>, shared: Arc<Shared>) {
                     })
                     .collect();
                 let n = ops.len() as u64;
+                let started = std::time::Instant::now();
                 let result = wal.write_batch(&ops);
+                shared.stats.fsync_latency.since(started);
                 drop(ops);
                 if result.is_ok() {
                     shared.stats.entries.fetch_add(n, Ordering::Relaxed);

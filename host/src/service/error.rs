@@ -92,6 +92,32 @@ pub fn check_key(key: &str) -> Result<(), ServiceError> {
 }
 
 impl ServiceError {
+    /// The outcome label of this error in metrics (`{result="…"}`): few
+    /// values, so a label never grows with keys or messages.
+    pub fn metric_label(&self) -> &'static str {
+        use ServiceError::*;
+        match self {
+            EmptyKey
+            | KeyTooLong(_)
+            | KeyNotUtf8
+            | ZeroLease
+            | LeaseTooLong { .. }
+            | ZeroLimit
+            | BadLimit { .. }
+            | FieldTooLong { .. }
+            | WaitTooLong { .. }
+            | PolicyRefused(_) => "invalid",
+            // Still held when the wait (if any) ended.
+            Held { .. } => "held",
+            Refused { .. } | Quota { .. } | Unsupported { .. } => "refused",
+            Capacity { .. } | TooManyWaiters { .. } | Overloaded(_) => "limit",
+            NotHeld { .. } | WrongToken { .. } | NotHolder { .. } => "not_holder",
+            NotLeader { .. } => "not_leader",
+            Unavailable(_) => "unavailable",
+            StateMachine(_) => "error",
+        }
+    }
+
     /// openraft refused a call on node `id`: another node leads (with the
     /// leader it named), or consensus is unavailable, said by `unavailable`.
     pub fn from_raft<E>(

@@ -176,6 +176,24 @@ impl LockService {
         spec: Spec,
         wait: Duration,
     ) -> Result<Acquired, ServiceError> {
+        let started = std::time::Instant::now();
+        let answer = self.acquire_checked(key, spec, wait).await;
+        let result = match &answer {
+            Ok(_) => "granted",
+            Err(e) => e.metric_label(),
+        };
+        self.stats
+            .acquire_latency
+            .observe(result, started.elapsed());
+        answer
+    }
+
+    async fn acquire_checked(
+        &self,
+        key: &str,
+        spec: Spec,
+        wait: Duration,
+    ) -> Result<Acquired, ServiceError> {
         check_key(key)?;
         self.check_lease(spec.lease_ms)?;
         self.check_wait(wait)?;
@@ -191,6 +209,11 @@ impl LockService {
             reply,
         })
         .await
+    }
+
+    /// How long each proposed entry took to commit and apply.
+    pub fn commit_latency(&self) -> &crate::telemetry::Latency {
+        self.proposer.commit_latency()
     }
 
     /// Whether the active module supports `spec`'s mode and limit. The

@@ -48,13 +48,21 @@ struct Pending {
 #[derive(Clone)]
 pub struct Proposer {
     tx: mpsc::UnboundedSender<Pending>,
+    /// How long each entry took from proposal to applied (openraft's
+    /// `client_write`), for metrics.
+    commit: crate::telemetry::Latency,
 }
 
 impl Proposer {
     pub fn start(raft: Raft, id: NodeId) -> Proposer {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(raft, id, rx));
-        Proposer { tx }
+        let commit = crate::telemetry::Latency::default();
+        tokio::spawn(run(raft, id, rx, commit.clone()));
+        Proposer { tx, commit }
+    }
+
+    pub fn commit_latency(&self) -> &crate::telemetry::Latency {
+        &self.commit
     }
 
     /// Commit `commands` (in this order, in one entry) and return their
@@ -102,7 +110,12 @@ impl Batch {
     }
 }
 
-async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
+async fn run(
+    raft: Raft,
+    id: NodeId,
+    mut rx: mpsc::UnboundedReceiver<Pending>,
+    commit: crate::telemetry::Latency,
+) {
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     // A group that did not fit the last entry: the first of the next.
     let mut held: Option<Pending> = None;
@@ -128,6 +141,7 @@ async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
         }
         let (total, groups) = (batch.commands, batch.groups);
         let raft = raft.clone();
+        let commit = commit.clone();
         tokio::spawn(async move {
             let mut sizes = Vec::with_capacity(groups.len());
             let mut replies = Vec::with_capacity(groups.len());
@@ -137,7 +151,10 @@ async fn run(raft: Raft, id: NodeId, mut rx: mpsc::UnboundedReceiver<Pending>) {
                 entry.push(g.commands);
                 replies.push(g.reply);
             }
-            let result = match raft.client_write(Request::Commands(entry)).await {
+            let started = std::time::Instant::now();
+            let written = raft.client_write(Request::Commands(entry)).await;
+            commit.since(started);
+            let result = match written {
                 Ok(resp) => match resp.data {
                     Response::Lock(outcomes)
                         if outcomes.len() == sizes.len()

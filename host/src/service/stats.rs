@@ -15,6 +15,9 @@ pub struct ServiceStats {
     pub phantom_releases: AtomicU64,
     pub keepalives: AtomicU64,
     pub waiting: AtomicU64,
+    /// How long acquires took, from the request's checks to its answer,
+    /// by outcome.
+    pub acquire_latency: crate::telemetry::ByResult,
 }
 
 impl ServiceStats {

@@ -26,7 +26,9 @@ use openraft::{AnyError, RaftSnapshotBuilder, StorageIOError};
 
 use super::replica::{Replica, ReplicaView, ShadowModule};
 use super::snapshot::{self, SnapshotFileError};
-use super::{Entry, LogId, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
+use super::{
+    Entry, LogId, Request, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
+};
 use crate::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
 use crate::engine::{EngineError, ModuleHash, WasmEngine, World};
 use crate::upgrade::precompile::Precompiler;
@@ -53,6 +55,17 @@ struct SmShared {
     /// what [`super::snapshot_policy`] weighs the log against.
     last_state_bytes: AtomicU64,
     divergences: AtomicU64,
+    latency: SmLatency,
+}
+
+/// How long applies and module swaps take, for metrics.
+#[derive(Default)]
+pub struct SmLatency {
+    /// Each batch of committed entries openraft hands over.
+    pub apply: crate::telemetry::Latency,
+    /// Each batch that carried an upgrade: the pause a swap costs
+    /// (validation, migration, swap).
+    pub swap: crate::telemetry::Latency,
 }
 
 /// The handle openraft owns; clones share the same state.
@@ -131,6 +144,7 @@ impl StateMachineStore {
                 last_snapshot_index: AtomicU64::new(0),
                 last_build_us: AtomicU64::new(0),
                 last_install_us: AtomicU64::new(0),
+                latency: SmLatency::default(),
                 last_state_bytes: AtomicU64::new(state_bytes),
                 divergences: AtomicU64::new(0),
             }),
@@ -181,6 +195,10 @@ impl StateMachineStore {
 
     pub fn divergences(&self) -> u64 {
         self.shared.divergences.load(Ordering::Relaxed)
+    }
+
+    pub fn latency(&self) -> &SmLatency {
+        &self.shared.latency
     }
 
     // Queries of the applied state.
@@ -294,11 +312,24 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let long = entries.iter().any(
             |e| matches!(&e.payload, openraft::EntryPayload::Normal(r) if r.module_bytes().is_some()),
         );
-        if long {
+        let swap = entries.iter().any(|e| {
+            matches!(
+                &e.payload,
+                openraft::EntryPayload::Normal(Request::Upgrade(_) | Request::SignedUpgrade(_))
+            )
+        });
+        let started = std::time::Instant::now();
+        let applied = if long {
             off_runtime(|| self.replica().apply(entries)).map_err(sm_err)
         } else {
             self.replica().apply(entries).map_err(sm_err)
+        };
+        let l = self.latency();
+        l.apply.since(started);
+        if swap {
+            l.swap.since(started);
         }
+        applied
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {

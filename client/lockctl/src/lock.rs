@@ -1,0 +1,159 @@
+//! `lockctl lock KEY [--lease 10s] [--wait 10m] [--grace 10s] -- CMD ARGS…`:
+//! run a command while holding a lock, as `etcdctl lock` and `consul lock`
+//! do.
+//!
+//! * The lock is taken first (waiting up to `--wait`; still held after
+//!   it: status 2 and CMD never runs).
+//! * CMD runs with `LOCKD_KEY`, `LOCKD_TOKEN` (the fencing token, to hand
+//!   to whatever the lock protects) and `LOCKD_LEASE_MS` in its
+//!   environment, its stdin, stdout and stderr lockctl's own.
+//! * The lease is renewed every third of it while CMD runs.
+//! * When CMD ends, the lock is released and CMD's status is lockctl's
+//!   (128 + the signal's number when a signal ended it, as shells say).
+//! * When the lock is lost (a renewal refused, or the lease's end passed
+//!   without one, e.g. lockctl was paused), CMD gets SIGTERM, then
+//!   SIGKILL after `--grace`, and lockctl exits with status 3, whatever
+//!   CMD's own: the work ran, or was cut short, without the lock.
+//! * SIGINT or SIGTERM to lockctl is passed to CMD as SIGTERM (SIGKILL
+//!   after `--grace`); then the lock is released and CMD's status is
+//!   lockctl's.
+//! * CMD that cannot be started: 127 when not found, 126 otherwise (as
+//!   shells say), after releasing the lock.
+
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use lockd_client::{AcquireOptions, Client, LockGuard};
+use tokio::process::{Child, Command};
+
+use crate::output::Failure;
+
+/// How often the lock's validity is checked while CMD runs.
+const CHECK: Duration = Duration::from_millis(50);
+
+/// The status lockctl exits with when the lock was lost.
+pub const LOST: i32 = 3;
+
+pub struct Run {
+    pub key: String,
+    pub opts: AcquireOptions,
+    pub grace: Duration,
+    pub command: Vec<String>,
+}
+
+pub async fn run(client: &Client, r: Run) -> Result<(), Failure> {
+    let Some((program, args)) = r.command.split_first() else {
+        return Err(anyhow!("no command to run: `lockctl lock KEY -- CMD ARGS…`").into());
+    };
+    let mut g = client.acquire_with(&r.key, r.opts).await?;
+    g.keep_alive();
+    let spawned = Command::new(program)
+        .args(args)
+        .env("LOCKD_KEY", &r.key)
+        .env("LOCKD_TOKEN", g.token().to_string())
+        .env("LOCKD_LEASE_MS", g.lease().as_millis().to_string())
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            let released = g.release().await;
+            return Err(Failure(
+                anyhow!("cannot run {program:?}: {e}{}", release_note(released)),
+                code,
+            ));
+        }
+    };
+    let stop = lockd_client::shutdown::signal();
+    tokio::pin!(stop);
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            _ = &mut stop => {
+                let status = end(&mut child, r.grace).await;
+                return finish(g, status, &r.key).await;
+            }
+            _ = tokio::time::sleep(CHECK) => {
+                if !g.is_valid() {
+                    let _ = end(&mut child, r.grace).await;
+                    return Err(lost(&r.key, &g));
+                }
+            }
+        }
+    };
+    if !g.is_valid() {
+        return Err(lost(&r.key, &g));
+    }
+    finish(g, status, &r.key).await
+}
+
+fn lost(key: &str, g: &LockGuard) -> Failure {
+    Failure(
+        anyhow!(
+            "lost lock {key} (token {}) while the command ran: its lease ran out or it was taken; the command was stopped",
+            g.token()
+        ),
+        LOST,
+    )
+}
+
+fn release_note(r: Result<(), lockd_client::ClientError>) -> String {
+    match r {
+        Ok(()) => String::new(),
+        Err(e) => format!(" (and the lock's release failed: {e}; its lease will end it)"),
+    }
+}
+
+/// Release the lock, then exit as CMD did.
+async fn finish(
+    g: LockGuard,
+    status: std::io::Result<ExitStatus>,
+    key: &str,
+) -> Result<(), Failure> {
+    let released = g.release().await;
+    let status = status.map_err(|e| anyhow!("cannot wait for the command: {e}"))?;
+    if let Err(e) = released {
+        eprintln!(
+            "lockctl: the command ended but releasing {key} failed: {e}; its lease will end it"
+        );
+    }
+    match code_of(status) {
+        0 => Ok(()),
+        // CMD's status is lockctl's, with nothing added: CMD said what
+        // went wrong, if anything did.
+        code => std::process::exit(code),
+    }
+}
+
+/// CMD's status as a shell reports it.
+fn code_of(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(sig)) => 128 + sig,
+        (None, None) => 1,
+    }
+}
+
+/// SIGTERM, then SIGKILL if CMD has not ended within `grace`.
+async fn end(child: &mut Child, grace: Duration) -> std::io::Result<ExitStatus> {
+    if let Some(pid) = child.id() {
+        // The pid is our own child's, not yet reaped: it cannot have been
+        // reused.
+        let pid = libc::pid_t::try_from(pid).map_err(std::io::Error::other)?;
+        // SAFETY: kill(2) with a valid signal number has no memory effects.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    match tokio::time::timeout(grace, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            child.start_kill()?;
+            child.wait().await
+        }
+    }
+}

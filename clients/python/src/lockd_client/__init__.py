@@ -1,0 +1,69 @@
+"""A Python client for lockd, the Raft-replicated lock service.
+
+Blocking::
+
+    from lockd_client import Client
+
+    client = Client(["http://127.0.0.1:7401", "http://127.0.0.1:7402", "http://127.0.0.1:7403"])
+    with client.lock("jobs/nightly", lease=10) as lk:
+        do_the_job(fencing_token=lk.token)   # renewed in the background; lk.lost says if it ended
+
+asyncio::
+
+    from lockd_client import AsyncClient
+
+    async with AsyncClient([...]).lock("jobs/nightly", lease=10) as lk:
+        ...
+
+Standard library only. See the README for errors and retries.
+"""
+
+from ._core import AUTO, Holder, ListPage, LockInfo, VERSION as __version__
+from .aio import AsyncClient, AsyncLock
+from .client import Client, Lock
+from .errors import (
+    BadRequest,
+    CapacityExceeded,
+    Forbidden,
+    Held,
+    LeaseEnded,
+    LockdError,
+    NotHeld,
+    OutcomeUnknown,
+    ProtocolError,
+    ServerError,
+    Timeout,
+    TooManyRequests,
+    Unauthenticated,
+    Unavailable,
+    Unsupported,
+    WrongToken,
+)
+
+__all__ = [
+    "AUTO",
+    "AsyncClient",
+    "AsyncLock",
+    "BadRequest",
+    "CapacityExceeded",
+    "Client",
+    "Forbidden",
+    "Held",
+    "Holder",
+    "LeaseEnded",
+    "ListPage",
+    "Lock",
+    "LockInfo",
+    "LockdError",
+    "NotHeld",
+    "OutcomeUnknown",
+    "ProtocolError",
+    "ServerError",
+    "Timeout",
+    "TooManyRequests",
+    "Unauthenticated",
+    "Unavailable",
+    "Unsupported",
+    "WrongToken",
+    "__version__",
+]

@@ -1,0 +1,472 @@
+"""The asyncio client: :class:`AsyncClient` and :class:`AsyncLock`.
+
+HTTP/1.1 over asyncio streams (kept-alive connections, TLS by ``ssl``), a
+keepalive task per held lock. The request logic is the blocking client's
+(:mod:`lockd_client._core`), so retries and errors are the same.
+
+Cancelling a waiting acquire closes its connection: the node sees the
+caller leave and drops it from the key's queue (or releases a grant made
+at that moment), so a cancelled acquire leaves no lock behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import threading
+import time
+import weakref
+from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Set, Tuple, Union
+
+from . import _core as C
+from . import errors as E
+
+__all__ = ["AsyncClient", "AsyncLock"]
+
+_POOL_PER_NODE = 16
+_MAX_BODY = 64 * 1024 * 1024
+_MAX_HEADERS = 100
+
+# Keepalive tasks that run: the event loop keeps only weak references.
+_TASKS: Set["asyncio.Task[None]"] = set()
+
+_Conn = Tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+class _BadAnswer(Exception):
+    pass
+
+
+class _Transport:
+    def __init__(self, ctx: Optional[ssl.SSLContext], connect_timeout: float, headers: Dict[str, str]) -> None:
+        self._ctx = ctx
+        self._connect_timeout = connect_timeout
+        self._headers = headers
+        self._mu = threading.Lock()
+        self._idle: Dict[C.Endpoint, List[_Conn]] = {}
+
+    async def _new(self, ep: C.Endpoint) -> _Conn:
+        if ep.tls and self._ctx is None:
+            raise C.NotSent("https endpoint without a TLS context")
+        try:
+            r, w = await asyncio.wait_for(
+                asyncio.open_connection(
+                    ep.host,
+                    ep.port,
+                    ssl=self._ctx if ep.tls else None,
+                    server_hostname=ep.host if ep.tls else None,
+                ),
+                self._connect_timeout,
+            )
+        except (OSError, asyncio.TimeoutError, ssl.SSLError) as e:
+            raise C.NotSent(str(e) or type(e).__name__) from None
+        sock = w.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        return r, w
+
+    def _take(self, ep: C.Endpoint) -> Optional[_Conn]:
+        with self._mu:
+            idle = self._idle.get(ep)
+            while idle:
+                r, w = idle.pop()
+                if not w.is_closing() and not r.at_eof():
+                    return r, w
+                w.transport.abort()
+        return None
+
+    async def exchange(self, x: C.Exchange) -> C.Reply:
+        conn = self._take(x.endpoint) if x.reuse else None
+        pooled = conn is not None
+        if conn is None:
+            conn = await self._new(x.endpoint)
+        r, w = conn
+        done = False
+        try:
+            status, headers, body, keep = await asyncio.wait_for(self._roundtrip(r, w, x), x.timeout)
+            done = True
+        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, _BadAnswer) as e:
+            if pooled:
+                self._drop(x.endpoint)
+            raise C.NoAnswer(e, pooled) from None
+        finally:
+            if not done:
+                # Also on cancellation: the node sees the caller leave.
+                w.transport.abort()
+        reply = (status, headers, body)
+        if keep:
+            with self._mu:
+                idle = self._idle.setdefault(x.endpoint, [])
+                if len(idle) < _POOL_PER_NODE:
+                    idle.append((r, w))
+                    return reply
+        w.close()
+        return reply
+
+    async def _roundtrip(
+        self, r: asyncio.StreamReader, w: asyncio.StreamWriter, x: C.Exchange
+    ) -> Tuple[int, Dict[str, str], bytes, bool]:
+        ep = x.endpoint
+        host = f"[{ep.host}]" if ":" in ep.host else ep.host
+        lines = [f"{x.method} {x.path} HTTP/1.1", f"Host: {host}:{ep.port}"]
+        lines += [f"{k}: {v}" for k, v in self._headers.items()]
+        body = x.body or b""
+        if x.body is not None:
+            lines.append("Content-Type: application/json")
+        if x.body is not None or x.method in ("POST", "PUT"):
+            lines.append(f"Content-Length: {len(body)}")
+        w.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        await w.drain()
+        while True:
+            line = await r.readline()
+            if not line:
+                raise _BadAnswer("the connection closed before an answer")
+            parts = line.decode("latin-1").rstrip("\r\n").split(" ", 2)
+            if len(parts) < 2 or not parts[0].startswith("HTTP/"):
+                raise _BadAnswer(f"not an HTTP status line: {line[:80]!r}")
+            version, status = parts[0], int(parts[1])
+            headers: Dict[str, str] = {}
+            for _ in range(_MAX_HEADERS + 1):
+                h = await r.readline()
+                if h in (b"\r\n", b"\n"):
+                    break
+                if not h:
+                    raise _BadAnswer("the connection closed in the headers")
+                k, sep, v = h.decode("latin-1").partition(":")
+                if not sep:
+                    raise _BadAnswer(f"not a header line: {h[:80]!r}")
+                headers[k.strip().lower()] = v.strip()
+            else:
+                raise _BadAnswer("too many header lines")
+            if 100 <= status < 200:
+                continue  # an interim answer; the real one follows
+            break
+        keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
+        if x.method == "HEAD" or status in (204, 304):
+            data = b""
+        elif "chunked" in headers.get("transfer-encoding", "").lower():
+            chunks = []
+            total = 0
+            while True:
+                size_line = await r.readline()
+                size = int(size_line.split(b";")[0].strip() or b"x", 16)
+                if size == 0:
+                    while (await r.readline()) not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                total += size
+                if total > _MAX_BODY:
+                    raise _BadAnswer("answer body too large")
+                chunks.append(await r.readexactly(size))
+                await r.readexactly(2)
+            data = b"".join(chunks)
+        elif "content-length" in headers:
+            n = int(headers["content-length"])
+            if not 0 <= n <= _MAX_BODY:
+                raise _BadAnswer(f"answer body of {n} bytes")
+            data = await r.readexactly(n)
+        else:
+            data = await r.read(_MAX_BODY)
+            keep = False
+        return status, headers, data, keep
+
+    def _drop(self, ep: C.Endpoint) -> None:
+        with self._mu:
+            conns = self._idle.pop(ep, [])
+        for _, w in conns:
+            w.transport.abort()
+
+    def close(self) -> None:
+        with self._mu:
+            conns = [c for cs in self._idle.values() for c in cs]
+            self._idle.clear()
+        for _, w in conns:
+            w.close()
+
+
+class AsyncClient:
+    """The asyncio twin of :class:`lockd_client.Client`: the same arguments,
+    the same methods as coroutines, the same errors.
+
+    ``async with client.lock(key, lease) as lk`` takes the lock (``lk`` is
+    an :class:`AsyncLock`, renewed by a task) and releases it at the end of
+    the block; ``lk = await client.lock(...)`` takes it without a block.
+    """
+
+    def __init__(
+        self,
+        endpoints: Union[str, Sequence[str], None] = None,
+        *,
+        token: Optional[str] = None,
+        cafile: Optional[str] = None,
+        certfile: Optional[str] = None,
+        keyfile: Optional[str] = None,
+        timeout: float = 5.0,
+        connect_timeout: float = 2.0,
+        retry_for: float = 10.0,
+        owner: Optional[str] = None,
+    ) -> None:
+        cfg = C.configure(endpoints, token, cafile, certfile, keyfile, timeout, connect_timeout, retry_for, owner)
+        self._endpoints = cfg.endpoints
+        self._settings = cfg.settings
+        self._router = C.Router(cfg.endpoints)
+        self._transport = _Transport(cfg.ctx, cfg.settings.connect_timeout, cfg.headers)
+        self.owner: str = cfg.owner
+
+    async def _run(self, plan: C.Plan) -> Any:
+        try:
+            step = next(plan)
+            while True:
+                if isinstance(step, C.Sleep):
+                    await asyncio.sleep(step.seconds)
+                    step = plan.send(None)
+                    continue
+                try:
+                    reply = await self._transport.exchange(step)
+                except (C.NotSent, C.NoAnswer) as e:
+                    step = plan.throw(e)
+                else:
+                    step = plan.send(reply)
+        except StopIteration as stop:
+            return stop.value
+        finally:
+            plan.close()
+
+    async def _call(self, op: C.Op) -> Dict[str, Any]:
+        return await self._run(C.call_plan(self._router, self._settings, op))
+
+    async def close(self) -> None:
+        """Close kept-alive connections (held locks stay held: release them first)."""
+        self._transport.close()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    @property
+    def endpoints(self) -> List[str]:
+        return [ep.url for ep in self._router.endpoints]
+
+    def lock(
+        self,
+        key: str,
+        lease: float,
+        wait: Optional[float] = None,
+        *,
+        mode: str = "exclusive",
+        limit: int = 1,
+        owner: Optional[str] = None,
+        request_id: Any = C.AUTO,
+        keepalive: bool = True,
+    ) -> "_PendingLock":
+        """Take ``key`` (see :meth:`lockd_client.Client.lock`): use as
+        ``async with client.lock(...) as lk`` or ``lk = await client.lock(...)``.
+        Bad arguments raise here, before anything is awaited."""
+        C.check_key(key)
+        C.lease_ms(lease)
+        C.wait_seconds(wait)
+        C.check_mode(mode)
+        C.check_limit(limit)
+        return _PendingLock(
+            self, (key, lease, wait, mode, limit, self.owner if owner is None else owner, request_id), keepalive
+        )
+
+    async def _lock(self, args: Tuple[Any, ...], keepalive: bool) -> "AsyncLock":
+        g = await self._run(C.acquire_plan(self._router, self._settings, *args))
+        return AsyncLock(self, g, keepalive)
+
+    async def try_lock(self, key: str, lease: float, **options: Any) -> Optional["AsyncLock"]:
+        """Take ``key`` if it is free now; ``None`` if it is busy."""
+        if "wait" in options:
+            raise TypeError("try_lock does not wait: use lock(key, lease, wait=...)")
+        try:
+            return await self.lock(key, lease, 0, **options)
+        except E.Held:
+            return None
+
+    async def release(self, key: str, token: int) -> None:
+        await self._call(C.release_op(C.check_key(key), C.check_token(token)))
+
+    async def keepalive(self, key: str, token: int) -> float:
+        op = C.keepalive_op(C.check_key(key), C.check_token(token), None)
+        return C.renewed_lease(op, await self._call(op))
+
+    async def get(self, key: str) -> C.LockInfo:
+        return C.lock_info(key, await self._call(C.get_op(C.check_key(key))))
+
+    async def holders(self, key: str) -> List[C.Holder]:
+        return (await self.get(key)).holders
+
+    async def list(self, prefix: str = "", after: Optional[str] = None, limit: int = 100) -> C.ListPage:
+        C.check_text("prefix", prefix)
+        if after is not None:
+            C.check_text("after", after)
+        return C.list_page(await self._call(C.list_op(prefix, after, C.check_limit(limit))))
+
+    async def force_release(self, key: str, token: int) -> None:
+        await self._call(C.force_release_op(C.check_key(key), C.check_token(token)))
+
+    async def policy(self) -> List[Dict[str, Any]]:
+        return list((await self._call(C.policy_get_op())).get("rules", []))
+
+    async def set_policy(self, rules: Sequence[Mapping[str, Any]]) -> None:
+        await self._call(C.policy_put_op([dict(r) for r in rules]))
+
+    async def status(self, endpoint: Optional[str] = None) -> Dict[str, Any]:
+        op = C.Op(method="GET", path="/v1/status", what="status", kind="read", idempotent=True)
+        if endpoint is None:
+            return await self._call(op)
+        router = C.Router([C.parse_endpoint(endpoint, self._endpoints[0].scheme)])
+        router.discovery = False
+        return await self._run(C.call_plan(router, self._settings, op))
+
+
+class _PendingLock:
+    """What :meth:`AsyncClient.lock` returns: awaitable, and an async context manager."""
+
+    def __init__(self, client: AsyncClient, args: Tuple[Any, ...], keepalive: bool) -> None:
+        self._client = client
+        self._args = args
+        self._keepalive = keepalive
+        self._lock: Optional[AsyncLock] = None
+
+    def __await__(self) -> Generator[Any, None, "AsyncLock"]:
+        return self._client._lock(self._args, self._keepalive).__await__()
+
+    async def __aenter__(self) -> "AsyncLock":
+        self._lock = await self._client._lock(self._args, self._keepalive)
+        return self._lock
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        assert self._lock is not None
+        await self._lock.__aexit__(exc_type, exc, tb)
+
+
+class _Renewal:
+    """The lease as this process sees it, renewed by a task that holds no
+    reference to the :class:`AsyncLock` (dropping the lock stops it)."""
+
+    def __init__(self, client: AsyncClient, g: C.Grant) -> None:
+        self.client = client
+        self.key = g.key
+        self.token = g.token
+        self.lease = g.lease
+        self.deadline = g.deadline
+        self.lost = asyncio.Event()
+        self.reason: Optional[BaseException] = None
+        self.stopped = False
+
+    def lose(self, reason: BaseException) -> None:
+        if not self.lost.is_set():
+            self.reason = reason
+            self.lost.set()
+
+    async def run(self) -> None:
+        every = self.lease / 3
+        next_at = self.deadline - self.lease + every
+        while True:
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+            now = time.monotonic()
+            if now >= self.deadline:
+                self.lose(E.LeaseEnded(f"the lease of {self.key!r} (token {self.token}) ended before it was renewed"))
+                return
+            op = C.keepalive_op(self.key, self.token, until=self.deadline)
+            try:
+                renewed = C.renewed_lease(op, await self.client._call(op))
+            except E.LockdError as e:
+                if self.stopped:
+                    return
+                if C.is_refusal(e):
+                    self.lose(e)
+                    return
+                if time.monotonic() >= self.deadline:
+                    self.lose(E.LeaseEnded(f"the lease of {self.key!r} (token {self.token}) ended before it was renewed: {e}"))
+                    return
+                next_at = time.monotonic() + min(every, 0.05)
+                continue
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                self.lose(e)
+                return
+            self.deadline = now + min(renewed, self.lease)
+            next_at = now + every
+
+
+def _cancel(task: "asyncio.Task[None]", loop: asyncio.AbstractEventLoop) -> None:
+    if not task.done() and not loop.is_closed():
+        try:
+            loop.call_soon_threadsafe(task.cancel)
+        except RuntimeError:
+            pass
+
+
+class AsyncLock:
+    """A held lock (see :class:`lockd_client.Lock`); ``lost`` is an
+    :class:`asyncio.Event`, the keepalive an asyncio task."""
+
+    def __init__(self, client: AsyncClient, g: C.Grant, keepalive: bool = True) -> None:
+        self._client = client
+        self.key: str = g.key
+        self.token: int = g.token
+        self.lease: float = g.lease
+        self.mode: str = g.mode
+        self.limit: int = g.limit
+        self.owner: str = g.owner
+        self.request_id: Optional[str] = g.request_id
+        self._r = _Renewal(client, g)
+        self.lost: asyncio.Event = self._r.lost
+        self._released = False
+        self._task: Optional["asyncio.Task[None]"] = None
+        if keepalive:
+            task = asyncio.get_running_loop().create_task(self._r.run(), name=f"lockd-keepalive {self.key} {self.token}")
+            _TASKS.add(task)
+            task.add_done_callback(_TASKS.discard)
+            self._task = task
+            weakref.finalize(self, _cancel, task, asyncio.get_running_loop())
+
+    @property
+    def lost_reason(self) -> Optional[BaseException]:
+        return self._r.reason
+
+    @property
+    def deadline(self) -> float:
+        return self._r.deadline
+
+    def valid(self) -> bool:
+        return not self.lost.is_set() and time.monotonic() < self._r.deadline
+
+    def _stop(self) -> None:
+        self._r.stopped = True
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    async def release(self) -> None:
+        """Stop renewing and release the lock (once; later calls do nothing)."""
+        if self._released:
+            return
+        self._released = True
+        self._stop()
+        await self._client.release(self.key, self.token)
+
+    async def __aenter__(self) -> "AsyncLock":
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            await self.release()
+        except E.NotHeld as e:
+            self._r.lose(e)
+        except E.LockdError:
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        state = "lost" if self.lost.is_set() else ("released" if self._released else "held")
+        return f"<AsyncLock {self.key!r} token {self.token} lease {self.lease:g}s {state}>"

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from typing import Callable, Iterator, List
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from lockd_cluster import Cluster, lockd_bin, module_0_2  # noqa: E402
+
+
+def _started(tmp: str, **kw) -> Cluster:
+    c = Cluster(tmp, **kw)
+    try:
+        return c.start()
+    except BaseException:
+        c.stop()
+        raise
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _binary() -> None:
+    lockd_bin()  # fail at once, with the reason, when it is missing
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    """A plaintext 3-node cluster on the built-in module (world 0.1), shared."""
+    c = _started(tmp_path_factory.mktemp("plain"))
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster02(tmp_path_factory) -> Iterator[Cluster]:
+    """A plaintext 3-node cluster upgraded to the reference module of world 0.2."""
+    module = module_0_2()
+    c = _started(tmp_path_factory.mktemp("world02"))
+    try:
+        c.upgrade(module)
+    except BaseException:
+        c.stop()
+        raise
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="session")
+def secure_cluster(tmp_path_factory) -> Iterator[Cluster]:
+    """A 3-node cluster with TLS everywhere and an auth file (see lockd_cluster.Secure)."""
+    c = _started(tmp_path_factory.mktemp("secure"), secure=True)
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def new_cluster(tmp_path) -> Iterator[Callable[..., Cluster]]:
+    """Start clusters of this test's own (killed and paused at will)."""
+    made: List[Cluster] = []
+
+    def make(**kw) -> Cluster:
+        c = _started(tmp_path / f"c{len(made)}", **kw)
+        made.append(c)
+        return c
+
+    yield make
+    for c in made:
+        c.stop()
+
+
+@pytest.fixture
+def key(request) -> str:
+    """A key no other test uses."""
+    return f"py/{request.node.name}/{uuid.uuid4().hex[:8]}"
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "call" and rep.failed:
+        for name in ("cluster", "cluster02", "secure_cluster"):
+            c = item.funcargs.get(name)
+            if isinstance(c, Cluster):
+                rep.sections.append((f"lockd logs ({name}, {c.dir})", c.logs()))

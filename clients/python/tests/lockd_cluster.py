@@ -1,0 +1,306 @@
+"""Real lockd clusters for the tests: one `lockd serve` process per node,
+each with its own data dir and log file, on free loopback ports.
+
+Nothing here uses the client under test: the harness talks to the nodes
+with urllib, so a bug in the client cannot hide a bug in the harness.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# The Raft timings of the Rust cluster tests (tests/src/cluster.rs): a
+# loaded 2-core machine does not start spurious elections with them.
+HEARTBEAT_MS = 50
+ELECTION_MS = 400
+
+_handed_out: set = set()
+
+
+def lockd_bin() -> Path:
+    path = Path(os.environ.get("LOCKD_BIN", ROOT / "target" / "release" / "lockd"))
+    if not path.is_file():
+        raise RuntimeError(
+            f"{path} is missing: build it with `cargo build --release` (or `cargo test --release`) "
+            "at the repository root, or point LOCKD_BIN at a lockd binary"
+        )
+    return path
+
+
+def module_0_2() -> Path:
+    """The reference lock module of world 0.2 (guest-sm/world02), as the
+    Rust test build leaves it, or LOCKD_MODULE_0_2, or modules/lock_sm_0_2.wasm."""
+    env = os.environ.get("LOCKD_MODULE_0_2")
+    if env:
+        p = Path(env)
+        if not p.is_file():
+            raise RuntimeError(f"LOCKD_MODULE_0_2={env} is not a file")
+        return p
+    found = [Path(p) for p in glob.glob(str(ROOT / "target" / "release" / "build" / "lock-tests-*" / "out" / "guest_sm_v3.wasm"))]
+    found += [p for p in [ROOT / "modules" / "lock_sm_0_2.wasm"] if p.is_file()]
+    if not found:
+        raise RuntimeError(
+            "no lock module of world 0.2 found: `cargo test --release` (or `cargo build --release "
+            "--workspace --all-targets`) leaves one in target/release/build/lock-tests-*/out/guest_sm_v3.wasm; "
+            "`cargo run --release -p lock-tests --bin modules -- modules` writes modules/lock_sm_0_2.wasm; "
+            "or set LOCKD_MODULE_0_2"
+        )
+    return max(found, key=lambda p: p.stat().st_mtime)
+
+
+def free_port() -> int:
+    """A port nobody listens on now, never the same one twice in a run."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+
+
+def run(args: List[str], **kw: Any) -> subprocess.CompletedProcess:
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, args))} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+@dataclass
+class Secure:
+    """Certificates (`lockd certs init`), tokens (`lockd auth token`) and an auth file."""
+
+    dir: Path
+    auth_file: Path
+    tokens: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ca(self) -> str:
+        return str(self.dir / "ca.pem")
+
+    def cert(self, name: str) -> tuple:
+        return str(self.dir / f"{name}.pem"), str(self.dir / f"{name}.key")
+
+    @staticmethod
+    def create(dir: Path, node_ids: List[int]) -> "Secure":
+        bin = str(lockd_bin())
+        args = [bin, "certs", "init", str(dir)]
+        for i in node_ids:
+            args += ["--node", f"{i}=127.0.0.1"]
+        for c in ("admin", "ci", "stranger"):
+            args += ["--client", c]
+        run(args)
+        tokens: Dict[str, str] = {}
+        hashes: Dict[str, str] = {}
+        for p in ("deployer", "worker"):
+            r = run([bin, "auth", "token", p])
+            tokens[p] = r.stdout.strip()
+            m = re.search(r"sha256:[0-9a-f]{64}", r.stderr)
+            assert m, f"no token hash in: {r.stderr}"
+            hashes[p] = m.group(0)
+        auth = dir / "auth.toml"
+        auth.write_text(
+            f"""
+[roles.jobs]
+lock = ["jobs/"]
+
+[principals.admin]
+roles = ["admin"]
+
+[principals.ci]
+roles = ["jobs", "read"]
+
+[principals.deployer]
+roles = ["jobs"]
+tokens = ["{hashes['deployer']}"]
+
+[principals.worker]
+roles = ["jobs", "read"]
+tokens = ["{hashes['worker']}"]
+"""
+        )
+        run([bin, "auth", "check", str(auth)])
+        return Secure(dir=dir, auth_file=auth, tokens=tokens)
+
+
+@dataclass
+class Node:
+    id: int
+    addr: str
+    data_dir: Path
+    log: Path
+    args: List[str]
+    proc: Optional[subprocess.Popen] = None
+    paused: bool = False
+
+
+class Cluster:
+    def __init__(self, dir: Path, n: int = 3, secure: bool = False, extra: Optional[List[str]] = None) -> None:
+        self.dir = dir
+        dir.mkdir(parents=True, exist_ok=True)
+        self.bin = str(lockd_bin())
+        ids = list(range(1, n + 1))
+        self.secure = Secure.create(dir / "certs", ids) if secure else None
+        self.nodes: Dict[int, Node] = {}
+        addrs = {i: f"127.0.0.1:{free_port()}" for i in ids}
+        initial = ",".join(f"{i}={a}" for i, a in addrs.items())
+        for i in ids:
+            args = [
+                "serve", "--id", str(i), "--addr", addrs[i],
+                "--data-dir", str(dir / f"n{i}"),
+                "--initial-cluster", initial,
+                "--heartbeat-ms", str(HEARTBEAT_MS),
+                "--election-timeout-ms", str(ELECTION_MS),
+            ]
+            if self.secure:
+                cert, key = self.secure.cert(f"node-{i}")
+                args += ["--tls-cert", cert, "--tls-key", key, "--tls-ca", self.secure.ca,
+                         "--auth-file", str(self.secure.auth_file)]
+            args += extra or []
+            self.nodes[i] = Node(i, addrs[i], dir / f"n{i}", dir / f"n{i}.log", args)
+        self._ctx: Optional[ssl.SSLContext] = None
+        if self.secure:
+            self._ctx = ssl.create_default_context(cafile=self.secure.ca)
+            self._ctx.load_cert_chain(*self.secure.cert("admin"))
+
+    # ------------------------------------------------------------ processes
+
+    def start(self) -> "Cluster":
+        for i in self.nodes:
+            self.spawn(i)
+        self.wait_leader()
+        return self
+
+    def spawn(self, i: int) -> None:
+        node = self.nodes[i]
+        assert node.proc is None, f"node {i} runs already"
+        env = dict(os.environ, RUST_LOG=os.environ.get("LOCKD_TEST_LOG", "info,openraft=warn"))
+        with open(node.log, "ab") as log:
+            node.proc = subprocess.Popen([self.bin] + node.args, stdout=subprocess.DEVNULL, stderr=log, env=env)
+
+    def kill(self, i: int) -> None:
+        """SIGKILL node ``i`` and reap it."""
+        node = self.nodes[i]
+        if node.proc is not None:
+            if node.paused:
+                node.proc.send_signal(signal.SIGCONT)
+                node.paused = False
+            node.proc.kill()
+            node.proc.wait(timeout=30)
+            node.proc = None
+
+    def pause(self, i: int) -> None:
+        self.nodes[i].proc.send_signal(signal.SIGSTOP)
+        self.nodes[i].paused = True
+
+    def resume(self, i: int) -> None:
+        self.nodes[i].proc.send_signal(signal.SIGCONT)
+        self.nodes[i].paused = False
+
+    def stop(self) -> None:
+        for i in self.nodes:
+            self.kill(i)
+
+    def running(self) -> List[int]:
+        return [i for i, n in self.nodes.items() if n.proc is not None and n.proc.poll() is None]
+
+    def check_alive(self) -> None:
+        for i, n in self.nodes.items():
+            if n.proc is not None and n.proc.poll() is not None:
+                raise AssertionError(f"node {i} exited with {n.proc.returncode}:\n{self.log_tail(i)}")
+
+    def log_tail(self, i: int, lines: int = 30) -> str:
+        try:
+            text = self.nodes[i].log.read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return "\n".join(text[-lines:])
+
+    def logs(self) -> str:
+        return "\n".join(f"--- node {i} ({n.log}) ---\n{self.log_tail(i)}" for i, n in self.nodes.items())
+
+    # ---------------------------------------------------------------- HTTP
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.secure else "http"
+
+    def url(self, i: int) -> str:
+        return f"{self.scheme}://{self.nodes[i].addr}"
+
+    @property
+    def endpoints(self) -> List[str]:
+        return [self.url(i) for i in self.nodes]
+
+    def http(self, i: int, method: str, path: str, body: Optional[bytes] = None, timeout: float = 5.0) -> tuple:
+        """(status, parsed JSON or text) from node ``i``, as the admin on a secure cluster."""
+        req = urllib.request.Request(self.url(i) + path, data=body, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout, context=self._ctx) as r:
+                raw = r.read()
+                status = r.status
+        except urllib.error.HTTPError as e:
+            raw, status = e.read(), e.code
+        try:
+            return status, json.loads(raw)
+        except ValueError:
+            return status, raw.decode(errors="replace")
+
+    def status(self, i: int) -> Optional[Dict[str, Any]]:
+        try:
+            code, body = self.http(i, "GET", "/v1/status", timeout=2.0)
+        except OSError:
+            return None
+        return body if code == 200 and isinstance(body, dict) else None
+
+    def wait_leader(self, timeout: float = 30.0, without: Optional[int] = None) -> int:
+        """The leader every running node (but ``without``) agrees on."""
+        end = time.monotonic() + timeout
+        seen = None
+        while time.monotonic() < end:
+            self.check_alive()
+            live = [i for i in self.running() if i != without and not self.nodes[i].paused]
+            st = {i: self.status(i) for i in live}
+            seen = {i: (s or {}).get("leader") for i, s in st.items()}
+            leaders = set(seen.values())
+            if len(leaders) == 1:
+                (leader,) = leaders
+                if leader in st and (st[leader] or {}).get("role") == "leader":
+                    return leader
+            time.sleep(0.05)
+        raise AssertionError(f"no agreed leader within {timeout} s (each node's view: {seen})\n{self.logs()}")
+
+    def metric(self, i: int, name: str) -> Optional[float]:
+        code, text = self.http(i, "GET", "/metrics")
+        assert code == 200, text
+        for line in str(text).splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
+    def upgrade(self, module: Path) -> Dict[str, Any]:
+        leader = self.wait_leader()
+        code, body = self.http(leader, "POST", "/v1/admin/upgrade", module.read_bytes(), timeout=60.0)
+        assert code == 200, f"upgrade refused: {code} {body}"
+        # Every node runs it before the tests start.
+        want = self.status(leader)["module_hash"]
+        end = time.monotonic() + 30
+        while any((self.status(i) or {}).get("module_hash") != want for i in self.running()):
+            assert time.monotonic() < end, f"not every node swapped to {want}:\n{self.logs()}"
+            time.sleep(0.05)
+        return body
