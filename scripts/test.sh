@@ -31,3 +31,6 @@ CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" \
 # deploy/ (Kubernetes schemas, compose flags, dashboard metric names).
 scripts/test-python.sh
 scripts/test-deploy.sh
+# The web console in a real headless browser (Debian's chromium, installed
+# by the script when missing).
+scripts/test-console.sh

@@ -162,10 +162,17 @@ impl Http {
 
     /// Send `request` (with the bearer token, if any) and read the whole
     /// answer.
-    async fn send(
-        &self,
-        mut request: Request<Full<Bytes>>,
-    ) -> Result<(StatusCode, Bytes), AdminError> {
+    async fn send(&self, request: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes), AdminError> {
+        let response = self.client.request(self.authorised(request)).await?;
+        let status = response.status();
+        let bytes = response.into_body().collect().await?.to_bytes();
+        Ok((status, bytes))
+    }
+}
+
+impl Http {
+    /// `request` with the bearer token, if any.
+    fn authorised(&self, mut request: Request<Full<Bytes>>) -> Request<Full<Bytes>> {
         if let Some(token) = &self.credentials.token {
             let value = format!("Bearer {}", token.expose());
             if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
@@ -174,12 +181,13 @@ impl Http {
                     .insert(hyper::header::AUTHORIZATION, v);
             }
         }
-        let response = self.client.request(request).await?;
-        let status = response.status();
-        let bytes = response.into_body().collect().await?.to_bytes();
-        Ok((status, bytes))
+        request
     }
 }
+
+/// The header of `GET /v1/admin/snapshot`'s answer that names the log
+/// index the snapshot is the state at.
+pub const SNAPSHOT_INDEX_HEADER: &str = "x-lockd-snapshot-index";
 
 /// A cluster, reached through any of its endpoints.
 #[derive(Clone)]
@@ -393,6 +401,44 @@ impl Admin {
         self.post(path, "application/wasm", body).await
     }
 
+    /// A consistent snapshot of the cluster from its leader (module, state,
+    /// token counter, settings): the bytes of `GET /v1/admin/snapshot`, and
+    /// the log index they are the state at. No timeout: a big table takes
+    /// a while to encode.
+    pub async fn snapshot(&self) -> Result<(u64, Bytes), AdminError> {
+        let addr = self.leader_addr().await?;
+        let path = "/v1/admin/snapshot";
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(self.http.url(&addr, path))
+            .body(Full::new(Bytes::new()))?;
+        let response = self
+            .http
+            .client
+            .request(self.http.authorised(request))
+            .await
+            .map_err(|source| AdminError::Post {
+                path: path.to_string(),
+                addr: addr.clone(),
+                source,
+            })?;
+        let status = response.status();
+        let index = response
+            .headers()
+            .get(SNAPSHOT_INDEX_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        let bytes = response.into_body().collect().await?.to_bytes();
+        if !status.is_success() {
+            return Err(refusal(status, &bytes));
+        }
+        let index = index.ok_or_else(|| AdminError::Refused {
+            status,
+            message: format!("the answer has no {SNAPSHOT_INDEX_HEADER} header"),
+        })?;
+        Ok((index, bytes))
+    }
+
     /// POST to the leader; a refusal carries the leader's `error` message.
     /// No timeout: an upgrade compiles and commits before it answers.
     async fn post(&self, path: &str, content_type: &str, body: Bytes) -> Result<Value, AdminError> {
@@ -420,19 +466,23 @@ impl Admin {
             },
             other => other,
         })?;
-        // An answer that is not JSON (a proxy's error page, say) still has
-        // a status worth reporting.
-        let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if !status.is_success() {
-            return Err(AdminError::Refused {
-                status,
-                message: value["error"]
-                    .as_str()
-                    .unwrap_or("request failed")
-                    .to_string(),
-            });
+            return Err(refusal(status, &bytes));
         }
-        Ok(value)
+        Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+}
+
+/// A refusal, with the node's `error` message. An answer that is not JSON
+/// (a proxy's error page, say) still has a status worth reporting.
+fn refusal(status: StatusCode, body: &[u8]) -> AdminError {
+    let value: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    AdminError::Refused {
+        status,
+        message: value["error"]
+            .as_str()
+            .unwrap_or("request failed")
+            .to_string(),
     }
 }
 

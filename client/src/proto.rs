@@ -320,6 +320,22 @@ pub struct Status {
     /// by one of them (see [`crate::signature`]).
     #[serde(default)]
     pub trusted_module_keys: Vec<String>,
+    /// The last divergence the determinism audit found from this node:
+    /// which node's state hash differed, and at which index.
+    #[serde(default)]
+    pub last_divergence: Option<DivergenceSeen>,
+    /// The implementation part of the engine fingerprint
+    /// (`wasmtime=…;arch=…`): nodes may differ in it during a rolling
+    /// upgrade, unlike the rest.
+    #[serde(default)]
+    pub engine_implementation: String,
+}
+
+/// A node whose state hash differed from the others' at an index.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DivergenceSeen {
+    pub node: u64,
+    pub index: u64,
 }
 
 /// One admin request a node served: who, what, how it ended, and where

@@ -101,6 +101,9 @@ pub struct NodeConfig {
     pub audit_interval: u64,
     /// How often the node compares its audit points with its peers' (ms).
     pub audit_check_ms: u64,
+    /// The audit points at which a learner of another implementation must
+    /// have matched the leader's state hash before `members promote`.
+    pub promote_audit_points: u64,
     pub engine: EngineSettings,
     /// Serve TLS only (and speak it to peers), with these files.
     pub tls: Option<TlsFiles>,
@@ -134,6 +137,7 @@ impl Default for NodeConfig {
             segment_bytes: 64 << 20,
             audit_interval: 1000,
             audit_check_ms: 10_000,
+            promote_audit_points: 3,
             engine: EngineSettings::default(),
             tls: None,
             auth_file: None,
@@ -219,6 +223,7 @@ pub struct FileConfig {
     pub memory_limit_bytes: Option<u64>,
     pub audit_interval: Option<u64>,
     pub audit_check_ms: Option<u64>,
+    pub promote_audit_points: Option<u64>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub tls_ca: Option<PathBuf>,
@@ -272,6 +277,11 @@ impl NodeConfig {
         if self.audit_check_ms == 0 {
             return Err(ConfigError::Invalid(
                 "audit check period must be above 0 ms".into(),
+            ));
+        }
+        if self.promote_audit_points == 0 {
+            return Err(ConfigError::Invalid(
+                "promote audit points must be at least 1".into(),
             ));
         }
         if self.max_lease_ms == 0 {

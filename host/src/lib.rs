@@ -50,6 +50,8 @@
 //! nodes, [`shutdown`] waits for the signal to stop, [`certs`] makes a
 //! development CA and certificates (`lockd certs init`), and [`telemetry`]
 //! holds the latency histograms each layer records into for `/metrics`.
+//! [`restore`] makes a new cluster's data dirs from a backup or from one
+//! survivor (`lockd restore`, `lockd recover --force-new-cluster`).
 //!
 //! # Using the engine
 //!
@@ -77,6 +79,7 @@ pub mod log;
 pub mod membership;
 pub mod node;
 pub mod raft;
+pub mod restore;
 pub mod service;
 pub mod shutdown;
 pub mod telemetry;

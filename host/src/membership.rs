@@ -4,7 +4,11 @@
 //! node checks the leader's engine fingerprint and names itself (with TLS,
 //! its certificate must name the id it is added as), so a node with a
 //! different wasm engine, or the wrong node at that address, is refused
-//! before it enters the membership.
+//! before it enters the membership. A node of another implementation
+//! (another wasmtime or CPU; the determinism settings must match) is
+//! welcome as a learner, but promoted only once the determinism audit has
+//! seen its state hash equal to the leader's at `--promote-audit-points`
+//! audit points, and at none different (SPEC §13, rolling upgrades).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -12,6 +16,9 @@ use std::time::Duration;
 use openraft::ChangeMembers;
 use thiserror::Error;
 
+use lockd_client::proto::{AuditReport, Status};
+
+use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{members, Node as RaftNode, NodeId, Raft};
 use crate::transport::frame::Role;
 use crate::transport::peer::FramedConn;
@@ -28,6 +35,23 @@ pub enum MembershipError {
     NotMember(u64),
     #[error("node {0} is not a learner")]
     NotLearner(u64),
+    #[error("node {id} runs another implementation ({theirs}; this node {ours}): it is promoted only after the determinism audit has seen its state hash equal at {needed} audit points, and it has seen {seen}; the audit records one every {interval} entries, so let more entries commit and try again")]
+    NotAudited {
+        id: u64,
+        theirs: String,
+        ours: String,
+        seen: usize,
+        needed: u64,
+        interval: u64,
+    },
+    #[error("node {id} runs another implementation ({theirs}) and its state hash differs from this node's at index {index}: it must not vote")]
+    Diverged { id: u64, theirs: String, index: u64 },
+    #[error("cannot ask node {id} for its {what}: {reason}")]
+    Unreachable {
+        id: u64,
+        what: &'static str,
+        reason: String,
+    },
     #[error("{0}")]
     Raft(String),
 }
@@ -43,6 +67,36 @@ pub struct Membership {
     /// This node's certificate, when peers speak TLS: a new learner must
     /// then prove it is the node id it is added as.
     tls: Option<lockd_client::tls::TlsClient>,
+    gate: PromoteGate,
+}
+
+/// What a promotion of a learner of another implementation is checked
+/// against.
+#[derive(Clone)]
+pub struct PromoteGate {
+    /// This node's state machine: its own audit points.
+    pub sm: StateMachineStore,
+    /// Reads the learner's status and audit points, as this node.
+    pub http: lockd_client::admin::Http,
+    /// This node's implementation (`wasmtime=…;arch=…`).
+    pub implementation: String,
+    /// Matching audit points a learner of another implementation needs.
+    pub audit_points: u64,
+}
+
+/// How many of `learner`'s audit points match `ours`, or the first index
+/// where they differ. Pure.
+pub fn audit_agreement(ours: &AuditReport, learner: &AuditReport) -> Result<usize, u64> {
+    let mut matching = 0;
+    for r in &learner.records {
+        if let Some(o) = ours.records.iter().find(|o| o.index == r.index) {
+            if o.state_hash != r.state_hash {
+                return Err(r.index);
+            }
+            matching += 1;
+        }
+    }
+    Ok(matching)
 }
 
 impl Membership {
@@ -51,12 +105,14 @@ impl Membership {
         raft: Raft,
         fingerprint: String,
         tls: Option<lockd_client::tls::TlsClient>,
+        gate: PromoteGate,
     ) -> Membership {
         Membership {
             id,
             raft,
             fingerprint,
             tls,
+            gate,
         }
     }
 
@@ -109,11 +165,67 @@ impl Membership {
         if voters.contains(&id) {
             return Err(MembershipError::NotLearner(id));
         }
+        self.check_audited(id).await?;
         self.raft
             .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false)
             .await
             .map(|_| ())
             .map_err(|e| MembershipError::Raft(e.to_string()))
+    }
+
+    /// A learner of another implementation must have matched this node's
+    /// state hash at enough audit points (and never differed).
+    async fn check_audited(&self, id: u64) -> Result<(), MembershipError> {
+        let g = &self.gate;
+        let addr = members(&self.raft)
+            .into_iter()
+            .find(|m| m.id == id)
+            .map(|m| m.addr)
+            .ok_or(MembershipError::NotMember(id))?;
+        let unreachable = |what, e: lockd_client::admin::AdminError| MembershipError::Unreachable {
+            id,
+            what,
+            reason: e.to_string(),
+        };
+        let status: Status = g
+            .http
+            .get_json(&addr, "/v1/status")
+            .await
+            .map_err(|e| unreachable("status", e))?;
+        if status.engine_implementation == g.implementation {
+            return Ok(());
+        }
+        let theirs: AuditReport = g
+            .http
+            .get_json(&addr, "/v1/audit")
+            .await
+            .map_err(|e| unreachable("audit points", e))?;
+        let ours = g.sm.audit_report();
+        match audit_agreement(&ours, &theirs) {
+            Err(index) => Err(MembershipError::Diverged {
+                id,
+                theirs: status.engine_implementation,
+                index,
+            }),
+            Ok(seen) if (seen as u64) < g.audit_points => Err(MembershipError::NotAudited {
+                id,
+                theirs: status.engine_implementation,
+                ours: g.implementation.clone(),
+                seen,
+                needed: g.audit_points,
+                interval: ours.interval,
+            }),
+            Ok(seen) => {
+                tracing::info!(
+                    node = self.id,
+                    learner = id,
+                    implementation = %status.engine_implementation,
+                    matching = seen,
+                    "promoting a learner of another implementation: the audit points match"
+                );
+                Ok(())
+            }
+        }
     }
 
     pub async fn remove(&self, id: u64) -> Result<(), MembershipError> {
@@ -132,5 +244,41 @@ impl Membership {
             .await
             .map(|_| ())
             .map_err(|e| MembershipError::Raft(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockd_client::proto::{AuditKind, AuditRecord};
+
+    fn report(points: &[(u64, &str)]) -> AuditReport {
+        AuditReport {
+            id: 1,
+            interval: 10,
+            records: points
+                .iter()
+                .map(|(index, hash)| AuditRecord {
+                    index: *index,
+                    state_hash: hash.to_string(),
+                    module_hash: "m".into(),
+                    kind: AuditKind::Interval,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn only_points_both_recorded_count_and_one_difference_refuses() {
+        let ours = report(&[(10, "a"), (20, "b"), (30, "c")]);
+        assert_eq!(
+            audit_agreement(&ours, &report(&[(20, "b"), (30, "c"), (40, "d")])),
+            Ok(2)
+        );
+        assert_eq!(audit_agreement(&ours, &report(&[])), Ok(0));
+        assert_eq!(
+            audit_agreement(&ours, &report(&[(10, "a"), (20, "x")])),
+            Err(20)
+        );
     }
 }

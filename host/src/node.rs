@@ -114,24 +114,37 @@ fn check_meta(dir: &Path, id: u64, fingerprint: &EngineFingerprint) -> Result<()
                 hash: String::new(),
                 text: meta.fingerprint,
             };
-            let diffs = stored.differences(fingerprint);
+            let diffs = stored.determinism_differences(fingerprint);
             if !diffs.is_empty() {
                 return Err(NodeError::EngineMismatch {
                     path: dir.display().to_string(),
                     differences: diffs.join(", "),
                 });
             }
+            if stored.implementation() != fingerprint.implementation() {
+                // A new binary on the old data dir: what guests compute is
+                // the same; the compiled-module cache is keyed by the whole
+                // fingerprint, so nothing compiled by the old one is used.
+                tracing::warn!(
+                    was = %stored.implementation(),
+                    now = %fingerprint.implementation(),
+                    "the data dir was written by another lockd implementation; continuing (the determinism settings match)"
+                );
+                return record_meta(&path, id, fingerprint);
+            }
             Ok(())
         }
-        None => {
-            let meta = NodeMeta {
-                id,
-                fingerprint: fingerprint.text.clone(),
-            };
-            let bytes = postcard::to_allocvec(&meta).map_err(|e| data_err(&path, e))?;
-            crate::log::write_atomic(&path, &bytes).map_err(|e| data_err(&path, e))
-        }
+        None => record_meta(&path, id, fingerprint),
     }
+}
+
+fn record_meta(path: &Path, id: u64, fingerprint: &EngineFingerprint) -> Result<(), NodeError> {
+    let meta = NodeMeta {
+        id,
+        fingerprint: fingerprint.text.clone(),
+    };
+    let bytes = postcard::to_allocvec(&meta).map_err(|e| data_err(path, e))?;
+    crate::log::write_atomic(path, &bytes).map_err(|e| data_err(path, e))
 }
 
 impl Node {
@@ -252,6 +265,15 @@ impl Node {
                 raft.clone(),
                 engine.fingerprint().text.clone(),
                 peer_tls,
+                crate::membership::PromoteGate {
+                    sm: sm.clone(),
+                    http: lockd_client::admin::Http::secured(
+                        Duration::from_secs(5),
+                        as_node.clone(),
+                    ),
+                    implementation: engine.fingerprint().implementation(),
+                    audit_points: config.promote_audit_points,
+                },
             ),
             peer_gate: crate::raft::peer_check::PeerGate::new(config.max_snapshot_bytes),
             max_module_bytes: config.max_module_bytes,

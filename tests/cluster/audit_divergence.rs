@@ -51,6 +51,15 @@ fn audit_names_the_divergent_node() {
         "node 1 did not log the divergence of node 2"
     );
 
+    // Status names it too (the console shows it).
+    let seen = c
+        .status(1)
+        .expect("status")
+        .last_divergence
+        .expect("a divergence");
+    assert_eq!(seen.node, 2, "{seen:?}");
+    assert!(seen.index >= 25, "{seen:?}");
+
     // `lockctl audit` names node 2, and only node 2.
     let out = c
         .lockctl()

@@ -18,6 +18,7 @@
 //! lockctl module keygen NAME | module sign FILE.wasm --key NAME.key  # signed modules
 //! lockctl module trust NAME.pub|HEX | module untrust NAME.pub|HEX | module keys
 //! lockctl audit                                                  # determinism check
+//! lockctl snapshot save FILE                                     # a backup, for `lockd restore`
 //! lockctl --cacert ca.pem [--cert me.pem --key me.key] [--token T] …   # TLS, a client certificate, a token
 //! ```
 //!
@@ -55,6 +56,7 @@ mod module;
 mod output;
 mod policy;
 mod release;
+mod snapshot;
 mod status;
 mod upgrade;
 
@@ -272,6 +274,12 @@ enum Cmd {
     },
     /// Compare the state hashes recorded by every node; name any that differs.
     Audit,
+    /// Backups: `snapshot save FILE` writes the leader's consistent
+    /// snapshot (module, state, token counter) for `lockd restore`.
+    Snapshot {
+        #[command(subcommand)]
+        op: SnapshotOp,
+    },
     /// Lock cycles per second and acquire latency.
     Bench {
         #[arg(long, default_value_t = 1)]
@@ -305,6 +313,12 @@ impl From<ModeArg> for lockd_client::proto::LockMode {
             ModeArg::Shared => lockd_client::proto::LockMode::Shared,
         }
     }
+}
+
+#[derive(Subcommand)]
+enum SnapshotOp {
+    /// Write the backup to FILE.
+    Save { file: std::path::PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -460,6 +474,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Cmd::Module { op } => module::run(&admin, j, op).await,
         Cmd::Audit => audit::run(&admin, j).await,
+        Cmd::Snapshot {
+            op: SnapshotOp::Save { file },
+        } => snapshot::save(&admin, j, &file).await,
         Cmd::Bench {
             clients,
             contended,

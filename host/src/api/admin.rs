@@ -11,6 +11,7 @@
 //! | `GET /v1/admin/capacity` | | `200` [`CapacityStatus`]: the bounds and their use |
 //! | `PUT /v1/admin/capacity` | [`Capacity`] | `200` [`CapacityStatus`] once the entry applied; `400` a bound of 0 |
 //! | `POST /v1/admin/snapshot` | | `200` [`SnapshotBuilt`]: this node built a snapshot of its state now and compacted its log (never forwarded) |
+//! | `GET /v1/admin/snapshot` | | `200` a backup from the leader (`application/octet-stream`, the snapshot file's format; `x-lockd-snapshot-index`: its log index), after a read barrier so it holds every acknowledged grant; for `lockctl snapshot save` and `lockd restore` |
 //! | `GET /v1/admin/module-keys` | | `200` [`ModuleKeys`]: the trusted module keys, hex |
 //! | `POST /v1/admin/module-keys` | `{"key":"HEX64"}` | `200` [`ModuleKeyReply`] once the entry applied (`already-trusted`: nothing changed); `400` not 64 hex digits or not a usable ed25519 key; `409` already 16 keys trusted |
 //! | `DELETE /v1/admin/module-keys/{HEX64}` | | `200` [`ModuleKeyReply`] once the entry applied; `400` malformed; `404` not trusted |
@@ -267,4 +268,43 @@ pub async fn snapshot_build(State(node): State<Arc<Services>>) -> Result<Respons
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
+}
+
+/// `GET /v1/admin/snapshot` (on the leader): a backup. A read barrier
+/// first (this node leads, and has applied everything committed when the
+/// request came), so the snapshot holds every grant acknowledged before
+/// it: module, state, token counter, capacity and trusted keys, in the
+/// snapshot file's format. `x-lockd-snapshot-index` names its log index.
+pub async fn snapshot_save(State(node): State<Arc<Services>>) -> Result<Response, ApiError> {
+    use crate::service::ServiceError;
+    use axum::http::{header, HeaderValue, StatusCode};
+    node.raft
+        .ensure_linearizable()
+        .await
+        .map_err(|e| ServiceError::from_raft(node.id, e, |e| e.to_string()))?;
+    let sm = node.sm.clone();
+    let (index, bytes) = tokio::task::spawn_blocking(move || sm.export())
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot snapshot the state: {e}"),
+            )
+        })?;
+    let mut r = bytes.into_response();
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    h.insert(
+        lockd_client::admin::SNAPSHOT_INDEX_HEADER,
+        HeaderValue::from(index),
+    );
+    r.extensions_mut().insert(AdminOutcome {
+        index: Some(index),
+        module_hash: None,
+    });
+    Ok(r)
 }

@@ -115,7 +115,10 @@ impl From<MembershipError> for ApiError {
         let status = match &e {
             MembershipError::Refused { .. } => StatusCode::BAD_GATEWAY,
             MembershipError::NotMember(_) => StatusCode::NOT_FOUND,
-            MembershipError::NotLearner(_) => StatusCode::CONFLICT,
+            MembershipError::NotLearner(_)
+            | MembershipError::NotAudited { .. }
+            | MembershipError::Diverged { .. } => StatusCode::CONFLICT,
+            MembershipError::Unreachable { .. } => StatusCode::BAD_GATEWAY,
             MembershipError::Raft(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         ApiError::new(status, e.to_string())

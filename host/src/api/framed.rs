@@ -60,15 +60,18 @@ pub async fn serve(node: Arc<Services>, stream: Box<dyn Io>, admission: Admissio
             refuse(format!("node {} refused the peer: {why}", node.id))
         }
         Role::Peer { fingerprint, from } => {
-            let ours = &node.engine.fingerprint().text;
-            if fingerprint == ours {
+            let ours = node.engine.fingerprint();
+            let theirs = crate::engine::EngineFingerprint {
+                text: fingerprint.clone(),
+                hash: String::new(),
+            };
+            // Another wasmtime or CPU may serve beside this one (a rolling
+            // upgrade; promotion waits for the audit, see membership); a
+            // setting that decides what guests compute may not.
+            let diffs = theirs.determinism_differences(ours).join(", ");
+            if diffs.is_empty() {
                 HelloReply::Welcome(Welcome { node_id: node.id })
             } else {
-                let theirs = crate::engine::EngineFingerprint {
-                    text: fingerprint.clone(),
-                    hash: String::new(),
-                };
-                let diffs = theirs.differences(node.engine.fingerprint()).join(", ");
                 tracing::error!(id = node.id, from, %peer, %diffs, "refused a peer with a different wasm engine");
                 refuse(format!(
                     "node {} runs a different wasm engine (caller != this node): {diffs}",

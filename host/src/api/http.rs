@@ -153,7 +153,15 @@ pub fn router(node: Arc<Services>) -> Router {
         .route("/v1/members", get(members_list))
         .route("/metrics", get(metrics::metrics))
         .route("/v1/audit", get(admin::audit))
-        .route("/v1/admin/snapshot", post(admin::snapshot_build))
+        // A backup (GET) comes from the leader; a snapshot build (POST)
+        // happens on the node asked. A method router's layer wraps only the
+        // methods before it.
+        .route(
+            "/v1/admin/snapshot",
+            get(admin::snapshot_save)
+                .route_layer(forward(MAX_BODY, "request body"))
+                .post(admin::snapshot_build),
+        )
         .merge(leader_json)
         .merge(leader_modules)
         .fallback(|| async { ApiError::not_found("no such route") })

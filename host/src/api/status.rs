@@ -69,6 +69,8 @@ pub fn status_with(node: &Services, hash: bool) -> (Status, UpgradeCounts) {
         last_snapshot_install_ms: snaps.last_install_us / 1000,
         admin_actions: node.admin_log.recent(),
         trusted_module_keys: v.trusted_module_keys,
+        last_divergence: node.sm.last_divergence(),
+        engine_implementation: node.engine.fingerprint().implementation(),
     };
     let counts = UpgradeCounts {
         swapped: v.upgrades_swapped,

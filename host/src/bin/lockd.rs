@@ -8,6 +8,8 @@
 //! lockd serve --listen 0.0.0.0:7400 --advertise-addr 10.0.0.1:7400 …   # bind one, tell peers another
 //! lockd dev --nodes 3                          # a local 3-node cluster in one process
 //! lockd replay --data-dir d2 --module new.wasm # a stopped node's log through another module
+//! lockd restore --snapshot backup.snap --id 1 --data-dir new1 --initial-cluster 1=…,2=…,3=…
+//! lockd recover --force-new-cluster --id 2 --data-dir d2 --addr 127.0.0.1:7402   # from one survivor
 //! lockd serve --addr 10.0.0.1:7400 --tls-cert node-1.pem --tls-key node-1.key --tls-ca ca.pem --auth-file auth.toml
 //! lockd certs init certs --node 1=10.0.0.1 --client admin   # a development CA and certificates
 //! lockd auth token ci                          # a new bearer token and the line for the auth file
@@ -56,6 +58,14 @@ enum Cmd {
     /// Replay a stopped node's stored log through a module and report every
     /// outcome that differs from the active module's.
     Replay(ReplayArgs),
+    /// Make this node's data dir of a NEW cluster from a backup (`lockctl
+    /// snapshot save`): run on every node of the new cluster with the same
+    /// file and --initial-cluster, then `lockd serve` each.
+    Restore(RestoreArgs),
+    /// Rebuild a cluster that lost its majority from one survivor's data
+    /// dir: the dir becomes a one-node cluster's (the old one is kept
+    /// beside it); add new members to it afterwards.
+    Recover(RecoverArgs),
     /// Certificates for a cluster with TLS.
     #[command(subcommand)]
     Certs(CertsCmd),
@@ -92,6 +102,38 @@ enum CertsCmd {
         #[arg(long, default_value_t = 365)]
         days: i64,
     },
+}
+
+#[derive(Args)]
+struct RestoreArgs {
+    /// The backup file.
+    #[arg(long)]
+    snapshot: PathBuf,
+    /// This node's id in the new cluster.
+    #[arg(long)]
+    id: u64,
+    /// This node's new data dir (absent or empty).
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// Every member of the new cluster, ID=ADDR,…
+    #[arg(long)]
+    initial_cluster: String,
+}
+
+#[derive(Args)]
+struct RecoverArgs {
+    /// Required: the old membership is discarded.
+    #[arg(long, required = true)]
+    force_new_cluster: bool,
+    /// The surviving node's id (it keeps it).
+    #[arg(long)]
+    id: u64,
+    /// The surviving node's data dir (the node must be stopped).
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// The address the node will serve at (its advertise address).
+    #[arg(long)]
+    addr: String,
 }
 
 #[derive(Args)]
@@ -228,6 +270,11 @@ struct ServeArgs {
     /// How often to compare audit points with the peers, in ms.
     #[arg(long)]
     audit_check_ms: Option<u64>,
+    /// A learner of another implementation (wasmtime version or CPU) is
+    /// promoted only after matching the leader's state hash at this many
+    /// audit points (default 3).
+    #[arg(long)]
+    promote_audit_points: Option<u64>,
     /// This node's certificate (PEM): with --tls-key and --tls-ca, every
     /// connection to the node, and from it to its peers, is TLS.
     #[arg(long)]
@@ -326,6 +373,7 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
     set!(segment_bytes);
     set!(audit_interval);
     set!(audit_check_ms);
+    set!(promote_audit_points);
     set!(fuel_per_call => engine.fuel_per_call);
     set!(fuel_per_state_call => engine.fuel_per_state_call);
     set!(memory_limit_bytes => engine.memory_limit_bytes);
@@ -537,9 +585,85 @@ pub fn main() -> Result<()> {
         Cmd::Serve(a) => runtime()?.block_on(serve(*a)),
         Cmd::Dev(a) => runtime()?.block_on(dev(a)),
         Cmd::Replay(a) => replay(a),
+        Cmd::Restore(a) => restore(a),
+        Cmd::Recover(a) => recover(a),
         Cmd::Certs(c) => certs(c),
         Cmd::Auth(c) => auth(c),
     }
+}
+
+fn restore(a: RestoreArgs) -> Result<()> {
+    let members = lockd::config::parse_members(&a.initial_cluster)?;
+    let bytes = std::fs::read(&a.snapshot)
+        .with_context(|| format!("cannot read {}", a.snapshot.display()))?;
+    let blob = lockd::restore::decode(&bytes)
+        .with_context(|| format!("{} is refused", a.snapshot.display()))?;
+    let engine = std::sync::Arc::new(lockd::engine::WasmEngine::new(Default::default(), None)?);
+    let r = lockd::restore::write_node(&engine, &a.data_dir, a.id, blob, &members)
+        .with_context(|| format!("cannot restore into {}", a.data_dir.display()))?;
+    report_restored(a.id, &a.data_dir, &members, &r);
+    Ok(())
+}
+
+fn recover(a: RecoverArgs) -> Result<()> {
+    let engine = std::sync::Arc::new(lockd::engine::WasmEngine::new(Default::default(), None)?);
+    let blob = lockd::restore::survivor_state(&engine, &a.data_dir, lockd::builtin::LOCK_SM)
+        .with_context(|| {
+            format!(
+                "cannot read the survivor's state in {}",
+                a.data_dir.display()
+            )
+        })?;
+    // The old data dir is kept beside the new one, never deleted.
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut kept = a.data_dir.clone().into_os_string();
+    kept.push(format!(".before-recover-{stamp}"));
+    let kept = PathBuf::from(kept);
+    std::fs::rename(&a.data_dir, &kept).with_context(|| {
+        format!(
+            "cannot move {} aside to {}",
+            a.data_dir.display(),
+            kept.display()
+        )
+    })?;
+    let members = std::collections::BTreeMap::from([(a.id, a.addr.clone())]);
+    let r = lockd::restore::write_node(&engine, &a.data_dir, a.id, blob, &members).with_context(
+        || {
+            format!(
+                "cannot write the new data dir {} (the old one is {})",
+                a.data_dir.display(),
+                kept.display()
+            )
+        },
+    )?;
+    println!("the old data dir is kept at {}", kept.display());
+    report_restored(a.id, &a.data_dir, &members, &r);
+    Ok(())
+}
+
+fn report_restored(
+    id: u64,
+    dir: &std::path::Path,
+    members: &std::collections::BTreeMap<u64, String>,
+    r: &lockd::restore::Restored,
+) {
+    println!(
+        "node {id} of a new cluster in {}: the state at index {} (module {}, {} holdings, state hash {}); tokens continue from {} (they were at {})",
+        dir.display(),
+        r.index,
+        r.module_hash,
+        r.locks_held,
+        &r.state_hash[..12],
+        r.tokens_now,
+        r.tokens_were
+    );
+    let addr = members.get(&id).map(String::as_str).unwrap_or("ADDR");
+    println!(
+        "start it with: lockd serve --id {id} --addr {addr} --data-dir {}",
+        dir.display()
+    );
 }
 
 fn auth(c: AuthCmd) -> Result<()> {

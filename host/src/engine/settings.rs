@@ -139,7 +139,8 @@ impl EngineSettings {
         let mut text = String::new();
         let _ = write!(
             text,
-            "wasmtime={WASMTIME_VERSION};arch={};",
+            "wasmtime={};arch={};",
+            implementation_version(),
             std::env::consts::ARCH
         );
         for (name, _, on) in FEATURES {
@@ -162,6 +163,28 @@ impl EngineSettings {
     }
 }
 
+/// The wasmtime version the fingerprint names. A test-only build
+/// (`fault-implementation`) takes it from `LOCKD_FAULT_IMPLEMENTATION`, to
+/// play a node of another implementation in a rolling-upgrade test.
+fn implementation_version() -> String {
+    #[cfg(feature = "fault-implementation")]
+    if let Ok(v) = std::env::var("LOCKD_FAULT_IMPLEMENTATION") {
+        return v;
+    }
+    WASMTIME_VERSION.to_string()
+}
+
+/// The fingerprint's settings that describe the implementation (which
+/// wasmtime, which CPU) rather than what a guest computes: nodes may
+/// differ in them (SPEC §13, rolling upgrades). Everything else is the
+/// determinism part, which must match.
+pub const IMPLEMENTATION_SETTINGS: [&str; 2] = ["wasmtime", "arch"];
+
+fn is_implementation(setting: &str) -> bool {
+    let name = setting.split('=').next().unwrap_or(setting);
+    IMPLEMENTATION_SETTINGS.contains(&name)
+}
+
 /// A summary of the engine's behaviour-deciding settings. Nodes compare
 /// [`EngineFingerprint::hash`]; the text says what differs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -175,6 +198,25 @@ impl EngineFingerprint {
     /// The first 16 hex digits, for file names and logs.
     pub fn short(&self) -> &str {
         &self.hash[..16]
+    }
+
+    /// The implementation part: `wasmtime=…;arch=…`.
+    pub fn implementation(&self) -> String {
+        let parts: Vec<&str> = self
+            .text
+            .split(';')
+            .filter(|s| is_implementation(s))
+            .collect();
+        parts.join(";")
+    }
+
+    /// The determinism part's settings that differ from `other`'s: what
+    /// keeps two nodes out of one cluster.
+    pub fn determinism_differences(&self, other: &EngineFingerprint) -> Vec<String> {
+        self.differences(other)
+            .into_iter()
+            .filter(|d| !d.split(" != ").all(is_implementation))
+            .collect()
     }
 
     /// The settings that differ from `other`'s, as `name: ours != theirs`.
@@ -203,6 +245,51 @@ impl EngineFingerprint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn with(text: &str) -> EngineFingerprint {
+        EngineFingerprint {
+            text: text.into(),
+            hash: String::new(),
+        }
+    }
+
+    #[test]
+    fn another_wasmtime_or_cpu_is_an_implementation_difference_only() {
+        let ours = EngineSettings::default().fingerprint();
+        assert_eq!(
+            ours.implementation(),
+            format!(
+                "wasmtime={WASMTIME_VERSION};arch={}",
+                std::env::consts::ARCH
+            )
+        );
+        let newer = with(
+            &ours
+                .text
+                .replace(&format!("wasmtime={WASMTIME_VERSION}"), "wasmtime=99.0.0"),
+        );
+        let arm = with(&ours.text.replace(
+            &format!("arch={}", std::env::consts::ARCH),
+            "arch=elsewhere",
+        ));
+        for other in [&newer, &arm] {
+            assert_eq!(ours.differences(other).len(), 1);
+            assert!(ours.determinism_differences(other).is_empty());
+            assert_ne!(ours.implementation(), other.implementation());
+        }
+        let more_fuel = EngineSettings {
+            fuel_per_call: 1,
+            ..EngineSettings::default()
+        }
+        .fingerprint();
+        let d = ours.determinism_differences(&more_fuel);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].starts_with("fuel-per-call="), "{d:?}");
+        assert_eq!(ours.implementation(), more_fuel.implementation());
+        // A setting one side lacks is a determinism difference.
+        let fewer = with(&ours.text.replace("nan-canonicalization=on;", ""));
+        assert_eq!(ours.determinism_differences(&fewer).len(), 1);
+    }
 
     #[test]
     fn fingerprint_changes_with_every_setting() {

@@ -54,7 +54,7 @@ pub async fn run(
         }
         for d in compare(&reports).divergences {
             if seen.insert((d.node, d.index)) {
-                sm.count_divergence();
+                sm.count_divergence(d.node, d.index);
                 tracing::error!(
                     node = id,
                     divergent_node = d.node,

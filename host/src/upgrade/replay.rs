@@ -68,6 +68,52 @@ pub struct ReplayReport {
     pub candidate_state_hash: Option<String>,
 }
 
+/// The state machine of a stopped node's data dir as its snapshot left it
+/// (or the `builtin` module's empty state, without one), audit points
+/// off, and the index it is at.
+pub fn stored_replica(
+    engine: &Arc<WasmEngine>,
+    data_dir: &Path,
+    builtin: &[u8],
+) -> Result<(Replica, u64), ReplayError> {
+    let loader = Precompiler::new(engine.clone());
+    match read_blob(&data_dir.join("snapshot"))? {
+        Some((blob, _)) => Ok((
+            Replica::from_snapshot(0, loader, &blob, 0).map_err(ReplayError::Active)?,
+            blob.meta.last_log_id.map_or(0, |l| l.index),
+        )),
+        None => {
+            let module = engine.load(builtin).map_err(ReplayError::Active)?;
+            Ok((
+                Replica::new(0, loader, module, 0).map_err(ReplayError::Active)?,
+                0,
+            ))
+        }
+    }
+}
+
+/// The entries of a stopped node's log after index `from` (and after what
+/// it purged), decoded, in index order.
+pub fn stored_entries(data_dir: &Path, from: u64) -> Result<Vec<(u64, Entry)>, ReplayError> {
+    let raft = data_dir.join("raft");
+    let purged: Option<LogId> = read_meta(&raft.join("purged"))?;
+    let (wal, recovered) = Wal::open(&raft.join("wal"), WalOptions::default())?;
+    drop(wal);
+    let skip = from.max(purged.map_or(0, |p| p.index));
+    recovered
+        .entries
+        .range(skip + 1..)
+        .map(|(index, bytes)| {
+            postcard::from_bytes(bytes)
+                .map(|e| (*index, e))
+                .map_err(|e| ReplayError::Entry {
+                    index: *index,
+                    reason: e.to_string(),
+                })
+        })
+        .collect()
+}
+
 /// Replay the log in `data_dir` through `candidate` (component bytes).
 pub fn replay(
     engine: &Arc<WasmEngine>,
@@ -75,21 +121,8 @@ pub fn replay(
     candidate: &[u8],
     builtin: &[u8],
 ) -> Result<ReplayReport, ReplayError> {
-    let loader = Precompiler::new(engine.clone());
     // The active side is the node's own replica path, audit points off.
-    let (mut active, from_index) = match read_blob(&data_dir.join("snapshot"))? {
-        Some((blob, _)) => (
-            Replica::from_snapshot(0, loader, &blob, 0).map_err(ReplayError::Active)?,
-            blob.meta.last_log_id.map_or(0, |l| l.index),
-        ),
-        None => {
-            let module = engine.load(builtin).map_err(ReplayError::Active)?;
-            (
-                Replica::new(0, loader, module, 0).map_err(ReplayError::Active)?,
-                0,
-            )
-        }
-    };
+    let (mut active, from_index) = stored_replica(engine, data_dir, builtin)?;
     let candidate_module = engine
         .load(candidate)
         .map_err(|e| ReplayError::Candidate(MigrateError::Load(e)))?;
@@ -99,11 +132,6 @@ pub fn replay(
     let migrated =
         migrate(engine, &candidate_module, &state, &stats).map_err(ReplayError::Candidate)?;
     let mut cand: Option<GuestInstance> = Some(migrated.instance);
-
-    let raft = data_dir.join("raft");
-    let purged: Option<LogId> = read_meta(&raft.join("purged"))?;
-    let (wal, recovered) = Wal::open(&raft.join("wal"), WalOptions::default())?;
-    drop(wal);
 
     let mut report = ReplayReport {
         from_index,
@@ -119,14 +147,9 @@ pub fn replay(
         active_state_hash: String::new(),
         candidate_state_hash: None,
     };
-    let skip = from_index.max(purged.map_or(0, |p| p.index));
-    for (index, bytes) in recovered.entries.range(skip + 1..) {
-        let entry: Entry = postcard::from_bytes(bytes).map_err(|e| ReplayError::Entry {
-            index: *index,
-            reason: e.to_string(),
-        })?;
+    for (index, entry) in stored_entries(data_dir, from_index)? {
         report.entries += 1;
-        report.to_index = *index;
+        report.to_index = index;
         let batch = match &entry.payload {
             openraft::EntryPayload::Normal(Request::Commands(groups)) => {
                 Some(Batch::Groups(groups.clone()))
@@ -156,7 +179,7 @@ pub fn replay(
             Batch::Legacy(commands) => c.apply_legacy(commands).map(|o| vec![o]),
         };
         match b {
-            Ok(b) => compare(*index, &batch.display(), a, &b, &mut report.differences),
+            Ok(b) => compare(index, &batch.display(), a, &b, &mut report.differences),
             Err(e) => {
                 report.candidate_failed = Some(format!("at index {index}: {e}"));
                 cand = None;

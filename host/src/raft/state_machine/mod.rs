@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lockd_client::proto::AuditReport;
+use lockd_client::proto::{AuditReport, DivergenceSeen};
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{AnyError, RaftSnapshotBuilder, StorageIOError};
 
@@ -55,6 +55,7 @@ struct SmShared {
     /// what [`super::snapshot_policy`] weighs the log against.
     last_state_bytes: AtomicU64,
     divergences: AtomicU64,
+    last_divergence: Mutex<Option<DivergenceSeen>>,
     latency: SmLatency,
 }
 
@@ -144,6 +145,7 @@ impl StateMachineStore {
                 last_snapshot_index: AtomicU64::new(0),
                 last_build_us: AtomicU64::new(0),
                 last_install_us: AtomicU64::new(0),
+                last_divergence: Mutex::new(None),
                 latency: SmLatency::default(),
                 last_state_bytes: AtomicU64::new(state_bytes),
                 divergences: AtomicU64::new(0),
@@ -189,8 +191,22 @@ impl StateMachineStore {
     }
 
     /// Count one audit divergence (seen by the background checker).
-    pub fn count_divergence(&self) {
+    /// The audit found `node`'s state hash different at `index`.
+    pub fn count_divergence(&self, node: u64, index: u64) {
         self.shared.divergences.fetch_add(1, Ordering::Relaxed);
+        *self
+            .shared
+            .last_divergence
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(DivergenceSeen { node, index });
+    }
+
+    pub fn last_divergence(&self) -> Option<DivergenceSeen> {
+        *self
+            .shared
+            .last_divergence
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn divergences(&self) -> u64 {

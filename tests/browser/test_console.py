@@ -1,0 +1,276 @@
+"""The web console (GET /ui) in a real headless Chromium against real lockd
+processes: members, the leader and a lock appear; after the leader is
+SIGKILLed the page shows the new one; with authentication on it asks for a
+bearer token, a read-only viewer sees no force release, and an admin's
+force release ends the holding.
+
+Every wait polls the DOM (one script call reads the page's state) with a
+generous timeout; nothing sleeps to synchronise."""
+
+import os
+import re
+
+from harness import ROOT, auth_token, http, wait_for
+
+SHOTS = ROOT / "target" / "browser"
+
+# One read of what the page shows, from the DOM the user sees.
+PAGE_STATE = r"""
+const q = (s) => Array.from(document.querySelectorAll(s));
+const byId = (i) => document.getElementById(i);
+return {
+  title: document.title,
+  node: byId('node-title') && byId('node-title').textContent,
+  role: byId('node-role') && byId('node-role').dataset.role,
+  leader: byId('leader') ? byId('leader').dataset.leader : undefined,
+  members: q('#members tbody tr[data-id]').map(r => ({id: Number(r.dataset.id), role: r.dataset.role,
+            health: r.dataset.health})),
+  locks: q('#locks tbody tr[data-key]').map(r => ({key: r.dataset.key, token: r.dataset.token,
+          text: r.textContent, buttons: r.querySelectorAll('button[data-action=force-release]').length})),
+  login: !!byId('login') && !byId('login').classList.contains('hidden'),
+  loginErr: byId('login-err') ? byId('login-err').textContent : '',
+  whoami: byId('whoami') ? byId('whoami').textContent : '',
+  admin: byId('whoami') ? byId('whoami').dataset.admin : undefined,
+  series: q('#sparks [data-series]').map(e => e.dataset.series),
+  audit: byId('audit-status') ? byId('audit-status').dataset.state : undefined,
+  moduleHash: (document.querySelector('[data-testid=module-hash]') || {}).textContent || '',
+  adminActions: byId('admin-actions') ? byId('admin-actions').tBodies[0].textContent : '',
+  locksErr: byId('locks-err') ? byId('locks-err').textContent : '',
+  stored: sessionStorage.getItem('lockd.token'),
+};
+"""
+
+
+def page(browser):
+    return browser.execute_script(PAGE_STATE)
+
+
+def wait_page(browser, what, check, timeout=45.0):
+    """Poll the page until check(state) holds; a timeout shows the last state."""
+    last = {}
+
+    def poll():
+        s = page(browser)
+        last["state"] = s
+        return s if check(s) else None
+
+    try:
+        return wait_for(what, poll, timeout)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nthe page showed: {last.get('state')}") from None
+
+
+def roles(s):
+    return {m["id"]: m["role"] for m in s["members"]}
+
+
+def health(s):
+    return {m["id"]: m["health"] for m in s["members"]}
+
+
+def tokens(s):
+    return {l["key"]: l["token"] for l in s["locks"]}
+
+
+def shot(browser, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SHOTS / name))
+
+
+def acquire(addr, key, lease_ms, token=None):
+    code, body = http(addr, "POST", f"/v1/locks/{key}/acquire", {"lease_ms": lease_ms}, token=token)
+    assert code == 200, (code, body)
+    return body["token"]
+
+
+def test_cluster_view_follows_a_leader_kill(cluster_factory, console, browser):
+    cluster = cluster_factory(3)
+    leader = cluster.leader()
+    key = "console/db-primary"
+    tok = acquire(cluster.nodes[leader].addr, key, 120_000)
+    # The page of a follower: it survives the leader's death.
+    follower = next(n for n in cluster.nodes.values() if n.id != leader)
+    console(follower.addr)
+
+    s = wait_page(browser, "the page to show 3 members, the leader and the lock", lambda s: (
+        roles(s) == {i: ("leader" if i == leader else "follower") for i in (1, 2, 3)}
+        and s["leader"] == str(leader) and s["role"] == "follower"
+        and tokens(s).get(key) == str(tok) and s["audit"] == "equal"
+        and "grants /s" in s["series"] and len(s["moduleHash"]) == 64
+        # Every other member answers this browser (its /readyz, or at
+        # least its /healthz).
+        and all(health(s)[i] in ("ready", "answers") for i in (1, 2, 3) if i != follower.id)))
+    assert s["title"] == f"lockd node {follower.id} (follower)", s["title"]
+    shot(browser, "console-before-kill.png")
+
+    cluster.nodes[leader].kill()
+    new = cluster.leader(timeout=45)
+    assert new != leader
+
+    # The lock survived the failover with its token, read through the new
+    # leader.
+    wait_page(browser, f"the page to show node {new} as the new leader", lambda s: (
+        s["leader"] == str(new) and roles(s).get(new) == "leader" and roles(s).get(leader) != "leader"
+        and sorted(roles(s)) == [1, 2, 3] and tokens(s).get(key) == str(tok)
+        and health(s)[leader] == "no answer"))
+    errors = [l for l in browser.get_log("browser") if "Uncaught" in l.get("message", "")]
+    assert not errors, errors
+    shot(browser, "console-after-kill.png")
+
+
+def test_token_prompt_viewer_and_admin_force_release(cluster_factory, console, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    admin, admin_hash = auth_token("admin")
+    viewer, viewer_hash = auth_token("viewer")
+    rules = tmp_path / "auth.toml"
+    rules.write_text(f"""
+[principals.admin]
+roles = ["admin"]
+tokens = ["{admin_hash}"]
+
+[principals.viewer]
+roles = ["read"]
+tokens = ["{viewer_hash}"]
+""")
+    cluster = cluster_factory(1, token=admin, extra=["--auth-file", str(rules)])
+    node = cluster.nodes[cluster.leader()]
+    # Authentication is really on: no token, no status.
+    assert http(node.addr, "GET", "/v1/status")[0] == 401
+    key = "jobs/nightly"
+    tok = acquire(node.addr, key, 120_000, token=admin)
+
+    console(node.addr)
+    s = wait_page(browser, "the token prompt", lambda s: s["login"])
+    assert s["members"] == [] and s["locks"] == [], s
+
+    def sign_in(t):
+        box = browser.find_element(By.ID, "token-input")
+        box.clear()
+        box.send_keys(t)
+        browser.find_element(By.ID, "token-submit").click()
+
+    sign_in("lkd_ é")
+    wait_page(browser, "the page to refuse a token that cannot be a header",
+              lambda s: s["login"] and "printable ASCII" in s["loginErr"] and s["stored"] is None)
+    sign_in("lkd_" + "0" * 64)
+    wait_page(browser, "the page to say the token was refused",
+              lambda s: s["login"] and "refused this token (401)" in s["loginErr"])
+
+    # A viewer: sees the lock, not its token, and no force release.
+    sign_in(viewer)
+
+    def viewer_page(s):
+        lock = next((l for l in s["locks"] if l["key"] == key), None)
+        return (not s["login"] and s["whoami"] == "signed in as viewer (read-only)" and s["admin"] == "false"
+                and lock is not None and lock["token"] == "" and "hidden" in lock["text"]
+                and "admin" in lock["text"] and lock["buttons"] == 0 and list(roles(s)) == [1])
+
+    s = wait_page(browser, "the viewer's page", viewer_page)
+    assert s["stored"] == viewer
+    # The token is kept for the tab: a reload stays signed in.
+    browser.refresh()
+    wait_page(browser, "the viewer's page after a reload", viewer_page)
+
+    # Forget it; sign in as the admin.
+    browser.find_element(By.ID, "signout-btn").click()
+    wait_page(browser, "the token prompt again", lambda s: s["login"] and s["stored"] is None)
+    sign_in(admin)
+
+    wait_page(browser, "the admin's page with a force release button", lambda s: (
+        s["admin"] == "true" and any(l["key"] == key and l["token"] == str(tok) and l["buttons"] == 1
+                                     for l in s["locks"])))
+    shot(browser, "console-admin.png")
+    browser.find_element(By.CSS_SELECTOR, f'#locks tr[data-key="{key}"] button[data-action=force-release]').click()
+    WebDriverWait(browser, 10).until(EC.alert_is_present())
+    alert = browser.switch_to.alert
+    assert key in alert.text and str(tok) in alert.text, alert.text
+    alert.accept()
+
+    wait_page(browser, "the lock to leave the page",
+              lambda s: key not in tokens(s) and not s["locksErr"])
+    code, body = http(node.addr, "GET", f"/v1/locks/{key}", token=admin)
+    assert code == 200 and body["held"] is False, (code, body)
+    # The node recorded the admin action; the page shows it.
+    wait_page(browser, "the force release in the admin actions",
+              lambda s: f"DELETE /v1/locks/{key}/holders/{tok}" in s["adminActions"])
+
+
+def test_page_is_self_contained():
+    """No external resource: the page loads nothing but its node's API."""
+    text = (ROOT / "host/ui/console.html").read_text()
+    for pattern in (r"https?://(?!www\.w3\.org/2000/svg)", r"""(?:src|href)\s*=\s*["'](?!data:)""",
+                    r"@import", r"url\(", r"<script[^>]+src"):
+        hits = [l.strip() for l in text.splitlines() if re.search(pattern, l)]
+        assert not hits, f"{pattern!r} in console.html: {hits}"
+    assert os.path.getsize(ROOT / "host/ui/console.html") < 64 * 1024
+
+
+OLD_COUNTERS = """# HELP lockd_lock_grants_total Grants committed by this node as leader.
+# TYPE lockd_lock_grants_total counter
+lockd_lock_grants_total{node="1"} 5
+lockd_lock_releases_total{node="1"} 4
+lockd_locks_held{node="1"} 1
+"""
+NEW_COUNTERS = """lockd_lock_events_total{node="1",event="grant"} 7
+lockd_lock_events_total{node="1",event="release"} 6 1700000000000
+lockd_lock_grants_total{node="1"} 99
+"""
+HIST_PREV = """# TYPE lockd_acquire_duration_seconds histogram
+lockd_acquire_duration_seconds_bucket{node="1",result="granted",le="0.01"} 10
+lockd_acquire_duration_seconds_bucket{node="1",result="granted",le="0.1"} 10
+lockd_acquire_duration_seconds_bucket{node="1",result="granted",le="+Inf"} 10
+lockd_acquire_duration_seconds_sum{node="1",result="granted"} 0.05
+lockd_acquire_duration_seconds_count{node="1",result="granted"} 10
+"""
+# 100 more observations: 90 at most 10 ms (80 granted, 10 busy), 10 in (10 ms, 100 ms].
+HIST_CUR = """lockd_acquire_duration_seconds_bucket{node="1",result="busy",le="+Inf"} 10
+lockd_acquire_duration_seconds_bucket{node="1",result="busy",le="0.1"} 10
+lockd_acquire_duration_seconds_bucket{node="1",result="busy",le="0.01"} 10
+lockd_acquire_duration_seconds_bucket{node="1",result="granted",le="0.01"} 90
+lockd_acquire_duration_seconds_bucket{node="1",result="granted",le="0.1"} 100
+lockd_acquire_duration_seconds_bucket{node="1",result="granted",le="+Inf"} 100
+lockd_acquire_duration_seconds_sum{node="1",result="granted"} 1.05
+lockd_acquire_duration_seconds_count{node="1",result="granted"} 100
+lockd_acquire_duration_seconds_sum{node="1",result="busy"} 0.05
+lockd_acquire_duration_seconds_count{node="1",result="busy"} 10
+odd_metric{a="q\\"uote,}",b="x\\\\y"} 3
+broken line without value
+lockd_nan{node="1"} NaN
+"""
+
+
+def test_metrics_text_read_generically(cluster_factory, console, browser):
+    """The page's Prometheus reader, in the page itself: old and new names
+    of the lock counters, a series that is absent, histograms summed over
+    their labels, quantiles between two scrapes, awkward label values."""
+    cluster = cluster_factory(1)
+    console(cluster.nodes[cluster.leader()].addr)
+    wait_for("the page's reader", lambda: browser.execute_script("return !!window.lockdConsole"))
+    read = lambda text: browser.execute_script("return window.lockdConsole.read(arguments[0])", text)  # noqa: E731
+
+    old = read(OLD_COUNTERS)
+    assert old["counters"]["grants /s"] == 5 and old["counters"]["releases /s"] == 4
+    assert old["counters"]["expires /s"] is None and old["gauges"]["waiters"] is None
+    assert old["gauges"]["locks held"] == 1 and old["histograms"] == {}
+    new = read(NEW_COUNTERS)
+    assert new["counters"]["grants /s"] == 7 and new["counters"]["releases /s"] == 6
+
+    assert read("")["counters"]["grants /s"] is None
+    h = read(HIST_CUR)["histograms"]
+    assert list(h) == ["lockd_acquire_duration_seconds"], h
+    a = h["lockd_acquire_duration_seconds"]
+    assert a["count"] == 110 and abs(a["sum"] - 1.10) < 1e-9
+    assert a["buckets"][:2] == [[0.01, 100], [0.1, 110]], a["buckets"]
+    q = lambda x: browser.execute_script(  # noqa: E731
+        "return window.lockdConsole.quantile(arguments[0], arguments[1], arguments[2], arguments[3])",
+        x, HIST_PREV, HIST_CUR, "lockd_acquire_duration_seconds")
+    # Between the scrapes: 100 observations, 90 up to 10 ms, 10 up to 100 ms.
+    assert abs(q(0.99) - (0.01 + 0.09 * (99 - 90) / 10)) < 1e-9
+    assert abs(q(0.5) - 0.01 * 50 / 90) < 1e-9
+    # The node's own text parses too, whatever it holds today.
+    text = http(cluster.nodes[1].addr, "GET", "/metrics")[1]
+    live = read(text)
+    assert live["gauges"]["locks held"] == 0 and live["counters"]["grants /s"] is not None
