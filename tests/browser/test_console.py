@@ -34,6 +34,7 @@ return {
   series: q('#sparks [data-series]').map(e => e.dataset.series),
   audit: byId('audit-status') ? byId('audit-status').dataset.state : undefined,
   moduleHash: (document.querySelector('[data-testid=module-hash]') || {}).textContent || '',
+  engineImpl: (document.querySelector('[data-testid=engine-implementation]') || {}).textContent || '',
   adminActions: byId('admin-actions') ? byId('admin-actions').tBodies[0].textContent : '',
   locksErr: byId('locks-err') ? byId('locks-err').textContent : '',
   stored: sessionStorage.getItem('lockd.token'),
@@ -101,6 +102,11 @@ def test_cluster_view_follows_a_leader_kill(cluster_factory, console, browser):
         # least its /healthz).
         and all(health(s)[i] in ("ready", "answers") for i in (1, 2, 3) if i != follower.id)))
     assert s["title"] == f"lockd node {follower.id} (follower)", s["title"]
+    # The serving node's engine implementation, as its /v1/status reports it.
+    code, st = http(follower.addr, "GET", "/v1/status")
+    assert code == 200, (code, st)
+    assert st["engine_implementation"], st
+    assert s["engineImpl"] == st["engine_implementation"], (s["engineImpl"], st["engine_implementation"])
     shot(browser, "console-before-kill.png")
 
     cluster.nodes[leader].kill()
