@@ -347,6 +347,25 @@ enum MembersOp {
     },
 }
 
+/// The acquire the flags of `acquire` and `lock` ask for.
+fn acquire_options(
+    lease: Duration,
+    wait: Duration,
+    mode: ModeArg,
+    limit: u32,
+    owner: Option<String>,
+    request_id: Option<String>,
+) -> lockd_client::AcquireOptions {
+    lockd_client::AcquireOptions {
+        lease,
+        wait,
+        mode: mode.into(),
+        limit,
+        owner,
+        request_id,
+    }
+}
+
 /// `10s`, `500ms`, `2m`, `1h`, or a bare number of milliseconds.
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -394,14 +413,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             owner,
             request_id,
         } => {
-            let opts = lockd_client::AcquireOptions {
-                lease,
-                wait,
-                mode: mode.into(),
-                limit,
-                owner,
-                request_id,
-            };
+            let opts = acquire_options(lease, wait, mode, limit, owner, request_id);
             acquire::run(&client, j, &key, opts, hold).await
         }
         Cmd::Lock {
@@ -414,17 +426,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             owner,
             command,
         } => {
-            let opts = lockd_client::AcquireOptions {
-                lease,
-                wait,
-                mode: mode.into(),
-                limit,
-                owner,
-                request_id: None,
-            };
             let r = lock::Run {
                 key,
-                opts,
+                opts: acquire_options(lease, wait, mode, limit, owner, None),
                 grace,
                 command,
             };

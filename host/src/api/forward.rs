@@ -24,6 +24,16 @@ use super::error::ApiError;
 use super::services::Services;
 use crate::auth::{Access, PRINCIPAL_HEADER};
 
+/// The caller's headers the leader needs to answer as this node would:
+/// the body's type, and an acquire's request id (without it the leader
+/// could not tell a retry from a new acquire). Credentials are not among
+/// them: the leader believes this node's certificate and the principal it
+/// names.
+const PASSED_ON: [header::HeaderName; 2] = [
+    header::CONTENT_TYPE,
+    header::HeaderName::from_static("idempotency-key"),
+];
+
 pub const FORWARDED: &str = "x-lockd-forwarded";
 
 /// The leader's id and address, when a request here should go there.
@@ -92,13 +102,10 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
             percent_encoding::utf8_percent_encode(&principal, percent_encoding::NON_ALPHANUMERIC);
         forwarded = forwarded.header(PRINCIPAL_HEADER, encoded.to_string());
     }
-    // The request id of an acquire may come as a header: without it the
-    // leader could not tell a retry from a new acquire.
-    if let Some(id) = parts.headers.get("idempotency-key") {
-        forwarded = forwarded.header("idempotency-key", id);
-    }
-    if let Some(ct) = parts.headers.get(header::CONTENT_TYPE) {
-        forwarded = forwarded.header(header::CONTENT_TYPE, ct);
+    for name in PASSED_ON {
+        if let Some(v) = parts.headers.get(&name) {
+            forwarded = forwarded.header(name, v);
+        }
     }
     let forwarded = match forwarded.body(Body::from(body)) {
         Ok(r) => r,

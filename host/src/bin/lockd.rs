@@ -592,13 +592,22 @@ pub fn main() -> Result<()> {
     }
 }
 
+/// The engine under the default settings (the cluster's, unless it was
+/// started with other fuel or memory limits), with no compiled-module cache.
+fn default_engine() -> Result<std::sync::Arc<lockd::engine::WasmEngine>> {
+    Ok(std::sync::Arc::new(lockd::engine::WasmEngine::new(
+        Default::default(),
+        None,
+    )?))
+}
+
 fn restore(a: RestoreArgs) -> Result<()> {
     let members = lockd::config::parse_members(&a.initial_cluster)?;
     let bytes = std::fs::read(&a.snapshot)
         .with_context(|| format!("cannot read {}", a.snapshot.display()))?;
     let blob = lockd::restore::decode(&bytes)
         .with_context(|| format!("{} is refused", a.snapshot.display()))?;
-    let engine = std::sync::Arc::new(lockd::engine::WasmEngine::new(Default::default(), None)?);
+    let engine = default_engine()?;
     let r = lockd::restore::write_node(&engine, &a.data_dir, a.id, blob, &members)
         .with_context(|| format!("cannot restore into {}", a.data_dir.display()))?;
     report_restored(a.id, &a.data_dir, &members, &r);
@@ -606,7 +615,7 @@ fn restore(a: RestoreArgs) -> Result<()> {
 }
 
 fn recover(a: RecoverArgs) -> Result<()> {
-    let engine = std::sync::Arc::new(lockd::engine::WasmEngine::new(Default::default(), None)?);
+    let engine = default_engine()?;
     let blob = lockd::restore::survivor_state(&engine, &a.data_dir, lockd::builtin::LOCK_SM)
         .with_context(|| {
             format!(

@@ -328,12 +328,15 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let long = entries.iter().any(
             |e| matches!(&e.payload, openraft::EntryPayload::Normal(r) if r.module_bytes().is_some()),
         );
-        let swap = entries.iter().any(|e| {
-            matches!(
-                &e.payload,
-                openraft::EntryPayload::Normal(Request::Upgrade(_) | Request::SignedUpgrade(_))
-            )
-        });
+        // An upgrade carries a module, so only a long batch can swap: lock
+        // batches are walked once.
+        let swap = long
+            && entries.iter().any(|e| {
+                matches!(
+                    &e.payload,
+                    openraft::EntryPayload::Normal(Request::Upgrade(_) | Request::SignedUpgrade(_))
+                )
+            });
         let started = std::time::Instant::now();
         let applied = if long {
             off_runtime(|| self.replica().apply(entries)).map_err(sm_err)
