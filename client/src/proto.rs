@@ -45,6 +45,7 @@ pub enum ClientRequest {
 /// How a holding shares its key.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum LockMode {
     /// With limit 1 a mutex; with limit N a counting semaphore of N.
     #[default]
@@ -176,6 +177,7 @@ pub enum WireError {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Member {
     pub id: u64,
     pub addr: String,
@@ -185,6 +187,7 @@ pub struct Member {
 /// A node's part in the cluster, as status reports it (lowercase in JSON).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Role {
     Leader,
     Follower,
@@ -214,6 +217,7 @@ impl std::fmt::Display for Role {
 /// What an upgrade or shadow entry did (kebab-case in JSON).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum UpgradeResult {
     /// The module was swapped at the entry's index.
     #[default]
@@ -244,6 +248,7 @@ impl std::fmt::Display for UpgradeResult {
 /// Why an audit point was recorded (lowercase in JSON).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum AuditKind {
     /// A multiple of the audit interval.
     Interval,
@@ -255,6 +260,7 @@ pub enum AuditKind {
 
 /// A node's status (`GET /v1/status`, `lockctl status`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Status {
     pub id: u64,
     pub addr: String,
@@ -329,10 +335,15 @@ pub struct Status {
     /// upgrade, unlike the rest.
     #[serde(default)]
     pub engine_implementation: String,
+    /// The id of the cluster this node belongs to (32 hex digits); `None`
+    /// on a node that joins and has not yet been reached by its leader.
+    #[serde(default)]
+    pub cluster_id: Option<String>,
 }
 
 /// A node whose state hash differed from the others' at an index.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DivergenceSeen {
     pub node: u64,
     pub index: u64,
@@ -341,6 +352,7 @@ pub struct DivergenceSeen {
 /// One admin request a node served: who, what, how it ended, and where
 /// in the log it went (when it made an entry).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AdminAction {
     /// When it was answered, ms since the Unix epoch (this node's clock).
     pub at_ms: u64,
@@ -360,6 +372,7 @@ pub struct AdminAction {
 /// node at apply (a grant past a bound is refused with
 /// [`WireError::Capacity`], HTTP 507).
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Capacity {
     /// The most holdings the cluster keeps (a shared or semaphore key
     /// counts each holder).
@@ -371,6 +384,7 @@ pub struct Capacity {
 
 /// A snapshot built on request (`POST /v1/admin/snapshot`).
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SnapshotBuilt {
     /// The node that built it.
     pub node: u64,
@@ -383,6 +397,7 @@ pub struct SnapshotBuilt {
 
 /// The capacity bounds and the use of them at one applied index.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CapacityStatus {
     pub limits: Capacity,
     pub held: u64,
@@ -395,6 +410,7 @@ pub struct CapacityStatus {
 /// (`applied_index` is `first - 1`); none from `first` on is. A failing
 /// command committed alone gives `first == last`, the same on every node.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PoisonedAt {
     pub first: u64,
     pub last: u64,
@@ -403,6 +419,7 @@ pub struct PoisonedAt {
 /// What applying one upgrade entry did on a node. Everything but
 /// `swap_us` is computed deterministically, so every node records the same.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UpgradeRecord {
     /// The log index of the upgrade entry.
     pub index: u64,
@@ -441,6 +458,7 @@ impl UpgradeRecord {
 
 /// A candidate module fed the committed stream beside the active one.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ShadowStatus {
     pub module_hash: String,
     pub module_version: String,
@@ -463,6 +481,7 @@ pub struct ShadowStatus {
 /// One command that the active module and a candidate (a shadow, or the
 /// module `lockd replay` was given) answered differently.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutcomeDiff {
     pub index: u64,
     pub command: String,
@@ -474,6 +493,7 @@ pub struct OutcomeDiff {
 
 /// One (index, state hash) point a node recorded for the determinism audit.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditRecord {
     pub index: u64,
     pub state_hash: String,
@@ -483,6 +503,7 @@ pub struct AuditRecord {
 
 /// A node's audit points (`GET /v1/audit`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditReport {
     pub id: u64,
     pub interval: u64,
@@ -491,6 +512,7 @@ pub struct AuditReport {
 
 /// The answer to an upgrade or shadow request (`POST /v1/admin/...`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UpgradeReply {
     /// The log index of the entry.
     pub index: u64,

@@ -89,6 +89,7 @@ pub fn parse_signature(text: &str) -> Result<[u8; SIGNATURE_BYTES], HexError> {
 /// The cluster's trusted module keys (`GET /v1/admin/module-keys`), hex,
 /// in key order.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ModuleKeys {
     pub keys: Vec<String>,
 }
@@ -96,6 +97,7 @@ pub struct ModuleKeys {
 /// What a change of the trusted module keys did (kebab-case in JSON).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ModuleKeyResult {
     Trusted,
     Untrusted,
@@ -116,6 +118,7 @@ impl ModuleKeyResult {
 /// The answer to trusting or untrusting a module key (`POST` and `DELETE
 /// /v1/admin/module-keys`), once its log entry applied.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ModuleKeyReply {
     /// The log index of the entry.
     pub index: u64,

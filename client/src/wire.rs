@@ -38,6 +38,51 @@ pub enum Role {
     /// A client of the lock service that authenticates with a bearer
     /// token (variants are appended: older nodes decode every earlier one).
     ClientToken { token: String },
+    /// A cluster member that knows its cluster's id (32 hex digits),
+    /// calling node `to`; a member that knows no id yet sends
+    /// [`Role::Peer`].
+    PeerInCluster {
+        from: u64,
+        to: u64,
+        fingerprint: String,
+        cluster: String,
+    },
+}
+
+/// What a peer's hello says, whichever variant carried it.
+#[derive(Clone, Copy, Debug)]
+pub struct PeerHello<'a> {
+    pub from: u64,
+    /// The node called, when the hello names it.
+    pub to: Option<u64>,
+    pub fingerprint: &'a str,
+    pub cluster: Option<&'a str>,
+}
+
+impl Role {
+    /// The peer's hello, if this is one.
+    pub fn peer(&self) -> Option<PeerHello<'_>> {
+        match self {
+            Role::Peer { from, fingerprint } => Some(PeerHello {
+                from: *from,
+                to: None,
+                fingerprint,
+                cluster: None,
+            }),
+            Role::PeerInCluster {
+                from,
+                to,
+                fingerprint,
+                cluster,
+            } => Some(PeerHello {
+                from: *from,
+                to: Some(*to),
+                fingerprint,
+                cluster: Some(cluster),
+            }),
+            Role::Client | Role::ClientToken { .. } => None,
+        }
+    }
 }
 
 /// The server's answer to a [`Hello`].

@@ -51,7 +51,9 @@
 //! development CA and certificates (`lockd certs init`), and [`telemetry`]
 //! holds the latency histograms each layer records into for `/metrics`.
 //! [`restore`] makes a new cluster's data dirs from a backup or from one
-//! survivor (`lockd restore`, `lockd recover --force-new-cluster`).
+//! survivor (`lockd restore`, `lockd recover --force-new-cluster`);
+//! [`cluster_id`] gives every cluster an id its peers must share, so an
+//! old node never rejoins the cluster that replaced its own.
 //!
 //! # Using the engine
 //!
@@ -72,6 +74,7 @@ pub mod api;
 pub mod auth;
 pub mod builtin;
 pub mod certs;
+pub mod cluster_id;
 pub mod command;
 pub mod config;
 pub mod engine;

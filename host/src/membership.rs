@@ -11,6 +11,7 @@
 //! audit points, and at none different (SPEC §13, rolling upgrades).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::ChangeMembers;
@@ -18,9 +19,9 @@ use thiserror::Error;
 
 use lockd_client::proto::{AuditReport, Status};
 
+use crate::cluster_id::ClusterIdentity;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{members, Node as RaftNode, NodeId, Raft};
-use crate::transport::frame::Role;
 use crate::transport::peer::FramedConn;
 
 #[derive(Debug, Error)]
@@ -68,6 +69,8 @@ pub struct Membership {
     /// then prove it is the node id it is added as.
     tls: Option<lockd_client::tls::TlsClient>,
     gate: PromoteGate,
+    /// Named in the hello to a new learner, which adopts it.
+    cluster: Arc<ClusterIdentity>,
 }
 
 /// What a promotion of a learner of another implementation is checked
@@ -106,6 +109,7 @@ impl Membership {
         fingerprint: String,
         tls: Option<lockd_client::tls::TlsClient>,
         gate: PromoteGate,
+        cluster: Arc<ClusterIdentity>,
     ) -> Membership {
         Membership {
             id,
@@ -113,14 +117,12 @@ impl Membership {
             fingerprint,
             tls,
             gate,
+            cluster,
         }
     }
 
     pub async fn add_learner(&self, id: u64, addr: &str) -> Result<(), MembershipError> {
-        let role = Role::Peer {
-            from: self.id,
-            fingerprint: self.fingerprint.clone(),
-        };
+        let role = self.cluster.hello(self.id, id, &self.fingerprint);
         let refused = |reason: String| MembershipError::Refused {
             id,
             addr: addr.to_string(),

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! data dir ─┬─ node.meta        id + engine fingerprint (checked at every start)
+//!           ├─ cluster.id       the cluster's id           (cluster_id)
 //!           ├─ raft/wal/        the log segments          (log_store)
 //!           ├─ raft/vote        the vote                  (log_store)
 //!           ├─ raft/purged      the purge point           (log_store)
@@ -29,6 +30,7 @@ use tokio::sync::watch;
 
 use crate::api::Services;
 use crate::auth::{Auth, AuthFileError};
+use crate::cluster_id::{ClusterId, ClusterIdentity};
 use crate::config::NodeConfig;
 use crate::engine::{EngineError, EngineFingerprint, WasmEngine};
 use crate::log::WalOptions;
@@ -72,6 +74,8 @@ pub enum NodeError {
     Tls(#[from] lockd_client::tls::TlsError),
     #[error("{0}")]
     Auth(#[from] AuthFileError),
+    #[error("cluster id: {0}")]
+    Cluster(#[from] crate::cluster_id::ClusterIdError),
 }
 
 /// What the data dir records about the node that owns it.
@@ -98,7 +102,8 @@ fn data_err(path: &Path, e: impl ToString) -> NodeError {
 }
 
 /// Check (or record, on first start) which node and engine own `dir`.
-fn check_meta(dir: &Path, id: u64, fingerprint: &EngineFingerprint) -> Result<(), NodeError> {
+/// `true`: this is the data dir's first start.
+fn check_meta(dir: &Path, id: u64, fingerprint: &EngineFingerprint) -> Result<bool, NodeError> {
     let path = dir.join("node.meta");
     match crate::log::read_atomic(&path).map_err(|e| data_err(&path, e))? {
         Some(bytes) => {
@@ -130,11 +135,11 @@ fn check_meta(dir: &Path, id: u64, fingerprint: &EngineFingerprint) -> Result<()
                     now = %fingerprint.implementation(),
                     "the data dir was written by another lockd implementation; continuing (the determinism settings match)"
                 );
-                return record_meta(&path, id, fingerprint);
+                record_meta(&path, id, fingerprint)?;
             }
-            Ok(())
+            Ok(false)
         }
-        None => record_meta(&path, id, fingerprint),
+        None => record_meta(&path, id, fingerprint).map(|()| true),
     }
 }
 
@@ -180,7 +185,13 @@ impl Node {
             config.engine.clone(),
             Some(dir.join("module-cache")),
         )?);
-        check_meta(&dir, config.id, engine.fingerprint())?;
+        let first_start = check_meta(&dir, config.id, engine.fingerprint())?;
+        // A data dir restored or recovered records its cluster already.
+        let bootstrap_id = config
+            .bootstrap_members()
+            .filter(|_| first_start)
+            .map(|m| ClusterId::at_bootstrap(&m));
+        let cluster = Arc::new(ClusterIdentity::open(&dir, bootstrap_id)?);
 
         let precompiler = Precompiler::new(engine.clone());
         let sm = StateMachineStore::open(
@@ -218,6 +229,7 @@ impl Node {
             fingerprint: engine.fingerprint().text.clone(),
             connect_timeout: Duration::from_millis(config.heartbeat_ms.max(500)),
             tls: peer_tls.clone(),
+            cluster: cluster.clone(),
         };
         let raft = Raft::new(
             config.id,
@@ -274,6 +286,7 @@ impl Node {
                     implementation: engine.fingerprint().implementation(),
                     audit_points: config.promote_audit_points,
                 },
+                cluster.clone(),
             ),
             peer_gate: crate::raft::peer_check::PeerGate::new(config.max_snapshot_bytes),
             max_module_bytes: config.max_module_bytes,
@@ -283,6 +296,7 @@ impl Node {
             forwarder: crate::transport::http::Forwarder::new(as_node.clone()),
             admin_log: Default::default(),
             leader_changes: Default::default(),
+            cluster,
         });
         let node = Arc::new(Node {
             id: config.id,
@@ -291,7 +305,7 @@ impl Node {
             shutdown,
         });
         let span = tracing::info_span!("node", id = node.id);
-        tracing::info!(parent: &span, addr = %config.addr, listen = %config.listen_addr(), data_dir = %dir.display(), fingerprint = %engine.fingerprint().short(), tls = tls_server.is_some(), auth = services.auth.is_on(), "node started");
+        tracing::info!(parent: &span, addr = %config.addr, listen = %config.listen_addr(), data_dir = %dir.display(), fingerprint = %engine.fingerprint().short(), cluster = %services.cluster.get().map_or("(none yet)".into(), |c| c.to_string()), tls = tls_server.is_some(), auth = services.auth.is_on(), "node started");
 
         let served = services.clone();
         tokio::spawn(crate::transport::listener::serve(

@@ -2,7 +2,8 @@
 //! from a backup (`lockd restore`) or from one survivor's data dir (`lockd
 //! recover --force-new-cluster`).
 //!
-//! Either way every node of the new cluster gets the same snapshot as its
+//! Either way the new cluster has a new id ([`crate::cluster_id`]), so the
+//! old cluster's nodes are refused by it, and every node of the new cluster gets the same snapshot as its
 //! state machine: the old state at its index (module, locks, settings),
 //! with the new membership, and a log purged up to that index. The nodes
 //! then elect a leader as after any restart; nothing is proposed to build
@@ -36,6 +37,7 @@ use std::sync::Arc;
 use openraft::{CommittedLeaderId, Membership, StoredMembership};
 use thiserror::Error;
 
+use crate::cluster_id::ClusterId;
 use crate::engine::{EngineError, WasmEngine};
 use crate::raft::replica::Replica;
 use crate::raft::snapshot::{self, SnapshotBlob};
@@ -193,14 +195,16 @@ fn is_empty_dir(dir: &Path) -> Result<bool, RestoreError> {
     }
 }
 
-/// Make `dir` (absent or empty) the data dir of node `id` of a new cluster
-/// of `members`, whose state is `blob`'s with the token counter raised.
+/// Make `dir` (absent or empty) the data dir of node `id` of the new
+/// cluster `cluster` of `members`, whose state is `blob`'s with the token
+/// counter raised.
 pub fn write_node(
     engine: &Arc<WasmEngine>,
     dir: &Path,
     id: NodeId,
     mut blob: SnapshotBlob,
     members: &BTreeMap<NodeId, String>,
+    cluster: &ClusterId,
 ) -> Result<Restored, RestoreError> {
     if !members.contains_key(&id) {
         return Err(RestoreError::NotAMember(id));
@@ -249,6 +253,7 @@ pub fn write_node(
     let purged = raft.join("purged");
     let marker = postcard::to_allocvec(&log_id).map_err(|e| write_err(&purged, &e))?;
     crate::log::write_atomic(&purged, &marker).map_err(|e| write_err(&purged, &e))?;
+    cluster.write(dir).map_err(|e| write_err(dir, &e))?;
     Ok(restored)
 }
 

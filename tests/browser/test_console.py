@@ -26,7 +26,8 @@ return {
   members: q('#members tbody tr[data-id]').map(r => ({id: Number(r.dataset.id), role: r.dataset.role,
             health: r.dataset.health})),
   locks: q('#locks tbody tr[data-key]').map(r => ({key: r.dataset.key, token: r.dataset.token,
-          text: r.textContent, buttons: r.querySelectorAll('button[data-action=force-release]').length})),
+          text: r.textContent, leaseLeft: (r.querySelector('[data-testid=lease-left]') || {}).textContent,
+          buttons: r.querySelectorAll('button[data-action=force-release]').length})),
   login: !!byId('login') && !byId('login').classList.contains('hidden'),
   loginErr: byId('login-err') ? byId('login-err').textContent : '',
   whoami: byId('whoami') ? byId('whoami').textContent : '',
@@ -34,6 +35,7 @@ return {
   series: q('#sparks [data-series]').map(e => e.dataset.series),
   audit: byId('audit-status') ? byId('audit-status').dataset.state : undefined,
   moduleHash: (document.querySelector('[data-testid=module-hash]') || {}).textContent || '',
+  clusterId: (document.querySelector('[data-testid=cluster-id]') || {}).textContent || '',
   engineImpl: (document.querySelector('[data-testid=engine-implementation]') || {}).textContent || '',
   adminActions: byId('admin-actions') ? byId('admin-actions').tBodies[0].textContent : '',
   locksErr: byId('locks-err') ? byId('locks-err').textContent : '',
@@ -73,6 +75,15 @@ def tokens(s):
     return {l["key"]: l["token"] for l in s["locks"]}
 
 
+def lease_left_s(s, key):
+    """The lease left the page shows for key, in seconds (None: not shown)."""
+    for l in s["locks"]:
+        m = re.fullmatch(r"([0-9.]+) s", l["key"] == key and l["leaseLeft"] or "")
+        if m:
+            return float(m.group(1))
+    return None
+
+
 def shot(browser, name):
     SHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SHOTS / name))
@@ -97,6 +108,8 @@ def test_cluster_view_follows_a_leader_kill(cluster_factory, console, browser):
         roles(s) == {i: ("leader" if i == leader else "follower") for i in (1, 2, 3)}
         and s["leader"] == str(leader) and s["role"] == "follower"
         and tokens(s).get(key) == str(tok) and s["audit"] == "equal"
+        # The lease left on the leader's clock, not the 120 s granted.
+        and (lease_left_s(s, key) or 120) < 120
         and "grants /s" in s["series"] and len(s["moduleHash"]) == 64
         # Every other member answers this browser (its /readyz, or at
         # least its /healthz).
@@ -107,6 +120,8 @@ def test_cluster_view_follows_a_leader_kill(cluster_factory, console, browser):
     assert code == 200, (code, st)
     assert st["engine_implementation"], st
     assert s["engineImpl"] == st["engine_implementation"], (s["engineImpl"], st["engine_implementation"])
+    assert len(st["cluster_id"]) == 32 and s["clusterId"] == st["cluster_id"], (s["clusterId"], st)
+    assert lease_left_s(s, key) > 60, s["locks"]
     shot(browser, "console-before-kill.png")
 
     cluster.nodes[leader].kill()

@@ -13,6 +13,7 @@
 //! other cluster runs beside it. `cargo test --release --test cluster --
 //! <name>` runs one.
 
+mod api_contract;
 mod audit_divergence;
 mod bad_input_http;
 mod bad_input_native;

@@ -2,7 +2,9 @@
 //! restored into a fresh 3-node cluster, and a cluster that lost two of
 //! three nodes for good rebuilt from the survivor. Either way the locks
 //! held are still held with their tokens, and the next token is above
-//! every token the old cluster gave out, even after the backup.
+//! every token the old cluster gave out, even after the backup. The new
+//! cluster has a new cluster id, and an old node brought back with its
+//! data dir is refused by it.
 
 use std::process::Command;
 use std::time::Duration;
@@ -30,10 +32,38 @@ fn held(c: &Cluster, id: u64, key: &str) -> Option<u64> {
         .flatten()
 }
 
+fn cluster_id(c: &Cluster, id: u64) -> String {
+    let s = c.status(id).expect("status");
+    s.cluster_id
+        .clone()
+        .unwrap_or_else(|| panic!("node {id} names no cluster: {s:?}"))
+}
+
+/// Wait until node `id`'s log says `what`.
+fn wait_logged(c: &Cluster, id: u64, what: &str) {
+    let deadline = std::time::Instant::now() + WITHIN;
+    loop {
+        let log = std::fs::read_to_string(&c.nodes[&id].log).unwrap_or_default();
+        if log.contains(what) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "node {id} never logged {what:?}:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn a_backup_restores_into_a_new_cluster_with_its_locks_and_later_tokens() {
-    let old = Cluster::start(3, &[]);
+    let mut old = Cluster::start(3, &[]);
     old.wait_leader(WITHIN);
+    old.wait_converged(WITHIN);
+    let old_id = cluster_id(&old, 1);
+    for id in 2..=3 {
+        assert_eq!(cluster_id(&old, id), old_id, "one cluster, one id");
+    }
     let kept = old.acquire_on_leader("backup/kept", 600_000, WITHIN);
     let freed = old.acquire_on_leader("backup/freed", 600_000, WITHIN);
     old.release_on_leader("backup/freed", freed, WITHIN);
@@ -50,7 +80,9 @@ fn a_backup_restores_into_a_new_cluster_with_its_locks_and_later_tokens() {
         last = old.acquire_on_leader(&format!("after/{i}"), 600_000, WITHIN);
     }
     assert!(last > kept);
-    drop(old);
+    for id in 1..=3 {
+        old.kill(id);
+    }
 
     // A bad file is refused with the reason, and nothing is written.
     let bad = dir.path().join("bad.snap");
@@ -75,7 +107,14 @@ fn a_backup_restores_into_a_new_cluster_with_its_locks_and_later_tokens() {
     );
     assert!(!dir.path().join("never").exists());
 
-    let mut new = Cluster::configure(3, &[]);
+    // Machines 1 and 2 are rebuilt with their old addresses; node 3 is a
+    // new machine. Old node 3, brought back below, still names 1 and 2.
+    let mut new = Cluster::empty(&[]);
+    new.add_members(vec![
+        (1, old.addr(1).to_string()),
+        (2, old.addr(2).to_string()),
+        (3, format!("127.0.0.1:{}", lock_tests::cluster::free_port())),
+    ]);
     let initial = new
         .nodes
         .values()
@@ -125,6 +164,31 @@ fn a_backup_restores_into_a_new_cluster_with_its_locks_and_later_tokens() {
     );
     let s = new.wait_converged(WITHIN);
     assert_eq!(s.members.len(), 3);
+    let new_id = cluster_id(&new, 1);
+    assert_ne!(new_id, old_id, "a restored cluster is a new cluster");
+    for id in 2..=3 {
+        assert_eq!(cluster_id(&new, id), new_id);
+    }
+
+    // Old node 3 comes back with its data dir: a longer log than the
+    // restored one, and votes to ask of nodes 1 and 2. They refuse it.
+    let before = new.status(leader).expect("status");
+    old.spawn(3);
+    for id in [1, 2] {
+        wait_logged(&new, id, &format!("it belongs to cluster {old_id}"));
+    }
+    // Several election timeouts later the new cluster has not noticed.
+    std::thread::sleep(Duration::from_secs(2));
+    let after = new.status(leader).expect("status");
+    assert_eq!(
+        (after.leader, after.term),
+        (Some(leader), before.term),
+        "the old node moved the new cluster"
+    );
+    let stale = old.status(3).expect("the old node's status");
+    assert_eq!(stale.cluster_id.as_deref(), Some(old_id.as_str()));
+    assert_eq!(stale.leader, None, "{stale:?}");
+    assert_eq!(held(&new, leader, "backup/kept"), Some(kept));
     // The restored holder can still release its lock.
     new.release_on_leader("backup/kept", kept, WITHIN);
 }
@@ -133,6 +197,7 @@ fn a_backup_restores_into_a_new_cluster_with_its_locks_and_later_tokens() {
 fn a_survivor_of_a_lost_majority_rebuilds_the_cluster_and_clients_carry_on() {
     let mut c = Cluster::start(3, &[]);
     let leader = c.wait_leader(WITHIN);
+    let old_id = cluster_id(&c, leader);
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let client = lockd_client::Client::new(c.endpoints());
     let guard = rt
@@ -184,6 +249,8 @@ fn a_survivor_of_a_lost_majority_rebuilds_the_cluster_and_clients_carry_on() {
     assert!(said.contains("the old data dir is kept at"), "{said}");
     c.spawn(survivor);
     assert_eq!(c.wait_leader(WITHIN), survivor);
+    let new_id = cluster_id(&c, survivor);
+    assert_ne!(new_id, old_id, "a recovered cluster is a new cluster");
     assert_eq!(held(&c, survivor, "dr/held"), Some(held_token));
     // The same client, its endpoints unchanged, reconnects to what is left.
     let next = rt
@@ -212,5 +279,10 @@ fn a_survivor_of_a_lost_majority_rebuilds_the_cluster_and_clients_carry_on() {
     assert!(r.ok(), "{:?}", r.body);
     let s = c.status(4).expect("status");
     assert_eq!(s.members.len(), 2, "{s:?}");
+    assert_eq!(
+        s.cluster_id.as_deref(),
+        Some(new_id.as_str()),
+        "a joiner takes its cluster's id"
+    );
     assert_eq!(held(&c, 4, "dr/next"), Some(next.token()));
 }

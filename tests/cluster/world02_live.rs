@@ -133,6 +133,21 @@ pub fn used_after_upgrade(c: &Cluster, leader: u64, across: &str) {
         Some(3)
     );
     assert_eq!(r.body.get("next"), None, "{r:?}");
+    // The lease left on the leader's clock, asked of a follower too.
+    for via in [leader, follower] {
+        let listed = c
+            .get(via, "/v1/locks?prefix=h/&after=h/rw&limit=10")
+            .expect("list");
+        let one = c.lock(via, "h/sem").expect("get");
+        let lists = [&listed.body["locks"][0]["holders"], &one.body["holders"]];
+        for h in lists.iter().flat_map(|l| l.as_array().expect("holders")) {
+            let (left, lease) = (h["lease_left_ms"].as_u64(), h["lease_ms"].as_u64());
+            assert!(
+                matches!((left, lease), (Some(l), Some(g)) if l > 0 && l <= g),
+                "via node {via}: {h}"
+            );
+        }
+    }
 
     // Policy data through the log: a reserved prefix and a lease cap.
     let rules = json!({"rules": [

@@ -314,7 +314,7 @@ impl Cluster {
     }
 
     /// Register nodes that bootstrap one cluster of exactly these members.
-    fn add_members(&mut self, members: Vec<(u64, String)>) {
+    pub fn add_members(&mut self, members: Vec<(u64, String)>) {
         let initial = members
             .iter()
             .map(|(i, a)| format!("{i}={a}"))

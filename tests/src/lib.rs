@@ -20,6 +20,8 @@
 //! * [`fixtures`]: the hostile guest components built by `build.rs`.
 //! * [`load`]: client threads that keep taking and freeing locks while a
 //!   test upgrades, and what they saw.
+//! * [`openapi`]: the node's OpenAPI document: answers checked strictly
+//!   against its schemas, and the Markdown reference rendered from it.
 //! * [`secure`]: certificates, an auth file with a principal per role,
 //!   and callers presenting one principal's credentials, for clusters
 //!   with TLS and authentication on.
@@ -36,6 +38,7 @@ pub mod load;
 pub mod machines;
 pub mod metrics;
 pub mod netns;
+pub mod openapi;
 pub mod raw;
 pub mod scenario;
 pub mod secure;

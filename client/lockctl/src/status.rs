@@ -62,6 +62,9 @@ pub async fn run(admin: &Admin, j: bool) -> Result<(), Failure> {
                 "node {}: module {} since index {}",
                 s.id, s.module_version, s.module_since_index
             );
+            if let Some(c) = &s.cluster_id {
+                println!("node {}: cluster {c}", s.id);
+            }
             if let Some(u) = s.upgrades.last() {
                 println!(
                     "node {}: last upgrade entry at index {}: {}{}",

@@ -28,6 +28,7 @@ def test_readers_share_and_a_writer_waits(cluster02, key):
     assert [h.token for h in holders] == [r.token for r in readers]
     assert [h.owner for h in holders] == ["r0", "r1", "r2"]
     assert all(h.mode == "shared" and h.limit == 3 and h.principal == "" for h in holders)
+    assert all(h.lease_left is not None and 0 < h.lease_left <= h.lease == 10 for h in holders), holders
     got = {}
     t = threading.Thread(target=lambda: got.setdefault("w", c.lock(key, lease=10, wait=30)))
     t.start()

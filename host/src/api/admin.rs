@@ -33,7 +33,7 @@ use serde::Deserialize;
 
 use super::authorize::AdminOutcome;
 use super::body::ModuleBody;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody};
 use super::services::Services;
 use crate::engine::ModuleHash;
 use crate::upgrade::submit::UpgradeError;
@@ -120,6 +120,30 @@ fn options(uri: &Uri) -> Result<Options, ApiError> {
     Ok(o)
 }
 
+/// Query parameters of an upgrade or a shadow start.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read by `options`, which also refuses unknown ones
+struct ModuleQuery {
+    /// Refuse unless this module (64 hex digits) is the active one.
+    replaces: Option<String>,
+    /// The module's ed25519 signature, 128 hex digits.
+    signature: Option<String>,
+    /// Compile and migrate on the leader before proposing (default true).
+    precheck: Option<bool>,
+}
+
+/// Replace the lock module through the log.
+#[utoipa::path(post, path = "/v1/admin/upgrade", tag = "admin", params(ModuleQuery),
+    request_body(content = Vec<u8>, content_type = "application/wasm", description = "the component's bytes"),
+    responses(
+        (status = 200, description = "swapped at `index` on every node", body = UpgradeReply),
+        (status = 400, description = "not a valid lock module, or a bad query parameter", body = ErrorBody),
+        (status = 403, description = "the cluster trusts module keys and this module is not signed by one", body = ErrorBody),
+        (status = 409, description = "`replaces` is not the active module", body = ErrorBody),
+        (status = 413, description = "bigger than --max-module-bytes", body = ErrorBody),
+        (status = 422, description = "the migration fails (with `index` when at apply)", body = ErrorBody),
+        (status = 503, description = "no leader, or another upgrade in flight", body = ErrorBody)))]
 pub async fn upgrade(
     State(node): State<Arc<Services>>,
     uri: Uri,
@@ -134,6 +158,16 @@ pub async fn upgrade(
     Ok(audited(r, Some(sent)))
 }
 
+/// Run a candidate module in shadow beside the active one.
+#[utoipa::path(post, path = "/v1/admin/shadow", tag = "admin", params(ModuleQuery),
+    request_body(content = Vec<u8>, content_type = "application/wasm", description = "the component's bytes"),
+    responses(
+        (status = 200, description = "the shadow runs from `index`", body = UpgradeReply),
+        (status = 400, description = "not a valid lock module, a bad query parameter, or `replaces`", body = ErrorBody),
+        (status = 403, description = "not signed by a trusted key", body = ErrorBody),
+        (status = 413, description = "bigger than --max-module-bytes", body = ErrorBody),
+        (status = 422, description = "the migration fails", body = ErrorBody),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn shadow_start(
     State(node): State<Arc<Services>>,
     uri: Uri,
@@ -153,25 +187,52 @@ pub async fn shadow_start(
     Ok(audited(r, Some(sent)))
 }
 
+/// Upgrade to the running shadow (with the signature it was started with).
+#[utoipa::path(post, path = "/v1/admin/shadow/promote", tag = "admin",
+    responses(
+        (status = 200, description = "swapped", body = UpgradeReply),
+        (status = 404, description = "no shadow runs", body = ErrorBody),
+        (status = 422, description = "the migration fails", body = ErrorBody),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn shadow_promote(State(node): State<Arc<Services>>) -> Response {
     audited(node.upgrader.shadow_promote().await, None)
 }
 
+/// Stop the shadow.
+#[utoipa::path(post, path = "/v1/admin/shadow/abort", tag = "admin",
+    responses(
+        (status = 200, description = "stopped", body = UpgradeReply),
+        (status = 404, description = "no shadow runs", body = ErrorBody),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn shadow_abort(State(node): State<Arc<Services>>) -> Response {
     audited(node.upgrader.shadow_abort().await, None)
 }
 
+/// This node's determinism audit points (never forwarded).
+#[utoipa::path(get, path = "/v1/audit", tag = "admin",
+    responses((status = 200, description = "the state hash at each audit point", body = AuditReport)))]
 pub async fn audit(State(node): State<Arc<Services>>) -> Json<AuditReport> {
     Json(node.sm.audit_report())
 }
 
 /// The capacity bounds and their use, at the leader's applied index.
+/// The capacity bounds and their use.
+#[utoipa::path(get, path = "/v1/admin/capacity", tag = "admin",
+    responses(
+        (status = 200, description = "bounds and use", body = CapacityStatus),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn capacity_get(
     State(node): State<Arc<Services>>,
 ) -> Result<Json<CapacityStatus>, ApiError> {
     Ok(Json(node.sm.capacity()))
 }
 
+/// Change the capacity bounds through the log.
+#[utoipa::path(put, path = "/v1/admin/capacity", tag = "admin", request_body = Capacity,
+    responses(
+        (status = 200, description = "once the entry applied", body = CapacityStatus),
+        (status = 400, description = "a bound of 0, or a malformed body", body = ErrorBody),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn capacity_put(
     State(node): State<Arc<Services>>,
     super::body::JsonBody(bounds): super::body::JsonBody<Capacity>,
@@ -185,15 +246,21 @@ pub async fn capacity_put(
 }
 
 /// The trusted module keys, at the leader's applied index.
+/// The trusted module keys.
+#[utoipa::path(get, path = "/v1/admin/module-keys", tag = "admin",
+    responses(
+        (status = 200, description = "hex, in key order", body = ModuleKeys),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn module_keys_get(State(node): State<Arc<Services>>) -> Json<ModuleKeys> {
     Json(ModuleKeys {
         keys: node.sm.module_keys().hex(),
     })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrustKey {
+    /// An ed25519 public key, 64 hex digits.
     key: String,
 }
 
@@ -212,6 +279,13 @@ fn key_change(reply: ModuleKeyReply) -> Response {
     r
 }
 
+/// Trust a module key: from then on every module must be signed.
+#[utoipa::path(post, path = "/v1/admin/module-keys", tag = "admin", request_body = TrustKey,
+    responses(
+        (status = 200, description = "once the entry applied (`already-trusted`: nothing changed)", body = ModuleKeyReply),
+        (status = 400, description = "not 64 hex digits or not a usable ed25519 key", body = ErrorBody),
+        (status = 409, description = "already 16 keys trusted", body = ErrorBody),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn module_keys_post(
     State(node): State<Arc<Services>>,
     super::body::JsonBody(req): super::body::JsonBody<TrustKey>,
@@ -220,6 +294,14 @@ pub async fn module_keys_post(
     Ok(key_change(node.upgrader.trust_key(key).await?))
 }
 
+/// Stop trusting a module key.
+#[utoipa::path(delete, path = "/v1/admin/module-keys/{key}", tag = "admin",
+    params(("key" = String, Path, description = "the key, 64 hex digits")),
+    responses(
+        (status = 200, description = "once the entry applied", body = ModuleKeyReply),
+        (status = 400, description = "malformed key", body = ErrorBody),
+        (status = 404, description = "not trusted", body = ErrorBody),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn module_keys_delete(
     State(node): State<Arc<Services>>,
     Path(key): Path<String>,
@@ -234,6 +316,13 @@ const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Build a snapshot on this node now. openraft builds one at a time: a
 /// request during a build waits for that build.
+/// Build a snapshot of this node's state now and compact its log (never
+/// forwarded).
+#[utoipa::path(post, path = "/v1/admin/snapshot", tag = "admin",
+    responses(
+        (status = 200, description = "built", body = SnapshotBuilt),
+        (status = 503, description = "raft stopped", body = ErrorBody),
+        (status = 504, description = "no snapshot within 300 s", body = ErrorBody)))]
 pub async fn snapshot_build(State(node): State<Arc<Services>>) -> Result<Response, ApiError> {
     use axum::http::StatusCode;
     let before = node.sm.snapshot_stats().built;
@@ -275,6 +364,13 @@ pub async fn snapshot_build(State(node): State<Arc<Services>>) -> Result<Respons
 /// request came), so the snapshot holds every grant acknowledged before
 /// it: module, state, token counter, capacity and trusted keys, in the
 /// snapshot file's format. `x-lockd-snapshot-index` names its log index.
+/// A backup from the leader, after a read barrier (for `lockctl snapshot
+/// save` and `lockd restore`).
+#[utoipa::path(get, path = "/v1/admin/snapshot", tag = "admin",
+    responses(
+        (status = 200, description = "the snapshot file", content_type = "application/octet-stream", body = Vec<u8>,
+            headers(("x-lockd-snapshot-index" = u64, description = "its log index"))),
+        (status = 503, description = "no leader, or leadership not confirmed", body = ErrorBody)))]
 pub async fn snapshot_save(State(node): State<Arc<Services>>) -> Result<Response, ApiError> {
     use crate::service::ServiceError;
     use axum::http::{header, HeaderValue, StatusCode};

@@ -51,14 +51,27 @@ impl ApiError {
     }
 }
 
+/// The body of every error answer.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong, for a person.
+    pub error: String,
+    /// The leader to ask instead, when this node knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leader: Option<u64>,
+    /// More, by error (an upgrade rejected at apply says at which index).
+    #[serde(flatten)]
+    pub details: Map<String, Value>,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = self.details;
-        body.insert("error".into(), json!(self.message));
-        if let Some(leader) = self.leader {
-            body.insert("leader".into(), json!(leader));
-        }
-        let mut response = (self.status, Json(Value::Object(body))).into_response();
+        let body = ErrorBody {
+            error: self.message,
+            leader: self.leader,
+            details: self.details,
+        };
+        let mut response = (self.status, Json(body)).into_response();
         if let Some(s) = self.retry_after {
             response
                 .headers_mut()

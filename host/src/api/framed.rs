@@ -25,7 +25,9 @@ use super::wire;
 use crate::auth::{Access, Denied, Principal};
 use crate::raft::network::{PeerRequest, PeerResponse};
 use crate::service::ServiceError;
-use crate::transport::frame::{self, Envelope, Hello, HelloReply, Refused, Role, Welcome};
+use crate::transport::frame::{
+    self, Envelope, Hello, HelloReply, PeerHello, Refused, Role, Welcome,
+};
 use crate::transport::limits::{Admission, ConnLimits, MAX_CLIENT_FRAME, MAX_HELLO_FRAME};
 use crate::transport::listener::{Caller, Io};
 
@@ -46,7 +48,7 @@ pub async fn serve(node: Arc<Services>, stream: Box<dyn Io>, admission: Admissio
     };
     let refuse = |reason: String| HelloReply::Refused(Refused { reason });
     let plaintext = node.tls_required && caller.tls.is_none();
-    let reply = match &hello.role {
+    let reply = match (&hello.role, hello.role.peer()) {
         _ if plaintext => {
             tracing::warn!(id = node.id, %peer, "refused a plaintext connection: this node requires TLS");
             refuse(format!(
@@ -54,32 +56,14 @@ pub async fn serve(node: Arc<Services>, stream: Box<dyn Io>, admission: Admissio
                 node.id
             ))
         }
-        Role::Peer { from, .. } if peer_refusal(&node, &caller, *from).is_some() => {
-            let why = peer_refusal(&node, &caller, *from).unwrap_or_default();
-            tracing::warn!(id = node.id, from, %peer, %why, "refused a peer");
-            refuse(format!("node {} refused the peer: {why}", node.id))
-        }
-        Role::Peer { fingerprint, from } => {
-            let ours = node.engine.fingerprint();
-            let theirs = crate::engine::EngineFingerprint {
-                text: fingerprint.clone(),
-                hash: String::new(),
-            };
-            // Another wasmtime or CPU may serve beside this one (a rolling
-            // upgrade; promotion waits for the audit, see membership); a
-            // setting that decides what guests compute may not.
-            let diffs = theirs.determinism_differences(ours).join(", ");
-            if diffs.is_empty() {
-                HelloReply::Welcome(Welcome { node_id: node.id })
-            } else {
-                tracing::error!(id = node.id, from, %peer, %diffs, "refused a peer with a different wasm engine");
-                refuse(format!(
-                    "node {} runs a different wasm engine (caller != this node): {diffs}",
-                    node.id
-                ))
+        (_, Some(p)) => match meet_peer(&node, &caller, p) {
+            Ok(()) => HelloReply::Welcome(Welcome { node_id: node.id }),
+            Err(why) => {
+                tracing::warn!(id = node.id, from = p.from, %peer, %why, "refused a peer");
+                refuse(format!("node {} refused the peer: {why}", node.id))
             }
-        }
-        Role::Client | Role::ClientToken { .. }
+        },
+        (Role::Client | Role::ClientToken { .. }, _)
             if caller
                 .tls
                 .as_ref()
@@ -87,7 +71,7 @@ pub async fn serve(node: Arc<Services>, stream: Box<dyn Io>, admission: Admissio
         {
             refuse("a client hello over the peer protocol (ALPN lockd-peer/1)".into())
         }
-        Role::Client | Role::ClientToken { .. } => match &admission {
+        _ => match &admission {
             Ok(_) => HelloReply::Welcome(Welcome { node_id: node.id }),
             Err(why) => {
                 tracing::warn!(id = node.id, %peer, %why, "refused a client connection");
@@ -99,8 +83,8 @@ pub async fn serve(node: Arc<Services>, stream: Box<dyn Io>, admission: Admissio
     if send(&mut framed, &reply).await.is_err() || !welcomed {
         return;
     }
-    let from = match hello.role {
-        Role::Client | Role::ClientToken { .. } => {
+    let from = match hello.role.peer() {
+        None => {
             let token = match &hello.role {
                 Role::ClientToken { token } => Some(token.as_str()),
                 _ => None,
@@ -109,11 +93,11 @@ pub async fn serve(node: Arc<Services>, stream: Box<dyn Io>, admission: Admissio
             framed.codec_mut().set_max_frame_length(MAX_CLIENT_FRAME);
             return serve_client(node, framed, &limits, who, peer).await;
         }
-        Role::Peer { from, .. } => {
+        Some(p) => {
             // Peers hold no client place, and may send big entries.
             drop(admission);
             framed.codec_mut().set_max_frame_length(frame::MAX_FRAME);
-            from
+            p.from
         }
     };
     while let Some(Ok(bytes)) = framed.next().await {
@@ -131,6 +115,34 @@ pub async fn serve(node: Arc<Services>, stream: Box<dyn Io>, admission: Admissio
             return;
         }
     }
+}
+
+/// Whether to serve a peer: its certificate, the node it calls, its wasm
+/// engine, its cluster ([`crate::cluster_id`]). `Err` says why not.
+fn meet_peer(node: &Services, caller: &Caller, p: PeerHello<'_>) -> Result<(), String> {
+    if let Some(why) = peer_refusal(node, caller, p.from) {
+        return Err(why);
+    }
+    // Addresses get reused: answer only calls meant for this node (and
+    // never adopt the cluster of a caller that wanted another).
+    if let Some(to) = p.to.filter(|to| *to != node.id) {
+        return Err(format!("it is node {}, not node {to}", node.id));
+    }
+    let theirs = crate::engine::EngineFingerprint {
+        text: p.fingerprint.to_string(),
+        hash: String::new(),
+    };
+    // Another wasmtime or CPU may serve beside this one (a rolling
+    // upgrade; promotion waits for the audit, see membership); a setting
+    // that decides what guests compute may not.
+    let diffs = theirs.determinism_differences(node.engine.fingerprint());
+    if !diffs.is_empty() {
+        return Err(format!(
+            "it runs a different wasm engine (caller != this node): {}",
+            diffs.join(", ")
+        ));
+    }
+    node.cluster.meet_peer(p.cluster)
 }
 
 /// Read the preface and the hello (frames at most [`MAX_HELLO_FRAME`]

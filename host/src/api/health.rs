@@ -18,12 +18,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
-use serde_json::json;
 
 use super::services::Services;
 
 /// Whether a node is ready, and why not.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct Readiness {
     pub ready: bool,
     /// Empty when ready.
@@ -91,10 +90,26 @@ pub fn readiness(node: &Services) -> Readiness {
     })
 }
 
-pub async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({ "status": "ok" }))
+/// The process answers.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Health {
+    /// Always `ok`.
+    status: &'static str,
 }
 
+/// Liveness: the process answers (no credentials needed).
+#[utoipa::path(get, path = "/healthz", tag = "cluster",
+    responses((status = 200, description = "alive", body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// Readiness: a leader is known, this node has applied what is committed,
+/// its module is not poisoned and Raft runs (no credentials needed).
+#[utoipa::path(get, path = "/readyz", tag = "cluster",
+    responses(
+        (status = 200, description = "ready", body = Readiness),
+        (status = 503, description = "not ready, with every reason", body = Readiness)))]
 pub async fn readyz(State(node): State<Arc<Services>>) -> Response {
     let r = readiness(&node);
     let status = if r.ready {

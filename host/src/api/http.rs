@@ -28,19 +28,15 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::middleware;
-use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use hyper_util::rt::TokioIo;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
 
-use super::body::{JsonBody, MAX_BODY, MAX_MODULE};
-use super::error::ApiError;
-use super::forward::{to_leader, Forwarding};
+use super::body::JsonBody;
+use super::error::{ApiError, ErrorBody};
 use super::services::Services;
 use super::status::{status_of, Member, Status};
-use super::{admin, locks, metrics};
 use crate::raft::members;
 use crate::transport::limits::Admission;
 use crate::transport::listener::{Caller, Io};
@@ -72,7 +68,7 @@ pub async fn serve(
         tracing::warn!(id = node.id, peer = %caller.addr, "refused a plaintext HTTP connection: this node requires TLS");
         tls_required(node.id)
     } else {
-        router(node).layer(Extension(caller))
+        super::routes::router(node).layer(Extension(caller))
     };
     let svc = hyper_util::service::TowerToHyperService::new(app);
     if let Err(e) = hyper::server::conn::http1::Builder::new()
@@ -97,113 +93,70 @@ fn tls_required(id: u64) -> Router {
     })
 }
 
-/// Every route, behind the authorisation layer (which needs the
-/// connection's [`Caller`] as an extension).
-pub fn router(node: Arc<Services>) -> Router {
-    let forward = |limit, what| {
-        middleware::from_fn_with_state(
-            Forwarding {
-                node: node.clone(),
-                limit,
-                what,
-            },
-            to_leader,
-        )
-    };
-    let leader_json = Router::new()
-        .route("/v1/members/add", post(members_add))
-        .route("/v1/members/promote", post(members_promote))
-        .route("/v1/members/remove", post(members_remove))
-        .route("/v1/locks", get(locks::lock_list))
-        .route(
-            "/v1/locks/{*path}",
-            get(locks::lock_get)
-                .post(locks::lock_post)
-                .delete(locks::lock_delete),
-        )
-        .route(
-            "/v1/admin/policy",
-            get(locks::policy_get).put(locks::policy_put),
-        )
-        .route(
-            "/v1/admin/capacity",
-            get(admin::capacity_get).put(admin::capacity_put),
-        )
-        .route(
-            "/v1/admin/module-keys",
-            get(admin::module_keys_get).post(admin::module_keys_post),
-        )
-        .route(
-            "/v1/admin/module-keys/{key}",
-            delete(admin::module_keys_delete),
-        )
-        .route_layer(forward(MAX_BODY, "request body"));
-    let leader_modules = Router::new()
-        .route("/v1/admin/upgrade", post(admin::upgrade))
-        .route("/v1/admin/shadow", post(admin::shadow_start))
-        .route("/v1/admin/shadow/promote", post(admin::shadow_promote))
-        .route("/v1/admin/shadow/abort", post(admin::shadow_abort))
-        .route_layer(forward(MAX_MODULE, "module"));
-    Router::new()
-        .route("/v1/status", get(status))
-        .route("/healthz", get(super::health::healthz))
-        .route("/readyz", get(super::health::readyz))
-        .route("/ui", get(console))
-        .route("/v1/whoami", get(whoami))
-        .route("/v1/members", get(members_list))
-        .route("/metrics", get(metrics::metrics))
-        .route("/v1/audit", get(admin::audit))
-        // A backup (GET) comes from the leader; a snapshot build (POST)
-        // happens on the node asked. A method router's layer wraps only the
-        // methods before it.
-        .route(
-            "/v1/admin/snapshot",
-            get(admin::snapshot_save)
-                .route_layer(forward(MAX_BODY, "request body"))
-                .post(admin::snapshot_build),
-        )
-        .merge(leader_json)
-        .merge(leader_modules)
-        .fallback(|| async { ApiError::not_found("no such route") })
-        .layer(middleware::from_fn_with_state(
-            node.clone(),
-            super::authorize::authorize,
-        ))
-        .with_state(node)
-}
-
-async fn status(State(node): State<Arc<Services>>) -> Json<Status> {
+/// This node's status: its role, indices, module, audit and capacity.
+#[utoipa::path(get, path = "/v1/status", tag = "cluster",
+    responses((status = 200, description = "the node's status (never forwarded)", body = Status)))]
+pub async fn status(State(node): State<Arc<Services>>) -> Json<Status> {
     Json(status_of(&node))
 }
 
 /// The web console: one page, compiled into the binary (no CDN, nothing
 /// fetched at run time but this node's own API).
-async fn console() -> axum::response::Html<&'static str> {
+#[utoipa::path(get, path = "/ui", tag = "cluster",
+    responses((status = 200, description = "the web console, one self-contained page", content_type = "text/html", body = String)))]
+pub async fn console() -> axum::response::Html<&'static str> {
     axum::response::Html(include_str!("../../ui/console.html"))
 }
 
-async fn whoami(Extension(access): Extension<crate::auth::Access>) -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "principal": access.principal, "admin": access.admin }))
+/// Who this node takes the caller for.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct WhoAmI {
+    /// `""` when authentication is off.
+    principal: String,
+    /// Whether the caller may use the admin routes (true when
+    /// authentication is off).
+    admin: bool,
 }
 
-async fn members_list(State(node): State<Arc<Services>>) -> Json<Vec<Member>> {
+#[utoipa::path(get, path = "/v1/whoami", tag = "cluster",
+    responses((status = 200, description = "the caller's principal", body = WhoAmI)))]
+pub async fn whoami(Extension(access): Extension<crate::auth::Access>) -> Json<WhoAmI> {
+    Json(WhoAmI {
+        principal: access.principal,
+        admin: access.admin,
+    })
+}
+
+/// The members, as this node knows them.
+#[utoipa::path(get, path = "/v1/members", tag = "cluster",
+    responses((status = 200, description = "every member, voter or learner", body = Vec<Member>)))]
+pub async fn members_list(State(node): State<Arc<Services>>) -> Json<Vec<Member>> {
     Json(members(&node.raft))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct AddMember {
+pub struct AddMember {
     id: u64,
+    /// The address its peers reach it at (its `--advertise-addr`).
     addr: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct MemberId {
+pub struct MemberId {
     id: u64,
 }
 
-async fn members_add(
+/// Add a learner, after checking its wasm engine, its node id and its
+/// cluster.
+#[utoipa::path(post, path = "/v1/members/add", tag = "cluster", request_body = AddMember,
+    responses(
+        (status = 200, description = "the members after", body = Vec<Member>),
+        (status = 400, description = "malformed body", body = ErrorBody),
+        (status = 502, description = "the node refused (another engine, id or cluster) or did not answer", body = ErrorBody),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
+pub async fn members_add(
     State(node): State<Arc<Services>>,
     JsonBody(req): JsonBody<AddMember>,
 ) -> Result<Json<Vec<Member>>, ApiError> {
@@ -211,7 +164,17 @@ async fn members_add(
     Ok(Json(members(&node.raft)))
 }
 
-async fn members_promote(
+/// Make a learner a voter (one of another engine implementation only once
+/// the audit saw its state equal to the others').
+#[utoipa::path(post, path = "/v1/members/promote", tag = "cluster", request_body = MemberId,
+    responses(
+        (status = 200, description = "the members after", body = Vec<Member>),
+        (status = 400, description = "malformed body", body = ErrorBody),
+        (status = 404, description = "not a member", body = ErrorBody),
+        (status = 409, description = "not a learner, not yet audited, or its state diverged", body = ErrorBody),
+        (status = 502, description = "its audit report could not be read", body = ErrorBody),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
+pub async fn members_promote(
     State(node): State<Arc<Services>>,
     JsonBody(req): JsonBody<MemberId>,
 ) -> Result<Json<Vec<Member>>, ApiError> {
@@ -219,7 +182,14 @@ async fn members_promote(
     Ok(Json(members(&node.raft)))
 }
 
-async fn members_remove(
+/// Remove a voter or a learner.
+#[utoipa::path(post, path = "/v1/members/remove", tag = "cluster", request_body = MemberId,
+    responses(
+        (status = 200, description = "the members after", body = Vec<Member>),
+        (status = 400, description = "malformed body", body = ErrorBody),
+        (status = 404, description = "not a member", body = ErrorBody),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
+pub async fn members_remove(
     State(node): State<Arc<Services>>,
     JsonBody(req): JsonBody<MemberId>,
 ) -> Result<Json<Vec<Member>>, ApiError> {

@@ -1,4 +1,4 @@
-//! HTTP routes of the locks and of the lock module's policy data.
+//! HTTP routes of the locks (the policy data is in [`super::policy`]).
 //!
 //! | route | body | answer |
 //! |---|---|---|
@@ -8,10 +8,10 @@
 //! | `GET /v1/locks/{key}` | | `{"held":bool,"token":T?,"lease_ms":N?,"holders":[…]}` (the first holder's token and lease, as before holders existed), read linearizably |
 //! | `GET /v1/locks?prefix=P&after=K&limit=N` | | `{"locks":[{"key":"…","holders":[…]}],"next":"K"?}`: held keys under `P` after `K` in key order, at most `N` (default 100, at most 1000); `next` is the `after` of the next page |
 //! | `DELETE /v1/locks/{key}/holders/{token}` | | admin force release of one holding: `200`, `404`, `409` |
-//! | `GET /v1/admin/policy` | | `{"rules":[…]}` |
-//! | `PUT /v1/admin/policy` | `{"rules":[{"prefix":"…","reserved":bool,"max_lease_ms":N?,"max_holders":N?,"max_held":N?}]}` | `200`; `422` the module refused the rules (or keeps no policy data) |
 //!
-//! A holder is `{"token","lease_ms","mode","limit","holder":{"principal","owner"}|null,"request_id"?}`;
+//! A holder is `{"token","lease_ms","lease_left_ms","mode","limit","holder":{"principal","owner"}|null,"request_id"?}`
+//! (`lease_left_ms`: what is left of the lease on the leader's clock, null
+//! while a new leader has not yet timed it);
 //! `holder` is null for a holding carried over from a world-0.1 state,
 //! whose holder nobody recorded. With authentication on, `token` is shown
 //! only to the holding's principal and to admins (`null` to others): a
@@ -41,33 +41,41 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use lockd_client::proto::LockMode;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use super::body::{parse, JsonBody, RawBody};
-use super::error::ApiError;
+use super::body::{parse, RawBody};
+use super::error::{ApiError, ErrorBody};
 use super::services::Services;
 use super::wire;
 use crate::auth::action::split_lock_path;
 use crate::auth::Access;
-use crate::command::{HolderInfo, KeyHolders, PrefixPolicy};
+use crate::command::{HolderInfo, KeyHolders};
 use crate::service::table::Spec;
 use crate::service::ServiceError;
 
 /// Listing page size when none is asked for.
 const DEFAULT_LIST: u32 = 100;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct AcquireBody {
+pub struct AcquireBody {
+    /// How long the lock is held unless renewed (at most `--max-lease-ms`).
     lease_ms: u64,
+    /// How long to wait for the key when it is busy (0: try once; at most
+    /// `--max-wait-ms`).
     #[serde(default)]
     wait_ms: u64,
     #[serde(default)]
     mode: LockMode,
+    /// With `exclusive`, N holders at once (a semaphore); with `shared`,
+    /// N readers.
     #[serde(default = "one")]
+    #[schema(default = 1)]
     limit: u32,
+    /// Who holds it, for people (world 0.2).
     #[serde(default)]
     owner: String,
+    /// Makes a retry safe: the same owner and request id get the grant
+    /// that committed (also the `Idempotency-Key` header).
     #[serde(default)]
     request_id: Option<String>,
 }
@@ -76,29 +84,46 @@ fn one() -> u32 {
     1
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct TokenBody {
+pub struct TokenBody {
+    /// The fencing token the acquire returned.
     token: u64,
 }
 
-#[derive(Serialize)]
-struct AcquireReply {
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct AcquireReply {
+    /// The fencing token: larger than every token granted before.
     token: u64,
+    /// The lease granted (the module may shorten it).
     lease_ms: u64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct KeepaliveReply {
+    /// The lease, restarted now.
+    lease_ms: u64,
+}
+
+/// An answer with nothing more to say.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Done {}
+
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct HolderJson {
     principal: String,
     owner: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct HoldingJson {
     /// Null: not shown to this caller (another principal's holding).
     token: Option<u64>,
+    /// The lease granted (or last renewed to).
     lease_ms: u64,
+    /// What is left of it on the leader's clock when it answered (null:
+    /// the leader had just been elected and not yet timed it).
+    lease_left_ms: Option<u64>,
     mode: LockMode,
     limit: u32,
     /// Null: carried over from a 0.1 state, holder unknown.
@@ -107,10 +132,12 @@ pub struct HoldingJson {
     request_id: String,
 }
 
-fn holding(access: &Access, h: HolderInfo) -> HoldingJson {
+/// `left`: (token, ms left) of the key's holdings on the leader's clock.
+fn holding(access: &Access, h: HolderInfo, left: &[(u64, u64)]) -> HoldingJson {
     HoldingJson {
         token: wire::sees_token(access, &h).then_some(h.token),
         lease_ms: h.lease_ms,
+        lease_left_ms: left.iter().find(|(t, _)| *t == h.token).map(|(_, l)| *l),
         mode: wire::lock_mode(h.mode),
         limit: h.limit,
         holder: h.holder.map(|x| HolderJson {
@@ -121,7 +148,7 @@ fn holding(access: &Access, h: HolderInfo) -> HoldingJson {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct LockReply {
     held: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,6 +163,12 @@ fn lock_path(path: Result<Path<String>, PathRejection>) -> Result<String, ApiErr
         .map_err(|e| ApiError::bad_request(format!("{}: {e}", ServiceError::KeyNotUtf8)))
 }
 
+/// Who holds a key, read linearizably.
+#[utoipa::path(get, path = "/v1/locks/{key}", tag = "locks", params(("key" = String, Path, description = "the lock's key (may contain `/`)")),
+    responses(
+        (status = 200, description = "the holders (empty: free)", body = LockReply),
+        (status = 400, description = "a bad key", body = ErrorBody),
+        (status = 503, description = "no leader, or leadership not confirmed", body = ErrorBody)))]
 pub async fn lock_get(
     State(node): State<Arc<Services>>,
     Extension(access): Extension<Access>,
@@ -143,6 +176,8 @@ pub async fn lock_get(
 ) -> Result<Json<LockReply>, ApiError> {
     let key = lock_path(path)?;
     let holders = node.locks.holders(&key).await?;
+    let left = node.locks.leases_left(vec![key.clone()]).await;
+    let left = left.first().map_or(&[][..], Vec::as_slice);
     let first = holders.first();
     Ok(Json(LockReply {
         held: first.is_some(),
@@ -150,7 +185,10 @@ pub async fn lock_get(
             .filter(|i| wire::sees_token(&access, i))
             .map(|i| i.token),
         lease_ms: first.map(|i| i.lease_ms),
-        holders: holders.into_iter().map(|h| holding(&access, h)).collect(),
+        holders: holders
+            .into_iter()
+            .map(|h| holding(&access, h, left))
+            .collect(),
     }))
 }
 
@@ -173,6 +211,9 @@ fn request_id(headers: &HeaderMap, body: Option<String>) -> Result<String, ApiEr
     }
 }
 
+/// The actions of `POST /v1/locks/{key}/ACTION`.
+pub const ACTIONS: [&str; 3] = ["acquire", "release", "keepalive"];
+
 pub async fn lock_post(
     State(node): State<Arc<Services>>,
     Extension(access): Extension<Access>,
@@ -181,52 +222,109 @@ pub async fn lock_post(
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
     let path = lock_path(path)?;
-    let by = wire::bound_to(&access);
     let Some((key, action)) = split_lock_path(&path) else {
         return Err(ApiError::not_found(
             "expected /v1/locks/{key}/acquire|release|keepalive",
         ));
     };
+    let lock = Lock {
+        node: &node,
+        access: &access,
+        key,
+    };
     match action {
-        "acquire" => {
-            let req: AcquireBody = parse(&body)?;
-            let spec = Spec {
-                lease_ms: req.lease_ms,
-                mode: wire::mode(req.mode),
-                limit: req.limit,
-                principal: access.principal.clone(),
-                owner: req.owner,
-                request_id: request_id(&headers, req.request_id)?,
-            };
-            let wait = Duration::from_millis(req.wait_ms);
-            let a = node.locks.acquire_with(key, spec, wait).await?;
-            Ok(Json(AcquireReply {
-                token: a.token,
-                lease_ms: a.lease_ms,
-            })
-            .into_response())
-        }
-        "release" => {
-            let req: TokenBody = parse(&body)?;
-            node.locks.release(key, req.token, by).await?;
-            Ok(Json(json!({})).into_response())
-        }
-        "keepalive" => {
-            let req: TokenBody = parse(&body)?;
-            let lease_ms = node.locks.keepalive(key, req.token, by).await?;
-            Ok(Json(json!({ "lease_ms": lease_ms })).into_response())
-        }
+        "acquire" => acquire(lock, &headers, parse(&body)?).await,
+        "release" => release(lock, parse(&body)?).await,
+        "keepalive" => keepalive(lock, parse(&body)?).await,
         other => Err(ApiError::not_found(format!(
             "unknown lock action {other:?}; expected acquire, release or keepalive"
         ))),
     }
 }
 
-/// `DELETE /v1/locks/{key}/holders/{token}`: end one holding now.
+/// What a lock action works on.
+#[derive(Clone, Copy)]
+pub struct Lock<'a> {
+    node: &'a Services,
+    access: &'a Access,
+    key: &'a str,
+}
+
+/// Take the lock, waiting up to `wait_ms` while it is busy.
+#[utoipa::path(post, path = "/v1/locks/{key}/acquire", tag = "locks", params(("key" = String, Path, description = "the lock's key (may contain `/`)")), request_body = AcquireBody,
+    responses(
+        (status = 200, description = "granted", body = AcquireReply),
+        (status = 400, description = "a bad key, a lease of 0 or above --max-lease-ms, a wait above --max-wait-ms, or a malformed body", body = ErrorBody),
+        (status = 403, description = "refused by the module's policy", body = ErrorBody),
+        (status = 409, description = "still busy after the wait", body = ErrorBody),
+        (status = 422, description = "the module cannot serve the mode or limit, or the limit differs from the holders'", body = ErrorBody),
+        (status = 429, description = "a quota is used up, or as many callers wait as the limits allow (Retry-After)", body = ErrorBody),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
+pub async fn acquire(
+    l: Lock<'_>,
+    headers: &HeaderMap,
+    req: AcquireBody,
+) -> Result<Response, ApiError> {
+    let spec = Spec {
+        lease_ms: req.lease_ms,
+        mode: wire::mode(req.mode),
+        limit: req.limit,
+        principal: l.access.principal.clone(),
+        owner: req.owner,
+        request_id: request_id(headers, req.request_id)?,
+    };
+    let wait = Duration::from_millis(req.wait_ms);
+    let a = l.node.locks.acquire_with(l.key, spec, wait).await?;
+    Ok(Json(AcquireReply {
+        token: a.token,
+        lease_ms: a.lease_ms,
+    })
+    .into_response())
+}
+
+/// Give the lock up.
+#[utoipa::path(post, path = "/v1/locks/{key}/release", tag = "locks", params(("key" = String, Path, description = "the lock's key (may contain `/`)")), request_body = TokenBody,
+    responses(
+        (status = 200, description = "released", body = Done),
+        (status = 400, description = "a bad key or body", body = ErrorBody),
+        (status = 403, description = "another principal's holding", body = ErrorBody),
+        (status = 404, description = "not held", body = ErrorBody),
+        (status = 409, description = "not the holder's token", body = ErrorBody),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
+pub async fn release(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError> {
+    let by = wire::bound_to(l.access);
+    l.node.locks.release(l.key, req.token, by).await?;
+    Ok(Json(Done {}).into_response())
+}
+
+/// Restart the lease.
+#[utoipa::path(post, path = "/v1/locks/{key}/keepalive", tag = "locks", params(("key" = String, Path, description = "the lock's key (may contain `/`)")), request_body = TokenBody,
+    responses(
+        (status = 200, description = "renewed", body = KeepaliveReply),
+        (status = 400, description = "a bad key or body", body = ErrorBody),
+        (status = 403, description = "another principal's holding", body = ErrorBody),
+        (status = 404, description = "not held", body = ErrorBody),
+        (status = 409, description = "not the holder's token", body = ErrorBody),
+        (status = 503, description = "no leader, or leadership not confirmed", body = ErrorBody)))]
+pub async fn keepalive(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError> {
+    let by = wire::bound_to(l.access);
+    let lease_ms = l.node.locks.keepalive(l.key, req.token, by).await?;
+    Ok(Json(KeepaliveReply { lease_ms }).into_response())
+}
+
+/// End one holding now (admin); its holder is not told.
+#[utoipa::path(delete, path = "/v1/locks/{key}/holders/{token}", tag = "locks",
+    params(("key" = String, Path, description = "the lock's key (may contain `/`)"), ("token" = u64, Path, description = "the holding's fencing token")),
+    responses(
+        (status = 200, description = "released", body = Done),
+        (status = 400, description = "a bad key or token", body = ErrorBody),
+        (status = 404, description = "not held", body = ErrorBody),
+        (status = 409, description = "no holding with that token", body = ErrorBody),
+        (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn lock_delete(
     State(node): State<Arc<Services>>,
     path: Result<Path<String>, PathRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<Done>, ApiError> {
     let path = lock_path(path)?;
     let parsed = path
         .rsplit_once("/holders/")
@@ -242,31 +340,41 @@ pub async fn lock_delete(
     };
     // An admin's (the route is admin-only): any holding.
     node.locks.release(key, token, None).await?;
-    Ok(Json(json!({})))
+    Ok(Json(Done {}))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
+    /// Only keys that start with it.
     #[serde(default)]
     prefix: String,
+    /// Only keys after it (the `next` of the page before).
     after: Option<String>,
+    /// At most this many keys (default 100, at most 1000).
     limit: Option<u32>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct KeyJson {
     key: String,
     holders: Vec<HoldingJson>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct ListReply {
     locks: Vec<KeyJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     next: Option<String>,
 }
 
+/// Held keys, in key order, a page at a time.
+#[utoipa::path(get, path = "/v1/locks", tag = "locks", params(ListQuery),
+    responses(
+        (status = 200, description = "a page of held keys", body = ListReply),
+        (status = 400, description = "a bad prefix or limit", body = ErrorBody),
+        (status = 503, description = "no leader, or leadership not confirmed", body = ErrorBody)))]
 pub async fn lock_list(
     State(node): State<Arc<Services>>,
     Extension(access): Extension<Access>,
@@ -281,69 +389,23 @@ pub async fn lock_list(
     let next = (page.len() == limit as usize)
         .then(|| page.last().map(|k| k.key.clone()))
         .flatten();
+    let left = node
+        .locks
+        .leases_left(page.iter().map(|k| k.key.clone()).collect())
+        .await;
     Ok(Json(ListReply {
         locks: page
             .into_iter()
-            .map(|k| KeyJson {
+            .zip(left)
+            .map(|(k, left)| KeyJson {
                 key: k.key,
-                holders: k.holders.into_iter().map(|h| holding(&access, h)).collect(),
+                holders: k
+                    .holders
+                    .into_iter()
+                    .map(|h| holding(&access, h, &left))
+                    .collect(),
             })
             .collect(),
         next,
     }))
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RuleJson {
-    prefix: String,
-    #[serde(default)]
-    reserved: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    max_lease_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    max_holders: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    max_held: Option<u64>,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyJson {
-    rules: Vec<RuleJson>,
-}
-
-pub async fn policy_get(State(node): State<Arc<Services>>) -> Result<Json<PolicyJson>, ApiError> {
-    let rules = node.locks.policy().await?;
-    Ok(Json(PolicyJson {
-        rules: rules
-            .into_iter()
-            .map(|r| RuleJson {
-                prefix: r.prefix,
-                reserved: r.reserved,
-                max_lease_ms: r.max_lease_ms,
-                max_holders: r.max_holders,
-                max_held: r.max_held,
-            })
-            .collect(),
-    }))
-}
-
-pub async fn policy_put(
-    State(node): State<Arc<Services>>,
-    JsonBody(body): JsonBody<PolicyJson>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let rules = body
-        .rules
-        .into_iter()
-        .map(|r| PrefixPolicy {
-            prefix: r.prefix,
-            reserved: r.reserved,
-            max_lease_ms: r.max_lease_ms,
-            max_holders: r.max_holders,
-            max_held: r.max_held,
-        })
-        .collect();
-    node.locks.set_policy(rules).await?;
-    Ok(Json(json!({})))
 }

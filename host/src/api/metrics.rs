@@ -329,6 +329,9 @@ fn registry(node: &Services) -> Registry {
     reg
 }
 
+/// Prometheus metrics of this node (OpenMetrics text).
+#[utoipa::path(get, path = "/metrics", tag = "cluster",
+    responses((status = 200, description = "OpenMetrics text; the families are listed in deploy/grafana/metrics.txt", content_type = "application/openmetrics-text", body = String)))]
 pub async fn metrics(State(node): State<Arc<Services>>) -> Response {
     let mut out = String::new();
     match prometheus_client::encoding::text::encode(&mut out, &registry(&node)) {

@@ -7,7 +7,11 @@
 //! * [`framed`]: the server side of the framed protocol — hello and
 //!   fingerprint check, then Raft RPC from peers and the client protocol.
 //! * [`health`]: `/healthz` and `/readyz`.
-//! * [`http`]: the HTTP/JSON API's routes — locks, status, membership.
+//! * [`routes`]: the table of every HTTP route, and the router built from it.
+//! * [`openapi`]: the OpenAPI document of those routes, from the handlers.
+//! * [`http`]: the HTTP connection, and the status, membership and console
+//!   handlers.
+//! * [`locks`], [`policy`]: the lock routes, and the module's policy data.
 //! * [`admin`]: hot upgrade, shadow mode and audit routes.
 //! * [`authorize`]: the layer that authenticates and authorises every
 //!   HTTP request, and the admin audit trail.
@@ -28,6 +32,9 @@ pub mod health;
 pub mod http;
 pub mod locks;
 pub mod metrics;
+pub mod openapi;
+pub mod policy;
+pub mod routes;
 pub mod services;
 pub mod status;
 pub mod wire;

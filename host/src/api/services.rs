@@ -41,6 +41,8 @@ pub struct Services {
     pub admin_log: AdminLog,
     /// Times the leader this node knows changed, for metrics.
     pub leader_changes: Arc<std::sync::atomic::AtomicU64>,
+    /// Which cluster this node belongs to; peers of another are refused.
+    pub cluster: Arc<crate::cluster_id::ClusterIdentity>,
 }
 
 impl Services {

@@ -71,6 +71,7 @@ pub fn status_with(node: &Services, hash: bool) -> (Status, UpgradeCounts) {
         trusted_module_keys: v.trusted_module_keys,
         last_divergence: node.sm.last_divergence(),
         engine_implementation: node.engine.fingerprint().implementation(),
+        cluster_id: node.cluster.get().map(|c| c.to_string()),
     };
     let counts = UpgradeCounts {
         swapped: v.upgrades_swapped,

@@ -89,7 +89,7 @@ pub fn of_http(method: &str, path: &str, query: Option<&str>) -> Action {
         };
     }
     match path {
-        "/healthz" | "/readyz" | "/ui" if is_get => Action::Public,
+        "/healthz" | "/readyz" | "/ui" | "/v1/openapi.json" if is_get => Action::Public,
         "/v1/whoami" if is_get => Action::Any,
         "/v1/locks" if is_get => Action::List(query_value(query, "prefix").unwrap_or_default()),
         "/v1/status" | "/v1/members" | "/metrics" | "/v1/audit" if is_get => Action::Read,
@@ -175,6 +175,7 @@ mod tests {
         assert_eq!(of_http("GET", "/readyz", None), Action::Public);
         assert_eq!(of_http("POST", "/healthz", None), Action::Any);
         assert_eq!(of_http("GET", "/ui", None), Action::Public);
+        assert_eq!(of_http("GET", "/v1/openapi.json", None), Action::Public);
         assert_eq!(of_http("GET", "/v1/whoami", None), Action::Any);
         // Not UTF-8 once decoded: the handler says why, to a known caller.
         assert_eq!(of_http("GET", "/v1/locks/%ff", None), Action::Any);

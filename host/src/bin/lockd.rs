@@ -608,9 +608,11 @@ fn restore(a: RestoreArgs) -> Result<()> {
     let blob = lockd::restore::decode(&bytes)
         .with_context(|| format!("{} is refused", a.snapshot.display()))?;
     let engine = default_engine()?;
-    let r = lockd::restore::write_node(&engine, &a.data_dir, a.id, blob, &members)
+    // The same for every node restored from this file with these members.
+    let cluster = lockd::cluster_id::ClusterId::at_restore(&bytes, &members);
+    let r = lockd::restore::write_node(&engine, &a.data_dir, a.id, blob, &members, &cluster)
         .with_context(|| format!("cannot restore into {}", a.data_dir.display()))?;
-    report_restored(a.id, &a.data_dir, &members, &r);
+    report_restored(a.id, &a.data_dir, &members, &cluster, &r);
     Ok(())
 }
 
@@ -638,17 +640,17 @@ fn recover(a: RecoverArgs) -> Result<()> {
         )
     })?;
     let members = std::collections::BTreeMap::from([(a.id, a.addr.clone())]);
-    let r = lockd::restore::write_node(&engine, &a.data_dir, a.id, blob, &members).with_context(
-        || {
+    let cluster = lockd::cluster_id::ClusterId::random()?;
+    let r = lockd::restore::write_node(&engine, &a.data_dir, a.id, blob, &members, &cluster)
+        .with_context(|| {
             format!(
                 "cannot write the new data dir {} (the old one is {})",
                 a.data_dir.display(),
                 kept.display()
             )
-        },
-    )?;
+        })?;
     println!("the old data dir is kept at {}", kept.display());
-    report_restored(a.id, &a.data_dir, &members, &r);
+    report_restored(a.id, &a.data_dir, &members, &cluster, &r);
     Ok(())
 }
 
@@ -656,10 +658,11 @@ fn report_restored(
     id: u64,
     dir: &std::path::Path,
     members: &std::collections::BTreeMap<u64, String>,
+    cluster: &lockd::cluster_id::ClusterId,
     r: &lockd::restore::Restored,
 ) {
     println!(
-        "node {id} of a new cluster in {}: the state at index {} (module {}, {} holdings, state hash {}); tokens continue from {} (they were at {})",
+        "node {id} of the new cluster {cluster} in {}: the state at index {} (module {}, {} holdings, state hash {}); tokens continue from {} (they were at {})",
         dir.display(),
         r.index,
         r.module_hash,

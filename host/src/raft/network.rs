@@ -18,7 +18,6 @@ use openraft::raft::{
 use serde::{Deserialize, Serialize};
 
 use super::{Node, NodeId, TypeConfig};
-use crate::transport::frame::Role;
 use crate::transport::peer::FramedConn;
 use crate::transport::TransportError;
 
@@ -51,6 +50,8 @@ pub struct NetworkFactory {
     pub connect_timeout: Duration,
     /// This node's certificate and the cluster's CA, when peers speak TLS.
     pub tls: Option<lockd_client::tls::TlsClient>,
+    /// This node's cluster, named in every peer hello.
+    pub cluster: std::sync::Arc<crate::cluster_id::ClusterIdentity>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
@@ -88,10 +89,11 @@ impl PeerClient {
         timeout: Duration,
     ) -> Result<PeerResponse, TransportError> {
         if self.conn.is_none() {
-            let role = Role::Peer {
-                from: self.factory.my_id,
-                fingerprint: self.factory.fingerprint.clone(),
-            };
+            let role = self.factory.cluster.hello(
+                self.factory.my_id,
+                self.target,
+                &self.factory.fingerprint,
+            );
             let conn = FramedConn::connect(
                 &self.addr,
                 self.target,

@@ -71,6 +71,12 @@ pub(super) enum Msg {
         keys: Vec<String>,
         reply: oneshot::Sender<Vec<Vec<(u64, String)>>>,
     },
+    /// The lease left of each key's holdings on this leader's clock (a
+    /// question, answered at once).
+    LeasesLeft {
+        keys: Vec<String>,
+        reply: oneshot::Sender<Vec<Vec<(u64, u64)>>>,
+    },
     Done {
         id: u64,
         result: Result<Vec<Replicated>, ServiceError>,
@@ -199,6 +205,12 @@ impl Actor {
         let event = match msg {
             Msg::Principals { keys, reply } => {
                 let _ = reply.send(keys.iter().map(|k| self.table.principals(k)).collect());
+                return;
+            }
+            Msg::LeasesLeft { keys, reply } => {
+                let now = Instant::now().saturating_duration_since(self.epoch);
+                let left = keys.iter().map(|k| self.table.leases_left(k, now));
+                let _ = reply.send(left.collect());
                 return;
             }
             Msg::Acquire {

@@ -51,6 +51,18 @@ impl LockService {
         }
     }
 
+    /// (token, ms left) of each holding of each key, as this node's lock
+    /// table times them: only a leader's are known (empty lists on any
+    /// other node, or while a new leader loads its table).
+    pub async fn leases_left(&self, keys: Vec<String>) -> Vec<Vec<(u64, u64)>> {
+        let n = keys.len();
+        let (reply, rx) = oneshot::channel();
+        if self.tx.send(Msg::LeasesLeft { keys, reply }).is_err() {
+            return vec![Vec::new(); n];
+        }
+        rx.await.unwrap_or_else(|_| vec![Vec::new(); n])
+    }
+
     /// Held keys under `prefix` after `after`, at most `limit` (1 to
     /// [`MAX_LIST`]), read linearizably.
     pub async fn list(

@@ -638,6 +638,9 @@ class Holder:
     principal: Optional[str]
     owner: Optional[str]
     request_id: str = ""
+    #: Seconds left of the lease on the leader's clock when it answered
+    #: (``None`` while a new leader has not yet timed the holding).
+    lease_left: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -671,6 +674,7 @@ def _holder(h: Any) -> Holder:
         principal=who.get("principal") if isinstance(who, dict) else None,
         owner=who.get("owner") if isinstance(who, dict) else None,
         request_id=str(h.get("request_id", "")),
+        lease_left=float(h["lease_left_ms"]) / 1000.0 if isinstance(h.get("lease_left_ms"), (int, float)) else None,
     )
 
 

@@ -259,6 +259,23 @@ impl Table {
         })
     }
 
+    /// (token, ms left at `now`) of each holding of `key`, on the leader's
+    /// clock; empty but on a leader whose table is loaded.
+    pub fn leases_left(&self, key: &str, now: Duration) -> Vec<(u64, u64)> {
+        if !matches!(self.role, Role::Leader { .. }) {
+            return Vec::new();
+        }
+        self.keys.get(key).map_or_else(Vec::new, |k| {
+            k.holders
+                .iter()
+                .map(|(t, h)| {
+                    let left = h.deadline.saturating_sub(now).as_millis();
+                    (t, u64::try_from(left).unwrap_or(u64::MAX))
+                })
+                .collect()
+        })
+    }
+
     fn emit(&mut self, action: Action) {
         self.out.push(action);
     }

@@ -1,0 +1,235 @@
+//! The OpenAPI 3 document of the HTTP API, served at `GET
+//! /v1/openapi.json` (no credentials needed, like `/ui`).
+//!
+//! Nothing in it is written twice: every schema is derived (utoipa) from
+//! the type the handler (de)serializes, and every operation is declared by
+//! `#[utoipa::path]` on the handler that serves it. What could still
+//! drift is checked: the document names exactly the paths of
+//! [`super::routes::ROUTES`] (a unit test below), and a live test probes
+//! every path with every method both ways and checks real answers
+//! against the schemas (`tests/cluster/api_contract.rs`). The readable
+//! reference `docs/api.md` is rendered from this document, and a test
+//! fails when it is stale.
+//!
+//! Keys may contain `/`, which OpenAPI path parameters cannot express:
+//! the document names the lock routes `/v1/locks/{key}…` and says so; the
+//! router serves them as `/v1/locks/{*path}` and splits off the action.
+
+use std::sync::OnceLock;
+
+use axum::http::header;
+use axum::response::IntoResponse;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{OpenApi as Document, Ref, Response, ResponseBuilder};
+use utoipa::{Modify, OpenApi};
+
+use super::error::ErrorBody;
+use super::{admin, health, http, locks, metrics, policy};
+
+/// Paths that need no credentials (SPEC §11).
+pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/ui", "/v1/openapi.json"];
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "lockd",
+        description = "The HTTP/JSON API of lockd, a Raft-replicated lock service whose lock logic is a deterministic WebAssembly module. Every error is `{\"error\": \"…\"}` with a fitting status code (and `leader` when another node leads). Lock, admin and membership routes are answered by the leader; any other node forwards them. With authentication on, every route but the public ones needs `Authorization: Bearer TOKEN` or a client certificate (401 without, 403 when the roles do not allow it).",
+        license(name = "Apache-2.0")
+    ),
+    paths(
+        locks::acquire,
+        locks::release,
+        locks::keepalive,
+        locks::lock_get,
+        locks::lock_list,
+        locks::lock_delete,
+        policy::policy_get,
+        policy::policy_put,
+        http::status,
+        http::whoami,
+        http::members_list,
+        http::members_add,
+        http::members_promote,
+        http::members_remove,
+        health::healthz,
+        health::readyz,
+        http::console,
+        serve,
+        metrics::metrics,
+        admin::audit,
+        admin::snapshot_save,
+        admin::snapshot_build,
+        admin::capacity_get,
+        admin::capacity_put,
+        admin::module_keys_get,
+        admin::module_keys_post,
+        admin::module_keys_delete,
+        admin::upgrade,
+        admin::shadow_start,
+        admin::shadow_promote,
+        admin::shadow_abort,
+    ),
+    components(schemas(ErrorBody)),
+    modifiers(&Secured),
+    tags(
+        (name = "locks", description = "Acquire, renew, release and read locks, and the module's policy data."),
+        (name = "cluster", description = "Status, membership, health and metrics."),
+        (name = "admin", description = "Hot upgrade, shadow mode, signed modules, capacity, snapshots and the determinism audit."),
+    )
+)]
+struct ApiDoc;
+
+/// The bearer scheme, and what every non-public operation may answer
+/// with authentication on.
+struct Secured;
+
+impl Modify for Secured {
+    fn modify(&self, doc: &mut Document) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "A token from `lockd auth token` (or a client certificate over TLS)",
+                    ))
+                    .build(),
+            ),
+        );
+        let error = |what: &str| -> Response {
+            ResponseBuilder::new()
+                .description(what)
+                .content(
+                    "application/json",
+                    utoipa::openapi::ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build()
+        };
+        for (path, item) in doc.paths.paths.iter_mut() {
+            if PUBLIC.contains(&path.as_str()) {
+                continue;
+            }
+            for op in operations(item) {
+                let r = &mut op.responses.responses;
+                r.entry("401".into())
+                    .or_insert_with(|| error("no credentials (authentication on)").into());
+                r.entry("403".into())
+                    .or_insert_with(|| error("the caller's roles do not allow it").into());
+                op.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(
+                    "bearer",
+                    Vec::<String>::new(),
+                )]);
+            }
+        }
+    }
+}
+
+fn operations(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.patch,
+        &mut item.head,
+    ]
+    .into_iter()
+    .filter_map(Option::as_mut)
+}
+
+/// The document, with this build's version.
+pub fn document() -> Document {
+    let mut doc = ApiDoc::openapi();
+    doc.info.version = env!("CARGO_PKG_VERSION").into();
+    doc
+}
+
+/// The document as JSON, made once.
+pub fn json() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        document()
+            .to_pretty_json()
+            .unwrap_or_else(|e| format!("{{\"error\":\"the document does not serialize: {e}\"}}"))
+    })
+}
+
+/// The OpenAPI document of this API.
+#[utoipa::path(
+    get,
+    path = "/v1/openapi.json",
+    tag = "cluster",
+    responses((status = 200, description = "this document (OpenAPI 3.1)", content_type = "application/json", body = Object))
+)]
+pub async fn serve() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], json())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// The router's path for a documented one: lock paths are served by
+    /// one wildcard route.
+    fn served_as(path: &str) -> &str {
+        if path.starts_with("/v1/locks/{key}") {
+            "/v1/locks/{*path}"
+        } else {
+            path
+        }
+    }
+
+    #[test]
+    fn the_document_names_exactly_the_routes_served() {
+        let doc = document();
+        let documented: BTreeSet<&str> = doc.paths.paths.keys().map(|p| served_as(p)).collect();
+        let served: BTreeSet<&str> = super::super::routes::ROUTES.iter().map(|r| r.0).collect();
+        let only_doc: Vec<_> = documented.difference(&served).collect();
+        let only_served: Vec<_> = served.difference(&documented).collect();
+        assert!(
+            only_doc.is_empty() && only_served.is_empty(),
+            "documented only: {only_doc:?}; served only: {only_served:?}"
+        );
+    }
+
+    #[test]
+    fn the_lock_actions_documented_are_the_ones_answered() {
+        let doc = document();
+        let actions: BTreeSet<&str> = doc
+            .paths
+            .paths
+            .keys()
+            .filter_map(|p| p.strip_prefix("/v1/locks/{key}/"))
+            .collect();
+        let mut answered: BTreeSet<&str> = locks::ACTIONS.into_iter().collect();
+        answered.insert("holders/{token}");
+        assert_eq!(actions, answered);
+    }
+
+    #[test]
+    fn public_paths_are_the_ones_the_authorisation_lets_through() {
+        use crate::auth::action::{of_http, Action};
+        for p in PUBLIC {
+            assert_eq!(of_http("GET", p, None), Action::Public, "{p}");
+        }
+        for p in document().paths.paths.keys() {
+            if !PUBLIC.contains(&p.as_str()) {
+                assert_ne!(of_http("GET", p, None), Action::Public, "{p}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_document_serializes() {
+        let v: serde_json::Value = serde_json::from_str(json()).expect("json");
+        assert!(v["openapi"].as_str().is_some_and(|s| s.starts_with("3.")));
+        assert_eq!(v["info"]["version"], env!("CARGO_PKG_VERSION"));
+    }
+}
