@@ -1,22 +1,12 @@
 //! HTTP routes of hot upgrade, shadow mode, signed modules and the
 //! determinism audit.
 //!
-//! | route | body | answer |
-//! |---|---|---|
-//! | `POST /v1/admin/upgrade[?replaces=HEX][&signature=HEX][&precheck=false]` | the component bytes | `200` [`UpgradeReply`] with the swap's log index; `400` not a valid lock module, or a `signature` that is not 128 hex digits; `403` the cluster trusts module keys and the module is not signed by one (nothing proposed); `409` stale `replaces`; `422` the migration fails (dry run, or every node at apply: then with `index`; so is a bad signature with `precheck=false`) |
-//! | `POST /v1/admin/shadow[?signature=HEX][&precheck=false]` | the component bytes | `200` shadow started at `index`; errors as above |
-//! | `POST /v1/admin/shadow/promote` | | upgrade to the running shadow, carrying the signature it was started with |
-//! | `POST /v1/admin/shadow/abort` | | `200` shadow stopped; `404` none running |
-//! | `GET /v1/audit` | | this node's [`AuditReport`] (never forwarded) |
-//! | `GET /v1/admin/capacity` | | `200` [`CapacityStatus`]: the bounds and their use |
-//! | `PUT /v1/admin/capacity` | [`Capacity`] | `200` [`CapacityStatus`] once the entry applied; `400` a bound of 0 |
-//! | `POST /v1/admin/snapshot` | | `200` [`SnapshotBuilt`]: this node built a snapshot of its state now and compacted its log (never forwarded) |
-//! | `GET /v1/admin/snapshot` | | `200` a backup from the leader (`application/octet-stream`, the snapshot file's format; `x-lockd-snapshot-index`: its log index), after a read barrier so it holds every acknowledged grant; for `lockctl snapshot save` and `lockd restore` |
-//! | `GET /v1/admin/module-keys` | | `200` [`ModuleKeys`]: the trusted module keys, hex |
-//! | `POST /v1/admin/module-keys` | `{"key":"HEX64"}` | `200` [`ModuleKeyReply`] once the entry applied (`already-trusted`: nothing changed); `400` not 64 hex digits or not a usable ed25519 key; `409` already 16 keys trusted |
-//! | `DELETE /v1/admin/module-keys/{HEX64}` | | `200` [`ModuleKeyReply`] once the entry applied; `400` malformed; `404` not trusted |
+//! Each route, its body, answers and errors: the OpenAPI document
+//! ([`super::openapi`], rendered in `docs/api.md`), declared on each
+//! handler below.
 //!
-//! The other admin routes are forwarded to the leader like the lock routes.
+//! The audit report and a snapshot build are answered by the node asked;
+//! the other admin routes are forwarded to the leader like the lock routes.
 //! Module bodies may be up to `--max-module-bytes` (default
 //! [`super::body::DEFAULT_MAX_MODULE`]); a bigger one is refused with 413
 //! before anything is proposed.

@@ -1,19 +1,11 @@
 //! HTTP routes of the locks (the policy data is in [`super::policy`]).
 //!
-//! | route | body | answer |
-//! |---|---|---|
-//! | `POST /v1/locks/{key}/acquire` | `{"lease_ms":N,"wait_ms":N,"mode":"exclusive"\|"shared","limit":N,"owner":"…","request_id":"…"}` (all but `lease_ms` optional; `Idempotency-Key` header = `request_id`) | `200 {"token":T,"lease_ms":N}` (the lease granted); `409` still busy after the wait; `403` refused by the module's policy; `429` a quota of it is used up, or as many callers wait for the key (or on the node) as the limits allow (with `Retry-After: 1`); `400` a `wait_ms` above `--max-wait-ms`; `422` the module cannot serve the mode or limit |
-//! | `POST /v1/locks/{key}/release` | `{"token":T}` | `200`; `404` not held; `409` not the holder's token |
-//! | `POST /v1/locks/{key}/keepalive` | `{"token":T}` | `200 {"lease_ms":N}`; `404`/`409` as above; `503` leadership not confirmed |
-//! | `GET /v1/locks/{key}` | | `{"held":bool,"token":T?,"lease_ms":N?,"holders":[…]}` (the first holder's token and lease, as before holders existed), read linearizably |
-//! | `GET /v1/locks?prefix=P&after=K&limit=N` | | `{"locks":[{"key":"…","holders":[…]}],"next":"K"?}`: held keys under `P` after `K` in key order, at most `N` (default 100, at most 1000); `next` is the `after` of the next page |
-//! | `DELETE /v1/locks/{key}/holders/{token}` | | admin force release of one holding: `200`, `404`, `409` |
+//! Each route, its body, answers and errors: the OpenAPI document
+//! ([`super::openapi`], rendered in `docs/api.md`), declared on each
+//! handler below.
 //!
-//! A holder is `{"token","lease_ms","lease_left_ms","mode","limit","holder":{"principal","owner"}|null,"request_id"?}`
-//! (`lease_left_ms`: what is left of the lease on the leader's clock, null
-//! while a new leader has not yet timed it);
-//! `holder` is null for a holding carried over from a world-0.1 state,
-//! whose holder nobody recorded. With authentication on, `token` is shown
+//! A holding's `holder` is null when it was carried over from a world-0.1
+//! state, whose holder nobody recorded. With authentication on, `token` is shown
 //! only to the holding's principal and to admins (`null` to others): a
 //! token is not a credential here, but nobody else needs it.
 //!
@@ -122,7 +114,9 @@ pub struct HoldingJson {
     /// The lease granted (or last renewed to).
     lease_ms: u64,
     /// What is left of it on the leader's clock when it answered (null:
-    /// the leader had just been elected and not yet timed it).
+    /// not timed there yet: a grant committed an instant before, whose
+    /// answer the leader's table is still settling, or a holding a new
+    /// leader has not yet loaded).
     lease_left_ms: Option<u64>,
     mode: LockMode,
     limit: u32,

@@ -9,8 +9,8 @@
 //! * [`health`]: `/healthz` and `/readyz`.
 //! * [`routes`]: the table of every HTTP route, and the router built from it.
 //! * [`openapi`]: the OpenAPI document of those routes, from the handlers.
-//! * [`http`]: the HTTP connection, and the status, membership and console
-//!   handlers.
+//! * [`http`]: one HTTP connection, served by the router.
+//! * [`cluster`]: the status, membership, whoami and console routes.
 //! * [`locks`], [`policy`]: the lock routes, and the module's policy data.
 //! * [`admin`]: hot upgrade, shadow mode and audit routes.
 //! * [`authorize`]: the layer that authenticates and authorises every
@@ -25,6 +25,7 @@ pub mod admin;
 pub mod authorize;
 pub mod body;
 pub mod caller;
+pub mod cluster;
 pub mod error;
 pub mod forward;
 pub mod framed;

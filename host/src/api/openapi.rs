@@ -24,7 +24,7 @@ use utoipa::openapi::{OpenApi as Document, Ref, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 use super::error::ErrorBody;
-use super::{admin, health, http, locks, metrics, policy};
+use super::{admin, cluster, health, locks, metrics, policy};
 
 /// Paths that need no credentials (SPEC §11).
 pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/ui", "/v1/openapi.json"];
@@ -45,15 +45,15 @@ pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/ui", "/v1/openapi.json"]
         locks::lock_delete,
         policy::policy_get,
         policy::policy_put,
-        http::status,
-        http::whoami,
-        http::members_list,
-        http::members_add,
-        http::members_promote,
-        http::members_remove,
+        cluster::status,
+        cluster::whoami,
+        cluster::members_list,
+        cluster::members_add,
+        cluster::members_promote,
+        cluster::members_remove,
         health::healthz,
         health::readyz,
-        http::console,
+        cluster::console,
         serve,
         metrics::metrics,
         admin::audit,

@@ -18,7 +18,7 @@ use super::body::{MAX_BODY, MAX_MODULE};
 use super::error::ApiError;
 use super::forward::{to_leader, Forwarding};
 use super::services::Services;
-use super::{admin, health, http, locks, metrics, openapi, policy};
+use super::{admin, cluster, health, locks, metrics, openapi, policy};
 
 type Methods = MethodRouter<Arc<Services>>;
 
@@ -57,13 +57,13 @@ pub type Route = (&'static str, fn(&Leader) -> Methods);
 /// Every route the node serves.
 pub const ROUTES: &[Route] = &[
     // Answered by the node asked.
-    ("/v1/status", |_| get(http::status)),
+    ("/v1/status", |_| get(cluster::status)),
     ("/healthz", |_| get(health::healthz)),
     ("/readyz", |_| get(health::readyz)),
-    ("/ui", |_| get(http::console)),
+    ("/ui", |_| get(cluster::console)),
     ("/v1/openapi.json", |_| get(openapi::serve)),
-    ("/v1/whoami", |_| get(http::whoami)),
-    ("/v1/members", |_| get(http::members_list)),
+    ("/v1/whoami", |_| get(cluster::whoami)),
+    ("/v1/members", |_| get(cluster::members_list)),
     ("/metrics", |_| get(metrics::metrics)),
     ("/v1/audit", |_| get(admin::audit)),
     // A backup comes from the leader; a snapshot build happens here.
@@ -72,11 +72,13 @@ pub const ROUTES: &[Route] = &[
             .post(admin::snapshot_build)
     }),
     // Answered by the leader.
-    ("/v1/members/add", |l| l.json(post(http::members_add))),
+    ("/v1/members/add", |l| l.json(post(cluster::members_add))),
     ("/v1/members/promote", |l| {
-        l.json(post(http::members_promote))
+        l.json(post(cluster::members_promote))
     }),
-    ("/v1/members/remove", |l| l.json(post(http::members_remove))),
+    ("/v1/members/remove", |l| {
+        l.json(post(cluster::members_remove))
+    }),
     ("/v1/locks", |l| l.json(get(locks::lock_list))),
     // Keys may contain `/`: the action is the path's end (`locks`).
     ("/v1/locks/{*path}", |l| {

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use super::history::{Call, Holding, Op, Ret};
-use super::lin::Horizon;
+use super::lin::{Horizon, NotShown};
 use super::register::Write;
 
 /// Which checker found a violation.
@@ -14,6 +14,9 @@ pub enum Checker {
     LostUpdate,
     Tokens,
     Linearizable,
+    /// A key whose linearizability search hit its bound: not shown either
+    /// way (a clean run fails on it; it catches nothing).
+    Undecided,
     MutualExclusion,
     RefusalInsideLease,
     /// Acknowledged grants and releases against the final state, and the
@@ -124,9 +127,12 @@ pub fn linearizable(ops: &[Op], horizon: &Horizon) -> Vec<Violation> {
         .into_iter()
         .filter(|(_, ops)| !ops.iter().any(|o| o.call.is_shared_or_counted()))
         .filter_map(|(key, ops)| {
-            super::lin::check_key(&ops, horizon)
-                .err()
-                .map(|e| Violation::new(Checker::Linearizable, format!("{key}: {e}")))
+            super::lin::check_key(&ops, horizon).err().map(|e| match e {
+                NotShown::Violated(e) => {
+                    Violation::new(Checker::Linearizable, format!("{key}: {e}"))
+                }
+                NotShown::Undecided(e) => Violation::new(Checker::Undecided, format!("{key}: {e}")),
+            })
         })
         .collect()
 }

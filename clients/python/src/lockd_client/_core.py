@@ -639,7 +639,8 @@ class Holder:
     owner: Optional[str]
     request_id: str = ""
     #: Seconds left of the lease on the leader's clock when it answered
-    #: (``None`` while a new leader has not yet timed the holding).
+    #: (``None`` when the leader has not timed it yet: a grant committed an
+    #: instant before, or a holding a new leader has not loaded).
     lease_left: Optional[float] = None
 
 
