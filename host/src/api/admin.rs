@@ -349,13 +349,11 @@ pub async fn snapshot_build(State(node): State<Arc<Services>>) -> Result<Respons
     }
 }
 
-/// `GET /v1/admin/snapshot` (on the leader): a backup. A read barrier
-/// first (this node leads, and has applied everything committed when the
-/// request came), so the snapshot holds every grant acknowledged before
-/// it: module, state, token counter, capacity and trusted keys, in the
-/// snapshot file's format. `x-lockd-snapshot-index` names its log index.
-/// A backup from the leader, after a read barrier (for `lockctl snapshot
-/// save` and `lockd restore`).
+/// A backup from the leader (for `lockctl snapshot save` and `lockd
+/// restore`). A read barrier first (this node leads, and has applied
+/// everything committed when the request came), so the snapshot holds
+/// every grant acknowledged before it: module, state, token counter,
+/// capacity and trusted keys, in the snapshot file's format.
 #[utoipa::path(get, path = "/v1/admin/snapshot", tag = "admin",
     responses(
         (status = 200, description = "the snapshot file", content_type = "application/octet-stream", body = Vec<u8>,

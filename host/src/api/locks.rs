@@ -158,7 +158,7 @@ fn lock_path(path: Result<Path<String>, PathRejection>) -> Result<String, ApiErr
 }
 
 /// Who holds a key, read linearizably.
-#[utoipa::path(get, path = "/v1/locks/{key}", tag = "locks", params(("key" = String, Path, description = "the lock's key (may contain `/`)")),
+#[utoipa::path(get, path = "/v1/locks/{key}", tag = "locks", params(KeyPath),
     responses(
         (status = 200, description = "the holders (empty: free)", body = LockReply),
         (status = 400, description = "a bad key", body = ErrorBody),
@@ -169,9 +169,7 @@ pub async fn lock_get(
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Json<LockReply>, ApiError> {
     let key = lock_path(path)?;
-    let holders = node.locks.holders(&key).await?;
-    let left = node.locks.leases_left(vec![key.clone()]).await;
-    let left = left.first().map_or(&[][..], Vec::as_slice);
+    let (holders, left) = node.locks.holders_timed(&key).await?;
     let first = holders.first();
     Ok(Json(LockReply {
         held: first.is_some(),
@@ -181,7 +179,7 @@ pub async fn lock_get(
         lease_ms: first.map(|i| i.lease_ms),
         holders: holders
             .into_iter()
-            .map(|h| holding(&access, h, left))
+            .map(|h| holding(&access, h, &left))
             .collect(),
     }))
 }
@@ -236,6 +234,16 @@ pub async fn lock_post(
     }
 }
 
+/// The key in a lock route's path, for the OpenAPI document (the router
+/// takes the whole path and splits off the action).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)] // a declaration: `lock_path` reads the key
+struct KeyPath {
+    /// The lock's key (may contain `/`).
+    key: String,
+}
+
 /// What a lock action works on.
 #[derive(Clone, Copy)]
 pub struct Lock<'a> {
@@ -245,7 +253,7 @@ pub struct Lock<'a> {
 }
 
 /// Take the lock, waiting up to `wait_ms` while it is busy.
-#[utoipa::path(post, path = "/v1/locks/{key}/acquire", tag = "locks", params(("key" = String, Path, description = "the lock's key (may contain `/`)")), request_body = AcquireBody,
+#[utoipa::path(post, path = "/v1/locks/{key}/acquire", tag = "locks", params(KeyPath), request_body = AcquireBody,
     responses(
         (status = 200, description = "granted", body = AcquireReply),
         (status = 400, description = "a bad key, a lease of 0 or above --max-lease-ms, a wait above --max-wait-ms, or a malformed body", body = ErrorBody),
@@ -277,7 +285,7 @@ pub async fn acquire(
 }
 
 /// Give the lock up.
-#[utoipa::path(post, path = "/v1/locks/{key}/release", tag = "locks", params(("key" = String, Path, description = "the lock's key (may contain `/`)")), request_body = TokenBody,
+#[utoipa::path(post, path = "/v1/locks/{key}/release", tag = "locks", params(KeyPath), request_body = TokenBody,
     responses(
         (status = 200, description = "released", body = Done),
         (status = 400, description = "a bad key or body", body = ErrorBody),
@@ -292,7 +300,7 @@ pub async fn release(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError> 
 }
 
 /// Restart the lease.
-#[utoipa::path(post, path = "/v1/locks/{key}/keepalive", tag = "locks", params(("key" = String, Path, description = "the lock's key (may contain `/`)")), request_body = TokenBody,
+#[utoipa::path(post, path = "/v1/locks/{key}/keepalive", tag = "locks", params(KeyPath), request_body = TokenBody,
     responses(
         (status = 200, description = "renewed", body = KeepaliveReply),
         (status = 400, description = "a bad key or body", body = ErrorBody),
@@ -308,7 +316,7 @@ pub async fn keepalive(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError
 
 /// End one holding now (admin); its holder is not told.
 #[utoipa::path(delete, path = "/v1/locks/{key}/holders/{token}", tag = "locks",
-    params(("key" = String, Path, description = "the lock's key (may contain `/`)"), ("token" = u64, Path, description = "the holding's fencing token")),
+    params(KeyPath, ("token" = u64, Path, description = "the holding's fencing token")),
     responses(
         (status = 200, description = "released", body = Done),
         (status = 400, description = "a bad key or token", body = ErrorBody),
@@ -376,17 +384,13 @@ pub async fn lock_list(
 ) -> Result<Json<ListReply>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let limit = q.limit.unwrap_or(DEFAULT_LIST);
-    let page: Vec<KeyHolders> = node
+    let (page, left): (Vec<KeyHolders>, _) = node
         .locks
-        .list(&q.prefix, q.after.as_deref(), limit)
+        .list_timed(&q.prefix, q.after.as_deref(), limit)
         .await?;
     let next = (page.len() == limit as usize)
         .then(|| page.last().map(|k| k.key.clone()))
         .flatten();
-    let left = node
-        .locks
-        .leases_left(page.iter().map(|k| k.key.clone()).collect())
-        .await;
     Ok(Json(ListReply {
         locks: page
             .into_iter()

@@ -38,6 +38,14 @@ use crate::raft::{NodeId, Raft};
 
 pub(super) type Reply<T> = oneshot::Sender<Result<T, ServiceError>>;
 
+/// What the leader's table knows of one key's holdings: (token, principal)
+/// where it recorded one, and (token, ms of lease left).
+#[derive(Debug, Default)]
+pub struct Known {
+    pub principals: Vec<(u64, String)>,
+    pub leases_left: Vec<(u64, u64)>,
+}
+
 pub(super) enum Msg {
     Acquire {
         req: ReqId,
@@ -67,15 +75,10 @@ pub(super) enum Msg {
     },
     /// Who holds each key's holdings, as the table knows (a question, not
     /// an event: answered at once).
-    Principals {
+    /// With the lease left of each on this leader's clock.
+    Known {
         keys: Vec<String>,
-        reply: oneshot::Sender<Vec<Vec<(u64, String)>>>,
-    },
-    /// The lease left of each key's holdings on this leader's clock (a
-    /// question, answered at once).
-    LeasesLeft {
-        keys: Vec<String>,
-        reply: oneshot::Sender<Vec<Vec<(u64, u64)>>>,
+        reply: oneshot::Sender<Vec<Known>>,
     },
     Done {
         id: u64,
@@ -203,14 +206,13 @@ impl Actor {
 
     fn on_msg(&mut self, msg: Msg) {
         let event = match msg {
-            Msg::Principals { keys, reply } => {
-                let _ = reply.send(keys.iter().map(|k| self.table.principals(k)).collect());
-                return;
-            }
-            Msg::LeasesLeft { keys, reply } => {
+            Msg::Known { keys, reply } => {
                 let now = Instant::now().saturating_duration_since(self.epoch);
-                let left = keys.iter().map(|k| self.table.leases_left(k, now));
-                let _ = reply.send(left.collect());
+                let known = keys.iter().map(|k| Known {
+                    principals: self.table.principals(k),
+                    leases_left: self.table.leases_left(k, now),
+                });
+                let _ = reply.send(known.collect());
                 return;
             }
             Msg::Acquire {

@@ -10,57 +10,78 @@ use super::handle::{LockService, MAX_LIST};
 use super::read;
 use crate::command::{Command, HolderInfo, KeyHolders, Outcome, PrefixPolicy, Reason};
 
+/// (token, ms of lease left on the leader's clock) of a key's holdings:
+/// only a leader's table times them (empty on any other node, or while a
+/// new leader loads its table).
+pub type LeasesLeft = Vec<(u64, u64)>;
+
 impl LockService {
     /// The holders of `key` in token order (empty: free), read
     /// linearizably (read-index through the leader).
     pub async fn holders(&self, key: &str) -> Result<Vec<HolderInfo>, ServiceError> {
+        Ok(self.read_holders(key, false).await?.0)
+    }
+
+    /// [`Self::holders`], with the lease left of each.
+    pub async fn holders_timed(
+        &self,
+        key: &str,
+    ) -> Result<(Vec<HolderInfo>, LeasesLeft), ServiceError> {
+        self.read_holders(key, true).await
+    }
+
+    async fn read_holders(
+        &self,
+        key: &str,
+        timed: bool,
+    ) -> Result<(Vec<HolderInfo>, LeasesLeft), ServiceError> {
         check_key(key)?;
         read::confirm(&self.raft, self.id).await?;
         let mut holders = self
             .sm
             .holders(key)
             .map_err(|e| ServiceError::StateMachine(e.to_string()))?;
-        if holders.iter().any(|h| h.holder.is_none()) {
-            self.fill_principals(&mut [(key, &mut holders)]).await;
-        }
-        Ok(holders)
+        let mut left = self.ask_table(&mut [(key, &mut holders)], timed).await;
+        Ok((holders, left.pop().unwrap_or_default()))
     }
 
-    /// A module of world 0.1 records no holder: fill in the principal
-    /// from the leader's table where it knows one (the grants it made).
-    async fn fill_principals(&self, keys: &mut [(&str, &mut Vec<HolderInfo>)]) {
+    /// One question to the leader's table, when there is something to
+    /// ask: the principals a module of world 0.1 did not record (filled
+    /// in where the table knows them: the grants it made) and, when
+    /// `timed`, the lease left of each holding (one list per key).
+    async fn ask_table(
+        &self,
+        keys: &mut [(&str, &mut Vec<HolderInfo>)],
+        timed: bool,
+    ) -> Vec<LeasesLeft> {
+        let unrecorded = keys
+            .iter()
+            .flat_map(|(_, hs)| hs.iter())
+            .any(|h| h.holder.is_none());
+        if !timed && !unrecorded {
+            return Vec::new();
+        }
         let (reply, rx) = oneshot::channel();
         let asked = keys.iter().map(|(k, _)| k.to_string()).collect();
-        if self
-            .tx
-            .send(Msg::Principals { keys: asked, reply })
-            .is_err()
-        {
-            return;
+        if self.tx.send(Msg::Known { keys: asked, reply }).is_err() {
+            return Vec::new();
         }
-        let Ok(known) = rx.await else { return };
+        let Ok(known) = rx.await else {
+            return Vec::new();
+        };
+        let mut left = Vec::with_capacity(known.len());
         for ((_, holders), known) in keys.iter_mut().zip(known) {
             for h in holders.iter_mut().filter(|h| h.holder.is_none()) {
-                if let Some((_, p)) = known.iter().find(|(t, _)| *t == h.token) {
+                if let Some((_, p)) = known.principals.iter().find(|(t, _)| *t == h.token) {
                     h.holder = Some(crate::command::Holder {
                         principal: p.clone(),
                         owner: String::new(),
                     });
                 }
             }
+            left.push(known.leases_left);
         }
-    }
-
-    /// (token, ms left) of each holding of each key, as this node's lock
-    /// table times them: only a leader's are known (empty lists on any
-    /// other node, or while a new leader loads its table).
-    pub async fn leases_left(&self, keys: Vec<String>) -> Vec<Vec<(u64, u64)>> {
-        let n = keys.len();
-        let (reply, rx) = oneshot::channel();
-        if self.tx.send(Msg::LeasesLeft { keys, reply }).is_err() {
-            return vec![Vec::new(); n];
-        }
-        rx.await.unwrap_or_else(|_| vec![Vec::new(); n])
+        left
     }
 
     /// Held keys under `prefix` after `after`, at most `limit` (1 to
@@ -71,6 +92,27 @@ impl LockService {
         after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<KeyHolders>, ServiceError> {
+        Ok(self.read_list(prefix, after, limit, false).await?.0)
+    }
+
+    /// [`Self::list`], with the lease left of each holding (one list per
+    /// key of the page).
+    pub async fn list_timed(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<(Vec<KeyHolders>, Vec<LeasesLeft>), ServiceError> {
+        self.read_list(prefix, after, limit, true).await
+    }
+
+    async fn read_list(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+        timed: bool,
+    ) -> Result<(Vec<KeyHolders>, Vec<LeasesLeft>), ServiceError> {
         if prefix.len() > MAX_KEY_BYTES {
             return Err(ServiceError::KeyTooLong(prefix.len()));
         }
@@ -85,18 +127,13 @@ impl LockService {
             .sm
             .list_keys(prefix, after, limit)
             .map_err(|e| ServiceError::StateMachine(e.to_string()))?;
-        if page
-            .iter()
-            .flat_map(|k| &k.holders)
-            .any(|h| h.holder.is_none())
-        {
-            let mut keys: Vec<(&str, &mut Vec<HolderInfo>)> = page
-                .iter_mut()
-                .map(|k| (k.key.as_str(), &mut k.holders))
-                .collect();
-            self.fill_principals(&mut keys).await;
-        }
-        Ok(page)
+        let mut keys: Vec<(&str, &mut Vec<HolderInfo>)> = page
+            .iter_mut()
+            .map(|k| (k.key.as_str(), &mut k.holders))
+            .collect();
+        let mut left = self.ask_table(&mut keys, timed).await;
+        left.resize_with(page.len(), Vec::new);
+        Ok((page, left))
     }
 
     /// The active module's policy data, read linearizably.
