@@ -38,6 +38,10 @@ pub enum AdminError {
     /// No endpoint answered a status request.
     #[error("no endpoint answered")]
     NoAnswer,
+    /// The bearer token may not be sent there (in the clear, not to a
+    /// loopback address).
+    #[error("{0}")]
+    TokenKept(String),
     /// Endpoints answered, but none of them knows a leader.
     #[error("no endpoint knows a leader")]
     NoLeader,
@@ -163,7 +167,7 @@ impl Http {
     /// Send `request` (with the bearer token, if any) and read the whole
     /// answer.
     async fn send(&self, request: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes), AdminError> {
-        let response = self.client.request(self.authorised(request)).await?;
+        let response = self.client.request(self.authorised(request)?).await?;
         let status = response.status();
         let bytes = response.into_body().collect().await?.to_bytes();
         Ok((status, bytes))
@@ -171,9 +175,22 @@ impl Http {
 }
 
 impl Http {
-    /// `request` with the bearer token, if any.
-    fn authorised(&self, mut request: Request<Full<Bytes>>) -> Request<Full<Bytes>> {
-        if let Some(token) = &self.credentials.token {
+    /// `request` with the bearer token, if any (and if it may go there:
+    /// [`Credentials::token_for`]).
+    fn authorised(
+        &self,
+        mut request: Request<Full<Bytes>>,
+    ) -> Result<Request<Full<Bytes>>, AdminError> {
+        let authority = request
+            .uri()
+            .authority()
+            .map(|a| a.as_str().to_string())
+            .unwrap_or_default();
+        let token = self
+            .credentials
+            .token_for(&authority)
+            .map_err(AdminError::TokenKept)?;
+        if let Some(token) = token {
             let value = format!("Bearer {}", token.expose());
             if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
                 request
@@ -181,7 +198,7 @@ impl Http {
                     .insert(hyper::header::AUTHORIZATION, v);
             }
         }
-        request
+        Ok(request)
     }
 }
 
@@ -415,7 +432,7 @@ impl Admin {
         let response = self
             .http
             .client
-            .request(self.http.authorised(request))
+            .request(self.http.authorised(request)?)
             .await
             .map_err(|source| AdminError::Post {
                 path: path.to_string(),

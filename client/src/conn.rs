@@ -60,10 +60,11 @@ impl Conn {
                 addr: addr.to_string(),
                 reason,
             };
+            let token = credentials.token_for(addr).map_err(connect)?;
             let stream = security::connect(addr, credentials.tls.as_ref(), Alpn::Native, None)
                 .await
                 .map_err(|e| connect(e.to_string()))?;
-            let role = match &credentials.token {
+            let role = match token {
                 Some(t) => Role::ClientToken {
                     token: t.expose().to_string(),
                 },

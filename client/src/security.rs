@@ -48,6 +48,20 @@ pub struct Credentials {
 }
 
 impl Credentials {
+    /// The token to send to `addr` (`host:port` or a host): with TLS,
+    /// after the handshake proved the node; in the clear only to a
+    /// loopback address, where nothing else can read it. A token meant for
+    /// a node that requires TLS is never sent in the clear to learn that
+    /// it does. `Err` says why it is kept back.
+    pub fn token_for(&self, addr: &str) -> Result<Option<&Token>, String> {
+        match &self.token {
+            Some(t) if self.tls.is_none() && !is_loopback(addr) => Err(format!(
+                "a bearer token is sent only over TLS (--cacert) or to a loopback address, not in the clear to {addr}"
+            )),
+            t => Ok(t.as_ref()),
+        }
+    }
+
     /// The URL scheme of the HTTP API with these settings.
     pub fn scheme(&self) -> &'static str {
         if self.tls.is_some() {
@@ -56,6 +70,23 @@ impl Credentials {
             "http"
         }
     }
+}
+
+/// Whether `addr` (`host:port`, `[v6]:port` or a host) is a loopback
+/// address: `localhost`, 127.0.0.0/8 or ::1.
+pub fn is_loopback(addr: &str) -> bool {
+    if let Ok(ip) = addr.parse::<std::net::IpAddr>() {
+        return ip.is_loopback();
+    }
+    let host = match addr.rsplit_once(':') {
+        Some((h, port)) if !h.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => addr,
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// A connection to a node: plain TCP, or TLS over it.
@@ -179,5 +210,44 @@ impl AsyncWrite for Stream {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_goes_in_the_clear_only_to_loopback() {
+        let c = Credentials {
+            tls: None,
+            token: Some(Token::new("lkd_secret")),
+        };
+        for a in [
+            "127.0.0.1:7400",
+            "127.9.0.2:1",
+            "localhost:7400",
+            "[::1]:7400",
+            "::1",
+        ] {
+            assert!(c.token_for(a).is_ok_and(|t| t.is_some()), "{a}");
+        }
+        for a in [
+            "10.0.0.1:7400",
+            "node1:7400",
+            "[2001:db8::1]:7400",
+            "127.0.0.1.example:1",
+        ] {
+            let e = c.token_for(a).unwrap_err();
+            assert!(
+                e.contains("only over TLS") && !e.contains("lkd_secret"),
+                "{a}: {e}"
+            );
+        }
+        assert!(!format!("{c:?}").contains("lkd_secret"));
+        let hello = crate::wire::Role::ClientToken {
+            token: "lkd_secret".into(),
+        };
+        assert!(!format!("{hello:?}").contains("lkd_secret"));
     }
 }

@@ -28,7 +28,8 @@ pub struct Hello {
     pub role: Role,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// `Debug` never shows a token (see the impl below).
+#[derive(Clone, Serialize, Deserialize)]
 pub enum Role {
     /// A cluster member calling for Raft RPC. `fingerprint` is the full text
     /// of its engine fingerprint, so a refusal can say what differs.
@@ -47,6 +48,32 @@ pub enum Role {
         fingerprint: String,
         cluster: String,
     },
+}
+
+impl std::fmt::Debug for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Role::Peer { from, fingerprint } => f
+                .debug_struct("Peer")
+                .field("from", from)
+                .field("fingerprint", fingerprint)
+                .finish(),
+            Role::Client => f.write_str("Client"),
+            Role::ClientToken { .. } => f.write_str("ClientToken { token: … }"),
+            Role::PeerInCluster {
+                from,
+                to,
+                fingerprint,
+                cluster,
+            } => f
+                .debug_struct("PeerInCluster")
+                .field("from", from)
+                .field("to", to)
+                .field("fingerprint", fingerprint)
+                .field("cluster", cluster)
+                .finish(),
+        }
+    }
 }
 
 /// What a peer's hello says, whichever variant carried it.

@@ -22,7 +22,9 @@
 //!   hello that names one: the leader adding or calling it.
 //!
 //! A node without an id sends the older hello (`Role::Peer`), which every
-//! build decodes; one with an id sends `Role::PeerInCluster`.
+//! build decodes; one with an id sends `Role::PeerInCluster`. A node that
+//! has an id refuses a hello that names none: the caller proves nothing
+//! about its cluster.
 //!
 //! [`meet`] is the pure rule; [`ClusterIdentity`] holds the node's id and
 //! writes it to `cluster.id` in the data dir when it is first learnt.
@@ -145,19 +147,24 @@ fn from_digest(h: Sha256) -> ClusterId {
 /// What a node does when a peer's hello names `theirs`.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Meeting {
-    /// Serve it: the same cluster, or a side that knows no id yet.
+    /// Serve it: the same cluster, or neither side knows an id yet.
     Welcome,
     /// This node knew none: take the peer's and serve it.
     Adopt(ClusterId),
-    /// Refuse it: another cluster.
-    Refuse { ours: ClusterId, theirs: ClusterId },
+    /// Refuse it: another cluster, or (`theirs` is `None`) a caller that
+    /// names none to a node that has one: any holder of a node
+    /// certificate could call so, and it proves no membership.
+    Refuse {
+        ours: ClusterId,
+        theirs: Option<ClusterId>,
+    },
 }
 
 pub fn meet(ours: Option<&ClusterId>, theirs: Option<&ClusterId>) -> Meeting {
     match (ours, theirs) {
-        (Some(a), Some(b)) if a != b => Meeting::Refuse {
+        (Some(a), b) if b != Some(a) => Meeting::Refuse {
             ours: a.clone(),
-            theirs: b.clone(),
+            theirs: b.cloned(),
         },
         (None, Some(b)) => Meeting::Adopt(b.clone()),
         _ => Meeting::Welcome,
@@ -224,8 +231,14 @@ impl ClusterIdentity {
         let mut id = self.id.write().unwrap_or_else(|p| p.into_inner());
         match meet(id.as_ref(), theirs.as_ref()) {
             Meeting::Welcome => Ok(()),
-            Meeting::Refuse { ours, theirs } => Err(format!(
+            Meeting::Refuse {
+                ours,
+                theirs: Some(theirs),
+            } => Err(format!(
                 "it belongs to cluster {theirs}, this node to cluster {ours} (an old node of a cluster that was restored or recovered? retire its data dir)"
+            )),
+            Meeting::Refuse { ours, theirs: None } => Err(format!(
+                "its hello names no cluster, and this node belongs to cluster {ours}"
             )),
             Meeting::Adopt(new) => {
                 new.write(&self.dir)
@@ -276,14 +289,20 @@ mod tests {
         let a = ClusterId::at_bootstrap(&members(&[(1, "a:1")]));
         let b = ClusterId::at_bootstrap(&members(&[(1, "b:1")]));
         assert_eq!(meet(Some(&a), Some(&a)), Meeting::Welcome);
-        assert_eq!(meet(Some(&a), None), Meeting::Welcome);
+        assert_eq!(
+            meet(Some(&a), None),
+            Meeting::Refuse {
+                ours: a.clone(),
+                theirs: None
+            }
+        );
         assert_eq!(meet(None, None), Meeting::Welcome);
         assert_eq!(meet(None, Some(&b)), Meeting::Adopt(b.clone()));
         assert_eq!(
             meet(Some(&a), Some(&b)),
             Meeting::Refuse {
                 ours: a.clone(),
-                theirs: b.clone()
+                theirs: Some(b.clone())
             }
         );
     }

@@ -170,7 +170,8 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
         b"GET /v1/nope HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
     );
     assert!(
-        resp.starts_with("HTTP/1.1 404") && resp.contains("{\"error\":\"no such route\"}"),
+        resp.starts_with("HTTP/1.1 404")
+            && resp.contains("{\"error\":\"no such route: GET /v1/nope\"}"),
         "{resp}"
     );
     // Not HTTP at all: hyper answers 400 (an answer, not a silent close) and

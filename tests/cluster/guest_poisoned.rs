@@ -20,9 +20,9 @@ use lock_tests::fixtures::CHAOS_GUEST;
 use lockd::engine::ModuleHash;
 use lockd_client::proto::{PoisonedAt, Role, Status};
 
-/// Every node's status, once a majority is poisoned (nothing can be
-/// committed any more) and every other node has not learned that entry
-/// `trap` was committed and does not lead.
+/// Every node's status, once a majority is poisoned and stopped (nothing
+/// can be committed any more) and every other node has not learned that
+/// entry `trap` was committed and does not lead.
 fn settled(c: &Cluster, trap: u64) -> Vec<Status> {
     // Time for the leader's lease to end and for the followers to elect
     // one of them, which commits the entry and fails in turn.
@@ -32,9 +32,11 @@ fn settled(c: &Cluster, trap: u64) -> Vec<Status> {
         let statuses: Vec<Status> = (1..=3).filter_map(|id| c.status(id)).collect();
         if statuses.len() == 3
             && statuses.iter().filter(|s| s.poisoned.is_some()).count() >= 2
-            && statuses
-                .iter()
-                .all(|s| s.poisoned.is_some() || (s.role != Role::Leader && s.commit_index < trap))
+            && statuses.iter().all(|s| match s.poisoned {
+                // The module is poisoned first; Raft stops an instant later.
+                Some(_) => s.role == Role::Shutdown,
+                None => s.role != Role::Leader && s.commit_index < trap,
+            })
         {
             return statuses;
         }

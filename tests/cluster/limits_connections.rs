@@ -19,7 +19,9 @@ fn ip(s: &str) -> IpAddr {
 
 /// One HTTP request on `s`; the answer's head and body.
 fn http_get(s: &mut TcpStream, path: &str) -> String {
-    write!(s, "GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").expect("write");
+    // One write: `write!` on a socket sends each formatted piece apart.
+    s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+        .expect("write");
     s.set_read_timeout(Some(Duration::from_secs(5)))
         .expect("timeout");
     let mut out = Vec::new();

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
+use lock_tests::cluster::{lockd_bin, Cluster};
 
 const WITHIN: Duration = Duration::from_secs(20);
 
@@ -48,9 +48,16 @@ fn the_command_sees_the_lock_keeps_it_and_its_status_passes_through() {
     let leader = c.wait_leader(WITHIN);
     let dir = tempfile::tempdir().expect("tempdir");
     let (seen, go) = (dir.path().join("seen"), dir.path().join("go"));
-    // The command records what it was given, then waits for the test.
+    let nested = dir.path().join("nested");
+    // The command records what it was given, asks a lockctl of its own
+    // (which must not take the outer lock's key and token, still also
+    // under their old names, for its key file and bearer token), then
+    // waits for the test.
     let script = format!(
-        "echo \"$LOCKD_KEY $LOCKD_TOKEN $LOCKD_LEASE_MS\" > {seen}; while [ ! -e {go} ]; do sleep 0.05; done; exit 7",
+        "{lockctl} --endpoints {ep} get jobs/nightly > {nested} 2>&1; echo \"$LOCKD_LOCK_KEY $LOCKD_FENCING_TOKEN $LOCKD_LEASE_MS $LOCKD_KEY $LOCKD_TOKEN\" > {seen}; while [ ! -e {go} ]; do sleep 0.05; done; exit 7",
+        lockctl = lockd_bin().with_file_name("lockctl").display(),
+        ep = c.endpoints().join(","),
+        nested = nested.display(),
         seen = seen.display(),
         go = go.display()
     );
@@ -72,10 +79,16 @@ fn the_command_sees_the_lock_keeps_it_and_its_status_passes_through() {
     wait_for("the command starts", || read(&seen).ends_with('\n'));
     let got = read(&seen);
     let fields: Vec<&str> = got.split_whitespace().collect();
-    assert_eq!(fields.len(), 3, "{got:?}");
+    assert_eq!(fields.len(), 5, "{got:?}");
     assert_eq!(fields[0], "jobs/nightly");
     let token: u64 = fields[1].parse().expect("token");
     assert_eq!(fields[2], "1000");
+    assert_eq!(fields[3..], fields[..2], "the old names, for one release");
+    let inner = read(&nested);
+    assert!(
+        inner.contains(&token.to_string()) && !inner.contains("lockctl:"),
+        "the nested lockctl: {inner}"
+    );
     // Held by that token past three leases: renewed while the command runs.
     let until = Instant::now() + Duration::from_millis(3200);
     while Instant::now() < until {

@@ -46,6 +46,7 @@ mod ops_observe;
 mod ops_recovery;
 mod peer_hostile;
 mod security_roles;
+mod security_routes;
 mod security_tls;
 mod storage_fatal;
 mod transport_handshake;

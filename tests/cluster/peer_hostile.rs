@@ -30,15 +30,21 @@ fn write_frame(s: &mut TcpStream, bytes: &[u8]) {
     s.write_all(bytes).expect("write");
 }
 
-/// A peer connection to `addr`, introduced as node `from`.
-fn peer(addr: &str, from: u64) -> TcpStream {
+/// A peer connection to node `to` at `addr`, introduced as node `from`
+/// of cluster `cluster`.
+fn peer((addr, to, cluster): (&str, u64, &str), from: u64) -> TcpStream {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
     s.write_all(&wire::PREFACE).expect("preface");
     let fingerprint = lockd::engine::EngineSettings::default().fingerprint().text;
     let hello = wire::encode(&Hello {
-        role: Role::Peer { from, fingerprint },
+        role: Role::PeerInCluster {
+            from,
+            to,
+            fingerprint,
+            cluster: cluster.to_string(),
+        },
     })
     .expect("hello");
     write_frame(&mut s, &hello);
@@ -81,8 +87,10 @@ fn hostile_peer_frames_are_refused_and_change_nothing() {
     let other = (1..=3)
         .find(|id| *id != leader && *id != follower)
         .expect("another follower");
-    let term = c.status(follower).expect("status").term;
-    let addr = c.addr(follower).to_string();
+    let status = c.status(follower).expect("status");
+    let term = status.term;
+    let cluster = status.cluster_id.expect("a cluster id");
+    let addr = (c.addr(follower), follower, cluster.as_str());
 
     let vote = |term: u64, from: u64| {
         PeerRequest::Vote(VoteRequest {
@@ -90,18 +98,18 @@ fn hostile_peer_frames_are_refused_and_change_nothing() {
             last_log_id: None,
         })
     };
-    let e = refused(&mut peer(&addr, other), vote(u64::MAX, other));
+    let e = refused(&mut peer(addr, other), vote(u64::MAX, other));
     assert!(e.contains("above the plausible"), "{e}");
-    let e = refused(&mut peer(&addr, 9), vote(term + 1, 9));
+    let e = refused(&mut peer(addr, 9), vote(term + 1, 9));
     assert!(e.contains("node 9 is not a member"), "{e}");
-    let e = refused(&mut peer(&addr, other), vote(term + 1, leader));
+    let e = refused(&mut peer(addr, other), vote(term + 1, leader));
     assert!(e.contains(&format!("connection is node {other}'s")), "{e}");
-    let e = refused(&mut peer(&addr, leader), chunk(term, leader, 1 << 40, 16));
+    let e = refused(&mut peer(addr, leader), chunk(term, leader, 1 << 40, 16));
     assert!(
         e.contains("bytes have arrived") || e.contains("above the cap"),
         "{e}"
     );
-    let e = refused(&mut peer(&addr, leader), chunk(term, leader, 0, 2 << 20));
+    let e = refused(&mut peer(addr, leader), chunk(term, leader, 0, 2 << 20));
     assert!(e.contains("above the cap of 1048576"), "{e}");
 
     // Nothing changed: the follower runs, on the same term, and the

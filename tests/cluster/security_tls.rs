@@ -32,6 +32,33 @@ fn fingerprint() -> String {
 
 /// What a peer hello to node `target` at `addr` as node `from` gets, over
 /// TLS with `tls`'s certificate: welcomed (the connection), or why not.
+/// A peer hello from `from` to `target` (of the cluster `cluster`).
+async fn peer_hello_in(
+    addr: &str,
+    target: u64,
+    from: u64,
+    tls: &TlsClient,
+    cluster: &str,
+) -> Result<Framed<Stream, LengthDelimitedCodec>, String> {
+    let name = ServerName::try_from(node_name(target)).expect("name");
+    let stream = security::connect(addr, Some(tls), Alpn::Peer, Some(name))
+        .await
+        .map_err(|e| e.to_string())?;
+    let role = Role::PeerInCluster {
+        from,
+        to: target,
+        fingerprint: fingerprint(),
+        cluster: cluster.to_string(),
+    };
+    match wire::handshake(stream, role).await {
+        Ok((framed, _)) => Ok(framed),
+        Err(HandshakeError::Refused(r)) => Err(format!("refused: {r}")),
+        Err(e) => Err(format!("failed: {e}")),
+    }
+}
+
+/// A hello naming no cluster: refused by a node that has one, whatever
+/// the certificate (it proves no membership).
 async fn peer_hello(
     addr: &str,
     target: u64,
@@ -66,6 +93,7 @@ fn peers_must_prove_the_node_id_they_claim() {
     let c = Cluster::start_secure(3, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let before = c.status(leader).expect("status");
+    let cluster = before.cluster_id.clone().expect("a cluster id");
     let target = (1..=3).find(|i| *i != leader).expect("a follower");
     let addr = c.addr(target).to_string();
     let s = c.secure();
@@ -81,15 +109,21 @@ fn peers_must_prove_the_node_id_they_claim() {
             &dir.join(format!("node-{other}.key")),
         )),
     );
-    rt.block_on(peer_hello(&addr, target, other, &own))
+    rt.block_on(peer_hello_in(&addr, target, other, &own, &cluster))
         .expect("a member with its own certificate is welcomed");
+    // The same member, in a hello that names no cluster: refused.
+    let e = rt
+        .block_on(peer_hello(&addr, target, other, &own))
+        .err()
+        .expect("refused");
+    assert!(e.contains("names no cluster"), "{e}");
 
     // The same certificate claiming to be another node.
     let liar = (1..=3)
         .find(|i| *i != target && *i != other)
         .expect("third");
     let e = rt
-        .block_on(peer_hello(&addr, target, liar, &own))
+        .block_on(peer_hello_in(&addr, target, liar, &own, &cluster))
         .err()
         .expect("refused");
     assert!(
@@ -101,7 +135,13 @@ fn peers_must_prove_the_node_id_they_claim() {
 
     // No certificate at all.
     let e = rt
-        .block_on(peer_hello(&addr, target, other, &client_tls(s, None)))
+        .block_on(peer_hello_in(
+            &addr,
+            target,
+            other,
+            &client_tls(s, None),
+            &cluster,
+        ))
         .err()
         .expect("refused");
     assert!(e.contains("presented no certificate"), "{e}");
@@ -119,7 +159,7 @@ fn peers_must_prove_the_node_id_they_claim() {
     )
     .expect("tls");
     let e = rt
-        .block_on(peer_hello(&addr, target, other, &foreign_tls))
+        .block_on(peer_hello_in(&addr, target, other, &foreign_tls, &cluster))
         .err()
         .expect("refused");
     assert!(!e.contains("refused: "), "not even a hello reply: {e}");
@@ -127,11 +167,12 @@ fn peers_must_prove_the_node_id_they_claim() {
     // An expired certificate from the right CA, for the right node id.
     let (pem, key) = s.issue("expired", &[node_name(other), "127.0.0.1".into()], true, -1);
     let e = rt
-        .block_on(peer_hello(
+        .block_on(peer_hello_in(
             &addr,
             target,
             other,
             &client_tls(s, Some((&pem, &key))),
+            &cluster,
         ))
         .err()
         .expect("refused");
@@ -342,4 +383,91 @@ fn a_public_address_needs_tls_and_authentication_or_insecure() {
         log.contains("--insecure: this node may serve without TLS"),
         "{log}"
     );
+}
+
+/// One peer request on `framed`: the answer, or why there was none.
+async fn ask(
+    framed: &mut Framed<Stream, LengthDelimitedCodec>,
+    req: PeerRequest,
+) -> Result<PeerResponse, String> {
+    use futures::{SinkExt, StreamExt};
+    let bytes = wire::encode(&Envelope { id: 1, body: req }).map_err(|e| e.to_string())?;
+    framed.send(bytes).await.map_err(|e| e.to_string())?;
+    match framed.next().await {
+        Some(Ok(b)) => wire::decode::<Envelope<PeerResponse>>(&b)
+            .map(|env| env.body)
+            .map_err(|e| e.to_string()),
+        other => Err(format!("{other:?}")),
+    }
+}
+
+#[test]
+fn a_rogue_node_with_a_cluster_certificate_cannot_vouch_for_itself() {
+    use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest};
+    use openraft::{EntryPayload, Membership, SnapshotMeta, StoredMembership};
+    let c = Cluster::start_secure(3, &[]);
+    let leader = c.wait_leader(Duration::from_secs(20));
+    c.acquire_on_leader("jobs/before", 60_000, Duration::from_secs(10));
+    let target = (1..=3).find(|i| *i != leader).expect("a follower");
+    let before = c.wait_converged(Duration::from_secs(20));
+    let cluster = before.cluster_id.clone().expect("a cluster id");
+    let s = c.secure();
+    // Node 9: a certificate from the cluster's CA (a node removed, or one
+    // issued for later), never a member.
+    let (pem, key) = s.issue("node-9", &[node_name(9), "127.0.0.1".into()], true, 30);
+    let rogue_tls = client_tls(s, Some((&pem, &key)));
+    let addr = c.addr(target).to_string();
+    let rt = rt();
+    let naming_9 = Membership::<u64, lockd::raft::Node>::new(
+        vec![[1, 2, 3, 9].into_iter().collect()],
+        [1, 2, 3, 9]
+            .into_iter()
+            .map(|id| (id, lockd::raft::Node::new(format!("127.0.0.1:{id}"))))
+            .collect::<std::collections::BTreeMap<_, _>>(),
+    );
+    let term = before.term + 100;
+    let append = PeerRequest::AppendEntries(AppendEntriesRequest {
+        vote: Vote::new_committed(term, 9),
+        prev_log_id: None,
+        entries: vec![lockd::raft::Entry {
+            log_id: openraft::LogId::new(openraft::CommittedLeaderId::new(term, 9), 1),
+            payload: EntryPayload::Membership(naming_9.clone()),
+        }],
+        leader_commit: None,
+    });
+    let snapshot = PeerRequest::InstallSnapshot(InstallSnapshotRequest {
+        vote: Vote::new_committed(term, 9),
+        meta: SnapshotMeta {
+            last_log_id: Some(openraft::LogId::new(
+                openraft::CommittedLeaderId::new(term, 9),
+                before.last_log_index + 10,
+            )),
+            last_membership: StoredMembership::new(None, naming_9),
+            snapshot_id: "rogue".into(),
+        },
+        offset: 0,
+        data: vec![0; 16],
+        done: true,
+    });
+    let answers = rt.block_on(async {
+        let mut framed = peer_hello_in(&addr, target, 9, &rogue_tls, &cluster)
+            .await
+            .expect("a valid certificate of the cluster's CA passes the hello");
+        let a = ask(&mut framed, append).await;
+        let b = ask(&mut framed, snapshot).await;
+        (a, b)
+    });
+    for answer in [answers.0, answers.1] {
+        match answer {
+            Ok(PeerResponse::Error(e)) => assert!(e.contains("node 9 is not a member"), "{e}"),
+            other => panic!("the rogue was served: {other:?}"),
+        }
+    }
+    // Nothing moved: the same term, log and leader, and it still serves.
+    let after = c.status(target).expect("status");
+    assert_eq!(
+        (after.term, after.last_log_index, after.leader),
+        (before.term, before.last_log_index, Some(leader))
+    );
+    c.acquire_on_leader("jobs/after", 5_000, Duration::from_secs(10));
 }

@@ -261,7 +261,11 @@ fn upgrade_raw(addr: &str, module: &[u8]) -> (u16, Option<String>, String) {
     let agent = ureq::AgentBuilder::new()
         .timeout(Duration::from_secs(120))
         .build();
-    let r = match agent.post(&url).send_bytes(module) {
+    let r = match agent
+        .post(&url)
+        .set("content-type", "application/wasm")
+        .send_bytes(module)
+    {
         Ok(r) => r,
         Err(ureq::Error::Status(_, r)) => r,
         Err(e) => panic!("upgrade request: {e}"),

@@ -4,9 +4,13 @@
 //!
 //! * The lock is taken first (waiting up to `--wait`; still held after
 //!   it: status 2 and CMD never runs).
-//! * CMD runs with `LOCKD_KEY`, `LOCKD_TOKEN` (the fencing token, to hand
-//!   to whatever the lock protects) and `LOCKD_LEASE_MS` in its
-//!   environment, its stdin, stdout and stderr lockctl's own.
+//! * CMD runs with `LOCKD_LOCK_KEY`, `LOCKD_FENCING_TOKEN` (to hand to
+//!   whatever the lock protects) and `LOCKD_LEASE_MS` in its environment,
+//!   its stdin, stdout and stderr lockctl's own. The names of earlier
+//!   releases, `LOCKD_KEY` and `LOCKD_TOKEN`, are set too for one more
+//!   release; they are also the names lockctl reads its TLS key file and
+//!   bearer token from, so a lockctl inside CMD ignores them when they
+//!   hold the outer lock's key and token.
 //! * The lease is renewed every third of it while CMD runs.
 //! * When CMD ends, the lock is released and CMD's status is lockctl's
 //!   (128 + the signal's number when a signal ended it, as shells say).
@@ -32,6 +36,10 @@ use crate::output::Failure;
 /// How often the lock's validity is checked while CMD runs.
 const CHECK: Duration = Duration::from_millis(50);
 
+/// The names CMD finds the lock in.
+pub const ENV_LOCK_KEY: &str = "LOCKD_LOCK_KEY";
+pub const ENV_FENCING_TOKEN: &str = "LOCKD_FENCING_TOKEN";
+
 /// The status lockctl exits with when the lock was lost.
 pub const LOST: i32 = 3;
 
@@ -50,6 +58,9 @@ pub async fn run(client: &Client, r: Run) -> Result<(), Failure> {
     g.keep_alive();
     let spawned = Command::new(program)
         .args(args)
+        .env(ENV_LOCK_KEY, &r.key)
+        .env(ENV_FENCING_TOKEN, g.token().to_string())
+        // Deprecated names, for one release (see the module's docs).
         .env("LOCKD_KEY", &r.key)
         .env("LOCKD_TOKEN", g.token().to_string())
         .env("LOCKD_LEASE_MS", g.lease().as_millis().to_string())

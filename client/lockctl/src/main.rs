@@ -173,7 +173,8 @@ enum Cmd {
     /// Run CMD while holding KEY: the lease renewed while it runs, the
     /// lock released when it ends; CMD gets SIGTERM (then SIGKILL after
     /// --grace) and lockctl exits with status 3 if the lock is lost.
-    /// CMD sees LOCKD_KEY, LOCKD_TOKEN and LOCKD_LEASE_MS.
+    /// CMD sees LOCKD_LOCK_KEY, LOCKD_FENCING_TOKEN and LOCKD_LEASE_MS
+    /// (and, for one more release, LOCKD_KEY and LOCKD_TOKEN).
     Lock {
         key: String,
         #[arg(long, value_parser = parse_duration, default_value = "10s")]
@@ -502,7 +503,27 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
+/// Inside `lockctl lock … -- CMD`, `LOCKD_KEY` and `LOCKD_TOKEN` are the
+/// lock's key and fencing token (the names older releases gave CMD, kept
+/// beside `LOCKD_LOCK_KEY` and `LOCKD_FENCING_TOKEN` for one release):
+/// a lockctl that CMD runs must not take them for its TLS key file and
+/// bearer token. Dropped before the flags are read, while no other
+/// thread runs.
+fn forget_an_outer_lock() {
+    for (ours, outer) in [
+        ("LOCKD_TOKEN", lock::ENV_FENCING_TOKEN),
+        ("LOCKD_KEY", lock::ENV_LOCK_KEY),
+    ] {
+        if let (Some(a), Some(b)) = (std::env::var_os(ours), std::env::var_os(outer)) {
+            if a == b {
+                std::env::remove_var(ours);
+            }
+        }
+    }
+}
+
 fn main() {
+    forget_an_outer_lock();
     let cli = Cli::parse();
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

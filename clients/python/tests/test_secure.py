@@ -113,3 +113,15 @@ def test_async_over_tls(secure_cluster, key):
         await c.close()
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_a_token_is_never_sent_in_the_clear_off_loopback():
+    # Refused before any connection: the token would cross the network
+    # unencrypted, to learn that the node requires TLS.
+    with pytest.raises(ValueError) as e:
+        Client(["http://10.0.0.1:7400"], token="lkd_secret")
+    assert "only over TLS" in str(e.value) and "lkd_secret" not in str(e.value)
+    with pytest.raises(ValueError):
+        AsyncClient(["node1:7400"], token="lkd_secret")
+    # Loopback in the clear, and anything over TLS, may carry it.
+    Client(["http://127.0.0.1:7400", "http://localhost:7401"], token="lkd_secret")

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -294,8 +294,11 @@ pub async fn module_keys_post(
         (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn module_keys_delete(
     State(node): State<Arc<Services>>,
-    Path(key): Path<String>,
+    axum::Extension(op): axum::Extension<super::op::Op>,
 ) -> Result<Response, ApiError> {
+    let super::op::Op::UntrustKey(key) = op else {
+        return Err(ApiError::not_found("not a module key route"));
+    };
     let key = module_key(&key)?;
     Ok(key_change(node.upgrader.untrust_key(key).await?))
 }

@@ -1,11 +1,13 @@
 //! The HTTP API's authorisation layer, outside every route (so a route
 //! cannot be added without it): who the caller is (bearer token, client
 //! certificate, or a member node forwarding for a principal), what the
-//! route does ([`crate::auth::action::of_http`]), and whether the rules
-//! allow it. A refusal is 401 (no credentials this node accepts, with
+//! request asks for ([`super::op::parse`], the one reading of its method,
+//! path and query), and whether the rules allow it. A refusal is 401 (no credentials this node accepts, with
 //! `WWW-Authenticate: Bearer`) or 403, and is logged with the principal
-//! and its roles. An allowed request carries its [`Access`] to the
-//! handler, which records the principal in grants and binds releases and
+//! and its roles. A request whose route is malformed is answered 400, and
+//! one naming no route 404, once the caller is authenticated: neither
+//! reaches a handler. An allowed request carries its [`Op`] and its
+//! [`Access`] to the handler, which records the principal in grants and binds releases and
 //! keepalives to it.
 //!
 //! Every admin request that this node served (not one it passed on to the
@@ -22,8 +24,9 @@ use axum::Extension;
 use lockd_client::proto::AdminAction;
 
 use super::error::ApiError;
+use super::op::{self, Op};
 use super::services::Services;
-use crate::auth::{action, Access, Action, Denied, Principal, PRINCIPAL_HEADER};
+use crate::auth::{Access, Action, Denied, Principal, PRINCIPAL_HEADER};
 use crate::transport::listener::Caller;
 
 /// What an admin handler did, for the audit trail: set on its response.
@@ -58,10 +61,43 @@ fn bearer(headers: &HeaderMap) -> Result<Option<&str>, Denied> {
     }
 }
 
-/// Who is calling, from the connection and the headers.
-fn principal(node: &Services, caller: &Caller, headers: &HeaderMap) -> Result<Principal, Denied> {
+/// Who is calling, from the connection and the headers. A principal
+/// named by a forwarding node is believed only from a member node's
+/// certificate, on a request that node says it forwards (its own id in
+/// `x-lockd-forwarded`) to a route that is forwarded (`leader_route`).
+fn principal(
+    node: &Services,
+    caller: &Caller,
+    headers: &HeaderMap,
+    leader_route: bool,
+) -> Result<Principal, Denied> {
     let token = bearer(headers)?;
+    let identity = caller.identity();
+    // Checked per request: a kept-alive connection outlives a certificate.
+    if identity.is_some_and(|i| !i.valid_now()) {
+        return Err(Denied::Unauthenticated(
+            "the client certificate has expired".into(),
+        ));
+    }
+    let member = identity
+        .and_then(|i| i.node_id())
+        .filter(|id| node.is_member(*id) == Some(true));
     let forwarded = match headers.get(PRINCIPAL_HEADER) {
+        Some(_) if token.is_some() => {
+            return Err(Denied::Unauthenticated(format!(
+                "a request carries a bearer token or {PRINCIPAL_HEADER}, not both"
+            )))
+        }
+        Some(_) if !leader_route => {
+            return Err(Denied::Forbidden(format!(
+                "{PRINCIPAL_HEADER} is accepted only on the routes nodes forward to the leader"
+            )))
+        }
+        Some(_) if member.is_none_or(|id| !forwarded_by(headers, id)) => {
+            return Err(Denied::Forbidden(format!(
+                "{PRINCIPAL_HEADER} is accepted only from a member node's certificate, on a request it forwards"
+            )))
+        }
         Some(v) => {
             let bad =
                 || Denied::Forbidden(format!("{PRINCIPAL_HEADER} is not a percent-encoded name"));
@@ -73,16 +109,20 @@ fn principal(node: &Services, caller: &Caller, headers: &HeaderMap) -> Result<Pr
         }
         None => None,
     };
-    let identity = caller.identity();
-    let member = identity
-        .and_then(|i| i.node_id())
-        .filter(|id| node.is_member(*id) == Some(true));
     node.auth.authenticate(
         token,
         identity.and_then(|i| i.principal()),
         member,
         forwarded.as_deref(),
     )
+}
+
+/// Whether the request says node `id` forwards it.
+fn forwarded_by(headers: &HeaderMap, id: u64) -> bool {
+    headers
+        .get(super::forward::FORWARDED)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == id.to_string())
 }
 
 fn refusal(denied: Denied) -> Response {
@@ -112,8 +152,14 @@ pub async fn authorize(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let action = action::of_http(req.method().as_str(), req.uri().path(), req.uri().query());
-    let who = principal(&node, &caller, req.headers());
+    let parsed = op::parse(req.method(), req.uri());
+    let action = match &parsed {
+        Ok(op) => op.action(),
+        // Malformed: nothing is decided on it but who the caller is.
+        Err(_) => Action::Any,
+    };
+    let leader_route = op::answered_by_leader(req.method(), req.uri().path());
+    let who = principal(&node, &caller, req.headers(), leader_route);
     let access = who.clone().and_then(|p| node.auth.check(&p, &action));
     let what = format!("{} {}", req.method(), req.uri().path());
     let access = match access {
@@ -127,6 +173,16 @@ pub async fn authorize(
             return refusal(denied);
         }
     };
+    let op = match parsed {
+        Ok(Op::Unknown(why)) => return ApiError::not_found(why).into_response(),
+        Ok(op) => op,
+        Err(e) => return e.into_response(),
+    };
+    if let Some(refused) = super::origin::refusal(req.method(), req.headers(), &op) {
+        tracing::warn!(id = node.id, peer = %caller.addr, request = %what, why = %refused.message, "refused a cross-site or untyped request");
+        return refused.into_response();
+    }
+    req.extensions_mut().insert(op);
     req.extensions_mut().insert(access.clone());
     let response = next.run(req).await;
     if action == Action::Admin && response.extensions().get::<Forwarded>().is_none() {

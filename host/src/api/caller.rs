@@ -46,6 +46,54 @@ pub fn client_principal(
         .authenticate(token, identity.and_then(|i| i.principal()), member, None)
 }
 
+/// A native client's principal, settled at the hello and again after
+/// every reload of the rules; and its certificate, checked again once a
+/// second at most.
+pub struct Settled {
+    caller: Caller,
+    token: Option<String>,
+    generation: u64,
+    who: std::sync::Arc<Result<Principal, Denied>>,
+    checked: std::time::Instant,
+}
+
+/// How often a connection's certificate is verified again.
+const RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Settled {
+    pub fn new(node: &Services, caller: Caller, token: Option<String>) -> Settled {
+        let generation = node.auth.generation();
+        let who = client_principal(node, &caller, token.as_deref());
+        Settled {
+            caller,
+            token,
+            generation,
+            who: std::sync::Arc::new(who),
+            checked: std::time::Instant::now(),
+        }
+    }
+
+    /// Who the caller is now; `None` once its certificate has expired
+    /// (the connection is to be closed).
+    pub fn now(&mut self, node: &Services) -> Option<std::sync::Arc<Result<Principal, Denied>>> {
+        if let Some(id) = self.caller.identity() {
+            if self.checked.elapsed() >= RECHECK {
+                if !id.valid_now() {
+                    return None;
+                }
+                self.checked = std::time::Instant::now();
+            }
+        }
+        let generation = node.auth.generation();
+        if generation != self.generation {
+            self.generation = generation;
+            self.who =
+                std::sync::Arc::new(client_principal(node, &self.caller, self.token.as_deref()));
+        }
+        Some(self.who.clone())
+    }
+}
+
 /// Whether `who` may make `req`; refusals are logged with the principal
 /// and its roles.
 pub fn authorize(

@@ -25,13 +25,16 @@ use super::services::Services;
 use crate::auth::{Access, PRINCIPAL_HEADER};
 
 /// The caller's headers the leader needs to answer as this node would:
-/// the body's type, and an acquire's request id (without it the leader
-/// could not tell a retry from a new acquire). Credentials are not among
-/// them: the leader believes this node's certificate and the principal it
-/// names.
-const PASSED_ON: [header::HeaderName; 2] = [
+/// the body's type, an acquire's request id (without it the leader could
+/// not tell a retry from a new acquire), and a bearer token, which the
+/// leader checks again by its own rules (so a token revoked there is
+/// refused whatever this node still believes). A caller known by its
+/// certificate is named in [`PRINCIPAL_HEADER`] instead, which the leader
+/// believes only from a member node's certificate.
+const PASSED_ON: [header::HeaderName; 3] = [
     header::CONTENT_TYPE,
     header::HeaderName::from_static("idempotency-key"),
+    header::AUTHORIZATION,
 ];
 
 pub const FORWARDED: &str = "x-lockd-forwarded";
@@ -42,7 +45,7 @@ fn target(node: &Services, req: &Request) -> Option<(u64, String)> {
         return None;
     }
     // Borrow, do not clone, the metrics: this runs on every request.
-    let leader = node.raft.metrics().borrow().current_leader?;
+    let leader = crate::raft::known_leader(&node.raft.metrics().borrow())?;
     if leader == node.id {
         return None;
     }
@@ -75,11 +78,16 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
         .with_leader(Some(leader))
         .into_response()
     };
-    let principal = req
-        .extensions()
-        .get::<Access>()
-        .map(|a| a.principal.clone())
-        .unwrap_or_default();
+    // A token travels itself (in PASSED_ON); only a certificate's
+    // principal needs this node's word.
+    let principal = match req.headers().contains_key(header::AUTHORIZATION) {
+        true => String::new(),
+        false => req
+            .extensions()
+            .get::<Access>()
+            .map(|a| a.principal.clone())
+            .unwrap_or_default(),
+    };
     let (parts, body) = req.into_parts();
     let body = match read(body, f.limit, f.what).await {
         Ok(b) => b,
@@ -94,8 +102,9 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
         .method(parts.method.clone())
         .uri(node.forwarder.url(&addr, path))
         .header(FORWARDED, node.id.to_string());
-    // The leader believes it from this node's certificate only, and
-    // checks the caller's rights again by its own rules.
+    // The leader believes it from this node's certificate only, on a
+    // request this node forwards, and checks the caller's rights again by
+    // its own rules.
     // Percent-encoded: a principal's name may hold any character.
     if !principal.is_empty() {
         let encoded =

@@ -18,11 +18,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
-use super::caller::{authorize, client_principal, peer_refusal};
+use super::caller::{authorize, peer_refusal, Settled};
 use super::services::Services;
 use super::status::status_of;
 use super::wire;
-use crate::auth::{Access, Denied, Principal};
+use crate::auth::{Access, Denied};
 use crate::raft::network::{PeerRequest, PeerResponse};
 use crate::service::ServiceError;
 use crate::transport::frame::{
@@ -89,9 +89,10 @@ pub async fn serve(node: Arc<Services>, stream: Box<dyn Io>, admission: Admissio
                 Role::ClientToken { token } => Some(token.as_str()),
                 _ => None,
             };
-            let who = client_principal(&node, &caller, token);
+            let token = token.map(str::to_string);
             framed.codec_mut().set_max_frame_length(MAX_CLIENT_FRAME);
-            return serve_client(node, framed, &limits, who, peer).await;
+            let caller = Settled::new(&node, caller, token);
+            return serve_client(node, framed, &limits, caller, peer).await;
         }
         Some(p) => {
             // Peers hold no client place, and may send big entries.
@@ -190,16 +191,16 @@ async fn send<T: serde::Serialize>(framed: &mut Conn, value: &T) -> Result<(), (
 /// not read until one finishes (TCP then slows the sender). With nothing in
 /// flight and no frame for `idle_timeout`, the connection is closed.
 ///
-/// `who`: the caller's principal, or why it has none this node accepts;
-/// every request is checked against it.
+/// `caller`: who the caller is, settled again whenever the rules are
+/// reloaded; every request is checked against it. A client certificate
+/// that has expired since the handshake ends the connection.
 async fn serve_client(
     node: Arc<Services>,
     framed: Conn,
     limits: &ConnLimits,
-    who: Result<Principal, Denied>,
+    mut caller: Settled,
     peer: String,
 ) {
-    let who = Arc::new(who);
     let (mut sink, mut stream) = framed.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Envelope<ClientResponse>>();
     let mut tasks = JoinSet::new();
@@ -213,7 +214,16 @@ async fn serve_client(
             frame = stream.next(), if tasks.len() < limits.max_in_flight => match frame {
                 Some(Ok(bytes)) => match frame::decode::<Envelope<ClientRequest>>(&bytes) {
                     Ok(env) => {
-                        let (node, tx, who) = (node.clone(), tx.clone(), who.clone());
+                        let Some(who) = caller.now(&node) else {
+                            let body = ClientResponse::Error(WireError::Unauthenticated(
+                                "the client certificate has expired".into(),
+                            ));
+                            if let Ok(bytes) = frame::encode(&Envelope { id: env.id, body }) {
+                                let _ = sink.send(bytes).await;
+                            }
+                            return;
+                        };
+                        let (node, tx) = (node.clone(), tx.clone());
                         let peer = peer.clone();
                         tasks.spawn(async move {
                             let body = match authorize(&node, &who, &env.body, &peer) {

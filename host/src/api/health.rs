@@ -76,7 +76,7 @@ pub fn readiness(node: &Services) -> Readiness {
         let m = node.raft.metrics();
         let m = m.borrow();
         (
-            m.current_leader,
+            crate::raft::known_leader(&m),
             m.running_state.as_ref().err().map(|e| e.to_string()),
         )
     };

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use axum::{Extension, Router};
 use hyper_util::rt::TokioIo;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::error::ApiError;
 use super::services::Services;
@@ -44,6 +44,7 @@ pub async fn serve(
             );
             let _ = stream.write_all(answer.as_bytes()).await;
             let _ = stream.shutdown().await;
+            linger(&mut stream).await;
             return;
         }
     };
@@ -75,4 +76,26 @@ fn tls_required(id: u64) -> Router {
             "node {id} requires TLS: use https:// (lockctl: --cacert CA.pem)"
         ))
     })
+}
+
+/// Read and drop what the caller still sends (its request, which was
+/// never read) for a moment before closing. Closing a socket with unread
+/// bytes sends a reset, and a reset that overtakes the answer destroys it
+/// on the caller's side: a client whose request came in pieces would see
+/// a broken pipe instead of the 503 and its reason. Bounded in time and
+/// bytes, so a refused caller cannot keep the slot.
+async fn linger(stream: &mut Box<dyn Io>) {
+    const FOR: std::time::Duration = std::time::Duration::from_millis(500);
+    const UP_TO: usize = 64 << 10;
+    let mut buf = [0u8; 4096];
+    let mut read = 0;
+    let drain = async {
+        while read < UP_TO {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => read += n,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(FOR, drain).await;
 }

@@ -26,8 +26,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -36,13 +35,12 @@ use serde::{Deserialize, Serialize};
 
 use super::body::{parse, RawBody};
 use super::error::{ApiError, ErrorBody};
+use super::op::{LockOp, Op, Verb};
 use super::services::Services;
 use super::wire;
-use crate::auth::action::split_lock_path;
 use crate::auth::Access;
 use crate::command::{HolderInfo, KeyHolders};
 use crate::service::table::Spec;
-use crate::service::ServiceError;
 
 /// Listing page size when none is asked for.
 const DEFAULT_LIST: u32 = 100;
@@ -152,9 +150,15 @@ pub struct LockReply {
     holders: Vec<HoldingJson>,
 }
 
-fn lock_path(path: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
-    path.map(|Path(p)| p)
-        .map_err(|e| ApiError::bad_request(format!("{}: {e}", ServiceError::KeyNotUtf8)))
+/// The lock route the authorisation layer parsed, if the request is the
+/// one `verb` says (the layer's reading is the only one: see [`super::op`]).
+fn lock_op(op: Op, verb: fn(&Verb) -> bool) -> Result<LockOp, ApiError> {
+    match op {
+        Op::Lock(l) if verb(&l.verb) => Ok(l),
+        other => Err(ApiError::not_found(format!(
+            "not a route of this handler: {other:?}"
+        ))),
+    }
 }
 
 /// Who holds a key, read linearizably.
@@ -166,9 +170,9 @@ fn lock_path(path: Result<Path<String>, PathRejection>) -> Result<String, ApiErr
 pub async fn lock_get(
     State(node): State<Arc<Services>>,
     Extension(access): Extension<Access>,
-    path: Result<Path<String>, PathRejection>,
+    Extension(op): Extension<Op>,
 ) -> Result<Json<LockReply>, ApiError> {
-    let key = lock_path(path)?;
+    let key = lock_op(op, |v| *v == Verb::Get)?.key;
     let (holders, left) = node.locks.holders_timed(&key).await?;
     let first = holders.first();
     Ok(Json(LockReply {
@@ -209,28 +213,22 @@ pub const ACTIONS: [&str; 3] = ["acquire", "release", "keepalive"];
 pub async fn lock_post(
     State(node): State<Arc<Services>>,
     Extension(access): Extension<Access>,
-    path: Result<Path<String>, PathRejection>,
+    Extension(op): Extension<Op>,
     headers: HeaderMap,
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
-    let path = lock_path(path)?;
-    let Some((key, action)) = split_lock_path(&path) else {
-        return Err(ApiError::not_found(
-            "expected /v1/locks/{key}/acquire|release|keepalive",
-        ));
-    };
+    let l = lock_op(op, |v| {
+        matches!(v, Verb::Acquire | Verb::Release | Verb::Keepalive)
+    })?;
     let lock = Lock {
         node: &node,
         access: &access,
-        key,
+        key: &l.key,
     };
-    match action {
-        "acquire" => acquire(lock, &headers, parse(&body)?).await,
-        "release" => release(lock, parse(&body)?).await,
-        "keepalive" => keepalive(lock, parse(&body)?).await,
-        other => Err(ApiError::not_found(format!(
-            "unknown lock action {other:?}; expected acquire, release or keepalive"
-        ))),
+    match l.verb {
+        Verb::Acquire => acquire(lock, &headers, parse(&body)?).await,
+        Verb::Release => release(lock, parse(&body)?).await,
+        _ => keepalive(lock, parse(&body)?).await,
     }
 }
 
@@ -325,37 +323,28 @@ pub async fn keepalive(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError
         (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn lock_delete(
     State(node): State<Arc<Services>>,
-    path: Result<Path<String>, PathRejection>,
+    Extension(op): Extension<Op>,
 ) -> Result<Json<Done>, ApiError> {
-    let path = lock_path(path)?;
-    let parsed = path
-        .rsplit_once("/holders/")
-        .map(|(key, token)| (key, token.parse::<u64>()));
-    let (key, token) = match parsed {
-        Some((key, Ok(token))) => (key, token),
-        Some((_, Err(e))) => return Err(ApiError::bad_request(format!("token: {e}"))),
-        None => {
-            return Err(ApiError::not_found(
-                "expected DELETE /v1/locks/{key}/holders/{token}",
-            ))
-        }
+    let l = lock_op(op, |v| matches!(v, Verb::ForceRelease(_)))?;
+    let Verb::ForceRelease(token) = l.verb else {
+        return Err(ApiError::not_found("not a force release"));
     };
-    // An admin's (the route is admin-only): any holding.
-    node.locks.release(key, token, None).await?;
+    // An admin's (the route's action is admin): any holding.
+    node.locks.release(&l.key, token, None).await?;
     Ok(Json(Done {}))
 }
 
-#[derive(Deserialize, utoipa::IntoParams)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only keys that start with it.
     #[serde(default)]
-    prefix: String,
+    pub prefix: String,
     /// Only keys after it (the `next` of the page before).
-    after: Option<String>,
+    pub after: Option<String>,
     /// At most this many keys (default 100, at most 1000).
-    limit: Option<u32>,
+    pub limit: Option<u32>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -380,9 +369,11 @@ pub struct ListReply {
 pub async fn lock_list(
     State(node): State<Arc<Services>>,
     Extension(access): Extension<Access>,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    Extension(op): Extension<Op>,
 ) -> Result<Json<ListReply>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let Op::List(q) = op else {
+        return Err(ApiError::not_found("not a listing"));
+    };
     let limit = q.limit.unwrap_or(DEFAULT_LIST);
     let (page, left): (Vec<KeyHolders>, _) = node
         .locks

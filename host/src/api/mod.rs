@@ -13,6 +13,9 @@
 //! * [`cluster`]: the status, membership, whoami and console routes.
 //! * [`locks`], [`policy`]: the lock routes, and the module's policy data.
 //! * [`admin`]: hot upgrade, shadow mode and audit routes.
+//! * [`op`]: what an HTTP request asks for, parsed once for the
+//!   authorisation layer and the handlers alike.
+//! * [`origin`]: cross-site and untyped requests, refused.
 //! * [`authorize`]: the layer that authenticates and authorises every
 //!   HTTP request, and the admin audit trail.
 //! * [`forward`]: the layer that passes leader-only requests to the leader.
@@ -33,7 +36,9 @@ pub mod health;
 pub mod http;
 pub mod locks;
 pub mod metrics;
+pub mod op;
 pub mod openapi;
+pub mod origin;
 pub mod policy;
 pub mod routes;
 pub mod services;

@@ -3,7 +3,7 @@
 use openraft::ServerState;
 
 use super::services::Services;
-use crate::raft::members;
+use crate::raft::{known_leader, leading_unconfirmed, members};
 
 pub use lockd_client::proto::{Member, Role, Status};
 
@@ -38,8 +38,13 @@ pub fn status_with(node: &Services, hash: bool) -> (Status, UpgradeCounts) {
     let status = Status {
         id: node.id,
         addr: node.addr.clone(),
-        role: role_of(m.state),
-        leader: m.current_leader,
+        // A leader no quorum has acknowledged yet is still seeking office.
+        role: if leading_unconfirmed(&m) {
+            Role::Candidate
+        } else {
+            role_of(m.state)
+        },
+        leader: known_leader(&m),
         term: m.current_term,
         commit_index: node.log.committed().map_or(0, |l| l.index),
         applied_index: v.applied_index,

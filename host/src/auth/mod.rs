@@ -19,7 +19,13 @@
 //! (403) and the refusal is logged with the principal and its roles.
 //!
 //! The file is read at start and again on SIGHUP; a file that does not
-//! parse is refused with the reason and the rules in force stay.
+//! parse is refused with the reason and the rules in force stay. A reload
+//! takes effect at once on open connections too: HTTP requests are
+//! checked one by one, and a native connection settles its caller again
+//! before its next request ([`Auth::generation`]). A request a follower
+//! forwards carries the caller's token to the leader, which checks it by
+//! its own rules; so a revoked token or role is refused as soon as either
+//! node has reloaded (docs/security.md, "Revocation").
 //!
 //! # Layout
 //!
@@ -113,6 +119,9 @@ pub struct Auth {
     /// `None`: authentication is off.
     path: Option<PathBuf>,
     rules: RwLock<Arc<Rules>>,
+    /// Bumped by every reload that took effect: a connection that settled
+    /// its caller's principal under older rules settles it again.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 fn read_rules(path: &Path) -> Result<Rules, AuthFileError> {
@@ -130,6 +139,7 @@ impl Auth {
         Auth {
             path: None,
             rules: RwLock::new(Arc::new(Rules::default())),
+            generation: Default::default(),
         }
     }
 
@@ -139,6 +149,7 @@ impl Auth {
         Ok(Auth {
             path: Some(path.to_path_buf()),
             rules: RwLock::new(Arc::new(rules)),
+            generation: Default::default(),
         })
     }
 
@@ -155,7 +166,14 @@ impl Auth {
         let rules = read_rules(path)?;
         let n = rules.principals();
         *self.rules.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(rules);
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(n)
+    }
+
+    /// Which rules are in force: changes with every reload.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn rules(&self) -> Arc<Rules> {
@@ -175,6 +193,11 @@ impl Auth {
     ) -> Result<Principal, Denied> {
         if !self.is_on() {
             return Ok(Principal::Anonymous);
+        }
+        if forwarded.is_some() && token.is_some() {
+            return Err(Denied::Unauthenticated(format!(
+                "a request carries a bearer token or {PRINCIPAL_HEADER}, not both"
+            )));
         }
         if let Some(name) = forwarded {
             let Some(id) = node else {
@@ -289,6 +312,7 @@ mod tests {
         Auth {
             path: Some(PathBuf::from("test")),
             rules: RwLock::new(Arc::new(Rules::parse(text).expect("rules"))),
+            generation: Default::default(),
         }
     }
 

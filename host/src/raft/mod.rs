@@ -203,3 +203,42 @@ pub fn members(raft: &Raft) -> Vec<lockd_client::proto::Member> {
         })
         .collect()
 }
+
+/// The leader this node may name, from its metrics: openraft's
+/// `current_leader`, except that a node that leads without a quorum's
+/// acknowledgement yet names none. openraft restores a node that led at
+/// its last term as that term's leader, with nothing committed and
+/// perhaps no quorum left; status, readiness, forwarding and the console
+/// must not present it as the cluster's leader until a quorum has
+/// answered it (see docs/operations.md, "Who is the leader").
+pub fn known_leader(m: &openraft::RaftMetrics<NodeId, Node>) -> Option<NodeId> {
+    match m.current_leader {
+        Some(l) if l == m.id && leading_unconfirmed(m) => None,
+        other => other,
+    }
+}
+
+/// This node holds the leader's office but no quorum has acknowledged it.
+pub fn leading_unconfirmed(m: &openraft::RaftMetrics<NodeId, Node>) -> bool {
+    m.state == openraft::ServerState::Leader && m.millis_since_quorum_ack.is_none()
+}
+
+#[cfg(test)]
+mod leader_tests {
+    use super::*;
+
+    #[test]
+    fn a_leader_without_a_quorum_names_no_leader() {
+        let mut m = openraft::RaftMetrics::<NodeId, Node>::new_initial(3);
+        m.state = openraft::ServerState::Leader;
+        m.current_leader = Some(3);
+        assert_eq!(known_leader(&m), None, "restored as leader, no ack yet");
+        m.millis_since_quorum_ack = Some(0);
+        assert_eq!(known_leader(&m), Some(3));
+        // A follower names whom it heard from.
+        m.state = openraft::ServerState::Follower;
+        m.millis_since_quorum_ack = None;
+        m.current_leader = Some(1);
+        assert_eq!(known_leader(&m), Some(1));
+    }
+}

@@ -11,10 +11,13 @@
 //! * a term above [`MAX_TERM`] (2^48: an election every millisecond would
 //!   take nine thousand years to get there, and far below wrapping);
 //! * an RPC whose sender is not the node its connection's hello named;
-//! * a sender that is not a member as this node knows it, unless this node
-//!   has no membership yet (it is being added) or the RPC itself carries a
-//!   membership with the sender in it (a log or snapshot this node has not
-//!   caught up to);
+//! * a sender that is not a voter or learner of this node's membership
+//!   (the last one in its own log, which only members wrote), unless this
+//!   node has no membership yet (it is being added). A request never
+//!   vouches for its sender: a membership entry or a snapshot that names
+//!   the sender does not let it in, since the sender wrote it. (A node
+//!   that missed the change adding the node that now leads refuses that
+//!   leader until another member leads; docs/security.md, "Peers".);
 //! * a snapshot chunk that does not continue the bytes received so far of
 //!   its snapshot (a new snapshot starts at offset 0; a resent chunk may
 //!   start earlier), or that ends past the size cap.
@@ -99,7 +102,7 @@ impl PeerGate {
                 ));
             }
         }
-        if member(from) == Some(false) && !carries_member(req, from) {
+        if member(from) == Some(false) {
             return Err(format!("node {from} is not a member"));
         }
         if let PeerRequest::InstallSnapshot(r) = req {
@@ -128,24 +131,6 @@ impl PeerGate {
         }
         *receiving = Some((id.to_string(), received.max(end)));
         Ok(())
-    }
-}
-
-/// Whether `req` carries a membership (a log entry's, a snapshot's) that
-/// has `node` in it.
-fn carries_member(req: &PeerRequest, node: NodeId) -> bool {
-    match req {
-        PeerRequest::AppendEntries(r) => r.entries.iter().any(|e| match &e.payload {
-            EntryPayload::Membership(m) => m.get_node(&node).is_some(),
-            _ => false,
-        }),
-        PeerRequest::InstallSnapshot(r) => r
-            .meta
-            .last_membership
-            .membership()
-            .get_node(&node)
-            .is_some(),
-        PeerRequest::Vote(_) => false,
     }
 }
 
@@ -200,6 +185,35 @@ mod tests {
         assert!(e.contains("not a member"), "{e}");
         // A node with no membership yet (being added) takes it.
         assert!(g.check(9, &vote(5, 9), none_yet).is_ok());
+    }
+
+    #[test]
+    fn a_non_member_cannot_vouch_for_itself() {
+        use openraft::{Membership, StoredMembership};
+        let g = PeerGate::new(1 << 20);
+        let naming_9 = Membership::<NodeId, crate::raft::Node>::new(
+            vec![[1, 2, 9].into_iter().collect()],
+            [1, 2, 9]
+                .into_iter()
+                .map(|id| (id, crate::raft::Node::default()))
+                .collect::<std::collections::BTreeMap<_, _>>(),
+        );
+        let mut append = append(7, 9, Request::Commands(vec![]));
+        if let PeerRequest::AppendEntries(r) = &mut append {
+            r.entries[0].payload = EntryPayload::Membership(naming_9.clone());
+        }
+        let e = g.check(9, &append, members).unwrap_err();
+        assert!(e.contains("not a member"), "{e}");
+        let mut snap = chunk(7, 9, "s", 0, 10);
+        if let PeerRequest::InstallSnapshot(r) = &mut snap {
+            r.meta.last_membership = StoredMembership::new(None, naming_9);
+        }
+        let e = g.check(9, &snap, members).unwrap_err();
+        assert!(e.contains("not a member"), "{e}");
+        // A member's requests pass as before.
+        assert!(g
+            .check(1, &self::append(7, 1, Request::Commands(vec![])), members)
+            .is_ok());
     }
 
     #[test]

@@ -21,7 +21,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lockd_client::tls::{self, Alpn, TlsError, ALPN_HTTP, ALPN_NATIVE, ALPN_PEER};
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -29,11 +30,23 @@ use tokio::io::{AsyncRead, AsyncWrite};
 #[derive(Clone)]
 pub struct TlsServer {
     acceptor: tokio_rustls::TlsAcceptor,
+    verifier: Arc<dyn ClientCertVerifier>,
 }
 
-/// A caller's certificate, verified by the handshake.
-#[derive(Clone, Debug)]
-pub struct Identity(CertificateDer<'static>);
+/// A caller's certificate, verified by the handshake, with what it takes
+/// to verify it again later ([`Identity::valid_now`]).
+#[derive(Clone)]
+pub struct Identity {
+    cert: CertificateDer<'static>,
+    intermediates: Vec<CertificateDer<'static>>,
+    verifier: Arc<dyn ClientCertVerifier>,
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Identity").field(&self.principal()).finish()
+    }
+}
 
 /// A TLS connection just accepted: the protocol its caller chose and the
 /// certificate it presented.
@@ -56,12 +69,13 @@ impl TlsServer {
         let mut config = rustls::ServerConfig::builder_with_provider(tls::provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::Config(e.to_string()))?
-            .with_client_cert_verifier(verifier)
+            .with_client_cert_verifier(verifier.clone())
             .with_single_cert(tls::read_certs(cert)?, tls::read_key(key)?)
             .map_err(|e| TlsError::Config(format!("{}: {e}", cert.display())))?;
         config.alpn_protocols = vec![ALPN_PEER.to_vec(), ALPN_NATIVE.to_vec(), ALPN_HTTP.to_vec()];
         Ok(TlsServer {
             acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+            verifier,
         })
     }
 
@@ -78,10 +92,17 @@ impl TlsServer {
             Some(p) if p == ALPN_HTTP => Some(Alpn::Http),
             _ => None,
         };
-        let identity = conn
-            .peer_certificates()
-            .and_then(|c| c.first())
-            .map(|c| Identity(c.clone().into_owned()));
+        let identity = conn.peer_certificates().and_then(|chain| {
+            let (cert, intermediates) = chain.split_first()?;
+            Some(Identity {
+                cert: cert.clone().into_owned(),
+                intermediates: intermediates
+                    .iter()
+                    .map(|c| c.clone().into_owned())
+                    .collect(),
+                verifier: self.verifier.clone(),
+            })
+        });
         Ok(Accepted {
             stream,
             alpn,
@@ -91,40 +112,55 @@ impl TlsServer {
 }
 
 impl Identity {
-    /// Whether this certificate names node `id` (`node-ID.lockd`).
+    /// Whether this certificate is node `id`'s: its first DNS name is
+    /// exactly `node-ID.lockd`.
     pub fn is_node(&self, id: u64) -> bool {
-        let Ok(cert) = webpki::EndEntityCert::try_from(&self.0) else {
-            return false;
-        };
-        let Ok(name) = ServerName::try_from(tls::node_name(id)) else {
-            return false;
-        };
-        cert.verify_is_valid_for_subject_name(&name).is_ok()
+        self.node_id() == Some(id)
     }
 
-    /// The node this certificate names (`node-ID.lockd`), if any.
+    /// The node this certificate names, if any: only by its first DNS
+    /// name, and only in the exact form `node-ID.lockd` (ID in decimal,
+    /// without sign or leading zeros), so one certificate is at most one
+    /// node and never a node and a client at once.
     pub fn node_id(&self) -> Option<u64> {
-        let cert = webpki::EndEntityCert::try_from(&self.0).ok()?;
-        let id = cert.valid_dns_names().find_map(|n| {
-            n.strip_prefix("node-")?
-                .strip_suffix(".lockd")?
-                .parse::<u64>()
-                .ok()
-        });
-        id
+        node_of_name(&self.principal()?)
+    }
+
+    /// Whether the certificate still passes the handshake's check now: a
+    /// certificate that expires while its connection is open ends what it
+    /// may do there (the callers close the connection).
+    pub fn valid_now(&self) -> bool {
+        self.valid_at(UnixTime::now())
+    }
+
+    pub fn valid_at(&self, at: UnixTime) -> bool {
+        self.verifier
+            .verify_client_cert(&self.cert, &self.intermediates, at)
+            .is_ok()
     }
 
     /// The principal this certificate speaks for: its first DNS name.
     pub fn principal(&self) -> Option<String> {
-        let cert = webpki::EndEntityCert::try_from(&self.0).ok()?;
+        let cert = webpki::EndEntityCert::try_from(&self.cert).ok()?;
         let name = cert.valid_dns_names().next().map(str::to_string);
         name
     }
 }
 
+/// The node a DNS name names (`node-ID.lockd`, canonically), if any.
+fn node_of_name(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix("node-")?.strip_suffix(".lockd")?;
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    let id = digits.parse::<u64>().ok().filter(|_| canonical)?;
+    (tls::node_name(id) == name).then_some(id)
+}
+
 #[cfg(test)]
 mod tests {
     use lockd_client::tls::TlsClient;
+    use rustls::pki_types::ServerName;
 
     use super::*;
     use crate::certs;
@@ -149,6 +185,24 @@ mod tests {
             let s = s.expect("server side");
             (s.alpn, s.identity)
         })
+    }
+
+    #[test]
+    fn only_the_exact_node_name_is_a_node() {
+        assert_eq!(node_of_name("node-2.lockd"), Some(2));
+        assert_eq!(node_of_name("node-0.lockd"), Some(0));
+        for n in [
+            "node-02.lockd",
+            "node-+2.lockd",
+            "node-2.lockd.",
+            "NODE-2.lockd",
+            "node-2.Lockd",
+            "node-.lockd",
+            "node-18446744073709551616.lockd",
+            "xnode-2.lockd",
+        ] {
+            assert_eq!(node_of_name(n), None, "{n}");
+        }
     }
 
     #[test]
@@ -185,6 +239,13 @@ mod tests {
         assert_eq!(who.principal().as_deref(), Some("alice"));
         assert!(!who.is_node(1) && !who.is_node(2));
         assert_eq!(who.node_id(), None);
+        // Valid now; not once it has expired (certs::init made it for 30
+        // days), which a connection open that long finds out.
+        assert!(who.valid_now());
+        let later = UnixTime::since_unix_epoch(std::time::Duration::from_secs(
+            UnixTime::now().as_secs() + 31 * 86_400,
+        ));
+        assert!(!who.valid_at(later));
         // No certificate (a client with a token, later): accepted, unnamed.
         let anonymous = TlsClient::from_files(&ca, None).expect("client");
         let (alpn, who) = accept(d, &anonymous, Alpn::Http);

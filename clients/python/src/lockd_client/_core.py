@@ -10,6 +10,7 @@ exactly the same way.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import os
@@ -107,6 +108,25 @@ def parse_endpoint(text: str, default_scheme: str) -> Endpoint:
     except ValueError as e:
         raise ValueError(f"endpoint {text!r}: {e}") from None
     return Endpoint(parts.scheme, parts.hostname, port or DEFAULT_PORT)
+
+
+def may_carry_token(ep: Endpoint) -> bool:
+    """Whether a bearer token may go to ``ep``: over TLS, or in the clear
+    only to a loopback address, where nothing else can read it."""
+    if ep.tls or ep.host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(ep.host).is_loopback
+    except ValueError:
+        return False
+
+
+def headers_for(headers: Dict[str, str], ep: Endpoint) -> Dict[str, str]:
+    """``headers`` as sent to ``ep``: without the token where it may not go
+    (a leader named at an address the endpoints did not list)."""
+    if "Authorization" in headers and not may_carry_token(ep):
+        return {k: v for k, v in headers.items() if k != "Authorization"}
+    return dict(headers)
 
 
 def parse_endpoints(endpoints: Any, default_scheme: str) -> List[Endpoint]:
@@ -420,6 +440,12 @@ def configure(
         check_text("token", token)
         if not token.strip() or any(c in token for c in "\r\n"):
             raise ValueError("token must be one non-empty line")
+        clear = [str(ep) for ep in eps if not may_carry_token(ep)]
+        if clear:
+            raise ValueError(
+                "a token is sent only over TLS (https://, cafile=) or to a loopback address, "
+                f"not in the clear to {', '.join(clear)}"
+            )
         headers["Authorization"] = f"Bearer {token.strip()}"
     owner = check_text("owner", owner) if owner is not None else f"py-{random_id()}"
     return Config(eps, settings, ctx, headers, owner)

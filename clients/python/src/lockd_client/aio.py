@@ -113,7 +113,7 @@ class _Transport:
         ep = x.endpoint
         host = f"[{ep.host}]" if ":" in ep.host else ep.host
         lines = [f"{x.method} {x.path} HTTP/1.1", f"Host: {host}:{ep.port}"]
-        lines += [f"{k}: {v}" for k, v in self._headers.items()]
+        lines += [f"{k}: {v}" for k, v in C.headers_for(self._headers, ep).items()]
         body = x.body or b""
         if x.body is not None:
             lines.append("Content-Type: application/json")

@@ -62,7 +62,7 @@ class _Transport:
         pooled = conn is not None
         if conn is None:
             conn = self._new(x.endpoint)
-        headers = dict(self._headers)
+        headers = C.headers_for(self._headers, x.endpoint)
         if x.body is not None:
             headers["Content-Type"] = "application/json"
         try:

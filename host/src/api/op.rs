@@ -1,0 +1,287 @@
+//! What an HTTP request asks for, parsed once ([`parse`]): the one reading
+//! of a request's method, path and query that authorisation and the
+//! handlers share. The authorisation layer parses every request into an
+//! [`Op`], decides on [`Op::action`] and hands the same [`Op`] to the
+//! handler as an extension; no handler reads its path again. A request the
+//! parser does not recognise never reaches a handler (404), and one that
+//! names a route with a parameter spelled other than canonically is
+//! answered 400 before any handler runs (docs/api.md, "Paths").
+//!
+//! Canonical lock paths (`/v1/locks/{key}` and its actions): the path is
+//! split into segments on `/` before decoding; an empty segment (`//`, a
+//! trailing `/`), a segment that decodes to `.` or `..`, a `%` not
+//! followed by two hex digits, or a key that is not UTF-8 once decoded is
+//! a 400. A key holding such segments sends its slashes as `%2F`. The
+//! action is the last raw segment, spelled exactly (`acquire`, `release`,
+//! `keepalive`), or the last two (`holders/T`), where the token `T` is
+//! ASCII digits without sign or leading zeros, at most `u64::MAX`.
+
+use axum::extract::Query;
+use axum::http::{Method, Uri};
+
+use super::error::ApiError;
+use super::locks::ListQuery;
+use crate::auth::Action;
+
+/// What a request asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Health checks, the console page and the API document.
+    Public,
+    /// Who the caller is.
+    WhoAmI,
+    /// Status, members, metrics, audit, and the policy, capacity and
+    /// module-key reads.
+    Read,
+    /// A page of held keys.
+    List(ListQuery),
+    /// A lock route.
+    Lock(LockOp),
+    /// An admin route without path parameters (its body and query are its
+    /// handler's: admin is needed whatever they say).
+    Admin,
+    /// `DELETE /v1/admin/module-keys/{key}`: the key as sent.
+    UntrustKey(String),
+    /// No such route (404 once the caller is known, with the reason).
+    Unknown(String),
+}
+
+/// A lock route: which key, and what to do with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockOp {
+    pub key: String,
+    pub verb: Verb,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    /// Who holds it.
+    Get,
+    Acquire,
+    Release,
+    Keepalive,
+    /// End the holding with this token (admin).
+    ForceRelease(u64),
+}
+
+impl Op {
+    /// What the rules must allow for it.
+    pub fn action(&self) -> Action {
+        match self {
+            Op::Public => Action::Public,
+            Op::WhoAmI | Op::Unknown(_) => Action::Any,
+            Op::Read => Action::Read,
+            Op::List(q) => Action::List(q.prefix.clone()),
+            Op::Lock(l) => match l.verb {
+                Verb::Get => Action::ReadKey(l.key.clone()),
+                Verb::Acquire | Verb::Release | Verb::Keepalive => Action::Lock(l.key.clone()),
+                Verb::ForceRelease(_) => Action::Admin,
+            },
+            Op::Admin | Op::UntrustKey(_) => Action::Admin,
+        }
+    }
+}
+
+/// The lock routes' prefix.
+const LOCKS: &str = "/v1/locks/";
+
+/// Parse a request. `Err`: it names a route, but not canonically (400).
+pub fn parse(method: &Method, uri: &Uri) -> Result<Op, ApiError> {
+    let path = uri.path();
+    let get = method == Method::GET || method == Method::HEAD;
+    if let Some(rest) = path.strip_prefix(LOCKS) {
+        return lock(method, rest).map(Op::Lock);
+    }
+    if let Some(key) = path.strip_prefix("/v1/admin/module-keys/") {
+        if key.is_empty() || key.contains('/') {
+            return Ok(unknown(method, path));
+        }
+        if method != Method::DELETE {
+            return Err(not_allowed(method, path));
+        }
+        return Ok(Op::UntrustKey(decode(key)?));
+    }
+    let op = match (path, get) {
+        ("/healthz" | "/readyz" | "/ui" | "/v1/openapi.json", true) => Op::Public,
+        ("/v1/whoami", true) => Op::WhoAmI,
+        ("/v1/locks", true) => {
+            let Query(q) = Query::<ListQuery>::try_from_uri(uri)
+                .map_err(|e| ApiError::bad_request(e.body_text()))?;
+            Op::List(q)
+        }
+        ("/v1/status" | "/v1/members" | "/metrics" | "/v1/audit", true) => Op::Read,
+        ("/v1/admin/policy" | "/v1/admin/capacity" | "/v1/admin/module-keys", true) => Op::Read,
+        ("/v1/admin/snapshot", true) => Op::Admin,
+        (
+            "/v1/admin/policy"
+            | "/v1/admin/capacity"
+            | "/v1/admin/module-keys"
+            | "/v1/admin/snapshot"
+            | "/v1/admin/upgrade"
+            | "/v1/admin/shadow"
+            | "/v1/admin/shadow/promote"
+            | "/v1/admin/shadow/abort"
+            | "/v1/members/add"
+            | "/v1/members/promote"
+            | "/v1/members/remove",
+            false,
+        ) => Op::Admin,
+        _ if KNOWN.contains(&path) => return Err(not_allowed(method, path)),
+        _ => unknown(method, path),
+    };
+    Ok(op)
+}
+
+/// Whether `method path` is a route that any node passes on to the
+/// leader: [`super::routes`] puts the forwarding layer on exactly these
+/// (change both together; `tests/cluster/security_routes.rs` sends a
+/// forwarded principal to every route and sees only these take it).
+pub fn answered_by_leader(method: &Method, path: &str) -> bool {
+    let get = method == Method::GET || method == Method::HEAD;
+    match path {
+        "/v1/admin/snapshot" => get,
+        "/v1/locks"
+        | "/v1/members/add"
+        | "/v1/members/promote"
+        | "/v1/members/remove"
+        | "/v1/admin/policy"
+        | "/v1/admin/capacity"
+        | "/v1/admin/module-keys"
+        | "/v1/admin/upgrade"
+        | "/v1/admin/shadow"
+        | "/v1/admin/shadow/promote"
+        | "/v1/admin/shadow/abort" => true,
+        p => p.starts_with(LOCKS) || p.starts_with("/v1/admin/module-keys/"),
+    }
+}
+
+/// Every path without parameters that some method is served on.
+const KNOWN: &[&str] = &[
+    "/healthz",
+    "/readyz",
+    "/ui",
+    "/v1/openapi.json",
+    "/v1/whoami",
+    "/v1/locks",
+    "/v1/status",
+    "/v1/members",
+    "/metrics",
+    "/v1/audit",
+    "/v1/admin/policy",
+    "/v1/admin/capacity",
+    "/v1/admin/module-keys",
+    "/v1/admin/snapshot",
+    "/v1/admin/upgrade",
+    "/v1/admin/shadow",
+    "/v1/admin/shadow/promote",
+    "/v1/admin/shadow/abort",
+    "/v1/members/add",
+    "/v1/members/promote",
+    "/v1/members/remove",
+];
+
+fn unknown(method: &Method, path: &str) -> Op {
+    Op::Unknown(format!("no such route: {method} {path}"))
+}
+
+fn not_allowed(method: &Method, path: &str) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        format!("{method} is not a method of {path}"),
+    )
+}
+
+/// A lock route's path after `/v1/locks/`.
+fn lock(method: &Method, rest: &str) -> Result<LockOp, ApiError> {
+    let segments: Vec<&str> = rest.split('/').collect();
+    let n = segments.len();
+    let last = segments[n - 1];
+    let (verb, used) = match *method {
+        Method::GET | Method::HEAD => (Verb::Get, 0),
+        Method::POST => match last {
+            "acquire" => (Verb::Acquire, 1),
+            "release" => (Verb::Release, 1),
+            "keepalive" => (Verb::Keepalive, 1),
+            other => {
+                return Err(ApiError::not_found(format!(
+                    "unknown lock action {other:?}; expected acquire, release or keepalive"
+                )))
+            }
+        },
+        Method::DELETE if n >= 2 && segments[n - 2] == "holders" => {
+            (Verb::ForceRelease(token(last)?), 2)
+        }
+        Method::DELETE => {
+            return Err(ApiError::not_found(
+                "expected DELETE /v1/locks/{key}/holders/{token}",
+            ))
+        }
+        _ => return Err(not_allowed(method, "the lock routes")),
+    };
+    let key = &segments[..n - used];
+    if key.is_empty() || key == [""] {
+        return Err(ApiError::bad_request(
+            crate::service::ServiceError::EmptyKey.to_string(),
+        ));
+    }
+    for s in key {
+        if s.is_empty() {
+            return Err(ApiError::bad_request(
+                "an empty path segment (`//` or a trailing `/`); send a key's empty segments with their slashes as %2F",
+            ));
+        }
+        let d = decode(s)?;
+        if d == "." || d == ".." {
+            return Err(ApiError::bad_request(format!(
+                "a {d:?} path segment; send a key's dot segments with their slashes as %2F"
+            )));
+        }
+    }
+    Ok(LockOp {
+        key: decode(&key.join("/"))?,
+        verb,
+    })
+}
+
+/// A fencing token in a path: ASCII digits, no sign, no leading zero.
+pub fn token(raw: &str) -> Result<u64, ApiError> {
+    let canonical = !raw.is_empty()
+        && raw.bytes().all(|b| b.is_ascii_digit())
+        && (raw == "0" || !raw.starts_with('0'));
+    let bad = || {
+        ApiError::bad_request(format!(
+            "token {raw:?}: a token is written in ASCII digits, without sign or leading zeros"
+        ))
+    };
+    if !canonical {
+        return Err(bad());
+    }
+    raw.parse::<u64>().map_err(|_| bad())
+}
+
+/// Percent-decode a path part, strictly: every `%` starts two hex digits,
+/// and the result is UTF-8.
+fn decode(raw: &str) -> Result<String, ApiError> {
+    let b = raw.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = |j: usize| b.get(j).is_some_and(u8::is_ascii_hexdigit);
+            if !(hex(i + 1) && hex(i + 2)) {
+                return Err(ApiError::bad_request(
+                    "a `%` in the path is not followed by two hex digits",
+                ));
+            }
+            i += 3;
+        } else {
+            i += 1;
+        }
+    }
+    percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .map(|s| s.into_owned())
+        .map_err(|_| ApiError::bad_request(crate::service::ServiceError::KeyNotUtf8.to_string()))
+}
+
+#[cfg(test)]
+mod tests;
