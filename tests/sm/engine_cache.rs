@@ -165,3 +165,30 @@ fn an_artifact_not_written_with_this_nodes_key_is_recompiled() {
     );
     drop(engine);
 }
+
+#[test]
+fn an_artifact_renamed_to_another_module_is_recompiled() {
+    // Two modules' artifacts, each with a sound tag under this node's key.
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("module-cache");
+    let engine = WasmEngine::new(EngineSettings::default(), Some(cache.clone())).unwrap();
+    let v1 = engine.load(lockd::builtin::LOCK_SM).unwrap();
+    let v2 = engine.load(lock_tests::fixtures::LOCK_SM_V2).unwrap();
+    let (p1, p2) = {
+        let c = engine.cache().unwrap();
+        (c.path_for(&v1.hash()), c.path_for(&v2.hash()))
+    };
+    // v2's artifact put where v1's belongs: its tag covers its own name.
+    std::fs::copy(&p2, &p1).unwrap();
+    let again = WasmEngine::new(EngineSettings::default(), Some(cache)).unwrap();
+    let loaded = again.load(lockd::builtin::LOCK_SM).unwrap();
+    assert_eq!(loaded.compiled(), Compiled::Fresh, "not v2's code for v1");
+    assert_eq!(loaded.hash(), v1.hash());
+    assert_eq!(
+        again
+            .load(lock_tests::fixtures::LOCK_SM_V2)
+            .unwrap()
+            .compiled(),
+        Compiled::Cached
+    );
+}

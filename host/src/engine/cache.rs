@@ -6,8 +6,11 @@
 //! this node, from bytes it compiled itself; a precompiled artifact from a
 //! peer is never accepted, since deserialising one is trusting native code.
 //!
-//! File: `<dir>/<module-hash>-<fingerprint16>.cwasm` = HMAC-SHA256 of the
-//! artifact under this node's cache key, followed by the artifact. The key
+//! File: `<dir>/<module-hash>-<fingerprint16>.cwasm` = HMAC-SHA256 under
+//! this node's cache key of a context, the file's name and the artifact,
+//! followed by the artifact. The name is under the tag: an artifact
+//! renamed to another module's name (by anyone who can write the
+//! directory) fails its tag, and is never run for the other module. The key
 //! is 32 random bytes in `<dir>.key` (beside the cache directory, not in
 //! it: for a node, `<data>/module-cache.key`), made once with mode 0600.
 //! The tag is checked before wasmtime sees the bytes, so a torn or
@@ -111,9 +114,14 @@ impl ComponentCache {
         Ok((component, Compiled::Fresh))
     }
 
-    fn tag(&self, artifact: &[u8]) -> Hmac<Sha256> {
+    /// The tag of `artifact` stored at `path`: over its file name too.
+    fn tag(&self, path: &Path, artifact: &[u8]) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key)
             .expect("HMAC takes a key of any length");
+        let name = path.file_name().unwrap_or_default().as_encoded_bytes();
+        mac.update(TAG_CONTEXT);
+        mac.update(&(name.len() as u64).to_be_bytes());
+        mac.update(name);
         mac.update(artifact);
         mac
     }
@@ -134,7 +142,7 @@ impl ComponentCache {
             .read_to_end(&mut file)
             .ok()?;
         let (tag, artifact) = file.split_at_checked(32)?;
-        if self.tag(artifact).verify_slice(tag).is_err() {
+        if self.tag(path, artifact).verify_slice(tag).is_err() {
             tracing::warn!(path = %path.display(), "cached component fails its authentication tag (corrupt, or not written by this node); recompiling");
             return None;
         }
@@ -153,7 +161,7 @@ impl ComponentCache {
 
     fn store(&self, component: &Component, path: &Path) -> Result<(), EngineError> {
         let artifact = component.serialize().map_err(|e| cache_err(path, e))?;
-        let mut file = self.tag(&artifact).finalize().into_bytes().to_vec();
+        let mut file = self.tag(path, &artifact).finalize().into_bytes().to_vec();
         file.extend_from_slice(&artifact);
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let tmp = path.with_extension(format!(
@@ -176,6 +184,10 @@ impl ComponentCache {
         std::fs::rename(&tmp, path).map_err(|e| cache_err(path, e))
     }
 }
+
+/// What every tag covers first (version 2: the name is covered; a
+/// version-1 file fails its tag and is compiled again, once).
+const TAG_CONTEXT: &[u8] = b"lockd module cache v2\n";
 
 /// Where the key of the cache in `dir` lives: beside it, not in it.
 fn key_path(dir: &Path) -> PathBuf {
