@@ -5,7 +5,7 @@
 //! handler as an extension; no handler reads its path again. A request the
 //! parser does not recognise never reaches a handler (404), and one that
 //! names a route with a parameter spelled other than canonically is
-//! answered 400 before any handler runs (docs/api.md, "Paths").
+//! answered 400 before any handler runs (docs/security.md, "Paths").
 //!
 //! Canonical lock paths (`/v1/locks/{key}` and its actions): the path is
 //! split into segments on `/` before decoding; an empty segment (`//`, a
