@@ -263,6 +263,16 @@ impl Admin {
         Err(AdminError::NoLeader)
     }
 
+    /// The leader's own status (what it has applied: the active module,
+    /// the index it became active at, the cluster id).
+    pub async fn leader_status(&self) -> Result<Status, AdminError> {
+        let addr = self.leader_addr().await?;
+        self.client
+            .status_of(&addr)
+            .await
+            .map_err(|_| AdminError::NoAnswer)
+    }
+
     /// Add node `id` at `addr` as a learner.
     pub async fn add_member(&self, id: u64, addr: &str) -> Result<Value, AdminError> {
         self.post_json("/v1/members/add", &json!({ "id": id, "addr": addr }))

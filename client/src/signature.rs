@@ -2,10 +2,15 @@
 //! of module keys and signatures, shared by the signer (`lockctl module
 //! sign`) and every node that checks a signature at apply.
 //!
-//! A signature is ed25519 over a domain-separated message: the bytes
-//! [`SIGNATURE_CONTEXT`] followed by the module's 32-byte SHA-256 (its
-//! module hash), so a module key's signature can never be mistaken for a
-//! signature over anything else (another protocol's message, a bare hash).
+//! A signature is ed25519 over a domain-separated message, so a module
+//! key's signature can never be mistaken for a signature over anything
+//! else (another protocol's message, a bare hash). Signatures are made
+//! over [`bound_message`] (version 2): the module's 32-byte SHA-256 bound
+//! to a purpose, a cluster and the active module it replaces
+//! ([`Binding`]). Version 1 ([`signed_message`]: [`SIGNATURE_CONTEXT`]
+//! and the module hash alone) is what log entries written before version
+//! 2 carry; nodes still check those entries so, when they replay them, and
+//! never accept a new one.
 //! No cryptography here: the node verifies with its own verify-only code,
 //! the signer signs in `lockctl`. Also the answers of the admin routes of
 //! the trusted module keys ([`ModuleKeys`], [`ModuleKeyReply`]).
@@ -30,6 +35,67 @@ pub fn signed_message(module_hash: &[u8; 32]) -> [u8; SIGNED_MESSAGE_BYTES] {
     m[..SIGNATURE_CONTEXT.len()].copy_from_slice(SIGNATURE_CONTEXT);
     m[SIGNATURE_CONTEXT.len()..].copy_from_slice(module_hash);
     m
+}
+
+/// What every bound signature's message starts with (format version 2).
+pub const BOUND_CONTEXT: &[u8] = b"lockd module signature v2\n";
+
+/// What a signature lets a module do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// Become the active module (`lockctl upgrade`).
+    Upgrade,
+    /// Run as the shadow (`lockctl upgrade --shadow`), and be promoted
+    /// from there while it is the shadow.
+    Shadow,
+}
+
+impl Purpose {
+    fn tag(self) -> &'static [u8] {
+        match self {
+            Purpose::Upgrade => b"upgrade\n",
+            Purpose::Shadow => b"shadow\n",
+        }
+    }
+}
+
+/// What a version-2 signature is bound to, besides the module: its
+/// purpose, the cluster (the 16 bytes of its id), and the active module it
+/// replaces with the log index that module became active at. The index
+/// moves at every swap, so a signature serves once: not again after the
+/// cluster has moved on (a replay), not on another cluster, not for the
+/// other purpose, and not over another module (a downgrade).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Binding {
+    pub purpose: Purpose,
+    pub cluster: [u8; 16],
+    pub replaces: [u8; 32],
+    pub since: u64,
+}
+
+/// The length of [`bound_message`] for `purpose`.
+pub fn bound_message_len(purpose: Purpose) -> usize {
+    BOUND_CONTEXT.len() + purpose.tag().len() + 16 + 32 + 8 + 32
+}
+
+/// The message a bound signature covers: [`BOUND_CONTEXT`], the purpose
+/// (`upgrade\n` or `shadow\n`), the cluster id's 16 bytes, the replaced
+/// module's SHA-256, the index it became active at (8 bytes, big-endian),
+/// then the module's SHA-256.
+pub fn bound_message(binding: &Binding, module_hash: &[u8; 32]) -> Vec<u8> {
+    let mut m = Vec::with_capacity(bound_message_len(binding.purpose));
+    m.extend_from_slice(BOUND_CONTEXT);
+    m.extend_from_slice(binding.purpose.tag());
+    m.extend_from_slice(&binding.cluster);
+    m.extend_from_slice(&binding.replaces);
+    m.extend_from_slice(&binding.since.to_be_bytes());
+    m.extend_from_slice(module_hash);
+    m
+}
+
+/// A cluster id's 16 bytes from its 32 hex digits.
+pub fn parse_cluster(text: &str) -> Result<[u8; 16], HexError> {
+    parse_hex("a cluster id", text)
 }
 
 /// Why a text is not a module key or a signature.
@@ -132,6 +198,42 @@ pub struct ModuleKeyReply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bound_message_names_purpose_cluster_replaced_module_and_index() {
+        let b = Binding {
+            purpose: Purpose::Shadow,
+            cluster: [1; 16],
+            replaces: [2; 32],
+            since: 0x0102,
+        };
+        let m = bound_message(&b, &[3; 32]);
+        assert_eq!(m.len(), bound_message_len(Purpose::Shadow));
+        let mut want = b"lockd module signature v2\nshadow\n".to_vec();
+        want.extend([1; 16]);
+        want.extend([2; 32]);
+        want.extend([0, 0, 0, 0, 0, 0, 1, 2]);
+        want.extend([3; 32]);
+        assert_eq!(m, want);
+        // Each part changes the message.
+        for other in [
+            Binding {
+                purpose: Purpose::Upgrade,
+                ..b
+            },
+            Binding {
+                cluster: [9; 16],
+                ..b
+            },
+            Binding {
+                replaces: [9; 32],
+                ..b
+            },
+            Binding { since: 0x0103, ..b },
+        ] {
+            assert_ne!(bound_message(&other, &[3; 32]), m);
+        }
+    }
 
     #[test]
     fn the_message_is_the_context_then_the_hash() {

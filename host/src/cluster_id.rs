@@ -214,6 +214,25 @@ impl ClusterIdentity {
         }
     }
 
+    /// An identity that never changes (no data dir): `lockd replay`, tests.
+    pub fn fixed(id: Option<ClusterId>) -> ClusterIdentity {
+        ClusterIdentity {
+            dir: PathBuf::new(),
+            id: RwLock::new(id),
+        }
+    }
+
+    /// The id's 16 bytes, as bound signatures name it (zeros while the
+    /// node knows none: a cluster of builds before cluster ids).
+    pub fn bytes(&self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        if let Some(id) = self.get() {
+            // A ClusterId is 32 hex digits by construction.
+            let _ = hex::decode_to_slice(id.as_str(), &mut out);
+        }
+        out
+    }
+
     pub fn get(&self) -> Option<ClusterId> {
         self.id
             .read()

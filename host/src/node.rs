@@ -201,6 +201,7 @@ impl Node {
             crate::builtin::LOCK_SM,
             config.audit_interval,
         )?;
+        sm.bind_cluster(cluster.clone());
         let log = LogStore::open(
             &dir.join("raft"),
             WalOptions {

@@ -5,8 +5,11 @@
 //! with `--no-precheck` an unsigned module is committed and rejected by
 //! every node alike (same index and reason, the module unchanged, equal
 //! state hashes); a signed module swaps on every node; a signed shadow
-//! starts and promotes; the set is bounded (409); untrusting the last key
-//! lets an unsigned upgrade in again.
+//! starts and promotes (signed for a shadow, not for an upgrade); a
+//! replayed signature (a downgrade) and one made for another cluster are
+//! refused by the leader and rejected by every node alike at apply; the
+//! set is bounded (409); untrusting the last key lets an unsigned upgrade
+//! in again.
 
 use std::path::Path;
 use std::process::Output;
@@ -182,9 +185,26 @@ fn signed_modules_from_keygen_to_untrust() {
     // signature); an unsigned one is refused.
     let unsigned = refused(&c, &["upgrade", "--shadow", p(&v3)]);
     assert!(unsigned.contains("not signed"), "{unsigned}");
+    // Signed for an upgrade, not for a shadow: refused.
     ok(
         &c,
         &["module", "sign", p(&v3), "--key", p(&file("ops.key"))],
+    );
+    let wrong_use = refused(&c, &["upgrade", "--shadow", p(&v3)]);
+    assert!(
+        wrong_use.contains("for this use: a shadow start"),
+        "{wrong_use}"
+    );
+    ok(
+        &c,
+        &[
+            "module",
+            "sign",
+            p(&v3),
+            "--key",
+            p(&file("ops.key")),
+            "--shadow",
+        ],
     );
     let out = ok(&c, &["upgrade", "--shadow", p(&v3)]);
     assert!(out.contains("started"), "{out}");
@@ -197,6 +217,82 @@ fn signed_modules_from_keygen_to_untrust() {
     for st in settled(&c) {
         assert_eq!(st.module_hash, h3, "node {}", st.id);
         assert!(st.shadow.is_none());
+    }
+
+    // Signatures serve once, on one cluster. Each refused by the leader,
+    // and, sent past its checks, rejected by every node alike at apply:
+    // v2's old signature again (a replay, and a downgrade), and a
+    // signature of v2 made offline for another cluster.
+    ok(
+        &c,
+        &["module", "sign", p(&v2), "--key", p(&file("ops.key"))],
+    );
+    let replayed = file("v2-replayed.sig");
+    std::fs::copy(file("v2.wasm.sig"), &replayed).expect("copy");
+    let now = c.status(leader).expect("status");
+    let v2_earlier = now
+        .upgrades
+        .iter()
+        .find(|u| u.module_hash == h2)
+        .expect("v2's upgrade record");
+    // Made for the state v2 replaced back then: the builtin module.
+    ok(
+        &c,
+        &[
+            "module",
+            "sign",
+            p(&v2),
+            "--key",
+            p(&file("ops.key")),
+            "--cluster-id",
+            now.cluster_id.as_deref().expect("cluster id"),
+            "--replaces",
+            &v2_earlier.replaces,
+            "--since",
+            "0",
+        ],
+    );
+    std::fs::rename(file("v2.wasm.sig"), &replayed).expect("rename");
+    ok(
+        &c,
+        &[
+            "module",
+            "sign",
+            p(&v2),
+            "--key",
+            p(&file("ops.key")),
+            "--cluster-id",
+            "0123456789abcdef0123456789abcdef",
+            "--replaces",
+            &now.module_hash,
+            "--since",
+            &now.module_since_index.to_string(),
+        ],
+    );
+    let other_cluster = file("v2-other-cluster.sig");
+    std::fs::rename(file("v2.wasm.sig"), &other_cluster).expect("rename");
+    for sig in [&replayed, &other_cluster] {
+        let out = refused(&c, &["upgrade", p(&v2), "--signature", p(sig)]);
+        assert!(out.contains("for this use"), "{out}");
+        let out = fails(
+            &c,
+            &["upgrade", p(&v2), "--signature", p(sig), "--no-precheck"],
+        );
+        assert!(out.contains("rejected on every node"), "{out}");
+        let nodes = settled(&c);
+        let first = nodes[0].upgrades.last().expect("a record").clone();
+        assert!(
+            first
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.contains("for this use")),
+            "{first:?}"
+        );
+        for st in &nodes {
+            let rec = st.upgrades.last().expect("a record");
+            assert_eq!(rec.outcome(), first.outcome(), "node {}", st.id);
+            assert_eq!(st.module_hash, h3, "node {}: module unchanged", st.id);
+        }
     }
 
     // The bound: 16 keys at most (409), nothing changed past it.
@@ -256,7 +352,7 @@ fn signed_modules_from_keygen_to_untrust() {
         .delete(leader, &format!("/v1/admin/module-keys/{ops}"))
         .expect("untrust");
     assert_eq!(gone.status, 404, "{gone:?}");
-    std::fs::remove_file(file("v2.wasm.sig")).expect("rm");
+    assert!(!file("v2.wasm.sig").exists(), "no signature beside it");
     // (Version 3 took version 2's reserved prefix as policy data, which a
     // module of world 0.1 could not enforce.)
     let cleared = c

@@ -8,6 +8,7 @@
 //! on `RUST_TEST_THREADS` threads; none of them depends on timing.
 //! `cargo test --release --test sm -- <name>` runs one.
 
+mod bound_signatures;
 mod capacity;
 mod engine_cache;
 mod fuzz_inputs;

@@ -14,7 +14,9 @@ use lockd::raft::replica::Replica;
 use lockd::raft::snapshot::SnapshotBlob;
 use lockd::raft::{Entry, Request, SnapshotMeta};
 use lockd::upgrade::precompile::Precompiler;
-use lockd::upgrade::signature::{KeyEntry, ModuleKey, ModuleSignature, SignedUpgrade};
+use lockd::upgrade::signature::{
+    BoundUpgrade, KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart, SignedUpgrade,
+};
 use lockd::upgrade::{ShadowEntry, UpgradeEntry};
 use lockd_client::proto::{Capacity, UpgradeRecord};
 use openraft::{CommittedLeaderId, EntryPayload, LogId};
@@ -54,8 +56,9 @@ fn earlier_log_entries_encode_as_before_and_new_variants_come_after() {
     let trust = enc(&Request::ModuleKeys(KeyEntry::Trust(key)));
     assert_eq!(&trust[..2], [5, 0]);
     assert_eq!(&trust[2..], [5; 32]);
+    let upgrade_again = || upgrade.clone();
     let signed = enc(&Request::SignedUpgrade(SignedUpgrade {
-        upgrade,
+        upgrade: upgrade_again(),
         signature: ModuleSignature([3; 64]),
     }));
     assert_eq!(signed[0], 6);
@@ -65,6 +68,22 @@ fn earlier_log_entries_encode_as_before_and_new_variants_come_after() {
         [3; 64],
         "then 64 signature bytes"
     );
+    // Bound signatures: appended variants 8 and 9. The bound upgrade is
+    // the signed upgrade's bytes, then what the signature was made for.
+    let bound = enc(&Request::BoundUpgrade(BoundUpgrade {
+        upgrade: upgrade_again(),
+        signature: ModuleSignature([3; 64]),
+        signed_for: SignedFor::Shadow,
+    }));
+    assert_eq!(bound[0], 8);
+    assert_eq!(&bound[1..signed.len()], &signed[1..]);
+    assert_eq!(&bound[signed.len()..], [1], "signed for a shadow");
+    let shadow = enc(&Request::BoundShadow(SignedShadowStart {
+        module: vec![7],
+        signature: ModuleSignature([4; 64]),
+    }));
+    assert_eq!(&shadow[..3], [9, 1, 7]);
+    assert_eq!(&shadow[3..], [4; 64]);
     for r in [
         Request::ModuleKeys(KeyEntry::Untrust(key)),
         Request::SignedUpgrade(SignedUpgrade {

@@ -83,10 +83,14 @@ pub fn read_public(name: &str, text: &str) -> Result<[u8; KEY_BYTES]> {
 }
 
 /// The module hash (SHA-256) of `module` and the signature `key` makes of
-/// it.
-pub fn sign(key: &SigningKey, module: &[u8]) -> ([u8; 32], [u8; SIGNATURE_BYTES]) {
+/// it, bound to `binding` (see [`signature::bound_message`]).
+pub fn sign(
+    key: &SigningKey,
+    module: &[u8],
+    binding: &signature::Binding,
+) -> ([u8; 32], [u8; SIGNATURE_BYTES]) {
     let hash: [u8; 32] = Sha256::digest(module).into();
-    let sig = key.sign(&signature::signed_message(&hash));
+    let sig = key.sign(&signature::bound_message(binding, &hash));
     (hash, sig.to_bytes())
 }
 

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! lockctl module keygen NAME                  # NAME.key (private, 0600) and NAME.pub
-//! lockctl module sign FILE.wasm --key NAME.key  # FILE.wasm.sig; prints the module hash
+//! lockctl module sign FILE.wasm --key NAME.key [--shadow]  # FILE.wasm.sig, for one use
 //! lockctl module trust NAME.pub|HEX           # the cluster requires signatures by its keys
 //! lockctl module untrust NAME.pub|HEX
 //! lockctl module keys                         # the keys the cluster trusts
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context};
 use clap::Subcommand;
 use lockd_client::admin::Admin;
-use lockd_client::signature::ModuleKeyReply;
+use lockd_client::signature::{self, Binding, ModuleKeyReply, Purpose};
 use serde_json::json;
 
 use crate::keyfile;
@@ -30,12 +30,28 @@ pub enum ModuleOp {
     /// Make a new signing key: NAME.key (PKCS#8 PEM, mode 0600) and
     /// NAME.pub (SPKI PEM). Never overwrites a file.
     Keygen { name: String },
-    /// Sign FILE with a private key: writes FILE.sig (128 hex digits).
+    /// Sign FILE with a private key for one use: writes FILE.sig (128 hex
+    /// digits). The signature is bound to this cluster and to the module
+    /// it replaces, as the leader reports them, unless all three of
+    /// --cluster-id, --replaces and --since are given (signing offline).
     Sign {
         file: PathBuf,
         /// The private key file (NAME.key, or any ed25519 PKCS#8 PEM).
         #[arg(long)]
         key: PathBuf,
+        /// Sign for a shadow start (and its promote), not an upgrade.
+        #[arg(long)]
+        shadow: bool,
+        /// The cluster's id (status `cluster_id`).
+        #[arg(long, requires_all = ["replaces", "since"])]
+        cluster_id: Option<String>,
+        /// The active module's hash (status `module_hash`).
+        #[arg(long, requires_all = ["cluster_id", "since"])]
+        replaces: Option<String>,
+        /// The index the active module became active at (status
+        /// `module_since_index`).
+        #[arg(long, requires_all = ["cluster_id", "replaces"])]
+        since: Option<u64>,
     },
     /// Trust a module key: from then on every upgrade and shadow must be
     /// signed by a trusted key.
@@ -56,7 +72,31 @@ pub enum ModuleOp {
 pub async fn run(admin: &Admin, j: bool, op: ModuleOp) -> Result<(), Failure> {
     match op {
         ModuleOp::Keygen { name } => keygen(j, &name),
-        ModuleOp::Sign { file, key } => sign(j, &file, &key),
+        ModuleOp::Sign {
+            file,
+            key,
+            shadow,
+            cluster_id,
+            replaces,
+            since,
+        } => {
+            let purpose = if shadow {
+                Purpose::Shadow
+            } else {
+                Purpose::Upgrade
+            };
+            let binding = match (cluster_id, replaces, since) {
+                (Some(c), Some(r), Some(n)) => binding(purpose, &c, &r, n)?,
+                _ => {
+                    let s = admin.leader_status().await?;
+                    let cluster = s.cluster_id.ok_or_else(|| {
+                        anyhow!("the leader names no cluster id; sign with --cluster-id")
+                    })?;
+                    binding(purpose, &cluster, &s.module_hash, s.module_since_index)?
+                }
+            };
+            sign(j, &file, &key, &binding)
+        }
         ModuleOp::Trust { key } => {
             let reply = admin.trust_module_key(&key_arg(&key)?).await?;
             print_change(j, &reply);
@@ -168,7 +208,17 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-fn sign(j: bool, file: &Path, key_file: &Path) -> Result<(), Failure> {
+/// A binding from its parts' text forms.
+fn binding(purpose: Purpose, cluster: &str, replaces: &str, since: u64) -> anyhow::Result<Binding> {
+    Ok(Binding {
+        purpose,
+        cluster: signature::parse_cluster(cluster).context("--cluster-id")?,
+        replaces: signature::parse_hex("a module hash", replaces).context("--replaces")?,
+        since,
+    })
+}
+
+fn sign(j: bool, file: &Path, key_file: &Path, binding: &Binding) -> Result<(), Failure> {
     let module = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     if !module.starts_with(b"\0asm") {
         return Err(anyhow!(
@@ -180,7 +230,7 @@ fn sign(j: bool, file: &Path, key_file: &Path) -> Result<(), Failure> {
     let text = std::fs::read_to_string(key_file)
         .with_context(|| format!("cannot read {}", key_file.display()))?;
     let key = keyfile::read_private(&key_file.display().to_string(), &text)?;
-    let (hash, sig) = keyfile::sign(&key, &module);
+    let (hash, sig) = keyfile::sign(&key, &module, binding);
     let out = with_suffix(file, ".sig");
     // Replaced when it exists: re-signing with a new key is how a key is
     // rotated, and a signature is no secret.
@@ -190,11 +240,19 @@ fn sign(j: bool, file: &Path, key_file: &Path) -> Result<(), Failure> {
         hex::encode(hash),
         hex::encode(key.verifying_key().to_bytes()),
     );
+    let purpose = match binding.purpose {
+        Purpose::Upgrade => "upgrade",
+        Purpose::Shadow => "shadow",
+    };
+    let (cluster, replaces) = (hex::encode(binding.cluster), hex::encode(binding.replaces));
     print(
         j,
-        json!({ "module_hash": hash, "key": public, "signature_file": out }),
+        json!({ "module_hash": hash, "key": public, "signature_file": out,
+                "purpose": purpose, "cluster_id": cluster, "replaces": replaces,
+                "since": binding.since }),
         format!(
-            "signed module {hash} with key {public}: wrote {}",
+            "signed module {hash} with key {public} for one {purpose} of cluster {cluster}, replacing {replaces} (active since index {}): wrote {}",
+            binding.since,
             out.display()
         ),
     );

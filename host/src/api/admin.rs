@@ -143,7 +143,13 @@ pub async fn upgrade(
     let sent = ModuleHash::of(&body);
     let r = node
         .upgrader
-        .upgrade(body.to_vec(), o.replaces, o.signature, o.precheck)
+        .upgrade(
+            body.to_vec(),
+            o.replaces,
+            o.signature,
+            o.precheck,
+            crate::upgrade::signature::SignedFor::Upgrade,
+        )
         .await;
     Ok(audited(r, Some(sent)))
 }

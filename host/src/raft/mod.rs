@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::command::{legacy, Command, Outcome};
 use crate::upgrade::signature::{
-    KeyChange, KeyEntry, KeyError, SignedShadowStart, SignedUpgrade, TrustedKeys,
+    BoundUpgrade, KeyChange, KeyEntry, KeyError, SignedShadowStart, SignedUpgrade, TrustedKeys,
 };
 use crate::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 
@@ -90,6 +90,12 @@ pub enum Request {
     SignedUpgrade(SignedUpgrade),
     /// A shadow start carrying its module's signature.
     SignedShadow(SignedShadowStart),
+    /// An upgrade (or the promote of a shadow) carrying a signature bound
+    /// to its use (see [`crate::upgrade::signature`]); what a leader
+    /// proposes for a signed upgrade since bound signatures.
+    BoundUpgrade(BoundUpgrade),
+    /// A shadow start carrying a signature bound to its use.
+    BoundShadow(SignedShadowStart),
 }
 
 /// What applying an entry returns to the proposer.
@@ -119,7 +125,10 @@ impl Request {
                 Request::Upgrade(u) => u.module.len(),
                 Request::SignedUpgrade(s) => s.upgrade.module.len() + s.signature.0.len(),
                 Request::Shadow(ShadowEntry::Start { module }) => module.len(),
-                Request::SignedShadow(s) => s.module.len() + s.signature.0.len(),
+                Request::SignedShadow(s) | Request::BoundShadow(s) => {
+                    s.module.len() + s.signature.0.len()
+                }
+                Request::BoundUpgrade(s) => s.upgrade.module.len() + s.signature.0.len(),
                 Request::ModuleKeys(_) => 32,
                 Request::Shadow(ShadowEntry::Stop) | Request::Capacity(_) => 0,
             }
@@ -132,7 +141,8 @@ impl Request {
             Request::Upgrade(u) => Some(&u.module),
             Request::SignedUpgrade(s) => Some(&s.upgrade.module),
             Request::Shadow(ShadowEntry::Start { module }) => Some(module),
-            Request::SignedShadow(s) => Some(&s.module),
+            Request::SignedShadow(s) | Request::BoundShadow(s) => Some(&s.module),
+            Request::BoundUpgrade(s) => Some(&s.upgrade.module),
             Request::Lock(_)
             | Request::Commands(_)
             | Request::Capacity(_)
@@ -167,6 +177,12 @@ impl std::fmt::Display for Request {
             Request::SignedUpgrade(s) => write!(f, "{:?} signed {}", s.upgrade, s.signature),
             Request::Shadow(s) => write!(f, "{s:?}"),
             Request::SignedShadow(s) => write!(f, "{s:?}"),
+            Request::BoundUpgrade(s) => write!(
+                f,
+                "{:?} signed {} for {:?}",
+                s.upgrade, s.signature, s.signed_for
+            ),
+            Request::BoundShadow(s) => write!(f, "bound {s:?}"),
             Request::ModuleKeys(KeyEntry::Trust(k)) => write!(f, "trust module key {k}"),
             Request::ModuleKeys(KeyEntry::Untrust(k)) => write!(f, "untrust module key {k}"),
             Request::Capacity(c) => write!(

@@ -34,7 +34,7 @@ use crate::engine::{EngineError, GuestInstance, GuestModule};
 use crate::upgrade::audit::AuditLog;
 use crate::upgrade::precompile::Precompiler;
 use crate::upgrade::shadow::Shadow;
-use crate::upgrade::signature::TrustedKeys;
+use crate::upgrade::signature::{SignedFor, TrustedKeys};
 use crate::upgrade::ShadowEntry;
 
 pub mod capacity;
@@ -75,6 +75,8 @@ pub struct Replica {
     /// The module keys an upgrade or shadow must be signed by (replicated,
     /// in snapshots; none: no signature required).
     module_keys: TrustedKeys,
+    /// The cluster this replica belongs to, which bound signatures name.
+    cluster: Arc<crate::cluster_id::ClusterIdentity>,
     /// Set when a guest call in `apply` failed: the entries of that call
     /// that carry commands. Nothing is applied after.
     stopped: Option<PoisonedAt>,
@@ -107,6 +109,7 @@ impl Replica {
             capacity: capacity::DEFAULT_CAPACITY,
             usage: Usage::default(),
             module_keys: TrustedKeys::default(),
+            cluster: Arc::new(crate::cluster_id::ClusterIdentity::fixed(None)),
             stopped: None,
             #[cfg(feature = "fault-diverge")]
             fault_done: false,
@@ -206,23 +209,35 @@ impl Replica {
                 }
                 EntryPayload::Normal(Request::Upgrade(up)) => {
                     self.flush(&mut run, &mut responses)?;
-                    let outcome = self.upgrade(log_id, up, None);
+                    let outcome = self.upgrade(log_id, up, None, Some(SignedFor::Upgrade));
                     responses.push(Some(Response::Upgrade(outcome)));
                 }
                 EntryPayload::Normal(Request::SignedUpgrade(s)) => {
                     self.flush(&mut run, &mut responses)?;
-                    let outcome = self.upgrade(log_id, s.upgrade, Some(s.signature));
+                    let outcome = self.upgrade(log_id, s.upgrade, Some(s.signature), None);
+                    responses.push(Some(Response::Upgrade(outcome)));
+                }
+                EntryPayload::Normal(Request::BoundUpgrade(s)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let outcome =
+                        self.upgrade(log_id, s.upgrade, Some(s.signature), Some(s.signed_for));
                     responses.push(Some(Response::Upgrade(outcome)));
                 }
                 EntryPayload::Normal(Request::Shadow(sh)) => {
                     self.flush(&mut run, &mut responses)?;
-                    let outcome = self.shadow_entry(log_id, sh, None);
+                    let outcome = self.shadow_entry(log_id, sh, None, true);
                     responses.push(Some(Response::Shadow(outcome)));
                 }
                 EntryPayload::Normal(Request::SignedShadow(s)) => {
                     self.flush(&mut run, &mut responses)?;
                     let start = ShadowEntry::Start { module: s.module };
-                    let outcome = self.shadow_entry(log_id, start, Some(s.signature));
+                    let outcome = self.shadow_entry(log_id, start, Some(s.signature), false);
+                    responses.push(Some(Response::Shadow(outcome)));
+                }
+                EntryPayload::Normal(Request::BoundShadow(s)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let start = ShadowEntry::Start { module: s.module };
+                    let outcome = self.shadow_entry(log_id, start, Some(s.signature), true);
                     responses.push(Some(Response::Shadow(outcome)));
                 }
                 EntryPayload::Normal(Request::ModuleKeys(k)) => {

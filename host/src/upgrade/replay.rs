@@ -44,6 +44,8 @@ pub enum ReplayError {
     Active(EngineError),
     #[error("the candidate module: {0}")]
     Candidate(MigrateError),
+    #[error("cluster id: {0}")]
+    Cluster(#[from] crate::cluster_id::ClusterIdError),
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -77,19 +79,25 @@ pub fn stored_replica(
     builtin: &[u8],
 ) -> Result<(Replica, u64), ReplayError> {
     let loader = Precompiler::new(engine.clone());
-    match read_blob(&data_dir.join("snapshot"))? {
-        Some((blob, _)) => Ok((
+    // Bound module signatures name the cluster: the one the data dir is of.
+    let cluster = Arc::new(crate::cluster_id::ClusterIdentity::fixed(
+        crate::cluster_id::ClusterId::read(data_dir)?,
+    ));
+    let (mut replica, from) = match read_blob(&data_dir.join("snapshot"))? {
+        Some((blob, _)) => (
             Replica::from_snapshot(0, loader, &blob, 0).map_err(ReplayError::Active)?,
             blob.meta.last_log_id.map_or(0, |l| l.index),
-        )),
+        ),
         None => {
             let module = engine.load(builtin).map_err(ReplayError::Active)?;
-            Ok((
+            (
                 Replica::new(0, loader, module, 0).map_err(ReplayError::Active)?,
                 0,
-            ))
+            )
         }
-    }
+    };
+    replica.bind_cluster(cluster);
+    Ok((replica, from))
 }
 
 /// The entries of a stopped node's log after index `from` (and after what

@@ -9,9 +9,21 @@
 //!   travel in snapshots.
 //! * While the set is **non-empty**, an upgrade or a shadow start must carry
 //!   a signature that verifies (ed25519 `verify_strict`) under one of the
-//!   keys, over the message [`lockd_client::signature::signed_message`] of
-//!   the module's hash; otherwise the entry is rejected with
-//!   [`SignatureError`] on every node and the active module stays.
+//!   keys, over [`lockd_client::signature::bound_message`]: the module's
+//!   hash bound to its purpose, the cluster's id and the active module it
+//!   replaces with the index that module became active at
+//!   ([`TrustedKeys::check_bound`]); otherwise the entry is rejected with
+//!   [`SignatureError`] on every node and the active module stays. So a
+//!   signature serves once, on one cluster, for one purpose: a replay, a
+//!   downgrade to an old signed module, a signature made for staging, or
+//!   one made for a shadow used as an upgrade's is refused alike. The
+//!   promote of a shadow carries the shadow's signature, and passes only
+//!   for the module running as the shadow.
+//! * Entries written before bound signatures ([`SignedUpgrade`],
+//!   [`SignedShadowStart`] in `Request::SignedUpgrade` and
+//!   `Request::SignedShadow`) keep their old check (the module hash alone,
+//!   [`TrustedKeys::check`]) so that replaying an old log decides as it
+//!   did; no node proposes such an entry any more.
 //! * While the set is **empty**, no signature is required, and one that an
 //!   entry carries is not checked: there is nothing to check it against.
 //!   It is kept with a shadow all the same, so that a promote made after a
@@ -144,6 +156,33 @@ pub struct SignedUpgrade {
     pub signature: ModuleSignature,
 }
 
+/// What a bound upgrade's signature was made for: an upgrade, or a
+/// shadow start (then the entry is the promote of that shadow). In the
+/// log: variant order is the format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SignedFor {
+    Upgrade,
+    Shadow,
+}
+
+impl SignedFor {
+    pub fn purpose(self) -> wire::Purpose {
+        match self {
+            SignedFor::Upgrade => wire::Purpose::Upgrade,
+            SignedFor::Shadow => wire::Purpose::Shadow,
+        }
+    }
+}
+
+/// An upgrade carrying a version-2 signature, bound to its purpose, the
+/// cluster and the module it replaces ([`wire::Binding`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoundUpgrade {
+    pub upgrade: UpgradeEntry,
+    pub signature: ModuleSignature,
+    pub signed_for: SignedFor,
+}
+
 /// A shadow start with its module's signature.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignedShadowStart {
@@ -198,6 +237,26 @@ pub enum SignatureError {
     Unsigned { trusted: usize },
     #[error("the signature verifies under none of the {}", trusted_keys(.trusted))]
     NoKey { trusted: usize },
+    /// A bound signature that verifies under no trusted key for this use:
+    /// made for another cluster, another purpose, or a module or index
+    /// that is not the active one now (a replay, a downgrade), or not at
+    /// all by a trusted key.
+    #[error("the signature verifies under none of the {} for this use: {} of cluster {}, replacing {} (active since index {}); sign the module for it (`lockctl module sign`)", trusted_keys(.trusted), purpose_name(.binding.purpose), hex::encode(.binding.cluster), hex::encode(.binding.replaces), .binding.since)]
+    NotForThisUse {
+        trusted: usize,
+        binding: wire::Binding,
+    },
+    /// A promote carrying the shadow's signature, for a module that is not
+    /// the shadow.
+    #[error("a shadow's signature promotes only the module running as the shadow")]
+    NotTheShadow,
+}
+
+fn purpose_name(p: wire::Purpose) -> &'static str {
+    match p {
+        wire::Purpose::Upgrade => "an upgrade",
+        wire::Purpose::Shadow => "a shadow start",
+    }
 }
 
 fn keys(n: &usize) -> String {
@@ -304,17 +363,42 @@ impl TrustedKeys {
         }
         let trusted = self.0.len();
         let signature = signature.ok_or(SignatureError::Unsigned { trusted })?;
-        let message = wire::signed_message(&module.0);
+        self.verify(&wire::signed_message(&module.0), signature)
+            .ok_or(SignatureError::NoKey { trusted })
+    }
+
+    /// May the module with hash `module` be used as `binding` says (its
+    /// purpose, on this cluster, over the active module since its index),
+    /// carrying a version-2 `signature`?
+    pub fn check_bound(
+        &self,
+        module: &ModuleHash,
+        binding: &wire::Binding,
+        signature: Option<&ModuleSignature>,
+    ) -> Result<Verdict, SignatureError> {
+        if self.0.is_empty() {
+            return Ok(Verdict::NotRequired);
+        }
+        let trusted = self.0.len();
+        let signature = signature.ok_or(SignatureError::Unsigned { trusted })?;
+        self.verify(&wire::bound_message(binding, &module.0), signature)
+            .ok_or(SignatureError::NotForThisUse {
+                trusted,
+                binding: *binding,
+            })
+    }
+
+    /// The trusted key `signature` verifies `message` under, if any.
+    fn verify(&self, message: &[u8], signature: &ModuleSignature) -> Option<Verdict> {
         let sig = Signature::from_bytes(&signature.0);
         self.0
             .iter()
             .find(|k| {
                 // Every stored key passed `verifying` when it was trusted.
                 k.verifying()
-                    .is_ok_and(|vk| vk.verify_strict(&message, &sig).is_ok())
+                    .is_ok_and(|vk| vk.verify_strict(message, &sig).is_ok())
             })
             .map(|k| Verdict::Verified(*k))
-            .ok_or(SignatureError::NoKey { trusted })
     }
 }
 

@@ -32,8 +32,11 @@ use lockd_client::proto::{Capacity, CapacityStatus, UpgradeReply, UpgradeResult}
 use lockd_client::signature::{ModuleKeyReply, ModuleKeyResult};
 use thiserror::Error;
 
+use lockd_client::signature::Purpose;
+
 use super::signature::{
-    KeyChange, KeyEntry, KeyError, ModuleKey, ModuleSignature, SignedShadowStart, SignedUpgrade,
+    BoundUpgrade, KeyChange, KeyEntry, KeyError, ModuleKey, ModuleSignature, SignedFor,
+    SignedShadowStart,
 };
 use super::{migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 use crate::engine::ModuleHash;
@@ -169,15 +172,22 @@ impl Upgrader {
         }
     }
 
-    /// While module keys are trusted, `module` must be signed by one.
+    /// While module keys are trusted, `module` must be signed by one for
+    /// `purpose`, here and now (the check apply makes, on the state this
+    /// leader has applied).
     fn check_signature(
         &self,
         module: &[u8],
         signature: Option<&ModuleSignature>,
+        purpose: Purpose,
     ) -> Result<(), UpgradeError> {
         self.sm
             .module_keys()
-            .check(&ModuleHash::of(module), signature)
+            .check_bound(
+                &ModuleHash::of(module),
+                &self.sm.binding(purpose),
+                signature,
+            )
             .map(|_| ())
             .map_err(|e| UpgradeError::Refused(MigrateError::Signature(e)))
     }
@@ -185,19 +195,22 @@ impl Upgrader {
     /// Replace the active module with `module`, carrying `signature` if
     /// given. `replaces` defaults to the active module's hash. Answers with
     /// the index of the entry and whether the swap happened there.
+    /// `signed_for`: an upgrade's signature, or (promoting the shadow) the
+    /// shadow's.
     pub async fn upgrade(
         &self,
         module: Vec<u8>,
         replaces: Option<ModuleHash>,
         signature: Option<ModuleSignature>,
         precheck_first: bool,
+        signed_for: SignedFor,
     ) -> Result<UpgradeReply, UpgradeError> {
         self.check_leader()?;
         let active = self.sm.module_hash();
         let replaces = replaces.unwrap_or(active);
         let mut timings = None;
         if precheck_first {
-            self.check_signature(&module, signature.as_ref())?;
+            self.check_signature(&module, signature.as_ref(), signed_for.purpose())?;
             if replaces != active {
                 return Err(UpgradeError::Refused(MigrateError::Stale {
                     replaces,
@@ -211,7 +224,11 @@ impl Upgrader {
         }
         let upgrade = UpgradeEntry { module, replaces };
         let request = match signature {
-            Some(signature) => Request::SignedUpgrade(SignedUpgrade { upgrade, signature }),
+            Some(signature) => Request::BoundUpgrade(BoundUpgrade {
+                upgrade,
+                signature,
+                signed_for,
+            }),
             None => Request::Upgrade(upgrade),
         };
         let (index, response) = self.propose(request).await?;
@@ -246,14 +263,14 @@ impl Upgrader {
     ) -> Result<UpgradeReply, UpgradeError> {
         self.check_leader()?;
         let timings = if precheck_first {
-            self.check_signature(&module, signature.as_ref())?;
+            self.check_signature(&module, signature.as_ref(), Purpose::Shadow)?;
             Some(self.precheck(&module).await?)
         } else {
             None
         };
         let active = self.sm.module_hash();
         let request = match signature {
-            Some(signature) => Request::SignedShadow(SignedShadowStart { module, signature }),
+            Some(signature) => Request::BoundShadow(SignedShadowStart { module, signature }),
             None => Request::Shadow(ShadowEntry::Start { module }),
         };
         let (index, response) = self.propose(request).await?;
@@ -285,8 +302,14 @@ impl Upgrader {
         if let Some(f) = shadow.failed {
             return Err(UpgradeError::ShadowFailed(f));
         }
-        self.upgrade(shadow.bytes.to_vec(), None, shadow.signature, true)
-            .await
+        self.upgrade(
+            shadow.bytes.to_vec(),
+            None,
+            shadow.signature,
+            true,
+            SignedFor::Shadow,
+        )
+        .await
     }
 
     /// Stop shadow mode on every node.

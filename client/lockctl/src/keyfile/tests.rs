@@ -53,16 +53,27 @@ fn openssl_keys_read_back_and_sign_as_openssl_does() {
 }
 
 #[test]
-fn a_signature_covers_the_context_and_the_module_hash() {
+fn a_signature_covers_the_bound_message_of_the_module_hash() {
     let key = read_private("k.key", OPENSSL_KEY).unwrap();
     let module = b"\0asm\x0d\0\x01\0";
-    let (hash, sig) = sign(&key, module);
+    let binding = signature::Binding {
+        purpose: signature::Purpose::Upgrade,
+        cluster: [7; 16],
+        replaces: [8; 32],
+        since: 42,
+    };
+    let (hash, sig) = sign(&key, module, &binding);
     assert_eq!(hash, <[u8; 32]>::from(Sha256::digest(module)));
     let vk = key.verifying_key();
-    let message = signature::signed_message(&hash);
+    let message = signature::bound_message(&binding, &hash);
     let s = ed25519_dalek::Signature::from_bytes(&sig);
     assert!(vk.verify_strict(&message, &s).is_ok());
     assert!(vk.verify_strict(&hash, &s).is_err(), "not the bare hash");
+    let v1 = signature::signed_message(&hash);
+    assert!(
+        vk.verify_strict(&v1, &s).is_err(),
+        "not the unbound message"
+    );
     // The file: 128 hex digits and a newline, read back exactly.
     let text = signature_text(&sig);
     assert_eq!(text.len(), 129);

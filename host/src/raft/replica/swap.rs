@@ -11,7 +11,14 @@ use super::{Replica, KEEP_UPGRADES};
 use crate::engine::ModuleHash;
 use crate::raft::LogId;
 use crate::upgrade::shadow::Shadow;
-use crate::upgrade::signature::{KeyChange, KeyEntry, KeyError, ModuleSignature, Verdict};
+use std::sync::Arc;
+
+use lockd_client::signature::{Binding, Purpose};
+
+use crate::cluster_id::ClusterIdentity;
+use crate::upgrade::signature::{
+    KeyChange, KeyEntry, KeyError, ModuleSignature, SignatureError, SignedFor, Verdict,
+};
 use crate::upgrade::{
     apply_upgrade, switch_to, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry,
     UpgradeOutcome,
@@ -21,11 +28,14 @@ impl Replica {
     /// Apply an upgrade entry: check its signature, migrate and swap, or
     /// reject and keep the active module. The same on every node (see
     /// [`crate::upgrade`]).
+    /// `bound`: what a version-2 signature was made for (`None`: an entry
+    /// written before bound signatures, checked as it was then).
     pub(super) fn upgrade(
         &mut self,
         log_id: LogId,
         up: UpgradeEntry,
         signature: Option<ModuleSignature>,
+        bound: Option<SignedFor>,
     ) -> UpgradeOutcome {
         let started = Instant::now();
         let new_hash = ModuleHash::of(&up.module);
@@ -39,7 +49,17 @@ impl Replica {
         let _enter = span.enter();
         let active = self.module.hash();
         let loader = self.loader.clone();
-        let result = self.signed(&new_hash, signature.as_ref()).and_then(|_| {
+        let promotes_shadow = self
+            .shadow
+            .as_ref()
+            .is_some_and(|s| s.module.hash() == new_hash);
+        let checked = match bound {
+            Some(SignedFor::Shadow) if !promotes_shadow => {
+                Err(MigrateError::Signature(SignatureError::NotTheShadow))
+            }
+            _ => self.signed(&new_hash, signature.as_ref(), bound.map(SignedFor::purpose)),
+        };
+        let result = checked.and_then(|_| {
             apply_upgrade(loader.engine(), &up, active, &mut self.guest, |b| {
                 loader.load(b)
             })
@@ -94,12 +114,15 @@ impl Replica {
         outcome
     }
 
-    /// Apply a shadow entry; a start carries its module's signature, if any.
+    /// Apply a shadow entry; a start carries its module's signature, if
+    /// any, bound to its use (`bound`) or, written before bound signatures,
+    /// not.
     pub(super) fn shadow_entry(
         &mut self,
         log_id: LogId,
         entry: ShadowEntry,
         signature: Option<ModuleSignature>,
+        bound: bool,
     ) -> ShadowOutcome {
         match entry {
             ShadowEntry::Stop => {
@@ -115,8 +138,9 @@ impl Replica {
             ShadowEntry::Start { module: bytes } => {
                 let hash = ModuleHash::of(&bytes);
                 let loader = self.loader.clone();
+                let purpose = bound.then_some(Purpose::Shadow);
                 let started = self
-                    .signed(&hash, signature.as_ref())
+                    .signed(&hash, signature.as_ref(), purpose)
                     .and_then(|_| switch_to(loader.engine(), loader.load(&bytes), &mut self.guest));
                 match started {
                     Ok((module, migrated)) => {
@@ -144,17 +168,42 @@ impl Replica {
         }
     }
 
+    /// What a signature for `purpose` must be bound to here and now: this
+    /// cluster, and the active module with the index it became active at.
+    /// The same on every node (the cluster id is shared by every member;
+    /// the rest is replicated state).
+    pub fn binding(&self, purpose: Purpose) -> Binding {
+        Binding {
+            purpose,
+            cluster: self.cluster.bytes(),
+            replaces: self.module.hash().0,
+            since: self.module_since,
+        }
+    }
+
+    /// Name the cluster this replica belongs to (a node's, once it opened
+    /// its data dir; replay's, from the data dir it reads).
+    pub fn bind_cluster(&mut self, cluster: Arc<ClusterIdentity>) {
+        self.cluster = cluster;
+    }
+
     /// The signature check of an upgrade or shadow start, against the keys
-    /// trusted at this entry (see [`crate::upgrade::signature`]).
+    /// trusted at this entry (see [`crate::upgrade::signature`]): bound to
+    /// `purpose` here, or (`None`, an entry from before bound signatures)
+    /// over the module hash alone.
     fn signed(
         &self,
         module: &ModuleHash,
         signature: Option<&ModuleSignature>,
+        purpose: Option<Purpose>,
     ) -> Result<Verdict, MigrateError> {
-        let verdict = self
-            .module_keys
-            .check(module, signature)
-            .map_err(MigrateError::Signature)?;
+        let verdict = match purpose {
+            Some(p) => self
+                .module_keys
+                .check_bound(module, &self.binding(p), signature),
+            None => self.module_keys.check(module, signature),
+        }
+        .map_err(MigrateError::Signature)?;
         if let Verdict::Verified(key) = verdict {
             tracing::info!(node = self.id, %module, %key, "module signature verified");
         }

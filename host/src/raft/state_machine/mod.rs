@@ -275,6 +275,20 @@ impl StateMachineStore {
         self.with(|r| r.module_keys())
     }
 
+    /// What a signature for `purpose` must be bound to at the applied
+    /// index (see [`Replica::binding`]).
+    pub fn binding(
+        &self,
+        purpose: lockd_client::signature::Purpose,
+    ) -> lockd_client::signature::Binding {
+        self.with(|r| r.binding(purpose))
+    }
+
+    /// Name this node's cluster, which bound signatures name.
+    pub fn bind_cluster(&self, cluster: Arc<crate::cluster_id::ClusterIdentity>) {
+        self.replica().bind_cluster(cluster);
+    }
+
     /// The capacity bounds and their use at the applied index (no guest
     /// call).
     pub fn capacity(&self) -> lockd_client::proto::CapacityStatus {
