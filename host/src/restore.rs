@@ -45,6 +45,9 @@ use crate::raft::{LogId, Node, NodeId, SnapshotMeta};
 use crate::upgrade::precompile::Precompiler;
 use crate::upgrade::replay::{stored_entries, stored_replica, ReplayError};
 
+mod vouch;
+pub use vouch::{check_vouched, Vouched};
+
 /// Tokens of one epoch: the counter's low bits.
 pub const EPOCH_BITS: u32 = 48;
 
@@ -58,6 +61,9 @@ pub enum RestoreError {
     NoEpochLeft(u64),
     #[error("the snapshot does not restore: {0}")]
     Engine(#[from] EngineError),
+    /// The backup holds what the operator did not vouch for.
+    #[error("{0}")]
+    Unvouched(String),
     #[error("data dir {0} is not empty: a new cluster's node needs a new data dir")]
     NotEmpty(String),
     #[error("the new cluster's members do not include this node ({0})")]

@@ -121,9 +121,24 @@ fn a_backup_restores_into_a_new_cluster_with_its_locks_and_later_tokens() {
         .map(|n| format!("{}={}", n.id, n.addr))
         .collect::<Vec<_>>()
         .join(",");
+    // The backup requires no module signature (its cluster trusted no
+    // module key): restored only when the operator says so.
+    let unvouched = Command::new(lockd_bin())
+        .args(["restore", "--snapshot"])
+        .arg(&file)
+        .args(["--id", "1", "--initial-cluster", &initial, "--data-dir"])
+        .arg(&new.nodes[&1].data_dir)
+        .output()
+        .expect("restore");
+    assert!(!unvouched.status.success());
+    assert!(
+        String::from_utf8_lossy(&unvouched.stderr).contains("--allow-unsigned-backup"),
+        "{unvouched:?}"
+    );
+    assert!(!new.nodes[&1].data_dir.join("snapshot").exists());
     for id in 1..=3 {
         let said = run(Command::new(lockd_bin())
-            .args(["restore", "--snapshot"])
+            .args(["restore", "--allow-unsigned-backup", "--snapshot"])
             .arg(&file)
             .args([
                 "--id",
@@ -140,7 +155,7 @@ fn a_backup_restores_into_a_new_cluster_with_its_locks_and_later_tokens() {
     }
     // A data dir that is not empty is refused.
     let again = Command::new(lockd_bin())
-        .args(["restore", "--snapshot"])
+        .args(["restore", "--allow-unsigned-backup", "--snapshot"])
         .arg(&file)
         .args(["--id", "1", "--initial-cluster", &initial, "--data-dir"])
         .arg(&new.nodes[&1].data_dir)

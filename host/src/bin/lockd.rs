@@ -118,6 +118,18 @@ struct RestoreArgs {
     /// Every member of the new cluster, ID=ADDR,…
     #[arg(long)]
     initial_cluster: String,
+    /// The module hash the backup must hold as its active module (needed
+    /// when it trusts module keys).
+    #[arg(long)]
+    module: Option<String>,
+    /// A module key the backup must trust (64 hex digits), once for each:
+    /// a backup that trusts keys is restored only when every one is named.
+    #[arg(long = "trusted-module-key")]
+    trusted_module_keys: Vec<String>,
+    /// Restore a backup that requires no module signature (an older
+    /// format, or a cluster that trusted no key).
+    #[arg(long)]
+    allow_unsigned_backup: bool,
 }
 
 #[derive(Args)]
@@ -606,6 +618,28 @@ fn restore(a: RestoreArgs) -> Result<()> {
     let bytes = std::fs::read(&a.snapshot)
         .with_context(|| format!("cannot read {}", a.snapshot.display()))?;
     let blob = lockd::restore::decode(&bytes)
+        .with_context(|| format!("{} is refused", a.snapshot.display()))?;
+    let vouched = lockd::restore::Vouched {
+        module: a
+            .module
+            .as_deref()
+            .map(|m| {
+                lockd::engine::ModuleHash::parse(m).ok_or_else(|| {
+                    anyhow::anyhow!("--module {m:?} is not a module hash (64 hex digits)")
+                })
+            })
+            .transpose()?,
+        keys: a
+            .trusted_module_keys
+            .iter()
+            .map(|k| {
+                lockd::upgrade::signature::ModuleKey::parse(k)
+                    .with_context(|| format!("--trusted-module-key {k:?}"))
+            })
+            .collect::<Result<_>>()?,
+        allow_unsigned: a.allow_unsigned_backup,
+    };
+    lockd::restore::check_vouched(&blob, &vouched)
         .with_context(|| format!("{} is refused", a.snapshot.display()))?;
     let engine = default_engine()?;
     // The same for every node restored from this file with these members.
