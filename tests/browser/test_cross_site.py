@@ -20,7 +20,7 @@ ATTACK = """<!doctype html><html><body>
 <iframe name="sink" id="sink"></iframe>
 <form id="f" method="POST" enctype="text/plain" target="sink"
       action="http://{node}/v1/locks/csrf/form/acquire">
-  <input name='{{"lease_ms":60000,"pad":"' value='"}}'>
+  <input name='{{"lease_ms":60000,"owner":"' value='"}}'>
 </form>
 <iframe id="framed" src="http://{node}{framed}"></iframe>
 <script>
