@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use lock_tests::cluster::Cluster;
 use lock_tests::secure::Who;
 use lockd_client::security;
-use lockd_client::tls::Alpn;
+use lockd_client::tls::{Alpn, TlsClient};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const WITHIN: Duration = Duration::from_secs(20);
@@ -33,15 +33,19 @@ fn rt() -> tokio::runtime::Runtime {
 /// Send `head` (a request line and headers, without the blank line) and
 /// `body` byte for byte over TLS as `who`; the status code.
 fn raw(c: &Cluster, node: u64, who: Who, head: &str, extra: &[(&str, String)], body: &str) -> u16 {
-    let s = c.secure();
-    let creds = s.credentials(who);
-    let tls = creds.tls.expect("tls");
-    let addr = c.addr(node).to_string();
-    let mut req = format!("{head}\r\nhost: {addr}\r\nconnection: close\r\n");
-    if let Some(t) = creds.token {
-        req.push_str(&format!("authorization: Bearer {}\r\n", t.expose()));
+    let creds = c.secure().credentials(who);
+    let mut headers: Vec<(&str, String)> = extra.to_vec();
+    if let Some(t) = &creds.token {
+        headers.push(("authorization", format!("Bearer {}", t.expose())));
     }
-    for (k, v) in extra {
+    send(&creds.tls.expect("tls"), c.addr(node), head, &headers, body)
+}
+
+/// `head`, `headers` and a JSON `body` over TLS with `tls` to `addr`,
+/// exactly as written; the answer's status code.
+fn send(tls: &TlsClient, addr: &str, head: &str, headers: &[(&str, String)], body: &str) -> u16 {
+    let mut req = format!("{head}\r\nhost: {addr}\r\nconnection: close\r\n");
+    for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     if !body.is_empty() {
@@ -53,7 +57,7 @@ fn raw(c: &Cluster, node: u64, who: Who, head: &str, extra: &[(&str, String)], b
     req.push_str("\r\n");
     req.push_str(body);
     rt().block_on(async {
-        let mut stream = security::connect(&addr, Some(&tls), Alpn::Http, None)
+        let mut stream = security::connect(addr, Some(tls), Alpn::Http, None)
             .await
             .expect("connect");
         stream.write_all(req.as_bytes()).await.expect("write");
@@ -206,28 +210,11 @@ fn a_forwarded_principal_is_believed_only_on_a_forwarded_route_from_its_node() {
         true,
         30,
     );
-    let tls = lockd_client::tls::TlsClient::from_files(&s.ca(), Some((&node_cert.0, &node_cert.1)))
-        .expect("tls");
+    let tls = TlsClient::from_files(&s.ca(), Some((&node_cert.0, &node_cert.1))).expect("tls");
+    let leader_addr = c.addr(leader).to_string();
     let send = |path: &str, headers: &[(&str, String)]| -> u16 {
-        let addr = c.addr(leader).to_string();
-        let mut req = format!("POST {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: 18\r\n");
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str("\r\n{\"lease_ms\":60000}");
-        rt().block_on(async {
-            let mut stream = security::connect(&addr, Some(&tls), Alpn::Http, None)
-                .await
-                .expect("connect");
-            stream.write_all(req.as_bytes()).await.expect("write");
-            let mut out = Vec::new();
-            let _ = stream.read_to_end(&mut out).await;
-            let text = String::from_utf8_lossy(&out).into_owned();
-            text.split(' ')
-                .nth(1)
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(0)
-        })
+        let head = format!("POST {path} HTTP/1.1");
+        send(&tls, &leader_addr, &head, headers, "{\"lease_ms\":60000}")
     };
     let admin = ("x-lockd-principal", "admin".to_string());
     let by_follower = ("x-lockd-forwarded", follower.to_string());

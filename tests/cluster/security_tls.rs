@@ -40,21 +40,13 @@ async fn peer_hello_in(
     tls: &TlsClient,
     cluster: &str,
 ) -> Result<Framed<Stream, LengthDelimitedCodec>, String> {
-    let name = ServerName::try_from(node_name(target)).expect("name");
-    let stream = security::connect(addr, Some(tls), Alpn::Peer, Some(name))
-        .await
-        .map_err(|e| e.to_string())?;
     let role = Role::PeerInCluster {
         from,
         to: target,
         fingerprint: fingerprint(),
         cluster: cluster.to_string(),
     };
-    match wire::handshake(stream, role).await {
-        Ok((framed, _)) => Ok(framed),
-        Err(HandshakeError::Refused(r)) => Err(format!("refused: {r}")),
-        Err(e) => Err(format!("failed: {e}")),
-    }
+    hello_as(addr, target, tls, role).await
 }
 
 /// A hello naming no cluster: refused by a node that has one, whatever
@@ -65,14 +57,24 @@ async fn peer_hello(
     from: u64,
     tls: &TlsClient,
 ) -> Result<Framed<Stream, LengthDelimitedCodec>, String> {
-    let name = ServerName::try_from(node_name(target)).expect("name");
-    let stream = security::connect(addr, Some(tls), Alpn::Peer, Some(name))
-        .await
-        .map_err(|e| e.to_string())?;
     let role = Role::Peer {
         from,
         fingerprint: fingerprint(),
     };
+    hello_as(addr, target, tls, role).await
+}
+
+/// Dial `target` at `addr` over the peer protocol and say `role`.
+async fn hello_as(
+    addr: &str,
+    target: u64,
+    tls: &TlsClient,
+    role: Role,
+) -> Result<Framed<Stream, LengthDelimitedCodec>, String> {
+    let name = ServerName::try_from(node_name(target)).expect("name");
+    let stream = security::connect(addr, Some(tls), Alpn::Peer, Some(name))
+        .await
+        .map_err(|e| e.to_string())?;
     match wire::handshake(stream, role).await {
         Ok((framed, _)) => Ok(framed),
         Err(HandshakeError::Refused(r)) => Err(format!("refused: {r}")),

@@ -250,6 +250,9 @@ class Cluster:
     def http(self, i: int, method: str, path: str, body: Optional[bytes] = None, timeout: float = 5.0) -> tuple:
         """(status, parsed JSON or text) from node ``i``, as the admin on a secure cluster."""
         req = urllib.request.Request(self.url(i) + path, data=body, method=method)
+        if body is not None:
+            # Bodies here are modules (the node refuses an untyped body).
+            req.add_header("Content-Type", "application/wasm")
         try:
             with urllib.request.urlopen(req, timeout=timeout, context=self._ctx) as r:
                 raw = r.read()

@@ -199,7 +199,8 @@ def test_bad_requests_get_the_nodes_reason(cluster, key):
 
 def test_keys_with_reserved_characters(cluster):
     c = Client(cluster.endpoints)
-    for k in ["a/b/c", "sp ace", "q?x=1#frag", "pct%2F", "ünï/ç😀", "/lead", "x/acquire", "x/holders/1"]:
+    for k in ["a/b/c", "sp ace", "q?x=1#frag", "pct%2F", "ünï/ç😀", "/lead", "x/acquire", "x/holders/1",
+              "a//b", "a/./b", "../up", "trail/"]:
         with c.lock(k, lease=5) as lk:
             assert c.get(k).token == lk.token, k
             assert k in {i.key for i in c.list(prefix=k).locks}, k

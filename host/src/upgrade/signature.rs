@@ -358,13 +358,9 @@ impl TrustedKeys {
         module: &ModuleHash,
         signature: Option<&ModuleSignature>,
     ) -> Result<Verdict, SignatureError> {
-        if self.0.is_empty() {
-            return Ok(Verdict::NotRequired);
-        }
-        let trusted = self.0.len();
-        let signature = signature.ok_or(SignatureError::Unsigned { trusted })?;
-        self.verify(&wire::signed_message(&module.0), signature)
-            .ok_or(SignatureError::NoKey { trusted })
+        self.verify(&wire::signed_message(&module.0), signature, |trusted| {
+            SignatureError::NoKey { trusted }
+        })
     }
 
     /// May the module with hash `module` be used as `binding` says (its
@@ -376,20 +372,30 @@ impl TrustedKeys {
         binding: &wire::Binding,
         signature: Option<&ModuleSignature>,
     ) -> Result<Verdict, SignatureError> {
+        self.verify(
+            &wire::bound_message(binding, &module.0),
+            signature,
+            |trusted| SignatureError::NotForThisUse {
+                trusted,
+                binding: *binding,
+            },
+        )
+    }
+
+    /// The verdict on `signature` over `message`: not required while no
+    /// key is trusted; else the trusted key it verifies under, or
+    /// `refused(how many keys are trusted)`.
+    fn verify(
+        &self,
+        message: &[u8],
+        signature: Option<&ModuleSignature>,
+        refused: impl FnOnce(usize) -> SignatureError,
+    ) -> Result<Verdict, SignatureError> {
         if self.0.is_empty() {
             return Ok(Verdict::NotRequired);
         }
         let trusted = self.0.len();
         let signature = signature.ok_or(SignatureError::Unsigned { trusted })?;
-        self.verify(&wire::bound_message(binding, &module.0), signature)
-            .ok_or(SignatureError::NotForThisUse {
-                trusted,
-                binding: *binding,
-            })
-    }
-
-    /// The trusted key `signature` verifies `message` under, if any.
-    fn verify(&self, message: &[u8], signature: &ModuleSignature) -> Option<Verdict> {
         let sig = Signature::from_bytes(&signature.0);
         self.0
             .iter()
@@ -399,6 +405,7 @@ impl TrustedKeys {
                     .is_ok_and(|vk| vk.verify_strict(message, &sig).is_ok())
             })
             .map(|k| Verdict::Verified(*k))
+            .ok_or_else(|| refused(trusted))
     }
 }
 

@@ -333,7 +333,11 @@ def check_text(name: str, value: Any) -> str:
 
 
 def lock_path(key: str, action: Optional[str] = None) -> str:
-    path = "/v1/locks/" + quote(key, safe="/")
+    """The key in a lock route's path: segment by segment, or, when a
+    segment is empty, ``.`` or ``..`` (which the node refuses in a path:
+    proxies rewrite them), as one segment with its slashes encoded."""
+    plain = not any(seg in ("", ".", "..") for seg in key.split("/"))
+    path = "/v1/locks/" + quote(key, safe="/" if plain else "")
     return f"{path}/{action}" if action else path
 
 
