@@ -2,13 +2,15 @@
 //! cannot be added without it): who the caller is (bearer token, client
 //! certificate, or a member node forwarding for a principal), what the
 //! request asks for ([`super::op::parse`], the one reading of its method,
-//! path and query), and whether the rules allow it. A refusal is 401 (no credentials this node accepts, with
-//! `WWW-Authenticate: Bearer`) or 403, and is logged with the principal
-//! and its roles. A request whose route is malformed is answered 400, and
-//! one naming no route 404, once the caller is authenticated: neither
-//! reaches a handler. An allowed request carries its [`Op`] and its
-//! [`Access`] to the handler, which records the principal in grants and binds releases and
-//! keepalives to it.
+//! path and query), and whether the rules allow it. A refusal is 401 (no
+//! credentials this node accepts, with `WWW-Authenticate: Bearer`) or 403,
+//! and is logged with the principal and its roles. A request whose route
+//! is malformed is answered 400, and one naming no route 404, once the
+//! caller is authenticated: neither reaches a handler. A cross-site or
+//! untyped request that would change state is refused
+//! ([`super::origin`]). An allowed request carries its [`Op`] and its
+//! [`Access`] to the handler, which records the principal in grants and
+//! binds releases and keepalives to it.
 //!
 //! Every admin request that this node served (not one it passed on to the
 //! leader) goes to the admin audit trail: a log line and the recent
