@@ -223,12 +223,28 @@ fn signed_modules_from_keygen_to_untrust() {
     // and, sent past its checks, rejected by every node alike at apply:
     // v2's old signature again (a replay, and a downgrade), and a
     // signature of v2 made offline for another cluster.
-    ok(
-        &c,
-        &["module", "sign", p(&v2), "--key", p(&file("ops.key"))],
-    );
-    let replayed = file("v2-replayed.sig");
-    std::fs::copy(file("v2.wasm.sig"), &replayed).expect("copy");
+    // v2 signed offline for a given binding, kept as `name`.
+    let sign_v2_for = |name: &str, cluster: &str, replaces: &str, since: &str| {
+        ok(
+            &c,
+            &[
+                "module",
+                "sign",
+                p(&v2),
+                "--key",
+                p(&file("ops.key")),
+                "--cluster-id",
+                cluster,
+                "--replaces",
+                replaces,
+                "--since",
+                since,
+            ],
+        );
+        let kept = file(name);
+        std::fs::rename(file("v2.wasm.sig"), &kept).expect("rename");
+        kept
+    };
     let now = c.status(leader).expect("status");
     let v2_earlier = now
         .upgrades
@@ -236,41 +252,18 @@ fn signed_modules_from_keygen_to_untrust() {
         .find(|u| u.module_hash == h2)
         .expect("v2's upgrade record");
     // Made for the state v2 replaced back then: the builtin module.
-    ok(
-        &c,
-        &[
-            "module",
-            "sign",
-            p(&v2),
-            "--key",
-            p(&file("ops.key")),
-            "--cluster-id",
-            now.cluster_id.as_deref().expect("cluster id"),
-            "--replaces",
-            &v2_earlier.replaces,
-            "--since",
-            "0",
-        ],
+    let replayed = sign_v2_for(
+        "v2-replayed.sig",
+        now.cluster_id.as_deref().expect("cluster id"),
+        &v2_earlier.replaces,
+        "0",
     );
-    std::fs::rename(file("v2.wasm.sig"), &replayed).expect("rename");
-    ok(
-        &c,
-        &[
-            "module",
-            "sign",
-            p(&v2),
-            "--key",
-            p(&file("ops.key")),
-            "--cluster-id",
-            "0123456789abcdef0123456789abcdef",
-            "--replaces",
-            &now.module_hash,
-            "--since",
-            &now.module_since_index.to_string(),
-        ],
+    let other_cluster = sign_v2_for(
+        "v2-other-cluster.sig",
+        "0123456789abcdef0123456789abcdef",
+        &now.module_hash,
+        &now.module_since_index.to_string(),
     );
-    let other_cluster = file("v2-other-cluster.sig");
-    std::fs::rename(file("v2.wasm.sig"), &other_cluster).expect("rename");
     for sig in [&replayed, &other_cluster] {
         let out = refused(&c, &["upgrade", p(&v2), "--signature", p(sig)]);
         assert!(out.contains("for this use"), "{out}");
