@@ -17,7 +17,7 @@
 //! ```
 //!
 //! With TLS and a client certificate or token (a cluster with
-//! authentication on; see the README's Security section):
+//! authentication on; see docs/security.md):
 //!
 //! ```no_run
 //! # fn demo() -> Result<(), Box<dyn std::error::Error>> {

@@ -1,4 +1,5 @@
-//! The cluster id: which cluster a data dir belongs to (SPEC §13).
+//! The cluster id: which cluster a data dir belongs to (docs/operations.md,
+//! "A new cluster has a new cluster id").
 //!
 //! Node ids and addresses are reused: a cluster restored from a backup, or
 //! rebuilt from one survivor, usually has nodes 1, 2, 3 on the old

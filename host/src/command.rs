@@ -5,8 +5,9 @@
 //! conversion), with serde derives so they can be stored in the log and sent
 //! to peers. A module of world 0.1 gets them through the adapter in
 //! [`crate::engine`], which maps the exclusive case onto the seed's three
-//! commands (SPEC §2). [`legacy`] holds the 0.1 types, which log entries
-//! written before world 0.2 existed still carry.
+//! commands (docs/architecture.md, "The lock commands (world 0.1)").
+//! [`legacy`] holds the 0.1 types, which log entries written before world
+//! 0.2 existed still carry.
 //!
 //! | command | outcome |
 //! |---|---|
@@ -23,7 +24,8 @@ pub use crate::engine::bindings::v02::{
     Outcome, PolicyKinds, PrefixPolicy, Reason, Released, TableCounters,
 };
 
-/// The world-0.1 types (SPEC §2).
+/// The world-0.1 types (docs/architecture.md, "The lock commands (world
+/// 0.1)").
 pub mod legacy {
     pub use crate::engine::bindings::v01::{
         Command, Expire, Grant, HeldLock, LockInfo, Outcome, TableStats,

@@ -19,10 +19,10 @@
 //! auth_file = "auth.toml"
 //! ```
 //!
-//! Secure by default (SPEC §11): a node whose address is not a loopback
-//! one refuses to start without TLS and an auth file, unless `insecure`
-//! is set (and then it warns at every start). On loopback both are
-//! optional.
+//! Secure by default (docs/security.md, "Secure by default"): a node
+//! whose address is not a loopback one refuses to start without TLS and
+//! an auth file, unless `insecure` is set (and then it warns at every
+//! start). On loopback both are optional.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

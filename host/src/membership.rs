@@ -8,7 +8,8 @@
 //! (another wasmtime or CPU; the determinism settings must match) is
 //! welcome as a learner, but promoted only once the determinism audit has
 //! seen its state hash equal to the leader's at `--promote-audit-points`
-//! audit points, and at none different (SPEC §13, rolling upgrades).
+//! audit points, and at none different (docs/operations.md, "Rolling
+//! binary upgrades").
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -1,6 +1,7 @@
-//! Backup and disaster recovery (SPEC §13): a new cluster's data dirs made
-//! from a backup (`lockd restore`) or from one survivor's data dir (`lockd
-//! recover --force-new-cluster`).
+//! Backup and disaster recovery (docs/operations.md, "Backup and disaster
+//! recovery"): a new cluster's data dirs made from a backup (`lockd
+//! restore`) or from one survivor's data dir (`lockd recover
+//! --force-new-cluster`).
 //!
 //! Either way the new cluster has a new id ([`crate::cluster_id`]), so the
 //! old cluster's nodes are refused by it, and every node of the new cluster gets the same snapshot as its

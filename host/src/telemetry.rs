@@ -1,5 +1,5 @@
-//! Latency histograms the hot paths record into (SPEC §13), read by
-//! `/metrics` ([`crate::api::metrics`]).
+//! Latency histograms the hot paths record into (docs/operations.md,
+//! "Metrics"), read by `/metrics` ([`crate::api::metrics`]).
 //!
 //! Each layer owns the histograms of what it times — the log its
 //! group-commit writes, the state machine its applies and module swaps,

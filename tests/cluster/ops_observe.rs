@@ -1,6 +1,7 @@
-//! What an operator runs the cluster with (SPEC §13): a bind address apart
-//! from the advertised one, `/healthz` and `/readyz`, `/metrics` as a
-//! Prometheus parser reads it, and JSON log lines.
+//! What an operator runs the cluster with (docs/operations.md, "Addresses"
+//! to "Metrics"): a bind address apart from the advertised one, `/healthz`
+//! and `/readyz`, `/metrics` as a Prometheus parser reads it, and JSON log
+//! lines.
 
 use std::time::{Duration, Instant};
 

@@ -1,10 +1,10 @@
-//! Backup and disaster recovery (SPEC §13), with real processes: a backup
-//! restored into a fresh 3-node cluster, and a cluster that lost two of
-//! three nodes for good rebuilt from the survivor. Either way the locks
-//! held are still held with their tokens, and the next token is above
-//! every token the old cluster gave out, even after the backup. The new
-//! cluster has a new cluster id, and an old node brought back with its
-//! data dir is refused by it.
+//! Backup and disaster recovery (docs/operations.md, "Backup and disaster
+//! recovery"), with real processes: a backup restored into a fresh 3-node
+//! cluster, and a cluster that lost two of three nodes for good rebuilt
+//! from the survivor. Either way the locks held are still held with their
+//! tokens, and the next token is above every token the old cluster gave
+//! out, even after the backup. The new cluster has a new cluster id, and an
+//! old node brought back with its data dir is refused by it.
 
 use std::process::Command;
 use std::time::Duration;

@@ -1,5 +1,6 @@
 //! In exclusive mode with limit 1 the 0.2 module is the seed's state
-//! machine (SPEC §2), checked against the 0.1 module itself.
+//! machine (docs/architecture.md, "The lock commands (world 0.1)"),
+//! checked against the 0.1 module itself.
 //!
 //! Random 0.1 command streams, cut into random entries, are mapped onto 0.2
 //! commands as the host's adapter would map them:

@@ -1,4 +1,5 @@
-//! Health and readiness (SPEC §13), for supervisors and load balancers.
+//! Health and readiness (docs/operations.md, "Health"), for supervisors
+//! and load balancers.
 //! Both are public (no credentials: a probe has none).
 //!
 //! | route | answer |

@@ -26,7 +26,7 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::{admin, cluster, health, locks, metrics, policy};
 
-/// Paths that need no credentials (SPEC §11).
+/// Paths that need no credentials (docs/security.md, "Clients and roles").
 pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/ui", "/v1/openapi.json"];
 
 #[derive(OpenApi)]

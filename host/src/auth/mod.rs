@@ -1,4 +1,5 @@
-//! Who is calling, and what they may do (SPEC §11).
+//! Who is calling, and what they may do (docs/security.md, "Clients and
+//! roles").
 //!
 //! Authentication is on when the node has an auth file (`--auth-file`).
 //! A caller is then

@@ -1,9 +1,11 @@
 //! Rust types and typed exports generated from the two worlds in `wit/`.
 //!
 //! * [`v01`]: world `lockd:sm/lock-sm@0.1.0` (`wit/lock-sm.wit`), the seed's
-//!   three commands (SPEC §2).
+//!   three commands (docs/architecture.md, "The lock commands (world
+//!   0.1)").
 //! * [`v02`]: world `lockd:sm/lock-sm@0.2.0` (`wit/lock-sm-0.2.wit`), where
-//!   the module decides the lock semantics (SPEC §10).
+//!   the module decides the lock semantics (docs/writing-a-lock-module.md,
+//!   "The 0.2 contract in short").
 //!
 //! The command and outcome types get serde derives so the log and the wire
 //! can carry them unchanged; [`crate::command`] adds constructors and

@@ -19,9 +19,11 @@ use super::wasm::WasmEngine;
 /// The world a module implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum World {
-    /// `lockd:sm/lock-sm@0.1.0`: the seed's exclusive locks (SPEC §2).
+    /// `lockd:sm/lock-sm@0.1.0`: the seed's exclusive locks
+    /// (docs/architecture.md, "The lock commands (world 0.1)").
     V01,
-    /// `lockd:sm/lock-sm@0.2.0`: the module decides (SPEC §10).
+    /// `lockd:sm/lock-sm@0.2.0`: the module decides
+    /// (docs/writing-a-lock-module.md, "The 0.2 contract in short").
     V02,
 }
 

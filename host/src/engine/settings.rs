@@ -176,8 +176,8 @@ fn implementation_version() -> String {
 
 /// The fingerprint's settings that describe the implementation (which
 /// wasmtime, which CPU) rather than what a guest computes: nodes may
-/// differ in them (SPEC §13, rolling upgrades). Everything else is the
-/// determinism part, which must match.
+/// differ in them (docs/operations.md, "Rolling binary upgrades").
+/// Everything else is the determinism part, which must match.
 pub const IMPLEMENTATION_SETTINGS: [&str; 2] = ["wasmtime", "arch"];
 
 fn is_implementation(setting: &str) -> bool {

@@ -2,7 +2,8 @@
 //! turns its answers into 0.2 outcomes. Pure: the guest calls are in
 //! [`super::calls`].
 //!
-//! The exclusive case maps onto the seed's commands exactly (SPEC §2):
+//! The exclusive case maps onto the seed's commands exactly
+//! (docs/architecture.md, "The lock commands (world 0.1)"):
 //!
 //! | 0.2 command | 0.1 command | 0.1 outcome → 0.2 outcome |
 //! |---|---|---|

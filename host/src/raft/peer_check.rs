@@ -1,8 +1,8 @@
-//! Peer RPCs checked before openraft sees them (SPEC §12). openraft trusts
-//! its peers: a vote with term `u64::MAX` is persisted (and the next
-//! election's `term + 1` wraps), a snapshot chunk at a far offset makes the
-//! receiving buffer zero-fill up to it. [`PeerGate::check`] refuses, with a
-//! reason, what no correct peer sends:
+//! Peer RPCs checked before openraft sees them (docs/configuration.md,
+//! "Peers"). openraft trusts its peers: a vote with term `u64::MAX` is
+//! persisted (and the next election's `term + 1` wraps), a snapshot chunk
+//! at a far offset makes the receiving buffer zero-fill up to it.
+//! [`PeerGate::check`] refuses, with a reason, what no correct peer sends:
 //!
 //! * a lock entry bigger than one AppendEntries batch may be
 //!   ([`MAX_APPEND_BYTES`]; an honest leader cuts lock entries at a

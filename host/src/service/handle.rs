@@ -39,8 +39,8 @@ pub struct LockService {
     election_max: Duration,
 }
 
-/// What callers may ask for and how many may wait (see the README's
-/// Limits table).
+/// What callers may ask for and how many may wait (see
+/// docs/configuration.md, "Limits").
 #[derive(Clone, Copy, Debug)]
 pub struct RequestLimits {
     pub max_lease_ms: u64,

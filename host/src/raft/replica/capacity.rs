@@ -35,7 +35,8 @@ pub use crate::command::{is_capacity, CAPACITY_REASON};
 
 /// The bounds a new cluster starts with: every guest call on a table this
 /// full, of either reference module, stays at least ten times inside its
-/// fuel and memory budgets (capacity-bench; the README's Limits table).
+/// fuel and memory budgets (capacity-bench; docs/configuration.md,
+/// "Limits").
 pub const DEFAULT_CAPACITY: Capacity = Capacity {
     max_held: 100_000,
     max_key_bytes: 8 << 20,
