@@ -29,6 +29,7 @@ mod guest_poisoned;
 mod limits_capacity;
 mod limits_connections;
 mod limits_entries;
+mod limits_unauthenticated;
 mod limits_waiters;
 mod lock_expiry;
 mod lock_failover;

@@ -466,9 +466,25 @@ impl Cluster {
         }
     }
 
-    /// SIGSTOP node `id`: it stops answering but keeps its state and sockets.
+    /// SIGSTOP node `id`: it stops answering but keeps its state and
+    /// sockets. Returns once every thread of it has stopped: `kill`
+    /// returns before that (one thread takes the signal and stops the
+    /// others when it next runs, and until then they go on serving).
     pub fn pause(&self, id: u64) {
         self.signal(id, "-STOP");
+        let pid = self.nodes[&id]
+            .child
+            .as_ref()
+            .expect("node is running")
+            .id();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !all_threads_stopped(pid) {
+            assert!(
+                Instant::now() < deadline,
+                "node {id} (pid {pid}) did not stop within 10 s of SIGSTOP"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// SIGCONT node `id`.
@@ -798,4 +814,20 @@ impl Drop for Cluster {
             self.kill(id);
         }
     }
+}
+
+/// Whether every thread of process `pid` is stopped (or gone), from
+/// `/proc/PID/task/*/stat`.
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return true;
+    };
+    tasks.flatten().all(|t| {
+        // "tid (comm) S ...": the name may hold spaces and parentheses.
+        std::fs::read_to_string(t.path().join("stat")).map_or(true, |stat| {
+            stat.rfind(')')
+                .and_then(|i| stat[i + 2..].chars().next())
+                .is_none_or(|state| "TtZX".contains(state))
+        })
+    })
 }

@@ -29,6 +29,7 @@ use super::error::ApiError;
 use super::op::{self, Op};
 use super::services::Services;
 use crate::auth::{Access, Action, Denied, Principal, PRINCIPAL_HEADER};
+use crate::transport::limits::Slot;
 use crate::transport::listener::Caller;
 
 /// What an admin handler did, for the audit trail: set on its response.
@@ -162,6 +163,16 @@ pub async fn authorize(
     };
     let leader_route = op::answered_by_leader(req.method(), req.uri().path());
     let who = principal(&node, &caller, req.headers(), leader_route);
+    // The connection's place: out of the opening budget with its first
+    // request, and out of the unauthenticated one with a valid credential
+    // (crate::transport::limits).
+    if let Some(slot) = req.extensions().get::<Arc<Slot>>() {
+        let valid = !node.auth.is_on() || matches!(who, Ok(ref p) if *p != Principal::Anonymous);
+        if let Err(why) = slot.settle(valid) {
+            tracing::warn!(id = node.id, peer = %caller.addr, %why, "refused an HTTP connection");
+            return super::http::refused(why);
+        }
+    }
     let access = who.clone().and_then(|p| node.auth.check(&p, &action));
     let what = format!("{} {}", req.method(), req.uri().path());
     let access = match access {

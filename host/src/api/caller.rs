@@ -73,6 +73,12 @@ impl Settled {
         }
     }
 
+    /// Whether the caller presented a valid credential (or none is
+    /// needed): what decides its connection budget.
+    pub fn is_authenticated(&self, node: &Services) -> bool {
+        !node.auth.is_on() || matches!(*self.who, Ok(ref p) if *p != Principal::Anonymous)
+    }
+
     /// Who the caller is now; `None` once its certificate has expired
     /// (the connection is to be closed).
     pub fn now(&mut self, node: &Services) -> Option<std::sync::Arc<Result<Principal, Denied>>> {

@@ -28,18 +28,25 @@ use crate::service::ServiceError;
 use crate::transport::frame::{
     self, Envelope, Hello, HelloReply, PeerHello, Refused, Role, Welcome,
 };
-use crate::transport::limits::{Admission, ConnLimits, MAX_CLIENT_FRAME, MAX_HELLO_FRAME};
-use crate::transport::listener::{Caller, Io};
+use crate::transport::limits::{ConnLimits, Slot, MAX_CLIENT_FRAME, MAX_HELLO_FRAME};
+use crate::transport::listener::{Caller, Incoming, Io};
 
 type Conn = Framed<Box<dyn Io>, LengthDelimitedCodec>;
 
-/// Serve one framed connection until it closes. `admission` says whether
-/// a client may be served (peers are served either way, see
-/// [`crate::transport::limits`]).
-pub async fn serve(node: Arc<Services>, stream: Box<dyn Io>, admission: Admission, caller: Caller) {
+/// Serve one framed connection until it closes. At the hello its place
+/// in the opening budget becomes a client's (authenticated or not) or,
+/// for a peer, is given back (see [`crate::transport::limits`]).
+pub async fn serve(node: Arc<Services>, c: Incoming) {
+    let Incoming {
+        stream,
+        caller,
+        slot,
+        deadline,
+        ..
+    } = c;
     let peer = caller.addr.to_string();
     let limits = node.conn.limits().clone();
-    let Ok(opened) = tokio::time::timeout(limits.hello_timeout, open(stream)).await else {
+    let Ok(opened) = tokio::time::timeout_at(deadline, open(stream)).await else {
         tracing::debug!(%peer, "no hello in time; connection closed");
         return;
     };
@@ -47,56 +54,68 @@ pub async fn serve(node: Arc<Services>, stream: Box<dyn Io>, admission: Admissio
         return;
     };
     let refuse = |reason: String| HelloReply::Refused(Refused { reason });
+    let welcome = HelloReply::Welcome(Welcome { node_id: node.id });
     let plaintext = node.tls_required && caller.tls.is_none();
-    let reply = match (&hello.role, hello.role.peer()) {
+    let refusal = match (&hello.role, hello.role.peer()) {
         _ if plaintext => {
             tracing::warn!(id = node.id, %peer, "refused a plaintext connection: this node requires TLS");
-            refuse(format!(
+            Some(format!(
                 "node {} requires TLS: connect with TLS (lockctl --cacert CA.pem)",
                 node.id
             ))
         }
-        (_, Some(p)) => match meet_peer(&node, &caller, p) {
-            Ok(()) => HelloReply::Welcome(Welcome { node_id: node.id }),
-            Err(why) => {
-                tracing::warn!(id = node.id, from = p.from, %peer, %why, "refused a peer");
-                refuse(format!("node {} refused the peer: {why}", node.id))
-            }
-        },
+        (_, Some(p)) => meet_peer(&node, &caller, p).err().map(|why| {
+            tracing::warn!(id = node.id, from = p.from, %peer, %why, "refused a peer");
+            format!("node {} refused the peer: {why}", node.id)
+        }),
         (Role::Client | Role::ClientToken { .. }, _)
             if caller
                 .tls
                 .as_ref()
                 .is_some_and(|t| t.alpn == Some(Alpn::Peer)) =>
         {
-            refuse("a client hello over the peer protocol (ALPN lockd-peer/1)".into())
+            Some("a client hello over the peer protocol (ALPN lockd-peer/1)".into())
         }
-        _ => match &admission {
-            Ok(_) => HelloReply::Welcome(Welcome { node_id: node.id }),
-            Err(why) => {
-                tracing::warn!(id = node.id, %peer, %why, "refused a client connection");
-                refuse(why.clone())
-            }
-        },
+        _ => None,
     };
-    let welcomed = matches!(reply, HelloReply::Welcome(_));
-    if send(&mut framed, &reply).await.is_err() || !welcomed {
+    if let Some(reason) = refusal {
+        let _ = send(&mut framed, &refuse(reason)).await;
         return;
     }
     let from = match hello.role.peer() {
         None => {
             let token = match &hello.role {
-                Role::ClientToken { token } => Some(token.as_str()),
+                Role::ClientToken { token } => Some(token.to_string()),
                 _ => None,
             };
-            let token = token.map(str::to_string);
-            framed.codec_mut().set_max_frame_length(MAX_CLIENT_FRAME);
             let caller = Settled::new(&node, caller, token);
-            return serve_client(node, framed, &limits, caller, peer).await;
+            if let Err(why) = slot.settle(caller.is_authenticated(&node)) {
+                tracing::warn!(id = node.id, %peer, %why, "refused a client connection");
+                let _ = send(&mut framed, &refuse(why)).await;
+                return;
+            }
+            if send(&mut framed, &welcome).await.is_err() {
+                return;
+            }
+            framed.codec_mut().set_max_frame_length(MAX_CLIENT_FRAME);
+            let closes_unauthenticated =
+                deadline - limits.hello_timeout + limits.unauthenticated_timeout;
+            return serve_client(
+                node,
+                framed,
+                &limits,
+                caller,
+                (slot, closes_unauthenticated),
+                peer,
+            )
+            .await;
         }
         Some(p) => {
             // Peers hold no client place, and may send big entries.
-            drop(admission);
+            slot.peer();
+            if send(&mut framed, &welcome).await.is_err() {
+                return;
+            }
             framed.codec_mut().set_max_frame_length(frame::MAX_FRAME);
             p.from
         }
@@ -193,12 +212,16 @@ async fn send<T: serde::Serialize>(framed: &mut Conn, value: &T) -> Result<(), (
 ///
 /// `caller`: who the caller is, settled again whenever the rules are
 /// reloaded; every request is checked against it. A client certificate
-/// that has expired since the handshake ends the connection.
+/// that has expired since the handshake ends the connection. A caller
+/// that presented no valid credential holds an unauthenticated `slot`,
+/// and is closed at its deadline (`unauthenticated_timeout` after accept)
+/// whatever it does.
 async fn serve_client(
     node: Arc<Services>,
     framed: Conn,
     limits: &ConnLimits,
     mut caller: Settled,
+    (slot, closes_unauthenticated): (Slot, tokio::time::Instant),
     peer: String,
 ) {
     let (mut sink, mut stream) = framed.split();
@@ -209,6 +232,8 @@ async fn serve_client(
     let idle = || tokio::time::Instant::now() + limits.idle_timeout;
     let idle_timer = tokio::time::sleep_until(idle());
     tokio::pin!(idle_timer);
+    let unauthenticated = tokio::time::sleep_until(closes_unauthenticated);
+    tokio::pin!(unauthenticated);
     loop {
         tokio::select! {
             frame = stream.next(), if tasks.len() < limits.max_in_flight => match frame {
@@ -266,6 +291,10 @@ async fn serve_client(
             }
             _ = idle_timer.as_mut(), if tasks.is_empty() => {
                 tracing::debug!(id = node.id, "idle client connection closed");
+                return;
+            }
+            _ = unauthenticated.as_mut(), if !slot.is_authenticated() => {
+                tracing::debug!(id = node.id, %peer, "unauthenticated client connection closed at its deadline");
                 return;
             }
         }

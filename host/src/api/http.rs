@@ -18,54 +18,90 @@ use std::sync::Arc;
 
 use axum::{Extension, Router};
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::error::ApiError;
 use super::services::Services;
-use crate::transport::limits::Admission;
-use crate::transport::listener::{Caller, Io};
+use crate::transport::listener::Incoming;
 
-/// Serve one HTTP connection, or answer 503 and close when the connection
-/// caps are full (`admission`, see [`crate::transport::limits`]).
-pub async fn serve(
-    node: Arc<Services>,
-    mut stream: Box<dyn Io>,
-    admission: Admission,
-    caller: Caller,
-) {
-    let _ticket = match admission {
-        Ok(t) => t,
-        Err(why) => {
-            tracing::warn!(id = node.id, peer = %caller.addr, %why, "refused an HTTP connection");
-            let body = serde_json::json!({ "error": why }).to_string();
-            let answer = format!(
-                "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(answer.as_bytes()).await;
-            let _ = stream.shutdown().await;
-            linger(&mut stream).await;
-            return;
-        }
-    };
-    let header_timeout = node.conn.limits().header_timeout;
+/// Serve one HTTP connection. Its place stays in the opening budget
+/// until its first request reaches the authorisation layer, which
+/// settles it (see [`crate::transport::limits`]) or answers 503 when its
+/// budget is full; one still opening `hello_timeout` after accept is
+/// closed. With authentication on, a connection none of whose requests
+/// brought a valid credential is closed `unauthenticated_timeout` after
+/// accept, once what it is serving is finished.
+pub async fn serve(node: Arc<Services>, c: Incoming) {
+    let Incoming {
+        stream,
+        caller,
+        slot,
+        deadline,
+        ..
+    } = c;
+    let slot = Arc::new(slot);
+    let limits = node.conn.limits().clone();
+    let addr = caller.addr;
     let app = if node.tls_required && caller.tls.is_none() {
-        tracing::warn!(id = node.id, peer = %caller.addr, "refused a plaintext HTTP connection: this node requires TLS");
+        tracing::warn!(id = node.id, peer = %addr, "refused a plaintext HTTP connection: this node requires TLS");
         tls_required(node.id)
     } else {
-        super::routes::router(node).layer(Extension(caller))
+        super::routes::router(node)
+            .layer(Extension(caller))
+            .layer(Extension(slot.clone()))
     };
     let svc = hyper_util::service::TowerToHyperService::new(app);
-    if let Err(e) = hyper::server::conn::http1::Builder::new()
+    let conn = hyper::server::conn::http1::Builder::new()
         // Headers within the timeout; hyper also counts a kept-alive
         // connection's wait for its next request in it.
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(header_timeout)
-        .serve_connection(TokioIo::new(stream), svc)
-        .await
-    {
-        tracing::debug!(error = %e, "http connection ended with an error");
+        .header_read_timeout(limits.header_timeout)
+        .serve_connection(TokioIo::new(stream), svc);
+    tokio::pin!(conn);
+    let opening = tokio::time::sleep_until(deadline);
+    tokio::pin!(opening);
+    let accepted = deadline - limits.hello_timeout;
+    let unauthenticated = tokio::time::sleep_until(accepted + limits.unauthenticated_timeout);
+    tokio::pin!(unauthenticated);
+    let (mut opened, mut closing) = (false, false);
+    loop {
+        tokio::select! {
+            ended = conn.as_mut() => {
+                if let Err(e) = ended {
+                    tracing::debug!(error = %e, "http connection ended with an error");
+                }
+                return;
+            }
+            _ = opening.as_mut(), if !opened => {
+                if slot.expire_opening() {
+                    tracing::debug!(peer = %addr, "no HTTP request in time; connection closed");
+                    return;
+                }
+                opened = true;
+            }
+            _ = unauthenticated.as_mut(), if !closing && !slot.is_authenticated() => {
+                tracing::debug!(peer = %addr, "unauthenticated HTTP connection closed at its deadline");
+                closing = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
     }
+}
+
+/// The answer to a request whose connection's budget is full: 503 with
+/// the reason and `Retry-After`, and the connection closed after it.
+pub fn refused(why: String) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut r = ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, why).into_response();
+    let h = r.headers_mut();
+    h.insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("1"),
+    );
+    h.insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    r
 }
 
 /// What a plaintext HTTP request to a node with TLS gets: 400 with the
@@ -76,26 +112,4 @@ fn tls_required(id: u64) -> Router {
             "node {id} requires TLS: use https:// (lockctl: --cacert CA.pem)"
         ))
     })
-}
-
-/// Read and drop what the caller still sends (its request, which was
-/// never read) for a moment before closing. Closing a socket with unread
-/// bytes sends a reset, and a reset that overtakes the answer destroys it
-/// on the caller's side: a client whose request came in pieces would see
-/// a broken pipe instead of the 503 and its reason. Bounded in time and
-/// bytes, so a refused caller cannot keep the slot.
-async fn linger(stream: &mut Box<dyn Io>) {
-    const FOR: std::time::Duration = std::time::Duration::from_millis(500);
-    const UP_TO: usize = 64 << 10;
-    let mut buf = [0u8; 4096];
-    let mut read = 0;
-    let drain = async {
-        while read < UP_TO {
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => read += n,
-            }
-        }
-    };
-    let _ = tokio::time::timeout(FOR, drain).await;
 }

@@ -234,14 +234,34 @@ struct ServeArgs {
     /// (default 4 MiB, at most 32 MiB); a bigger one is refused with 413.
     #[arg(long)]
     max_module_bytes: Option<usize>,
-    /// Client connections (HTTP and native) open at once (default 4096);
-    /// past it HTTP gets 503 with Retry-After, a native client a refused
-    /// hello. Peers are never refused by it.
+    /// Client connections (HTTP and native) served at once (default
+    /// 4096); past it HTTP gets 503 with Retry-After, a native client a
+    /// refused hello. Peers take no place in it.
     #[arg(long)]
     max_connections: Option<usize>,
-    /// The same, from one IP address (default 1024).
+    /// The same, from one IPv4 address or IPv6 /64 (default 1024).
     #[arg(long)]
     max_connections_per_ip: Option<usize>,
+    /// Connections that have not yet said what they are (first bytes, TLS
+    /// handshake, hello) at once (default 1024); past it a new connection
+    /// is closed at accept, before a byte is read.
+    #[arg(long)]
+    max_handshakes: Option<usize>,
+    /// The same, from one IPv4 address or IPv6 /64 (default 128).
+    #[arg(long)]
+    max_handshakes_per_ip: Option<usize>,
+    /// With authentication on: client connections that have presented no
+    /// valid credential, at once (default 128); past it, refused as past
+    /// --max-connections.
+    #[arg(long)]
+    max_unauthenticated: Option<usize>,
+    /// The same, from one IPv4 address or IPv6 /64 (default 16).
+    #[arg(long)]
+    max_unauthenticated_per_ip: Option<usize>,
+    /// With authentication on: a client connection that has presented no
+    /// valid credential is closed after this long (default 10000).
+    #[arg(long)]
+    unauthenticated_timeout_ms: Option<u64>,
     /// Requests one native client connection may have in flight (default
     /// 1024); past it the node stops reading that connection until one ends.
     #[arg(long)]
@@ -370,6 +390,11 @@ fn node_config(a: ServeArgs) -> Result<NodeConfig> {
     let ms = std::time::Duration::from_millis;
     set!(max_connections => conn.max_connections);
     set!(max_connections_per_ip => conn.max_connections_per_ip);
+    set!(max_handshakes => conn.max_handshakes);
+    set!(max_handshakes_per_ip => conn.max_handshakes_per_ip);
+    set!(max_unauthenticated => conn.max_unauthenticated);
+    set!(max_unauthenticated_per_ip => conn.max_unauthenticated_per_ip);
+    set!(unauthenticated_timeout_ms => conn.unauthenticated_timeout, ms);
     let at_least_one = |v: usize| v.max(1);
     set!(max_in_flight => conn.max_in_flight, at_least_one);
     set!(hello_timeout_ms => conn.hello_timeout, ms);

@@ -1,13 +1,33 @@
-//! Connection limits: how many client connections a node keeps, from one
-//! address and in all, and how long a connection may take to say who it is
-//! or sit idle.
+//! Connection limits: how many connections a node keeps in each phase of
+//! their life, from one address and in all, and how long each phase may
+//! last (docs/security.md, "Connection slots").
 //!
-//! Peers are never turned away by these caps: a flood of client
-//! connections must not cut the cluster's own links. A connection is
-//! admitted (or not) when it is accepted, and the answer is only acted on
-//! once its first bytes say what it is: HTTP gets a 503 with
-//! `Retry-After`, a framed client a refused hello with the reason, a peer
-//! is served either way and gives its place back.
+//! A connection goes through at most three budgets:
+//!
+//! 1. **Opening** (accept → its protocol known, TLS done, and its hello
+//!    or first HTTP request read): `max_handshakes` in all and per
+//!    address, for `hello_timeout` from accept. Past it, a new connection
+//!    is closed at accept, before any byte is read or any handshake
+//!    begun: the work a stranger can make the node do is bounded.
+//! 2. **Unauthenticated** (authentication on, a client that has not
+//!    presented a valid credential): `max_unauthenticated` in all and per
+//!    address, closed `unauthenticated_timeout` after accept. An HTTP
+//!    connection moves on to the clients' budget with its first request
+//!    that carries a valid credential (when that budget has room); a
+//!    native one is settled at its hello.
+//! 3. **Clients** (authenticated, or authentication off):
+//!    `max_connections` in all and per address.
+//!
+//! Past a client or unauthenticated budget, HTTP gets a 503 with
+//! `Retry-After` and a native client a refused hello with the reason.
+//! Peers leave the opening budget as soon as their hello is believed and
+//! take no client place: a flood of clients cannot cut the cluster's own
+//! links once they are up (a new link meets the opening budget like
+//! anyone, and Raft reconnects).
+//!
+//! "Per address" is per IPv4 address and per IPv6 /64 ([`prefix`]): one
+//! host is handed a whole /64, so counting single IPv6 addresses would
+//! bound nothing.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -24,13 +44,23 @@ pub const MAX_CLIENT_FRAME: usize = 64 << 10;
 /// The bounds, from `lockd serve`'s flags.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnLimits {
-    /// Client connections (HTTP and framed) open at once, counting those
-    /// that have not said what they are yet.
+    /// Client connections (HTTP and framed) served at once.
     pub max_connections: usize,
-    /// The same, from one IP address.
+    /// The same, from one address.
     pub max_connections_per_ip: usize,
+    /// Connections that have not yet said what they are.
+    pub max_handshakes: usize,
+    /// The same, from one address.
+    pub max_handshakes_per_ip: usize,
+    /// With authentication on: client connections without a valid
+    /// credential.
+    pub max_unauthenticated: usize,
+    /// The same, from one address.
+    pub max_unauthenticated_per_ip: usize,
     /// Time to send the first bytes and, for the framed protocol, the hello.
     pub hello_timeout: Duration,
+    /// Time an unauthenticated client connection is kept.
+    pub unauthenticated_timeout: Duration,
     /// Time to send an HTTP request's headers; also how long a kept-alive
     /// HTTP connection may wait for its next request.
     pub header_timeout: Duration,
@@ -47,7 +77,12 @@ impl Default for ConnLimits {
         ConnLimits {
             max_connections: 4096,
             max_connections_per_ip: 1024,
+            max_handshakes: 1024,
+            max_handshakes_per_ip: 128,
+            max_unauthenticated: 128,
+            max_unauthenticated_per_ip: 16,
             hello_timeout: Duration::from_secs(5),
+            unauthenticated_timeout: Duration::from_secs(10),
             header_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(600),
             max_in_flight: 1024,
@@ -55,28 +90,124 @@ impl Default for ConnLimits {
     }
 }
 
-#[derive(Default)]
-struct Counts {
-    total: usize,
-    per_ip: HashMap<IpAddr, usize>,
+/// The key an address is counted under: an IPv4 address itself (also
+/// when mapped into IPv6), an IPv6 address's /64.
+pub fn prefix(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
 }
 
-/// Counts the open client connections.
+/// The three budgets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Budget {
+    Opening,
+    Unauthenticated,
+    Client,
+}
+
+impl Budget {
+    /// The caps (in all, per address) and the flags that set them.
+    fn caps(self, l: &ConnLimits) -> (usize, usize, &'static str, &'static str) {
+        match self {
+            Budget::Opening => (
+                l.max_handshakes,
+                l.max_handshakes_per_ip,
+                "--max-handshakes",
+                "--max-handshakes-per-ip",
+            ),
+            Budget::Unauthenticated => (
+                l.max_unauthenticated,
+                l.max_unauthenticated_per_ip,
+                "--max-unauthenticated",
+                "--max-unauthenticated-per-ip",
+            ),
+            Budget::Client => (
+                l.max_connections,
+                l.max_connections_per_ip,
+                "--max-connections",
+                "--max-connections-per-ip",
+            ),
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Budget::Opening => "connections opening",
+            Budget::Unauthenticated => "unauthenticated connections",
+            Budget::Client => "connections",
+        }
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    total: usize,
+    per_prefix: HashMap<IpAddr, usize>,
+}
+
+#[derive(Default)]
+struct Counts {
+    opening: Tally,
+    unauthenticated: Tally,
+    client: Tally,
+}
+
+impl Counts {
+    fn tally(&mut self, b: Budget) -> &mut Tally {
+        match b {
+            Budget::Opening => &mut self.opening,
+            Budget::Unauthenticated => &mut self.unauthenticated,
+            Budget::Client => &mut self.client,
+        }
+    }
+}
+
+/// Counts the connections in each budget.
 #[derive(Clone)]
 pub struct Gate {
     counts: Arc<Mutex<Counts>>,
     limits: Arc<ConnLimits>,
 }
 
-/// A place taken by an admitted connection, given back when dropped.
-pub struct Ticket {
-    counts: Arc<Mutex<Counts>>,
-    ip: IpAddr,
+/// A place in one budget, given back when dropped.
+struct Place {
+    gate: Gate,
+    budget: Budget,
+    key: IpAddr,
 }
 
-/// Whether a new connection may be served as a client.
-pub type Admission = Result<Ticket, String>;
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut c = self.gate.lock();
+        let t = c.tally(self.budget);
+        t.total = t.total.saturating_sub(1);
+        if let Some(n) = t.per_prefix.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                t.per_prefix.remove(&self.key);
+            }
+        }
+    }
+}
 
+/// A connection's place: in the opening budget until [`Slot::settle`]
+/// moves it to a client's (or [`Slot::peer`] gives it back), then
+/// unauthenticated until a valid credential moves it to the clients'.
+/// Shared by the connection and the requests on it.
+pub struct Slot {
+    gate: Gate,
+    key: IpAddr,
+    /// `None` once given back (a peer, or an opening that expired).
+    place: Mutex<Option<Place>>,
+}
 impl Gate {
     pub fn new(limits: ConnLimits) -> Gate {
         Gate {
@@ -89,47 +220,119 @@ impl Gate {
         &self.limits
     }
 
-    /// Take a place for a connection from `ip`, or say which cap is full.
-    pub fn admit(&self, ip: IpAddr) -> Admission {
-        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        if c.total >= self.limits.max_connections {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A place in `budget` for `key`, or which cap is full.
+    fn take(&self, budget: Budget, key: IpAddr) -> Result<Place, String> {
+        let (all, per, all_flag, per_flag) = budget.caps(&self.limits);
+        let mut c = self.lock();
+        let t = c.tally(budget);
+        if t.total >= all {
             return Err(format!(
-                "too many connections: {} open (--max-connections)",
-                c.total
+                "too many {}: {} open ({all_flag})",
+                budget.what(),
+                t.total
             ));
         }
-        let from_ip = c.per_ip.get(&ip).copied().unwrap_or(0);
-        if from_ip >= self.limits.max_connections_per_ip {
+        let from = t.per_prefix.get(&key).copied().unwrap_or(0);
+        if from >= per {
             return Err(format!(
-                "too many connections from {ip}: {from_ip} open (--max-connections-per-ip)"
+                "too many {} from {key}: {from} open ({per_flag})",
+                budget.what()
             ));
         }
-        c.total += 1;
-        *c.per_ip.entry(ip).or_insert(0) += 1;
-        Ok(Ticket {
-            counts: self.counts.clone(),
-            ip,
+        t.total += 1;
+        *t.per_prefix.entry(key).or_insert(0) += 1;
+        drop(c);
+        Ok(Place {
+            gate: self.clone(),
+            budget,
+            key,
         })
     }
 
-    /// Open client connections: in all, and from `ip`.
-    #[cfg(test)]
-    fn open(&self, ip: IpAddr) -> (usize, usize) {
-        let c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        (c.total, c.per_ip.get(&ip).copied().unwrap_or(0))
+    /// At accept: a place in the opening budget for a connection from
+    /// `ip`, or why it is to be closed at once.
+    pub fn open(&self, ip: IpAddr) -> Result<Slot, String> {
+        let key = prefix(ip);
+        let place = self.take(Budget::Opening, key)?;
+        Ok(Slot {
+            gate: self.clone(),
+            key,
+            place: Mutex::new(Some(place)),
+        })
+    }
+
+    /// Connections in each budget (opening, unauthenticated, clients):
+    /// in all, and from `ip`'s prefix.
+    pub fn counts(&self, ip: IpAddr) -> [(usize, usize); 3] {
+        let key = prefix(ip);
+        let mut c = self.lock();
+        [Budget::Opening, Budget::Unauthenticated, Budget::Client].map(|b| {
+            let t = c.tally(b);
+            (t.total, t.per_prefix.get(&key).copied().unwrap_or(0))
+        })
     }
 }
 
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        c.total = c.total.saturating_sub(1);
-        if let Some(n) = c.per_ip.get_mut(&self.ip) {
-            *n -= 1;
-            if *n == 0 {
-                c.per_ip.remove(&self.ip);
+impl Slot {
+    fn place(&self) -> std::sync::MutexGuard<'_, Option<Place>> {
+        self.place.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn budget(&self) -> Option<Budget> {
+        self.place().as_ref().map(|p| p.budget)
+    }
+
+    /// The caller is a client, `authenticated` or not. Out of the opening
+    /// phase, into the clients' budget or the unauthenticated one; later,
+    /// with a valid credential, from the unauthenticated budget to the
+    /// clients' when it has room (else it stays, under its deadline).
+    /// `Err`: the budget it needs is full (or its place was given back);
+    /// the connection is to be refused with the reason.
+    pub fn settle(&self, authenticated: bool) -> Result<(), String> {
+        let mut place = self.place();
+        let Some(now) = place.as_ref().map(|p| p.budget) else {
+            return Err("the connection's opening phase is over".into());
+        };
+        let next = match (now, authenticated) {
+            (Budget::Opening, true) => Budget::Client,
+            (Budget::Opening, false) => Budget::Unauthenticated,
+            (Budget::Unauthenticated, true) => {
+                if let Ok(p) = self.gate.take(Budget::Client, self.key) {
+                    // The unauthenticated place is given back as it drops.
+                    *place = Some(p);
+                }
+                return Ok(());
             }
+            _ => return Ok(()),
+        };
+        *place = Some(self.gate.take(next, self.key)?);
+        Ok(())
+    }
+
+    /// The connection is a peer: it takes no client place.
+    pub fn peer(&self) {
+        *self.place() = None;
+    }
+
+    /// At the end of the opening phase: `true` (and the place given back)
+    /// when the connection is still opening, to be closed.
+    pub fn expire_opening(&self) -> bool {
+        let mut place = self.place();
+        if place.as_ref().is_some_and(|p| p.budget == Budget::Opening) {
+            *place = None;
+            return true;
         }
+        false
+    }
+
+    /// Whether the connection holds a client's place (not opening, not
+    /// unauthenticated).
+    pub fn is_authenticated(&self) -> bool {
+        self.budget() == Some(Budget::Client)
     }
 }
 
@@ -137,23 +340,99 @@ impl Drop for Ticket {
 mod tests {
     use super::*;
 
-    #[test]
-    fn caps_hold_in_all_and_per_address_and_places_come_back() {
-        let gate = Gate::new(ConnLimits {
+    fn ip(s: &str) -> IpAddr {
+        s.parse().expect("ip")
+    }
+
+    fn gate() -> Gate {
+        Gate::new(ConnLimits {
             max_connections: 3,
             max_connections_per_ip: 2,
+            max_handshakes: 4,
+            max_handshakes_per_ip: 2,
+            max_unauthenticated: 3,
+            max_unauthenticated_per_ip: 1,
             ..ConnLimits::default()
-        });
-        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
-        let a1 = gate.admit(a).expect("first");
-        let _a2 = gate.admit(a).expect("second");
-        let why = gate.admit(a).err().expect("third from a");
+        })
+    }
+
+    fn client(g: &Gate, from: &str, authenticated: bool) -> Result<Slot, String> {
+        let slot = g.open(ip(from))?;
+        slot.settle(authenticated)?;
+        Ok(slot)
+    }
+
+    #[test]
+    fn caps_hold_in_all_and_per_address_and_places_come_back() {
+        let g = gate();
+        let a1 = client(&g, "10.0.0.1", true).expect("first");
+        let _a2 = client(&g, "10.0.0.1", true).expect("second");
+        let why = client(&g, "10.0.0.1", true).err().expect("third from a");
         assert!(why.contains("--max-connections-per-ip"), "{why}");
-        let _b1 = gate.admit(b).expect("b");
-        let why = gate.admit(b).err().expect("fourth in all");
-        assert!(why.contains("--max-connections"), "{why}");
+        let _b1 = client(&g, "10.0.0.2", true).expect("b");
+        let why = client(&g, "10.0.0.2", true).err().expect("fourth in all");
+        assert!(why.contains("(--max-connections)"), "{why}");
         drop(a1);
-        assert_eq!(gate.open(a), (2, 1));
-        gate.admit(b).expect("room again");
+        assert_eq!(g.counts(ip("10.0.0.1"))[2], (2, 1));
+        client(&g, "10.0.0.2", true).expect("room again");
+        // Refused ones hold no place once dropped.
+        assert_eq!(g.counts(ip("10.0.0.1"))[0], (0, 0));
+    }
+
+    #[test]
+    fn the_opening_phase_is_bounded_per_address_and_in_all() {
+        let g = gate();
+        let _o = [g.open(ip("10.0.0.1")), g.open(ip("10.0.0.1"))];
+        let why = g.open(ip("10.0.0.1")).err().expect("a third opening");
+        assert!(why.contains("--max-handshakes-per-ip"), "{why}");
+        let _p = [g.open(ip("10.0.0.2")), g.open(ip("10.0.0.3"))];
+        let why = g.open(ip("10.0.0.4")).err().expect("a fifth opening");
+        assert!(why.contains("(--max-handshakes)"), "{why}");
+        // A peer gives its opening place back and takes no other; so does
+        // a connection still opening at its deadline, once.
+        let g = gate();
+        let p = g.open(ip("10.0.0.1")).expect("open");
+        p.peer();
+        assert_eq!(g.counts(ip("10.0.0.1")), [(0, 0); 3]);
+        let late = g.open(ip("10.0.0.1")).expect("open");
+        assert!(late.expire_opening());
+        assert!(!late.expire_opening());
+        assert!(late.settle(true).is_err(), "expired: no place to move");
+        assert_eq!(g.counts(ip("10.0.0.1")), [(0, 0); 3]);
+        let settled = client(&g, "10.0.0.1", true).expect("client");
+        assert!(!settled.expire_opening(), "past its opening phase");
+    }
+
+    #[test]
+    fn the_unauthenticated_budget_is_apart_and_authenticating_moves_a_place() {
+        let g = gate();
+        let u = client(&g, "10.0.0.1", false).expect("unauthenticated");
+        let why = client(&g, "10.0.0.1", false).err().expect("second from a");
+        assert!(why.contains("--max-unauthenticated-per-ip"), "{why}");
+        // Authenticated clients from the same address still get in.
+        let _a = client(&g, "10.0.0.1", true).expect("authenticated");
+        assert!(!u.is_authenticated());
+        u.settle(true).expect("moves");
+        assert!(u.is_authenticated());
+        assert_eq!(g.counts(ip("10.0.0.1"))[1..], [(0, 0), (2, 2)]);
+        // The clients' budget is full for this address now: a second
+        // unauthenticated connection stays unauthenticated.
+        let v = client(&g, "10.0.0.1", false).expect("room again");
+        v.settle(true).expect("stays, without an error");
+        assert!(!v.is_authenticated());
+        assert_eq!(g.counts(ip("10.0.0.1"))[1], (1, 1));
+    }
+
+    #[test]
+    fn ipv6_is_counted_per_64_and_mapped_ipv4_as_ipv4() {
+        assert_eq!(prefix(ip("2001:db8:1:2:aaaa::1")), ip("2001:db8:1:2::"));
+        assert_eq!(prefix(ip("::ffff:10.0.0.1")), ip("10.0.0.1"));
+        let g = gate();
+        let _a = client(&g, "2001:db8:1:2::1", false).expect("first of the /64");
+        let why = client(&g, "2001:db8:1:2:ffff::9", false)
+            .err()
+            .expect("same /64");
+        assert!(why.contains("2001:db8:1:2::"), "{why}");
+        client(&g, "2001:db8:1:3::1", false).expect("another /64");
     }
 }

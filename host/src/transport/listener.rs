@@ -1,5 +1,5 @@
 //! The accept loop: one port, two protocols in the clear or inside TLS,
-//! and the connection caps ([`super::limits`]) taken at accept.
+//! and the opening budget ([`super::limits`]) taken at accept.
 //!
 //! The first byte tells TLS (a handshake record, `0x16`) from the
 //! plaintext protocols; inside TLS the protocol the caller chose (ALPN)
@@ -15,9 +15,10 @@ use lockd_client::tls::Alpn;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::frame::MAGIC;
-use super::limits::{Admission, Gate};
+use super::limits::{Gate, Slot};
 use super::tls::{Identity, TlsServer};
 
 /// The first byte of a TLS connection (a handshake record).
@@ -62,8 +63,11 @@ pub struct Incoming {
     pub stream: Box<dyn Io>,
     pub protocol: Protocol,
     pub caller: Caller,
-    /// Whether it may be served as a client (see [`super::limits`]).
-    pub admission: Admission,
+    /// Its place, in the opening budget until the handler settles it as a
+    /// client's or gives it back as a peer's (see [`super::limits`]).
+    pub slot: Slot,
+    /// When the opening phase ends: the hello (framed) must be in by then.
+    pub deadline: Instant,
 }
 
 /// What the first bytes say.
@@ -73,11 +77,10 @@ enum First {
     Plain(Protocol),
 }
 
-/// Peek (without consuming) until the first bytes are known, within
-/// `timeout`. `None`: the connection closed first.
-async fn sniff(stream: &TcpStream, timeout: Duration) -> std::io::Result<Option<First>> {
+/// Peek (without consuming) until the first bytes are known, by
+/// `deadline`. `None`: the connection closed first.
+async fn sniff(stream: &TcpStream, deadline: Instant) -> std::io::Result<Option<First>> {
     let mut buf = [0u8; 3];
-    let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let n = tokio::time::timeout_at(deadline, stream.peek(&mut buf))
             .await
@@ -107,10 +110,10 @@ async fn open(
     stream: TcpStream,
     addr: SocketAddr,
     tls: Option<&TlsServer>,
-    timeout: Duration,
-    admission: Admission,
+    deadline: Instant,
+    slot: Slot,
 ) -> Option<Incoming> {
-    let first = match sniff(&stream, timeout).await {
+    let first = match sniff(&stream, deadline).await {
         Ok(Some(f)) => f,
         Ok(None) => return None,
         Err(e) => {
@@ -123,14 +126,15 @@ async fn open(
             stream: Box::new(stream),
             protocol,
             caller: Caller { addr, tls: None },
-            admission,
+            slot,
+            deadline,
         }),
         (First::Tls, None) => {
             tracing::info!(peer = %addr, "a TLS connection reached a node without TLS; closed");
             None
         }
         (First::Tls, Some(server)) => {
-            let accepted = match tokio::time::timeout(timeout, server.accept(stream)).await {
+            let accepted = match tokio::time::timeout_at(deadline, server.accept(stream)).await {
                 Ok(Ok(a)) => a,
                 Ok(Err(e)) => {
                     // An unknown CA, an expired certificate, a wrong name:
@@ -157,16 +161,17 @@ async fn open(
                         identity: accepted.identity,
                     }),
                 },
-                admission,
+                slot,
+                deadline,
             })
         }
     }
 }
 
 /// Accept connections until `shutdown` turns true, handing each to
-/// `handle` once its protocol is known, with its admission by `gate`
-/// (which the handler acts on: see [`super::limits`]). With `tls`, TLS
-/// connections are accepted with the node's certificate.
+/// `handle` once its protocol is known, with its place in `gate`'s
+/// opening budget (the handler moves it on: see [`super::limits`]). With
+/// `tls`, TLS connections are accepted with the node's certificate.
 pub async fn serve<H, HF>(
     listener: TcpListener,
     gate: Gate,
@@ -191,13 +196,23 @@ pub async fn serve<H, HF>(
                 continue;
             }
         };
+        // Past the opening budget: closed before a byte is read or a
+        // handshake begun.
+        let slot = match gate.open(peer.ip()) {
+            Ok(o) => o,
+            Err(why) => {
+                tracing::debug!(%peer, %why, "connection closed at accept");
+                drop(stream);
+                continue;
+            }
+        };
         let _ = stream.set_nodelay(true);
-        let admission = gate.admit(peer.ip());
-        let hello_timeout = gate.limits().hello_timeout;
+        // One deadline for the whole opening phase (first bytes, TLS,
+        // hello), not one per step.
+        let deadline = Instant::now() + gate.limits().hello_timeout;
         let (handle, tls) = (handle.clone(), tls.clone());
         tokio::spawn(async move {
-            if let Some(incoming) = open(stream, peer, tls.as_ref(), hello_timeout, admission).await
-            {
+            if let Some(incoming) = open(stream, peer, tls.as_ref(), deadline, slot).await {
                 handle(incoming).await;
             }
         });
