@@ -423,3 +423,23 @@ async fn count_leader_changes(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::NodeMeta;
+
+    /// The data dir's node record is pinned by its bytes, like every other
+    /// persisted format (tests/sm/golden_formats.rs; docs/architecture.md,
+    /// "Persisted formats"): id 2 (a varint), then the fingerprint text.
+    #[test]
+    fn the_node_record_is_pinned() {
+        const GOLDEN: &[u8] = b"\x02\x0ewasmtime 48; x";
+        let meta = NodeMeta {
+            id: 2,
+            fingerprint: "wasmtime 48; x".into(),
+        };
+        assert_eq!(postcard::to_allocvec(&meta).expect("encode"), GOLDEN);
+        let back: NodeMeta = postcard::from_bytes(GOLDEN).expect("decode");
+        assert_eq!((back.id, back.fingerprint.as_str()), (2, "wasmtime 48; x"));
+    }
+}

@@ -13,6 +13,7 @@ mod capacity;
 mod engine_cache;
 mod fuzz_inputs;
 mod fuzz_peer;
+mod golden_formats;
 mod hostile_modules;
 mod module_v2;
 mod signed_formats;
