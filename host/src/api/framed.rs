@@ -29,21 +29,21 @@ use crate::transport::frame::{
     self, Envelope, Hello, HelloReply, PeerHello, Refused, Role, Welcome,
 };
 use crate::transport::limits::{ConnLimits, Slot, MAX_CLIENT_FRAME, MAX_HELLO_FRAME};
-use crate::transport::listener::{Caller, Incoming, Io};
+use crate::transport::listener::{Caller, Io};
+use tokio::time::Instant;
 
 type Conn = Framed<Box<dyn Io>, LengthDelimitedCodec>;
 
 /// Serve one framed connection until it closes. At the hello its place
 /// in the opening budget becomes a client's (authenticated or not) or,
 /// for a peer, is given back (see [`crate::transport::limits`]).
-pub async fn serve(node: Arc<Services>, c: Incoming) {
-    let Incoming {
-        stream,
-        caller,
-        slot,
-        deadline,
-        ..
-    } = c;
+pub async fn serve(
+    node: Arc<Services>,
+    stream: Box<dyn Io>,
+    caller: Caller,
+    slot: Slot,
+    deadline: Instant,
+) {
     let peer = caller.addr.to_string();
     let limits = node.conn.limits().clone();
     let Ok(opened) = tokio::time::timeout_at(deadline, open(stream)).await else {

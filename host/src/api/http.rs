@@ -21,7 +21,9 @@ use hyper_util::rt::TokioIo;
 
 use super::error::ApiError;
 use super::services::Services;
-use crate::transport::listener::Incoming;
+use crate::transport::limits::Slot;
+use crate::transport::listener::{Caller, Io};
+use tokio::time::Instant;
 
 /// Serve one HTTP connection. Its place stays in the opening budget
 /// until its first request reaches the authorisation layer, which
@@ -30,14 +32,13 @@ use crate::transport::listener::Incoming;
 /// closed. With authentication on, a connection none of whose requests
 /// brought a valid credential is closed `unauthenticated_timeout` after
 /// accept, once what it is serving is finished.
-pub async fn serve(node: Arc<Services>, c: Incoming) {
-    let Incoming {
-        stream,
-        caller,
-        slot,
-        deadline,
-        ..
-    } = c;
+pub async fn serve(
+    node: Arc<Services>,
+    stream: Box<dyn Io>,
+    caller: Caller,
+    slot: Slot,
+    deadline: Instant,
+) {
     let slot = Arc::new(slot);
     let limits = node.conn.limits().clone();
     let addr = caller.addr;
