@@ -79,10 +79,14 @@ pub async fn serve(
                 }
                 opened = true;
             }
-            _ = unauthenticated.as_mut(), if !closing && !slot.is_authenticated() => {
-                tracing::debug!(peer = %addr, "unauthenticated HTTP connection closed at its deadline");
+            // Whether it authenticated is asked when the deadline comes: a
+            // request can settle it while this select is already waiting.
+            _ = unauthenticated.as_mut(), if !closing => {
                 closing = true;
-                conn.as_mut().graceful_shutdown();
+                if !slot.is_authenticated() {
+                    tracing::debug!(peer = %addr, "unauthenticated HTTP connection closed at its deadline");
+                    conn.as_mut().graceful_shutdown();
+                }
             }
         }
     }
