@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio_util::task::TaskTracker;
 
 use crate::api::Services;
 use crate::auth::{Auth, AuthFileError};
@@ -92,7 +93,16 @@ pub struct Node {
     /// What the APIs use; shared with every connection.
     pub services: Arc<Services>,
     shutdown: watch::Sender<bool>,
+    /// Every task the node started, connections included: shutdown waits
+    /// for them (mini-redis's shutdown, with a tracker instead of a
+    /// channel).
+    tasks: TaskTracker,
 }
+
+/// How long [`Node::shutdown`] waits for connections to finish what they
+/// are serving (an acquire may be waiting for its key) before it leaves
+/// them to be dropped with the runtime.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 fn data_err(path: &Path, e: impl ToString) -> NodeError {
     NodeError::DataDir {
@@ -304,32 +314,35 @@ impl Node {
             config: config.clone(),
             services: services.clone(),
             shutdown,
+            tasks: TaskTracker::new(),
         });
         let span = tracing::info_span!("node", id = node.id);
         tracing::info!(parent: &span, addr = %config.addr, listen = %config.listen_addr(), data_dir = %dir.display(), fingerprint = %engine.fingerprint().short(), cluster = %services.cluster.get().map_or("(none yet)".into(), |c| c.to_string()), tls = tls_server.is_some(), auth = services.auth.is_on(), "node started");
 
         let served = services.clone();
-        tokio::spawn(crate::transport::listener::serve(
+        let tasks = &node.tasks;
+        tasks.spawn(crate::transport::listener::serve(
             listener,
             gate,
             tls_server,
             move |c| crate::api::serve(served.clone(), c),
             shutdown_rx.clone(),
+            tasks.clone(),
         ));
 
-        tokio::spawn(count_leader_changes(
+        tasks.spawn(count_leader_changes(
             raft.clone(),
             services.leader_changes.clone(),
             shutdown_rx.clone(),
         ));
-        tokio::spawn(crate::raft::snapshot_policy::run(
+        tasks.spawn(crate::raft::snapshot_policy::run(
             raft.clone(),
             sm.clone(),
             log,
             config.snapshot_threshold,
             shutdown_rx.clone(),
         ));
-        tokio::spawn(crate::upgrade::checker::run(
+        tasks.spawn(crate::upgrade::checker::run(
             config.id,
             raft,
             sm,
@@ -361,9 +374,24 @@ impl Node {
         }
     }
 
-    /// Stop serving and stop Raft.
+    /// Stop serving and stop Raft; returns once every task the node
+    /// started has ended: the listener (its port is free), the background
+    /// tasks, and every connection, each of which ends after what it is
+    /// serving (at most [`SHUTDOWN_GRACE`]; past it, the rest is named in
+    /// the log and left to the runtime).
     pub async fn shutdown(&self) {
         let _ = self.shutdown.send(true);
+        self.tasks.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                id = self.id,
+                left = self.tasks.len(),
+                "shutdown: tasks still running after the grace period"
+            );
+        }
         if let Err(e) = self.services.raft.shutdown().await {
             tracing::warn!(error = %e, "raft shutdown");
         }
@@ -393,6 +421,12 @@ impl Node {
             std::future::pending::<()>().await;
         }
         why
+    }
+
+    /// Tasks the node started that have not ended yet (the listener, the
+    /// background tasks, connections).
+    pub fn tasks_running(&self) -> usize {
+        self.tasks.len()
     }
 
     /// Resolves when shutdown has been requested.

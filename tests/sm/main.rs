@@ -16,6 +16,7 @@ mod fuzz_peer;
 mod golden_formats;
 mod hostile_modules;
 mod module_v2;
+mod node_shutdown;
 mod signed_formats;
 mod signed_modules;
 mod sm_equivalence;

@@ -29,21 +29,16 @@ use crate::transport::frame::{
     self, Envelope, Hello, HelloReply, PeerHello, Refused, Role, Welcome,
 };
 use crate::transport::limits::{ConnLimits, Slot, MAX_CLIENT_FRAME, MAX_HELLO_FRAME};
-use crate::transport::listener::{Caller, Io};
-use tokio::time::Instant;
+use crate::transport::listener::{stopping, Caller, Incoming, Io};
 
 type Conn = Framed<Box<dyn Io>, LengthDelimitedCodec>;
 
 /// Serve one framed connection until it closes. At the hello its place
 /// in the opening budget becomes a client's (authenticated or not) or,
 /// for a peer, is given back (see [`crate::transport::limits`]).
-pub async fn serve(
-    node: Arc<Services>,
-    stream: Box<dyn Io>,
-    caller: Caller,
-    slot: Slot,
-    deadline: Instant,
-) {
+pub async fn serve(node: Arc<Services>, c: Incoming) {
+    let (stream, caller, slot, deadline) = (c.stream, c.caller, c.slot, c.deadline);
+    let mut shutdown = c.shutdown;
     let peer = caller.addr.to_string();
     let limits = node.conn.limits().clone();
     let Ok(opened) = tokio::time::timeout_at(deadline, open(stream)).await else {
@@ -107,6 +102,7 @@ pub async fn serve(
                 caller,
                 (slot, closes_unauthenticated),
                 peer,
+                shutdown,
             )
             .await;
         }
@@ -120,7 +116,14 @@ pub async fn serve(
             p.from
         }
     };
-    while let Some(Ok(bytes)) = framed.next().await {
+    loop {
+        let bytes = tokio::select! {
+            next = framed.next() => match next {
+                Some(Ok(bytes)) => bytes,
+                _ => return,
+            },
+            () = stopping(&mut shutdown) => return,
+        };
         let (id, response) = match frame::decode::<Envelope<PeerRequest>>(&bytes) {
             Ok(env) => (env.id, handle_peer(&node, from, env.body).await),
             Err(e) => (
@@ -223,6 +226,7 @@ async fn serve_client(
     mut caller: Settled,
     (slot, closes_unauthenticated): (Slot, tokio::time::Instant),
     peer: String,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let (mut sink, mut stream) = framed.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Envelope<ClientResponse>>();
@@ -293,6 +297,10 @@ async fn serve_client(
                 tracing::debug!(id = node.id, "idle client connection closed");
                 return;
             }
+            // The node shuts down: requests in flight are dropped (an
+            // acquire still waiting leaves its queue), the client retries
+            // elsewhere.
+            () = stopping(&mut shutdown) => return,
             _ = unauthenticated.as_mut(), if !slot.is_authenticated() => {
                 tracing::debug!(id = node.id, %peer, "unauthenticated client connection closed at its deadline");
                 return;

@@ -21,9 +21,7 @@ use hyper_util::rt::TokioIo;
 
 use super::error::ApiError;
 use super::services::Services;
-use crate::transport::limits::Slot;
-use crate::transport::listener::{Caller, Io};
-use tokio::time::Instant;
+use crate::transport::listener::{stopping, Incoming};
 
 /// Serve one HTTP connection. Its place stays in the opening budget
 /// until its first request reaches the authorisation layer, which
@@ -32,13 +30,9 @@ use tokio::time::Instant;
 /// closed. With authentication on, a connection none of whose requests
 /// brought a valid credential is closed `unauthenticated_timeout` after
 /// accept, once what it is serving is finished.
-pub async fn serve(
-    node: Arc<Services>,
-    stream: Box<dyn Io>,
-    caller: Caller,
-    slot: Slot,
-    deadline: Instant,
-) {
+pub async fn serve(node: Arc<Services>, c: Incoming) {
+    let (stream, caller, slot, deadline) = (c.stream, c.caller, c.slot, c.deadline);
+    let mut shutdown = c.shutdown;
     let slot = Arc::new(slot);
     let limits = node.conn.limits().clone();
     let addr = caller.addr;
@@ -63,7 +57,7 @@ pub async fn serve(
     let accepted = deadline - limits.hello_timeout;
     let unauthenticated = tokio::time::sleep_until(accepted + limits.unauthenticated_timeout);
     tokio::pin!(unauthenticated);
-    let (mut opened, mut closing) = (false, false);
+    let (mut opened, mut closing, mut stopped) = (false, false, false);
     loop {
         tokio::select! {
             ended = conn.as_mut() => {
@@ -78,6 +72,12 @@ pub async fn serve(
                     return;
                 }
                 opened = true;
+            }
+            // The node shuts down: the request in progress is answered,
+            // then the connection closes.
+            () = stopping(&mut shutdown), if !stopped => {
+                stopped = true;
+                conn.as_mut().graceful_shutdown();
             }
             // Whether it authenticated is asked when the deadline comes: a
             // request can settle it while this select is already waiting.

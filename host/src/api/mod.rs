@@ -55,7 +55,7 @@ use crate::transport::listener::{Incoming, Protocol};
 /// Serve one connection the listener accepted, by its protocol.
 pub async fn serve(node: Arc<Services>, c: Incoming) {
     match c.protocol {
-        Protocol::Framed => framed::serve(node, c.stream, c.caller, c.slot, c.deadline).await,
-        Protocol::Http => http::serve(node, c.stream, c.caller, c.slot, c.deadline).await,
+        Protocol::Framed => framed::serve(node, c).await,
+        Protocol::Http => http::serve(node, c).await,
     }
 }

@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
 
 use super::frame::MAGIC;
 use super::limits::{Gate, Slot};
@@ -68,6 +69,9 @@ pub struct Incoming {
     pub slot: Slot,
     /// When the opening phase ends: the hello (framed) must be in by then.
     pub deadline: Instant,
+    /// Turns true when the node shuts down: the connection ends after
+    /// what it is serving.
+    pub shutdown: watch::Receiver<bool>,
 }
 
 /// What the first bytes say.
@@ -112,6 +116,7 @@ async fn open(
     tls: Option<&TlsServer>,
     deadline: Instant,
     slot: Slot,
+    shutdown: watch::Receiver<bool>,
 ) -> Option<Incoming> {
     let first = match sniff(&stream, deadline).await {
         Ok(Some(f)) => f,
@@ -128,6 +133,7 @@ async fn open(
             caller: Caller { addr, tls: None },
             slot,
             deadline,
+            shutdown,
         }),
         (First::Tls, None) => {
             tracing::info!(peer = %addr, "a TLS connection reached a node without TLS; closed");
@@ -163,12 +169,21 @@ async fn open(
                 },
                 slot,
                 deadline,
+                shutdown,
             })
         }
     }
 }
 
-/// Accept connections until `shutdown` turns true, handing each to
+/// Resolves once `shutdown` is true (or its sender is gone); unlike
+/// `wait_for`, it holds no borrow of the value, so a `select!` around it
+/// stays `Send`.
+pub async fn stopping(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|s| *s).await;
+}
+
+/// Accept connections until `shutdown` turns true, handing each (as a
+/// task of `tasks`, which the node's shutdown waits for) to
 /// `handle` once its protocol is known, with its place in `gate`'s
 /// opening budget (the handler moves it on: see [`super::limits`]). With
 /// `tls`, TLS connections are accepted with the node's certificate.
@@ -178,6 +193,7 @@ pub async fn serve<H, HF>(
     tls: Option<TlsServer>,
     handle: H,
     mut shutdown: watch::Receiver<bool>,
+    tasks: TaskTracker,
 ) where
     H: Fn(Incoming) -> HF + Clone + Send + 'static,
     HF: Future<Output = ()> + Send + 'static,
@@ -210,9 +226,14 @@ pub async fn serve<H, HF>(
         // One deadline for the whole opening phase (first bytes, TLS,
         // hello), not one per step.
         let deadline = Instant::now() + gate.limits().hello_timeout;
-        let (handle, tls) = (handle.clone(), tls.clone());
-        tokio::spawn(async move {
-            if let Some(incoming) = open(stream, peer, tls.as_ref(), deadline, slot).await {
+        let (handle, tls, stop) = (handle.clone(), tls.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            let mut stop_rx = stop.clone();
+            let opened = tokio::select! {
+                o = open(stream, peer, tls.as_ref(), deadline, slot, stop) => o,
+                () = stopping(&mut stop_rx) => None,
+            };
+            if let Some(incoming) = opened {
                 handle(incoming).await;
             }
         });
