@@ -19,6 +19,7 @@ mod bad_input_http;
 mod bad_input_native;
 mod client_pause;
 mod clock_jump;
+mod cluster_first_module;
 mod cluster_full_restart;
 mod cluster_leader_failover;
 mod cluster_membership;

@@ -24,7 +24,7 @@ use lockd::raft::{Entry, LogId, Node, Request, SnapshotMeta, StoredMembership, V
 use lockd::upgrade::signature::{
     BoundUpgrade, KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart, SignedUpgrade,
 };
-use lockd::upgrade::{ShadowEntry, UpgradeEntry};
+use lockd::upgrade::{Genesis, ShadowEntry, UpgradeEntry};
 use lockd_client::proto::{Capacity, ClientRequest, UpgradeRecord, UpgradeResult};
 use lockd_client::wire::{Envelope, Hello, HelloReply, Refused, Role, Welcome};
 use openraft::{CommittedLeaderId, EntryPayload, Membership};
@@ -215,6 +215,12 @@ fn requests() -> Vec<(&'static str, Request)> {
             Request::BoundShadow(SignedShadowStart {
                 module: vec![9],
                 signature,
+            }),
+        ),
+        (
+            "genesis",
+            Request::Genesis(Genesis {
+                module: vec![0, 0x61, 0x73, 0x6d],
             }),
         ),
     ]

@@ -88,7 +88,7 @@ fn build_fault_binary() -> PathBuf {
     cmd.current_dir(&workspace).args([
         "build",
         "--features",
-        "lockd/fault-diverge lockd/fault-stale-done lockd/fault-early-expiry lockd/fault-double-grant lockd/fault-die-before-answer lockd/fault-implementation",
+        "lockd/fault-diverge lockd/fault-stale-done lockd/fault-early-expiry lockd/fault-double-grant lockd/fault-die-before-answer lockd/fault-implementation lockd/fault-builtin",
         "--bin",
         "lockd-fault",
         "--target-dir",

@@ -96,6 +96,8 @@ pub enum Request {
     BoundUpgrade(BoundUpgrade),
     /// A shadow start carrying a signature bound to its use.
     BoundShadow(SignedShadowStart),
+    /// The first module of a new cluster (see [`crate::upgrade::Genesis`]).
+    Genesis(crate::upgrade::Genesis),
 }
 
 /// What applying an entry returns to the proposer.
@@ -123,6 +125,7 @@ impl Request {
                 Request::Lock(cs) => cs.iter().map(legacy::Command::wire_bytes).sum(),
                 Request::Commands(groups) => groups.iter().flatten().map(Command::wire_bytes).sum(),
                 Request::Upgrade(u) => u.module.len(),
+                Request::Genesis(g) => g.module.len(),
                 Request::SignedUpgrade(s) => s.upgrade.module.len() + s.signature.0.len(),
                 Request::Shadow(ShadowEntry::Start { module }) => module.len(),
                 Request::SignedShadow(s) | Request::BoundShadow(s) => {
@@ -139,6 +142,7 @@ impl Request {
     pub fn module_bytes(&self) -> Option<&[u8]> {
         match self {
             Request::Upgrade(u) => Some(&u.module),
+            Request::Genesis(g) => Some(&g.module),
             Request::SignedUpgrade(s) => Some(&s.upgrade.module),
             Request::Shadow(ShadowEntry::Start { module }) => Some(module),
             Request::SignedShadow(s) | Request::BoundShadow(s) => Some(&s.module),
@@ -174,6 +178,7 @@ impl std::fmt::Display for Request {
                 write!(f, "]")
             }
             Request::Upgrade(u) => write!(f, "{u:?}"),
+            Request::Genesis(g) => write!(f, "{g:?}"),
             Request::SignedUpgrade(s) => write!(f, "{:?} signed {}", s.upgrade, s.signature),
             Request::Shadow(s) => write!(f, "{s:?}"),
             Request::SignedShadow(s) => write!(f, "{s:?}"),

@@ -80,6 +80,10 @@ pub struct Replica {
     /// Set when a guest call in `apply` failed: the entries of that call
     /// that carry commands. Nothing is applied after.
     stopped: Option<PoisonedAt>,
+    /// Nothing but Raft's blank and membership entries applied since index
+    /// 0 (a replica from a snapshot never is): its leader records the
+    /// cluster's first module ([`crate::upgrade::Genesis`]).
+    fresh: bool,
     #[cfg(feature = "fault-diverge")]
     fault_done: bool,
 }
@@ -111,6 +115,7 @@ impl Replica {
             module_keys: TrustedKeys::default(),
             cluster: Arc::new(crate::cluster_id::ClusterIdentity::fixed(None)),
             stopped: None,
+            fresh: true,
             #[cfg(feature = "fault-diverge")]
             fault_done: false,
         })
@@ -133,6 +138,7 @@ impl Replica {
         replica.capacity = blob.capacity;
         replica.module_keys = blob.module_keys.clone();
         replica.usage = replica.measure_usage()?;
+        replica.fresh = false;
         Ok(replica)
     }
 
@@ -146,6 +152,7 @@ impl Replica {
         self.last_applied = other.last_applied;
         self.membership = other.membership;
         self.module_since = other.module_since;
+        self.fresh = false;
         self.upgrades = other.upgrades;
         self.capacity = other.capacity;
         self.usage = other.usage;
@@ -184,6 +191,9 @@ impl Replica {
         let mut responses: Vec<Option<Response>> = Vec::new();
         for entry in entries {
             let log_id = entry.log_id;
+            if matches!(entry.payload, EntryPayload::Normal(_)) {
+                self.fresh = false;
+            }
             let slot = responses.len();
             if run.entries.is_empty() {
                 run.before = self.last_applied;
@@ -206,6 +216,11 @@ impl Replica {
                 EntryPayload::Blank => {
                     run.push_empty(slot, log_id);
                     responses.push(None);
+                }
+                EntryPayload::Normal(Request::Genesis(g)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let outcome = self.genesis(log_id, g);
+                    responses.push(Some(Response::Upgrade(outcome)));
                 }
                 EntryPayload::Normal(Request::Upgrade(up)) => {
                     self.flush(&mut run, &mut responses)?;

@@ -388,11 +388,35 @@ impl Actor {
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             let locks = match read::confirm(&raft, id).await {
-                Ok(()) => world::read_all(&sm),
+                Ok(()) => {
+                    record_first_module(&raft, &sm).await;
+                    world::read_all(&sm)
+                }
                 Err(e) => Err(e),
             };
             let _ = tx.send(Msg::Loaded { term, locks });
         });
+    }
+}
+
+/// A new cluster's first leader records the module the cluster starts
+/// with before it serves a lock (see [`crate::upgrade::Genesis`]). A
+/// failure (leadership lost) leaves it to the next leader.
+async fn record_first_module(raft: &Raft, sm: &StateMachineStore) {
+    let first = crate::builtin::first_module();
+    let Some(genesis) = sm.genesis_needed(&first) else {
+        return;
+    };
+    match raft
+        .client_write(crate::raft::Request::Genesis(genesis))
+        .await
+    {
+        Ok(r) => {
+            tracing::info!(index = r.log_id.index, module = %crate::engine::ModuleHash::of(&first), outcome = ?r.data, "recorded the cluster's first module")
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "could not record the cluster's first module; the next leader will")
+        }
     }
 }
 

@@ -58,6 +58,25 @@ use thiserror::Error;
 use crate::command::TableCounters;
 use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEngine, World};
 
+/// The first module of a new cluster, recorded in its log by its first
+/// leader (docs/lock-modules.md, "The first module"): every replica
+/// starts from the same fixed module at index 0 and swaps to this one
+/// here, so a cluster keeps the logic it started with whatever a later
+/// binary's built-in module is.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Genesis {
+    /// The component's bytes.
+    pub module: Vec<u8>,
+}
+
+impl std::fmt::Debug for Genesis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Genesis")
+            .field("module", &ModuleHash::of(&self.module))
+            .finish()
+    }
+}
+
 /// The upgrade log entry.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UpgradeEntry {

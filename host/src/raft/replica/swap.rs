@@ -30,6 +30,40 @@ impl Replica {
     /// [`crate::upgrade`]).
     /// `bound`: what a version-2 signature was made for (`None`: an entry
     /// written before bound signatures, checked as it was then).
+    /// A new cluster's first module ([`crate::upgrade::Genesis`]): swapped
+    /// in like an unsigned upgrade while no module has been swapped in yet
+    /// (`module_since` 0, which snapshots carry), refused after; so every
+    /// replica decides alike, from its state alone.
+    pub(super) fn genesis(&mut self, log_id: LogId, g: crate::upgrade::Genesis) -> UpgradeOutcome {
+        let active = self.module.hash();
+        if self.module_since != 0 {
+            return UpgradeOutcome::Rejected {
+                module: ModuleHash::of(&g.module),
+                replaces: active,
+                reason: format!(
+                    "the cluster's module was already chosen (active since index {})",
+                    self.module_since
+                ),
+            };
+        }
+        let up = UpgradeEntry {
+            module: g.module,
+            replaces: active,
+        };
+        self.upgrade(log_id, up, None, Some(SignedFor::Upgrade))
+    }
+
+    /// The module a new cluster would record as its first, if this
+    /// replica's cluster has not recorded one and runs another: `Some`
+    /// only while nothing but Raft's own entries has been applied.
+    pub fn genesis_needed(&self, first: &[u8]) -> Option<crate::upgrade::Genesis> {
+        (self.fresh && self.module.hash() != ModuleHash::of(first)).then(|| {
+            crate::upgrade::Genesis {
+                module: first.to_vec(),
+            }
+        })
+    }
+
     pub(super) fn upgrade(
         &mut self,
         log_id: LogId,

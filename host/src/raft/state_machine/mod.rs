@@ -306,6 +306,12 @@ impl StateMachineStore {
     pub fn view(&self, hash: bool) -> ReplicaView {
         self.with(|r| r.view(hash))
     }
+
+    /// The entry that records `first` as the cluster's first module, when
+    /// one is due (see [`Replica::genesis_needed`]).
+    pub fn genesis_needed(&self, first: &[u8]) -> Option<crate::upgrade::Genesis> {
+        self.with(|r| r.genesis_needed(first))
+    }
 }
 
 /// Run `f` (guest calls, or a wait for the lock a guest call holds) so that
