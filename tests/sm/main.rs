@@ -14,6 +14,7 @@ mod engine_cache;
 mod fuzz_inputs;
 mod fuzz_peer;
 mod golden_formats;
+mod golden_wire;
 mod hostile_modules;
 mod module_v2;
 mod node_shutdown;

@@ -18,6 +18,8 @@
 //! * [`raw`]: raw sockets to a node (framed hellos, half-sent heads,
 //!   other loopback source addresses).
 //! * [`fixtures`]: the hostile guest components built by `build.rs`.
+//! * [`golden`]: golden bytes of the persisted and wire formats, and the
+//!   sample values the format tests encode.
 //! * [`load`]: client threads that keep taking and freeing locks while a
 //!   test upgrades, and what they saw.
 //! * [`openapi`]: the node's OpenAPI document: answers checked strictly
@@ -33,6 +35,7 @@
 
 pub mod cluster;
 pub mod fixtures;
+pub mod golden;
 pub mod jepsen;
 pub mod load;
 pub mod machines;

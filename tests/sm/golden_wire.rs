@@ -1,0 +1,136 @@
+//! The formats nodes and clients speak to each other, pinned by golden
+//! bytes like the ones on disk (`golden_formats`): the peer hello and its
+//! answers, peer RPC envelopes (append, vote, install snapshot, error), and
+//! the native client protocol's requests.
+
+use lock_tests::golden::{commands, entry, log_id, meta, pinned};
+use lockd::raft::network::{PeerRequest, PeerResponse};
+use lockd::raft::{Request, Vote};
+use lockd_client::proto::ClientRequest;
+use lockd_client::wire::{Envelope, Hello, HelloReply, Refused, Role, Welcome};
+use openraft::EntryPayload;
+
+#[test]
+fn the_peer_hello_and_peer_messages_are_pinned() {
+    let fingerprint = "wasmtime 48; nan-canonical; fuel 5000000000".to_string();
+    for (name, role) in [
+        (
+            "hello_peer",
+            Role::Peer {
+                from: 2,
+                fingerprint: fingerprint.clone(),
+            },
+        ),
+        ("hello_client", Role::Client),
+        (
+            "hello_client_token",
+            Role::ClientToken {
+                token: "lkd_secret".into(),
+            },
+        ),
+        (
+            "hello_peer_in_cluster",
+            Role::PeerInCluster {
+                from: 2,
+                to: 1,
+                fingerprint,
+                cluster: "0123456789abcdef0123456789abcdef".into(),
+            },
+        ),
+    ] {
+        pinned(name, &Hello { role });
+    }
+    pinned(
+        "hello_welcome",
+        &HelloReply::Welcome(Welcome { node_id: 1 }),
+    );
+    pinned(
+        "hello_refused",
+        &HelloReply::Refused(Refused {
+            reason: "it belongs to another cluster".into(),
+        }),
+    );
+    let append = openraft::raft::AppendEntriesRequest::<lockd::raft::TypeConfig> {
+        vote: Vote::new_committed(3, 2),
+        prev_log_id: Some(log_id(3, 9)),
+        leader_commit: Some(log_id(3, 9)),
+        entries: vec![entry(
+            10,
+            EntryPayload::Normal(Request::Commands(commands())),
+        )],
+    };
+    pinned(
+        "peer_append_entries",
+        &Envelope {
+            id: 7,
+            body: PeerRequest::AppendEntries(append),
+        },
+    );
+    pinned(
+        "peer_vote",
+        &Envelope {
+            id: 8,
+            body: PeerRequest::Vote(openraft::raft::VoteRequest::new(
+                Vote::new(4, 2),
+                Some(log_id(3, 10)),
+            )),
+        },
+    );
+    pinned(
+        "peer_install_snapshot",
+        &Envelope {
+            id: 9,
+            body: PeerRequest::InstallSnapshot(openraft::raft::InstallSnapshotRequest {
+                vote: Vote::new_committed(3, 2),
+                meta: meta(),
+                offset: 0,
+                data: b"LKDSNAP4...".to_vec(),
+                done: false,
+            }),
+        },
+    );
+    pinned(
+        "peer_answer_error",
+        &Envelope {
+            id: 9,
+            body: PeerResponse::Error("node 1 refused the request".into()),
+        },
+    );
+}
+
+#[test]
+fn native_client_requests_are_pinned() {
+    for (name, req) in [
+        (
+            "client_acquire",
+            ClientRequest::Acquire {
+                key: b"jobs/nightly".to_vec(),
+                lease_ms: 10_000,
+                wait_ms: 5_000,
+            },
+        ),
+        (
+            "client_release",
+            ClientRequest::Release {
+                key: b"jobs/nightly".to_vec(),
+                token: 3,
+            },
+        ),
+        (
+            "client_keepalive",
+            ClientRequest::Keepalive {
+                key: b"jobs/nightly".to_vec(),
+                token: 3,
+            },
+        ),
+        (
+            "client_get",
+            ClientRequest::Get {
+                key: b"jobs/nightly".to_vec(),
+            },
+        ),
+        ("client_status", ClientRequest::Status),
+    ] {
+        pinned(name, &Envelope { id: 1, body: req });
+    }
+}
