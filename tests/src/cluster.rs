@@ -467,9 +467,12 @@ impl Cluster {
     }
 
     /// SIGSTOP node `id`: it stops answering but keeps its state and
-    /// sockets. Returns once every thread of it has stopped: `kill`
-    /// returns before that (one thread takes the signal and stops the
-    /// others when it next runs, and until then they go on serving).
+    /// sockets. Returns once the whole node has stopped: `kill` returns
+    /// before that (one thread takes the signal and stops the others when
+    /// it next runs, and until then they go on serving). The kernel reports
+    /// the stop to the parent, this process, once every thread is stopped;
+    /// `waitid` blocks until then (or returns at once, without reaping it,
+    /// for a node that died instead).
     pub fn pause(&self, id: u64) {
         self.signal(id, "-STOP");
         let pid = self.nodes[&id]
@@ -477,14 +480,22 @@ impl Cluster {
             .as_ref()
             .expect("node is running")
             .id();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !all_threads_stopped(pid) {
-            assert!(
-                Instant::now() < deadline,
-                "node {id} (pid {pid}) did not stop within 10 s of SIGSTOP"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        // SAFETY: waitid writes only into `info`, which lives on this stack.
+        let stopped = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid,
+                &mut info,
+                libc::WSTOPPED | libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        assert_eq!(
+            stopped,
+            0,
+            "waiting for node {id} (pid {pid}) to stop: {}",
+            std::io::Error::last_os_error()
+        );
     }
 
     /// SIGCONT node `id`.
@@ -814,20 +825,4 @@ impl Drop for Cluster {
             self.kill(id);
         }
     }
-}
-
-/// Whether every thread of process `pid` is stopped (or gone), from
-/// `/proc/PID/task/*/stat`.
-fn all_threads_stopped(pid: u32) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return true;
-    };
-    tasks.flatten().all(|t| {
-        // "tid (comm) S ...": the name may hold spaces and parentheses.
-        std::fs::read_to_string(t.path().join("stat")).map_or(true, |stat| {
-            stat.rfind(')')
-                .and_then(|i| stat[i + 2..].chars().next())
-                .is_none_or(|state| "TtZX".contains(state))
-        })
-    })
 }

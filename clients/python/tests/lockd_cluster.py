@@ -149,24 +149,6 @@ class Node:
     paused: bool = False
 
 
-def _stopped(pid: int) -> bool:
-    """Whether every thread of process ``pid`` is stopped (Linux:
-    /proc/PID/task/*/stat; elsewhere the process state `ps` shows)."""
-    task = Path(f"/proc/{pid}/task")
-    if not task.is_dir():
-        r = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True)
-        return r.stdout.strip().startswith("T")
-    for t in task.iterdir():
-        try:
-            stat = (t / "stat").read_text()
-        except OSError:
-            continue  # the thread exited meanwhile
-        # "tid (comm) S ...": the comm may hold spaces and parentheses.
-        if stat[stat.rindex(")") + 2] not in "TtZX":
-            return False
-    return True
-
-
 class Cluster:
     def __init__(self, dir: Path, n: int = 3, secure: bool = False, extra: Optional[List[str]] = None) -> None:
         self.dir = dir
@@ -223,18 +205,17 @@ class Cluster:
             node.proc = None
 
     def pause(self, i: int) -> None:
-        """SIGSTOP node ``i``, and return once every thread of it has
-        stopped. kill() returns before that: one thread takes the signal
-        and stops the others when it next runs, and until then the others
-        go on serving (a request sent at once could still be answered)."""
+        """SIGSTOP node ``i``, and return once the whole node has stopped.
+        kill() returns before that: one thread takes the signal and stops
+        the others when it next runs, and until then they go on serving (a
+        request sent at once could still be answered). The kernel reports
+        the stop to the parent, this process, once every thread has
+        stopped; waitid blocks until then."""
         node = self.nodes[i]
         node.proc.send_signal(signal.SIGSTOP)
         node.paused = True
-        end = time.monotonic() + 10
-        while not _stopped(node.proc.pid):
-            if time.monotonic() >= end:
-                raise AssertionError(f"node {i} (pid {node.proc.pid}) did not stop within 10 s of SIGSTOP")
-            time.sleep(0.001)
+        # WEXITED and WNOWAIT: a node that died instead returns at once, unreaped.
+        os.waitid(os.P_PID, node.proc.pid, os.WSTOPPED | os.WEXITED | os.WNOWAIT)
 
     def resume(self, i: int) -> None:
         self.nodes[i].proc.send_signal(signal.SIGCONT)

@@ -93,8 +93,7 @@ pub async fn serve(node: Arc<Services>, c: Incoming) {
                 return;
             }
             framed.codec_mut().set_max_frame_length(MAX_CLIENT_FRAME);
-            let closes_unauthenticated =
-                deadline - limits.hello_timeout + limits.unauthenticated_timeout;
+            let closes_unauthenticated = limits.unauthenticated_deadline(deadline);
             return serve_client(
                 node,
                 framed,
@@ -236,6 +235,8 @@ async fn serve_client(
     let idle = || tokio::time::Instant::now() + limits.idle_timeout;
     let idle_timer = tokio::time::sleep_until(idle());
     tokio::pin!(idle_timer);
+    // Settled once, at the hello: no lock taken per frame to ask again.
+    let authenticated = slot.is_authenticated();
     let unauthenticated = tokio::time::sleep_until(closes_unauthenticated);
     tokio::pin!(unauthenticated);
     loop {
@@ -301,7 +302,7 @@ async fn serve_client(
             // acquire still waiting leaves its queue), the client retries
             // elsewhere.
             () = stopping(&mut shutdown) => return,
-            _ = unauthenticated.as_mut(), if !slot.is_authenticated() => {
+            _ = unauthenticated.as_mut(), if !authenticated => {
                 tracing::debug!(id = node.id, %peer, "unauthenticated client connection closed at its deadline");
                 return;
             }

@@ -54,8 +54,7 @@ pub async fn serve(node: Arc<Services>, c: Incoming) {
     tokio::pin!(conn);
     let opening = tokio::time::sleep_until(deadline);
     tokio::pin!(opening);
-    let accepted = deadline - limits.hello_timeout;
-    let unauthenticated = tokio::time::sleep_until(accepted + limits.unauthenticated_timeout);
+    let unauthenticated = tokio::time::sleep_until(limits.unauthenticated_deadline(deadline));
     tokio::pin!(unauthenticated);
     let (mut opened, mut closing, mut stopped) = (false, false, false);
     loop {

@@ -90,6 +90,18 @@ impl Default for ConnLimits {
     }
 }
 
+impl ConnLimits {
+    /// When a connection whose opening phase ends at `opening_deadline`
+    /// must have presented a valid credential (counted from accept, like
+    /// the opening phase).
+    pub fn unauthenticated_deadline(
+        &self,
+        opening_deadline: tokio::time::Instant,
+    ) -> tokio::time::Instant {
+        opening_deadline - self.hello_timeout + self.unauthenticated_timeout
+    }
+}
+
 /// The key an address is counted under: an IPv4 address itself (also
 /// when mapped into IPv6), an IPv6 address's /64.
 pub fn prefix(ip: IpAddr) -> IpAddr {
