@@ -35,9 +35,9 @@ use std::time::Instant;
 
 use lock_bench::arg;
 use lock_tests::fixtures::LOCK_SM_V3;
-use lockd::command::Command;
-use lockd::engine::{EngineSettings, GuestInstance, WasmEngine};
-use lockd::raft::replica::capacity::{DEFAULT_CAPACITY, MAX_COMMANDS_PER_CALL};
+use lockd_core::command::Command;
+use lockd_core::engine::{EngineSettings, GuestInstance, WasmEngine};
+use lockd_core::replica::capacity::{DEFAULT_CAPACITY, MAX_COMMANDS_PER_CALL};
 
 struct Cost {
     call: &'static str,
@@ -128,7 +128,7 @@ fn run(
     let t = Instant::now();
     fresh.restore(&snap).expect("restore");
     record(&mut costs, "restore", &fresh, t);
-    let state = lockd::upgrade::capture(&mut g, engine.load(other).expect("other").world())
+    let state = lockd_core::upgrade::capture(&mut g, engine.load(other).expect("other").world())
         .expect("capture")
         .0;
     let mut migrated = load(other);
@@ -166,7 +166,7 @@ fn cycle_rate(g: &mut GuestInstance, key_bytes: usize) -> f64 {
             .iter()
             .enumerate()
             .map(|(i, o)| match o.first() {
-                Some(lockd::command::Outcome::Granted(gr)) => {
+                Some(lockd_core::command::Outcome::Granted(gr)) => {
                     vec![Command::release(key(i), gr.token)]
                 }
                 other => panic!("cycle grant: {other:?}"),
@@ -219,8 +219,8 @@ fn main() {
         budget.fuel_per_state_call
     );
     let modules: [(&str, &[u8], &[u8]); 2] = [
-        ("built-in (0.1)", lockd::builtin::LOCK_SM, LOCK_SM_V3),
-        ("reference (0.2)", LOCK_SM_V3, lockd::builtin::LOCK_SM),
+        ("built-in (0.1)", lockd_core::builtin::LOCK_SM, LOCK_SM_V3),
+        ("reference (0.2)", LOCK_SM_V3, lockd_core::builtin::LOCK_SM),
     ];
     for (locks, key_bytes) in shapes {
         for (name, module, other) in modules {

@@ -69,7 +69,7 @@ fn main() {
                 row(&c, "0.2", seconds, clients, contended, mode, limit);
             }
         }
-        swap(&c, lockd::builtin::LOCK_SM);
+        swap(&c, lockd_core::builtin::LOCK_SM);
         for (clients, contended, mode, limit) in exclusive {
             if kept(clients) {
                 row(&c, "0.1", seconds, clients, contended, mode, limit);

@@ -30,8 +30,8 @@
 use std::time::{Duration, Instant};
 
 use guest_sm::{Command as NCommand, LockTable};
-use lockd::command::{Command, Outcome};
-use lockd::engine::{EngineSettings, GuestInstance, WasmEngine};
+use lockd_core::command::{Command, Outcome};
+use lockd_core::engine::{EngineSettings, GuestInstance, WasmEngine};
 use serde::Serialize;
 
 use lock_tests::fixtures::LOCK_SM_V3;
@@ -124,7 +124,7 @@ fn worlds(engine: &WasmEngine, dur: Duration) -> Vec<WorldRow> {
     let mut rows = Vec::new();
     for &b in &BATCHES {
         let batches: Vec<&[(usize, bool)]> = stream.chunks(b).collect();
-        let (mut v01, mut v02) = (load(lockd::builtin::LOCK_SM), load(LOCK_SM_V3));
+        let (mut v01, mut v02) = (load(lockd_core::builtin::LOCK_SM), load(LOCK_SM_V3));
         let (mut r01, mut r02) = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
             r01.push(measure(&batches, dur / ROUNDS, |x| v01.apply(x, &keys)));
@@ -187,7 +187,7 @@ fn main() {
 
     let engine = WasmEngine::new(EngineSettings::default(), None).expect("engine");
     let module = engine
-        .load(lockd::builtin::LOCK_SM)
+        .load(lockd_core::builtin::LOCK_SM)
         .expect("built-in module");
     let (native_stream, wasm_stream) = stream();
 

@@ -95,10 +95,10 @@ async fn cycles(
 
 /// The swap's steps in this process, median of five, in ms.
 fn breakdown(locks: usize) {
-    use lockd::command::Command;
-    use lockd::engine::{EngineSettings, WasmEngine};
+    use lockd_core::command::Command;
+    use lockd_core::engine::{EngineSettings, WasmEngine};
     let engine = WasmEngine::new(EngineSettings::default(), None).expect("engine");
-    let v1 = engine.load(lockd::builtin::LOCK_SM).expect("v1");
+    let v1 = engine.load(lockd_core::builtin::LOCK_SM).expect("v1");
     let mut old = engine.instantiate(&v1).expect("instance");
     for chunk in (0..locks).collect::<Vec<_>>().chunks(4096) {
         let batch: Vec<Command> = chunk
@@ -114,10 +114,10 @@ fn breakdown(locks: usize) {
         let v2 = engine.load(LOCK_SM_V2).expect("v2");
         let compile = ms(t);
         let t = Instant::now();
-        let (state, stats) = lockd::upgrade::capture(&mut old, v2.world()).expect("capture");
+        let (state, stats) = lockd_core::upgrade::capture(&mut old, v2.world()).expect("capture");
         let snapshot = ms(t);
         let t = Instant::now();
-        let mut m = lockd::upgrade::migrate(&engine, &v2, &state, &stats).expect("migrate");
+        let mut m = lockd_core::upgrade::migrate(&engine, &v2, &state, &stats).expect("migrate");
         let restore = ms(t);
         let t = Instant::now();
         m.instance.state_hash().expect("hash");

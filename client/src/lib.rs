@@ -62,18 +62,20 @@
 //!   forms of module keys and signatures.
 
 pub mod admin;
-pub mod audit;
 pub mod client;
 pub mod conn;
 pub mod guard;
 pub mod id;
 pub mod options;
-pub mod proto;
 pub mod security;
 pub mod shutdown;
-pub mod signature;
 pub mod tls;
 pub mod wire;
+
+// The protocol's types live in `lockd-proto` (serde only, shared with the
+// node); re-exported under the names clients have always used.
+pub use lockd_proto as proto;
+pub use lockd_proto::{audit, signature};
 
 pub use client::{Client, ClientError, ClientOptions, LockGuard};
 pub use options::AcquireOptions;

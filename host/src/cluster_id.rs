@@ -226,12 +226,7 @@ impl ClusterIdentity {
     /// The id's 16 bytes, as bound signatures name it (zeros while the
     /// node knows none: a cluster of builds before cluster ids).
     pub fn bytes(&self) -> [u8; 16] {
-        let mut out = [0u8; 16];
-        if let Some(id) = self.get() {
-            // A ClusterId is 32 hex digits by construction.
-            let _ = hex::decode_to_slice(id.as_str(), &mut out);
-        }
-        out
+        lockd_core::replica::ClusterName::bytes(self)
     }
 
     pub fn get(&self) -> Option<ClusterId> {
@@ -268,6 +263,17 @@ impl ClusterIdentity {
                 Ok(())
             }
         }
+    }
+}
+
+impl lockd_core::replica::ClusterName for ClusterIdentity {
+    fn bytes(&self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        if let Some(id) = self.get() {
+            // A ClusterId is 32 hex digits by construction.
+            let _ = hex::decode_to_slice(id.as_str(), &mut out);
+        }
+        out
     }
 }
 

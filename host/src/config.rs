@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::engine::EngineSettings;
+use lockd_core::engine::EngineSettings;
 
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7400";
 pub const DEFAULT_DATA_DIR: &str = "lockd-data";

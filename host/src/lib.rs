@@ -3,10 +3,12 @@
 //!
 //! Every change of lock state is a command in a replicated log. When an entry
 //! is committed, every node applies it by calling the lock state machine — a
-//! WebAssembly component of the `lock-sm` world (`wit/`) — through
-//! [`engine`]. Because every node runs the same bytes under the same
-//! deterministic engine settings, every node computes bit-identical outcomes
-//! and state.
+//! WebAssembly component of the `lock-sm` world (`wit/`) — through the
+//! deterministic core, [`lockd_core`]: the log entry and snapshot formats,
+//! the replica, the engine, upgrades. Because every node runs the same
+//! bytes under the same deterministic engine settings, every node computes
+//! bit-identical outcomes and state. This crate is everything around it:
+//! consensus, storage, the lock service, the API, the wiring.
 //!
 //! # Layout
 //!
@@ -25,24 +27,19 @@
 //!   leader's lock actor (waiters, leases, keepalive, handoff, phantom
 //!   release) — and the proposer that batches commands into log entries.
 //! * [`raft`]: openraft's type config and the adapters: log store (group
-//!   commit), the I/O-free [`raft::replica::Replica`] that applies each
-//!   committed range with one guest call (also used by `lockd replay` and
-//!   the tests), the state machine adapter around it, the snapshot file,
-//!   network.
+//!   commit), the state machine adapter around the core's I/O-free
+//!   [`lockd_core::replica::Replica`] (which applies each committed range
+//!   with one guest call), the snapshot file, network.
 //! * [`log`]: the on-disk write-ahead log (segments, CRC32C records,
 //!   recovery) and atomic small files.
-//! * [`engine`]: wasmtime under a deterministic configuration: settings and
-//!   fingerprint, the compiled-component cache, the typed guest wrapper that
-//!   turns traps and fuel exhaustion into errors.
-//! * [`command`]: the replicated lock commands and their outcomes (the types
-//!   of the `lock-sm` world, as the host sees them).
-//! * [`builtin`]: the lock state machine component built from `guest-sm/`
-//!   and embedded in the binary; the module a new cluster starts with.
+//! * [`lockd_core`] (its own crate): the log entry, the replica, the
+//!   engine, the built-in module, the commands.
 //!
-//! Beside the request path, [`upgrade`] replaces the lock module through the
-//! log (validate on the leader, migrate and swap at apply on every node),
-//! runs candidate modules in shadow mode, records and compares state hashes
-//! for the determinism audit, and replays a stored log through a module.
+//! Beside the request path, [`upgrade`] is the host's side of lock modules:
+//! the leader validates an upgrade or a shadow start and proposes it, a
+//! background checker compares the audit points with the peers', and
+//! `lockd replay` runs a stored log through a module (the migration, the
+//! shadow and the signature checks themselves are the core's).
 //!
 //! Around them: [`node`] only wires things together and starts them (like
 //! mini-redis's `server::run`; nothing imports it back), [`config`] reads
@@ -54,30 +51,12 @@
 //! survivor (`lockd restore`, `lockd recover --force-new-cluster`);
 //! [`cluster_id`] gives every cluster an id its peers must share, so an
 //! old node never rejoins the cluster that replaced its own.
-//!
-//! # Using the engine
-//!
-//! ```no_run
-//! use lockd::command::Command;
-//! use lockd::engine::{EngineSettings, WasmEngine};
-//!
-//! let engine = WasmEngine::new(EngineSettings::default(), None)?;
-//! let module = engine.load(lockd::builtin::LOCK_SM)?;
-//! let mut guest = engine.instantiate(&module)?;
-//! // One entry of one command; a module of either world takes it.
-//! let outcomes = guest.apply(&[vec![Command::grant("db-primary", 10_000)]])?;
-//! println!("{outcomes:?} state hash {}", hex::encode(guest.state_hash()?));
-//! # Ok::<(), lockd::engine::EngineError>(())
-//! ```
 
 pub mod api;
 pub mod auth;
-pub mod builtin;
 pub mod certs;
 pub mod cluster_id;
-pub mod command;
 pub mod config;
-pub mod engine;
 pub mod log;
 pub mod membership;
 pub mod node;

@@ -18,7 +18,7 @@ use std::time::Duration;
 use openraft::ChangeMembers;
 use thiserror::Error;
 
-use lockd_client::proto::{AuditReport, Status};
+use lockd_proto::{AuditReport, Status};
 
 use crate::cluster_id::ClusterIdentity;
 use crate::raft::state_machine::StateMachineStore;
@@ -253,7 +253,7 @@ impl Membership {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockd_client::proto::{AuditKind, AuditRecord};
+    use lockd_proto::{AuditKind, AuditRecord};
 
     fn report(points: &[(u64, &str)]) -> AuditReport {
         AuditReport {

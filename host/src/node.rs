@@ -34,7 +34,6 @@ use crate::api::Services;
 use crate::auth::{Auth, AuthFileError};
 use crate::cluster_id::{ClusterId, ClusterIdentity};
 use crate::config::NodeConfig;
-use crate::engine::{EngineError, WasmEngine};
 use crate::log::WalOptions;
 use crate::membership::Membership;
 use crate::raft::log_store::{LogOpenError, LogStore};
@@ -44,10 +43,11 @@ use crate::raft::{Node as RaftNode, NodeId, Raft};
 use crate::service::proposer::Proposer;
 use crate::service::LockService;
 use crate::transport::tls::TlsServer;
-use crate::upgrade::precompile::Precompiler;
 use crate::upgrade::submit::Upgrader;
 use lockd_client::tls::TlsClient;
 use lockd_client::Credentials;
+use lockd_core::engine::{EngineError, WasmEngine};
+use lockd_core::precompile::Precompiler;
 
 #[derive(Debug, Error)]
 pub enum NodeError {
@@ -144,7 +144,7 @@ impl Node {
             config.id,
             precompiler.clone(),
             &dir.join("snapshot"),
-            crate::builtin::LOCK_SM,
+            lockd_core::builtin::LOCK_SM,
             config.audit_interval,
         )?;
         sm.bind_cluster(cluster.clone());

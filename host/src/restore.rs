@@ -35,16 +35,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use openraft::{CommittedLeaderId, Membership, StoredMembership};
 use thiserror::Error;
 
 use crate::cluster_id::ClusterId;
-use crate::engine::{EngineError, WasmEngine};
-use crate::raft::replica::Replica;
 use crate::raft::snapshot::{self, SnapshotBlob};
-use crate::raft::{LogId, Node, NodeId, SnapshotMeta};
-use crate::upgrade::precompile::Precompiler;
+use crate::raft::{convert, NodeId};
 use crate::upgrade::replay::{stored_entries, stored_replica, ReplayError};
+use lockd_core::engine::{EngineError, WasmEngine};
+use lockd_core::entry::{LogId, Membership, Node, SnapshotMeta, StoredMembership};
+use lockd_core::precompile::Precompiler;
+use lockd_core::replica::Replica;
 
 mod vouch;
 pub use vouch::{check_vouched, Vouched};
@@ -176,13 +176,9 @@ pub fn survivor_state(
 ) -> Result<SnapshotBlob, RestoreError> {
     let (mut replica, from) = stored_replica(engine, data_dir, builtin)?;
     for (_, entry) in stored_entries(data_dir, from)? {
-        replica.apply([entry])?;
+        replica.apply([convert::entry(entry)])?;
     }
-    let meta = SnapshotMeta {
-        last_log_id: replica.last_applied(),
-        last_membership: replica.membership().clone(),
-        snapshot_id: "survivor".into(),
-    };
+    let meta = replica.snapshot_meta("survivor".into());
     Ok(replica.snapshot_blob(meta)?)
 }
 
@@ -222,7 +218,7 @@ pub fn write_node(
     let raised = raise_token_floor(&blob.guest_state)?;
     let index = blob.meta.last_log_id.map_or(0, |l| l.index);
     // Term 0: the new cluster's first election is at term 1, above it.
-    let log_id = LogId::new(CommittedLeaderId::new(0, 0), index);
+    let log_id = LogId::new(0, 0, index);
     let voters: BTreeSet<NodeId> = members.keys().copied().collect();
     let nodes: BTreeMap<NodeId, Node> = members
         .iter()
@@ -230,7 +226,13 @@ pub fn write_node(
         .collect();
     blob.meta = SnapshotMeta {
         last_log_id: Some(log_id),
-        last_membership: StoredMembership::new(Some(log_id), Membership::new(vec![voters], nodes)),
+        last_membership: StoredMembership {
+            log_id: Some(log_id),
+            membership: Membership {
+                configs: vec![voters],
+                nodes,
+            },
+        },
         snapshot_id: format!("restored-{index}"),
     };
     blob.guest_state = raised.state;

@@ -184,7 +184,7 @@ fn wall_clock_jumps_do_not_move_lease_expiry() {
     // Two hours forward on every node: nothing expires early.
     jump_and_check(&c, &clocks, "+2h", 7200.0, "shadow mode started", || {
         let r = c
-            .post_bytes(leader, "/v1/admin/shadow", lockd::builtin::LOCK_SM)
+            .post_bytes(leader, "/v1/admin/shadow", lockd_core::builtin::LOCK_SM)
             .expect("start shadow mode");
         assert!(r.ok(), "{r:?}");
     });

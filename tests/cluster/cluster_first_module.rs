@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use lock_tests::cluster::{fault_binary, Cluster};
 use lock_tests::fixtures::LOCK_SM_V3;
-use lockd::engine::ModuleHash;
+use lockd_core::engine::ModuleHash;
 
 const WITHIN: Duration = Duration::from_secs(30);
 
@@ -35,7 +35,7 @@ fn a_cluster_keeps_its_first_module_when_restarted_by_a_binary_with_another() {
         c.spawn(id);
     }
     let first = ModuleHash::of(LOCK_SM_V3).to_string();
-    let builtin = ModuleHash::of(lockd::builtin::LOCK_SM).to_string();
+    let builtin = ModuleHash::of(lockd_core::builtin::LOCK_SM).to_string();
     assert_ne!(first, builtin, "the test needs two different modules");
 
     let leader = c.wait_leader(WITHIN);

@@ -204,7 +204,7 @@ fn add_learner_promote_remove_keeps_serving() {
                 .expect("add");
             assert!(r.ok(), "{r:?}");
             let st = c.status(4).expect("node 4 answers");
-            assert_eq!(st.role, lockd_client::proto::Role::Learner);
+            assert_eq!(st.role, lockd_proto::Role::Learner);
             targets.lock().expect("targets").push(4);
             every_client_served("after adding a learner", &served, 5);
 

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use lock_tests::cluster::{Cluster, ELECTION_MS};
 use lock_tests::fixtures::CHAOS_GUEST;
-use lockd::engine::ModuleHash;
-use lockd_client::proto::{PoisonedAt, Role, Status};
+use lockd_core::engine::ModuleHash;
+use lockd_proto::{PoisonedAt, Role, Status};
 
 /// Every node's status, once a majority is poisoned and stopped (nothing
 /// can be committed any more) and every other node has not learned that

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lockd::raft::replica::capacity::DEFAULT_CAPACITY;
-use lockd_client::proto::WireError;
 use lockd_client::{Client, ClientError};
+use lockd_core::replica::capacity::DEFAULT_CAPACITY;
+use lockd_proto::WireError;
 use serde_json::json;
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -38,7 +38,7 @@ async fn take(client: &Client, key: &str) -> Result<bool, String> {
 
 /// Every node: not poisoned, the same state hash at the same index, and
 /// the same use of the bounds.
-fn assert_healthy_and_equal(c: &Cluster) -> lockd_client::proto::CapacityStatus {
+fn assert_healthy_and_equal(c: &Cluster) -> lockd_proto::CapacityStatus {
     let s = c.wait_converged(Duration::from_secs(30));
     let mut seen = None;
     for id in c.running() {
@@ -106,7 +106,7 @@ fn a_flood_of_long_keys_ends_at_the_default_bound_not_in_a_poisoned_node() {
     let cap = assert_healthy_and_equal(&c);
     assert_eq!(cap.held, fits);
     assert_eq!(cap.key_bytes, fits * 1024);
-    assert_eq!(cap.limits, DEFAULT_CAPACITY);
+    assert_eq!(cap.limits, DEFAULT_CAPACITY.into());
 }
 
 #[test]

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
 use lock_tests::raw::{self, closed_within, read_frame, send_frame};
-use lockd_client::proto::{ClientRequest, ClientResponse};
 use lockd_client::wire::{self, Envelope, HelloReply};
+use lockd_proto::{ClientRequest, ClientResponse};
 
 fn ip(s: &str) -> IpAddr {
     s.parse().expect("ip")

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lockd_client::proto::WireError;
 use lockd_client::{Client, ClientError};
+use lockd_proto::WireError;
 use serde_json::json;
 
 #[test]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use lock_tests::cluster::Cluster;
 use lockd::transport::frame::Role;
 use lockd::transport::peer::FramedConn;
-use lockd_client::proto::{ClientRequest, ClientResponse, WireError};
+use lockd_proto::{ClientRequest, ClientResponse, WireError};
 
 /// The lease of the kept lock: keepalives go out every quarter of it.
 const LEASE_MS: u64 = 600;
@@ -116,7 +116,7 @@ fn keepalive_to_a_deposed_leader_is_refused_as_not_the_leader() {
         let leaders: Vec<u64> = others
             .iter()
             .filter_map(|i| c.status(*i))
-            .filter(|s| s.role == lockd_client::proto::Role::Leader)
+            .filter(|s| s.role == lockd_proto::Role::Leader)
             .map(|s| s.id)
             .collect();
         if let Some(l) = leaders.first() {

@@ -6,9 +6,9 @@ use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lockd_client::proto::{ClientRequest, WireError};
 use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
 use lockd_client::{Client, ClientError, ClientOptions, LockGuard};
+use lockd_proto::{ClientRequest, WireError};
 use tokio::time::Instant;
 
 fn rt() -> tokio::runtime::Runtime {

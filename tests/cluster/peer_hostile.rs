@@ -37,7 +37,9 @@ fn peer((addr, to, cluster): (&str, u64, &str), from: u64) -> TcpStream {
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
     s.write_all(&wire::PREFACE).expect("preface");
-    let fingerprint = lockd::engine::EngineSettings::default().fingerprint().text;
+    let fingerprint = lockd_core::engine::EngineSettings::default()
+        .fingerprint()
+        .text;
     let hello = wire::encode(&Hello {
         role: Role::PeerInCluster {
             from,

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use lock_tests::cluster::{Cluster, Reply};
 use lock_tests::secure::Who;
-use lockd_client::proto::WireError;
 use lockd_client::{AcquireOptions, Client, ClientError, ClientOptions};
+use lockd_proto::WireError;
 use serde_json::{json, Value};
 
 const ALICE: Who = Who::Cert("alice");

@@ -312,7 +312,7 @@ fn a_revoked_token_is_refused_on_open_connections_and_through_a_follower() {
         matches!(
             next,
             Err(lockd_client::ClientError::Rejected(
-                lockd_client::proto::WireError::Unauthenticated(_)
+                lockd_proto::WireError::Unauthenticated(_)
             ))
         ),
         "{next:?}"

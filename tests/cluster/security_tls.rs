@@ -27,7 +27,9 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 fn fingerprint() -> String {
-    lockd::engine::EngineSettings::default().fingerprint().text
+    lockd_core::engine::EngineSettings::default()
+        .fingerprint()
+        .text
 }
 
 /// What a peer hello to node `target` at `addr` as node `from` gets, over

@@ -9,7 +9,7 @@ use lock_tests::cluster::{free_port, Cluster};
 use lockd::transport::frame::{self, HelloReply, Role};
 use lockd::transport::peer::FramedConn;
 use lockd::transport::TransportError;
-use lockd_client::proto::{Role as StatusRole, Status};
+use lockd_proto::{Role as StatusRole, Status};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

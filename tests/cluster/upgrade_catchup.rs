@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use lock_tests::cluster::{Cluster, ELECTION_MS};
 use lock_tests::fixtures::LOCK_SM_V2;
-use lockd::engine::ModuleHash;
+use lockd_core::engine::ModuleHash;
 
 /// Take and free a few locks on `via`, keeping every other one.
 fn traffic(c: &Cluster, via: u64, prefix: &str, n: usize) {
@@ -67,7 +67,7 @@ fn make_leader(c: &mut Cluster, node: u64) {
 /// the last one granted.
 fn serves_as_v2_leader(c: &Cluster, node: u64, prefix: &str, n: usize) {
     let st = c.status(node).expect("status");
-    assert_eq!(st.role, lockd_client::proto::Role::Leader, "{st:?}");
+    assert_eq!(st.role, lockd_proto::Role::Leader, "{st:?}");
     let r = c.acquire(node, "reserved/k", 1000).expect("acquire");
     assert_eq!(r.status, 403, "{r:?}");
     for i in 0..n {
@@ -94,7 +94,7 @@ fn same_audit_point(c: &Cluster, node: u64, leader: u64, index: u64) {
             .expect("audit report")
             .records
             .into_iter()
-            .find(|r| r.index == index && r.kind == lockd_client::proto::AuditKind::Upgrade)
+            .find(|r| r.index == index && r.kind == lockd_proto::AuditKind::Upgrade)
             .unwrap_or_else(|| panic!("node {id} has no audit point at upgrade index {index}"))
     };
     assert_eq!(point(node), point(leader));

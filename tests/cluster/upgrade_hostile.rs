@@ -14,7 +14,7 @@ use std::time::Duration;
 use lock_tests::cluster::Cluster;
 use lock_tests::fixtures::{CHAOS_GUEST, EMPTY_CORE_MODULE, IMPORT_GUEST, LOCK_SM_V2};
 use lock_tests::load;
-use lockd::engine::ModuleHash;
+use lockd_core::engine::ModuleHash;
 
 struct Case {
     name: &'static str,
@@ -116,7 +116,7 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
         ],
     );
     let leader = c.wait_leader(Duration::from_secs(20));
-    let v1 = ModuleHash::of(lockd::builtin::LOCK_SM).to_string();
+    let v1 = ModuleHash::of(lockd_core::builtin::LOCK_SM).to_string();
     let stop = AtomicBool::new(false);
     let logs = std::thread::scope(|s| {
         let clients = s.spawn(|| load::run(&c, &[1, 2, 3], 3, &stop));
@@ -176,7 +176,7 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
                     });
                 assert_eq!(
                     rec.result,
-                    lockd_client::proto::UpgradeResult::Rejected,
+                    lockd_proto::UpgradeResult::Rejected,
                     "{} on node {id}",
                     case.name
                 );
@@ -238,7 +238,7 @@ fn upgrade_route_refuses_bad_requests() {
     assert_eq!(r.status, 400);
     assert!(r.error().contains("unknown query parameter"), "{r:?}");
     let r = c
-        .post_bytes(1, "/v1/admin/upgrade", lockd::builtin::LOCK_SM)
+        .post_bytes(1, "/v1/admin/upgrade", lockd_core::builtin::LOCK_SM)
         .expect("post");
     assert_eq!(r.status, 409, "{r:?}");
     assert!(r.error().contains("already the active module"), "{r:?}");
@@ -251,7 +251,7 @@ fn upgrade_route_refuses_bad_requests() {
     assert!(st.upgrades.is_empty());
     assert_eq!(
         st.module_hash,
-        ModuleHash::of(lockd::builtin::LOCK_SM).to_string()
+        ModuleHash::of(lockd_core::builtin::LOCK_SM).to_string()
     );
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use lock_tests::cluster::Cluster;
 use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_V3};
 use lock_tests::load;
-use lockd::engine::ModuleHash;
+use lockd_core::engine::ModuleHash;
 
 #[test]
 fn upgrade_under_load_swaps_every_node_at_one_index() {
@@ -54,7 +54,7 @@ fn swap_under_load(module: &[u8], version: &str) -> (Cluster, u64) {
     let c = Cluster::start(3, &["--audit-interval", "25", "--audit-check-ms", "200"]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let v1 = c.status(leader).expect("status").module_hash;
-    assert_eq!(v1, ModuleHash::of(lockd::builtin::LOCK_SM).to_string());
+    assert_eq!(v1, ModuleHash::of(lockd_core::builtin::LOCK_SM).to_string());
     let v2 = ModuleHash::of(module).to_string();
     crate::world02_live::refused_on_0_1(&c, leader);
     // A lock held across the swap keeps its token and its holder.
@@ -119,7 +119,7 @@ fn swap_under_load(module: &[u8], version: &str) -> (Cluster, u64) {
         let audit = c.audit(id).expect("audit");
         let at_swap: Vec<_> = audit.records.iter().filter(|r| r.index == index).collect();
         assert_eq!(at_swap.len(), 1, "node {id}: {:?}", audit.records);
-        assert_eq!(at_swap[0].kind, lockd_client::proto::AuditKind::Upgrade);
+        assert_eq!(at_swap[0].kind, lockd_proto::AuditKind::Upgrade);
     }
     let swap_hashes: Vec<String> = (1..=3)
         .map(|id| {

@@ -42,7 +42,7 @@ fn replay_reports_the_outcomes_a_module_would_change() {
     let dir = tempfile::tempdir().expect("tempdir");
     let v1 = dir.path().join("v1.wasm");
     let v2 = dir.path().join("v2.wasm");
-    std::fs::write(&v1, lockd::builtin::LOCK_SM).expect("write");
+    std::fs::write(&v1, lockd_core::builtin::LOCK_SM).expect("write");
     std::fs::write(&v2, LOCK_SM_V2).expect("write");
     let data = c.nodes[&1].data_dir.clone();
 

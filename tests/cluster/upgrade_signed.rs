@@ -18,7 +18,7 @@ use std::time::Duration;
 use lock_tests::cluster::Cluster;
 use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_V3};
 use lockd::api::status::Status;
-use lockd::engine::ModuleHash;
+use lockd_core::engine::ModuleHash;
 
 fn run(c: &Cluster, args: &[&str]) -> Output {
     c.lockctl().args(args).output().expect("lockctl")
@@ -72,7 +72,7 @@ fn signed_modules_from_keygen_to_untrust() {
     std::fs::write(&v2, LOCK_SM_V2).expect("write");
     std::fs::write(&v3, LOCK_SM_V3).expect("write");
     let (h1, h2, h3) = (
-        ModuleHash::of(lockd::builtin::LOCK_SM).to_string(),
+        ModuleHash::of(lockd_core::builtin::LOCK_SM).to_string(),
         ModuleHash::of(LOCK_SM_V2).to_string(),
         ModuleHash::of(LOCK_SM_V3).to_string(),
     );

@@ -12,16 +12,15 @@ use std::sync::Arc;
 use ed25519_dalek::{Signer, SigningKey};
 use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_V3};
 use lockd::cluster_id::{ClusterId, ClusterIdentity};
-use lockd::engine::{EngineSettings, ModuleHash, WasmEngine};
-use lockd::raft::replica::Replica;
-use lockd::raft::{Entry, Request, Response};
-use lockd::upgrade::precompile::Precompiler;
-use lockd::upgrade::signature::{
+use lockd_core::engine::{EngineSettings, ModuleHash, WasmEngine};
+use lockd_core::entry::{Entry, LogId, Payload, Request, Response};
+use lockd_core::precompile::Precompiler;
+use lockd_core::replica::Replica;
+use lockd_core::signature::{
     BoundUpgrade, KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart,
 };
-use lockd::upgrade::{ShadowOutcome, UpgradeEntry, UpgradeOutcome};
-use lockd_client::signature::{bound_message, signed_message, Binding, Purpose};
-use openraft::{CommittedLeaderId, EntryPayload, LogId};
+use lockd_core::upgrade::{ShadowOutcome, UpgradeEntry, UpgradeOutcome};
+use lockd_proto::signature::{bound_message, signed_message, Binding, Purpose};
 
 const CLUSTER: &str = "0123456789abcdef0123456789abcdef";
 const STAGING: &str = "fedcba9876543210fedcba9876543210";
@@ -35,7 +34,7 @@ impl Node {
     fn of(cluster: &str) -> Node {
         let engine = Arc::new(WasmEngine::new(EngineSettings::default(), None).unwrap());
         let loader = Precompiler::new(engine);
-        let module = loader.load(lockd::builtin::LOCK_SM).unwrap();
+        let module = loader.load(lockd_core::builtin::LOCK_SM).unwrap();
         let mut replica = Replica::new(1, loader, module, 4).unwrap();
         let id = ClusterId::parse(cluster).unwrap();
         replica.bind_cluster(Arc::new(ClusterIdentity::fixed(Some(id))));
@@ -49,8 +48,8 @@ impl Node {
     fn apply(&mut self, request: Request) -> Response {
         self.index += 1;
         let entry = Entry {
-            log_id: LogId::new(CommittedLeaderId::new(1, 0), self.index),
-            payload: EntryPayload::Normal(request),
+            log_id: LogId::new(1, 0, self.index),
+            payload: Payload::Normal(request),
         };
         self.replica.apply([entry]).unwrap().remove(0)
     }

@@ -8,16 +8,15 @@
 use std::sync::Arc;
 
 use lock_tests::fixtures::LOCK_SM_V3;
-use lockd::command::{is_capacity, Command, Outcome, Reason};
-use lockd::engine::{EngineSettings, WasmEngine};
-use lockd::raft::replica::capacity::DEFAULT_CAPACITY;
-use lockd::raft::replica::Replica;
-use lockd::raft::snapshot::SnapshotBlob;
-use lockd::raft::{Entry, Request, Response, SnapshotMeta};
-use lockd::upgrade::precompile::Precompiler;
-use lockd::upgrade::{UpgradeEntry, UpgradeOutcome};
-use lockd_client::proto::Capacity;
-use openraft::{CommittedLeaderId, EntryPayload, LogId};
+use lockd_core::command::{is_capacity, Command, Outcome, Reason};
+use lockd_core::engine::{EngineSettings, WasmEngine};
+use lockd_core::entry::{Entry, LogId, Payload, Request, Response, SnapshotMeta};
+use lockd_core::precompile::Precompiler;
+use lockd_core::replica::capacity::Capacity;
+use lockd_core::replica::capacity::DEFAULT_CAPACITY;
+use lockd_core::replica::Replica;
+use lockd_core::snapshot::SnapshotBlob;
+use lockd_core::upgrade::{UpgradeEntry, UpgradeOutcome};
 
 fn loader() -> Arc<Precompiler> {
     let engine = Arc::new(WasmEngine::new(EngineSettings::default(), None).unwrap());
@@ -35,8 +34,8 @@ fn entries(requests: Vec<Request>) -> Vec<Entry> {
         .into_iter()
         .enumerate()
         .map(|(i, r)| Entry {
-            log_id: LogId::new(CommittedLeaderId::new(1, 0), i as u64 + 1),
-            payload: EntryPayload::Normal(r),
+            log_id: LogId::new(1, 0, i as u64 + 1),
+            payload: Payload::Normal(r),
         })
         .collect()
 }
@@ -84,7 +83,7 @@ fn capacity_refused(o: &Outcome) -> bool {
 
 #[test]
 fn grants_past_a_bound_are_refused_and_everything_else_applies() {
-    for module in [lockd::builtin::LOCK_SM, LOCK_SM_V3] {
+    for module in [lockd_core::builtin::LOCK_SM, LOCK_SM_V3] {
         let mut r = replica(module);
         let out = lock_outcomes(&r.apply(entries(workload())).unwrap());
         let first: Vec<&Outcome> = out[..4].iter().map(|e| &e[0][0]).collect();
@@ -105,12 +104,12 @@ fn grants_past_a_bound_are_refused_and_everything_else_applies() {
 #[test]
 fn the_answers_do_not_depend_on_how_entries_are_cut_into_calls() {
     let all_at_once = {
-        let mut r = replica(lockd::builtin::LOCK_SM);
+        let mut r = replica(lockd_core::builtin::LOCK_SM);
         let out = lock_outcomes(&r.apply(entries(workload())).unwrap());
         (out, r.state_hash().unwrap())
     };
     let one_by_one = {
-        let mut r = replica(lockd::builtin::LOCK_SM);
+        let mut r = replica(lockd_core::builtin::LOCK_SM);
         let mut out = Vec::new();
         for e in entries(workload()) {
             out.extend(lock_outcomes(&r.apply([e]).unwrap()));
@@ -122,8 +121,8 @@ fn the_answers_do_not_depend_on_how_entries_are_cut_into_calls() {
 
 #[test]
 fn bounds_and_use_survive_a_snapshot_and_an_upgrade() {
-    let mut r = replica(lockd::builtin::LOCK_SM);
-    assert_eq!(r.capacity().limits, DEFAULT_CAPACITY);
+    let mut r = replica(lockd_core::builtin::LOCK_SM);
+    assert_eq!(r.capacity().limits, DEFAULT_CAPACITY.into());
     r.apply(entries(workload())).unwrap();
     let blob = r.snapshot_blob(SnapshotMeta::default()).unwrap();
     let bytes = blob.encode().unwrap();
@@ -133,8 +132,8 @@ fn bounds_and_use_survive_a_snapshot_and_an_upgrade() {
 
     let replaces = r.module_hash();
     let up = Entry {
-        log_id: LogId::new(CommittedLeaderId::new(1, 0), 100),
-        payload: EntryPayload::Normal(Request::Upgrade(UpgradeEntry {
+        log_id: LogId::new(1, 0, 100),
+        payload: Payload::Normal(Request::Upgrade(UpgradeEntry {
             module: LOCK_SM_V3.to_vec(),
             replaces,
         })),

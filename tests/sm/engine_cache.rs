@@ -2,9 +2,9 @@
 //! fingerprint, authenticated with a key kept outside it, never trusted
 //! blindly.
 
-use lockd::command::{Command, Granted, Outcome};
-use lockd::engine::cache::Compiled;
-use lockd::engine::{EngineSettings, WasmEngine};
+use lockd_core::command::{Command, Granted, Outcome};
+use lockd_core::engine::cache::Compiled;
+use lockd_core::engine::{EngineSettings, WasmEngine};
 
 #[test]
 fn second_load_comes_from_the_cache_and_behaves_the_same() {
@@ -14,7 +14,7 @@ fn second_load_comes_from_the_cache_and_behaves_the_same() {
         Some(dir.path().join("module-cache")),
     )
     .unwrap();
-    let first = engine.load(lockd::builtin::LOCK_SM).unwrap();
+    let first = engine.load(lockd_core::builtin::LOCK_SM).unwrap();
     assert_eq!(first.compiled(), Compiled::Fresh);
     let path = engine.cache().unwrap().path_for(&first.hash());
     assert!(path.exists());
@@ -30,7 +30,7 @@ fn second_load_comes_from_the_cache_and_behaves_the_same() {
         Some(dir.path().join("module-cache")),
     )
     .unwrap();
-    let second = engine2.load(lockd::builtin::LOCK_SM).unwrap();
+    let second = engine2.load(lockd_core::builtin::LOCK_SM).unwrap();
     assert_eq!(second.compiled(), Compiled::Cached);
     let mut a = engine.instantiate(&first).unwrap();
     let mut b = engine2.instantiate(&second).unwrap();
@@ -51,7 +51,7 @@ fn a_corrupt_artifact_is_recompiled_not_loaded() {
         Some(dir.path().join("module-cache")),
     )
     .unwrap();
-    let module = engine.load(lockd::builtin::LOCK_SM).unwrap();
+    let module = engine.load(lockd_core::builtin::LOCK_SM).unwrap();
     let path = engine.cache().unwrap().path_for(&module.hash());
     let mut bytes = std::fs::read(&path).unwrap();
     let mid = bytes.len() / 2;
@@ -63,7 +63,7 @@ fn a_corrupt_artifact_is_recompiled_not_loaded() {
         Some(dir.path().join("module-cache")),
     )
     .unwrap();
-    let again = engine2.load(lockd::builtin::LOCK_SM).unwrap();
+    let again = engine2.load(lockd_core::builtin::LOCK_SM).unwrap();
     assert_eq!(again.compiled(), Compiled::Fresh);
     let mut g = engine2.instantiate(&again).unwrap();
     assert_eq!(
@@ -81,7 +81,10 @@ fn a_corrupt_artifact_is_recompiled_not_loaded() {
     )
     .unwrap();
     assert_eq!(
-        engine3.load(lockd::builtin::LOCK_SM).unwrap().compiled(),
+        engine3
+            .load(lockd_core::builtin::LOCK_SM)
+            .unwrap()
+            .compiled(),
         Compiled::Cached
     );
 }
@@ -104,8 +107,8 @@ fn a_different_fingerprint_uses_a_different_artifact() {
         a.fingerprint().differences(b.fingerprint()),
         ["fuel-per-call=5000000000 != fuel-per-call=1000"]
     );
-    let ma = a.load(lockd::builtin::LOCK_SM).unwrap();
-    let mb = b.load(lockd::builtin::LOCK_SM).unwrap();
+    let ma = a.load(lockd_core::builtin::LOCK_SM).unwrap();
+    let mb = b.load(lockd_core::builtin::LOCK_SM).unwrap();
     assert_eq!(mb.compiled(), Compiled::Fresh);
     assert_ne!(
         a.cache().unwrap().path_for(&ma.hash()),
@@ -122,7 +125,7 @@ fn an_artifact_not_written_with_this_nodes_key_is_recompiled() {
         Some(theirs.path().join("module-cache")),
     )
     .unwrap();
-    let m = other.load(lockd::builtin::LOCK_SM).unwrap();
+    let m = other.load(lockd_core::builtin::LOCK_SM).unwrap();
     let artifact =
         std::fs::read(other.cache().unwrap().path_for(&m.hash())).unwrap()[32..].to_vec();
 
@@ -153,14 +156,14 @@ fn an_artifact_not_written_with_this_nodes_key_is_recompiled() {
         std::fs::write(&path, &file).unwrap();
         let fresh = WasmEngine::new(EngineSettings::default(), Some(dir.clone())).unwrap();
         assert_eq!(
-            fresh.load(lockd::builtin::LOCK_SM).unwrap().compiled(),
+            fresh.load(lockd_core::builtin::LOCK_SM).unwrap().compiled(),
             Compiled::Fresh
         );
     }
     // What this node wrote back is its own, and loads.
     let again = WasmEngine::new(EngineSettings::default(), Some(dir)).unwrap();
     assert_eq!(
-        again.load(lockd::builtin::LOCK_SM).unwrap().compiled(),
+        again.load(lockd_core::builtin::LOCK_SM).unwrap().compiled(),
         Compiled::Cached
     );
     drop(engine);
@@ -172,7 +175,7 @@ fn an_artifact_renamed_to_another_module_is_recompiled() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("module-cache");
     let engine = WasmEngine::new(EngineSettings::default(), Some(cache.clone())).unwrap();
-    let v1 = engine.load(lockd::builtin::LOCK_SM).unwrap();
+    let v1 = engine.load(lockd_core::builtin::LOCK_SM).unwrap();
     let v2 = engine.load(lock_tests::fixtures::LOCK_SM_V2).unwrap();
     let (p1, p2) = {
         let c = engine.cache().unwrap();
@@ -181,7 +184,7 @@ fn an_artifact_renamed_to_another_module_is_recompiled() {
     // v2's artifact put where v1's belongs: its tag covers its own name.
     std::fs::copy(&p2, &p1).unwrap();
     let again = WasmEngine::new(EngineSettings::default(), Some(cache)).unwrap();
-    let loaded = again.load(lockd::builtin::LOCK_SM).unwrap();
+    let loaded = again.load(lockd_core::builtin::LOCK_SM).unwrap();
     assert_eq!(loaded.compiled(), Compiled::Fresh, "not v2's code for v1");
     assert_eq!(loaded.hash(), v1.hash());
     assert_eq!(

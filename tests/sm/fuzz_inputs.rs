@@ -12,8 +12,8 @@ use std::time::Duration;
 use lock_tests::cluster::Cluster;
 use lock_tests::machines::{LockMachine, NativeMachine, WasmMachine};
 use lockd::raft::network::{PeerRequest, PeerResponse};
-use lockd_client::proto::{ClientRequest, ClientResponse};
 use lockd_client::wire::{self, Envelope, Hello, HelloReply};
+use lockd_proto::{ClientRequest, ClientResponse};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 

@@ -5,15 +5,15 @@
 //! decoder without a panic. Random bytes alone rarely get past a decoder's
 //! first tag; mutations of valid encodings reach the deeper fields.
 
-use lockd::command::Command;
-use lockd::engine::ModuleHash;
 use lockd::raft::network::PeerRequest;
 use lockd::raft::peer_check::PeerGate;
-use lockd::raft::snapshot::SnapshotBlob;
 use lockd::raft::{Entry, Request, SnapshotMeta, Vote};
-use lockd::upgrade::UpgradeEntry;
-use lockd_client::proto::Capacity;
 use lockd_client::wire::{self, Envelope};
+use lockd_core::command::Command;
+use lockd_core::engine::ModuleHash;
+use lockd_core::replica::capacity::Capacity;
+use lockd_core::snapshot::SnapshotBlob;
+use lockd_core::upgrade::UpgradeEntry;
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
 use openraft::{CommittedLeaderId, EntryPayload, LogId};
 use proptest::prelude::*;
@@ -116,8 +116,8 @@ proptest! {
         flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..8),
     ) {
         let blob = SnapshotBlob {
-            meta: SnapshotMeta {
-                last_log_id: Some(log_id(2, n)),
+            meta: lockd_core::entry::SnapshotMeta {
+                last_log_id: Some(lockd_core::entry::LogId::new(2, 1, n)),
                 last_membership: Default::default(),
                 snapshot_id: key.clone(),
             },

@@ -13,16 +13,18 @@
 
 use std::collections::BTreeMap;
 
-use lock_tests::golden::{commands, entry, golden, hex, log_id, meta, pinned};
-use lockd::command::legacy;
-use lockd::engine::ModuleHash;
-use lockd::raft::snapshot::SnapshotBlob;
-use lockd::raft::{Request, SnapshotMeta, Vote};
-use lockd::upgrade::signature::{
+use lock_tests::golden::{commands, core_meta, entry, golden, hex, log_id, pinned};
+use lockd::raft::{Request, Vote};
+use lockd_core::command::legacy;
+use lockd_core::engine::ModuleHash;
+use lockd_core::entry::SnapshotMeta;
+use lockd_core::replica::capacity::Capacity;
+use lockd_core::signature::{
     BoundUpgrade, KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart, SignedUpgrade,
 };
-use lockd::upgrade::{Genesis, ShadowEntry, UpgradeEntry};
-use lockd_client::proto::{Capacity, UpgradeRecord, UpgradeResult};
+use lockd_core::snapshot::SnapshotBlob;
+use lockd_core::upgrade::{Genesis, ShadowEntry, UpgradeEntry};
+use lockd_core::upgrade::{UpgradeRecord, UpgradeResult};
 use openraft::EntryPayload;
 use serde::Serialize;
 
@@ -214,7 +216,7 @@ struct V3 {
 
 fn v1() -> V1 {
     V1 {
-        meta: meta(),
+        meta: core_meta(),
         module: vec![0, 0x61, 0x73, 0x6d],
         guest_state: b"guest state".to_vec(),
     }
@@ -237,7 +239,7 @@ fn file(magic: &[u8], body: &impl Serialize) -> Vec<u8> {
 #[test]
 fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
     let mut blob = SnapshotBlob {
-        meta: meta(),
+        meta: core_meta(),
         module: vec![0, 0x61, 0x73, 0x6d],
         guest_state: b"guest state".to_vec(),
         module_since: 30,
@@ -288,7 +290,7 @@ fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
         assert_eq!(hex(&written), hex(&gold), "{name}");
         let old =
             SnapshotBlob::decode(&gold).unwrap_or_else(|e| panic!("{name} no longer decodes: {e}"));
-        assert_eq!(old.meta, meta(), "{name}");
+        assert_eq!(old.meta, core_meta(), "{name}");
         assert_eq!(old.guest_state, b"guest state", "{name}");
         assert_eq!(
             (old.module_since, old.upgrades.len()),

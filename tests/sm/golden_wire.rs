@@ -6,8 +6,8 @@
 use lock_tests::golden::{commands, entry, log_id, meta, pinned};
 use lockd::raft::network::{PeerRequest, PeerResponse};
 use lockd::raft::{Request, Vote};
-use lockd_client::proto::ClientRequest;
 use lockd_client::wire::{Envelope, Hello, HelloReply, Refused, Role, Welcome};
+use lockd_proto::ClientRequest;
 use openraft::EntryPayload;
 
 #[test]

@@ -2,8 +2,8 @@
 //! error, never a panic, and the failure is the same every time.
 
 use lock_tests::fixtures::{CHAOS_GUEST, EMPTY_COMPONENT, EMPTY_CORE_MODULE, IMPORT_GUEST};
-use lockd::command::{Command, Granted, Outcome, Reason};
-use lockd::engine::{EngineError, EngineSettings, GuestInstance, WasmEngine};
+use lockd_core::command::{Command, Granted, Outcome, Reason};
+use lockd_core::engine::{EngineError, EngineSettings, GuestInstance, WasmEngine};
 
 /// Small limits so a hostile guest is stopped quickly.
 fn settings() -> EngineSettings {
@@ -185,13 +185,13 @@ fn malformed_modules_are_refused_with_precise_errors() {
         other => panic!("expected WrongWorld, got {other:?}"),
     }
     // A real component cut short.
-    let cut = &lockd::builtin::LOCK_SM[..lockd::builtin::LOCK_SM.len() / 2];
+    let cut = &lockd_core::builtin::LOCK_SM[..lockd_core::builtin::LOCK_SM.len() / 2];
     assert!(matches!(
         engine.load(cut).err(),
         Some(EngineError::Invalid(_))
     ));
     // One flipped byte in the middle of the code.
-    let mut flipped = lockd::builtin::LOCK_SM.to_vec();
+    let mut flipped = lockd_core::builtin::LOCK_SM.to_vec();
     let mid = flipped.len() / 2;
     flipped[mid] ^= 0xff;
     assert!(engine.load(&flipped).is_err());
@@ -200,7 +200,7 @@ fn malformed_modules_are_refused_with_precise_errors() {
 #[test]
 fn the_builtin_module_loads_and_has_no_imports() {
     let engine = WasmEngine::new(EngineSettings::default(), None).unwrap();
-    let module = engine.load(lockd::builtin::LOCK_SM).unwrap();
+    let module = engine.load(lockd_core::builtin::LOCK_SM).unwrap();
     let mut g = engine.instantiate(&module).unwrap();
     assert!(g.version().unwrap().starts_with("lock-sm/"));
     assert_eq!(
@@ -220,12 +220,11 @@ mod replica {
     use std::sync::Arc;
 
     use lock_tests::fixtures::CHAOS_GUEST;
-    use lockd::command::Command;
-    use lockd::engine::WasmEngine;
-    use lockd::raft::replica::Replica;
-    use lockd::raft::{Entry, Request};
-    use lockd::upgrade::precompile::Precompiler;
-    use openraft::{CommittedLeaderId, EntryPayload, LogId};
+    use lockd_core::command::Command;
+    use lockd_core::engine::WasmEngine;
+    use lockd_core::entry::{Entry, LogId, Payload, Request};
+    use lockd_core::precompile::Precompiler;
+    use lockd_core::replica::Replica;
 
     pub fn chaos() -> Replica {
         let engine = Arc::new(WasmEngine::new(super::settings(), None).unwrap());
@@ -238,12 +237,12 @@ mod replica {
         (from..)
             .zip(keys)
             .map(|(index, key)| Entry {
-                log_id: LogId::new(CommittedLeaderId::new(1, 0), index),
+                log_id: LogId::new(1, 0, index),
                 payload: match key {
                     Some(k) => {
-                        EntryPayload::Normal(Request::Commands(vec![vec![Command::grant(*k, 5)]]))
+                        Payload::Normal(Request::Commands(vec![vec![Command::grant(*k, 5)]]))
                     }
-                    None => EntryPayload::Blank,
+                    None => Payload::Blank,
                 },
             })
             .collect()
@@ -252,7 +251,7 @@ mod replica {
 
 #[test]
 fn a_trap_in_apply_stops_the_replica_before_the_failed_entries() {
-    use lockd_client::proto::PoisonedAt;
+    use lockd_proto::PoisonedAt;
     // Entries 2..=5: blank, grant `b`, the trap, blank. However they are
     // cut into committed ranges, as long as the failing call holds entries
     // 3 and 4: entry 2 is applied, nothing from 3 on is, and the failed

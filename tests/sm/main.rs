@@ -17,6 +17,7 @@ mod golden_formats;
 mod golden_wire;
 mod hostile_modules;
 mod module_v2;
+mod no_serde_default;
 mod node_shutdown;
 mod signed_formats;
 mod signed_modules;

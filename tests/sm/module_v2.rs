@@ -5,7 +5,7 @@
 
 use lock_tests::fixtures::LOCK_SM_V2;
 use lock_tests::machines::builtin;
-use lockd::command::{Command, Granted, Outcome, Reason, Released};
+use lockd_core::command::{Command, Granted, Outcome, Reason, Released};
 
 fn granted(token: u64, lease_ms: u64) -> Outcome {
     Outcome::Granted(Granted {
@@ -14,7 +14,7 @@ fn granted(token: u64, lease_ms: u64) -> Outcome {
         repeat: false,
     })
 }
-use lockd::engine::EngineError;
+use lockd_core::engine::EngineError;
 
 #[test]
 fn v2_migrates_v1_state_and_applies_its_policy() {

@@ -7,19 +7,19 @@
 use std::sync::Arc;
 
 use ed25519_dalek::SigningKey;
-use lockd::command::Command;
-use lockd::engine::{EngineSettings, ModuleHash, WasmEngine};
-use lockd::raft::replica::capacity::DEFAULT_CAPACITY;
-use lockd::raft::replica::Replica;
-use lockd::raft::snapshot::SnapshotBlob;
-use lockd::raft::{Entry, Request, SnapshotMeta};
-use lockd::upgrade::precompile::Precompiler;
-use lockd::upgrade::signature::{
+use lockd_core::command::Command;
+use lockd_core::engine::{EngineSettings, ModuleHash, WasmEngine};
+use lockd_core::entry::{Entry, LogId, Payload, Request, SnapshotMeta};
+use lockd_core::precompile::Precompiler;
+use lockd_core::replica::capacity::Capacity;
+use lockd_core::replica::capacity::DEFAULT_CAPACITY;
+use lockd_core::replica::Replica;
+use lockd_core::signature::{
     BoundUpgrade, KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart, SignedUpgrade,
 };
-use lockd::upgrade::{ShadowEntry, UpgradeEntry};
-use lockd_client::proto::{Capacity, UpgradeRecord};
-use openraft::{CommittedLeaderId, EntryPayload, LogId};
+use lockd_core::snapshot::SnapshotBlob;
+use lockd_core::upgrade::UpgradeRecord;
+use lockd_core::upgrade::{ShadowEntry, UpgradeEntry};
 use serde::Serialize;
 
 fn loader() -> Arc<Precompiler> {
@@ -133,11 +133,11 @@ fn file(magic: &[u8], body: &impl Serialize) -> Vec<u8> {
 #[test]
 fn snapshots_of_earlier_formats_decode_and_restore_with_no_key_trusted() {
     let loader = loader();
-    let module = loader.load(lockd::builtin::LOCK_SM).unwrap();
+    let module = loader.load(lockd_core::builtin::LOCK_SM).unwrap();
     let mut r = Replica::new(1, loader, module, 4).unwrap();
     let grant = Entry {
-        log_id: LogId::new(CommittedLeaderId::new(1, 0), 1),
-        payload: EntryPayload::Normal(Request::Commands(vec![vec![Command::grant("k", 10)]])),
+        log_id: LogId::new(1, 0, 1),
+        payload: Payload::Normal(Request::Commands(vec![vec![Command::grant("k", 10)]])),
     };
     r.apply([grant]).unwrap();
     let now = r
@@ -209,7 +209,7 @@ fn snapshots_of_earlier_formats_decode_and_restore_with_no_key_trusted() {
 #[test]
 fn a_snapshot_whose_keys_break_the_rules_does_not_decode() {
     let loader = loader();
-    let module = loader.load(lockd::builtin::LOCK_SM).unwrap();
+    let module = loader.load(lockd_core::builtin::LOCK_SM).unwrap();
     let mut r = Replica::new(1, loader, module, 4).unwrap();
     let bytes = r
         .snapshot_blob(SnapshotMeta::default())

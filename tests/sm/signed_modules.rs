@@ -12,19 +12,18 @@ use std::sync::Arc;
 
 use ed25519_dalek::{Signer, SigningKey};
 use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_V3};
-use lockd::command::{Command, Outcome};
-use lockd::engine::{EngineSettings, ModuleHash, WasmEngine};
-use lockd::raft::replica::Replica;
-use lockd::raft::snapshot::SnapshotBlob;
-use lockd::raft::{Entry, Request, Response, SnapshotMeta};
-use lockd::upgrade::precompile::Precompiler;
-use lockd::upgrade::signature::{
+use lockd_core::command::{Command, Outcome};
+use lockd_core::engine::{EngineSettings, ModuleHash, WasmEngine};
+use lockd_core::entry::{Entry, LogId, Payload, Request, Response, SnapshotMeta};
+use lockd_core::precompile::Precompiler;
+use lockd_core::replica::Replica;
+use lockd_core::signature::{
     KeyChange, KeyEntry, KeyError, ModuleKey, ModuleSignature, SignedShadowStart, SignedUpgrade,
     MAX_TRUSTED_KEYS,
 };
-use lockd::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
-use lockd_client::signature::signed_message;
-use openraft::{CommittedLeaderId, EntryPayload, LogId};
+use lockd_core::snapshot::SnapshotBlob;
+use lockd_core::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
+use lockd_proto::signature::signed_message;
 
 fn loader() -> Arc<Precompiler> {
     let engine = Arc::new(WasmEngine::new(EngineSettings::default(), None).unwrap());
@@ -39,7 +38,7 @@ struct Node {
 impl Node {
     fn new() -> Node {
         let loader = loader();
-        let module = loader.load(lockd::builtin::LOCK_SM).unwrap();
+        let module = loader.load(lockd_core::builtin::LOCK_SM).unwrap();
         Node {
             replica: Replica::new(1, loader, module, 4).unwrap(),
             index: 0,
@@ -54,8 +53,8 @@ impl Node {
     fn apply(&mut self, request: Request) -> Response {
         self.index += 1;
         let entry = Entry {
-            log_id: LogId::new(CommittedLeaderId::new(1, 0), self.index),
-            payload: EntryPayload::Normal(request),
+            log_id: LogId::new(1, 0, self.index),
+            payload: Payload::Normal(request),
         };
         self.replica.apply([entry]).unwrap().remove(0)
     }
@@ -240,7 +239,7 @@ fn a_signed_shadow_keeps_its_signature_through_a_snapshot_and_promotes_with_it()
         Request::SignedUpgrade(SignedUpgrade {
             upgrade: UpgradeEntry {
                 module: shadow.bytes.to_vec(),
-                replaces: ModuleHash::of(lockd::builtin::LOCK_SM),
+                replaces: ModuleHash::of(lockd_core::builtin::LOCK_SM),
             },
             signature: shadow.signature.expect("signed"),
         })

@@ -9,7 +9,7 @@ use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_V3};
 use lock_tests::machines::builtin;
 use lock_tests::world02::machine::ModuleMachine;
 use lock_tests::world02::wasm::{import_count, WasmV2};
-use lockd::command::{Command as V1, Granted as V1Granted, Outcome as V1Out};
+use lockd_core::command::{Command as V1, Granted as V1Granted, Outcome as V1Out};
 use proptest::prelude::*;
 
 #[test]

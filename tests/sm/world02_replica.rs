@@ -9,13 +9,12 @@
 use std::sync::Arc;
 
 use lock_tests::fixtures::LOCK_SM_V3;
-use lockd::command::{legacy, Command, Grant, Holder, Mode, Outcome, Reason};
-use lockd::engine::{EngineSettings, WasmEngine, World};
-use lockd::raft::replica::Replica;
-use lockd::raft::{Entry, Request, Response};
-use lockd::upgrade::precompile::Precompiler;
-use lockd::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
-use openraft::{CommittedLeaderId, EntryPayload, LogId};
+use lockd_core::command::{legacy, Command, Grant, Holder, Mode, Outcome, Reason};
+use lockd_core::engine::{EngineSettings, WasmEngine, World};
+use lockd_core::entry::{Entry, LogId, Payload, Request, Response};
+use lockd_core::precompile::Precompiler;
+use lockd_core::replica::Replica;
+use lockd_core::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 
 struct Node {
     replica: Replica,
@@ -27,7 +26,7 @@ impl Node {
     fn new() -> Node {
         let engine = Arc::new(WasmEngine::new(EngineSettings::default(), None).unwrap());
         let loader = Precompiler::new(engine);
-        let module = loader.load(lockd::builtin::LOCK_SM).unwrap();
+        let module = loader.load(lockd_core::builtin::LOCK_SM).unwrap();
         Node {
             replica: Replica::new(1, loader, module, 4).unwrap(),
             index: 0,
@@ -37,8 +36,8 @@ impl Node {
     fn apply(&mut self, request: Request) -> Response {
         self.index += 1;
         let entry = Entry {
-            log_id: LogId::new(CommittedLeaderId::new(1, 0), self.index),
-            payload: EntryPayload::Normal(request),
+            log_id: LogId::new(1, 0, self.index),
+            payload: Payload::Normal(request),
         };
         self.replica.apply([entry]).unwrap().remove(0)
     }
@@ -148,7 +147,7 @@ fn upgrade_to_0_2_then_shared_and_semaphores_then_a_downgrade_only_when_represen
     assert_eq!(n.replica.holders("sem").unwrap().len(), 3);
 
     // Back to 0.1: refused while shared holders and a semaphore are held.
-    match n.upgrade(lockd::builtin::LOCK_SM) {
+    match n.upgrade(lockd_core::builtin::LOCK_SM) {
         UpgradeOutcome::Rejected { reason, .. } => {
             assert!(reason.contains("lock-sm@0.1.0"), "{reason}")
         }
@@ -166,7 +165,7 @@ fn upgrade_to_0_2_then_shared_and_semaphores_then_a_downgrade_only_when_represen
         .commands(release)
         .iter()
         .all(|o| matches!(o, Outcome::Released(_))));
-    match n.upgrade(lockd::builtin::LOCK_SM) {
+    match n.upgrade(lockd_core::builtin::LOCK_SM) {
         UpgradeOutcome::Swapped { module, .. } => assert_eq!(module, v01),
         other => panic!("the downgrade was refused: {other:?}"),
     }

@@ -609,7 +609,7 @@ impl Cluster {
     }
 
     /// Node `id`'s audit points.
-    pub fn audit(&self, id: u64) -> Option<lockd_client::proto::AuditReport> {
+    pub fn audit(&self, id: u64) -> Option<lockd_proto::AuditReport> {
         let r = self.get(id, "/v1/audit").ok()?;
         serde_json::from_value(r.body).ok()
     }
@@ -644,7 +644,7 @@ impl Cluster {
             if statuses.len() == self.running().len() {
                 if let Some(l) = statuses
                     .iter()
-                    .find(|s| s.role == lockd_client::proto::Role::Leader)
+                    .find(|s| s.role == lockd_proto::Role::Leader)
                 {
                     if statuses
                         .iter()

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use lockd::command::{Command, Grant, Mode, PrefixPolicy};
 use lockd::raft::{Entry, LogId, Node, SnapshotMeta, StoredMembership};
+use lockd_core::command::{Command, Grant, Mode, PrefixPolicy};
 use openraft::{CommittedLeaderId, EntryPayload, Membership};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -120,6 +120,11 @@ pub fn commands() -> Vec<Vec<Command>> {
             max_held: None,
         }])],
     ]
+}
+
+/// [`meta`] as the core's snapshot format carries it (the same bytes).
+pub fn core_meta() -> lockd_core::entry::SnapshotMeta {
+    lockd::raft::convert::snapshot_meta(&meta())
 }
 
 pub fn meta() -> SnapshotMeta {

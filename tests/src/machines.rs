@@ -9,13 +9,12 @@ use std::sync::OnceLock;
 use std::sync::Arc;
 
 use guest_sm::{Command, HeldLock, LockInfo, LockTable, Outcome, TableStats};
-use lockd::command as wit;
-use lockd::engine::{EngineError, EngineSettings, GuestModule, WasmEngine};
-use lockd::raft::replica::Replica;
-use lockd::raft::snapshot::SnapshotBlob;
-use lockd::raft::{Entry, Request, Response, SnapshotMeta};
-use lockd::upgrade::precompile::Precompiler;
-use openraft::{CommittedLeaderId, EntryPayload, LogId};
+use lockd_core::command as wit;
+use lockd_core::engine::{EngineError, EngineSettings, GuestModule, WasmEngine};
+use lockd_core::entry::{Entry, LogId, Payload, Request, Response, SnapshotMeta};
+use lockd_core::precompile::Precompiler;
+use lockd_core::replica::Replica;
+use lockd_core::snapshot::SnapshotBlob;
 
 /// A lock state machine under test. `None` in a batch is an entry that
 /// carries no lock command (Raft's blank or membership entry).
@@ -75,7 +74,7 @@ pub fn builtin() -> &'static (Arc<WasmEngine>, GuestModule) {
     BUILTIN.get_or_init(|| {
         let engine = WasmEngine::new(EngineSettings::default(), None).expect("engine");
         let module = engine
-            .load(lockd::builtin::LOCK_SM)
+            .load(lockd_core::builtin::LOCK_SM)
             .expect("built-in module loads");
         (Arc::new(engine), module)
     })
@@ -88,7 +87,7 @@ fn loader() -> Arc<Precompiler> {
     static PRECOMPILER: OnceLock<Arc<Precompiler>> = OnceLock::new();
     let p = PRECOMPILER.get_or_init(|| {
         let p = Precompiler::new(builtin().0.clone());
-        p.prepare(lockd::builtin::LOCK_SM);
+        p.prepare(lockd_core::builtin::LOCK_SM);
         p
     });
     p.clone()
@@ -133,11 +132,11 @@ impl WasmMachine {
 
     fn entry(&mut self, command: Option<&Command>) -> Entry {
         self.index += 1;
-        let log_id = LogId::new(CommittedLeaderId::new(1, 0), self.index);
+        let log_id = LogId::new(1, 0, self.index);
         let payload = match command {
-            Some(c) if self.legacy => EntryPayload::Normal(Request::Lock(vec![to_legacy(c)])),
-            Some(c) => EntryPayload::Normal(Request::Commands(vec![vec![to_wit(c)]])),
-            None => EntryPayload::Blank,
+            Some(c) if self.legacy => Payload::Normal(Request::Lock(vec![to_legacy(c)])),
+            Some(c) => Payload::Normal(Request::Commands(vec![vec![to_wit(c)]])),
+            None => Payload::Blank,
         };
         Entry { log_id, payload }
     }
@@ -255,7 +254,7 @@ impl LockMachine for WasmMachine {
             guest_state: bytes.to_vec(),
             module_since: 0,
             upgrades: Vec::new(),
-            capacity: lockd::raft::replica::capacity::DEFAULT_CAPACITY,
+            capacity: lockd_core::replica::capacity::DEFAULT_CAPACITY,
             module_keys: Default::default(),
         };
         match Replica::from_snapshot(0, loader(), &blob, AUDIT_INTERVAL) {

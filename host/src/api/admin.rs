@@ -17,16 +17,16 @@ use axum::extract::State;
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use lockd_client::proto::{AuditReport, Capacity, CapacityStatus, SnapshotBuilt, UpgradeReply};
-use lockd_client::signature::{ModuleKeyReply, ModuleKeys};
+use lockd_proto::signature::{ModuleKeyReply, ModuleKeys};
+use lockd_proto::{AuditReport, Capacity, CapacityStatus, SnapshotBuilt, UpgradeReply};
 use serde::Deserialize;
 
 use super::authorize::AdminOutcome;
 use super::body::ModuleBody;
 use super::error::{ApiError, ErrorBody};
 use super::services::Services;
-use crate::engine::ModuleHash;
 use crate::upgrade::submit::UpgradeError;
+use lockd_core::engine::ModuleHash;
 
 /// An upgrade or shadow answer, with what it did for the admin audit
 /// trail: the entry's index and module, or (refused before proposing)
@@ -53,7 +53,7 @@ fn audited(result: Result<UpgradeReply, UpgradeError>, sent: Option<ModuleHash>)
     response.extensions_mut().insert(outcome);
     response
 }
-use crate::upgrade::signature::{ModuleKey, ModuleSignature};
+use lockd_core::signature::{ModuleKey, ModuleSignature};
 
 /// Options in the query string.
 struct Options {
@@ -148,7 +148,7 @@ pub async fn upgrade(
             o.replaces,
             o.signature,
             o.precheck,
-            crate::upgrade::signature::SignedFor::Upgrade,
+            lockd_core::signature::SignedFor::Upgrade,
         )
         .await;
     Ok(audited(r, Some(sent)))

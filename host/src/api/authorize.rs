@@ -23,7 +23,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use lockd_client::proto::AdminAction;
+use lockd_proto::AdminAction;
 
 use super::error::ApiError;
 use super::op::{self, Op};

@@ -4,8 +4,8 @@
 //! certificate, else a member node's), and whether that principal may make
 //! a request (refusals logged with the principal and its roles).
 
-use lockd_client::proto::ClientRequest;
 use lockd_client::tls::Alpn;
+use lockd_proto::ClientRequest;
 
 use super::services::Services;
 use crate::auth::{action, Access, Denied, Principal};

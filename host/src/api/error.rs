@@ -6,12 +6,12 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use crate::engine::EngineError;
 use crate::membership::MembershipError;
 use crate::service::ServiceError;
-use crate::upgrade::signature::KeyError;
 use crate::upgrade::submit::UpgradeError;
-use crate::upgrade::MigrateError;
+use lockd_core::engine::EngineError;
+use lockd_core::signature::KeyError;
+use lockd_core::upgrade::MigrateError;
 
 /// An error answer.
 #[derive(Debug)]

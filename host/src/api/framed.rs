@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use lockd_client::proto::{ClientRequest, ClientResponse, LockView, WireError};
 use lockd_client::tls::Alpn;
+use lockd_proto::{ClientRequest, ClientResponse, LockView, WireError};
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -150,7 +150,7 @@ fn meet_peer(node: &Services, caller: &Caller, p: PeerHello<'_>) -> Result<(), S
     if let Some(to) = p.to.filter(|to| *to != node.id) {
         return Err(format!("it is node {}, not node {to}", node.id));
     }
-    let theirs = crate::engine::EngineFingerprint {
+    let theirs = lockd_core::engine::EngineFingerprint {
         text: p.fingerprint.to_string(),
         hash: String::new(),
     };

@@ -30,7 +30,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use lockd_client::proto::LockMode;
+use lockd_proto::LockMode;
 use serde::{Deserialize, Serialize};
 
 use super::body::{parse, RawBody};
@@ -39,8 +39,8 @@ use super::op::{LockOp, Op, Verb};
 use super::services::Services;
 use super::wire;
 use crate::auth::Access;
-use crate::command::{HolderInfo, KeyHolders};
 use crate::service::table::Spec;
+use lockd_core::command::{HolderInfo, KeyHolders};
 
 /// Listing page size when none is asked for.
 const DEFAULT_LIST: u32 = 100;

@@ -29,7 +29,7 @@ use prometheus_client::registry::Registry;
 
 use super::services::Services;
 use super::status::{status_with, Role};
-use crate::engine::settings::WASMTIME_VERSION;
+use lockd_core::engine::settings::WASMTIME_VERSION;
 
 /// The content type of the OpenMetrics text format, which Prometheus
 /// parses (and asks for first).

@@ -17,7 +17,7 @@ use super::body::JsonBody;
 use super::error::{ApiError, ErrorBody};
 use super::locks::Done;
 use super::services::Services;
-use crate::command::PrefixPolicy;
+use lockd_core::command::PrefixPolicy;
 
 /// A rule for the keys under `prefix`, which the module enforces.
 #[derive(Serialize, Deserialize, utoipa::ToSchema)]

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use crate::auth::trail::AdminLog;
 use crate::auth::Auth;
-use crate::engine::WasmEngine;
 use crate::membership::Membership;
 use crate::raft::log_store::LogStore;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
 use crate::service::LockService;
 use crate::upgrade::submit::Upgrader;
+use lockd_core::engine::WasmEngine;
 
 /// The parts of a running node that requests use.
 pub struct Services {

@@ -5,7 +5,7 @@ use openraft::ServerState;
 use super::services::Services;
 use crate::raft::{known_leader, leading_unconfirmed, members};
 
-pub use lockd_client::proto::{Member, Role, Status};
+pub use lockd_proto::{Member, Role, Status};
 
 pub fn role_of(state: ServerState) -> Role {
     match state {

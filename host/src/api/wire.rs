@@ -5,15 +5,13 @@
 
 use std::time::Duration;
 
-use lockd_client::proto::{
-    AcquireRequest, ClientResponse, HolderId, Holding, KeyHoldings, LockMode,
-};
+use lockd_proto::{AcquireRequest, ClientResponse, HolderId, Holding, KeyHoldings, LockMode};
 
 use super::services::Services;
 use crate::auth::Access;
-use crate::command::{HolderInfo, KeyHolders, Mode};
 use crate::service::table::Spec;
 use crate::service::ServiceError;
+use lockd_core::command::{HolderInfo, KeyHolders, Mode};
 
 fn key(k: Vec<u8>) -> Result<String, ServiceError> {
     String::from_utf8(k).map_err(|_| ServiceError::KeyNotUtf8)

@@ -3,7 +3,7 @@
 //! (`crate::api::op::Op::action`), a native request's from [`of_native`]:
 //! neither can be added without saying who may call it.
 
-use lockd_client::proto::ClientRequest;
+use lockd_proto::ClientRequest;
 
 /// What a request does.
 #[derive(Clone, Debug, PartialEq, Eq)]

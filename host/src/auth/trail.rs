@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use lockd_client::proto::AdminAction;
+use lockd_proto::AdminAction;
 
 /// Admin actions kept for status.
 pub const KEEP_ADMIN_ACTIONS: usize = 32;

@@ -538,7 +538,7 @@ async fn dev(args: DevArgs) -> Result<()> {
 fn replay(a: ReplayArgs) -> Result<()> {
     let module = std::fs::read(&a.module)
         .with_context(|| format!("cannot read module {}", a.module.display()))?;
-    let mut settings = lockd::engine::EngineSettings::default();
+    let mut settings = lockd_core::engine::EngineSettings::default();
     if let Some(v) = a.fuel_per_call {
         settings.fuel_per_call = v;
     }
@@ -548,9 +548,10 @@ fn replay(a: ReplayArgs) -> Result<()> {
     if let Some(v) = a.memory_limit_bytes {
         settings.memory_limit_bytes = v;
     }
-    let engine = std::sync::Arc::new(lockd::engine::WasmEngine::new(settings, None)?);
-    let r = lockd::upgrade::replay::replay(&engine, &a.data_dir, &module, lockd::builtin::LOCK_SM)
-        .with_context(|| format!("cannot replay {}", a.data_dir.display()))?;
+    let engine = std::sync::Arc::new(lockd_core::engine::WasmEngine::new(settings, None)?);
+    let r =
+        lockd::upgrade::replay::replay(&engine, &a.data_dir, &module, lockd_core::builtin::LOCK_SM)
+            .with_context(|| format!("cannot replay {}", a.data_dir.display()))?;
     if a.json {
         println!("{}", serde_json::to_string(&r)?);
     } else {
@@ -631,8 +632,8 @@ pub fn main() -> Result<()> {
 
 /// The engine under the default settings (the cluster's, unless it was
 /// started with other fuel or memory limits), with no compiled-module cache.
-fn default_engine() -> Result<std::sync::Arc<lockd::engine::WasmEngine>> {
-    Ok(std::sync::Arc::new(lockd::engine::WasmEngine::new(
+fn default_engine() -> Result<std::sync::Arc<lockd_core::engine::WasmEngine>> {
+    Ok(std::sync::Arc::new(lockd_core::engine::WasmEngine::new(
         Default::default(),
         None,
     )?))
@@ -649,7 +650,7 @@ fn restore(a: RestoreArgs) -> Result<()> {
             .module
             .as_deref()
             .map(|m| {
-                lockd::engine::ModuleHash::parse(m).ok_or_else(|| {
+                lockd_core::engine::ModuleHash::parse(m).ok_or_else(|| {
                     anyhow::anyhow!("--module {m:?} is not a module hash (64 hex digits)")
                 })
             })
@@ -658,7 +659,7 @@ fn restore(a: RestoreArgs) -> Result<()> {
             .trusted_module_keys
             .iter()
             .map(|k| {
-                lockd::upgrade::signature::ModuleKey::parse(k)
+                lockd_core::signature::ModuleKey::parse(k)
                     .with_context(|| format!("--trusted-module-key {k:?}"))
             })
             .collect::<Result<_>>()?,
@@ -677,13 +678,13 @@ fn restore(a: RestoreArgs) -> Result<()> {
 
 fn recover(a: RecoverArgs) -> Result<()> {
     let engine = default_engine()?;
-    let blob = lockd::restore::survivor_state(&engine, &a.data_dir, lockd::builtin::LOCK_SM)
+    let blob = lockd::restore::survivor_state(&engine, &a.data_dir, lockd_core::builtin::LOCK_SM)
         .with_context(|| {
-            format!(
-                "cannot read the survivor's state in {}",
-                a.data_dir.display()
-            )
-        })?;
+        format!(
+            "cannot read the survivor's state in {}",
+            a.data_dir.display()
+        )
+    })?;
     // The old data dir is kept beside the new one, never deleted.
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

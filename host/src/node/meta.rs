@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::NodeError;
-use crate::engine::EngineFingerprint;
+use lockd_core::engine::EngineFingerprint;
 
 /// What the data dir records about the node that owns it.
 #[derive(Serialize, Deserialize)]

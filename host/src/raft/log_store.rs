@@ -29,7 +29,7 @@ use openraft::EntryPayload;
 
 use super::{Entry, LogId, StorageError, TypeConfig, Vote};
 use crate::log::{Wal, WalError, WalOp, WalOptions};
-use crate::upgrade::precompile::Precompiler;
+use lockd_core::precompile::Precompiler;
 
 /// Counters of the log, for metrics and the benchmark.
 #[derive(Default, Debug)]

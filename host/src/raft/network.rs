@@ -253,7 +253,7 @@ mod tests {
 
     use super::*;
     use crate::raft::{Entry, Request};
-    use crate::upgrade::UpgradeEntry;
+    use lockd_core::upgrade::UpgradeEntry;
 
     fn entry(i: u64, payload: EntryPayload<TypeConfig>) -> Entry {
         Entry {
@@ -267,7 +267,7 @@ mod tests {
             i,
             EntryPayload::Normal(Request::Upgrade(UpgradeEntry {
                 module: vec![0; bytes],
-                replaces: crate::engine::ModuleHash::of(b""),
+                replaces: lockd_core::engine::ModuleHash::of(b""),
             })),
         )
     }

@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn a_lock_entry_past_the_batch_bound_is_refused() {
-        use crate::command::Command;
+        use lockd_core::command::Command;
         let g = PeerGate::new(1 << 20);
         let key = "k".repeat(1024);
         let group = |n: usize| vec![(0..n).map(|_| Command::grant(key.clone(), 1)).collect()];

@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 
 use super::RestoreError;
-use crate::engine::ModuleHash;
 use crate::raft::snapshot::SnapshotBlob;
-use crate::upgrade::signature::ModuleKey;
+use lockd_core::engine::ModuleHash;
+use lockd_core::signature::ModuleKey;
 
 /// What the operator vouches for about a backup file (`lockd restore
 /// --module --trusted-module-key --allow-unsigned-backup`): a backup is
@@ -73,7 +73,7 @@ fn check_module(module: ModuleHash, given: Option<ModuleHash>) -> Result<(), Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upgrade::signature::{KeyEntry, TrustedKeys};
+    use lockd_core::signature::{KeyEntry, TrustedKeys};
 
     fn blob(keys: &[ModuleKey]) -> SnapshotBlob {
         let mut trusted = TrustedKeys::default();
@@ -86,7 +86,7 @@ mod tests {
             guest_state: Vec::new(),
             module_since: 0,
             upgrades: Vec::new(),
-            capacity: crate::raft::replica::capacity::DEFAULT_CAPACITY,
+            capacity: lockd_core::replica::capacity::DEFAULT_CAPACITY,
             module_keys: trusted,
         }
     }

@@ -30,11 +30,11 @@ use super::table::{
     Action, Answer, Cmd, Event, Held, ReqId, Request, Spec, Table, WaitLimits, Why,
 };
 use super::world;
-#[cfg(feature = "fault-stale-done")]
-use crate::command::Command;
-use crate::command::Outcome as Replicated;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
+#[cfg(feature = "fault-stale-done")]
+use lockd_core::command::Command;
+use lockd_core::command::Outcome as Replicated;
 
 pub(super) type Reply<T> = oneshot::Sender<Result<T, ServiceError>>;
 
@@ -400,10 +400,10 @@ impl Actor {
 }
 
 /// A new cluster's first leader records the module the cluster starts
-/// with before it serves a lock (see [`crate::upgrade::Genesis`]). A
+/// with before it serves a lock (see [`lockd_core::upgrade::Genesis`]). A
 /// failure (leadership lost) leaves it to the next leader.
 async fn record_first_module(raft: &Raft, sm: &StateMachineStore) {
-    let first = crate::builtin::first_module();
+    let first = lockd_core::builtin::first_module();
     let Some(genesis) = sm.genesis_needed(&first) else {
         return;
     };
@@ -412,7 +412,7 @@ async fn record_first_module(raft: &Raft, sm: &StateMachineStore) {
         .await
     {
         Ok(r) => {
-            tracing::info!(index = r.log_id.index, module = %crate::engine::ModuleHash::of(&first), outcome = ?r.data, "recorded the cluster's first module")
+            tracing::info!(index = r.log_id.index, module = %lockd_core::engine::ModuleHash::of(&first), outcome = ?r.data, "recorded the cluster's first module")
         }
         Err(e) => {
             tracing::warn!(error = %e, "could not record the cluster's first module; the next leader will")

@@ -15,9 +15,9 @@ use super::proposer::Proposer;
 use super::read;
 use super::stats::ServiceStats;
 use super::table::{Spec, WaitLimits};
-use crate::command::Mode;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
+use lockd_core::command::Mode;
 
 /// The lock service of a node. Cheap to clone.
 #[derive(Clone)]
@@ -240,7 +240,8 @@ impl LockService {
 
     /// The active module's `features` against `spec`'s mode and limit.
     fn unsupported(&self, key: &str, spec: &Spec) -> Result<(), ServiceError> {
-        let internal = |e: crate::engine::EngineError| ServiceError::StateMachine(e.to_string());
+        let internal =
+            |e: lockd_core::engine::EngineError| ServiceError::StateMachine(e.to_string());
         let features = self.sm.features().map_err(internal)?;
         let why = if !features.modes.contains(&spec.mode) {
             format!("it has no {} locks", spec.mode.as_str())

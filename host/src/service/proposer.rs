@@ -18,8 +18,8 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::error::ServiceError;
-use crate::command::{Command, Outcome};
 use crate::raft::{NodeId, Raft, Request, Response};
+use lockd_core::command::{Command, Outcome};
 
 /// Entries being committed at once. Two: while one entry commits, the next
 /// is appended; more than that only makes entries smaller. Measured with
@@ -212,7 +212,7 @@ mod tests {
         while b.push(pending(1, 1024)).is_ok() {
             n += 1;
         }
-        let one = 1024 + crate::command::WIRE_OVERHEAD;
+        let one = 1024 + lockd_core::command::WIRE_OVERHEAD;
         assert!(b.bytes <= MAX_ENTRY_BYTES && b.bytes + one > MAX_ENTRY_BYTES);
         assert_eq!(n, MAX_ENTRY_BYTES / one);
         // Short keys: the command bound cuts first.

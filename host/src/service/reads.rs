@@ -8,7 +8,7 @@ use super::actor::Msg;
 use super::error::{check_key, ServiceError, MAX_KEY_BYTES};
 use super::handle::{LockService, MAX_LIST};
 use super::read;
-use crate::command::{Command, HolderInfo, KeyHolders, Outcome, PrefixPolicy, Reason};
+use lockd_core::command::{Command, HolderInfo, KeyHolders, Outcome, PrefixPolicy, Reason};
 
 /// (token, ms of lease left on the leader's clock) of a key's holdings:
 /// only a leader's table times them (empty on any other node, or while a
@@ -73,7 +73,7 @@ impl LockService {
         for ((_, holders), known) in keys.iter_mut().zip(known) {
             for h in holders.iter_mut().filter(|h| h.holder.is_none()) {
                 if let Some((_, p)) = known.principals.iter().find(|(t, _)| *t == h.token) {
-                    h.holder = Some(crate::command::Holder {
+                    h.holder = Some(lockd_core::command::Holder {
                         principal: p.clone(),
                         owner: String::new(),
                     });

@@ -4,8 +4,8 @@
 
 use super::error::ServiceError;
 use super::table::{Cmd, Held, Ident, Outcome};
-use crate::command::{Command, Grant, Holder, Outcome as Replicated};
 use crate::raft::state_machine::StateMachineStore;
+use lockd_core::command::{Command, Grant, Holder, Outcome as Replicated};
 
 /// The commands of one group.
 pub(super) fn entry(commands: &[Cmd]) -> Vec<Command> {

@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use lockd_client::admin::Http;
-use lockd_client::audit::compare;
-use lockd_client::proto::AuditReport;
+use lockd_proto::audit::compare;
+use lockd_proto::AuditReport;
 use tokio::sync::watch;
 
 use crate::raft::state_machine::StateMachineStore;

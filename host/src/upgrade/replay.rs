@@ -16,19 +16,19 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use lockd_client::proto::OutcomeDiff;
+use lockd_proto::OutcomeDiff;
 use serde::Serialize;
 use thiserror::Error;
 
-use super::{migrate, MigrateError};
-use crate::command::{legacy, Command, Outcome};
-use crate::engine::{EngineError, GuestInstance, WasmEngine};
 use crate::log::{Wal, WalError, WalOptions};
 use crate::raft::log_store::{read_meta, LogOpenError};
-use crate::raft::replica::Replica;
 use crate::raft::snapshot::{read_blob, SnapshotFileError};
 use crate::raft::{Entry, LogId, Request, Response};
-use crate::upgrade::precompile::Precompiler;
+use lockd_core::command::{legacy, Command, Outcome};
+use lockd_core::engine::{EngineError, GuestInstance, WasmEngine};
+use lockd_core::precompile::Precompiler;
+use lockd_core::replica::Replica;
+use lockd_core::upgrade::{migrate, MigrateError};
 
 #[derive(Debug, Error)]
 pub enum ReplayError {
@@ -173,7 +173,9 @@ pub fn replay(
         };
         // The same apply as the node's, upgrade entries included: a rejected
         // upgrade leaves the active side as it was, as it did on the node.
-        let responses = active.apply([entry]).map_err(ReplayError::Active)?;
+        let responses = active
+            .apply([crate::raft::convert::entry(entry)])
+            .map_err(ReplayError::Active)?;
         let (Some(batch), Some(Response::Lock(a))) = (batch, responses.first()) else {
             continue;
         };

@@ -28,20 +28,22 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use lockd_client::proto::{Capacity, CapacityStatus, UpgradeReply, UpgradeResult};
-use lockd_client::signature::{ModuleKeyReply, ModuleKeyResult};
+use lockd_proto::signature::{ModuleKeyReply, ModuleKeyResult};
+use lockd_proto::{Capacity, CapacityStatus, UpgradeReply, UpgradeResult};
 use thiserror::Error;
 
-use lockd_client::signature::Purpose;
+use lockd_proto::signature::Purpose;
 
-use super::signature::{
+use crate::raft::state_machine::StateMachineStore;
+use crate::raft::{leader_hint, NodeId, Raft, Request, Response};
+use lockd_core::engine::ModuleHash;
+use lockd_core::signature::{
     BoundUpgrade, KeyChange, KeyEntry, KeyError, ModuleKey, ModuleSignature, SignedFor,
     SignedShadowStart,
 };
-use super::{migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
-use crate::engine::ModuleHash;
-use crate::raft::state_machine::StateMachineStore;
-use crate::raft::{leader_hint, NodeId, Raft, Request, Response};
+use lockd_core::upgrade::{
+    migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome,
+};
 
 #[derive(Debug, Error)]
 pub enum UpgradeError {
@@ -379,7 +381,7 @@ impl Upgrader {
     /// node from its index on.
     pub async fn set_capacity(&self, bounds: Capacity) -> Result<CapacityStatus, UpgradeError> {
         self.check_leader()?;
-        match self.propose(Request::Capacity(bounds)).await? {
+        match self.propose(Request::Capacity(bounds.into())).await? {
             (_, Response::Capacity(status)) => Ok(status),
             (_, other) => Err(UpgradeError::Internal(format!(
                 "a capacity entry was answered {other:?}"

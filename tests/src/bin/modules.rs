@@ -25,7 +25,7 @@ fn main() {
         std::process::exit(1);
     }
     for (name, bytes) in [
-        ("lock_sm_v1.wasm", lockd::builtin::LOCK_SM),
+        ("lock_sm_v1.wasm", lockd_core::builtin::LOCK_SM),
         ("lock_sm_v2.wasm", lock_tests::fixtures::LOCK_SM_V2),
         ("lock_sm_0_2.wasm", lock_tests::fixtures::LOCK_SM_V3),
         ("chaos_guest.wasm", lock_tests::fixtures::CHAOS_GUEST),
@@ -37,7 +37,7 @@ fn main() {
         }
         println!(
             "{}  {}",
-            lockd::engine::ModuleHash::of(bytes),
+            lockd_core::engine::ModuleHash::of(bytes),
             path.display()
         );
     }

@@ -3,7 +3,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-pub use lockd_client::proto::LockMode;
+pub use lockd_proto::LockMode;
 
 /// What a client asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -71,7 +71,7 @@ pub fn leader_of(c: &Cluster) -> Option<(u64, u64)> {
     c.running()
         .into_iter()
         .filter_map(|i| c.status(i))
-        .filter(|s| s.role == lockd_client::proto::Role::Leader)
+        .filter(|s| s.role == lockd_proto::Role::Leader)
         .map(|s| (s.term, s.id))
         .max()
 }

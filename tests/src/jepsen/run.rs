@@ -252,7 +252,7 @@ fn converged(c: &Cluster, cfg: &RunConfig) -> Vec<Violation> {
         (None, true) => (Some(crate::fixtures::LOCK_SM_V3), "the 0.2 module"),
         (None, false) => (None, ""),
     };
-    let expected = expected.map(|m| lockd::engine::ModuleHash::of(m).to_string());
+    let expected = expected.map(|m| lockd_core::engine::ModuleHash::of(m).to_string());
     let mut out = Vec::new();
     for id in c.running() {
         let Some(st) = c.status(id) else {

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lockd_client::proto::WireError;
 use lockd_client::{AcquireOptions, Client, ClientError, ClientOptions, Credentials};
+use lockd_proto::WireError;
 
 use super::check::{Checker, Violation};
 use super::config::RunConfig;

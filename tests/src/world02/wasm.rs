@@ -11,7 +11,7 @@
 use std::sync::OnceLock;
 
 use guest_sm_v3 as n;
-use lockd::engine::EngineSettings;
+use lockd_core::engine::EngineSettings;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder};
 

@@ -2,7 +2,7 @@
 //!
 //! openraft hands every committed range to [`StateMachineStore::apply`],
 //! which passes it to the replica (one guest call per range; see
-//! [`super::replica`]). The guest state lives only in wasm memory;
+//! [`lockd_core::replica`]). The guest state lives only in wasm memory;
 //! durability comes from snapshots plus the log: on start the last snapshot
 //! is restored and openraft re-applies the log after it. The current
 //! snapshot is kept on disk ([`super::snapshot`], `snapshot/current`, written
@@ -20,20 +20,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lockd_client::proto::{AuditReport, DivergenceSeen};
+use lockd_proto::{AuditReport, DivergenceSeen};
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{AnyError, RaftSnapshotBuilder, StorageIOError};
 
-use super::replica::{Replica, ReplicaView, ShadowModule};
 use super::snapshot::{self, SnapshotFileError};
 use super::{
-    Entry, LogId, Request, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
+    convert, Entry, LogId, Request, Response, SnapshotMeta, StorageError, StoredMembership,
+    TypeConfig,
 };
-use crate::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
-use crate::engine::{EngineError, ModuleHash, WasmEngine, World};
-use crate::upgrade::precompile::Precompiler;
-use crate::upgrade::signature::TrustedKeys;
-use crate::upgrade::MigrateError;
+use lockd_core::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
+use lockd_core::engine::{EngineError, ModuleHash, WasmEngine, World};
+use lockd_core::precompile::Precompiler;
+use lockd_core::replica::{Replica, ReplicaView, ShadowModule};
+use lockd_core::signature::TrustedKeys;
+use lockd_core::upgrade::MigrateError;
 
 struct SmShared {
     id: u64,
@@ -122,7 +123,10 @@ impl StateMachineStore {
                 )?;
                 tracing::info!(last_log_id = ?blob.meta.last_log_id, module = %replica.module_hash(), "restored state machine from snapshot");
                 state_bytes = blob.guest_state.len() as u64;
-                (replica, Some((blob.meta, Arc::new(bytes))))
+                (
+                    replica,
+                    Some((convert::to_snapshot_meta(blob.meta), Arc::new(bytes))),
+                )
             }
             None => {
                 let module = engine.load(initial_module).map_err(SmOpenError::Builtin)?;
@@ -220,7 +224,7 @@ impl StateMachineStore {
     // Queries of the applied state.
 
     pub fn last_applied(&self) -> Option<LogId> {
-        self.with(|r| r.last_applied())
+        self.with(|r| r.last_applied().map(convert::to_log_id))
     }
 
     pub fn module_hash(&self) -> ModuleHash {
@@ -279,8 +283,8 @@ impl StateMachineStore {
     /// index (see [`Replica::binding`]).
     pub fn binding(
         &self,
-        purpose: lockd_client::signature::Purpose,
-    ) -> lockd_client::signature::Binding {
+        purpose: lockd_proto::signature::Purpose,
+    ) -> lockd_proto::signature::Binding {
         self.with(|r| r.binding(purpose))
     }
 
@@ -291,7 +295,7 @@ impl StateMachineStore {
 
     /// The capacity bounds and their use at the applied index (no guest
     /// call).
-    pub fn capacity(&self) -> lockd_client::proto::CapacityStatus {
+    pub fn capacity(&self) -> lockd_proto::CapacityStatus {
         self.with(|r| r.capacity())
     }
 
@@ -309,7 +313,7 @@ impl StateMachineStore {
 
     /// The entry that records `first` as the cluster's first module, when
     /// one is due (see [`Replica::genesis_needed`]).
-    pub fn genesis_needed(&self, first: &[u8]) -> Option<crate::upgrade::Genesis> {
+    pub fn genesis_needed(&self, first: &[u8]) -> Option<lockd_core::upgrade::Genesis> {
         self.with(|r| r.genesis_needed(first))
     }
 }
@@ -332,7 +336,10 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
     type SnapshotBuilder = StateMachineStore;
 
     async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
-        Ok(self.with(|r| (r.last_applied(), r.membership().clone())))
+        Ok(self.with(|r| {
+            let membership = convert::to_stored_membership(r.membership().clone());
+            (r.last_applied().map(convert::to_log_id), membership)
+        }))
     }
 
     async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError>
@@ -359,9 +366,15 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             });
         let started = std::time::Instant::now();
         let applied = if long {
-            off_runtime(|| self.replica().apply(entries)).map_err(sm_err)
+            off_runtime(|| {
+                self.replica()
+                    .apply(entries.into_iter().map(convert::entry))
+            })
+            .map_err(sm_err)
         } else {
-            self.replica().apply(entries).map_err(sm_err)
+            self.replica()
+                .apply(entries.into_iter().map(convert::entry))
+                .map_err(sm_err)
         };
         let l = self.latency();
         l.apply.since(started);

@@ -9,9 +9,9 @@ use std::time::Instant;
 use openraft::storage::Snapshot;
 
 use super::{sm_err, snap_err, StateMachineStore};
-use crate::raft::replica::Replica;
 use crate::raft::snapshot::{self, SnapshotBlob};
-use crate::raft::{SnapshotMeta, StorageError, TypeConfig};
+use crate::raft::{convert, SnapshotMeta, StorageError, TypeConfig};
+use lockd_core::replica::Replica;
 
 /// What this node did with snapshots since it started.
 #[derive(Clone, Copy, Debug, Default)]
@@ -79,7 +79,7 @@ impl StateMachineStore {
     ) -> Result<(), StorageError> {
         let started = Instant::now();
         let blob = SnapshotBlob::decode(&bytes).map_err(|e| snap_err(Some(meta), e))?;
-        if blob.meta.last_log_id != meta.last_log_id {
+        if blob.meta.last_log_id != meta.last_log_id.map(convert::log_id) {
             return Err(snap_err(
                 Some(meta),
                 "snapshot body names a different last log id than its metadata",
@@ -120,11 +120,7 @@ impl StateMachineStore {
         let blob = {
             let mut r = self.replica();
             let index = r.last_applied().map_or(0, |l| l.index);
-            let meta = SnapshotMeta {
-                last_log_id: r.last_applied(),
-                last_membership: r.membership().clone(),
-                snapshot_id: format!("backup-{index}"),
-            };
+            let meta = r.snapshot_meta(format!("backup-{index}"));
             r.snapshot_blob(meta).map_err(|e| e.to_string())?
         };
         let index = blob.meta.last_log_id.map_or(0, |l| l.index);
@@ -146,13 +142,9 @@ impl StateMachineStore {
                 Some(l) => format!("{}-{}-{n}", l.leader_id.term, l.index),
                 None => format!("0-0-{n}"),
             };
-            let meta = SnapshotMeta {
-                last_log_id: r.last_applied(),
-                last_membership: r.membership().clone(),
-                snapshot_id,
-            };
+            let meta = r.snapshot_meta(snapshot_id);
             let blob = r.snapshot_blob(meta.clone()).map_err(sm_err)?;
-            (meta, blob)
+            (convert::to_snapshot_meta(meta), blob)
         };
         let state_bytes = blob.guest_state.len();
         let bytes = blob.encode().map_err(|e| snap_err(None, e))?;

@@ -115,7 +115,7 @@ mod tests {
         Holder {
             lease_ms: ms,
             deadline: Duration::from_millis(ms),
-            mode: crate::command::Mode::Exclusive,
+            mode: lockd_core::command::Mode::Exclusive,
             limit: 1,
             ident: None,
             principal: String::new(),
@@ -139,7 +139,7 @@ mod tests {
 
     #[test]
     fn room_follows_the_contract_only() {
-        use crate::command::Mode;
+        use lockd_core::command::Mode;
         let spec = |mode, limit| Spec {
             mode,
             limit,

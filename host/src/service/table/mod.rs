@@ -113,7 +113,7 @@ struct Waiter {
 struct Holder {
     lease_ms: u64,
     deadline: Duration,
-    mode: crate::command::Mode,
+    mode: lockd_core::command::Mode,
     limit: u32,
     ident: Option<Ident>,
     principal: String,

@@ -30,8 +30,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{Action, Cmd, Event, Held, Ident, Outcome, Reject, Request, Spec, Table, WaitLimits};
-use crate::command::Mode;
 use crate::service::error::ServiceError;
+use lockd_core::command::Mode;
 
 /// One `command` / `----` / expected block of a file.
 struct Block {

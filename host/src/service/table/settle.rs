@@ -16,7 +16,7 @@ fn refusal(key: &str, reject: Reject) -> ServiceError {
     match reject {
         Reject::Busy => ServiceError::Held { key },
         Reject::Policy(reason) => ServiceError::Refused { key, reason },
-        Reject::Quota(reason) if crate::command::is_capacity(&reason) => {
+        Reject::Quota(reason) if lockd_core::command::is_capacity(&reason) => {
             ServiceError::Capacity { key, reason }
         }
         Reject::Quota(reason) => ServiceError::Quota { key, reason },

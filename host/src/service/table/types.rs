@@ -5,9 +5,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::command::Mode;
 use crate::raft::NodeId;
 use crate::service::error::{Acquired, ServiceError};
+use lockd_core::command::Mode;
 
 /// A caller's request, numbered by the actor (unique per node).
 pub type ReqId = u64;
@@ -232,7 +232,7 @@ pub enum Cmd {
 }
 
 /// Why a grant was not granted: the module's own reason, unchanged.
-pub use crate::command::Reason as Reject;
+pub use lockd_core::command::Reason as Reject;
 
 /// What applying a [`Cmd`] returned, as the table needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,7 @@ fn main() {
     let manifest = std::path::PathBuf::from(
         std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
     );
-    let workspace = manifest.parent().expect("host/ sits in the workspace");
+    let workspace = manifest.parent().expect("core/ sits in the workspace");
     if let Err(e) = guest_build::build_components(
         workspace,
         &["guest-sm"],

@@ -2,7 +2,7 @@
 //! and its instance, the shadow, the trusted module keys, the audit points
 //! — and the one path that
 //! applies committed entries to it. No I/O: the openraft adapter
-//! ([`super::state_machine`]), `lockd replay` and the tests all drive this.
+//! (the host's state machine), `lockd replay` and the tests all drive this.
 //!
 //! Every committed range goes to the guest in **one** call
 //! ([`GuestInstance::apply`]), split only where it must be: at an upgrade or
@@ -24,18 +24,18 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use lockd_client::proto::{AuditKind, Capacity, PoisonedAt, UpgradeRecord};
-use openraft::EntryPayload;
+use lockd_proto::{AuditKind, PoisonedAt};
 
-use super::snapshot::SnapshotBlob;
-use super::{Entry, LogId, Request, Response, SnapshotMeta, StoredMembership};
+use crate::audit::AuditLog;
 use crate::command::{legacy, Command, Outcome};
 use crate::engine::{EngineError, GuestInstance, GuestModule};
-use crate::upgrade::audit::AuditLog;
-use crate::upgrade::precompile::Precompiler;
-use crate::upgrade::shadow::Shadow;
-use crate::upgrade::signature::{SignedFor, TrustedKeys};
-use crate::upgrade::ShadowEntry;
+use crate::entry::{Entry, LogId, Payload, Request, Response, SnapshotMeta, StoredMembership};
+use crate::precompile::Precompiler;
+use crate::shadow::Shadow;
+use crate::signature::{SignedFor, TrustedKeys};
+use crate::snapshot::SnapshotBlob;
+use crate::upgrade::{ShadowEntry, UpgradeRecord};
+use capacity::Capacity;
 
 pub mod capacity;
 mod query;
@@ -47,6 +47,23 @@ pub use swap::record_of;
 
 use capacity::Usage;
 use run::Run;
+
+/// The cluster a replica belongs to, as bound signatures name it: its
+/// id's 16 bytes, zeros while the node knows none (a cluster of builds
+/// before cluster ids). The host's cluster identity is one; it may learn
+/// its id after the replica was built, so it is asked at every check.
+pub trait ClusterName: Send + Sync {
+    fn bytes(&self) -> [u8; 16];
+}
+
+/// No cluster id: replay without a data dir, and the tests.
+struct Unnamed;
+
+impl ClusterName for Unnamed {
+    fn bytes(&self) -> [u8; 16] {
+        [0; 16]
+    }
+}
 
 /// Upgrade records kept (in status and in snapshots).
 const KEEP_UPGRADES: usize = 32;
@@ -76,7 +93,7 @@ pub struct Replica {
     /// in snapshots; none: no signature required).
     module_keys: TrustedKeys,
     /// The cluster this replica belongs to, which bound signatures name.
-    cluster: Arc<crate::cluster_id::ClusterIdentity>,
+    cluster: Arc<dyn ClusterName>,
     /// Set when a guest call in `apply` failed: the entries of that call
     /// that carry commands. Nothing is applied after.
     stopped: Option<PoisonedAt>,
@@ -113,7 +130,7 @@ impl Replica {
             capacity: capacity::DEFAULT_CAPACITY,
             usage: Usage::default(),
             module_keys: TrustedKeys::default(),
-            cluster: Arc::new(crate::cluster_id::ClusterIdentity::fixed(None)),
+            cluster: Arc::new(Unnamed),
             stopped: None,
             fresh: true,
             #[cfg(feature = "fault-diverge")]
@@ -191,7 +208,7 @@ impl Replica {
         let mut responses: Vec<Option<Response>> = Vec::new();
         for entry in entries {
             let log_id = entry.log_id;
-            if matches!(entry.payload, EntryPayload::Normal(_)) {
+            if matches!(entry.payload, Payload::Normal(_)) {
                 self.fresh = false;
             }
             let slot = responses.len();
@@ -199,68 +216,71 @@ impl Replica {
                 run.before = self.last_applied;
             }
             match entry.payload {
-                EntryPayload::Normal(Request::Commands(groups)) => {
+                Payload::Normal(Request::Commands(groups)) => {
                     run.push(slot, log_id, groups);
                     responses.push(None);
                 }
-                EntryPayload::Normal(Request::Lock(commands)) => {
+                Payload::Normal(Request::Lock(commands)) => {
                     self.flush(&mut run, &mut responses)?;
                     let outcomes = self.apply_legacy(log_id, &commands)?;
                     responses.push(Some(Response::Lock(vec![outcomes])));
                 }
-                EntryPayload::Membership(m) => {
-                    self.membership = StoredMembership::new(Some(log_id), m);
+                Payload::Membership(m) => {
+                    self.membership = StoredMembership {
+                        log_id: Some(log_id),
+                        membership: m,
+                    };
                     run.push_empty(slot, log_id);
                     responses.push(None);
                 }
-                EntryPayload::Blank => {
+                Payload::Blank => {
                     run.push_empty(slot, log_id);
                     responses.push(None);
                 }
-                EntryPayload::Normal(Request::Genesis(g)) => {
+                Payload::Normal(Request::Genesis(g)) => {
                     self.flush(&mut run, &mut responses)?;
                     let outcome = self.genesis(log_id, g);
                     responses.push(Some(Response::Upgrade(outcome)));
                 }
-                EntryPayload::Normal(Request::Upgrade(up)) => {
+                Payload::Normal(Request::Upgrade(up)) => {
                     self.flush(&mut run, &mut responses)?;
                     let outcome = self.upgrade(log_id, up, None, Some(SignedFor::Upgrade));
                     responses.push(Some(Response::Upgrade(outcome)));
                 }
-                EntryPayload::Normal(Request::SignedUpgrade(s)) => {
+                Payload::Normal(Request::SignedUpgrade(s)) => {
                     self.flush(&mut run, &mut responses)?;
                     let outcome = self.upgrade(log_id, s.upgrade, Some(s.signature), None);
                     responses.push(Some(Response::Upgrade(outcome)));
                 }
-                EntryPayload::Normal(Request::BoundUpgrade(s)) => {
+                Payload::Normal(Request::BoundUpgrade(s)) => {
                     self.flush(&mut run, &mut responses)?;
                     let outcome =
                         self.upgrade(log_id, s.upgrade, Some(s.signature), Some(s.signed_for));
                     responses.push(Some(Response::Upgrade(outcome)));
                 }
-                EntryPayload::Normal(Request::Shadow(sh)) => {
+                Payload::Normal(Request::Shadow(sh)) => {
                     self.flush(&mut run, &mut responses)?;
                     let outcome = self.shadow_entry(log_id, sh, None, true);
                     responses.push(Some(Response::Shadow(outcome)));
                 }
-                EntryPayload::Normal(Request::SignedShadow(s)) => {
+                Payload::Normal(Request::SignedShadow(s)) => {
                     self.flush(&mut run, &mut responses)?;
                     let start = ShadowEntry::Start { module: s.module };
                     let outcome = self.shadow_entry(log_id, start, Some(s.signature), false);
                     responses.push(Some(Response::Shadow(outcome)));
                 }
-                EntryPayload::Normal(Request::BoundShadow(s)) => {
+                Payload::Normal(Request::BoundShadow(s)) => {
                     self.flush(&mut run, &mut responses)?;
                     let start = ShadowEntry::Start { module: s.module };
                     let outcome = self.shadow_entry(log_id, start, Some(s.signature), true);
                     responses.push(Some(Response::Shadow(outcome)));
                 }
-                EntryPayload::Normal(Request::ModuleKeys(k)) => {
+                Payload::Normal(Request::ModuleKeys(k)) => {
                     self.flush(&mut run, &mut responses)?;
                     let result = self.module_keys_entry(log_id, &k);
                     responses.push(Some(Response::ModuleKeys(result, self.module_keys.clone())));
                 }
-                EntryPayload::Normal(Request::Capacity(bounds)) => {
+                Payload::Normal(Request::Capacity(bounds)) => {
                     self.flush(&mut run, &mut responses)?;
                     let status = self.set_capacity(bounds);
                     responses.push(Some(Response::Capacity(status)));

@@ -2,7 +2,7 @@
 //! waiting for one guest call.
 
 use crate::command::Command;
-use crate::raft::LogId;
+use crate::entry::LogId;
 
 /// Lock command groups of consecutive entries, waiting for one guest call.
 #[derive(Default)]

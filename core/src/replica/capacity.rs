@@ -25,13 +25,44 @@
 //! the call split and the use read exactly. It also cuts a long range into
 //! calls of at most [`MAX_COMMANDS_PER_CALL`] commands.
 
-use lockd_client::proto::{Capacity, CapacityStatus};
+use lockd_proto::CapacityStatus;
+use serde::{Deserialize, Serialize};
 
 use super::Replica;
 use crate::command::{Command, Outcome, Reason};
 use crate::engine::EngineError;
 
 pub use crate::command::{is_capacity, CAPACITY_REASON};
+
+/// The cluster's capacity bounds as the log and snapshots carry them (the
+/// server's format; the API's [`lockd_proto::Capacity`] has the same
+/// fields and converts both ways).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capacity {
+    /// The most holdings the cluster keeps (a shared or semaphore key
+    /// counts each holder).
+    pub max_held: u64,
+    /// The most key bytes those holdings may have together.
+    pub max_key_bytes: u64,
+}
+
+impl From<lockd_proto::Capacity> for Capacity {
+    fn from(c: lockd_proto::Capacity) -> Capacity {
+        Capacity {
+            max_held: c.max_held,
+            max_key_bytes: c.max_key_bytes,
+        }
+    }
+}
+
+impl From<Capacity> for lockd_proto::Capacity {
+    fn from(c: Capacity) -> lockd_proto::Capacity {
+        lockd_proto::Capacity {
+            max_held: c.max_held,
+            max_key_bytes: c.max_key_bytes,
+        }
+    }
+}
 
 /// The bounds a new cluster starts with: every guest call on a table this
 /// full, of either reference module, stays at least ten times inside its
@@ -52,7 +83,7 @@ pub struct Usage {
 impl Usage {
     pub fn status(self, limits: Capacity) -> CapacityStatus {
         CapacityStatus {
-            limits,
+            limits: limits.into(),
             held: self.held,
             key_bytes: self.key_bytes,
         }

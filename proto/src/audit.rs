@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::proto::AuditReport;
+use crate::AuditReport;
 
 /// A node whose state hash differs from the others' at an index.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -86,7 +86,7 @@ pub fn compare(reports: &[AuditReport]) -> Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::AuditRecord;
+    use crate::AuditRecord;
 
     fn report(id: u64, points: &[(u64, &str)]) -> AuditReport {
         AuditReport {
@@ -98,7 +98,7 @@ mod tests {
                     index: *i,
                     state_hash: h.to_string(),
                     module_hash: "m".into(),
-                    kind: crate::proto::AuditKind::Interval,
+                    kind: crate::AuditKind::Interval,
                 })
                 .collect(),
         }

@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use lockd_client::proto::{AuditReport, CapacityStatus, PoisonedAt, ShadowStatus, UpgradeRecord};
+use lockd_proto::{AuditReport, CapacityStatus, PoisonedAt, ShadowStatus};
 
 use super::Replica;
 use crate::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
 use crate::engine::{EngineError, ModuleHash, World};
-use crate::raft::{LogId, StoredMembership};
-use crate::upgrade::signature::{ModuleSignature, TrustedKeys};
-use crate::upgrade::{capture, MigrateError};
+use crate::entry::{LogId, StoredMembership};
+use crate::signature::{ModuleSignature, TrustedKeys};
+use crate::upgrade::{capture, MigrateError, UpgradeRecord};
 
 /// The running shadow module, as a promote needs it.
 pub struct ShadowModule {
@@ -34,7 +34,7 @@ pub struct ReplicaView {
     pub poisoned: Option<String>,
     pub poisoned_at: Option<PoisonedAt>,
     pub module_since_index: u64,
-    pub upgrades: Vec<UpgradeRecord>,
+    pub upgrades: Vec<lockd_proto::UpgradeRecord>,
     pub shadow: Option<ShadowStatus>,
     pub upgrades_swapped: u64,
     pub upgrades_rejected: u64,
@@ -55,6 +55,15 @@ impl Replica {
 
     pub fn membership(&self) -> &StoredMembership {
         &self.membership
+    }
+
+    /// What a snapshot of the state now covers, named `snapshot_id`.
+    pub fn snapshot_meta(&self, snapshot_id: String) -> crate::entry::SnapshotMeta {
+        crate::entry::SnapshotMeta {
+            last_log_id: self.last_applied,
+            last_membership: self.membership.clone(),
+            snapshot_id,
+        }
     }
 
     pub fn module_hash(&self) -> ModuleHash {
@@ -145,7 +154,7 @@ impl Replica {
             poisoned: self.guest.poisoned().map(str::to_string),
             poisoned_at: self.stopped,
             module_since_index: self.module_since,
-            upgrades: self.upgrades.iter().cloned().collect(),
+            upgrades: self.upgrades.iter().map(UpgradeRecord::status).collect(),
             shadow: self.shadow.as_ref().map(|s| s.status()),
             upgrades_swapped: self.upgrades_swapped,
             upgrades_rejected: self.upgrades_rejected,

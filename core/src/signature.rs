@@ -9,7 +9,7 @@
 //!   travel in snapshots.
 //! * While the set is **non-empty**, an upgrade or a shadow start must carry
 //!   a signature that verifies (ed25519 `verify_strict`) under one of the
-//!   keys, over [`lockd_client::signature::bound_message`]: the module's
+//!   keys, over [`lockd_proto::signature::bound_message`]: the module's
 //!   hash bound to its purpose, the cluster's id and the active module it
 //!   replaces with the index that module became active at
 //!   ([`TrustedKeys::check_bound`]); otherwise the entry is rejected with
@@ -38,12 +38,12 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use ed25519_dalek::{Signature, VerifyingKey};
-use lockd_client::signature::{self as wire, HexError, KEY_BYTES, SIGNATURE_BYTES};
+use lockd_proto::signature::{self as wire, HexError, KEY_BYTES, SIGNATURE_BYTES};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::UpgradeEntry;
 use crate::engine::ModuleHash;
+use crate::upgrade::UpgradeEntry;
 
 /// The most module keys a cluster trusts at once.
 pub const MAX_TRUSTED_KEYS: usize = 16;

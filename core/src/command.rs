@@ -34,7 +34,7 @@ pub mod legacy {
 
 /// What the reason of every refusal by the cluster's capacity bound starts
 /// with (a `quota` refusal the host, not the module, gives; see
-/// [`crate::raft::replica::capacity`]).
+/// [`crate::replica::capacity`]).
 pub const CAPACITY_REASON: &str = "cluster capacity";
 
 /// The allowance [`Command::wire_bytes`] makes for a command's numbers and

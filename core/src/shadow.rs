@@ -1,8 +1,8 @@
 //! Shadow mode: a candidate module beside the active one.
 //!
-//! A shadow is started by a committed [`super::ShadowEntry::Start`], so every
+//! A shadow is started by a committed [`crate::upgrade::ShadowEntry::Start`], so every
 //! node starts it at the same index from the same state (the active module's
-//! snapshot, migrated by [`super::migrate`]). From then on every committed
+//! snapshot, migrated by [`crate::upgrade::migrate`]). From then on every committed
 //! batch is applied to the active module — whose outcomes are the real ones
 //! — and then to the shadow, whose outcomes are only compared: lock state,
 //! tokens and clients never see them. At every audit point the two state
@@ -13,14 +13,14 @@
 //! node that restores a snapshot taken after the shadow started runs
 //! without it (start it again). Promotion goes through a normal upgrade
 //! entry with the shadow's bytes, carrying the signature the shadow was
-//! started with (kept here, see [`super::signature`]).
+//! started with (kept here, see [`crate::signature`]).
 
-use lockd_client::proto::{OutcomeDiff, ShadowStatus};
+use lockd_proto::{OutcomeDiff, ShadowStatus};
 
 use crate::command::{legacy, Command, Outcome};
 use crate::engine::EngineError;
 use crate::engine::{GuestInstance, GuestModule};
-use crate::upgrade::signature::ModuleSignature;
+use crate::signature::ModuleSignature;
 
 /// Differing outcomes kept as examples.
 const EXAMPLES: usize = 16;

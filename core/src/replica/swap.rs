@@ -1,27 +1,26 @@
 //! Applying the entries that change the module: an upgrade (migrate and
 //! swap, or reject), shadow start and stop, and the module keys they must
 //! be signed by. The same steps on every node (see [`crate::upgrade`] and
-//! [`crate::upgrade::signature`]).
+//! [`crate::signature`]).
 
 use std::time::{Duration, Instant};
 
-use lockd_client::proto::{AuditKind, UpgradeRecord, UpgradeResult};
+use lockd_proto::AuditKind;
 
 use super::{Replica, KEEP_UPGRADES};
 use crate::engine::ModuleHash;
-use crate::raft::LogId;
-use crate::upgrade::shadow::Shadow;
+use crate::entry::LogId;
+use crate::shadow::Shadow;
 use std::sync::Arc;
 
-use lockd_client::signature::{Binding, Purpose};
+use lockd_proto::signature::{Binding, Purpose};
 
-use crate::cluster_id::ClusterIdentity;
-use crate::upgrade::signature::{
+use crate::signature::{
     KeyChange, KeyEntry, KeyError, ModuleSignature, SignatureError, SignedFor, Verdict,
 };
 use crate::upgrade::{
     apply_upgrade, switch_to, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry,
-    UpgradeOutcome,
+    UpgradeOutcome, UpgradeRecord, UpgradeResult,
 };
 
 impl Replica {
@@ -217,12 +216,12 @@ impl Replica {
 
     /// Name the cluster this replica belongs to (a node's, once it opened
     /// its data dir; replay's, from the data dir it reads).
-    pub fn bind_cluster(&mut self, cluster: Arc<ClusterIdentity>) {
+    pub fn bind_cluster(&mut self, cluster: Arc<dyn super::ClusterName>) {
         self.cluster = cluster;
     }
 
     /// The signature check of an upgrade or shadow start, against the keys
-    /// trusted at this entry (see [`crate::upgrade::signature`]): bound to
+    /// trusted at this entry (see [`crate::signature`]): bound to
     /// `purpose` here, or (`None`, an entry from before bound signatures)
     /// over the module hash alone.
     fn signed(

@@ -1,180 +1,7 @@
-//! The native client protocol: requests, responses, errors.
-//!
-//! Keys travel as bytes so that a key that is not UTF-8 reaches the node and
-//! gets its precise error, instead of failing to decode as a frame.
+//! What a node reports: status, members, capacity, upgrade records, the
+//! shadow, audit points, admin actions.
 
 use serde::{Deserialize, Serialize};
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ClientRequest {
-    /// Take `key`; wait up to `wait_ms` in the key's FIFO queue if held.
-    Acquire {
-        key: Vec<u8>,
-        lease_ms: u64,
-        wait_ms: u64,
-    },
-    Release {
-        key: Vec<u8>,
-        token: u64,
-    },
-    Keepalive {
-        key: Vec<u8>,
-        token: u64,
-    },
-    /// Linearizable read of a key's holder.
-    Get {
-        key: Vec<u8>,
-    },
-    /// The answering node's status.
-    Status,
-    /// Take a slot of `key` as a module of world 0.2 understands it.
-    /// Variants are appended, so older peers decode every earlier one.
-    AcquireWith(AcquireRequest),
-    /// Every holding of `key`, read linearizably.
-    Holders {
-        key: Vec<u8>,
-    },
-    /// Held keys under `prefix`, after `after`, at most `limit`.
-    List {
-        prefix: Vec<u8>,
-        after: Option<Vec<u8>>,
-        limit: u32,
-    },
-}
-
-/// How a holding shares its key.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub enum LockMode {
-    /// With limit 1 a mutex; with limit N a counting semaphore of N.
-    #[default]
-    Exclusive,
-    /// A reader of a readers-writer lock (up to `limit` together).
-    Shared,
-}
-
-impl LockMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LockMode::Exclusive => "exclusive",
-            LockMode::Shared => "shared",
-        }
-    }
-}
-
-/// An acquire with the options of world 0.2.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AcquireRequest {
-    pub key: Vec<u8>,
-    pub lease_ms: u64,
-    pub wait_ms: u64,
-    pub mode: LockMode,
-    pub limit: u32,
-    /// A caller-chosen owner (session) name.
-    pub owner: String,
-    /// With `owner`, makes a retry return the grant that committed.
-    pub request_id: String,
-}
-
-/// One holding of a key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Holding {
-    pub token: u64,
-    pub lease_ms: u64,
-    pub mode: LockMode,
-    pub limit: u32,
-    /// `None`: carried over from a world-0.1 state, holder unknown.
-    pub holder: Option<HolderId>,
-    pub request_id: String,
-}
-
-/// Who holds a holding.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HolderId {
-    pub principal: String,
-    pub owner: String,
-}
-
-/// A held key and its holdings.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeyHoldings {
-    pub key: String,
-    pub holdings: Vec<Holding>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ClientResponse {
-    Acquired { token: u64, lease_ms: u64 },
-    Released,
-    KeptAlive { lease_ms: u64 },
-    Lock(Option<LockView>),
-    Status(Box<Status>),
-    Error(WireError),
-    Holders(Vec<Holding>),
-    Listed(Vec<KeyHoldings>),
-}
-
-/// A held lock as a client sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockView {
-    pub token: u64,
-    pub lease_ms: u64,
-}
-
-/// Why a request failed. The message is the node's precise wording.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-pub enum WireError {
-    /// Bad input: nothing was proposed.
-    #[error("{0}")]
-    BadRequest(String),
-    /// Still held after the wait.
-    #[error("{0}")]
-    Held(String),
-    #[error("{0}")]
-    NotHeld(String),
-    #[error("{0}")]
-    WrongToken(String),
-    /// Ask the leader instead (its address when known).
-    #[error("{message}")]
-    NotLeader {
-        leader: Option<u64>,
-        leader_addr: Option<String>,
-        message: String,
-    },
-    /// No quorum, leadership changing, shutting down: try again.
-    #[error("{0}")]
-    Unavailable(String),
-    #[error("{0}")]
-    Internal(String),
-    /// The lock module's policy refused the grant.
-    /// New variants go last, so that older peers decode every earlier
-    /// variant unchanged.
-    #[error("{0}")]
-    Refused(String),
-    /// A quota of the lock module's policy data is used up.
-    #[error("{0}")]
-    Quota(String),
-    /// The active lock module cannot serve the request as asked (a mode or
-    /// limit it does not support, a limit unlike the key's holders').
-    #[error("{0}")]
-    Unsupported(String),
-    /// A bound on waiting callers is reached (per key or in all): try
-    /// again later.
-    #[error("{0}")]
-    TooManyWaiters(String),
-    /// The cluster's capacity (held locks or key bytes) is used up: the
-    /// grant is refused until holdings are freed or the bound is raised.
-    #[error("{0}")]
-    Capacity(String),
-    /// No credentials, or ones the node does not accept.
-    #[error("{0}")]
-    Unauthenticated(String),
-    /// The caller's roles do not allow the request (or the holding is
-    /// another principal's).
-    #[error("{0}")]
-    Forbidden(String),
-}
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -287,57 +114,42 @@ pub struct Status {
     /// Set when the guest failed and the state machine stopped applying.
     pub poisoned: Option<String>,
     /// Where applying stopped, when a guest call failed in `apply`.
-    #[serde(default)]
     pub poisoned_at: Option<PoisonedAt>,
     /// The log index at which the active module became active (0: it is
     /// the module the cluster started with, or came with a snapshot).
-    #[serde(default)]
     pub module_since_index: u64,
     /// The most recent upgrade entries this node applied, oldest first.
-    #[serde(default)]
     pub upgrades: Vec<UpgradeRecord>,
     /// The candidate module running in shadow mode, if any.
-    #[serde(default)]
     pub shadow: Option<ShadowStatus>,
     /// Audit divergences this node has seen between itself and a peer.
-    #[serde(default)]
     pub audit_divergences: u64,
     /// The cluster's capacity bounds and what is used of them.
-    #[serde(default)]
     pub capacity: Option<CapacityStatus>,
     /// The active guest's linear memory in bytes (what the memory limit
     /// counts).
-    #[serde(default)]
     pub guest_memory_bytes: u64,
     /// Bytes of the last snapshot this node built or installed.
-    #[serde(default)]
     pub last_snapshot_bytes: u64,
     /// How long this node's last snapshot build took, ms (0: none yet).
-    #[serde(default)]
     pub last_snapshot_build_ms: u64,
     /// How long this node's last install of a leader's snapshot took, ms.
-    #[serde(default)]
     pub last_snapshot_install_ms: u64,
     /// The most recent admin requests this node served, oldest first.
-    #[serde(default)]
     pub admin_actions: Vec<AdminAction>,
     /// The cluster's trusted module keys (ed25519, hex), in key order.
     /// When any is trusted, every upgrade and shadow start must be signed
     /// by one of them (see [`crate::signature`]).
-    #[serde(default)]
     pub trusted_module_keys: Vec<String>,
     /// The last divergence the determinism audit found from this node:
     /// which node's state hash differed, and at which index.
-    #[serde(default)]
     pub last_divergence: Option<DivergenceSeen>,
     /// The implementation part of the engine fingerprint
     /// (`wasmtime=…;arch=…`): nodes may differ in it during a rolling
     /// upgrade, unlike the rest.
-    #[serde(default)]
     pub engine_implementation: String,
     /// The id of the cluster this node belongs to (32 hex digits); `None`
     /// on a node that joins and has not yet been reached by its leader.
-    #[serde(default)]
     pub cluster_id: Option<String>,
 }
 
@@ -362,15 +174,13 @@ pub struct AdminAction {
     pub action: String,
     /// The HTTP status it was answered with.
     pub status: u16,
-    #[serde(default)]
     pub index: Option<u64>,
-    #[serde(default)]
     pub module_hash: Option<String>,
 }
 
 /// The cluster's capacity bounds: a replicated setting, enforced by every
 /// node at apply (a grant past a bound is refused with
-/// [`WireError::Capacity`], HTTP 507).
+/// [`crate::WireError::Capacity`], HTTP 507).
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Capacity {
@@ -434,7 +244,6 @@ pub struct UpgradeRecord {
     /// Why the upgrade was rejected (rejected only).
     pub reason: Option<String>,
     /// How long the swap took on this node, in µs (not deterministic).
-    #[serde(default)]
     pub swap_us: u64,
 }
 

@@ -6,15 +6,15 @@
 //! that index), right after every upgrade entry, and right after a snapshot
 //! is installed. A node keeps its most recent points in memory and serves
 //! them at `GET /v1/audit`. Each node also compares its points with its
-//! peers' in the background ([`super::checker`]); a difference at a common index
+//! peers' in the background (the host's audit checker); a difference at a common index
 //! is logged as an error naming the node in the minority and counted in
 //! `lockd_audit_divergences_total`. The comparison is
-//! [`lockd_client::audit::compare`], the one `lockctl audit` makes from
+//! [`lockd_proto::audit::compare`], the one `lockctl audit` makes from
 //! outside.
 
 use std::collections::VecDeque;
 
-use lockd_client::proto::{AuditKind, AuditRecord, AuditReport};
+use lockd_proto::{AuditKind, AuditRecord, AuditReport};
 
 use crate::engine::ModuleHash;
 

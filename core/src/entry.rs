@@ -1,0 +1,231 @@
+//! The log entry: what a committed entry carries ([`Request`]) and what
+//! applying it returns ([`Response`]), with the Raft identities the replica
+//! needs ([`LogId`], [`Membership`]).
+//!
+//! These are the server's persisted formats (docs/architecture.md,
+//! "Formats"): a log entry is postcard, read by position, and every replica
+//! must decode every entry ever written identically. So a variant is only
+//! appended, a field never added in place (a new variant instead), and the
+//! bytes of every kind are pinned by golden files (`tests/golden/`).
+//!
+//! [`LogId`], [`Membership`], [`StoredMembership`] and [`SnapshotMeta`] have
+//! the field order and serde form of openraft's types of the same names
+//! (openraft 0.9, `serde` feature), so they encode to the same bytes; the
+//! host converts at its openraft adapters. The core stays free of openraft,
+//! and therefore of tokio.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::command::{legacy, Command, Outcome};
+use crate::signature::{
+    BoundUpgrade, KeyChange, KeyEntry, KeyError, SignedShadowStart, SignedUpgrade, TrustedKeys,
+};
+use crate::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
+
+/// The term and node of the leader that proposed an entry.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct LeaderId {
+    pub term: u64,
+    pub node_id: u64,
+}
+
+/// An entry's identity: its leader and its index.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct LogId {
+    pub leader_id: LeaderId,
+    pub index: u64,
+}
+
+impl LogId {
+    pub fn new(term: u64, node_id: u64, index: u64) -> LogId {
+        LogId {
+            leader_id: LeaderId { term, node_id },
+            index,
+        }
+    }
+}
+
+/// A member's address, as the membership records it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    pub addr: String,
+}
+
+/// A membership configuration: one voter set, or two during a change
+/// (joint consensus); a node in `nodes` but in no set is a learner.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Membership {
+    pub configs: Vec<BTreeSet<u64>>,
+    pub nodes: BTreeMap<u64, Node>,
+}
+
+/// A membership and the entry that carried it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredMembership {
+    pub log_id: Option<LogId>,
+    pub membership: Membership,
+}
+
+/// What a snapshot covers: its last entry, its membership, its name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotMeta {
+    pub last_log_id: Option<LogId>,
+    pub last_membership: StoredMembership,
+    pub snapshot_id: String,
+}
+
+/// A committed entry as the replica applies it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub log_id: LogId,
+    pub payload: Payload,
+}
+
+/// What a committed entry carries: nothing (a new leader's blank entry), a
+/// membership, or a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Payload {
+    Blank,
+    Normal(Request),
+    Membership(Membership),
+}
+
+/// The application payload of a log entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// Lock commands in world 0.1's types, as entries written before world
+    /// 0.2 carry them; still applied (variant order is the log format).
+    Lock(Vec<legacy::Command>),
+    /// Replace the lock module (see [`crate::upgrade`]).
+    Upgrade(UpgradeEntry),
+    /// Start or stop a shadow module (see [`crate::shadow`]).
+    Shadow(ShadowEntry),
+    /// Replicated lock commands in groups, applied in this order; each
+    /// group is one entry of world 0.2's `apply` (a `busy` grant makes the
+    /// later grants of its key in the group wait). The leader puts every
+    /// group waiting at the moment into one log entry (see
+    /// the host's proposer): one fsync for many commands.
+    Commands(Vec<Vec<Command>>),
+    /// Set the cluster's capacity bounds (see [`crate::replica::capacity`]).
+    Capacity(crate::replica::capacity::Capacity),
+    /// Trust or untrust a module key (see [`crate::signature`]).
+    ModuleKeys(KeyEntry),
+    /// An upgrade carrying its module's signature; an unsigned upgrade is
+    /// still [`Request::Upgrade`].
+    SignedUpgrade(SignedUpgrade),
+    /// A shadow start carrying its module's signature.
+    SignedShadow(SignedShadowStart),
+    /// An upgrade (or the promote of a shadow) carrying a signature bound
+    /// to its use (see [`crate::signature`]); what a leader
+    /// proposes for a signed upgrade since bound signatures.
+    BoundUpgrade(BoundUpgrade),
+    /// A shadow start carrying a signature bound to its use.
+    BoundShadow(SignedShadowStart),
+    /// The first module of a new cluster (see [`crate::upgrade::Genesis`]).
+    Genesis(crate::upgrade::Genesis),
+}
+
+/// What applying an entry returns to the proposer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    /// One list of outcomes per group of the entry, one outcome per
+    /// command (a legacy entry is one group); a single group of one `Noop`
+    /// for Raft's blank and membership entries.
+    Lock(Vec<Vec<Outcome>>),
+    Upgrade(UpgradeOutcome),
+    Shadow(ShadowOutcome),
+    /// The bounds now in force and their use.
+    Capacity(lockd_proto::CapacityStatus),
+    /// What a module-key entry did, and the keys trusted after it.
+    ModuleKeys(Result<KeyChange, KeyError>, TrustedKeys),
+}
+
+impl Request {
+    /// About how many bytes the entry takes on the wire: module bytes and
+    /// strings counted exactly, a fixed allowance for each command's
+    /// numbers and framing. What bounds an AppendEntries batch in bytes.
+    pub fn wire_bytes(&self) -> usize {
+        crate::command::WIRE_OVERHEAD
+            + match self {
+                Request::Lock(cs) => cs.iter().map(legacy::Command::wire_bytes).sum(),
+                Request::Commands(groups) => groups.iter().flatten().map(Command::wire_bytes).sum(),
+                Request::Upgrade(u) => u.module.len(),
+                Request::Genesis(g) => g.module.len(),
+                Request::SignedUpgrade(s) => s.upgrade.module.len() + s.signature.0.len(),
+                Request::Shadow(ShadowEntry::Start { module }) => module.len(),
+                Request::SignedShadow(s) | Request::BoundShadow(s) => {
+                    s.module.len() + s.signature.0.len()
+                }
+                Request::BoundUpgrade(s) => s.upgrade.module.len() + s.signature.0.len(),
+                Request::ModuleKeys(_) => 32,
+                Request::Shadow(ShadowEntry::Stop) | Request::Capacity(_) => 0,
+            }
+    }
+
+    /// The component bytes an entry carries, if any (upgrade, shadow start):
+    /// what the log store hands to the precompiler on append.
+    pub fn module_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Request::Upgrade(u) => Some(&u.module),
+            Request::Genesis(g) => Some(&g.module),
+            Request::SignedUpgrade(s) => Some(&s.upgrade.module),
+            Request::Shadow(ShadowEntry::Start { module }) => Some(module),
+            Request::SignedShadow(s) | Request::BoundShadow(s) => Some(&s.module),
+            Request::BoundUpgrade(s) => Some(&s.upgrade.module),
+            Request::Lock(_)
+            | Request::Commands(_)
+            | Request::Capacity(_)
+            | Request::ModuleKeys(_)
+            | Request::Shadow(ShadowEntry::Stop) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Request::Lock(cs) => {
+                write!(f, "[")?;
+                for (i, c) in cs.iter().enumerate() {
+                    write!(f, "{}{c}", if i > 0 { ", " } else { "" })?;
+                }
+                write!(f, "]")
+            }
+            Request::Commands(groups) => {
+                write!(f, "[")?;
+                for (g, cs) in groups.iter().enumerate() {
+                    write!(f, "{}[", if g > 0 { ", " } else { "" })?;
+                    for (i, c) in cs.iter().enumerate() {
+                        write!(f, "{}{c}", if i > 0 { ", " } else { "" })?;
+                    }
+                    write!(f, "]")?;
+                }
+                write!(f, "]")
+            }
+            Request::Upgrade(u) => write!(f, "{u:?}"),
+            Request::Genesis(g) => write!(f, "{g:?}"),
+            Request::SignedUpgrade(s) => write!(f, "{:?} signed {}", s.upgrade, s.signature),
+            Request::Shadow(s) => write!(f, "{s:?}"),
+            Request::SignedShadow(s) => write!(f, "{s:?}"),
+            Request::BoundUpgrade(s) => write!(
+                f,
+                "{:?} signed {} for {:?}",
+                s.upgrade, s.signature, s.signed_for
+            ),
+            Request::BoundShadow(s) => write!(f, "bound {s:?}"),
+            Request::ModuleKeys(KeyEntry::Trust(k)) => write!(f, "trust module key {k}"),
+            Request::ModuleKeys(KeyEntry::Untrust(k)) => write!(f, "untrust module key {k}"),
+            Request::Capacity(c) => write!(
+                f,
+                "capacity(max_held {}, max_key_bytes {})",
+                c.max_held, c.max_key_bytes
+            ),
+        }
+    }
+}

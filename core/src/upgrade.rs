@@ -1,0 +1,294 @@
+//! Hot upgrade: the lock module is replaced through the log, identically on
+//! every node, while the cluster keeps serving.
+//!
+//! An upgrade is a log entry like any other ([`crate::entry::Request::Upgrade`]),
+//! carrying the new component's bytes and the hash of the module it
+//! replaces. When it is applied, every node runs the same steps at the same
+//! index, in [`migrate`]:
+//!
+//! 0. while the cluster trusts module keys, the entry must carry a
+//!    signature by one of them ([`crate::signature`]);
+//! 1. the `replaces` hash must name the active module (else: stale);
+//! 2. load the component (compiled when the entry was *appended*, see
+//!    [`crate::precompile`], so apply does not wait for the compiler);
+//! 3. old module's `snapshot()` → new instance's `restore()`; from a module
+//!    of world 0.2 to one of world 0.1 (a downgrade) the old module's
+//!    `downgrade-snapshot()` instead, which refuses a state that 0.1 cannot
+//!    represent (shared holders, semaphores), and so does the upgrade;
+//! 4. the migration must keep every holding and must not move the token
+//!    counter back (`counters()` before and after): fencing tokens never
+//!    repeat;
+//! 5. swap.
+//!
+//! Every step is deterministic (same bytes, same state, same fuel and memory
+//! limits), so a failure at any step — invalid bytes, an import, a trap, fuel
+//! or memory exhausted in `restore`, a refused snapshot — rejects the upgrade
+//! on every node with the same reason, and the old module keeps serving.
+//! The leader runs the same steps as a dry run before it proposes
+//! (in the host), so a bad module is usually refused before it reaches the
+//! log; the apply-time checks are what make it safe when it does.
+//!
+//! # Related
+//!
+//! * this module: the entries ([`UpgradeEntry`], [`ShadowEntry`], [`Genesis`]),
+//!   their deterministic outcomes and records, and [`migrate`], the one
+//!   migration path used by apply, the leader's dry run, shadow start and
+//!   `lockd replay`.
+//! * [`crate::precompile`]: compiles a module when its entry is appended.
+//! * [`crate::shadow`]: a candidate module fed the committed stream beside
+//!   the active one, with outcome and state-hash differences counted.
+//! * [`crate::audit`]: the (index, state hash) points every node records.
+//! * [`crate::signature`]: signed modules: the trusted module keys, the
+//!   signed entries and the check every node makes before anything else.
+//! * In the host: the leader's side (validate, then propose), the audit
+//!   checker that compares with the peers, and `lockd replay`.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::command::TableCounters;
+use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEngine, World};
+
+/// The first module of a new cluster, recorded in its log by its first
+/// leader (docs/lock-modules.md, "The first module"): every replica
+/// starts from the same fixed module at index 0 and swaps to this one
+/// here, so a cluster keeps the logic it started with whatever a later
+/// binary's built-in module is.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Genesis {
+    /// The component's bytes.
+    pub module: Vec<u8>,
+}
+
+impl std::fmt::Debug for Genesis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Genesis")
+            .field("module", &ModuleHash::of(&self.module))
+            .finish()
+    }
+}
+
+/// The upgrade log entry.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeEntry {
+    /// The new component's bytes.
+    pub module: Vec<u8>,
+    /// The module this one replaces; a different active module means the
+    /// entry is stale and is rejected.
+    pub replaces: ModuleHash,
+}
+
+impl std::fmt::Debug for UpgradeEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "UpgradeEntry {{ module: {} ({} bytes), replaces: {} }}",
+            ModuleHash::of(&self.module),
+            self.module.len(),
+            self.replaces
+        )
+    }
+}
+
+/// The shadow-mode log entries: starting a candidate at an index makes every
+/// node start it from the same state.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ShadowEntry {
+    Start { module: Vec<u8> },
+    Stop,
+}
+
+impl std::fmt::Debug for ShadowEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShadowEntry::Start { module } => write!(
+                f,
+                "ShadowEntry::Start {{ module: {} ({} bytes) }}",
+                ModuleHash::of(module),
+                module.len()
+            ),
+            ShadowEntry::Stop => f.write_str("ShadowEntry::Stop"),
+        }
+    }
+}
+
+/// What an upgrade entry did. Deterministic: every node computes the same.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UpgradeOutcome {
+    Swapped {
+        module: ModuleHash,
+        replaced: ModuleHash,
+        version: String,
+    },
+    Rejected {
+        module: ModuleHash,
+        replaces: ModuleHash,
+        reason: String,
+    },
+}
+
+/// What a shadow entry did. Deterministic.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ShadowOutcome {
+    Started { module: ModuleHash, version: String },
+    Failed { module: ModuleHash, reason: String },
+    Stopped { module: Option<ModuleHash> },
+}
+
+/// What applying one upgrade entry did on a node, as snapshots keep it
+/// (the server's format; status shows it as [`lockd_proto::UpgradeRecord`],
+/// through [`UpgradeRecord::status`]). Everything but `swap_us` is computed
+/// deterministically, so every node records the same.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UpgradeRecord {
+    /// The log index of the upgrade entry.
+    pub index: u64,
+    /// The module hash the entry said it replaces.
+    pub replaces: String,
+    /// SHA-256 of the new component bytes.
+    pub module_hash: String,
+    pub result: UpgradeResult,
+    /// The new module's version string (swapped only).
+    pub version: Option<String>,
+    /// Why the upgrade was rejected (rejected only).
+    pub reason: Option<String>,
+    /// How long the swap took on this node, in µs (not deterministic).
+    pub swap_us: u64,
+}
+
+/// Swapped or rejected (variant order is the snapshot format).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum UpgradeResult {
+    Swapped,
+    Rejected,
+}
+
+impl UpgradeRecord {
+    /// As status shows it.
+    pub fn status(&self) -> lockd_proto::UpgradeRecord {
+        lockd_proto::UpgradeRecord {
+            index: self.index,
+            replaces: self.replaces.clone(),
+            module_hash: self.module_hash.clone(),
+            result: match self.result {
+                UpgradeResult::Swapped => lockd_proto::UpgradeResult::Swapped,
+                UpgradeResult::Rejected => lockd_proto::UpgradeResult::Rejected,
+            },
+            version: self.version.clone(),
+            reason: self.reason.clone(),
+            swap_us: self.swap_us,
+        }
+    }
+}
+
+/// Why a migration to a new module failed. The text is part of the
+/// replicated outcome, so it is built only from deterministic inputs.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum MigrateError {
+    /// Refused for its signature (see [`crate::signature`]), before anything else.
+    #[error(transparent)]
+    Signature(crate::signature::SignatureError),
+    #[error("stale upgrade: it replaces module {replaces}, but the active module is {active}")]
+    Stale {
+        replaces: ModuleHash,
+        active: ModuleHash,
+    },
+    #[error("the new module cannot be loaded: {0}")]
+    Load(EngineError),
+    #[error("the active module could not take a snapshot: {0}")]
+    OldSnapshot(EngineError),
+    #[error("the new module is of world {to}, which cannot represent the current state: {reason}")]
+    Downgrade { to: World, reason: String },
+    #[error("the new module failed to restore the current state: {0}")]
+    Restore(EngineError),
+    #[error("the new module failed after restore: {0}")]
+    After(EngineError),
+    #[error("the migration would drop held locks: {before} held before, {after} after")]
+    LostLocks { before: u64, after: u64 },
+    #[error("the migration would move the token counter back from {before} to {after}; fencing tokens must never repeat")]
+    TokensBack { before: u64, after: u64 },
+}
+
+/// The new module, running, with the old state migrated into it.
+pub struct Migrated {
+    pub instance: GuestInstance,
+    pub version: String,
+}
+
+/// Start `module` from `state` (what [`capture`] took for its world, with
+/// the counters `before`) and check the result. The one migration path:
+/// apply, the leader's dry run, shadow start and replay all use it.
+pub fn migrate(
+    engine: &WasmEngine,
+    module: &GuestModule,
+    state: &[u8],
+    before: &TableCounters,
+) -> Result<Migrated, MigrateError> {
+    let mut instance = engine.instantiate(module).map_err(MigrateError::Restore)?;
+    instance.restore(state).map_err(MigrateError::Restore)?;
+    let after = instance.counters().map_err(MigrateError::After)?;
+    if after.holders != before.holders {
+        return Err(MigrateError::LostLocks {
+            before: before.holders,
+            after: after.holders,
+        });
+    }
+    if after.next_token < before.next_token {
+        return Err(MigrateError::TokensBack {
+            before: before.next_token,
+            after: after.next_token,
+        });
+    }
+    let version = instance.version().map_err(MigrateError::After)?;
+    Ok(Migrated { instance, version })
+}
+
+/// Switch to a loaded module: capture the active instance's state and
+/// [`migrate`] it into `loaded`. The steps an upgrade apply, a shadow start
+/// and replay share.
+pub fn switch_to(
+    engine: &WasmEngine,
+    loaded: Result<GuestModule, EngineError>,
+    active: &mut GuestInstance,
+) -> Result<(GuestModule, Migrated), MigrateError> {
+    let module = loaded.map_err(MigrateError::Load)?;
+    let (state, counters) = capture(active, module.world())?;
+    let migrated = migrate(engine, &module, &state, &counters)?;
+    Ok((module, migrated))
+}
+
+/// Apply an upgrade entry's checks and switch: `replaces` must name the
+/// active module; `load` turns the entry's bytes into a module (the
+/// precompiled one on a node, a plain load in replay).
+pub fn apply_upgrade(
+    engine: &WasmEngine,
+    entry: &UpgradeEntry,
+    active_hash: ModuleHash,
+    active: &mut GuestInstance,
+    load: impl FnOnce(&[u8]) -> Result<GuestModule, EngineError>,
+) -> Result<(GuestModule, Migrated), MigrateError> {
+    if entry.replaces != active_hash {
+        return Err(MigrateError::Stale {
+            replaces: entry.replaces,
+            active: active_hash,
+        });
+    }
+    switch_to(engine, load(&entry.module), active)
+}
+
+/// The active module's state, as a module of world `to` can read it, and
+/// its counters: the input to [`migrate`].
+pub fn capture(
+    active: &mut GuestInstance,
+    to: World,
+) -> Result<(Vec<u8>, TableCounters), MigrateError> {
+    let state = match (active.world(), to) {
+        (World::V02, World::V01) => active
+            .downgrade_snapshot()
+            .map_err(MigrateError::OldSnapshot)?
+            .map_err(|reason| MigrateError::Downgrade { to, reason })?,
+        _ => active.snapshot().map_err(MigrateError::OldSnapshot)?,
+    };
+    let counters = active.counters().map_err(MigrateError::OldSnapshot)?;
+    Ok((state, counters))
+}

@@ -1,0 +1,176 @@
+//! The native client protocol: requests, responses, errors.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Status;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientRequest {
+    /// Take `key`; wait up to `wait_ms` in the key's FIFO queue if held.
+    Acquire {
+        key: Vec<u8>,
+        lease_ms: u64,
+        wait_ms: u64,
+    },
+    Release {
+        key: Vec<u8>,
+        token: u64,
+    },
+    Keepalive {
+        key: Vec<u8>,
+        token: u64,
+    },
+    /// Linearizable read of a key's holder.
+    Get {
+        key: Vec<u8>,
+    },
+    /// The answering node's status.
+    Status,
+    /// Take a slot of `key` as a module of world 0.2 understands it.
+    /// Variants are appended, so older peers decode every earlier one.
+    AcquireWith(AcquireRequest),
+    /// Every holding of `key`, read linearizably.
+    Holders {
+        key: Vec<u8>,
+    },
+    /// Held keys under `prefix`, after `after`, at most `limit`.
+    List {
+        prefix: Vec<u8>,
+        after: Option<Vec<u8>>,
+        limit: u32,
+    },
+}
+
+/// How a holding shares its key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum LockMode {
+    /// With limit 1 a mutex; with limit N a counting semaphore of N.
+    #[default]
+    Exclusive,
+    /// A reader of a readers-writer lock (up to `limit` together).
+    Shared,
+}
+
+impl LockMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockMode::Exclusive => "exclusive",
+            LockMode::Shared => "shared",
+        }
+    }
+}
+
+/// An acquire with the options of world 0.2.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcquireRequest {
+    pub key: Vec<u8>,
+    pub lease_ms: u64,
+    pub wait_ms: u64,
+    pub mode: LockMode,
+    pub limit: u32,
+    /// A caller-chosen owner (session) name.
+    pub owner: String,
+    /// With `owner`, makes a retry return the grant that committed.
+    pub request_id: String,
+}
+
+/// One holding of a key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holding {
+    pub token: u64,
+    pub lease_ms: u64,
+    pub mode: LockMode,
+    pub limit: u32,
+    /// `None`: carried over from a world-0.1 state, holder unknown.
+    pub holder: Option<HolderId>,
+    pub request_id: String,
+}
+
+/// Who holds a holding.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HolderId {
+    pub principal: String,
+    pub owner: String,
+}
+
+/// A held key and its holdings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyHoldings {
+    pub key: String,
+    pub holdings: Vec<Holding>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientResponse {
+    Acquired { token: u64, lease_ms: u64 },
+    Released,
+    KeptAlive { lease_ms: u64 },
+    Lock(Option<LockView>),
+    Status(Box<Status>),
+    Error(WireError),
+    Holders(Vec<Holding>),
+    Listed(Vec<KeyHoldings>),
+}
+
+/// A held lock as a client sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockView {
+    pub token: u64,
+    pub lease_ms: u64,
+}
+
+/// Why a request failed. The message is the node's precise wording.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum WireError {
+    /// Bad input: nothing was proposed.
+    #[error("{0}")]
+    BadRequest(String),
+    /// Still held after the wait.
+    #[error("{0}")]
+    Held(String),
+    #[error("{0}")]
+    NotHeld(String),
+    #[error("{0}")]
+    WrongToken(String),
+    /// Ask the leader instead (its address when known).
+    #[error("{message}")]
+    NotLeader {
+        leader: Option<u64>,
+        leader_addr: Option<String>,
+        message: String,
+    },
+    /// No quorum, leadership changing, shutting down: try again.
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+    /// The lock module's policy refused the grant.
+    /// New variants go last, so that older peers decode every earlier
+    /// variant unchanged.
+    #[error("{0}")]
+    Refused(String),
+    /// A quota of the lock module's policy data is used up.
+    #[error("{0}")]
+    Quota(String),
+    /// The active lock module cannot serve the request as asked (a mode or
+    /// limit it does not support, a limit unlike the key's holders').
+    #[error("{0}")]
+    Unsupported(String),
+    /// A bound on waiting callers is reached (per key or in all): try
+    /// again later.
+    #[error("{0}")]
+    TooManyWaiters(String),
+    /// The cluster's capacity (held locks or key bytes) is used up: the
+    /// grant is refused until holdings are freed or the bound is raised.
+    #[error("{0}")]
+    Capacity(String),
+    /// No credentials, or ones the node does not accept.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The caller's roles do not allow the request (or the holding is
+    /// another principal's).
+    #[error("{0}")]
+    Forbidden(String),
+}
