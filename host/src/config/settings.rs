@@ -391,13 +391,11 @@ impl ServeSettings {
         }
         c.join = join;
         if c.join && !c.initial_cluster.is_empty() {
-            return Err(ConfigError::Refused {
-                origin: origins.of("join"),
-                reason: format!(
-                    "--join and --initial-cluster (from {}) exclude each other: a joining node is added by the cluster",
-                    origins.of("initial_cluster")
-                ),
-            });
+            return Err(ConfigError::Invalid(format!(
+                "--join and --initial-cluster exclude each other: a joining node is added by the cluster (--join from {}, --initial-cluster from {})",
+                origins.of("join"),
+                origins.of("initial_cluster")
+            )));
         }
         let Security {
             tls_cert,
