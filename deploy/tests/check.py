@@ -25,7 +25,7 @@ DASHBOARD = Path("deploy/grafana/lockd.json")
 METRICS = Path("deploy/grafana/metrics.txt")
 UNIT = Path("deploy/systemd/lockd.service")
 UNIT_CONFIG = Path("deploy/systemd/lockd.toml")
-CONFIG_RS = Path("host/src/config.rs")
+CONFIG_RS = Path("host/src/config/settings.rs")
 # The oldest Kubernetes the StatefulSet works on (the pod-index label and
 # start ordinals are on by default from 1.28), and the newest with schemas.
 K8S_VERSIONS = ("1.28.0", kv.latest_version())
@@ -330,13 +330,14 @@ def grafana_dashboard():
 def systemd_config():
     errs = []
     src = CONFIG_RS.read_text()
-    m = re.search(r"pub struct FileConfig \{(.*?)\n\}", src, re.S)
-    if not m:
-        return [f"no `pub struct FileConfig` in {CONFIG_RS}"]
-    keys = set(re.findall(r"pub (\w+):", m.group(1)))
+    # A setting is a field with a LOCKD_ variable; its TOML key is its name
+    # (`config` itself is no key of the file).
+    keys = set(re.findall(r'env = "LOCKD_\w+"[^]]*\]\s*pub (\w+):', src)) - {"config"}
+    if not keys:
+        return [f"no settings found in {CONFIG_RS}"]
     conf = tomllib.loads(UNIT_CONFIG.read_text())
     for k in sorted(set(conf) - keys):
-        errs.append(f"{UNIT_CONFIG}: {k} is not a setting of the config file ({CONFIG_RS} FileConfig)")
+        errs.append(f"{UNIT_CONFIG}: {k} is not a setting of the config file ({CONFIG_RS})")
     for k in ("id", "data_dir", "initial_cluster", "tls_cert", "tls_key", "tls_ca", "auth_file"):
         if k not in conf:
             errs.append(f"{UNIT_CONFIG}: {k} missing")

@@ -43,7 +43,8 @@
 //!
 //! Around them: [`node`] only wires things together and starts them (like
 //! mini-redis's `server::run`; nothing imports it back), [`config`] reads
-//! flags and the TOML file, [`membership`] adds, promotes and removes
+//! every setting once (flag, `LOCKD_*` variable, TOML key; file < env <
+//! flag), [`membership`] adds, promotes and removes
 //! nodes, [`shutdown`] waits for the signal to stop, [`certs`] makes a
 //! development CA and certificates (`lockd certs init`), and [`telemetry`]
 //! holds the latency histograms each layer records into for `/metrics`.

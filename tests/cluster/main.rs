@@ -25,6 +25,7 @@ mod cluster_leader_failover;
 mod cluster_membership;
 mod cluster_replication;
 mod cluster_snapshot_catchup;
+mod config_layers;
 mod engine_mismatch;
 mod guest_poisoned;
 mod limits_capacity;

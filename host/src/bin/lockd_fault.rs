@@ -8,7 +8,7 @@
 //! dies between a grant's commit and its answer (`fault-die-before-answer`,
 //! the idempotent-acquire test).
 
-#[path = "lockd.rs"]
+#[path = "lockd/main.rs"]
 mod lockd_main;
 
 fn main() -> anyhow::Result<()> {

@@ -1,38 +1,36 @@
-//! Node configuration: flags, an optional TOML file, and defaults.
+//! Node configuration: the settings, where they come from, and what a node
+//! starts with.
 //!
-//! Precedence: a flag beats the file, the file beats the default. The file
-//! uses the same names as the flags with `_` for `-`:
-//!
-//! ```toml
-//! id = 2
-//! addr = "127.0.0.1:7402"       # both of the next two
-//! # listen = "0.0.0.0:7402"     # what to bind
-//! # advertise_addr = "10.0.0.2:7402"   # what peers and clients are told
-//! data_dir = "d2"
-//! initial_cluster = "1=127.0.0.1:7401,2=127.0.0.1:7402,3=127.0.0.1:7403"
-//! heartbeat_ms = 40
-//! election_timeout_ms = 200
-//! snapshot_threshold = 10000
-//! tls_cert = "certs/node-2.pem"
-//! tls_key = "certs/node-2.key"
-//! tls_ca = "certs/ca.pem"
-//! auth_file = "auth.toml"
-//! ```
+//! * [`settings`]: every setting, declared once (flag, TOML key,
+//!   environment variable, default, doc), grouped by area.
+//! * [`layers`]: where each value comes from: the default, the TOML file
+//!   (`--config`), a `LOCKD_<NAME>` environment variable, a flag; each
+//!   beats the one before, and a bad value is refused naming its source.
+//! * [`NodeConfig`]: what [`crate::node::Node::start`] takes, resolved from
+//!   the settings and checked.
 //!
 //! Secure by default (docs/security.md, "Secure by default"): a node
 //! whose address is not a loopback one refuses to start without TLS and
 //! an auth file, unless `insecure` is set (and then it warns at every
 //! start). On loopback both are optional.
 
+#[cfg(test)]
+mod docs;
+pub mod layers;
+pub mod settings;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::Deserialize;
 use thiserror::Error;
 
+pub use layers::{Origins, Source};
 use lockd_core::engine::EngineSettings;
+pub use settings::ServeSettings;
 
+/// `--addr`'s default.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7400";
+/// `--data-dir`'s default.
 pub const DEFAULT_DATA_DIR: &str = "lockd-data";
 
 /// The node's certificate, its key, and the cluster's CA (which signs
@@ -44,105 +42,58 @@ pub struct TlsFiles {
     pub ca: PathBuf,
 }
 
-/// Everything a node needs to start.
+/// Everything a node needs to start: the settings resolved (members
+/// parsed, TLS files together, durations typed). Each field's meaning and
+/// default are those of its setting in [`settings`].
 #[derive(Clone, Debug)]
 pub struct NodeConfig {
     pub id: u64,
-    /// The address this node is reached at: what peers and clients are
-    /// told (`--advertise-addr`), and what `--initial-cluster` lists.
+    /// What peers and clients are told, and `--initial-cluster` lists.
     pub addr: String,
-    /// The address it binds (`--listen`), when not `addr`: `0.0.0.0:7400`
-    /// behind NAT or a container's port mapping.
+    /// What to bind, when not `addr`.
     pub listen: Option<String>,
     pub data_dir: PathBuf,
-    /// Members to bootstrap a new cluster with. Ignored once the data dir is
-    /// initialised. Empty with `join` set: wait to be added as a learner.
+    /// Empty with `join` set: wait to be added as a learner.
     pub initial_cluster: BTreeMap<u64, String>,
-    /// Start uninitialised and wait to be added to an existing cluster.
     pub join: bool,
-    /// Leader heartbeat period (default 40 ms).
     pub heartbeat_ms: u64,
-    /// Election timeout (default 200 ms); each node picks its timeout in
-    /// [this, 1.5 × this). openraft 0.9 lets a follower stand for election
-    /// only after the leader's lease (the largest timeout) *plus* its own
-    /// timeout have passed without a heartbeat: 500–600 ms with the
-    /// defaults, or one more timeout when the first candidate had the
-    /// shorter log (it loses, and its term bump costs the other node a
-    /// round). Measured: a dead leader replaced and serving in 0.55–0.95 s.
+    /// Each node picks its timeout in [this, 1.5 × this). openraft 0.9
+    /// lets a follower stand for election only after the leader's lease
+    /// (the largest timeout) *plus* its own timeout have passed without a
+    /// heartbeat: 500–600 ms with the defaults, or one more timeout when
+    /// the first candidate had the shorter log (it loses, and its term
+    /// bump costs the other node a round). Measured: a dead leader
+    /// replaced and serving in 0.55–0.95 s.
     pub election_timeout_ms: u64,
-    /// Build a snapshot after this many entries since the last one, once
-    /// the log since then is also as big as the lock state (see
-    /// [`crate::raft::snapshot_policy`]).
+    /// See [`crate::raft::snapshot_policy`].
     pub snapshot_threshold: u64,
-    /// Entries kept in the log behind a snapshot (for slow followers).
     pub keep_after_snapshot: u64,
-    /// The largest lease a client may ask for.
     pub max_lease_ms: u64,
-    /// The longest a client may ask to wait for a lock.
     pub max_wait_ms: u64,
-    /// The largest snapshot a peer may send, in bytes.
     pub max_snapshot_bytes: u64,
-    /// The largest lock module an upgrade or shadow may carry, in bytes (at
-    /// most [`crate::api::body::MAX_MODULE`]).
+    /// At most [`crate::api::body::MAX_MODULE`].
     pub max_module_bytes: usize,
-    /// Callers' requests in the lock service at once.
     pub max_requests: usize,
-    /// Connection caps and timeouts.
     pub conn: crate::transport::limits::ConnLimits,
-    /// Callers that may wait for one key at once.
     pub max_waiters_per_key: usize,
-    /// Callers that may wait on this node at once (for any key, or for a
-    /// new leader's table to load).
     pub max_waiters: usize,
     pub segment_bytes: u64,
-    /// Record the state hash every this many log indices (0: only at
-    /// upgrades and snapshot installs). Equal on every node, so that they
-    /// record at the same indices.
     pub audit_interval: u64,
-    /// How often the node compares its audit points with its peers' (ms).
     pub audit_check_ms: u64,
-    /// The audit points at which a learner of another implementation must
-    /// have matched the leader's state hash before `members promote`.
     pub promote_audit_points: u64,
     pub engine: EngineSettings,
-    /// Serve TLS only (and speak it to peers), with these files.
     pub tls: Option<TlsFiles>,
-    /// Authentication and roles from this file (reloaded on SIGHUP).
+    /// Reloaded on SIGHUP.
     pub auth_file: Option<PathBuf>,
-    /// Serve a non-loopback address without TLS or authentication.
     pub insecure: bool,
 }
 
 impl Default for NodeConfig {
+    /// The settings' defaults (never the environment's values).
     fn default() -> Self {
-        NodeConfig {
-            id: 1,
-            addr: DEFAULT_ADDR.into(),
-            listen: None,
-            data_dir: DEFAULT_DATA_DIR.into(),
-            initial_cluster: BTreeMap::new(),
-            join: false,
-            heartbeat_ms: 40,
-            election_timeout_ms: 200,
-            snapshot_threshold: 10_000,
-            keep_after_snapshot: 1_000,
-            max_lease_ms: 3_600_000,
-            max_wait_ms: 600_000,
-            max_snapshot_bytes: crate::raft::peer_check::DEFAULT_MAX_SNAPSHOT_BYTES,
-            max_module_bytes: crate::api::body::DEFAULT_MAX_MODULE,
-            max_requests: 131_072,
-            conn: crate::transport::limits::ConnLimits::default(),
-            max_waiters_per_key: 1024,
-            max_waiters: 65_536,
-            segment_bytes: 64 << 20,
-            audit_interval: 1000,
-            audit_check_ms: 10_000,
-            promote_audit_points: 3,
-            engine: EngineSettings::default(),
-            tls: None,
-            auth_file: None,
-            insecure: false,
-        }
+        settings::defaults::<ServeSettings>()
+            .resolve(&Origins::default())
+            .expect("the default settings resolve")
     }
 }
 
@@ -162,6 +113,22 @@ pub enum ConfigError {
     },
     #[error("cannot read config file {path}: {reason}")]
     File { path: String, reason: String },
+    #[error("config file {path}: unknown setting `{key}` (the keys are the flags' names with `_` for `-`)")]
+    UnknownKey { path: String, key: String },
+    #[error("{origin}: {value:?} is not a valid --{flag}: {reason}")]
+    BadValue {
+        flag: String,
+        origin: Source,
+        value: String,
+        reason: String,
+    },
+    /// A setting refused after the layers were merged: why, and where its
+    /// value came from.
+    #[error("{reason} (from {origin})")]
+    Refused { origin: Source, reason: String },
+    /// The command line itself (clap's error: usage, help, version).
+    #[error(transparent)]
+    Cli(#[from] clap::Error),
     #[error("{addr} is not a loopback address, and {missing}: anyone who can reach it could take and release any lock and replace the lock module. Give --tls-cert, --tls-key, --tls-ca and --auth-file (`lockd certs init` makes the certificates), or --insecure to serve it anyway")]
     Insecure { addr: String, missing: String },
     #[error("{0}")]
@@ -187,66 +154,6 @@ pub fn parse_members(s: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
         }
     }
     Ok(out)
-}
-
-/// The TOML file: every field optional.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    pub id: Option<u64>,
-    pub addr: Option<String>,
-    pub listen: Option<String>,
-    pub advertise_addr: Option<String>,
-    pub data_dir: Option<PathBuf>,
-    pub initial_cluster: Option<String>,
-    pub join: Option<bool>,
-    pub heartbeat_ms: Option<u64>,
-    pub election_timeout_ms: Option<u64>,
-    pub snapshot_threshold: Option<u64>,
-    pub keep_after_snapshot: Option<u64>,
-    pub max_lease_ms: Option<u64>,
-    pub max_wait_ms: Option<u64>,
-    pub max_snapshot_bytes: Option<u64>,
-    pub max_module_bytes: Option<usize>,
-    pub max_requests: Option<usize>,
-    pub max_connections: Option<usize>,
-    pub max_connections_per_ip: Option<usize>,
-    pub max_handshakes: Option<usize>,
-    pub max_handshakes_per_ip: Option<usize>,
-    pub max_unauthenticated: Option<usize>,
-    pub max_unauthenticated_per_ip: Option<usize>,
-    pub unauthenticated_timeout_ms: Option<u64>,
-    pub max_in_flight: Option<usize>,
-    pub hello_timeout_ms: Option<u64>,
-    pub header_timeout_ms: Option<u64>,
-    pub idle_timeout_ms: Option<u64>,
-    pub max_waiters_per_key: Option<usize>,
-    pub max_waiters: Option<usize>,
-    pub segment_bytes: Option<u64>,
-    pub fuel_per_call: Option<u64>,
-    pub fuel_per_state_call: Option<u64>,
-    pub memory_limit_bytes: Option<u64>,
-    pub audit_interval: Option<u64>,
-    pub audit_check_ms: Option<u64>,
-    pub promote_audit_points: Option<u64>,
-    pub tls_cert: Option<PathBuf>,
-    pub tls_key: Option<PathBuf>,
-    pub tls_ca: Option<PathBuf>,
-    pub auth_file: Option<PathBuf>,
-    pub insecure: Option<bool>,
-}
-
-impl FileConfig {
-    pub fn load(path: &std::path::Path) -> Result<FileConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        toml::from_str(&text).map_err(|e| ConfigError::File {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })
-    }
 }
 
 impl NodeConfig {
