@@ -11,7 +11,7 @@ fn main() {
         "tests/fixtures",
         "guest-sm/src",
         "guest-sm/key",
-        "guest-sm-v2/src",
+        "tests/fixtures/guest-sm-v2/src",
         "guest-sm/world02/src",
         "guest-sm/world02/Cargo.toml",
         "wit",

@@ -4,7 +4,7 @@
 /// without bound or trap (see `tests/fixtures/chaos-guest`).
 pub const CHAOS_GUEST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/chaos_guest.wasm"));
 
-/// Version 2 of the lock module (`guest-sm-v2/`): snapshot format 2 (it
+/// Version 2 of the lock module (`tests/fixtures/guest-sm-v2/`): snapshot format 2 (it
 /// migrates format 1) and a reserved key prefix.
 pub const LOCK_SM_V2: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm_v2.wasm"));
 

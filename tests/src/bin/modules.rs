@@ -7,7 +7,7 @@
 //!
 //! * `lock_sm_v1.wasm`: the built-in module (`guest-sm/`), what a new
 //!   cluster runs;
-//! * `lock_sm_v2.wasm`: version 2 (`guest-sm-v2/`): snapshot format 2 and
+//! * `lock_sm_v2.wasm`: version 2 (`tests/fixtures/guest-sm-v2/`): snapshot format 2 and
 //!   keys under `reserved/` refused;
 //! * `lock_sm_0_2.wasm`: the reference module of world `lock-sm@0.2.0`
 //!   (`guest-sm/world02/`, package `guest-sm-v3`): shared locks, semaphores, holders, policy data;
