@@ -110,3 +110,52 @@ impl Services {
         self.sm.latency()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+
+    use super::*;
+    use crate::api::ApiError;
+
+    /// The snapshot routes answer as they did when the handlers built
+    /// these errors themselves.
+    #[test]
+    fn each_snapshot_error_keeps_its_http_answer() {
+        let cases = [
+            (
+                SnapshotError::RaftStopped("gone".into()),
+                StatusCode::SERVICE_UNAVAILABLE,
+                "raft stopped: gone",
+            ),
+            (
+                SnapshotError::TimedOut(Duration::from_secs(300)),
+                StatusCode::GATEWAY_TIMEOUT,
+                "no snapshot built within 300 s",
+            ),
+            (
+                SnapshotError::Task("panicked".into()),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "panicked",
+            ),
+            (
+                SnapshotError::Export("disk full".into()),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "cannot snapshot the state: disk full",
+            ),
+        ];
+        for (e, status, message) in cases {
+            let a = ApiError::from(e);
+            assert_eq!((a.status, a.message.as_str()), (status, message));
+        }
+        let why = || ServiceError::Unavailable("no leader".into());
+        let (a, b) = (
+            ApiError::from(SnapshotError::from(why())),
+            ApiError::from(why()),
+        );
+        assert_eq!(
+            (a.status, a.message, a.leader),
+            (b.status, b.message, b.leader)
+        );
+    }
+}
