@@ -19,6 +19,7 @@
 mod meta;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +31,7 @@ use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
 use self::meta::{check_meta, data_err};
+use crate::api::services::Parts;
 use crate::api::Services;
 use crate::auth::{Auth, AuthFileError};
 use crate::cluster_id::{ClusterId, ClusterIdentity};
@@ -86,6 +88,11 @@ pub struct Node {
     pub config: NodeConfig,
     /// What the APIs use; shared with every connection.
     pub services: Arc<Services>,
+    /// Raft and the state machine, for bootstrap, shutdown and failure.
+    raft: Raft,
+    sm: StateMachineStore,
+    /// The rules, reloaded on SIGHUP.
+    auth: Arc<Auth>,
     shutdown: watch::Sender<bool>,
     /// Every task the node started, connections included: shutdown waits
     /// for them (mini-redis's shutdown, with a tracker instead of a
@@ -210,7 +217,8 @@ impl Node {
             },
         );
         let gate = crate::transport::limits::Gate::new(config.conn.clone());
-        let services = Arc::new(Services {
+        let leader_changes = Arc::new(AtomicU64::new(0));
+        let services = Arc::new(Services::new(Parts {
             id: config.id,
             addr: config.addr.clone(),
             raft: raft.clone(),
@@ -239,21 +247,23 @@ impl Node {
             max_module_bytes: config.max_module_bytes,
             conn: gate.clone(),
             tls_required: tls_server.is_some(),
-            auth,
+            auth: auth.clone(),
             forwarder: crate::transport::http::Forwarder::new(as_node.clone()),
-            admin_log: Default::default(),
-            leader_changes: Default::default(),
-            cluster,
-        });
+            leader_changes: leader_changes.clone(),
+            cluster: cluster.clone(),
+        }));
         let node = Arc::new(Node {
             id: config.id,
             config: config.clone(),
             services: services.clone(),
+            raft: raft.clone(),
+            sm: sm.clone(),
+            auth: auth.clone(),
             shutdown,
             tasks: TaskTracker::new(),
         });
         let span = tracing::info_span!("node", id = node.id);
-        tracing::info!(parent: &span, addr = %config.addr, listen = %config.listen_addr(), data_dir = %dir.display(), fingerprint = %engine.fingerprint().short(), cluster = %services.cluster.get().map_or("(none yet)".into(), |c| c.to_string()), tls = tls_server.is_some(), auth = services.auth.is_on(), "node started");
+        tracing::info!(parent: &span, addr = %config.addr, listen = %config.listen_addr(), data_dir = %dir.display(), fingerprint = %engine.fingerprint().short(), cluster = %cluster.get().map_or("(none yet)".into(), |c| c.to_string()), tls = tls_server.is_some(), auth = auth.is_on(), "node started");
 
         let served = services.clone();
         let tasks = &node.tasks;
@@ -268,7 +278,7 @@ impl Node {
 
         tasks.spawn(count_leader_changes(
             raft.clone(),
-            services.leader_changes.clone(),
+            leader_changes,
             shutdown_rx.clone(),
         ));
         tasks.spawn(crate::raft::snapshot_policy::run(
@@ -298,7 +308,7 @@ impl Node {
             .into_iter()
             .map(|(id, addr)| (id, RaftNode { addr }))
             .collect();
-        match self.services.raft.initialize(nodes).await {
+        match self.raft.initialize(nodes).await {
             Ok(()) => {
                 tracing::info!(id = self.id, "bootstrapped a new cluster");
                 Ok(())
@@ -328,7 +338,7 @@ impl Node {
                 "shutdown: tasks still running after the grace period"
             );
         }
-        if let Err(e) = self.services.raft.shutdown().await {
+        if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(error = %e, "raft shutdown");
         }
     }
@@ -343,7 +353,7 @@ impl Node {
     /// meet it again, and the node stays up to report it (status, audit,
     /// replay) until an operator acts. Then this never resolves.
     pub async fn failed(&self) -> String {
-        let mut metrics = self.services.raft.metrics();
+        let mut metrics = self.raft.metrics();
         let why = loop {
             if let Err(fatal) = &metrics.borrow().running_state {
                 break fatal.to_string();
@@ -352,11 +362,17 @@ impl Node {
                 break "Raft stopped without a reason".to_string();
             }
         };
-        if self.services.sm.view(false).poisoned.is_some() {
+        if self.sm.view(false).poisoned.is_some() {
             tracing::error!(error = %why, "raft stopped: the lock module is poisoned; staying up to report it");
             std::future::pending::<()>().await;
         }
         why
+    }
+
+    /// The rules callers are checked against (the auth file's, or off),
+    /// for reloading them.
+    pub fn auth(&self) -> &Auth {
+        &self.auth
     }
 
     /// Tasks the node started that have not ended yet (the listener, the
@@ -376,7 +392,7 @@ impl Node {
 /// none), until shutdown.
 async fn count_leader_changes(
     raft: Raft,
-    count: Arc<std::sync::atomic::AtomicU64>,
+    count: Arc<AtomicU64>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut metrics = raft.metrics();

@@ -27,7 +27,7 @@ use lockd_proto::AdminAction;
 
 use super::error::ApiError;
 use super::op::{self, Op};
-use super::services::Services;
+use super::services::{Refusal, Services};
 use crate::auth::{Access, Action, Denied, Principal, PRINCIPAL_HEADER};
 use crate::transport::limits::Slot;
 use crate::transport::listener::Caller;
@@ -82,9 +82,7 @@ fn principal(
             "the client certificate has expired".into(),
         ));
     }
-    let member = identity
-        .and_then(|i| i.node_id())
-        .filter(|id| node.is_member(*id) == Some(true));
+    let member = node.member_of(identity);
     let forwarded = match headers.get(PRINCIPAL_HEADER) {
         Some(_) if token.is_some() => {
             return Err(Denied::Unauthenticated(format!(
@@ -112,12 +110,7 @@ fn principal(
         }
         None => None,
     };
-    node.auth.authenticate(
-        token,
-        identity.and_then(|i| i.principal()),
-        member,
-        forwarded.as_deref(),
-    )
+    node.authenticate(token, identity, member, forwarded.as_deref())
 }
 
 /// Whether the request says node `id` forwards it.
@@ -167,22 +160,20 @@ pub async fn authorize(
     // request, and out of the unauthenticated one with a valid credential
     // (crate::transport::limits).
     if let Some(slot) = req.extensions().get::<Arc<Slot>>() {
-        let valid = !node.auth.is_on() || matches!(who, Ok(ref p) if *p != Principal::Anonymous);
-        if let Err(why) = slot.settle(valid) {
-            tracing::warn!(id = node.id, peer = %caller.addr, %why, "refused an HTTP connection");
+        if let Err(why) = slot.settle(node.is_authenticated(&who)) {
+            tracing::warn!(id = node.id(), peer = %caller.addr, %why, "refused an HTTP connection");
             return super::http::refused(why);
         }
     }
-    let access = who.clone().and_then(|p| node.auth.check(&p, &action));
     let what = format!("{} {}", req.method(), req.uri().path());
-    let access = match access {
+    let access = match node.authorize(&who, &action) {
         Ok(a) => a,
-        Err(denied) => {
-            let (name, roles) = match &who {
-                Ok(p) => (p.name(), node.auth.roles_of(p)),
-                Err(_) => (String::new(), String::new()),
-            };
-            tracing::warn!(id = node.id, peer = %caller.addr, principal = %name, %roles, request = %what, why = %denied, "refused a request");
+        Err(Refusal {
+            denied,
+            principal: name,
+            roles,
+        }) => {
+            tracing::warn!(id = node.id(), peer = %caller.addr, principal = %name, %roles, request = %what, why = %denied, "refused a request");
             return refusal(denied);
         }
     };
@@ -192,7 +183,7 @@ pub async fn authorize(
         Err(e) => return e.into_response(),
     };
     if let Some(refused) = super::origin::refusal(req.method(), req.headers(), &op) {
-        tracing::warn!(id = node.id, peer = %caller.addr, request = %what, why = %refused.message, "refused a cross-site or untyped request");
+        tracing::warn!(id = node.id(), peer = %caller.addr, request = %what, why = %refused.message, "refused a cross-site or untyped request");
         return refused.into_response();
     }
     req.extensions_mut().insert(op);
@@ -220,7 +211,7 @@ fn record(node: &Services, access: &Access, what: String, response: &Response) {
         module_hash: outcome.module_hash,
     };
     tracing::info!(
-        id = node.id,
+        id = node.id(),
         principal = %a.principal,
         action = %a.action,
         status = a.status,
@@ -228,5 +219,5 @@ fn record(node: &Services, access: &Access, what: String, response: &Response) {
         module = a.module_hash.as_deref().unwrap_or(""),
         "admin action"
     );
-    node.admin_log.push(a);
+    node.record_admin(a);
 }

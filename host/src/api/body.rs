@@ -83,7 +83,7 @@ impl FromRequest<Arc<Services>> for ModuleBody {
 
     async fn from_request(req: Request, node: &Arc<Services>) -> Result<Self, ApiError> {
         const WHAT: &str = "module (see --max-module-bytes)";
-        let limit = node.max_module_bytes;
+        let limit = node.max_module_bytes();
         // Refuse by the announced length before reading a byte of it.
         let announced = req
             .headers()

@@ -7,13 +7,13 @@
 use lockd_client::tls::Alpn;
 use lockd_proto::ClientRequest;
 
-use super::services::Services;
+use super::services::{Refusal, Services};
 use crate::auth::{action, Access, Denied, Principal};
 use crate::transport::listener::Caller;
 
 /// Why a peer's hello is not believed over this connection, if it is not.
 pub fn peer_refusal(node: &Services, caller: &Caller, from: u64) -> Option<String> {
-    if !node.tls_required {
+    if !node.tls_required() {
         return None;
     }
     let tls = caller.tls.as_ref()?;
@@ -39,11 +39,7 @@ pub fn client_principal(
     token: Option<&str>,
 ) -> Result<Principal, Denied> {
     let identity = caller.identity();
-    let member = identity
-        .and_then(|i| i.node_id())
-        .filter(|id| node.is_member(*id) == Some(true));
-    node.auth
-        .authenticate(token, identity.and_then(|i| i.principal()), member, None)
+    node.authenticate(token, identity, node.member_of(identity), None)
 }
 
 /// A native client's principal, settled at the hello and again after
@@ -62,7 +58,7 @@ const RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Settled {
     pub fn new(node: &Services, caller: Caller, token: Option<String>) -> Settled {
-        let generation = node.auth.generation();
+        let generation = node.rules_generation();
         let who = client_principal(node, &caller, token.as_deref());
         Settled {
             caller,
@@ -76,7 +72,7 @@ impl Settled {
     /// Whether the caller presented a valid credential (or none is
     /// needed): what decides its connection budget.
     pub fn is_authenticated(&self, node: &Services) -> bool {
-        !node.auth.is_on() || matches!(*self.who, Ok(ref p) if *p != Principal::Anonymous)
+        node.is_authenticated(&self.who)
     }
 
     /// Who the caller is now; `None` once its certificate has expired
@@ -90,7 +86,7 @@ impl Settled {
                 self.checked = std::time::Instant::now();
             }
         }
-        let generation = node.auth.generation();
+        let generation = node.rules_generation();
         if generation != self.generation {
             self.generation = generation;
             self.who =
@@ -109,20 +105,17 @@ pub fn authorize(
     peer: &str,
 ) -> Result<Access, Denied> {
     // Off: nothing to decide, and no key copied per request to decide it.
-    if !node.auth.is_on() {
+    if !node.auth_is_on() {
         return Ok(Access::open());
     }
     let action = action::of_native(req);
-    let result = who
-        .as_ref()
-        .map_err(Clone::clone)
-        .and_then(|p| node.auth.check(p, &action));
-    if let Err(why) = &result {
-        let (principal, roles) = match who {
-            Ok(p) => (p.name(), node.auth.roles_of(p)),
-            Err(_) => (String::new(), String::new()),
-        };
-        tracing::warn!(id = node.id, %peer, %principal, %roles, action = %action.describe(), %why, "refused a request");
-    }
-    result
+    node.authorize(who, &action).map_err(|r| {
+        let Refusal {
+            denied: why,
+            principal,
+            roles,
+        } = r;
+        tracing::warn!(id = node.id(), %peer, %principal, %roles, action = %action.describe(), %why, "refused a request");
+        why
+    })
 }

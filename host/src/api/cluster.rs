@@ -10,14 +10,13 @@ use serde::{Deserialize, Serialize};
 use super::body::JsonBody;
 use super::error::{ApiError, ErrorBody};
 use super::services::Services;
-use super::status::{status_of, Member, Status};
-use crate::raft::members;
+use super::status::{Member, Status};
 
 /// This node's status: its role, indices, module, audit and capacity.
 #[utoipa::path(get, path = "/v1/status", tag = "cluster",
     responses((status = 200, description = "the node's status (never forwarded)", body = Status)))]
 pub async fn status(State(node): State<Arc<Services>>) -> Json<Status> {
-    Json(status_of(&node))
+    Json(node.status())
 }
 
 /// The web console: one page, compiled into the binary (no CDN, nothing
@@ -111,7 +110,7 @@ pub async fn whoami(Extension(access): Extension<crate::auth::Access>) -> Json<W
 #[utoipa::path(get, path = "/v1/members", tag = "cluster",
     responses((status = 200, description = "every member, voter or learner", body = Vec<Member>)))]
 pub async fn members_list(State(node): State<Arc<Services>>) -> Json<Vec<Member>> {
-    Json(members(&node.raft))
+    Json(node.members())
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -140,8 +139,7 @@ pub async fn members_add(
     State(node): State<Arc<Services>>,
     JsonBody(req): JsonBody<AddMember>,
 ) -> Result<Json<Vec<Member>>, ApiError> {
-    node.membership.add_learner(req.id, &req.addr).await?;
-    Ok(Json(members(&node.raft)))
+    Ok(Json(node.add_learner(req.id, &req.addr).await?))
 }
 
 /// Make a learner a voter (one of another engine implementation only once
@@ -158,8 +156,7 @@ pub async fn members_promote(
     State(node): State<Arc<Services>>,
     JsonBody(req): JsonBody<MemberId>,
 ) -> Result<Json<Vec<Member>>, ApiError> {
-    node.membership.promote(req.id).await?;
-    Ok(Json(members(&node.raft)))
+    Ok(Json(node.promote(req.id).await?))
 }
 
 /// Remove a voter or a learner.
@@ -173,6 +170,5 @@ pub async fn members_remove(
     State(node): State<Arc<Services>>,
     JsonBody(req): JsonBody<MemberId>,
 ) -> Result<Json<Vec<Member>>, ApiError> {
-    node.membership.remove(req.id).await?;
-    Ok(Json(members(&node.raft)))
+    Ok(Json(node.remove_member(req.id).await?))
 }

@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
+use super::services::SnapshotError;
 use crate::membership::MembershipError;
 use crate::service::ServiceError;
 use crate::upgrade::submit::UpgradeError;
@@ -177,5 +178,18 @@ impl From<UpgradeError> for ApiError {
             _ => {}
         }
         err
+    }
+}
+
+impl From<SnapshotError> for ApiError {
+    fn from(e: SnapshotError) -> ApiError {
+        let status = match e {
+            // Not leading, or leadership not confirmed: as a lock read.
+            SnapshotError::Leadership(e) => return ApiError::from(e),
+            SnapshotError::RaftStopped(_) => StatusCode::SERVICE_UNAVAILABLE,
+            SnapshotError::TimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
+            SnapshotError::Task(_) | SnapshotError::Export(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError::new(status, e.to_string())
     }
 }

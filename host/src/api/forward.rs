@@ -41,15 +41,11 @@ pub const FORWARDED: &str = "x-lockd-forwarded";
 
 /// The leader's id and address, when a request here should go there.
 fn target(node: &Services, req: &Request) -> Option<(u64, String)> {
+    // Never forwarded twice: a stale view of the leader costs one 503.
     if req.headers().contains_key(FORWARDED) {
         return None;
     }
-    // Borrow, do not clone, the metrics: this runs on every request.
-    let leader = crate::raft::known_leader(&node.raft.metrics().borrow())?;
-    if leader == node.id {
-        return None;
-    }
-    Some((leader, node.addr_of(leader)?))
+    node.leader_elsewhere()
 }
 
 /// The layer's state: the node, and the body limit of the routes it wraps.
@@ -72,7 +68,7 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
                 "node {} could not reach leader {leader} at {addr}: {e}",
-                node.id
+                node.id()
             ),
         )
         .with_leader(Some(leader))
@@ -100,8 +96,8 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
         .unwrap_or("/");
     let mut forwarded = axum::http::Request::builder()
         .method(parts.method.clone())
-        .uri(node.forwarder.url(&addr, path))
-        .header(FORWARDED, node.id.to_string());
+        .uri(node.forwarder().url(&addr, path))
+        .header(FORWARDED, node.id().to_string());
     // The leader believes it from this node's certificate only, on a
     // request this node forwards, and checks the caller's rights again by
     // its own rules.
@@ -120,7 +116,7 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
         Ok(r) => r,
         Err(e) => return unavailable(e.to_string()),
     };
-    match node.forwarder.send(forwarded).await {
+    match node.forwarder().send(forwarded).await {
         Ok(response) => {
             let mut r = response.into_response();
             r.extensions_mut().insert(Forwarded);

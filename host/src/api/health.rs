@@ -44,7 +44,8 @@ pub struct Seen {
     pub stopped: Option<String>,
 }
 
-/// Ready, or why not: pure, so every reason is tested without a cluster.
+/// Ready, or why not: pure, so every reason is tested without a cluster
+/// ([`Services::readiness`] reads what it judges).
 pub fn judge(seen: Seen) -> Readiness {
     let mut reasons = Vec::new();
     if let Some(why) = seen.poisoned {
@@ -71,26 +72,6 @@ pub fn judge(seen: Seen) -> Readiness {
     }
 }
 
-/// The readiness of `node` now.
-pub fn readiness(node: &Services) -> Readiness {
-    let (leader, stopped) = {
-        let m = node.raft.metrics();
-        let m = m.borrow();
-        (
-            crate::raft::known_leader(&m),
-            m.running_state.as_ref().err().map(|e| e.to_string()),
-        )
-    };
-    let view = node.sm.view(false);
-    judge(Seen {
-        leader,
-        applied_index: view.applied_index,
-        commit_index: node.log.committed().map_or(0, |l| l.index),
-        poisoned: view.poisoned,
-        stopped,
-    })
-}
-
 /// The process answers.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Health {
@@ -112,7 +93,7 @@ pub async fn healthz() -> Json<Health> {
         (status = 200, description = "ready", body = Readiness),
         (status = 503, description = "not ready, with every reason", body = Readiness)))]
 pub async fn readyz(State(node): State<Arc<Services>>) -> Response {
-    let r = readiness(&node);
+    let r = node.readiness();
     let status = if r.ready {
         StatusCode::OK
     } else {

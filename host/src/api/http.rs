@@ -34,11 +34,11 @@ pub async fn serve(node: Arc<Services>, c: Incoming) {
     let (stream, caller, slot, deadline) = (c.stream, c.caller, c.slot, c.deadline);
     let mut shutdown = c.shutdown;
     let slot = Arc::new(slot);
-    let limits = node.conn.limits().clone();
+    let limits = node.conn_limits().clone();
     let addr = caller.addr;
-    let app = if node.tls_required && caller.tls.is_none() {
-        tracing::warn!(id = node.id, peer = %addr, "refused a plaintext HTTP connection: this node requires TLS");
-        tls_required(node.id)
+    let app = if node.tls_required() && caller.tls.is_none() {
+        tracing::warn!(id = node.id(), peer = %addr, "refused a plaintext HTTP connection: this node requires TLS");
+        tls_required(node.id())
     } else {
         super::routes::router(node)
             .layer(Extension(caller))

@@ -173,7 +173,7 @@ pub async fn lock_get(
     Extension(op): Extension<Op>,
 ) -> Result<Json<LockReply>, ApiError> {
     let key = lock_op(op, |v| *v == Verb::Get)?.key;
-    let (holders, left) = node.locks.holders_timed(&key).await?;
+    let (holders, left) = node.locks().holders_timed(&key).await?;
     let first = holders.first();
     Ok(Json(LockReply {
         held: first.is_some(),
@@ -274,7 +274,7 @@ pub async fn acquire(
         request_id: request_id(headers, req.request_id)?,
     };
     let wait = Duration::from_millis(req.wait_ms);
-    let a = l.node.locks.acquire_with(l.key, spec, wait).await?;
+    let a = l.node.locks().acquire_with(l.key, spec, wait).await?;
     Ok(Json(AcquireReply {
         token: a.token,
         lease_ms: a.lease_ms,
@@ -293,7 +293,7 @@ pub async fn acquire(
         (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn release(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError> {
     let by = wire::bound_to(l.access);
-    l.node.locks.release(l.key, req.token, by).await?;
+    l.node.locks().release(l.key, req.token, by).await?;
     Ok(Json(Done {}).into_response())
 }
 
@@ -308,7 +308,7 @@ pub async fn release(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError> 
         (status = 503, description = "no leader, or leadership not confirmed", body = ErrorBody)))]
 pub async fn keepalive(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError> {
     let by = wire::bound_to(l.access);
-    let lease_ms = l.node.locks.keepalive(l.key, req.token, by).await?;
+    let lease_ms = l.node.locks().keepalive(l.key, req.token, by).await?;
     Ok(Json(KeepaliveReply { lease_ms }).into_response())
 }
 
@@ -330,7 +330,7 @@ pub async fn lock_delete(
         return Err(ApiError::not_found("not a force release"));
     };
     // An admin's (the route's action is admin): any holding.
-    node.locks.release(&l.key, token, None).await?;
+    node.locks().release(&l.key, token, None).await?;
     Ok(Json(Done {}))
 }
 
@@ -376,7 +376,7 @@ pub async fn lock_list(
     };
     let limit = q.limit.unwrap_or(DEFAULT_LIST);
     let (page, left): (Vec<KeyHolders>, _) = node
-        .locks
+        .locks()
         .list_timed(&q.prefix, q.after.as_deref(), limit)
         .await?;
     let next = (page.len() == limit as usize)

@@ -28,7 +28,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::services::Services;
-use super::status::{status_with, Role};
+use super::status::Role;
 use lockd_core::engine::settings::WASMTIME_VERSION;
 
 /// The content type of the OpenMetrics text format, which Prometheus
@@ -83,7 +83,7 @@ where
 
 /// The registry of `node` now.
 fn registry(node: &Services) -> Registry {
-    let (s, upgrades) = status_with(node, false);
+    let (s, upgrades) = node.status_with(false);
     let mut reg = Registry::with_labels(std::iter::once((
         Cow::Borrowed("node"),
         Cow::Owned(s.id.to_string()),
@@ -120,7 +120,7 @@ fn registry(node: &Services) -> Registry {
         r,
         "lockd_raft_leader_changes",
         "Times the leader this node knows changed (to another node or to none).",
-        node.leader_changes.load(Ordering::Relaxed),
+        node.leader_changes(),
     );
     gauge(
         r,
@@ -141,7 +141,7 @@ fn registry(node: &Services) -> Registry {
         s.last_log_index,
     );
 
-    let log = node.log.stats();
+    let log = node.wal_stats();
     counter(
         r,
         "lockd_wal_entries",
@@ -195,7 +195,7 @@ fn registry(node: &Services) -> Registry {
         "Locks held in the state machine.",
         s.locks_held,
     );
-    let ls = &node.locks.stats;
+    let ls = &node.locks().stats;
     let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
     labelled(
         r,
@@ -308,14 +308,14 @@ fn registry(node: &Services) -> Registry {
     r.register(
         "lockd_raft_commit_duration_seconds",
         "Lock entries from proposal to committed and applied.",
-        node.locks.commit_latency().histogram(),
+        node.locks().commit_latency().histogram(),
     );
     r.register(
         "lockd_wal_fsync_duration_seconds",
         "Group-commit records of the log, written and fsynced.",
         log.fsync_latency.histogram(),
     );
-    let sm = node.sm.latency();
+    let sm = node.apply_latency();
     r.register(
         "lockd_apply_duration_seconds",
         "Batches of committed entries applied to the state machine.",

@@ -2,7 +2,8 @@
 //!
 //! # Layout
 //!
-//! * [`services`]: [`Services`], the parts of the node that requests use.
+//! * [`services`]: [`Services`], what requests may ask of the node, through
+//!   methods that say what each needs.
 //! * [`caller`]: who a framed connection's caller is, and what it may do.
 //! * [`framed`]: the server side of the framed protocol — hello and
 //!   fingerprint check, then Raft RPC from peers and the client protocol.

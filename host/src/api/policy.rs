@@ -46,7 +46,7 @@ pub struct PolicyJson {
         (status = 200, description = "the rules", body = PolicyJson),
         (status = 503, description = "no leader, or leadership not confirmed", body = ErrorBody)))]
 pub async fn policy_get(State(node): State<Arc<Services>>) -> Result<Json<PolicyJson>, ApiError> {
-    let rules = node.locks.policy().await?;
+    let rules = node.locks().policy().await?;
     Ok(Json(PolicyJson {
         rules: rules
             .into_iter()
@@ -83,6 +83,6 @@ pub async fn policy_put(
             max_held: r.max_held,
         })
         .collect();
-    node.locks.set_policy(rules).await?;
+    node.locks().set_policy(rules).await?;
     Ok(Json(Done {}))
 }

@@ -78,7 +78,7 @@ pub async fn acquire(
         request_id: r.request_id,
     };
     let a = node
-        .locks
+        .locks()
         .acquire_with(&k, spec, Duration::from_millis(r.wait_ms))
         .await?;
     Ok(ClientResponse::Acquired {
@@ -93,7 +93,7 @@ pub async fn holders(
     access: &Access,
 ) -> Result<ClientResponse, ServiceError> {
     let k = key(k)?;
-    let hs = node.locks.holders(&k).await?;
+    let hs = node.locks().holders(&k).await?;
     Ok(ClientResponse::Holders(
         hs.into_iter().map(|h| holding(access, h)).collect(),
     ))
@@ -108,7 +108,7 @@ pub async fn list(
 ) -> Result<ClientResponse, ServiceError> {
     let prefix = key(prefix)?;
     let after = after.map(key).transpose()?;
-    let page = node.locks.list(&prefix, after.as_deref(), limit).await?;
+    let page = node.locks().list(&prefix, after.as_deref(), limit).await?;
     Ok(ClientResponse::Listed(
         page.into_iter().map(|k| key_holdings(access, k)).collect(),
     ))

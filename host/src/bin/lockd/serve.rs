@@ -49,8 +49,8 @@ fn reload_on_sighup(node: Arc<Node>) -> tokio::task::JoinHandle<()> {
             return;
         };
         while hup.recv().await.is_some() {
-            match node.services.auth.reload() {
-                Ok(n) if node.services.auth.is_on() => {
+            match node.auth().reload() {
+                Ok(n) if node.auth().is_on() => {
                     tracing::info!(principals = n, "SIGHUP: auth file read again")
                 }
                 Ok(_) => tracing::info!("SIGHUP: no auth file to read (authentication is off)"),

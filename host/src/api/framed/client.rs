@@ -1,207 +1,24 @@
-//! The server side of a framed connection: peers (Raft RPC, one request at
-//! a time) and clients (the lock protocol, many requests at once).
-//!
-//! With TLS, a peer's hello is believed only over the peer protocol
-//! (`lockd-peer/1`) from a certificate that names the node id it claims;
-//! a client's principal is settled at the hello (its token, else its
-//! certificate) and every request is checked against it
-//! ([`crate::auth`]).
+//! A client's connection, after its hello: the lock protocol, many
+//! requests at once, each checked against the caller's rights and
+//! answered as it finishes.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use lockd_client::tls::Alpn;
 use lockd_proto::{ClientRequest, ClientResponse, LockView, WireError};
-use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
-use super::caller::{authorize, peer_refusal, Settled};
-use super::services::Services;
-use super::status::status_of;
-use super::wire;
+use super::Conn;
+use crate::api::caller::{authorize, Settled};
+use crate::api::services::Services;
+use crate::api::wire;
 use crate::auth::{Access, Denied};
-use crate::raft::network::{PeerRequest, PeerResponse};
 use crate::service::ServiceError;
-use crate::transport::frame::{
-    self, Envelope, Hello, HelloReply, PeerHello, Refused, Role, Welcome,
-};
-use crate::transport::limits::{ConnLimits, Slot, MAX_CLIENT_FRAME, MAX_HELLO_FRAME};
-use crate::transport::listener::{stopping, Caller, Incoming, Io};
-
-type Conn = Framed<Box<dyn Io>, LengthDelimitedCodec>;
-
-/// Serve one framed connection until it closes. At the hello its place
-/// in the opening budget becomes a client's (authenticated or not) or,
-/// for a peer, is given back (see [`crate::transport::limits`]).
-pub async fn serve(node: Arc<Services>, c: Incoming) {
-    let (stream, caller, slot, deadline) = (c.stream, c.caller, c.slot, c.deadline);
-    let mut shutdown = c.shutdown;
-    let peer = caller.addr.to_string();
-    let limits = node.conn.limits().clone();
-    let Ok(opened) = tokio::time::timeout_at(deadline, open(stream)).await else {
-        tracing::debug!(%peer, "no hello in time; connection closed");
-        return;
-    };
-    let Some((mut framed, hello)) = opened else {
-        return;
-    };
-    let refuse = |reason: String| HelloReply::Refused(Refused { reason });
-    let welcome = HelloReply::Welcome(Welcome { node_id: node.id });
-    let plaintext = node.tls_required && caller.tls.is_none();
-    let refusal = match (&hello.role, hello.role.peer()) {
-        _ if plaintext => {
-            tracing::warn!(id = node.id, %peer, "refused a plaintext connection: this node requires TLS");
-            Some(format!(
-                "node {} requires TLS: connect with TLS (lockctl --cacert CA.pem)",
-                node.id
-            ))
-        }
-        (_, Some(p)) => meet_peer(&node, &caller, p).err().map(|why| {
-            tracing::warn!(id = node.id, from = p.from, %peer, %why, "refused a peer");
-            format!("node {} refused the peer: {why}", node.id)
-        }),
-        (Role::Client | Role::ClientToken { .. }, _)
-            if caller
-                .tls
-                .as_ref()
-                .is_some_and(|t| t.alpn == Some(Alpn::Peer)) =>
-        {
-            Some("a client hello over the peer protocol (ALPN lockd-peer/1)".into())
-        }
-        _ => None,
-    };
-    if let Some(reason) = refusal {
-        let _ = send(&mut framed, &refuse(reason)).await;
-        return;
-    }
-    let from = match hello.role.peer() {
-        None => {
-            let token = match &hello.role {
-                Role::ClientToken { token } => Some(token.to_string()),
-                _ => None,
-            };
-            let caller = Settled::new(&node, caller, token);
-            if let Err(why) = slot.settle(caller.is_authenticated(&node)) {
-                tracing::warn!(id = node.id, %peer, %why, "refused a client connection");
-                let _ = send(&mut framed, &refuse(why)).await;
-                return;
-            }
-            if send(&mut framed, &welcome).await.is_err() {
-                return;
-            }
-            framed.codec_mut().set_max_frame_length(MAX_CLIENT_FRAME);
-            let closes_unauthenticated = limits.unauthenticated_deadline(deadline);
-            return serve_client(
-                node,
-                framed,
-                &limits,
-                caller,
-                (slot, closes_unauthenticated),
-                peer,
-                shutdown,
-            )
-            .await;
-        }
-        Some(p) => {
-            // Peers hold no client place, and may send big entries.
-            slot.peer();
-            if send(&mut framed, &welcome).await.is_err() {
-                return;
-            }
-            framed.codec_mut().set_max_frame_length(frame::MAX_FRAME);
-            p.from
-        }
-    };
-    loop {
-        let bytes = tokio::select! {
-            next = framed.next() => match next {
-                Some(Ok(bytes)) => bytes,
-                _ => return,
-            },
-            () = stopping(&mut shutdown) => return,
-        };
-        let (id, response) = match frame::decode::<Envelope<PeerRequest>>(&bytes) {
-            Ok(env) => (env.id, handle_peer(&node, from, env.body).await),
-            Err(e) => (
-                0,
-                PeerResponse::Error(format!("request does not decode: {e}")),
-            ),
-        };
-        if send(&mut framed, &Envelope { id, body: response })
-            .await
-            .is_err()
-        {
-            return;
-        }
-    }
-}
-
-/// Whether to serve a peer: its certificate, the node it calls, its wasm
-/// engine, its cluster ([`crate::cluster_id`]). `Err` says why not.
-fn meet_peer(node: &Services, caller: &Caller, p: PeerHello<'_>) -> Result<(), String> {
-    if let Some(why) = peer_refusal(node, caller, p.from) {
-        return Err(why);
-    }
-    // Addresses get reused: answer only calls meant for this node (and
-    // never adopt the cluster of a caller that wanted another).
-    if let Some(to) = p.to.filter(|to| *to != node.id) {
-        return Err(format!("it is node {}, not node {to}", node.id));
-    }
-    let theirs = lockd_core::engine::EngineFingerprint {
-        text: p.fingerprint.to_string(),
-        hash: String::new(),
-    };
-    // Another wasmtime or CPU may serve beside this one (a rolling
-    // upgrade; promotion waits for the audit, see membership); a setting
-    // that decides what guests compute may not.
-    let diffs = theirs.determinism_differences(node.engine.fingerprint());
-    if !diffs.is_empty() {
-        return Err(format!(
-            "it runs a different wasm engine (caller != this node): {}",
-            diffs.join(", ")
-        ));
-    }
-    node.cluster.meet_peer(p.cluster)
-}
-
-/// Read the preface and the hello (frames at most [`MAX_HELLO_FRAME`]
-/// bytes until the caller is known). `None`: the connection ended, or was
-/// answered with the reason it cannot go on.
-async fn open(mut stream: Box<dyn Io>) -> Option<(Conn, Hello)> {
-    let mut preface = [0u8; 4];
-    stream.read_exact(&mut preface).await.ok()?;
-    let mut framed = Framed::new(stream, frame::codec());
-    framed.codec_mut().set_max_frame_length(MAX_HELLO_FRAME);
-    let refuse = |reason: String| HelloReply::Refused(Refused { reason });
-    if preface[3] != frame::VERSION {
-        let reply = refuse(format!(
-            "protocol version {} is not supported; this node speaks version {}",
-            preface[3],
-            frame::VERSION
-        ));
-        let _ = send(&mut framed, &reply).await;
-        return None;
-    }
-    match framed.next().await {
-        Some(Ok(bytes)) => match frame::decode(&bytes) {
-            Ok(h) => Some((framed, h)),
-            Err(e) => {
-                let reply = refuse(format!("the first frame is not a hello: {e}"));
-                let _ = send(&mut framed, &reply).await;
-                None
-            }
-        },
-        _ => None,
-    }
-}
-
-async fn send<T: serde::Serialize>(framed: &mut Conn, value: &T) -> Result<(), ()> {
-    let bytes = frame::encode(value).map_err(|_| ())?;
-    framed.send(bytes).await.map_err(|_| ())
-}
+use crate::transport::frame::{self, Envelope};
+use crate::transport::limits::{ConnLimits, Slot, MAX_CLIENT_FRAME};
+use crate::transport::listener::stopping;
 
 /// A client connection: requests run concurrently, answers go back as they
 /// finish, paired by id. When the connection closes, every request still
@@ -218,7 +35,7 @@ async fn send<T: serde::Serialize>(framed: &mut Conn, value: &T) -> Result<(), (
 /// that presented no valid credential holds an unauthenticated `slot`,
 /// and is closed at its deadline (`unauthenticated_timeout` after accept)
 /// whatever it does.
-async fn serve_client(
+pub(super) async fn serve(
     node: Arc<Services>,
     framed: Conn,
     limits: &ConnLimits,
@@ -295,7 +112,7 @@ async fn serve_client(
                 idle_timer.as_mut().reset(idle());
             }
             _ = idle_timer.as_mut(), if tasks.is_empty() => {
-                tracing::debug!(id = node.id, "idle client connection closed");
+                tracing::debug!(id = node.id(), "idle client connection closed");
                 return;
             }
             // The node shuts down: requests in flight are dropped (an
@@ -303,7 +120,7 @@ async fn serve_client(
             // elsewhere.
             () = stopping(&mut shutdown) => return,
             _ = unauthenticated.as_mut(), if !authenticated => {
-                tracing::debug!(id = node.id, %peer, "unauthenticated client connection closed at its deadline");
+                tracing::debug!(id = node.id(), %peer, "unauthenticated client connection closed at its deadline");
                 return;
             }
         }
@@ -355,7 +172,7 @@ async fn handle_client(node: &Services, req: ClientRequest, access: &Access) -> 
             wait_ms,
         } => match key(k) {
             Ok(k) => node
-                .locks
+                .locks()
                 .acquire_with(
                     &k,
                     crate::service::table::Spec {
@@ -373,7 +190,7 @@ async fn handle_client(node: &Services, req: ClientRequest, access: &Access) -> 
         },
         ClientRequest::Release { key: k, token } => match key(k) {
             Ok(k) => node
-                .locks
+                .locks()
                 .release(&k, token, by)
                 .await
                 .map(|_| ClientResponse::Released),
@@ -381,14 +198,14 @@ async fn handle_client(node: &Services, req: ClientRequest, access: &Access) -> 
         },
         ClientRequest::Keepalive { key: k, token } => match key(k) {
             Ok(k) => node
-                .locks
+                .locks()
                 .keepalive(&k, token, by)
                 .await
                 .map(|lease_ms| ClientResponse::KeptAlive { lease_ms }),
             Err(e) => Err(e),
         },
         ClientRequest::Get { key: k } => match key(k) {
-            Ok(k) => node.locks.holders(&k).await.map(|v| {
+            Ok(k) => node.locks().holders(&k).await.map(|v| {
                 ClientResponse::Lock(v.first().map(|i| LockView {
                     token: if wire::sees_token(access, i) {
                         i.token
@@ -400,7 +217,7 @@ async fn handle_client(node: &Services, req: ClientRequest, access: &Access) -> 
             }),
             Err(e) => Err(e),
         },
-        ClientRequest::Status => Ok(ClientResponse::Status(Box::new(status_of(node)))),
+        ClientRequest::Status => Ok(ClientResponse::Status(Box::new(node.status()))),
         ClientRequest::AcquireWith(r) => wire::acquire(node, r, access).await,
         ClientRequest::Holders { key } => wire::holders(node, key, access).await,
         ClientRequest::List {
@@ -410,20 +227,4 @@ async fn handle_client(node: &Services, req: ClientRequest, access: &Access) -> 
         } => wire::list(node, prefix, after, limit, access).await,
     };
     result.unwrap_or_else(|e| ClientResponse::Error(wire_error(node, e)))
-}
-
-async fn handle_peer(node: &Services, from: u64, req: PeerRequest) -> PeerResponse {
-    if let Err(why) = node.peer_gate.check(from, &req, |id| node.is_member(id)) {
-        tracing::warn!(id = node.id, from, %why, "refused a peer request");
-        return PeerResponse::Error(format!("node {} refused the request: {why}", node.id));
-    }
-    match req {
-        PeerRequest::AppendEntries(r) => {
-            PeerResponse::AppendEntries(node.raft.append_entries(r).await)
-        }
-        PeerRequest::Vote(r) => PeerResponse::Vote(node.raft.vote(r).await),
-        PeerRequest::InstallSnapshot(r) => {
-            PeerResponse::InstallSnapshot(node.raft.install_snapshot(r).await)
-        }
-    }
 }

@@ -14,6 +14,20 @@
 //! from the request side when it stops waiting, and an answer to a grant
 //! that finds no receiver is reported back as undelivered, so the table
 //! releases it at once.
+//!
+//! # Layout
+//!
+//! * this module: the messages, the task's loop and its one timer (the
+//!   table's next deadline: lease expiries, wait ends, keepalive
+//!   windows), and the dispatch of the table's actions.
+//! * `answer`: the proposal and answer path — entries proposed, callers
+//!   answered (or refused after a read-index), undelivered grants
+//!   reported back, and the test-only faults on that path.
+//! * `leadership`: leadership changes told to the table, and the table
+//!   loaded from the applied state when this node starts to lead.
+
+mod answer;
+mod leadership;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,18 +36,14 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use self::answer::Pending;
 use super::error::{Acquired, ServiceError};
 use super::proposer::Proposer;
-use super::read;
 use super::stats::ServiceStats;
-use super::table::{
-    Action, Answer, Cmd, Event, Held, ReqId, Request, Spec, Table, WaitLimits, Why,
-};
+use super::table::{Action, Event, Held, ReqId, Request, Spec, Table, WaitLimits};
 use super::world;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
-#[cfg(feature = "fault-stale-done")]
-use lockd_core::command::Command;
 use lockd_core::command::Outcome as Replicated;
 
 pub(super) type Reply<T> = oneshot::Sender<Result<T, ServiceError>>;
@@ -99,23 +109,6 @@ pub(super) enum Msg {
     FaultReload,
 }
 
-/// A caller waiting for its answer.
-enum Pending {
-    Acquire { key: String, reply: Reply<Acquired> },
-    Release(Reply<()>),
-    Extend(Reply<u64>),
-}
-
-impl Pending {
-    fn fail(self, err: ServiceError) {
-        match self {
-            Pending::Acquire { reply, .. } => drop(reply.send(Err(err))),
-            Pending::Release(reply) => drop(reply.send(Err(err))),
-            Pending::Extend(reply) => drop(reply.send(Err(err))),
-        }
-    }
-}
-
 /// Start the actor and the task that tells it about leadership changes.
 pub(super) fn spawn(
     id: NodeId,
@@ -139,38 +132,8 @@ pub(super) fn spawn(
         pending: HashMap::new(),
     };
     tokio::spawn(actor.run(rx));
-    tokio::spawn(watch_leadership(id, raft, tx.clone()));
+    tokio::spawn(leadership::watch(id, raft, tx.clone()));
     tx
-}
-
-/// Tell the actor whenever this node becomes or stops being the leader.
-async fn watch_leadership(id: NodeId, raft: Raft, tx: mpsc::UnboundedSender<Msg>) {
-    let mut metrics = raft.metrics();
-    let mut was: Option<(bool, u64, Option<NodeId>)> = None;
-    loop {
-        let now = {
-            let m = metrics.borrow_and_update();
-            (
-                m.current_leader == Some(id),
-                m.current_term,
-                m.current_leader,
-            )
-        };
-        if was != Some(now) {
-            let msg = if now.0 {
-                Msg::Leader { term: now.1 }
-            } else {
-                Msg::Follower { leader: now.2 }
-            };
-            if tx.send(msg).is_err() {
-                return;
-            }
-            was = Some(now);
-        }
-        if metrics.changed().await.is_err() {
-            return;
-        }
-    }
 }
 
 struct Actor {
@@ -320,145 +283,9 @@ impl Actor {
         match action {
             Action::Propose { id, why, commands } => self.propose(id, why, commands),
             Action::Reply { req, answer } => return self.answer(req, answer),
-            Action::RefuseAfterReadIndex { req, error } => {
-                if let Some(p) = self.pending.remove(&req) {
-                    let (raft, id) = (self.raft.clone(), self.id);
-                    tokio::spawn(async move {
-                        let answer = match read::confirm(&raft, id).await {
-                            Ok(()) => error,
-                            Err(e) => e,
-                        };
-                        p.fail(answer);
-                    });
-                }
-            }
+            Action::RefuseAfterReadIndex { req, error } => self.refuse_after_read_index(req, error),
             Action::LoadTable { term, after } => self.load(term, after),
         }
         None
-    }
-
-    fn answer(&mut self, req: ReqId, answer: Result<Answer, ServiceError>) -> Option<Event> {
-        let pending = self.pending.remove(&req)?;
-        match (pending, answer) {
-            (p, Err(e)) => p.fail(e),
-            (Pending::Acquire { key, reply }, Ok(Answer::Granted(a))) => {
-                #[cfg(feature = "fault-die-before-answer")]
-                die_before_answer(&key);
-                let token = a.token;
-                if reply.send(Ok(a)).is_err() {
-                    return Some(Event::Undelivered { key, token });
-                }
-            }
-            (Pending::Release(reply), Ok(Answer::Released)) => drop(reply.send(Ok(()))),
-            (Pending::Extend(reply), Ok(Answer::Extended(ms))) => drop(reply.send(Ok(ms))),
-            (p, Ok(other)) => {
-                tracing::error!(node = self.id, req, ?other, "an answer of the wrong kind");
-                p.fail(ServiceError::Unavailable(format!(
-                    "node {} answered the request with the wrong kind of answer",
-                    self.id
-                )));
-            }
-        }
-        None
-    }
-
-    fn propose(&mut self, id: u64, why: Why, commands: Vec<Cmd>) {
-        let entry = world::entry(&commands);
-        #[cfg(feature = "fault-stale-done")]
-        let gate = fault_gate(why, &entry);
-        #[cfg(not(feature = "fault-stale-done"))]
-        let _ = why;
-        let (proposer, tx) = (self.proposer.clone(), self.tx.clone());
-        tokio::spawn(async move {
-            let result = proposer.propose(entry).await;
-            #[cfg(feature = "fault-stale-done")]
-            if let Some(gate) = gate {
-                let _ = tx.send(Msg::FaultReload);
-                super::fault::hold(gate).await;
-            }
-            let _ = tx.send(Msg::Done { id, result });
-        });
-    }
-
-    /// After `delay`, read the applied lock table once everything this
-    /// node acknowledged has been applied ([`read::confirm`]), then report
-    /// back.
-    fn load(&self, term: u64, delay: Duration) {
-        let (raft, sm, tx, id) = (self.raft.clone(), self.sm.clone(), self.tx.clone(), self.id);
-        tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            let locks = match read::confirm(&raft, id).await {
-                Ok(()) => {
-                    record_first_module(&raft, &sm).await;
-                    world::read_all(&sm)
-                }
-                Err(e) => Err(e),
-            };
-            let _ = tx.send(Msg::Loaded { term, locks });
-        });
-    }
-}
-
-/// A new cluster's first leader records the module the cluster starts
-/// with before it serves a lock (see [`lockd_core::upgrade::Genesis`]). A
-/// failure (leadership lost) leaves it to the next leader.
-async fn record_first_module(raft: &Raft, sm: &StateMachineStore) {
-    let first = lockd_core::builtin::first_module();
-    let Some(genesis) = sm.genesis_needed(&first) else {
-        return;
-    };
-    match raft
-        .client_write(crate::raft::Request::Genesis(genesis))
-        .await
-    {
-        Ok(r) => {
-            tracing::info!(index = r.log_id.index, module = %lockd_core::engine::ModuleHash::of(&first), outcome = ?r.data, "recorded the cluster's first module")
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "could not record the cluster's first module; the next leader will")
-        }
-    }
-}
-
-/// Test-only fault (see `super::fault`): a client's release gets a gate
-/// for its completion; a grant opens the gate of its key.
-#[cfg(feature = "fault-stale-done")]
-fn fault_gate(why: Why, entry: &[Command]) -> Option<Arc<tokio::sync::Notify>> {
-    if !super::fault::active() {
-        return None;
-    }
-    let first = entry.first()?;
-    let key = first.key()?;
-    if matches!(first, Command::Grant(_)) {
-        super::fault::open(key);
-    }
-    (why == Why::Release && entry.len() == 1).then(|| super::fault::gate(key))
-}
-
-/// Test-only fault: with `LOCKD_FAULT_DIE_BEFORE_ANSWER=KEY:MARKER`, the
-/// first node (cluster-wide: whoever creates MARKER) about to answer a
-/// committed grant of KEY aborts, as if killed between commit and answer.
-#[cfg(feature = "fault-die-before-answer")]
-fn die_before_answer(key: &str) {
-    let Ok(v) = std::env::var("LOCKD_FAULT_DIE_BEFORE_ANSWER") else {
-        return;
-    };
-    let Some((k, marker)) = v.split_once(':') else {
-        return;
-    };
-    if k != key {
-        return;
-    }
-    let first = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(marker)
-        .is_ok();
-    if first {
-        tracing::warn!(
-            key,
-            "FAULT: dying between the commit of a grant and its answer"
-        );
-        std::process::abort();
     }
 }

@@ -1,0 +1,203 @@
+//! What this node knows of the cluster, read from Raft's metrics and the
+//! state machine together: its status, its readiness, the members and
+//! the leader; the membership changes; and the answer to a peer's RPC.
+
+use lockd_core::engine::EngineFingerprint;
+use lockd_proto::{Member, Role, Status};
+
+use super::Services;
+use crate::api::health::{judge, Readiness, Seen};
+use crate::api::status::{role_of, UpgradeCounts};
+use crate::membership::MembershipError;
+use crate::raft::network::{PeerRequest, PeerResponse};
+use crate::raft::{known_leader, leading_unconfirmed, members, NodeId};
+use crate::transport::tls::Identity;
+
+impl Services {
+    /// The status of this node now.
+    pub fn status(&self) -> Status {
+        self.status_with(true).0
+    }
+
+    /// The status; without `state_hash` (left empty) when `hash` is false.
+    /// Both reference modules answer the state hash in O(1), but another
+    /// module may walk its whole table for it while holding the state
+    /// machine's lock, so frequent readers that do not report it (metrics
+    /// scrapes) skip it rather than stall apply. Also returns the upgrade
+    /// counters, which status does not show.
+    pub fn status_with(&self, hash: bool) -> (Status, UpgradeCounts) {
+        let m = self.raft.metrics().borrow().clone();
+        // Applied index and state hash are read under one lock, so the
+        // hash is the hash *at* that index.
+        let v = self.sm.view(hash);
+        let snaps = self.sm.snapshot_stats();
+        let stats = self.log.stats();
+        let status = Status {
+            id: self.id,
+            addr: self.addr.clone(),
+            // A leader no quorum has acknowledged yet is still seeking
+            // office.
+            role: if leading_unconfirmed(&m) {
+                Role::Candidate
+            } else {
+                role_of(m.state)
+            },
+            leader: known_leader(&m),
+            term: m.current_term,
+            commit_index: self.log.committed().map_or(0, |l| l.index),
+            applied_index: v.applied_index,
+            last_log_index: m.last_log_index.unwrap_or(0),
+            snapshot_index: m.snapshot.map(|l| l.index),
+            purged_index: m.purged.map(|l| l.index),
+            members: members(&self.raft),
+            module_hash: v.module_hash,
+            module_version: v.module_version,
+            state_hash: v.state_hash,
+            locks_held: v.locks_held,
+            engine_fingerprint: self.engine.fingerprint().hash.clone(),
+            snapshots_built: snaps.built,
+            snapshots_installed: snaps.installed,
+            wal_fsyncs: stats.fsyncs.load(std::sync::atomic::Ordering::Relaxed),
+            wal_entries: stats.entries.load(std::sync::atomic::Ordering::Relaxed),
+            poisoned: v.poisoned,
+            poisoned_at: v.poisoned_at,
+            module_since_index: v.module_since_index,
+            upgrades: v.upgrades,
+            shadow: v.shadow,
+            audit_divergences: self.sm.divergences(),
+            capacity: Some(v.capacity),
+            guest_memory_bytes: v.guest_memory_bytes,
+            last_snapshot_bytes: snaps.last_bytes,
+            last_snapshot_build_ms: snaps.last_build_us / 1000,
+            last_snapshot_install_ms: snaps.last_install_us / 1000,
+            admin_actions: self.admin_log.recent(),
+            trusted_module_keys: v.trusted_module_keys,
+            last_divergence: self.sm.last_divergence(),
+            engine_implementation: self.engine.fingerprint().implementation(),
+            cluster_id: self.cluster.get().map(|c| c.to_string()),
+        };
+        let counts = UpgradeCounts {
+            swapped: v.upgrades_swapped,
+            rejected: v.upgrades_rejected,
+        };
+        (status, counts)
+    }
+
+    /// Whether this node can take its share of requests now, and why not
+    /// ([`judge`]).
+    pub fn readiness(&self) -> Readiness {
+        let (leader, stopped) = {
+            let m = self.raft.metrics();
+            let m = m.borrow();
+            (
+                known_leader(&m),
+                m.running_state.as_ref().err().map(|e| e.to_string()),
+            )
+        };
+        let view = self.sm.view(false);
+        judge(Seen {
+            leader,
+            applied_index: view.applied_index,
+            commit_index: self.log.committed().map_or(0, |l| l.index),
+            poisoned: view.poisoned,
+            stopped,
+        })
+    }
+
+    /// The members, as this node knows them.
+    pub fn members(&self) -> Vec<Member> {
+        members(&self.raft)
+    }
+
+    /// Add a learner (after checking its engine, id and cluster); the
+    /// members after.
+    pub async fn add_learner(
+        &self,
+        id: NodeId,
+        addr: &str,
+    ) -> Result<Vec<Member>, MembershipError> {
+        self.membership.add_learner(id, addr).await?;
+        Ok(self.members())
+    }
+
+    /// Make a learner a voter; the members after.
+    pub async fn promote(&self, id: NodeId) -> Result<Vec<Member>, MembershipError> {
+        self.membership.promote(id).await?;
+        Ok(self.members())
+    }
+
+    /// Remove a voter or a learner; the members after.
+    pub async fn remove_member(&self, id: NodeId) -> Result<Vec<Member>, MembershipError> {
+        self.membership.remove(id).await?;
+        Ok(self.members())
+    }
+
+    /// Whether `id` is a member (voter or learner) as this node knows it;
+    /// `None` before it has a membership.
+    pub fn is_member(&self, id: NodeId) -> Option<bool> {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        let membership = m.membership_config.membership();
+        membership.nodes().next()?;
+        Some(membership.get_node(&id).is_some())
+    }
+
+    /// The member node a certificate names, if it names one that is a
+    /// member now (a node acting for a caller, or as itself).
+    pub fn member_of(&self, identity: Option<&Identity>) -> Option<NodeId> {
+        identity
+            .and_then(|i| i.node_id())
+            .filter(|id| self.is_member(*id) == Some(true))
+    }
+
+    /// The address of member `id`, as this node's membership knows it.
+    pub fn addr_of(&self, id: NodeId) -> Option<String> {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        m.membership_config
+            .membership()
+            .get_node(&id)
+            .map(|n| n.addr.clone())
+    }
+
+    /// The leader's id and address when another node leads (a request
+    /// for the leader goes there); `None` when this node leads or knows
+    /// no leader.
+    pub fn leader_elsewhere(&self) -> Option<(NodeId, String)> {
+        // Borrow, do not clone, the metrics: this runs on every request.
+        let leader = known_leader(&self.raft.metrics().borrow())?;
+        if leader == self.id {
+            return None;
+        }
+        Some((leader, self.addr_of(leader)?))
+    }
+
+    /// How a peer's wasm engine differs from this node's in what guests
+    /// compute (empty: it may serve beside this one).
+    pub fn engine_differences(&self, theirs: &EngineFingerprint) -> Vec<String> {
+        theirs.determinism_differences(self.engine.fingerprint())
+    }
+
+    /// Whether a peer of the cluster it names may be served (and, before
+    /// this node knows its cluster, adopt it); `Err` says why not.
+    pub fn meet_cluster(&self, theirs: Option<&str>) -> Result<(), String> {
+        self.cluster.meet_peer(theirs)
+    }
+
+    /// Answer a peer's Raft RPC, once the peer gate lets it through.
+    pub async fn answer_peer(&self, from: NodeId, req: PeerRequest) -> PeerResponse {
+        if let Err(why) = self.peer_gate.check(from, &req, |id| self.is_member(id)) {
+            tracing::warn!(id = self.id, from, %why, "refused a peer request");
+            return PeerResponse::Error(format!("node {} refused the request: {why}", self.id));
+        }
+        match req {
+            PeerRequest::AppendEntries(r) => {
+                PeerResponse::AppendEntries(self.raft.append_entries(r).await)
+            }
+            PeerRequest::Vote(r) => PeerResponse::Vote(self.raft.vote(r).await),
+            PeerRequest::InstallSnapshot(r) => {
+                PeerResponse::InstallSnapshot(self.raft.install_snapshot(r).await)
+            }
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! [`Services`]: what the APIs of a node reach — built by [`crate::node`],
+//! shared by every connection.
+//!
+//! Its parts are private: a handler asks for what it needs through a
+//! method that says so, so the sequences several handlers share (reading
+//! Raft's metrics beside the state machine's view, checking a caller's
+//! rights, answering a peer) are written once, and what a handler can
+//! touch is visible here.
+//!
+//! # Layout
+//!
+//! * this module: the parts, [`Parts`] to build them from, who this node
+//!   is, its connection limits, and the two subsystems handlers drive
+//!   whole (the lock service, the upgrader).
+//! * `cluster`: what this node knows of the cluster — status, readiness,
+//!   members and their changes, the leader to forward to — and the answer
+//!   to a peer's Raft RPC.
+//! * `access`: who a caller is, what it may do, and the admin audit trail.
+//! * `state`: reads of the state machine for the admin routes (audit,
+//!   capacity, module keys), snapshots built or exported on request, and
+//!   the counters metrics read.
+
+mod access;
+mod cluster;
+mod state;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use crate::auth::trail::AdminLog;
+use crate::auth::Auth;
+use crate::cluster_id::ClusterIdentity;
+use crate::membership::Membership;
+use crate::raft::log_store::LogStore;
+use crate::raft::peer_check::PeerGate;
+use crate::raft::state_machine::StateMachineStore;
+use crate::raft::{NodeId, Raft};
+use crate::service::LockService;
+use crate::transport::http::Forwarder;
+use crate::transport::limits::{ConnLimits, Gate};
+use crate::upgrade::submit::Upgrader;
+use lockd_core::engine::WasmEngine;
+
+pub use access::Refusal;
+pub use state::SnapshotError;
+
+/// The parts of a running node that requests use.
+pub struct Services {
+    id: NodeId,
+    /// The address peers and clients reach this node at.
+    addr: String,
+    raft: Raft,
+    sm: StateMachineStore,
+    log: LogStore,
+    engine: Arc<WasmEngine>,
+    locks: LockService,
+    upgrader: Upgrader,
+    membership: Membership,
+    /// Checks every peer RPC before openraft sees it.
+    peer_gate: PeerGate,
+    /// `--max-module-bytes`: the largest module an upgrade may carry.
+    max_module_bytes: usize,
+    /// The connection caps and timeouts.
+    conn: Gate,
+    /// Every connection must be TLS (the node has a certificate).
+    tls_required: bool,
+    /// Who may do what (off without an auth file).
+    auth: Arc<Auth>,
+    /// The HTTP client for forwarding to the leader.
+    forwarder: Forwarder,
+    /// The admin requests this node served, for status.
+    admin_log: AdminLog,
+    /// Times the leader this node knows changed, for metrics.
+    leader_changes: Arc<AtomicU64>,
+    /// Which cluster this node belongs to; peers of another are refused.
+    cluster: Arc<ClusterIdentity>,
+}
+
+/// What [`Services`] is built from: the node's subsystems, started by
+/// [`crate::node`]. Public fields, as a constructor's named arguments.
+pub struct Parts {
+    pub id: NodeId,
+    pub addr: String,
+    pub raft: Raft,
+    pub sm: StateMachineStore,
+    pub log: LogStore,
+    pub engine: Arc<WasmEngine>,
+    pub locks: LockService,
+    pub upgrader: Upgrader,
+    pub membership: Membership,
+    pub peer_gate: PeerGate,
+    pub max_module_bytes: usize,
+    pub conn: Gate,
+    pub tls_required: bool,
+    pub auth: Arc<Auth>,
+    pub forwarder: Forwarder,
+    /// Counted by a task of the node; read here for metrics.
+    pub leader_changes: Arc<AtomicU64>,
+    pub cluster: Arc<ClusterIdentity>,
+}
+
+impl Services {
+    /// The services of a node, with an empty admin audit trail.
+    pub fn new(p: Parts) -> Services {
+        Services {
+            id: p.id,
+            addr: p.addr,
+            raft: p.raft,
+            sm: p.sm,
+            log: p.log,
+            engine: p.engine,
+            locks: p.locks,
+            upgrader: p.upgrader,
+            membership: p.membership,
+            peer_gate: p.peer_gate,
+            max_module_bytes: p.max_module_bytes,
+            conn: p.conn,
+            tls_required: p.tls_required,
+            auth: p.auth,
+            forwarder: p.forwarder,
+            admin_log: AdminLog::default(),
+            leader_changes: p.leader_changes,
+            cluster: p.cluster,
+        }
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// Whether every connection must be TLS (the node has a certificate).
+    pub fn tls_required(&self) -> bool {
+        self.tls_required
+    }
+
+    /// The caps and timeouts every connection is served under.
+    pub fn conn_limits(&self) -> &ConnLimits {
+        self.conn.limits()
+    }
+
+    /// `--max-module-bytes`: the largest module an upgrade may carry.
+    pub fn max_module_bytes(&self) -> usize {
+        self.max_module_bytes
+    }
+
+    /// The lock service: every lock route and native request uses most
+    /// of it (acquire, release, keepalive, reads, policy data, counters).
+    pub fn locks(&self) -> &LockService {
+        &self.locks
+    }
+
+    /// Upgrades, shadow modules, capacity and module keys, each proposed
+    /// through the log: the admin routes use all of it.
+    pub fn upgrader(&self) -> &Upgrader {
+        &self.upgrader
+    }
+
+    /// The HTTP client that passes requests on to the leader.
+    pub fn forwarder(&self) -> &Forwarder {
+        &self.forwarder
+    }
+}

@@ -1,0 +1,140 @@
+//! The proposal and answer path of the actor: the table's entries
+//! proposed through the [`Proposer`](crate::service::proposer::Proposer),
+//! its answers sent to the waiting callers, refusals sent after a
+//! read-index, and a grant no caller received reported back to the table.
+
+#[cfg(feature = "fault-stale-done")]
+use std::sync::Arc;
+
+use super::{Actor, Msg, Reply};
+use crate::service::error::{Acquired, ServiceError};
+use crate::service::read;
+use crate::service::table::{Answer, Cmd, Event, ReqId, Why};
+use crate::service::world;
+#[cfg(feature = "fault-stale-done")]
+use lockd_core::command::Command;
+
+/// A caller waiting for its answer.
+pub(super) enum Pending {
+    Acquire { key: String, reply: Reply<Acquired> },
+    Release(Reply<()>),
+    Extend(Reply<u64>),
+}
+
+impl Pending {
+    pub(super) fn fail(self, err: ServiceError) {
+        match self {
+            Pending::Acquire { reply, .. } => drop(reply.send(Err(err))),
+            Pending::Release(reply) => drop(reply.send(Err(err))),
+            Pending::Extend(reply) => drop(reply.send(Err(err))),
+        }
+    }
+}
+
+impl Actor {
+    /// Refuse `req` with `error` once a read-index confirms this node
+    /// still leads (else with why it cannot answer): a refusal must not
+    /// come from a leader that was already deposed.
+    pub(super) fn refuse_after_read_index(&mut self, req: ReqId, error: ServiceError) {
+        if let Some(p) = self.pending.remove(&req) {
+            let (raft, id) = (self.raft.clone(), self.id);
+            tokio::spawn(async move {
+                let answer = match read::confirm(&raft, id).await {
+                    Ok(()) => error,
+                    Err(e) => e,
+                };
+                p.fail(answer);
+            });
+        }
+    }
+
+    pub(super) fn answer(
+        &mut self,
+        req: ReqId,
+        answer: Result<Answer, ServiceError>,
+    ) -> Option<Event> {
+        let pending = self.pending.remove(&req)?;
+        match (pending, answer) {
+            (p, Err(e)) => p.fail(e),
+            (Pending::Acquire { key, reply }, Ok(Answer::Granted(a))) => {
+                #[cfg(feature = "fault-die-before-answer")]
+                die_before_answer(&key);
+                let token = a.token;
+                if reply.send(Ok(a)).is_err() {
+                    return Some(Event::Undelivered { key, token });
+                }
+            }
+            (Pending::Release(reply), Ok(Answer::Released)) => drop(reply.send(Ok(()))),
+            (Pending::Extend(reply), Ok(Answer::Extended(ms))) => drop(reply.send(Ok(ms))),
+            (p, Ok(other)) => {
+                tracing::error!(node = self.id, req, ?other, "an answer of the wrong kind");
+                p.fail(ServiceError::Unavailable(format!(
+                    "node {} answered the request with the wrong kind of answer",
+                    self.id
+                )));
+            }
+        }
+        None
+    }
+
+    pub(super) fn propose(&mut self, id: u64, why: Why, commands: Vec<Cmd>) {
+        let entry = world::entry(&commands);
+        #[cfg(feature = "fault-stale-done")]
+        let gate = fault_gate(why, &entry);
+        #[cfg(not(feature = "fault-stale-done"))]
+        let _ = why;
+        let (proposer, tx) = (self.proposer.clone(), self.tx.clone());
+        tokio::spawn(async move {
+            let result = proposer.propose(entry).await;
+            #[cfg(feature = "fault-stale-done")]
+            if let Some(gate) = gate {
+                let _ = tx.send(Msg::FaultReload);
+                crate::service::fault::hold(gate).await;
+            }
+            let _ = tx.send(Msg::Done { id, result });
+        });
+    }
+}
+
+/// Test-only fault (see `crate::service::fault`): a client's release gets a gate
+/// for its completion; a grant opens the gate of its key.
+#[cfg(feature = "fault-stale-done")]
+fn fault_gate(why: Why, entry: &[Command]) -> Option<Arc<tokio::sync::Notify>> {
+    if !crate::service::fault::active() {
+        return None;
+    }
+    let first = entry.first()?;
+    let key = first.key()?;
+    if matches!(first, Command::Grant(_)) {
+        crate::service::fault::open(key);
+    }
+    (why == Why::Release && entry.len() == 1).then(|| crate::service::fault::gate(key))
+}
+
+/// Test-only fault: with `LOCKD_FAULT_DIE_BEFORE_ANSWER=KEY:MARKER`, the
+/// first node (cluster-wide: whoever creates MARKER) about to answer a
+/// committed grant of KEY aborts, as if killed between commit and answer.
+#[cfg(feature = "fault-die-before-answer")]
+fn die_before_answer(key: &str) {
+    let Ok(v) = std::env::var("LOCKD_FAULT_DIE_BEFORE_ANSWER") else {
+        return;
+    };
+    let Some((k, marker)) = v.split_once(':') else {
+        return;
+    };
+    if k != key {
+        return;
+    }
+    let first = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(marker)
+        .is_ok();
+    if first {
+        tracing::warn!(
+            key,
+            "FAULT: dying between the commit of a grant and its answer"
+        );
+        std::process::abort();
+    }
+}

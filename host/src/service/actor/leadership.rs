@@ -1,0 +1,83 @@
+//! Leadership, as the actor sees it: a task that tells it whenever this
+//! node becomes or stops being the leader, and the table's load from the
+//! applied state once a new leader has caught up.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::{Actor, Msg};
+use crate::raft::state_machine::StateMachineStore;
+use crate::raft::{NodeId, Raft};
+use crate::service::{read, world};
+
+/// Tell the actor whenever this node becomes or stops being the leader.
+pub(super) async fn watch(id: NodeId, raft: Raft, tx: mpsc::UnboundedSender<Msg>) {
+    let mut metrics = raft.metrics();
+    let mut was: Option<(bool, u64, Option<NodeId>)> = None;
+    loop {
+        let now = {
+            let m = metrics.borrow_and_update();
+            (
+                m.current_leader == Some(id),
+                m.current_term,
+                m.current_leader,
+            )
+        };
+        if was != Some(now) {
+            let msg = if now.0 {
+                Msg::Leader { term: now.1 }
+            } else {
+                Msg::Follower { leader: now.2 }
+            };
+            if tx.send(msg).is_err() {
+                return;
+            }
+            was = Some(now);
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+impl Actor {
+    /// After `delay`, read the applied lock table once everything this
+    /// node acknowledged has been applied ([`read::confirm`]), then report
+    /// back.
+    pub(super) fn load(&self, term: u64, delay: Duration) {
+        let (raft, sm, tx, id) = (self.raft.clone(), self.sm.clone(), self.tx.clone(), self.id);
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let locks = match read::confirm(&raft, id).await {
+                Ok(()) => {
+                    record_first_module(&raft, &sm).await;
+                    world::read_all(&sm)
+                }
+                Err(e) => Err(e),
+            };
+            let _ = tx.send(Msg::Loaded { term, locks });
+        });
+    }
+}
+
+/// A new cluster's first leader records the module the cluster starts
+/// with before it serves a lock (see [`lockd_core::upgrade::Genesis`]). A
+/// failure (leadership lost) leaves it to the next leader.
+async fn record_first_module(raft: &Raft, sm: &StateMachineStore) {
+    let first = lockd_core::builtin::first_module();
+    let Some(genesis) = sm.genesis_needed(&first) else {
+        return;
+    };
+    match raft
+        .client_write(crate::raft::Request::Genesis(genesis))
+        .await
+    {
+        Ok(r) => {
+            tracing::info!(index = r.log_id.index, module = %lockd_core::engine::ModuleHash::of(&first), outcome = ?r.data, "recorded the cluster's first module")
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "could not record the cluster's first module; the next leader will")
+        }
+    }
+}
