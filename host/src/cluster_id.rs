@@ -37,7 +37,7 @@ use std::sync::RwLock;
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::transport::frame::Role;
+use lockd_client::wire::Role;
 
 /// The file in the data dir.
 pub const FILE: &str = "cluster.id";

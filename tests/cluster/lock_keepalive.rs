@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use lock_tests::cluster::Cluster;
-use lockd::transport::frame::Role;
 use lockd::transport::peer::FramedConn;
+use lockd_client::wire::Role;
 use lockd_proto::{ClientRequest, ClientResponse, WireError};
 
 /// The lease of the kept lock: keepalives go out every quarter of it.

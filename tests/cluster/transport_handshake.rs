@@ -6,9 +6,9 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use lock_tests::cluster::{free_port, Cluster};
-use lockd::transport::frame::{self, HelloReply, Role};
 use lockd::transport::peer::FramedConn;
 use lockd::transport::TransportError;
+use lockd_client::wire::{self as frame, HelloReply, Role};
 use lockd_proto::{Role as StatusRole, Status};
 
 fn rt() -> tokio::runtime::Runtime {

@@ -35,9 +35,9 @@ use serde::{Deserialize, Serialize};
 
 use super::body::{parse, RawBody};
 use super::error::{ApiError, ErrorBody};
+use super::native_locks;
 use super::op::{LockOp, Op, Verb};
 use super::services::Services;
-use super::wire;
 use crate::auth::Access;
 use crate::service::table::Spec;
 use lockd_core::command::{HolderInfo, KeyHolders};
@@ -127,10 +127,10 @@ pub struct HoldingJson {
 /// `left`: (token, ms left) of the key's holdings on the leader's clock.
 fn holding(access: &Access, h: HolderInfo, left: &[(u64, u64)]) -> HoldingJson {
     HoldingJson {
-        token: wire::sees_token(access, &h).then_some(h.token),
+        token: native_locks::sees_token(access, &h).then_some(h.token),
         lease_ms: h.lease_ms,
         lease_left_ms: left.iter().find(|(t, _)| *t == h.token).map(|(_, l)| *l),
-        mode: wire::lock_mode(h.mode),
+        mode: native_locks::lock_mode(h.mode),
         limit: h.limit,
         holder: h.holder.map(|x| HolderJson {
             principal: x.principal,
@@ -178,7 +178,7 @@ pub async fn lock_get(
     Ok(Json(LockReply {
         held: first.is_some(),
         token: first
-            .filter(|i| wire::sees_token(&access, i))
+            .filter(|i| native_locks::sees_token(&access, i))
             .map(|i| i.token),
         lease_ms: first.map(|i| i.lease_ms),
         holders: holders
@@ -267,7 +267,7 @@ pub async fn acquire(
 ) -> Result<Response, ApiError> {
     let spec = Spec {
         lease_ms: req.lease_ms,
-        mode: wire::mode(req.mode),
+        mode: native_locks::mode(req.mode),
         limit: req.limit,
         principal: l.access.principal.clone(),
         owner: req.owner,
@@ -292,7 +292,7 @@ pub async fn acquire(
         (status = 409, description = "not the holder's token", body = ErrorBody),
         (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn release(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError> {
-    let by = wire::bound_to(l.access);
+    let by = native_locks::bound_to(l.access);
     l.node.locks().release(l.key, req.token, by).await?;
     Ok(Json(Done {}).into_response())
 }
@@ -307,7 +307,7 @@ pub async fn release(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError> 
         (status = 409, description = "not the holder's token", body = ErrorBody),
         (status = 503, description = "no leader, or leadership not confirmed", body = ErrorBody)))]
 pub async fn keepalive(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError> {
-    let by = wire::bound_to(l.access);
+    let by = native_locks::bound_to(l.access);
     let lease_ms = l.node.locks().keepalive(l.key, req.token, by).await?;
     Ok(Json(KeepaliveReply { lease_ms }).into_response())
 }

@@ -13,6 +13,8 @@
 //! * [`http`]: one HTTP connection, served by the router.
 //! * [`cluster`]: the status, membership, whoami and console routes.
 //! * [`locks`], [`policy`]: the lock routes, and the module's policy data.
+//! * [`native_locks`]: the framed protocol's lock requests of world 0.2
+//!   and their answers (what a caller may see of a holding).
 //! * [`admin`]: hot upgrade, shadow mode and audit routes.
 //! * [`op`]: what an HTTP request asks for, parsed once for the
 //!   authorisation layer and the handlers alike.
@@ -37,6 +39,7 @@ pub mod health;
 pub mod http;
 pub mod locks;
 pub mod metrics;
+pub mod native_locks;
 pub mod op;
 pub mod openapi;
 pub mod origin;
@@ -44,7 +47,6 @@ pub mod policy;
 pub mod routes;
 pub mod services;
 pub mod status;
-pub mod wire;
 
 pub use error::ApiError;
 pub use services::Services;

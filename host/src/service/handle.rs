@@ -10,9 +10,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::actor::{self, Msg};
+use super::barrier;
 use super::error::{check_key, Acquired, ServiceError, MAX_OWNER_BYTES, MAX_REQUEST_ID_BYTES};
 use super::proposer::Proposer;
-use super::read;
 use super::stats::ServiceStats;
 use super::table::{Spec, WaitLimits};
 use crate::raft::state_machine::StateMachineStore;
@@ -227,7 +227,7 @@ impl LockService {
         if self.unsupported(key, spec).is_ok() {
             return Ok(());
         }
-        match tokio::time::timeout(self.election_max, read::confirm(&self.raft, self.id)).await {
+        match tokio::time::timeout(self.election_max, barrier::confirm(&self.raft, self.id)).await {
             Ok(Ok(())) => self.unsupported(key, spec),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(ServiceError::Unavailable(format!(
@@ -301,7 +301,7 @@ impl LockService {
         check_key(key)?;
         let from = Instant::now();
         let limit = self.election_max;
-        match tokio::time::timeout(limit, read::confirm(&self.raft, self.id)).await {
+        match tokio::time::timeout(limit, barrier::confirm(&self.raft, self.id)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(e),
             Err(_) => {

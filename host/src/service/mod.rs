@@ -10,7 +10,7 @@
 //! * `lease`: how long a lease lasts on the leader's clock (and the
 //!   test-only faults that end leases early).
 //! * `stats`: [`ServiceStats`], the counters for metrics.
-//! * `read`: leader reads that see everything it acknowledged (read-index,
+//! * `barrier`: leader reads that see everything it acknowledged (read-index,
 //!   then its own log applied).
 //! * `reads`: [`LockService`]'s reads (holders, listings, policy data)
 //!   and the policy data's change.
@@ -21,13 +21,13 @@
 //! * [`error`]: [`ServiceError`] and the key check.
 
 mod actor;
+mod barrier;
 pub mod error;
 #[cfg(feature = "fault-stale-done")]
 mod fault;
 mod handle;
 mod lease;
 pub mod proposer;
-mod read;
 mod reads;
 mod stats;
 pub mod table;

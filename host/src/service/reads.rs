@@ -1,13 +1,13 @@
 //! The lock service's reads: holders, listings and the policy data, each
-//! linearizable through the read barrier ([`super::read::confirm`]), and
+//! linearizable through the read barrier ([`super::barrier::confirm`]), and
 //! the policy data's change (a log entry the module checks).
 
 use tokio::sync::oneshot;
 
 use super::actor::Msg;
+use super::barrier;
 use super::error::{check_key, ServiceError, MAX_KEY_BYTES};
 use super::handle::{LockService, MAX_LIST};
-use super::read;
 use lockd_core::command::{Command, HolderInfo, KeyHolders, Outcome, PrefixPolicy, Reason};
 
 /// (token, ms of lease left on the leader's clock) of a key's holdings:
@@ -36,7 +36,7 @@ impl LockService {
         timed: bool,
     ) -> Result<(Vec<HolderInfo>, LeasesLeft), ServiceError> {
         check_key(key)?;
-        read::confirm(&self.raft, self.id).await?;
+        barrier::confirm(&self.raft, self.id).await?;
         let mut holders = self
             .sm
             .holders(key)
@@ -122,7 +122,7 @@ impl LockService {
                 max: MAX_LIST,
             });
         }
-        read::confirm(&self.raft, self.id).await?;
+        barrier::confirm(&self.raft, self.id).await?;
         let mut page = self
             .sm
             .list_keys(prefix, after, limit)
@@ -138,7 +138,7 @@ impl LockService {
 
     /// The active module's policy data, read linearizably.
     pub async fn policy(&self) -> Result<Vec<PrefixPolicy>, ServiceError> {
-        read::confirm(&self.raft, self.id).await?;
+        barrier::confirm(&self.raft, self.id).await?;
         self.sm
             .policy()
             .map_err(|e| ServiceError::StateMachine(e.to_string()))

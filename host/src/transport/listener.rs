@@ -18,9 +18,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
-use super::frame::MAGIC;
 use super::limits::{Gate, Slot};
 use super::tls::{Identity, TlsServer};
+use lockd_client::wire::MAGIC;
 
 /// The first byte of a TLS connection (a handshake record).
 const TLS_HANDSHAKE: u8 = 0x16;

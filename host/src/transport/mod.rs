@@ -16,17 +16,18 @@
 //! ```
 //!
 //! Framed protocol: after the preface, length-delimited frames (4-byte
-//! big-endian length, at most [`frame::MAX_FRAME`]) whose bodies are postcard.
-//! The first frame is a [`frame::Hello`] (who is calling, and the engine
-//! fingerprint for peers); the server answers [`frame::Welcome`] or
-//! [`frame::Refused`] with the reason, so a wrong peer — another program, an
+//! big-endian length, at most [`lockd_proto::wire::MAX_FRAME`]) whose bodies are postcard.
+//! The first frame is a [`lockd_proto::wire::Hello`] (who is calling, and the engine
+//! fingerprint for peers); the server answers [`lockd_proto::wire::Welcome`] or
+//! [`lockd_proto::wire::Refused`] with the reason, so a wrong peer — another program, an
 //! older protocol version, a node with a different wasm engine — gets a clear
 //! error instead of undecodable bytes. Requests and responses then travel in
-//! [`frame::Envelope`]s carrying a request id.
+//! [`lockd_proto::wire::Envelope`]s carrying a request id.
 //!
 //! # Layout
 //!
-//! * [`frame`]: preface, hello, envelopes, encode/decode, the codec.
+//! * frames (preface, hello, envelopes, encode/decode): [`lockd_proto::wire`];
+//!   the codec: [`lockd_client::wire`].
 //! * [`listener`]: the accept loop and the sniffing of the first bytes.
 //! * [`limits`]: the connection caps and timeouts.
 //! * [`peer`]: the client side of a framed connection, with timeouts.
@@ -35,7 +36,6 @@
 //! * [`tls`]: the server side of TLS and what a caller's certificate
 //!   proves.
 
-pub mod frame;
 pub mod http;
 pub mod limits;
 pub mod listener;
@@ -59,7 +59,7 @@ pub enum TransportError {
     },
     #[error(
         "{addr} is not a lockd node speaking protocol version {}: {detail}",
-        frame::VERSION
+        lockd_proto::wire::VERSION
     )]
     NotLockd { addr: String, detail: String },
     #[error("{addr} refused the connection: {reason}")]

@@ -15,8 +15,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
-use super::frame::{self, Envelope, HandshakeError, Role, Welcome};
 use super::TransportError;
+use lockd_client::wire::{self as frame, Envelope, HandshakeError, Role, Welcome};
 
 /// One framed connection, used for one request at a time.
 pub struct FramedConn {

@@ -12,13 +12,13 @@ use tokio::task::JoinSet;
 
 use super::Conn;
 use crate::api::caller::{authorize, Settled};
+use crate::api::native_locks;
 use crate::api::services::Services;
-use crate::api::wire;
 use crate::auth::{Access, Denied};
 use crate::service::ServiceError;
-use crate::transport::frame::{self, Envelope};
 use crate::transport::limits::{ConnLimits, Slot, MAX_CLIENT_FRAME};
 use crate::transport::listener::stopping;
+use lockd_client::wire::{self as frame, Envelope};
 
 /// A client connection: requests run concurrently, answers go back as they
 /// finish, paired by id. When the connection closes, every request still
@@ -164,7 +164,7 @@ fn wire_error(node: &Services, e: ServiceError) -> WireError {
 
 async fn handle_client(node: &Services, req: ClientRequest, access: &Access) -> ClientResponse {
     let key = |k: Vec<u8>| String::from_utf8(k).map_err(|_| ServiceError::KeyNotUtf8);
-    let by = wire::bound_to(access);
+    let by = native_locks::bound_to(access);
     let result = match req {
         ClientRequest::Acquire {
             key: k,
@@ -207,7 +207,7 @@ async fn handle_client(node: &Services, req: ClientRequest, access: &Access) -> 
         ClientRequest::Get { key: k } => match key(k) {
             Ok(k) => node.locks().holders(&k).await.map(|v| {
                 ClientResponse::Lock(v.first().map(|i| LockView {
-                    token: if wire::sees_token(access, i) {
+                    token: if native_locks::sees_token(access, i) {
                         i.token
                     } else {
                         0
@@ -218,13 +218,13 @@ async fn handle_client(node: &Services, req: ClientRequest, access: &Access) -> 
             Err(e) => Err(e),
         },
         ClientRequest::Status => Ok(ClientResponse::Status(Box::new(node.status()))),
-        ClientRequest::AcquireWith(r) => wire::acquire(node, r, access).await,
-        ClientRequest::Holders { key } => wire::holders(node, key, access).await,
+        ClientRequest::AcquireWith(r) => native_locks::acquire(node, r, access).await,
+        ClientRequest::Holders { key } => native_locks::holders(node, key, access).await,
         ClientRequest::List {
             prefix,
             after,
             limit,
-        } => wire::list(node, prefix, after, limit, access).await,
+        } => native_locks::list(node, prefix, after, limit, access).await,
     };
     result.unwrap_or_else(|e| ClientResponse::Error(wire_error(node, e)))
 }

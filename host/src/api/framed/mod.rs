@@ -25,9 +25,9 @@ use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 use super::caller::Settled;
 use super::services::Services;
-use crate::transport::frame::{self, Hello, HelloReply, Refused, Role, Welcome};
 use crate::transport::limits::{MAX_CLIENT_FRAME, MAX_HELLO_FRAME};
 use crate::transport::listener::{Incoming, Io};
+use lockd_client::wire::{self as frame, Hello, HelloReply, Refused, Role, Welcome};
 
 type Conn = Framed<Box<dyn Io>, LengthDelimitedCodec>;
 

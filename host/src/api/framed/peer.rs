@@ -8,8 +8,8 @@ use super::{send, Conn};
 use crate::api::caller::peer_refusal;
 use crate::api::services::Services;
 use crate::raft::network::{PeerRequest, PeerResponse};
-use crate::transport::frame::{self, Envelope, PeerHello};
 use crate::transport::listener::{stopping, Caller};
+use lockd_client::wire::{self as frame, Envelope, PeerHello};
 
 /// Whether to serve a peer: its certificate, the node it calls, its wasm
 /// engine, its cluster ([`crate::cluster_id`]). `Err` says why not.

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use super::{Actor, Msg, Reply};
+use crate::service::barrier;
 use crate::service::error::{Acquired, ServiceError};
-use crate::service::read;
 use crate::service::table::{Answer, Cmd, Event, ReqId, Why};
 use crate::service::world;
 #[cfg(feature = "fault-stale-done")]
@@ -39,7 +39,7 @@ impl Actor {
         if let Some(p) = self.pending.remove(&req) {
             let (raft, id) = (self.raft.clone(), self.id);
             tokio::spawn(async move {
-                let answer = match read::confirm(&raft, id).await {
+                let answer = match barrier::confirm(&raft, id).await {
                     Ok(()) => error,
                     Err(e) => e,
                 };

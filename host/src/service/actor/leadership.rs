@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use super::{Actor, Msg};
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
-use crate::service::{read, world};
+use crate::service::{barrier, world};
 
 /// Tell the actor whenever this node becomes or stops being the leader.
 pub(super) async fn watch(id: NodeId, raft: Raft, tx: mpsc::UnboundedSender<Msg>) {
@@ -43,13 +43,13 @@ pub(super) async fn watch(id: NodeId, raft: Raft, tx: mpsc::UnboundedSender<Msg>
 
 impl Actor {
     /// After `delay`, read the applied lock table once everything this
-    /// node acknowledged has been applied ([`read::confirm`]), then report
+    /// node acknowledged has been applied ([`barrier::confirm`]), then report
     /// back.
     pub(super) fn load(&self, term: u64, delay: Duration) {
         let (raft, sm, tx, id) = (self.raft.clone(), self.sm.clone(), self.tx.clone(), self.id);
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            let locks = match read::confirm(&raft, id).await {
+            let locks = match barrier::confirm(&raft, id).await {
                 Ok(()) => {
                     record_first_module(&raft, &sm).await;
                     world::read_all(&sm)

@@ -4,7 +4,7 @@
 //! changes, loaded tables) into table events and the table's actions into
 //! I/O: proposals through the [`Proposer`], answers on the callers'
 //! oneshot channels, refusals and table loads after a read-index
-//! ([`read::confirm`]), and one sleep until the table's next deadline.
+//! ([`barrier::confirm`]), and one sleep until the table's next deadline.
 //! Every rule of the leader's lock logic lives in the table, not here.
 //!
 //! The shell maps the table's commands and outcomes onto the replicated
