@@ -4,8 +4,8 @@
 
 use lockd_client::admin::Admin;
 
+use crate::cli::MembersOp;
 use crate::output::Failure;
-use crate::MembersOp;
 
 pub async fn run(admin: &Admin, j: bool, op: Option<MembersOp>) -> Result<(), Failure> {
     let value = match op {

@@ -12,7 +12,7 @@
 //! without entering the guest. When a shadow module is running, the same
 //! batch goes to it next and the outcomes are compared.
 //!
-//! Layout: this file holds the state and the apply path; `swap.rs` the
+//! Layout: this file holds the state; `apply.rs` the apply path; `swap.rs` the
 //! upgrade, shadow and module-key entries; `run.rs` the batch of one guest call;
 //! `capacity.rs` the capacity bound; `query.rs` the reads of the state.
 //!
@@ -27,16 +27,16 @@ use std::sync::Arc;
 use lockd_proto::{AuditKind, PoisonedAt};
 
 use crate::audit::AuditLog;
-use crate::command::{legacy, Command, Outcome};
 use crate::engine::{EngineError, GuestInstance, GuestModule};
-use crate::entry::{Entry, LogId, Payload, Request, Response, SnapshotMeta, StoredMembership};
+use crate::entry::{LogId, SnapshotMeta, StoredMembership};
 use crate::precompile::Precompiler;
 use crate::shadow::Shadow;
-use crate::signature::{SignedFor, TrustedKeys};
+use crate::signature::TrustedKeys;
 use crate::snapshot::SnapshotBlob;
-use crate::upgrade::{ShadowEntry, UpgradeRecord};
+use crate::upgrade::UpgradeRecord;
 use capacity::Capacity;
 
+mod apply;
 pub mod capacity;
 mod query;
 mod run;
@@ -46,7 +46,6 @@ pub use query::{ReplicaView, ShadowModule};
 pub use swap::record_of;
 
 use capacity::Usage;
-use run::Run;
 
 /// The cluster a replica belongs to, as bound signatures name it: its
 /// id's 16 bytes, zeros while the node knows none (a cluster of builds
@@ -193,258 +192,5 @@ impl Replica {
             capacity: self.capacity,
             module_keys: self.module_keys.clone(),
         })
-    }
-
-    /// Apply committed entries, in order; one response per entry.
-    pub fn apply(
-        &mut self,
-        entries: impl IntoIterator<Item = Entry>,
-    ) -> Result<Vec<Response>, EngineError> {
-        // Stopped: nothing more is applied, not even entries without commands.
-        if let Some(first) = self.guest.poisoned() {
-            return Err(EngineError::Poisoned(first.to_string()));
-        }
-        let mut run = Run::default();
-        let mut responses: Vec<Option<Response>> = Vec::new();
-        for entry in entries {
-            let log_id = entry.log_id;
-            if matches!(entry.payload, Payload::Normal(_)) {
-                self.fresh = false;
-            }
-            let slot = responses.len();
-            if run.entries.is_empty() {
-                run.before = self.last_applied;
-            }
-            match entry.payload {
-                Payload::Normal(Request::Commands(groups)) => {
-                    run.push(slot, log_id, groups);
-                    responses.push(None);
-                }
-                Payload::Normal(Request::Lock(commands)) => {
-                    self.flush(&mut run, &mut responses)?;
-                    let outcomes = self.apply_legacy(log_id, &commands)?;
-                    responses.push(Some(Response::Lock(vec![outcomes])));
-                }
-                Payload::Membership(m) => {
-                    self.membership = StoredMembership {
-                        log_id: Some(log_id),
-                        membership: m,
-                    };
-                    run.push_empty(slot, log_id);
-                    responses.push(None);
-                }
-                Payload::Blank => {
-                    run.push_empty(slot, log_id);
-                    responses.push(None);
-                }
-                Payload::Normal(Request::Genesis(g)) => {
-                    self.flush(&mut run, &mut responses)?;
-                    let outcome = self.genesis(log_id, g);
-                    responses.push(Some(Response::Upgrade(outcome)));
-                }
-                Payload::Normal(Request::Upgrade(up)) => {
-                    self.flush(&mut run, &mut responses)?;
-                    let outcome = self.upgrade(log_id, up, None, Some(SignedFor::Upgrade));
-                    responses.push(Some(Response::Upgrade(outcome)));
-                }
-                Payload::Normal(Request::SignedUpgrade(s)) => {
-                    self.flush(&mut run, &mut responses)?;
-                    let outcome = self.upgrade(log_id, s.upgrade, Some(s.signature), None);
-                    responses.push(Some(Response::Upgrade(outcome)));
-                }
-                Payload::Normal(Request::BoundUpgrade(s)) => {
-                    self.flush(&mut run, &mut responses)?;
-                    let outcome =
-                        self.upgrade(log_id, s.upgrade, Some(s.signature), Some(s.signed_for));
-                    responses.push(Some(Response::Upgrade(outcome)));
-                }
-                Payload::Normal(Request::Shadow(sh)) => {
-                    self.flush(&mut run, &mut responses)?;
-                    let outcome = self.shadow_entry(log_id, sh, None, true);
-                    responses.push(Some(Response::Shadow(outcome)));
-                }
-                Payload::Normal(Request::SignedShadow(s)) => {
-                    self.flush(&mut run, &mut responses)?;
-                    let start = ShadowEntry::Start { module: s.module };
-                    let outcome = self.shadow_entry(log_id, start, Some(s.signature), false);
-                    responses.push(Some(Response::Shadow(outcome)));
-                }
-                Payload::Normal(Request::BoundShadow(s)) => {
-                    self.flush(&mut run, &mut responses)?;
-                    let start = ShadowEntry::Start { module: s.module };
-                    let outcome = self.shadow_entry(log_id, start, Some(s.signature), true);
-                    responses.push(Some(Response::Shadow(outcome)));
-                }
-                Payload::Normal(Request::ModuleKeys(k)) => {
-                    self.flush(&mut run, &mut responses)?;
-                    let result = self.module_keys_entry(log_id, &k);
-                    responses.push(Some(Response::ModuleKeys(result, self.module_keys.clone())));
-                }
-                Payload::Normal(Request::Capacity(bounds)) => {
-                    self.flush(&mut run, &mut responses)?;
-                    let status = self.set_capacity(bounds);
-                    responses.push(Some(Response::Capacity(status)));
-                }
-            }
-            self.last_applied = Some(log_id);
-            if self.audit.due(log_id.index) {
-                self.flush(&mut run, &mut responses)?;
-                self.audit_point(log_id.index);
-            }
-        }
-        self.flush(&mut run, &mut responses)?;
-        Ok(responses
-            .into_iter()
-            .map(|r| r.unwrap_or(Response::Lock(vec![vec![Outcome::Noop]])))
-            .collect())
-    }
-
-    /// A log entry in world 0.1's types, on its own (see
-    /// [`GuestInstance::apply_legacy`]).
-    fn apply_legacy(
-        &mut self,
-        log_id: LogId,
-        commands: &[legacy::Command],
-    ) -> Result<Vec<Outcome>, EngineError> {
-        match self.guest.apply_legacy(commands) {
-            Ok(outcomes) => {
-                let as_v02: Vec<Command> = commands.iter().map(Command::from_legacy).collect();
-                self.usage.account(&as_v02, &outcomes);
-                if let Some(shadow) = self.shadow.as_mut() {
-                    shadow.feed_legacy(commands, log_id.index, &outcomes);
-                }
-                Ok(outcomes)
-            }
-            Err(e) => {
-                let mut alone = Run {
-                    before: self.last_applied,
-                    ..Run::default()
-                };
-                alone.entries.push((0, commands.len().max(1), log_id));
-                self.stop_at(&alone);
-                Err(e)
-            }
-        }
-    }
-
-    /// Apply the waiting run in one guest call and fill its responses.
-    fn flush(
-        &mut self,
-        run: &mut Run,
-        responses: &mut [Option<Response>],
-    ) -> Result<(), EngineError> {
-        if run.entries.is_empty() {
-            return Ok(());
-        }
-        let run = std::mem::take(run);
-        let span = tracing::debug_span!(
-            "apply",
-            node = self.id,
-            term = run.last.map(|l| l.leader_id.term),
-            index = run.last.map(|l| l.index),
-            entries = run.entries.len(),
-            groups = run.groups.len()
-        );
-        let _enter = span.enter();
-        let (outcomes, seen) = if run.groups.is_empty() {
-            (Vec::new(), None)
-        } else {
-            match self.apply_groups(&run.groups) {
-                Ok(applied) => applied,
-                Err(e) => {
-                    self.stop_at(&run);
-                    return Err(e);
-                }
-            }
-        };
-        if let Some(shadow) = self.shadow.as_mut() {
-            // The shadow sees what the module saw: not the grants the
-            // capacity bound refused.
-            match &seen {
-                None => shadow.feed(&run.groups, |g| run.index_of(g), &outcomes),
-                Some((sent, answered)) => shadow.feed(sent, |g| run.index_of(g), answered),
-            }
-        }
-        #[cfg(feature = "fault-diverge")]
-        self.plant_divergence(run.last);
-        let mut outcomes = outcomes.into_iter();
-        for (slot, n, _) in run.entries {
-            let r = if n == 0 {
-                vec![vec![Outcome::Noop]]
-            } else {
-                outcomes.by_ref().take(n).collect()
-            };
-            if let Some(place) = responses.get_mut(slot) {
-                *place = Some(Response::Lock(r));
-            }
-        }
-        Ok(())
-    }
-
-    /// After the guest call of `run` failed: the last entry applied is the
-    /// one before the first entry with commands (any earlier entries of the
-    /// run carry none and are applied), and the entries with commands are
-    /// where applying stopped. Every node therefore reports the same, however
-    /// its committed ranges were cut into runs, as long as the failed call
-    /// holds the same lock entries (one when the failing command came
-    /// alone).
-    fn stop_at(&mut self, run: &Run) {
-        let Some(at) = run.entries.iter().position(|e| e.1 > 0) else {
-            return;
-        };
-        let first = run.entries[at].2.index;
-        let last = run
-            .entries
-            .iter()
-            .rev()
-            .find(|e| e.1 > 0)
-            .map_or(first, |e| e.2.index);
-        self.last_applied = match at.checked_sub(1) {
-            Some(before) => Some(run.entries[before].2),
-            None => run.before,
-        };
-        self.stopped = Some(PoisonedAt { first, last });
-        tracing::error!(
-            node = self.id,
-            first,
-            last,
-            "applying stopped: the guest failed on these entries"
-        );
-    }
-
-    /// Record the state hash at `index` (and compare the shadow's).
-    fn audit_point(&mut self, index: u64) {
-        match self.guest.state_hash() {
-            Ok(hash) => {
-                self.audit
-                    .record(index, &hash, self.module.hash(), AuditKind::Interval);
-                if let Some(shadow) = self.shadow.as_mut() {
-                    shadow.check_hash(&hash);
-                }
-            }
-            Err(e) => {
-                tracing::error!(node = self.id, index, error = %e, "state hash failed at an audit point")
-            }
-        }
-    }
-
-    /// Test-only fault: once the applied index reaches
-    /// `LOCKD_FAULT_DIVERGE_AT`, this node applies one extra grant that no
-    /// other node applies, so its state hash diverges from there on.
-    #[cfg(feature = "fault-diverge")]
-    fn plant_divergence(&mut self, last: Option<LogId>) {
-        let Some(at) = std::env::var("LOCKD_FAULT_DIVERGE_AT")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-        else {
-            return;
-        };
-        if last.is_some_and(|l| l.index >= at) && !self.fault_done {
-            self.fault_done = true;
-            tracing::warn!(node = self.id, "FAULT: planting a state divergence");
-            let _ = self
-                .guest
-                .apply(&[vec![crate::command::Command::grant("fault/diverged", 1)]]);
-        }
     }
 }

@@ -1,0 +1,335 @@
+//! The command line: global flags, subcommands and their arguments (clap
+//! derive), and the parsing helpers they share.
+
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "lockctl",
+    version,
+    about = "Command line of the lockd lock service"
+)]
+pub(crate) struct Cli {
+    /// Nodes of the cluster (any of them; requests find the leader).
+    #[arg(
+        long,
+        global = true,
+        value_delimiter = ',',
+        default_value = "127.0.0.1:7400"
+    )]
+    pub(crate) endpoints: Vec<String>,
+    /// Machine-readable output.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// The cluster's CA certificate (PEM): speak TLS to the nodes.
+    #[arg(long, global = true, env = "LOCKD_CACERT")]
+    pub(crate) cacert: Option<std::path::PathBuf>,
+    /// A client certificate (PEM) to present; its name is the principal.
+    #[arg(long, global = true, env = "LOCKD_CERT", requires = "tls_key")]
+    pub(crate) cert: Option<std::path::PathBuf>,
+    /// The private key of --cert (PEM).
+    #[arg(
+        long = "key",
+        id = "tls_key",
+        global = true,
+        env = "LOCKD_KEY",
+        requires = "cert"
+    )]
+    pub(crate) key_file: Option<std::path::PathBuf>,
+    /// A bearer token (`lockd auth token` makes one). Given before the
+    /// subcommand: after `release` or `keepalive`, `--token` is the
+    /// fencing token.
+    #[arg(
+        long = "token",
+        id = "bearer_token",
+        env = "LOCKD_TOKEN",
+        hide_env_values = true
+    )]
+    pub(crate) token: Option<String>,
+    #[command(subcommand)]
+    pub(crate) command: Cmd,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Cmd {
+    /// Take a lock; prints its fencing token.
+    Acquire {
+        key: String,
+        /// Lease, e.g. 10s, 500ms, 2m.
+        #[arg(long, value_parser = parse_duration)]
+        lease: Duration,
+        /// Wait this long for a held lock (default: try once).
+        #[arg(long, value_parser = parse_duration, default_value = "0ms")]
+        wait: Duration,
+        /// Keep holding: renew the lease in the background until Ctrl-C or
+        /// SIGTERM, then release. Exits with status 3 if the lock is lost.
+        #[arg(long)]
+        hold: bool,
+        /// `shared`: a reader of a readers-writer lock (needs a lock module
+        /// of world 0.2).
+        #[arg(long, value_enum, default_value_t = ModeArg::Exclusive)]
+        mode: ModeArg,
+        /// Holders at once: 1 a mutex, N a semaphore of N (or N readers).
+        #[arg(long, default_value_t = 1)]
+        limit: u32,
+        /// The owner (session) name recorded with the holding.
+        #[arg(long)]
+        owner: Option<String>,
+        /// Makes a retried acquire return the grant that committed (default:
+        /// a fresh random id, so lockctl's own retries are safe).
+        #[arg(long)]
+        request_id: Option<String>,
+    },
+    /// Run CMD while holding KEY: the lease renewed while it runs, the
+    /// lock released when it ends; CMD gets SIGTERM (then SIGKILL after
+    /// --grace) and lockctl exits with status 3 if the lock is lost.
+    /// CMD sees LOCKD_LOCK_KEY, LOCKD_FENCING_TOKEN and LOCKD_LEASE_MS
+    /// (and, for one more release, LOCKD_KEY and LOCKD_TOKEN).
+    Lock {
+        key: String,
+        #[arg(long, value_parser = parse_duration, default_value = "10s")]
+        lease: Duration,
+        /// Wait this long for a held lock; then exit with status 2 without
+        /// running CMD.
+        #[arg(long, value_parser = parse_duration, default_value = "10m")]
+        wait: Duration,
+        /// After SIGTERM, how long CMD has to end before SIGKILL.
+        #[arg(long, value_parser = parse_duration, default_value = "10s")]
+        grace: Duration,
+        #[arg(long, value_enum, default_value_t = ModeArg::Exclusive)]
+        mode: ModeArg,
+        #[arg(long, default_value_t = 1)]
+        limit: u32,
+        #[arg(long)]
+        owner: Option<String>,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, num_args = 1..)]
+        command: Vec<String>,
+    },
+    /// Release a lock held with TOKEN.
+    Release {
+        key: String,
+        #[arg(long)]
+        token: u64,
+    },
+    /// Renew the lease of TOKEN.
+    Keepalive {
+        key: String,
+        #[arg(long)]
+        token: u64,
+    },
+    /// Who holds KEY (linearizable read).
+    Get { key: String },
+    /// Held keys under PREFIX and their holders (linearizable read).
+    List {
+        #[arg(default_value = "")]
+        prefix: String,
+        /// Start after this key (the `next` of the previous page).
+        #[arg(long)]
+        after: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Show or replace the lock module's policy data.
+    Policy {
+        #[command(subcommand)]
+        op: PolicyOp,
+    },
+    /// Show the cluster's capacity bounds and their use, or set them.
+    Capacity {
+        /// The most holdings the cluster keeps.
+        #[arg(long)]
+        max_held: Option<u64>,
+        /// The most key bytes those holdings may have together.
+        #[arg(long)]
+        max_key_bytes: Option<u64>,
+    },
+    /// Status of every endpoint.
+    Status,
+    /// Show or change the membership.
+    Members {
+        #[command(subcommand)]
+        op: Option<MembersOp>,
+    },
+    /// Replace the lock module through the log; with --shadow, run it
+    /// beside the active one first (then --promote or --abort).
+    Upgrade {
+        /// The component file (a lock-sm component).
+        file: Option<std::path::PathBuf>,
+        /// Start FILE as a shadow module: fed every committed batch, its
+        /// differences counted in `status`, no effect on locks.
+        #[arg(long)]
+        shadow: bool,
+        /// Upgrade to the running shadow module.
+        #[arg(long, conflicts_with_all = ["shadow", "abort", "file"])]
+        promote: bool,
+        /// Stop the running shadow module.
+        #[arg(long, conflicts_with_all = ["shadow", "promote", "file"])]
+        abort: bool,
+        /// The module's signature file (default: FILE.sig when it exists;
+        /// see `lockctl module sign`).
+        #[arg(long, conflicts_with_all = ["promote", "abort"])]
+        signature: Option<std::path::PathBuf>,
+        /// The module hash this upgrade replaces (default: the active one).
+        #[arg(long)]
+        replaces: Option<String>,
+        /// Skip the leader's dry run; every node still checks at apply.
+        #[arg(long)]
+        no_precheck: bool,
+    },
+    /// Signed modules: make and use signing keys, and manage the keys the
+    /// cluster trusts.
+    Module {
+        #[command(subcommand)]
+        op: crate::module::ModuleOp,
+    },
+    /// Compare the state hashes recorded by every node; name any that differs.
+    Audit,
+    /// Backups: `snapshot save FILE` writes the leader's consistent
+    /// snapshot (module, state, token counter) for `lockd restore`.
+    Snapshot {
+        #[command(subcommand)]
+        op: SnapshotOp,
+    },
+    /// Lock cycles per second and acquire latency.
+    Bench {
+        #[arg(long, default_value_t = 1)]
+        clients: usize,
+        /// All clients on one key (every cycle is a handoff).
+        #[arg(long)]
+        contended: bool,
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        #[arg(long, value_parser = parse_duration, default_value = "10s")]
+        lease: Duration,
+        /// `shared`: readers (needs a lock module of world 0.2).
+        #[arg(long, value_enum, default_value_t = ModeArg::Exclusive)]
+        mode: ModeArg,
+        /// Holders at once per key: a semaphore of N (or N readers).
+        #[arg(long, default_value_t = 1)]
+        limit: u32,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub(crate) enum ModeArg {
+    Exclusive,
+    Shared,
+}
+
+impl From<ModeArg> for lockd_client::proto::LockMode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Exclusive => lockd_client::proto::LockMode::Exclusive,
+            ModeArg::Shared => lockd_client::proto::LockMode::Shared,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+pub(crate) enum SnapshotOp {
+    /// Write the backup to FILE.
+    Save { file: std::path::PathBuf },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum PolicyOp {
+    /// Print the rules.
+    Get,
+    /// Replace the rules with FILE's (`-`: stdin).
+    Set { file: std::path::PathBuf },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum MembersOp {
+    List,
+    /// Add node ID at ADDR as a learner (started with `lockd serve --join`).
+    Add {
+        id: u64,
+        addr: String,
+    },
+    /// Make learner ID a voter.
+    Promote {
+        id: u64,
+    },
+    /// Remove node ID.
+    Remove {
+        id: u64,
+    },
+}
+
+/// The acquire the flags of `acquire` and `lock` ask for.
+pub(crate) fn acquire_options(
+    lease: Duration,
+    wait: Duration,
+    mode: ModeArg,
+    limit: u32,
+    owner: Option<String>,
+    request_id: Option<String>,
+) -> lockd_client::AcquireOptions {
+    lockd_client::AcquireOptions {
+        lease,
+        wait,
+        mode: mode.into(),
+        limit,
+        owner,
+        request_id,
+    }
+}
+
+/// `10s`, `500ms`, `2m`, `1h`, or a bare number of milliseconds.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 10s, 500ms, 2m"))?;
+    let scale: u64 = match unit {
+        "" | "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {s:?}; use ms, s, m or h"
+            ))
+        }
+    };
+    let ms = n
+        .checked_mul(scale)
+        .ok_or_else(|| format!("{s:?} is too long a duration"))?;
+    Ok(Duration::from_millis(ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_a_unit_or_milliseconds() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration(" 500ms "), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("250"), Ok(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn bad_durations_say_why() {
+        assert_eq!(
+            parse_duration("10x"),
+            Err("unknown unit \"x\" in \"10x\"; use ms, s, m or h".into())
+        );
+        assert_eq!(
+            parse_duration("s"),
+            Err("\"s\" is not a duration like 10s, 500ms, 2m".into())
+        );
+        assert_eq!(
+            parse_duration("99999999999999999h"),
+            Err("\"99999999999999999h\" is too long a duration".into())
+        );
+    }
+}

@@ -1,0 +1,146 @@
+//! [`Http`]: plain HTTP/1 requests to one node, over TLS when the
+//! credentials say so, with a timeout and the bearer token where it may go.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, StatusCode};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde::de::DeserializeOwned;
+
+use super::{AdminError, GET_TIMEOUT};
+use crate::security::Credentials;
+use crate::tls::Alpn;
+
+/// An HTTP/1 client for single nodes, over TLS when its credentials say
+/// so. Cheap to clone; clones share idle connections.
+#[derive(Clone)]
+pub struct Http {
+    pub(super) client:
+        hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    timeout: Duration,
+    credentials: Credentials,
+}
+
+impl Default for Http {
+    fn default() -> Self {
+        Http::with_timeout(GET_TIMEOUT)
+    }
+}
+
+/// The connector for `credentials`: HTTPS with their trust store and
+/// client certificate, or plain HTTP without TLS settings.
+pub fn connector(credentials: &Credentials) -> HttpsConnector<HttpConnector> {
+    let mut http = HttpConnector::new();
+    // Small request/answer pairs: do not let Nagle hold them back.
+    http.set_nodelay(true);
+    http.enforce_http(false);
+    let mut config = match &credentials.tls {
+        Some(tls) => (*tls.config(Alpn::Http)).clone(),
+        // Never used: without TLS settings every URL is http://.
+        None => crate::tls::untrusting_config(),
+    };
+    // The connector sets ALPN (http/1.1) itself, and refuses a config
+    // that already has it.
+    config.alpn_protocols.clear();
+    hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http)
+}
+
+impl Http {
+    pub fn new() -> Http {
+        Http::default()
+    }
+
+    /// `timeout` bounds each [`Http::get_json`], from connect to last byte.
+    pub fn with_timeout(timeout: Duration) -> Http {
+        Http::secured(timeout, Credentials::default())
+    }
+
+    /// Like [`Http::with_timeout`], presenting `credentials`.
+    pub fn secured(timeout: Duration, credentials: Credentials) -> Http {
+        Http {
+            client: hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+                .build(connector(&credentials)),
+            timeout,
+            credentials,
+        }
+    }
+
+    /// `scheme://addr{path}` for these credentials.
+    pub fn url(&self, addr: &str, path: &str) -> String {
+        format!("{}://{addr}{path}", self.credentials.scheme())
+    }
+
+    /// GET `path` from the node at `addr` and decode its JSON answer; any
+    /// status but 200 is an error carrying the body.
+    pub async fn get_json<T: DeserializeOwned>(
+        &self,
+        addr: &str,
+        path: &str,
+    ) -> Result<T, AdminError> {
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(self.url(addr, path))
+            .body(Full::new(Bytes::new()))?;
+        let fetch = async {
+            let (status, bytes) = self.send(request).await?;
+            if status != StatusCode::OK {
+                return Err(AdminError::Status {
+                    status,
+                    body: String::from_utf8_lossy(&bytes).into_owned(),
+                });
+            }
+            Ok(serde_json::from_slice(&bytes)?)
+        };
+        tokio::time::timeout(self.timeout, fetch)
+            .await
+            .map_err(|_| AdminError::Timeout)?
+    }
+
+    /// Send `request` (with the bearer token, if any) and read the whole
+    /// answer.
+    pub(super) async fn send(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<(StatusCode, Bytes), AdminError> {
+        let response = self.client.request(self.authorised(request)?).await?;
+        let status = response.status();
+        let bytes = response.into_body().collect().await?.to_bytes();
+        Ok((status, bytes))
+    }
+}
+
+impl Http {
+    /// `request` with the bearer token, if any (and if it may go there:
+    /// [`Credentials::token_for`]).
+    pub(super) fn authorised(
+        &self,
+        mut request: Request<Full<Bytes>>,
+    ) -> Result<Request<Full<Bytes>>, AdminError> {
+        let authority = request
+            .uri()
+            .authority()
+            .map(|a| a.as_str().to_string())
+            .unwrap_or_default();
+        let token = self
+            .credentials
+            .token_for(&authority)
+            .map_err(AdminError::TokenKept)?;
+        if let Some(token) = token {
+            let value = format!("Bearer {}", token.expose());
+            if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
+                request
+                    .headers_mut()
+                    .insert(hyper::header::AUTHORIZATION, v);
+            }
+        }
+        Ok(request)
+    }
+}
