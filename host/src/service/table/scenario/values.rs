@@ -1,0 +1,81 @@
+//! The scripts' values: lock modes, held locks (`loaded`), and commit
+//! outcomes, each parsed from its text.
+
+use super::*;
+
+pub(super) fn mode(m: &str) -> Result<Mode, String> {
+    match m {
+        "exclusive" => Ok(Mode::Exclusive),
+        "shared" => Ok(Mode::Shared),
+        other => Err(format!("unknown mode {other:?}")),
+    }
+}
+
+pub(super) fn held(s: &str) -> Result<Held, String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let n = |v: &str| v.parse::<u64>().map_err(|e| format!("{s}: {e}"));
+    let (key, token, lease, how, who, principal) = match parts[..] {
+        [k, t, l] => (k, t, l, None, None, ""),
+        [k, t, l, m, n] => (k, t, l, Some((m, n)), None, ""),
+        [k, t, l, m, n, o, r] => (k, t, l, Some((m, n)), Some((o, r)), ""),
+        [k, t, l, m, n, o, r, p] => (k, t, l, Some((m, n)), Some((o, r)), p),
+        _ => {
+            return Err(format!(
+                "lock {s:?} is not key:token:lease[:mode:limit[:owner:request[:principal]]]"
+            ))
+        }
+    };
+    let (mode, limit) = match how {
+        Some((m, l)) => (mode(m)?, n(l)? as u32),
+        None => (Mode::Exclusive, 1),
+    };
+    Ok(Held {
+        key: key.to_string(),
+        token: n(token)?,
+        lease_ms: n(lease)?,
+        mode,
+        limit,
+        ident: who.map(|(owner, request)| Ident {
+            principal: principal.to_string(),
+            owner: owner.to_string(),
+            request_id: request.to_string(),
+        }),
+        principal: principal.to_string(),
+    })
+}
+
+pub(super) fn outcome(o: &str, leases: &mut Vec<u64>) -> Result<Outcome, String> {
+    let grant_lease = |leases: &mut Vec<u64>| leases.pop().unwrap_or(0);
+    Ok(match o.split_once(':') {
+        Some((g @ ("granted" | "repeat"), t)) => Outcome::Granted {
+            token: t.parse().map_err(|e| format!("{o}: {e}"))?,
+            lease_ms: grant_lease(leases),
+            repeat: g == "repeat",
+        },
+        Some(_) => return Err(format!("unknown outcome {o:?}")),
+        None => match o {
+            "busy" | "policy" | "quota" | "unsupported" => {
+                grant_lease(leases);
+                Outcome::Rejected(match o {
+                    "busy" => Reject::Busy,
+                    "policy" => Reject::Policy("reserved prefix".into()),
+                    "quota" => Reject::Quota("at most 2 held under q/".into()),
+                    _ => Reject::Unsupported("limit 3 unlike the holders' 2".into()),
+                })
+            }
+            "released" => Outcome::Released { freed: true },
+            "released-full" => Outcome::Released { freed: false },
+            "expired" => Outcome::Expired {
+                existed: true,
+                freed: true,
+            },
+            "expired-none" => Outcome::Expired {
+                existed: false,
+                freed: false,
+            },
+            "not-found" => Outcome::NotFound,
+            "noop" => Outcome::Noop,
+            _ => return Err(format!("unknown outcome {o:?}")),
+        },
+    })
+}

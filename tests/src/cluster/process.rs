@@ -1,0 +1,198 @@
+//! The cluster's processes: add, spawn, kill, pause and resume a node,
+//! run one to its exit, and cut or heal the links between nodes.
+
+use super::*;
+
+impl Cluster {
+    /// Cut the links between the groups (a node in two groups bridges them).
+    pub fn partition(&mut self, groups: &[Vec<u64>]) {
+        let net = self
+            .net
+            .as_mut()
+            .expect("partitions need a cluster on separate hosts");
+        net.partition(groups).expect("partition");
+    }
+
+    /// Restore every link.
+    pub fn heal(&mut self) {
+        if let Some(net) = self.net.as_mut() {
+            net.heal().expect("heal");
+        }
+    }
+
+    pub fn empty(extra: &[&str]) -> Cluster {
+        let turn = crate::turns::shared();
+        Cluster {
+            dir: tempfile::Builder::new()
+                .prefix("lockd-cluster-")
+                .tempdir()
+                .expect("tempdir"),
+            nodes: BTreeMap::new(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            net: None,
+            heartbeat_ms: HEARTBEAT_MS,
+            election_ms: ELECTION_MS,
+            secure: None,
+            http: Http::new(None),
+            _turn: turn,
+        }
+    }
+
+    /// Register a node (not started) with its own flags.
+    pub fn add_proc(&mut self, id: u64, addr: String, flags: &[&str]) {
+        let data_dir = self.dir.path().join(format!("n{id}"));
+        let log = self.dir.path().join(format!("n{id}.log"));
+        let mut args: Vec<String> = vec![
+            "serve".into(),
+            "--id".into(),
+            id.to_string(),
+            "--addr".into(),
+            addr.clone(),
+            "--data-dir".into(),
+            data_dir.display().to_string(),
+            "--heartbeat-ms".into(),
+            self.heartbeat_ms.to_string(),
+            "--election-timeout-ms".into(),
+            self.election_ms.to_string(),
+        ];
+        args.extend(self.extra.iter().cloned());
+        if let Some(s) = &self.secure {
+            args.extend(s.node_args(id));
+        }
+        args.extend(flags.iter().map(|s| s.to_string()));
+        self.nodes.insert(
+            id,
+            NodeProc {
+                id,
+                addr,
+                data_dir,
+                log,
+                args,
+                env: Vec::new(),
+                bin: None,
+                child: None,
+            },
+        );
+    }
+
+    /// Start (or restart) node `id` with its registered flags.
+    pub fn spawn(&mut self, id: u64) {
+        let node = self.nodes.get_mut(&id).expect("known node");
+        assert!(node.child.is_none(), "node {id} is already running");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&node.log)
+            .expect("log file");
+        // On separate hosts: `ip netns exec` enters the namespace and execs
+        // lockd, so the child's pid is lockd's own (kill and pause reach it).
+        let mut cmd = match &self.net {
+            Some(net) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &net.ns(id)])
+                    .arg(node.bin.clone().unwrap_or_else(lockd_bin));
+                c
+            }
+            None => Command::new(node.bin.clone().unwrap_or_else(lockd_bin)),
+        };
+        let child = cmd
+            .args(&node.args)
+            .envs(node.env.iter().map(|(k, v)| (k, v)))
+            .env(
+                "RUST_LOG",
+                std::env::var("LOCKD_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()),
+            )
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn lockd");
+        node.child = Some(child);
+    }
+
+    /// SIGKILL node `id` and reap it.
+    pub fn kill(&mut self, id: u64) {
+        let node = self.nodes.get_mut(&id).expect("known node");
+        if let Some(mut child) = node.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGSTOP node `id`: it stops answering but keeps its state and
+    /// sockets. Returns once the whole node has stopped: `kill` returns
+    /// before that (one thread takes the signal and stops the others when
+    /// it next runs, and until then they go on serving). The kernel reports
+    /// the stop to the parent, this process, once every thread is stopped;
+    /// `waitid` blocks until then (or returns at once, without reaping it,
+    /// for a node that died instead).
+    pub fn pause(&self, id: u64) {
+        self.signal(id, "-STOP");
+        let pid = self.nodes[&id]
+            .child
+            .as_ref()
+            .expect("node is running")
+            .id();
+        // SAFETY: waitid writes only into `info`, which lives on this stack.
+        let stopped = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid,
+                &mut info,
+                libc::WSTOPPED | libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        assert_eq!(
+            stopped,
+            0,
+            "waiting for node {id} (pid {pid}) to stop: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+
+    /// SIGCONT node `id`.
+    pub fn resume(&self, id: u64) {
+        self.signal(id, "-CONT");
+    }
+
+    fn signal(&self, id: u64, sig: &str) {
+        let pid = self.nodes[&id]
+            .child
+            .as_ref()
+            .expect("node is running")
+            .id();
+        let ok = Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .expect("run kill")
+            .success();
+        assert!(ok, "kill {sig} {pid} failed");
+    }
+
+    /// Run `lockd` with these args to completion (for startup failures).
+    pub fn run_to_exit(&self, id: u64, timeout: Duration) -> (Option<i32>, String) {
+        let node = &self.nodes[&id];
+        let mut child = Command::new(lockd_bin())
+            .args(&node.args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn lockd");
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                return (status.code(), err);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return (None, "still running at the deadline".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

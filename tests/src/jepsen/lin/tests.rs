@@ -1,0 +1,204 @@
+//! Unit tests of `lin`.
+
+use super::*;
+
+/// No fault windows; two seconds of slack after a lease.
+fn calm() -> Horizon {
+    Horizon {
+        slack_ms: 2000.0,
+        unstable: Vec::new(),
+    }
+}
+
+fn check(h: &[Op]) -> Result<(), NotShown> {
+    check_key(h, &calm())
+}
+
+fn op(invoke: f64, complete: f64, call: Call, ret: Ret) -> Op {
+    Op {
+        client: 0,
+        key: "k".into(),
+        call,
+        invoke,
+        complete,
+        ret,
+    }
+}
+fn acq(i: f64, c: f64, ret: Ret) -> Op {
+    op(i, c, Call::acquire(1000, 0), ret)
+}
+fn rel(i: f64, c: f64, t: u64, ret: Ret) -> Op {
+    op(i, c, Call::Release { token: t }, ret)
+}
+
+#[test]
+fn sequential_history_passes() {
+    let h = [
+        acq(0.0, 1.0, Ret::Granted(1)),
+        acq(2.0, 3.0, Ret::Held),
+        rel(4.0, 5.0, 1, Ret::Released),
+        acq(6.0, 7.0, Ret::Granted(2)),
+    ];
+    assert_eq!(check(&h), Ok(()));
+}
+
+#[test]
+fn two_holders_at_once_fail() {
+    let h = [
+        acq(0.0, 1.0, Ret::Granted(1)),
+        acq(2.0, 3.0, Ret::Granted(2)),
+    ];
+    assert!(check(&h).is_err());
+}
+
+#[test]
+fn a_grant_after_the_lease_could_end_passes() {
+    let h = [
+        acq(0.0, 1.0, Ret::Granted(1)),
+        acq(900.0, 1001.0, Ret::Granted(2)),
+    ];
+    assert_eq!(check(&h), Ok(()));
+    let early = [
+        acq(0.0, 1.0, Ret::Granted(1)),
+        acq(900.0, 999.0, Ret::Granted(2)),
+    ];
+    assert!(
+        check(&early).is_err(),
+        "a lease may not end before lease_ms"
+    );
+}
+
+/// Rule: a lease counts from the later of its acquire's invoke and the
+/// invokes of operations that must precede it.
+#[test]
+fn a_lease_counts_from_the_operations_that_precede_its_grant() {
+    // Token 1 is released at 700..750; the slow acquire invoked at 0
+    // can only have been granted after that release, so its lease runs
+    // until 700 + 1000 at the earliest.
+    let before = |third: Op| {
+        vec![
+            acq(0.0, 10.0, Ret::Granted(1)),
+            rel(700.0, 750.0, 1, Ret::Released),
+            acq(0.0, 900.0, Ret::Granted(2)),
+            third,
+        ]
+    };
+    let early = before(acq(1200.0, 1300.0, Ret::Granted(3)));
+    assert!(
+        check(&early).is_err(),
+        "token 2's lease cannot have ended at 1300 ms"
+    );
+    let later = before(acq(1600.0, 1750.0, Ret::Granted(3)));
+    assert_eq!(check(&later), Ok(()));
+}
+
+#[test]
+fn decreasing_tokens_fail_and_concurrency_is_respected() {
+    let h = [
+        acq(0.0, 1.0, Ret::Granted(2)),
+        rel(2.0, 3.0, 2, Ret::Released),
+        acq(4.0, 5.0, Ret::Granted(1)),
+    ];
+    assert!(check(&h).is_err());
+    // Overlapping ops may take effect in either order.
+    let h = [acq(0.0, 10.0, Ret::Held), acq(1.0, 2.0, Ret::Granted(1))];
+    assert_eq!(check(&h), Ok(()));
+}
+
+/// Rule: an unknown outcome may or may not have happened, and a grant
+/// whose answer was lost may end at once.
+#[test]
+fn unknown_outcomes_may_or_may_not_happen() {
+    let h = [acq(0.0, 1.0, Ret::Unknown), acq(2.0, 3.0, Ret::Granted(2))];
+    assert_eq!(check(&h), Ok(()));
+    let h = [acq(0.0, 1.0, Ret::Unknown), acq(2.0, 3.0, Ret::Held)];
+    assert_eq!(check(&h), Ok(()));
+    let h = [
+        acq(0.0, 1.0, Ret::Granted(1)),
+        rel(2.0, 3.0, 1, Ret::Unknown),
+        acq(4.0, 5.0, Ret::Held),
+    ];
+    assert_eq!(check(&h), Ok(()));
+    // But an unknown acquire cannot explain a second known holder.
+    let h = [
+        acq(0.0, 1.0, Ret::Unknown),
+        acq(2.0, 3.0, Ret::Granted(2)),
+        acq(4.0, 5.0, Ret::Granted(3)),
+    ];
+    assert!(check(&h).is_err());
+}
+
+/// Rule: a lease whose outcome is unknown ends by the client giving up
+/// + lease + slack; after that it cannot excuse a "held".
+#[test]
+fn an_unknown_grant_cannot_hold_past_its_latest_end() {
+    // Gave up at 3000: ends by 3000 + 1000 + 2000.
+    let late = [
+        acq(0.0, 3000.0, Ret::Unknown),
+        acq(10_000.0, 10_010.0, Ret::Held),
+    ];
+    assert!(check(&late).is_err(), "a held at 10 s with no holder left");
+    let inside = [
+        acq(0.0, 3000.0, Ret::Unknown),
+        acq(5000.0, 5010.0, Ret::Held),
+    ];
+    assert_eq!(check(&inside), Ok(()));
+    // A leader change in a fault window may re-arm it up to the
+    // window's end.
+    let faulty = Horizon {
+        slack_ms: 2000.0,
+        unstable: vec![(2500.0, 9000.0)],
+    };
+    assert_eq!(check_key(&late, &faulty), Ok(()));
+    // A window that ended before the lease was armed extends nothing.
+    let past = Horizon {
+        slack_ms: 2000.0,
+        unstable: vec![(100.0, 2000.0)],
+    };
+    assert!(check_key(&late, &past).is_err());
+}
+
+/// Rule: the same upper bound holds for known grants.
+#[test]
+fn a_known_grant_cannot_hold_past_its_latest_end() {
+    let late = [
+        acq(0.0, 10.0, Ret::Granted(1)),
+        acq(5000.0, 5010.0, Ret::Held),
+    ];
+    assert!(check(&late).is_err(), "ends by 10 + 1000 + 2000");
+    let inside = [
+        acq(0.0, 10.0, Ret::Granted(1)),
+        acq(2000.0, 2010.0, Ret::Held),
+    ];
+    assert_eq!(check(&inside), Ok(()));
+}
+
+/// Rule: a search that reaches its bound says undecided, never
+/// linearizable: here the tokens go down (no linearization), and forty
+/// acquires of unknown outcome make the space of placements too big to
+/// search through.
+#[test]
+fn a_search_past_its_bound_is_undecided() {
+    let mut h = vec![
+        acq(0.0, 10.0, Ret::Granted(2)),
+        acq(60_000.0, 60_010.0, Ret::Granted(1)),
+    ];
+    h.extend((0..40).map(|i| acq(f64::from(i) * 0.1, 50_000.0, Ret::Unknown)));
+    match check_key_within(&h, &calm(), 20_000) {
+        Err(NotShown::Undecided(why)) => {
+            assert!(why.contains("40 of unknown outcome"), "{why}")
+        }
+        other => panic!("expected undecided, got {other:?}"),
+    }
+}
+
+#[test]
+fn windows_chain_while_the_holder_is_alive() {
+    let h = Horizon {
+        slack_ms: 100.0,
+        unstable: vec![(500.0, 1000.0), (1500.0, 3000.0), (9000.0, 9500.0)],
+    };
+    // Armed at 0, lease 1000: 1100; the first window re-arms to 2100,
+    // which reaches the second (to 4100); the third is too late.
+    assert_eq!(h.latest_end(0.0, 1000.0), 4100.0);
+}
