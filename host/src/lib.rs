@@ -35,7 +35,7 @@
 //! * [`lockd_core`] (its own crate): the log entry, the replica, the
 //!   engine, the built-in module, the commands.
 //!
-//! Beside the request path, [`upgrade`] is the host's side of lock modules:
+//! Beside the request path, [`modules`] is the host's side of lock modules:
 //! the leader validates an upgrade or a shadow start and proposes it, a
 //! background checker compares the audit points with the peers', and
 //! `lockd replay` runs a stored log through a module (the migration, the
@@ -60,6 +60,7 @@ pub mod cluster_id;
 pub mod config;
 pub mod log;
 pub mod membership;
+pub mod modules;
 pub mod node;
 pub mod raft;
 pub mod restore;
@@ -67,4 +68,3 @@ pub mod service;
 pub mod shutdown;
 pub mod telemetry;
 pub mod transport;
-pub mod upgrade;

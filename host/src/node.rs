@@ -38,6 +38,7 @@ use crate::cluster_id::{ClusterId, ClusterIdentity};
 use crate::config::NodeConfig;
 use crate::log::WalOptions;
 use crate::membership::Membership;
+use crate::modules::submit::Upgrader;
 use crate::raft::log_store::{LogOpenError, LogStore};
 use crate::raft::network::NetworkFactory;
 use crate::raft::state_machine::{SmOpenError, StateMachineStore};
@@ -45,7 +46,6 @@ use crate::raft::{Node as RaftNode, NodeId, Raft};
 use crate::service::proposer::Proposer;
 use crate::service::LockService;
 use crate::transport::tls::TlsServer;
-use crate::upgrade::submit::Upgrader;
 use lockd_client::tls::TlsClient;
 use lockd_client::Credentials;
 use lockd_core::engine::{EngineError, WasmEngine};
@@ -288,7 +288,7 @@ impl Node {
             config.snapshot_threshold,
             shutdown_rx.clone(),
         ));
-        tasks.spawn(crate::upgrade::checker::run(
+        tasks.spawn(crate::modules::audit_checker::run(
             config.id,
             raft,
             sm,

@@ -38,9 +38,9 @@ use std::sync::Arc;
 use thiserror::Error;
 
 use crate::cluster_id::ClusterId;
+use crate::modules::replay::{stored_entries, stored_replica, ReplayError};
 use crate::raft::snapshot::{self, SnapshotBlob};
 use crate::raft::{convert, NodeId};
-use crate::upgrade::replay::{stored_entries, stored_replica, ReplayError};
 use lockd_core::engine::{EngineError, WasmEngine};
 use lockd_core::entry::{LogId, Membership, Node, SnapshotMeta, StoredMembership};
 use lockd_core::precompile::Precompiler;

@@ -8,8 +8,8 @@ use serde_json::{json, Map, Value};
 
 use super::services::SnapshotError;
 use crate::membership::MembershipError;
+use crate::modules::submit::UpgradeError;
 use crate::service::ServiceError;
-use crate::upgrade::submit::UpgradeError;
 use lockd_core::engine::EngineError;
 use lockd_core::signature::KeyError;
 use lockd_core::upgrade::MigrateError;

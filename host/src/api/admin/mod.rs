@@ -40,7 +40,7 @@ use super::authorize::AdminOutcome;
 use super::body::ModuleBody;
 use super::error::{ApiError, ErrorBody};
 use super::services::Services;
-use crate::upgrade::submit::UpgradeError;
+use crate::modules::submit::UpgradeError;
 use lockd_core::engine::ModuleHash;
 
 /// An upgrade or shadow answer, with what it did for the admin audit

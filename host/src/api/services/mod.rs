@@ -31,6 +31,7 @@ use crate::auth::trail::AdminLog;
 use crate::auth::Auth;
 use crate::cluster_id::ClusterIdentity;
 use crate::membership::Membership;
+use crate::modules::submit::Upgrader;
 use crate::raft::log_store::LogStore;
 use crate::raft::peer_check::PeerGate;
 use crate::raft::state_machine::StateMachineStore;
@@ -38,7 +39,6 @@ use crate::raft::{NodeId, Raft};
 use crate::service::LockService;
 use crate::transport::http::Forwarder;
 use crate::transport::limits::{ConnLimits, Gate};
-use crate::upgrade::submit::Upgrader;
 use lockd_core::engine::WasmEngine;
 
 pub use access::Refusal;

@@ -34,7 +34,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         None,
     )?);
     let r =
-        lockd::upgrade::replay::replay(&engine, &a.data_dir, &module, lockd_core::builtin::LOCK_SM)
+        lockd::modules::replay::replay(&engine, &a.data_dir, &module, lockd_core::builtin::LOCK_SM)
             .with_context(|| format!("cannot replay {}", a.data_dir.display()))?;
     if a.json {
         println!("{}", serde_json::to_string(&r)?);

@@ -1,6 +1,6 @@
 //! The host's side of lock modules: the leader validates an upgrade or a
 //! shadow start and proposes it ([`submit`]), every node compares its audit
-//! points with its peers' in the background ([`checker`]), and `lockd
+//! points with its peers' in the background ([`audit_checker`]), and `lockd
 //! replay` runs a stopped node's log through another module ([`replay`]).
 //!
 //! What every replica computes when such an entry is applied — the
@@ -8,6 +8,6 @@
 //! deterministic core's ([`lockd_core::upgrade`], [`lockd_core::shadow`],
 //! [`lockd_core::signature`], [`lockd_core::audit`]).
 
-pub mod checker;
+pub mod audit_checker;
 pub mod replay;
 pub mod submit;
