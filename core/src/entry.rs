@@ -19,9 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::command::{legacy, Command, Outcome};
-use crate::signature::{
-    BoundUpgrade, KeyChange, KeyEntry, KeyError, SignedShadowStart, SignedUpgrade, TrustedKeys,
-};
+use crate::signature::{KeyChange, KeyEntry, KeyError, SignedShadowStart, TrustedKeys};
+use crate::upgrade::{BoundUpgrade, SignedUpgrade};
 use crate::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 
 /// The term and node of the leader that proposed an entry.

@@ -19,7 +19,7 @@
 //!   one made for a shadow used as an upgrade's is refused alike. The
 //!   promote of a shadow carries the shadow's signature, and passes only
 //!   for the module running as the shadow.
-//! * Entries written before bound signatures ([`SignedUpgrade`],
+//! * Entries written before bound signatures ([`crate::upgrade::SignedUpgrade`],
 //!   [`SignedShadowStart`] in `Request::SignedUpgrade` and
 //!   `Request::SignedShadow`) keep their old check (the module hash alone,
 //!   [`TrustedKeys::check`]) so that replaying an old log decides as it
@@ -43,7 +43,6 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::engine::ModuleHash;
-use crate::upgrade::UpgradeEntry;
 
 /// The most module keys a cluster trusts at once.
 pub const MAX_TRUSTED_KEYS: usize = 16;
@@ -149,13 +148,6 @@ impl<'de> Deserialize<'de> for ModuleSignature {
     }
 }
 
-/// An upgrade entry with its module's signature.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SignedUpgrade {
-    pub upgrade: UpgradeEntry,
-    pub signature: ModuleSignature,
-}
-
 /// What a bound upgrade's signature was made for: an upgrade, or a
 /// shadow start (then the entry is the promote of that shadow). In the
 /// log: variant order is the format.
@@ -172,15 +164,6 @@ impl SignedFor {
             SignedFor::Shadow => wire::Purpose::Shadow,
         }
     }
-}
-
-/// An upgrade carrying a version-2 signature, bound to its purpose, the
-/// cluster and the module it replaces ([`wire::Binding`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BoundUpgrade {
-    pub upgrade: UpgradeEntry,
-    pub signature: ModuleSignature,
-    pub signed_for: SignedFor,
 }
 
 /// A shadow start with its module's signature.

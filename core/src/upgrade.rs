@@ -48,6 +48,7 @@ use thiserror::Error;
 
 use crate::command::TableCounters;
 use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEngine, World};
+use crate::signature::{ModuleSignature, SignedFor};
 
 /// The first module of a new cluster, recorded in its log by its first
 /// leader (docs/lock-modules.md, "The first module"): every replica
@@ -76,6 +77,22 @@ pub struct UpgradeEntry {
     /// The module this one replaces; a different active module means the
     /// entry is stale and is rejected.
     pub replaces: ModuleHash,
+}
+
+/// An upgrade entry with its module's signature.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignedUpgrade {
+    pub upgrade: UpgradeEntry,
+    pub signature: ModuleSignature,
+}
+
+/// An upgrade carrying a version-2 signature, bound to its purpose, the
+/// cluster and the module it replaces ([`lockd_proto::signature::Binding`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoundUpgrade {
+    pub upgrade: UpgradeEntry,
+    pub signature: ModuleSignature,
+    pub signed_for: SignedFor,
 }
 
 impl std::fmt::Debug for UpgradeEntry {

@@ -16,9 +16,8 @@ use lockd_core::engine::{EngineSettings, ModuleHash, WasmEngine};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response};
 use lockd_core::precompile::Precompiler;
 use lockd_core::replica::Replica;
-use lockd_core::signature::{
-    BoundUpgrade, KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart,
-};
+use lockd_core::signature::{KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart};
+use lockd_core::upgrade::BoundUpgrade;
 use lockd_core::upgrade::{ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 use lockd_proto::signature::{bound_message, signed_message, Binding, Purpose};
 

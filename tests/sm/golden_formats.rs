@@ -19,10 +19,9 @@ use lockd_core::command::legacy;
 use lockd_core::engine::ModuleHash;
 use lockd_core::entry::SnapshotMeta;
 use lockd_core::replica::capacity::Capacity;
-use lockd_core::signature::{
-    BoundUpgrade, KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart, SignedUpgrade,
-};
+use lockd_core::signature::{KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart};
 use lockd_core::snapshot::SnapshotBlob;
+use lockd_core::upgrade::{BoundUpgrade, SignedUpgrade};
 use lockd_core::upgrade::{Genesis, ShadowEntry, UpgradeEntry};
 use lockd_core::upgrade::{UpgradeRecord, UpgradeResult};
 use openraft::EntryPayload;

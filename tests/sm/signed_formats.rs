@@ -14,11 +14,10 @@ use lockd_core::precompile::Precompiler;
 use lockd_core::replica::capacity::Capacity;
 use lockd_core::replica::capacity::DEFAULT_CAPACITY;
 use lockd_core::replica::Replica;
-use lockd_core::signature::{
-    BoundUpgrade, KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart, SignedUpgrade,
-};
+use lockd_core::signature::{KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart};
 use lockd_core::snapshot::SnapshotBlob;
 use lockd_core::upgrade::UpgradeRecord;
+use lockd_core::upgrade::{BoundUpgrade, SignedUpgrade};
 use lockd_core::upgrade::{ShadowEntry, UpgradeEntry};
 use serde::Serialize;
 

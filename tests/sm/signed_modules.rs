@@ -18,10 +18,10 @@ use lockd_core::entry::{Entry, LogId, Payload, Request, Response, SnapshotMeta};
 use lockd_core::precompile::Precompiler;
 use lockd_core::replica::Replica;
 use lockd_core::signature::{
-    KeyChange, KeyEntry, KeyError, ModuleKey, ModuleSignature, SignedShadowStart, SignedUpgrade,
-    MAX_TRUSTED_KEYS,
+    KeyChange, KeyEntry, KeyError, ModuleKey, ModuleSignature, SignedShadowStart, MAX_TRUSTED_KEYS,
 };
 use lockd_core::snapshot::SnapshotBlob;
+use lockd_core::upgrade::SignedUpgrade;
 use lockd_core::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 use lockd_proto::signature::signed_message;
 

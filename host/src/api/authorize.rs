@@ -39,6 +39,10 @@ pub struct AdminOutcome {
     pub module_hash: Option<String>,
 }
 
+/// The header a node puts on a request it forwards to the leader, naming
+/// itself; only a member may send it.
+pub const FORWARDED: &str = "x-lockd-forwarded";
+
 /// Set by the forwarding layer on an answer that came from the leader:
 /// the leader recorded the action, this node only passed it on.
 #[derive(Clone, Copy, Debug)]
@@ -116,7 +120,7 @@ fn principal(
 /// Whether the request says node `id` forwards it.
 fn forwarded_by(headers: &HeaderMap, id: u64) -> bool {
     headers
-        .get(super::forward::FORWARDED)
+        .get(FORWARDED)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v == id.to_string())
 }
@@ -162,7 +166,7 @@ pub async fn authorize(
     if let Some(slot) = req.extensions().get::<Arc<Slot>>() {
         if let Err(why) = slot.settle(node.is_authenticated(&who)) {
             tracing::warn!(id = node.id(), peer = %caller.addr, %why, "refused an HTTP connection");
-            return super::http::refused(why);
+            return refused(why);
         }
     }
     let what = format!("{} {}", req.method(), req.uri().path());
@@ -220,4 +224,21 @@ fn record(node: &Services, access: &Access, what: String, response: &Response) {
         "admin action"
     );
     node.record_admin(a);
+}
+
+/// The answer to a request whose connection's budget is full: 503 with
+/// the reason and `Retry-After`, and the connection closed after it.
+fn refused(why: String) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut r = ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, why).into_response();
+    let h = r.headers_mut();
+    h.insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("1"),
+    );
+    h.insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    r
 }

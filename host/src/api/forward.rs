@@ -18,7 +18,7 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::authorize::Forwarded;
+use super::authorize::{Forwarded, FORWARDED};
 use super::body::read;
 use super::error::ApiError;
 use super::services::Services;
@@ -36,8 +36,6 @@ const PASSED_ON: [header::HeaderName; 3] = [
     header::HeaderName::from_static("idempotency-key"),
     header::AUTHORIZATION,
 ];
-
-pub const FORWARDED: &str = "x-lockd-forwarded";
 
 /// The leader's id and address, when a request here should go there.
 fn target(node: &Services, req: &Request) -> Option<(u64, String)> {

@@ -91,23 +91,6 @@ pub async fn serve(node: Arc<Services>, c: Incoming) {
     }
 }
 
-/// The answer to a request whose connection's budget is full: 503 with
-/// the reason and `Retry-After`, and the connection closed after it.
-pub fn refused(why: String) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let mut r = ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, why).into_response();
-    let h = r.headers_mut();
-    h.insert(
-        axum::http::header::RETRY_AFTER,
-        axum::http::HeaderValue::from_static("1"),
-    );
-    h.insert(
-        axum::http::header::CONNECTION,
-        axum::http::HeaderValue::from_static("close"),
-    );
-    r
-}
-
 /// What a plaintext HTTP request to a node with TLS gets: 400 with the
 /// reason, for every route.
 fn tls_required(id: u64) -> Router {

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use super::body::{parse, RawBody};
 use super::error::{ApiError, ErrorBody};
 use super::native_locks;
-use super::op::{LockOp, Op, Verb};
+use super::op::{ListQuery, LockOp, Op, Verb};
 use super::services::Services;
 use crate::auth::Access;
 use crate::service::table::Spec;
@@ -332,19 +332,6 @@ pub async fn lock_delete(
     // An admin's (the route's action is admin): any holding.
     node.locks().release(&l.key, token, None).await?;
     Ok(Json(Done {}))
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ListQuery {
-    /// Only keys that start with it.
-    #[serde(default)]
-    pub prefix: String,
-    /// Only keys after it (the `next` of the page before).
-    pub after: Option<String>,
-    /// At most this many keys (default 100, at most 1000).
-    pub limit: Option<u32>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

@@ -20,7 +20,6 @@ use axum::extract::Query;
 use axum::http::{Method, Uri};
 
 use super::error::ApiError;
-use super::locks::ListQuery;
 use crate::auth::Action;
 
 /// What a request asks for.
@@ -281,6 +280,20 @@ fn decode(raw: &str) -> Result<String, ApiError> {
         .decode_utf8()
         .map(|s| s.into_owned())
         .map_err(|_| ApiError::bad_request(crate::service::ServiceError::KeyNotUtf8.to_string()))
+}
+
+/// The query of `GET /v1/locks`: one page of the held keys.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only keys that start with it.
+    #[serde(default)]
+    pub prefix: String,
+    /// Only keys after it (the `next` of the page before).
+    pub after: Option<String>,
+    /// At most this many keys (default 100, at most 1000).
+    pub limit: Option<u32>,
 }
 
 #[cfg(test)]

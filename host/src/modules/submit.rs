@@ -38,9 +38,9 @@ use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{leader_hint, NodeId, Raft, Request, Response};
 use lockd_core::engine::ModuleHash;
 use lockd_core::signature::{
-    BoundUpgrade, KeyChange, KeyEntry, KeyError, ModuleKey, ModuleSignature, SignedFor,
-    SignedShadowStart,
+    KeyChange, KeyEntry, KeyError, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart,
 };
+use lockd_core::upgrade::BoundUpgrade;
 use lockd_core::upgrade::{
     migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome,
 };
