@@ -223,12 +223,6 @@ impl ClusterIdentity {
         }
     }
 
-    /// The id's 16 bytes, as bound signatures name it (zeros while the
-    /// node knows none: a cluster of builds before cluster ids).
-    pub fn bytes(&self) -> [u8; 16] {
-        lockd_core::replica::ClusterName::bytes(self)
-    }
-
     pub fn get(&self) -> Option<ClusterId> {
         self.id
             .read()
@@ -266,6 +260,8 @@ impl ClusterIdentity {
     }
 }
 
+/// The id's 16 bytes, as bound signatures name it (zeros while the node
+/// knows none: a cluster of builds before cluster ids).
 impl lockd_core::replica::ClusterName for ClusterIdentity {
     fn bytes(&self) -> [u8; 16] {
         let mut out = [0u8; 16];
