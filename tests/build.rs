@@ -16,7 +16,12 @@ fn main() {
         "guest-sm/world02/Cargo.toml",
         "wit",
     ];
-    let guests = ["chaos-guest", "import-guest", "guest-sm-v2", "guest-sm-v3"];
+    let guests = [
+        "chaos-guest",
+        "import-guest",
+        "guest-sm-v2",
+        "guest-sm-world02",
+    ];
     if let Err(e) = guest_build::build_components(workspace, &guests, &watch) {
         panic!("cannot build the test fixture guests:\n{e}");
     }

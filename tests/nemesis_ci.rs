@@ -188,7 +188,7 @@ fn an_unfenced_resource_loses_updates_and_the_checker_sees_it() {
     );
 }
 
-/// Seed 1's run against a broken server (`lockd-fault` with `var` set).
+/// Seed 1's run against a broken server (the test-only fault `var` set).
 fn broken(var: &str, value: &str) -> Report {
     run_alone(RunConfig {
         server: Some(Server {

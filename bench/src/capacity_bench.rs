@@ -34,7 +34,7 @@
 use std::time::Instant;
 
 use lock_bench::arg;
-use lock_tests::fixtures::LOCK_SM_V3;
+use lock_tests::fixtures::LOCK_SM_WORLD02;
 use lockd_core::command::Command;
 use lockd_core::engine::{EngineSettings, GuestInstance, WasmEngine};
 use lockd_core::replica::capacity::{DEFAULT_CAPACITY, MAX_COMMANDS_PER_CALL};
@@ -219,8 +219,16 @@ fn main() {
         budget.fuel_per_state_call
     );
     let modules: [(&str, &[u8], &[u8]); 2] = [
-        ("built-in (0.1)", lockd_core::builtin::LOCK_SM, LOCK_SM_V3),
-        ("reference (0.2)", LOCK_SM_V3, lockd_core::builtin::LOCK_SM),
+        (
+            "built-in (0.1)",
+            lockd_core::builtin::LOCK_SM,
+            LOCK_SM_WORLD02,
+        ),
+        (
+            "reference (0.2)",
+            LOCK_SM_WORLD02,
+            lockd_core::builtin::LOCK_SM,
+        ),
     ];
     for (locks, key_bytes) in shapes {
         for (name, module, other) in modules {

@@ -33,7 +33,7 @@
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::LOCK_SM_V3;
+use lock_tests::fixtures::LOCK_SM_WORLD02;
 
 fn main() {
     let seconds: f64 = lock_bench::arg("--seconds", 5.0);
@@ -63,7 +63,7 @@ fn main() {
     }
     let rounds: usize = lock_bench::arg("--alternate", 0);
     for _ in 0..rounds {
-        swap(&c, LOCK_SM_V3);
+        swap(&c, LOCK_SM_WORLD02);
         for (clients, contended, mode, limit) in exclusive {
             if kept(clients) {
                 row(&c, "0.2", seconds, clients, contended, mode, limit);
@@ -76,7 +76,7 @@ fn main() {
             }
         }
     }
-    swap(&c, LOCK_SM_V3);
+    swap(&c, LOCK_SM_WORLD02);
     let kinds = [(16, true, "exclusive", 3), (16, true, "shared", 4)];
     for (clients, contended, mode, limit) in exclusive.into_iter().chain(kinds) {
         if kept(clients) {

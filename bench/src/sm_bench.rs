@@ -34,7 +34,7 @@ use lockd_core::command::{Command, Outcome};
 use lockd_core::engine::{EngineSettings, GuestInstance, WasmEngine};
 use serde::Serialize;
 
-use lock_tests::fixtures::LOCK_SM_V3;
+use lock_tests::fixtures::LOCK_SM_WORLD02;
 
 const KEYS: usize = 1024;
 const BATCHES: [usize; 3] = [1, 64, 1024];
@@ -124,7 +124,7 @@ fn worlds(engine: &WasmEngine, dur: Duration) -> Vec<WorldRow> {
     let mut rows = Vec::new();
     for &b in &BATCHES {
         let batches: Vec<&[(usize, bool)]> = stream.chunks(b).collect();
-        let (mut v01, mut v02) = (load(lockd_core::builtin::LOCK_SM), load(LOCK_SM_V3));
+        let (mut v01, mut v02) = (load(lockd_core::builtin::LOCK_SM), load(LOCK_SM_WORLD02));
         let (mut r01, mut r02) = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
             r01.push(measure(&batches, dur / ROUNDS, |x| v01.apply(x, &keys)));

@@ -13,11 +13,11 @@
 pub const LOCK_SM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm.wasm"));
 
 /// The module a new cluster records as its first (docs/lock-modules.md,
-/// "The first module"). A test-only build (`fault-builtin`) takes it from
+/// "The first module"). A build with the test-only faults takes it from
 /// the file `LOCKD_FAULT_BUILTIN` names, to play a binary with another
 /// built-in module.
 pub fn first_module() -> std::borrow::Cow<'static, [u8]> {
-    #[cfg(feature = "fault-builtin")]
+    #[cfg(feature = "faults")]
     if let Some(path) = std::env::var_os("LOCKD_FAULT_BUILTIN") {
         if let Ok(bytes) = std::fs::read(path) {
             return std::borrow::Cow::Owned(bytes);

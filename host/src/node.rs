@@ -98,6 +98,9 @@ pub struct Node {
     /// for them (mini-redis's shutdown, with a tracker instead of a
     /// channel).
     tasks: TaskTracker,
+    /// The lock service's tasks (its actor, the proposer, proposals in
+    /// flight): stopped after Raft, which ends what they wait on.
+    service_tasks: crate::service::ServiceTasks,
 }
 
 /// How long [`Node::shutdown`] waits for connections to finish what they
@@ -196,7 +199,8 @@ impl Node {
         .map_err(|e| NodeError::Raft(e.to_string()))?;
 
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let proposer = Proposer::start(raft.clone(), config.id);
+        let service_tasks = crate::service::ServiceTasks::new();
+        let proposer = Proposer::start(raft.clone(), config.id, &service_tasks);
         // The longest an election can take: a new leader adds it to every
         // held lease it inherits.
         let election_max = Duration::from_millis(config.election_max_ms());
@@ -261,9 +265,19 @@ impl Node {
             auth: auth.clone(),
             shutdown,
             tasks: TaskTracker::new(),
+            service_tasks,
         });
         let span = tracing::info_span!("node", id = node.id);
         tracing::info!(parent: &span, addr = %config.addr, listen = %config.listen_addr(), data_dir = %dir.display(), fingerprint = %engine.fingerprint().short(), cluster = %cluster.get().map_or("(none yet)".into(), |c| c.to_string()), tls = tls_server.is_some(), auth = auth.is_on(), "node started");
+
+        #[cfg(feature = "faults")]
+        {
+            let armed: Vec<String> = std::env::vars_os()
+                .filter_map(|(k, _)| k.into_string().ok())
+                .filter(|k| k.starts_with("LOCKD_FAULT_"))
+                .collect();
+            tracing::warn!(parent: &span, ?armed, "this build carries the test-only faults (docs/testing.md, \"Test-only faults\"); each acts only while its variable is set");
+        }
 
         let served = services.clone();
         let tasks = &node.tasks;
@@ -341,6 +355,14 @@ impl Node {
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(error = %e, "raft shutdown");
         }
+        let left = self.service_tasks.stop(SHUTDOWN_GRACE).await;
+        if left > 0 {
+            tracing::warn!(
+                id = self.id,
+                left,
+                "shutdown: lock service tasks still running after the grace period"
+            );
+        }
     }
 
     /// Resolves when Raft has stopped on its own, with why: a fatal error
@@ -378,7 +400,7 @@ impl Node {
     /// Tasks the node started that have not ended yet (the listener, the
     /// background tasks, connections).
     pub fn tasks_running(&self) -> usize {
-        self.tasks.len()
+        self.tasks.len() + self.service_tasks.running()
     }
 
     /// Resolves when shutdown has been requested.

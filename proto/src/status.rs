@@ -151,6 +151,12 @@ pub struct Status {
     /// The id of the cluster this node belongs to (32 hex digits); `None`
     /// on a node that joins and has not yet been reached by its leader.
     pub cluster_id: Option<String>,
+    /// The module the cluster started with (SHA-256, hex): the built-in
+    /// one of index 0, or the one a new cluster recorded as its first
+    /// entry. `None`: not known (a node restored from a snapshot written
+    /// before this was kept, after an upgrade). Appended last: a reply's
+    /// new fields go at its end, which older clients do not read.
+    pub first_module_hash: Option<String>,
 }
 
 /// A node whose state hash differed from the others' at an index.

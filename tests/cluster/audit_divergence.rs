@@ -1,8 +1,8 @@
 //! The determinism audit names a node whose state diverges.
 //!
-//! Node 2 runs `lockd-fault`: lockd built with the test-only `fault-diverge`
-//! feature (never in normal builds), which makes a node apply one extra
-//! command once its applied index reaches `LOCKD_FAULT_DIVERGE_AT`. From
+//! Node 2 runs with the test-only fault `LOCKD_FAULT_DIVERGE_AT` set
+//! (docs/testing.md, "Test-only faults"), which makes a node apply one
+//! extra command once its applied index reaches it. From
 //! there its state hash differs from the others' at every audit point. The
 //! nodes' background checkers raise the alarm (log + metric) and `lockctl
 //! audit` names node 2.

@@ -1,18 +1,21 @@
 //! A cluster keeps the module it started with, whatever a later binary's
 //! built-in module is (docs/lock-modules.md, "The first module"). Three
-//! nodes of `lockd-fault` whose built-in module is world 0.2's reference
-//! module (`fault-builtin`, standing for a binary with another built-in)
-//! start a new cluster: its first leader records that module in the log
-//! before it serves. A lock is taken; then every node is killed and
-//! restarted by the normal binary, whose built-in module is world 0.1's.
+//! nodes whose built-in module is world 0.2's reference module (the
+//! test-only fault `LOCKD_FAULT_BUILTIN`, standing for a binary with
+//! another built-in) start a new cluster: its first leader records that
+//! module in the log before it serves. A lock is taken; then every node is
+//! killed and restarted without the fault, as a binary whose built-in
+//! module is world 0.1's.
 //! Every node replays the log from index 1 (no snapshot yet) and runs the
 //! recorded module again, identically (same module and state hash on
-//! every node), with the lock still held under its token.
+//! every node), with the lock still held under its token. Every node's
+//! status names that module as the one the cluster started with, before
+//! and after.
 
 use std::time::Duration;
 
 use lock_tests::cluster::{fault_binary, Cluster};
-use lock_tests::fixtures::LOCK_SM_V3;
+use lock_tests::fixtures::LOCK_SM_WORLD02;
 use lockd_core::engine::ModuleHash;
 
 const WITHIN: Duration = Duration::from_secs(30);
@@ -22,7 +25,7 @@ fn a_cluster_keeps_its_first_module_when_restarted_by_a_binary_with_another() {
     let fault = fault_binary();
     let mut c = Cluster::configure(3, &[]);
     let module_file = c.dir.path().join("first-module.wasm");
-    std::fs::write(&module_file, LOCK_SM_V3).expect("write module");
+    std::fs::write(&module_file, LOCK_SM_WORLD02).expect("write module");
     for id in 1..=3 {
         let n = c.nodes.get_mut(&id).expect("node");
         n.bin = Some(fault.clone());
@@ -34,7 +37,7 @@ fn a_cluster_keeps_its_first_module_when_restarted_by_a_binary_with_another() {
     for id in 1..=3 {
         c.spawn(id);
     }
-    let first = ModuleHash::of(LOCK_SM_V3).to_string();
+    let first = ModuleHash::of(LOCK_SM_WORLD02).to_string();
     let builtin = ModuleHash::of(lockd_core::builtin::LOCK_SM).to_string();
     assert_ne!(first, builtin, "the test needs two different modules");
 
@@ -45,6 +48,7 @@ fn a_cluster_keeps_its_first_module_when_restarted_by_a_binary_with_another() {
     let before = c.wait_converged(WITHIN);
     assert_eq!(before.module_hash, first, "the recorded first module runs");
     assert!(before.module_since_index > 0, "swapped in by a log entry");
+    every_node_names_the_first_module(&c, &first);
 
     // The binary changes under every node; the data dirs stay.
     for id in 1..=3 {
@@ -60,9 +64,21 @@ fn a_cluster_keeps_its_first_module_when_restarted_by_a_binary_with_another() {
     let after = c.wait_converged(WITHIN);
     assert_eq!(after.module_hash, first, "still the cluster's first module");
     assert_eq!(after.module_since_index, before.module_since_index);
+    every_node_names_the_first_module(&c, &first);
     let held = c.lock(leader, "db/primary").expect("get");
     assert_eq!(held.body["token"].as_u64(), Some(token), "{:?}", held.body);
     // And it goes on granting, with later tokens.
     let next = c.acquire(leader, "db/other", 60_000).expect("acquire");
     assert!(next.body["token"].as_u64() > Some(token), "{:?}", next.body);
+}
+
+fn every_node_names_the_first_module(c: &Cluster, first: &str) {
+    for id in 1..=3 {
+        let s = c.status(id).expect("status");
+        assert_eq!(
+            s.first_module_hash.as_deref(),
+            Some(first),
+            "node {id}: the module the cluster started with"
+        );
+    }
 }

@@ -1,5 +1,5 @@
 //! Retries that cannot strand a lock: the leader commits a grant and dies
-//! before answering it (`lockd-fault` with `LOCKD_FAULT_DIE_BEFORE_ANSWER`:
+//! before answering it (the test-only fault `LOCKD_FAULT_DIE_BEFORE_ANSWER`:
 //! the process aborts, as under SIGKILL, between the commit and the reply).
 //! The Rust client, whose acquire carries an owner and a request id, asks
 //! the new leader again and gets the grant that committed: the same token,
@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use lock_tests::cluster::{fault_binary, Cluster};
-use lock_tests::fixtures::LOCK_SM_V3;
+use lock_tests::fixtures::LOCK_SM_WORLD02;
 use lockd_client::{AcquireOptions, Client, ClientOptions};
 
 #[test]
@@ -30,7 +30,7 @@ fn an_acquire_retried_after_its_leader_died_gets_the_committed_grant() {
     }
     let leader = c.wait_leader(Duration::from_secs(20));
     let r = c
-        .post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_V3)
+        .post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_WORLD02)
         .expect("upgrade");
     assert_eq!(r.body["result"], "swapped", "{r:?}");
     let before = c.acquire_on_leader("idem/before", 60_000, Duration::from_secs(20));

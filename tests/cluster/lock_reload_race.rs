@@ -2,7 +2,7 @@
 //! must not make the next holder's release look "not held" (the refusal
 //! seen inside a lease under leader kills and pauses).
 //!
-//! The node runs `lockd-fault` with `LOCKD_FAULT_STALE_DONE`: when a
+//! The node runs with the test-only fault `LOCKD_FAULT_STALE_DONE`: when a
 //! client's release commits, the leader rebuilds its mirror (as after a
 //! failed proposal) while that release's completion is held back until the
 //! key is granted again. A leader that loads the table without waiting for

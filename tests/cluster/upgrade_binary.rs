@@ -1,10 +1,10 @@
 //! Rolling binary upgrade (docs/operations.md, "Rolling binary upgrades"):
 //! a node of another implementation (another wasmtime version, played by
-//! `lockd-fault` with the test-only `fault-implementation` fingerprint
+//! the test-only fault `LOCKD_FAULT_IMPLEMENTATION`, a fingerprint
 //! override) joins as a learner, and `members promote` refuses it, saying
 //! why, until the determinism audit has seen its state hash equal to the
-//! leader's at three audit points; then restarted in place on the normal
-//! binary, over the data dir the other implementation wrote.
+//! leader's at three audit points; then restarted in place without the
+//! override, over the data dir the other implementation wrote.
 
 use std::time::{Duration, Instant};
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_V3};
+use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_WORLD02};
 use lock_tests::load;
 use lockd_core::engine::ModuleHash;
 
@@ -40,7 +40,7 @@ fn upgrade_under_load_swaps_every_node_at_one_index() {
 /// lockctl and the Rust client (`world02_live`).
 #[test]
 fn upgrade_to_world_0_2_under_exclusive_load_loses_nothing() {
-    let (c, leader) = swap_under_load(LOCK_SM_V3, "world lockd:sm@0.2.0");
+    let (c, leader) = swap_under_load(LOCK_SM_WORLD02, "world lockd:sm@0.2.0");
     crate::world02_live::used_after_upgrade(&c, leader, "held/across");
 }
 

@@ -16,7 +16,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_V3};
+use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_WORLD02};
 use lockd::api::status::Status;
 use lockd_core::engine::ModuleHash;
 
@@ -70,11 +70,11 @@ fn signed_modules_from_keygen_to_untrust() {
     let file = |name: &str| dir.path().join(name);
     let (v2, v3) = (file("v2.wasm"), file("v3.wasm"));
     std::fs::write(&v2, LOCK_SM_V2).expect("write");
-    std::fs::write(&v3, LOCK_SM_V3).expect("write");
+    std::fs::write(&v3, LOCK_SM_WORLD02).expect("write");
     let (h1, h2, h3) = (
         ModuleHash::of(lockd_core::builtin::LOCK_SM).to_string(),
         ModuleHash::of(LOCK_SM_V2).to_string(),
-        ModuleHash::of(LOCK_SM_V3).to_string(),
+        ModuleHash::of(LOCK_SM_WORLD02).to_string(),
     );
 
     // Keys: private 0600, never overwritten.

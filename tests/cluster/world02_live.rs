@@ -261,13 +261,13 @@ pub fn used_after_upgrade(c: &Cluster, leader: u64, across: &str) {
 fn a_0_2_shadow_of_exclusive_0_1_traffic_differs_in_nothing() {
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use lock_tests::fixtures::LOCK_SM_V3;
+    use lock_tests::fixtures::LOCK_SM_WORLD02;
     use lock_tests::load;
 
     let c = Cluster::start(3, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let r = c
-        .post_bytes(leader, "/v1/admin/shadow", LOCK_SM_V3)
+        .post_bytes(leader, "/v1/admin/shadow", LOCK_SM_WORLD02)
         .expect("shadow");
     assert!(r.ok(), "{r:?}");
     let stop = AtomicBool::new(false);
@@ -324,7 +324,7 @@ fn a_restarted_node_never_refuses_as_the_module_it_has_not_caught_up_from() {
         .post_bytes(
             leader,
             "/v1/admin/upgrade",
-            lock_tests::fixtures::LOCK_SM_V3,
+            lock_tests::fixtures::LOCK_SM_WORLD02,
         )
         .expect("upgrade");
     assert!(r.ok(), "{r:?}");

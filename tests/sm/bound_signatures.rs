@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use ed25519_dalek::{Signer, SigningKey};
-use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_V3};
+use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_WORLD02};
 use lockd::cluster_id::{ClusterId, ClusterIdentity};
 use lockd_core::engine::{EngineSettings, ModuleHash, WasmEngine};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response};
@@ -148,15 +148,19 @@ fn a_bound_signature_serves_once_on_its_cluster_for_its_purpose() {
     );
     // On with v3; then the v2 signature again (a replay, and a downgrade
     // to a module that was once signed): refused.
-    let for_v3 = a.sign(LOCK_SM_V3, Purpose::Upgrade);
-    assert!(swapped(&a.upgrade(LOCK_SM_V3, for_v3, SignedFor::Upgrade)));
+    let for_v3 = a.sign(LOCK_SM_WORLD02, Purpose::Upgrade);
+    assert!(swapped(&a.upgrade(
+        LOCK_SM_WORLD02,
+        for_v3,
+        SignedFor::Upgrade
+    )));
     let replay = a.upgrade(LOCK_SM_V2, for_v2, SignedFor::Upgrade);
     assert!(rejected(&replay).contains("for this use"), "{replay:?}");
-    assert_eq!(a.replica.module_hash(), ModuleHash::of(LOCK_SM_V3));
+    assert_eq!(a.replica.module_hash(), ModuleHash::of(LOCK_SM_WORLD02));
     // The binding moved with the swap: a signature over the same module
     // made before it does not serve after it.
     let v3_binding = a.replica.binding(Purpose::Upgrade);
-    assert_eq!(v3_binding.replaces, ModuleHash::of(LOCK_SM_V3).0);
+    assert_eq!(v3_binding.replaces, ModuleHash::of(LOCK_SM_WORLD02).0);
     assert!(v3_binding.since > 0);
 }
 
@@ -178,8 +182,8 @@ fn a_shadows_signature_starts_it_and_promotes_it_and_nothing_else() {
     ));
     // The shadow's signature promotes no other module (even one it would
     // verify for: v3 signed for a shadow start that never happened).
-    let v3_as_shadow = n.sign(LOCK_SM_V3, Purpose::Shadow);
-    let other = n.upgrade(LOCK_SM_V3, v3_as_shadow, SignedFor::Shadow);
+    let v3_as_shadow = n.sign(LOCK_SM_WORLD02, Purpose::Shadow);
+    let other = n.upgrade(LOCK_SM_WORLD02, v3_as_shadow, SignedFor::Shadow);
     assert!(rejected(&other).contains("only the module running as the shadow"));
     // It promotes the shadow.
     assert!(swapped(&n.upgrade(

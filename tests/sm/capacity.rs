@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use lock_tests::fixtures::LOCK_SM_V3;
+use lock_tests::fixtures::LOCK_SM_WORLD02;
 use lockd_core::command::{is_capacity, Command, Outcome, Reason};
 use lockd_core::engine::{EngineSettings, WasmEngine};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response, SnapshotMeta};
@@ -83,7 +83,7 @@ fn capacity_refused(o: &Outcome) -> bool {
 
 #[test]
 fn grants_past_a_bound_are_refused_and_everything_else_applies() {
-    for module in [lockd_core::builtin::LOCK_SM, LOCK_SM_V3] {
+    for module in [lockd_core::builtin::LOCK_SM, LOCK_SM_WORLD02] {
         let mut r = replica(module);
         let out = lock_outcomes(&r.apply(entries(workload())).unwrap());
         let first: Vec<&Outcome> = out[..4].iter().map(|e| &e[0][0]).collect();
@@ -134,7 +134,7 @@ fn bounds_and_use_survive_a_snapshot_and_an_upgrade() {
     let up = Entry {
         log_id: LogId::new(1, 0, 100),
         payload: Payload::Normal(Request::Upgrade(UpgradeEntry {
-            module: LOCK_SM_V3.to_vec(),
+            module: LOCK_SM_WORLD02.to_vec(),
             replaces,
         })),
     };

@@ -127,6 +127,7 @@ proptest! {
             upgrades: Vec::new(),
             capacity: Capacity { max_held: n, max_key_bytes: n },
             module_keys: Default::default(),
+            first_module: None,
         };
         let mut bytes = blob.encode().unwrap();
         mutate(&mut bytes, &flips);

@@ -2,7 +2,7 @@
 //! log entries of every kind (blank, membership and every request
 //! variant, each world-0.2 command), the log's vote and purge mark, a log
 //! segment and the atomic small files around them, snapshot files (format
-//! 4 written; formats 1 to 3 read), and the cluster record. What nodes and
+//! 5 written; formats 1 to 4 read), and the cluster record. What nodes and
 //! clients say to each other: `golden_wire`.
 //!
 //! For each sample the current code must encode it to exactly the golden
@@ -19,6 +19,7 @@ use lockd_core::command::legacy;
 use lockd_core::engine::ModuleHash;
 use lockd_core::entry::SnapshotMeta;
 use lockd_core::replica::capacity::Capacity;
+use lockd_core::signature::TrustedKeys;
 use lockd_core::signature::{KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart};
 use lockd_core::snapshot::SnapshotBlob;
 use lockd_core::upgrade::{BoundUpgrade, SignedUpgrade};
@@ -213,6 +214,22 @@ struct V3 {
     capacity: Capacity,
 }
 
+#[derive(Serialize)]
+struct V4 {
+    v3: V3,
+    module_keys: TrustedKeys,
+}
+
+fn v3() -> V3 {
+    V3 {
+        v2: v2(),
+        capacity: Capacity {
+            max_held: 7,
+            max_key_bytes: 70,
+        },
+    }
+}
+
 fn v1() -> V1 {
     V1 {
         meta: core_meta(),
@@ -248,8 +265,9 @@ fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
             max_key_bytes: 70,
         },
         module_keys: Default::default(),
+        first_module: Some(ModuleHash([0x44; 32])),
     };
-    for name in ["snapshot_v4_no_keys", "snapshot_v4_one_key"] {
+    for name in ["snapshot_v5_no_keys", "snapshot_v5_one_key"] {
         if name.ends_with("one_key") {
             blob.module_keys
                 .apply(&KeyEntry::Trust(ModuleKey([0x33; 32])))
@@ -257,27 +275,25 @@ fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
         }
         let now = blob.encode().expect("encode");
         let gold = golden(name, &now);
-        assert_eq!(hex(&now), hex(&gold), "{name}: snapshot format 4 changed");
+        assert_eq!(hex(&now), hex(&gold), "{name}: snapshot format 5 changed");
         let back = SnapshotBlob::decode(&gold).expect("decodes");
         assert_eq!(back.encode().expect("encode"), gold, "{name}");
     }
 
-    // Formats 1 to 3 are read, never written: their golden files decode,
+    // Formats 1 to 4 are read, never written: their golden files decode,
     // with what they hold. (Nested structs encode as their fields in
     // order, as the flat ones of the time did.)
     let old = [
         ("snapshot_v1", file(b"LKDSNAP1", &v1()), 0, 0),
         ("snapshot_v2", file(b"LKDSNAP2", &v2()), 30, 1),
+        ("snapshot_v3", file(b"LKDSNAP3", &v3()), 30, 1),
         (
-            "snapshot_v3",
+            "snapshot_v4_no_keys",
             file(
-                b"LKDSNAP3",
-                &V3 {
-                    v2: v2(),
-                    capacity: Capacity {
-                        max_held: 7,
-                        max_key_bytes: 70,
-                    },
+                b"LKDSNAP4",
+                &V4 {
+                    v3: v3(),
+                    module_keys: TrustedKeys::default(),
                 },
             ),
             30,
@@ -297,7 +313,19 @@ fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
             "{name}"
         );
         assert!(old.module_keys.is_empty(), "{name}: no key");
+        // Swapped since index 0: which module came first is not known;
+        // else the active one came first.
+        let first = (since == 0).then(|| ModuleHash::of(&v1().module));
+        assert_eq!(old.first_module, first, "{name}");
     }
+    let gold = golden("snapshot_v4_one_key", b"");
+    let old = SnapshotBlob::decode(&gold).expect("format 4 with a key decodes");
+    assert_eq!(old.module_keys.len(), 1, "the trusted key kept");
+    // Nothing swapped in since index 0: the active module came first.
+    let mut unswapped = v1();
+    unswapped.module = b"the first".to_vec();
+    let old = SnapshotBlob::decode(&file(b"LKDSNAP1", &unswapped)).expect("decodes");
+    assert_eq!(old.first_module, Some(ModuleHash::of(b"the first")));
 }
 
 #[test]

@@ -11,6 +11,7 @@
 mod bound_signatures;
 mod capacity;
 mod engine_cache;
+mod first_module;
 mod fuzz_inputs;
 mod fuzz_peer;
 mod golden_formats;

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use ed25519_dalek::{Signer, SigningKey};
-use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_V3};
+use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_WORLD02};
 use lockd_core::command::{Command, Outcome};
 use lockd_core::engine::{EngineSettings, ModuleHash, WasmEngine};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response, SnapshotMeta};
@@ -144,7 +144,7 @@ fn unsigned_wrongly_signed_and_untrusted_upgrades_are_rejected_alike_on_every_re
         );
         n.grant("held");
         let unsigned = n.upgrade(LOCK_SM_V2, None);
-        let other_module = n.upgrade(LOCK_SM_V2, Some(sign(&ops, LOCK_SM_V3)));
+        let other_module = n.upgrade(LOCK_SM_V2, Some(sign(&ops, LOCK_SM_WORLD02)));
         let untrusted = n.upgrade(LOCK_SM_V2, Some(sign(&outsider, LOCK_SM_V2)));
         assert_eq!(
             rejected(&unsigned),

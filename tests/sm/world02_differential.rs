@@ -21,7 +21,7 @@
 //! of the stream identically too.
 
 use guest_sm::{Command as V1, LockTable, Outcome as V1Out};
-use guest_sm_v3::{Command, Grant, LockState, Outcome, Reason};
+use guest_sm_world02::{Command, Grant, LockState, Outcome, Reason};
 use proptest::prelude::*;
 
 const KEYS: &[&str] = &["a", "b", "c", "lock/with/slashes", "ключ", ""];

@@ -5,7 +5,7 @@
 //! every batch; snapshots taken at a random point and restored across the
 //! builds continue identically.
 
-use guest_sm_v3::{Command, Grant, PrefixPolicy};
+use guest_sm_world02::{Command, Grant, PrefixPolicy};
 use lock_tests::world02::machine::{ModuleMachine, NativeV2};
 use lock_tests::world02::wasm::WasmV2;
 use proptest::prelude::*;

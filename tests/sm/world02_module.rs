@@ -4,8 +4,8 @@
 //! on a downgrade, answers its state hash at a cost that does not grow with
 //! the table, and refuses hostile snapshots without trapping.
 
-use guest_sm_v3::{Command, Grant, LockState};
-use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_V3};
+use guest_sm_world02::{Command, Grant, LockState};
+use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_WORLD02};
 use lock_tests::machines::builtin;
 use lock_tests::world02::machine::ModuleMachine;
 use lock_tests::world02::wasm::{import_count, WasmV2};
@@ -14,11 +14,11 @@ use proptest::prelude::*;
 
 #[test]
 fn the_component_imports_nothing_and_describes_itself() {
-    assert_eq!(import_count(LOCK_SM_V3), 0);
+    assert_eq!(import_count(LOCK_SM_WORLD02), 0);
     let mut m = WasmV2::new();
     assert_eq!(m.features(), LockState::features());
     assert_eq!(m.features().world_id, "lockd:sm/lock-sm@0.2.0");
-    assert_eq!(m.version(), guest_sm_v3::VERSION);
+    assert_eq!(m.version(), guest_sm_world02::VERSION);
     assert!(m.version().contains("world lockd:sm@0.2.0"));
 }
 
@@ -49,7 +49,7 @@ fn a_running_0_1_module_upgrades_to_0_2_and_back() {
     ]]);
     assert_eq!(
         out[0][1],
-        guest_sm_v3::Outcome::Granted {
+        guest_sm_world02::Outcome::Granted {
             token: 4,
             lease_ms: 1,
             repeat: false
@@ -89,7 +89,7 @@ fn a_running_format_2_module_upgrades_to_0_2_keeping_its_reserved_prefix() {
     assert!(
         matches!(
             &out[0][0],
-            guest_sm_v3::Outcome::Rejected(guest_sm_v3::Reason::Policy(_))
+            guest_sm_world02::Outcome::Rejected(guest_sm_world02::Reason::Policy(_))
         ),
         "{out:?}"
     );

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use lock_tests::fixtures::LOCK_SM_V3;
+use lock_tests::fixtures::LOCK_SM_WORLD02;
 use lockd_core::command::{legacy, Command, Grant, Holder, Mode, Outcome, Reason};
 use lockd_core::engine::{EngineSettings, WasmEngine, World};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response};
@@ -120,7 +120,7 @@ fn upgrade_to_0_2_then_shared_and_semaphores_then_a_downgrade_only_when_represen
     assert_eq!(out[2], Outcome::Rejected(Reason::Busy));
     let v01 = n.replica.module_hash();
 
-    match n.upgrade(LOCK_SM_V3) {
+    match n.upgrade(LOCK_SM_WORLD02) {
         UpgradeOutcome::Swapped { version, .. } => assert!(version.contains("0.2"), "{version}"),
         other => panic!("the 0.1 → 0.2 upgrade was refused: {other:?}"),
     }
@@ -195,7 +195,7 @@ fn entries_written_in_0_1_types_apply_on_either_world() {
         let mut n = Node::new();
         if upgrade {
             assert!(matches!(
-                n.upgrade(LOCK_SM_V3),
+                n.upgrade(LOCK_SM_WORLD02),
                 UpgradeOutcome::Swapped { .. }
             ));
         }
@@ -216,7 +216,7 @@ fn entries_written_in_0_1_types_apply_on_either_world() {
 fn a_0_2_shadow_of_0_1_exclusive_traffic_differs_in_nothing() {
     let mut n = Node::new();
     match n.apply(Request::Shadow(ShadowEntry::Start {
-        module: LOCK_SM_V3.to_vec(),
+        module: LOCK_SM_WORLD02.to_vec(),
     })) {
         Response::Shadow(ShadowOutcome::Started { .. }) => {}
         other => panic!("the shadow did not start: {other:?}"),

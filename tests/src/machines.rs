@@ -256,6 +256,7 @@ impl LockMachine for WasmMachine {
             upgrades: Vec::new(),
             capacity: lockd_core::replica::capacity::DEFAULT_CAPACITY,
             module_keys: Default::default(),
+            first_module: Some(module.hash()),
         };
         match Replica::from_snapshot(0, loader(), &blob, AUDIT_INTERVAL) {
             Ok(mut installed) => {

@@ -65,6 +65,9 @@ pub async fn run(admin: &Admin, j: bool) -> Result<(), Failure> {
             if let Some(c) = &s.cluster_id {
                 println!("node {}: cluster {c}", s.id);
             }
+            if let Some(f) = &s.first_module_hash {
+                println!("node {}: cluster started with module {}", s.id, short(f));
+            }
             if let Some(u) = s.upgrades.last() {
                 println!(
                     "node {}: last upgrade entry at index {}: {}{}",

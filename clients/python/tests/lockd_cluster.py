@@ -51,12 +51,12 @@ def module_0_2() -> Path:
         if not p.is_file():
             raise RuntimeError(f"LOCKD_MODULE_0_2={env} is not a file")
         return p
-    found = [Path(p) for p in glob.glob(str(ROOT / "target" / "release" / "build" / "lock-tests-*" / "out" / "guest_sm_v3.wasm"))]
+    found = [Path(p) for p in glob.glob(str(ROOT / "target" / "release" / "build" / "lock-tests-*" / "out" / "guest_sm_world02.wasm"))]
     found += [p for p in [ROOT / "modules" / "lock_sm_0_2.wasm"] if p.is_file()]
     if not found:
         raise RuntimeError(
             "no lock module of world 0.2 found: `cargo test --release` (or `cargo build --release "
-            "--workspace --all-targets`) leaves one in target/release/build/lock-tests-*/out/guest_sm_v3.wasm; "
+            "--workspace --all-targets`) leaves one in target/release/build/lock-tests-*/out/guest_sm_world02.wasm; "
             "`cargo run --release -p lock-tests --bin modules -- modules` writes modules/lock_sm_0_2.wasm; "
             "or set LOCKD_MODULE_0_2"
         )

@@ -163,11 +163,11 @@ impl EngineSettings {
     }
 }
 
-/// The wasmtime version the fingerprint names. A test-only build
-/// (`fault-implementation`) takes it from `LOCKD_FAULT_IMPLEMENTATION`, to
+/// The wasmtime version the fingerprint names. A build with the test-only
+/// faults takes it from `LOCKD_FAULT_IMPLEMENTATION` when set, to
 /// play a node of another implementation in a rolling-upgrade test.
 fn implementation_version() -> String {
-    #[cfg(feature = "fault-implementation")]
+    #[cfg(feature = "faults")]
     if let Ok(v) = std::env::var("LOCKD_FAULT_IMPLEMENTATION") {
         return v;
     }

@@ -183,7 +183,7 @@ impl Replica {
                 Some((sent, answered)) => shadow.feed(sent, |g| run.index_of(g), answered),
             }
         }
-        #[cfg(feature = "fault-diverge")]
+        #[cfg(feature = "faults")]
         self.plant_divergence(run.last);
         let mut outcomes = outcomes.into_iter();
         for (slot, n, _) in run.entries {
@@ -249,12 +249,15 @@ impl Replica {
     /// Test-only fault: once the applied index reaches
     /// `LOCKD_FAULT_DIVERGE_AT`, this node applies one extra grant that no
     /// other node applies, so its state hash diverges from there on.
-    #[cfg(feature = "fault-diverge")]
+    #[cfg(feature = "faults")]
     fn plant_divergence(&mut self, last: Option<LogId>) {
-        let Some(at) = std::env::var("LOCKD_FAULT_DIVERGE_AT")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-        else {
+        static AT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+        let at = AT.get_or_init(|| {
+            std::env::var("LOCKD_FAULT_DIVERGE_AT")
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+        });
+        let Some(at) = *at else {
             return;
         };
         if last.is_some_and(|l| l.index >= at) && !self.fault_done {

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use lockd_proto::{AuditKind, PoisonedAt};
 
 use crate::audit::AuditLog;
-use crate::engine::{EngineError, GuestInstance, GuestModule};
+use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash};
 use crate::entry::{LogId, SnapshotMeta, StoredMembership};
 use crate::precompile::Precompiler;
 use crate::shadow::Shadow;
@@ -79,6 +79,9 @@ pub struct Replica {
     membership: StoredMembership,
     /// The index at which the active module became active.
     module_since: u64,
+    /// The module the cluster started with (`None`: not known, from a
+    /// format-4 snapshot taken after an upgrade).
+    first_module: Option<ModuleHash>,
     upgrades: VecDeque<UpgradeRecord>,
     shadow: Option<Shadow>,
     audit: AuditLog,
@@ -100,7 +103,7 @@ pub struct Replica {
     /// 0 (a replica from a snapshot never is): its leader records the
     /// cluster's first module ([`crate::upgrade::Genesis`]).
     fresh: bool,
-    #[cfg(feature = "fault-diverge")]
+    #[cfg(feature = "faults")]
     fault_done: bool,
 }
 
@@ -113,6 +116,7 @@ impl Replica {
         audit_interval: u64,
     ) -> Result<Replica, EngineError> {
         let guest = loader.engine().instantiate(&module)?;
+        let first_module = Some(module.hash());
         Ok(Replica {
             id,
             loader,
@@ -121,6 +125,7 @@ impl Replica {
             last_applied: None,
             membership: StoredMembership::default(),
             module_since: 0,
+            first_module,
             upgrades: VecDeque::new(),
             shadow: None,
             audit: AuditLog::new(audit_interval),
@@ -132,7 +137,7 @@ impl Replica {
             cluster: Arc::new(Unnamed),
             stopped: None,
             fresh: true,
-            #[cfg(feature = "fault-diverge")]
+            #[cfg(feature = "faults")]
             fault_done: false,
         })
     }
@@ -150,6 +155,7 @@ impl Replica {
         replica.last_applied = blob.meta.last_log_id;
         replica.membership = blob.meta.last_membership.clone();
         replica.module_since = blob.module_since;
+        replica.first_module = blob.first_module;
         replica.upgrades = blob.upgrades.iter().cloned().collect();
         replica.capacity = blob.capacity;
         replica.module_keys = blob.module_keys.clone();
@@ -168,6 +174,7 @@ impl Replica {
         self.last_applied = other.last_applied;
         self.membership = other.membership;
         self.module_since = other.module_since;
+        self.first_module = other.first_module;
         self.fresh = false;
         self.upgrades = other.upgrades;
         self.capacity = other.capacity;
@@ -191,6 +198,7 @@ impl Replica {
             upgrades: self.upgrades.iter().cloned().collect(),
             capacity: self.capacity,
             module_keys: self.module_keys.clone(),
+            first_module: self.first_module,
         })
     }
 }

@@ -34,6 +34,9 @@ pub struct ReplicaView {
     pub poisoned: Option<String>,
     pub poisoned_at: Option<PoisonedAt>,
     pub module_since_index: u64,
+    /// The module the cluster started with, hex (see
+    /// [`crate::snapshot::SnapshotBlob::first_module`]).
+    pub first_module_hash: Option<String>,
     pub upgrades: Vec<lockd_proto::UpgradeRecord>,
     pub shadow: Option<ShadowStatus>,
     pub upgrades_swapped: u64,
@@ -154,6 +157,7 @@ impl Replica {
             poisoned: self.guest.poisoned().map(str::to_string),
             poisoned_at: self.stopped,
             module_since_index: self.module_since,
+            first_module_hash: self.first_module.map(|h| h.to_string()),
             upgrades: self.upgrades.iter().map(UpgradeRecord::status).collect(),
             shadow: self.shadow.as_ref().map(|s| s.status()),
             upgrades_swapped: self.upgrades_swapped,

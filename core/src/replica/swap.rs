@@ -49,7 +49,11 @@ impl Replica {
             module: g.module,
             replaces: active,
         };
-        self.upgrade(log_id, up, None, Some(SignedFor::Upgrade))
+        let outcome = self.upgrade(log_id, up, None, Some(SignedFor::Upgrade));
+        if let UpgradeOutcome::Swapped { module, .. } = &outcome {
+            self.first_module = Some(*module);
+        }
+        outcome
     }
 
     /// The module a new cluster would record as its first, if this

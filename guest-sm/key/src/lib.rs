@@ -1,4 +1,4 @@
-//! What both lock modules (`guest-sm`, world 0.1, and `guest-sm-v3`, world
+//! What both lock modules (`guest-sm`, world 0.1, and `guest-sm-world02`, world
 //! 0.2) share: lock keys ordered byte-wise a word at a time ([`Key`]), and
 //! the accumulator of their incremental state hashes ([`Accumulator`]), and
 //! the snapshot encoder that writes straight from the table

@@ -88,6 +88,7 @@ mod tests {
             upgrades: Vec::new(),
             capacity: lockd_core::replica::capacity::DEFAULT_CAPACITY,
             module_keys: trusted,
+            first_module: None,
         }
     }
 

@@ -1,5 +1,5 @@
-//! Test-only fault `fault-stale-done` (cargo feature; normal builds never
-//! enable it), active when `LOCKD_FAULT_STALE_DONE` is set: it provokes the
+//! Test-only fault (the `faults` feature; a build of lockd alone never has
+//! it), active when `LOCKD_FAULT_STALE_DONE` is set: it provokes the
 //! interleaving behind a release refused as "not held" inside its lease.
 //!
 //! When a client's `Release` of a key commits, the actor is told to rebuild
@@ -23,7 +23,8 @@ fn gates() -> &'static Mutex<HashMap<String, Arc<Notify>>> {
 }
 
 pub(super) fn active() -> bool {
-    std::env::var_os("LOCKD_FAULT_STALE_DONE").is_some()
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("LOCKD_FAULT_STALE_DONE").is_some())
 }
 
 /// A gate for the release of `key` being proposed now.

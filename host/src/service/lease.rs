@@ -4,13 +4,13 @@
 //! The broken builds exist to show that the fault-injection checkers catch
 //! a lock service that breaks mutual exclusion while every fencing token
 //! stays unique and increasing — which the fenced register alone cannot
-//! see. Each is a cargo feature that normal builds never enable, compiled
-//! into `lockd-fault` only, and active only when its environment variable
-//! is set:
+//! see. They are compiled in with the `faults` feature (the test suite's
+//! build; a build of lockd alone has none), and each acts only when its
+//! environment variable is set:
 //!
-//! * `fault-early-expiry`, `LOCKD_FAULT_EARLY_EXPIRY`: every lease ends
-//!   after a quarter of its time;
-//! * `fault-double-grant`, `LOCKD_FAULT_DOUBLE_GRANT=N`: one grant in `N`
+//! * `LOCKD_FAULT_EARLY_EXPIRY`: every lease ends after a quarter of its
+//!   time;
+//! * `LOCKD_FAULT_DOUBLE_GRANT=N`: one grant in `N`
 //!   expires at once, so the key can go to another client while its holder
 //!   still holds it.
 
@@ -19,7 +19,7 @@ use std::time::Duration;
 /// A lease of `ms`, as timed by the leader (grants, keepalives, and the
 /// restart of every lease by a new leader).
 pub(super) fn lease(ms: u64) -> Duration {
-    #[cfg(feature = "fault-early-expiry")]
+    #[cfg(feature = "faults")]
     if faults::early_expiry() {
         return Duration::from_millis(ms / 4);
     }
@@ -28,7 +28,7 @@ pub(super) fn lease(ms: u64) -> Duration {
 
 /// The lease of a grant that has just committed.
 pub(super) fn granted(ms: u64) -> Duration {
-    #[cfg(feature = "fault-double-grant")]
+    #[cfg(feature = "faults")]
     if faults::double_grant_now() {
         tracing::warn!("FAULT: expiring a grant at once");
         return Duration::ZERO;
@@ -36,18 +36,18 @@ pub(super) fn granted(ms: u64) -> Duration {
     lease(ms)
 }
 
-#[cfg(any(feature = "fault-early-expiry", feature = "fault-double-grant"))]
+#[cfg(feature = "faults")]
 mod faults {
     use std::sync::OnceLock;
 
-    #[cfg(feature = "fault-early-expiry")]
+    #[cfg(feature = "faults")]
     pub(super) fn early_expiry() -> bool {
         static ON: OnceLock<bool> = OnceLock::new();
         *ON.get_or_init(|| std::env::var_os("LOCKD_FAULT_EARLY_EXPIRY").is_some())
     }
 
     /// True for one call in `LOCKD_FAULT_DOUBLE_GRANT` (never when unset).
-    #[cfg(feature = "fault-double-grant")]
+    #[cfg(feature = "faults")]
     pub(super) fn double_grant_now() -> bool {
         use std::sync::atomic::{AtomicU64, Ordering};
         static ONE_IN: OnceLock<u64> = OnceLock::new();

@@ -19,11 +19,13 @@
 //! * `world`: the table's commands and outcomes in the replicated types.
 //! * [`proposer`]: batches command groups into log entries.
 //! * [`error`]: [`ServiceError`] and the key check.
+//! * `tasks`: [`ServiceTasks`], the service's tasks, which shutdown waits
+//!   for.
 
 mod actor;
 mod barrier;
 pub mod error;
-#[cfg(feature = "fault-stale-done")]
+#[cfg(feature = "faults")]
 mod fault;
 mod handle;
 mod lease;
@@ -31,8 +33,10 @@ pub mod proposer;
 mod reads;
 mod stats;
 pub mod table;
+mod tasks;
 mod world;
 
 pub use error::{check_key, Acquired, ServiceError, MAX_KEY_BYTES};
 pub use handle::{LockService, RequestLimits};
 pub use stats::ServiceStats;
+pub use tasks::ServiceTasks;

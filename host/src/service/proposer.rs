@@ -18,6 +18,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::error::ServiceError;
+use super::tasks::ServiceTasks;
 use crate::raft::{NodeId, Raft, Request, Response};
 use lockd_core::command::{Command, Outcome};
 
@@ -51,14 +52,31 @@ pub struct Proposer {
     /// How long each entry took from proposal to applied (openraft's
     /// `client_write`), for metrics.
     commit: crate::telemetry::Latency,
+    /// Where the service's tasks run, its own included.
+    tasks: ServiceTasks,
 }
 
 impl Proposer {
-    pub fn start(raft: Raft, id: NodeId) -> Proposer {
+    pub fn start(raft: Raft, id: NodeId, tasks: &ServiceTasks) -> Proposer {
         let (tx, rx) = mpsc::unbounded_channel();
         let commit = crate::telemetry::Latency::default();
-        tokio::spawn(run(raft, id, rx, commit.clone()));
-        Proposer { tx, commit }
+        let run = run(raft, id, rx, commit.clone(), tasks.clone());
+        let stop = tasks.clone();
+        tasks.spawn(async move {
+            tokio::select! {
+                () = run => {}
+                () = stop.stopped() => {}
+            }
+        });
+        Proposer {
+            tx,
+            commit,
+            tasks: tasks.clone(),
+        }
+    }
+
+    pub fn tasks(&self) -> &ServiceTasks {
+        &self.tasks
     }
 
     pub fn commit_latency(&self) -> &crate::telemetry::Latency {
@@ -115,6 +133,7 @@ async fn run(
     id: NodeId,
     mut rx: mpsc::UnboundedReceiver<Pending>,
     commit: crate::telemetry::Latency,
+    tasks: ServiceTasks,
 ) {
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     // A group that did not fit the last entry: the first of the next.
@@ -142,7 +161,7 @@ async fn run(
         let (total, groups) = (batch.commands, batch.groups);
         let raft = raft.clone();
         let commit = commit.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             let mut sizes = Vec::with_capacity(groups.len());
             let mut replies = Vec::with_capacity(groups.len());
             let mut entry = Vec::with_capacity(groups.len());

@@ -12,7 +12,7 @@ fn locks_are_bound_to_their_holder_and_tokens_shown_only_to_it() {
         .post_bytes(
             leader,
             "/v1/admin/upgrade",
-            lock_tests::fixtures::LOCK_SM_V3,
+            lock_tests::fixtures::LOCK_SM_WORLD02,
         )
         .expect("upgrade");
     assert!(r.ok(), "{r:?}");

@@ -10,7 +10,7 @@
 //! * `lock_sm_v2.wasm`: version 2 (`tests/fixtures/guest-sm-v2/`): snapshot format 2 and
 //!   keys under `reserved/` refused;
 //! * `lock_sm_0_2.wasm`: the reference module of world `lock-sm@0.2.0`
-//!   (`guest-sm/world02/`, package `guest-sm-v3`): shared locks, semaphores, holders, policy data;
+//!   (`guest-sm/world02/`, package `guest-sm-world02`): shared locks, semaphores, holders, policy data;
 //! * `chaos_guest.wasm`: the hostile test fixture (see its docs), for
 //!   seeing a rejected upgrade.
 
@@ -27,7 +27,7 @@ fn main() {
     for (name, bytes) in [
         ("lock_sm_v1.wasm", lockd_core::builtin::LOCK_SM),
         ("lock_sm_v2.wasm", lock_tests::fixtures::LOCK_SM_V2),
-        ("lock_sm_0_2.wasm", lock_tests::fixtures::LOCK_SM_V3),
+        ("lock_sm_0_2.wasm", lock_tests::fixtures::LOCK_SM_WORLD02),
         ("chaos_guest.wasm", lock_tests::fixtures::CHAOS_GUEST),
     ] {
         let path = dir.join(name);

@@ -7,8 +7,8 @@
 //! Prints operations done, faults injected and violations found; exits 1 on
 //! any violation. The clients are mixed (mutexes, readers and writers,
 //! semaphore slots, on the 0.2 module) unless `--exclusive` or
-//! `--upgrade-at` (whose version 2 is of world 0.1) asks for mutexes only. `--broken` runs `lockd-fault` with one of its lease
-//! faults on (built on first use), to watch the checkers catch it. Nodes and
+//! `--upgrade-at` (whose version 2 is of world 0.1) asks for mutexes only. `--broken` turns one of the test-only lease
+//! faults on, to watch the checkers catch it. Nodes and
 //! clients speak TLS with authentication on unless `--plaintext`.
 
 use std::time::Duration;

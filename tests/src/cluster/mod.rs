@@ -24,7 +24,6 @@ use std::hash::{BuildHasher, Hasher, RandomState};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -57,59 +56,14 @@ pub fn lockd_bin() -> PathBuf {
     bin
 }
 
-/// `lockd-fault`: lockd with the test-only fault features (never in normal
-/// builds; each fault acts only when its environment variable is set on the
-/// node), built next to `lockd`: in the same target dir and
-/// profile, with the same packages selected as the build that ran the tests
-/// (`cargo test` at the workspace root), so every dependency is reused and
-/// only the `lockd` crate is compiled again, with the fault; under its own
-/// file name, so the `lockd` binary the other tests run is never replaced
-/// (checked). Built once per test process, whoever asks first.
+/// The binary the fault tests run: the suite's own `lockd`, which carries
+/// the test-only faults (the `faults` feature, turned on by this package's
+/// dependency on lockd, so `cargo test` builds it once, with everything
+/// else); each fault acts only when a test sets its environment variable on
+/// a node (docs/testing.md, "Test-only faults"). Named apart so a test says
+/// which of its nodes are meant to carry a fault.
 pub fn fault_binary() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(build_fault_binary).clone()
-}
-
-fn build_fault_binary() -> PathBuf {
-    // Alone: the build keeps both cores busy for a while, which would stretch
-    // the time windows of any cluster running beside it.
-    let _alone = crate::turns::alone();
-    let bin = lockd_bin().with_file_name("lockd-fault");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace")
-        .to_path_buf();
-    let profile_dir = lockd_bin().parent().expect("profile dir").to_path_buf();
-    let target_dir = profile_dir.parent().expect("target dir").to_path_buf();
-    let lockd_before = std::fs::read(lockd_bin()).expect("read lockd");
-    // No `-p lockd`: cargo unifies dependency features over the selected
-    // packages, and `-p lockd` alone would select fewer than the outer build
-    // (the workspace's default members) and so compile many dependencies
-    // again with other features. The fault features change the `lockd`
-    // crate only; `--bin lockd-fault` builds nothing else.
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(&workspace).args([
-        "build",
-        "--features",
-        "lockd/fault-diverge lockd/fault-stale-done lockd/fault-early-expiry lockd/fault-double-grant lockd/fault-die-before-answer lockd/fault-implementation lockd/fault-builtin",
-        "--bin",
-        "lockd-fault",
-        "--target-dir",
-    ]);
-    cmd.arg(&target_dir);
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let status = cmd.status().expect("run cargo build for lockd-fault");
-    assert!(status.success(), "building lockd-fault failed");
-    assert!(bin.exists(), "{} was not built", bin.display());
-    assert!(
-        std::fs::read(lockd_bin()).expect("read lockd") == lockd_before,
-        "building lockd-fault changed {}, which the other tests run",
-        lockd_bin().display()
-    );
-    bin
+    lockd_bin()
 }
 
 /// A free port on 127.0.0.1 that nobody else in this process has been given.

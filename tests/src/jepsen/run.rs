@@ -105,7 +105,7 @@ pub fn run(cfg: RunConfig) -> Report {
         "a mixed run needs world 0.2; the upgrade at a time is to a module of world 0.1"
     );
     if cfg.mixed {
-        nemesis::upgrade(&c, crate::fixtures::LOCK_SM_V3, "the 0.2 module")
+        nemesis::upgrade(&c, crate::fixtures::LOCK_SM_WORLD02, "the 0.2 module")
             .expect("the 0.2 module goes in before the clients start");
     }
     let keeper = rt
@@ -249,7 +249,7 @@ fn converged(c: &Cluster, cfg: &RunConfig) -> Vec<Violation> {
     let s = c.wait_converged(Duration::from_secs(30));
     let (expected, name) = match (cfg.upgrade_at, cfg.mixed) {
         (Some(_), _) => (Some(crate::fixtures::LOCK_SM_V2), "version 2"),
-        (None, true) => (Some(crate::fixtures::LOCK_SM_V3), "the 0.2 module"),
+        (None, true) => (Some(crate::fixtures::LOCK_SM_WORLD02), "the 0.2 module"),
         (None, false) => (None, ""),
     };
     let expected = expected.map(|m| lockd_core::engine::ModuleHash::of(m).to_string());

@@ -1,7 +1,7 @@
 //! One interface over the native and the wasm build of the 0.2 module, so a
 //! test drives both with the same commands and compares.
 
-use guest_sm_v3::{
+use guest_sm_world02::{
     Command, Counters, Features, HolderInfo, KeyHolders, LockState, Outcome, PrefixPolicy,
 };
 
@@ -25,7 +25,7 @@ pub trait ModuleMachine {
     fn fresh(&self) -> Box<dyn ModuleMachine>;
 }
 
-/// `guest-sm-v3` compiled natively. Its state hash is checked against the
+/// `guest-sm-world02` compiled natively. Its state hash is checked against the
 /// hash recomputed from scratch on every read, so every test that compares
 /// hashes also checks the incremental construction.
 #[derive(Default)]
@@ -72,7 +72,7 @@ impl ModuleMachine for NativeV2 {
         hash
     }
     fn version(&mut self) -> String {
-        guest_sm_v3::VERSION.to_string()
+        guest_sm_world02::VERSION.to_string()
     }
     fn fresh(&self) -> Box<dyn ModuleMachine> {
         Box::new(NativeV2::default())

@@ -1,5 +1,5 @@
 //! Test support for lock modules of world `lockd:sm@0.2.0`
-//! (`wit/lock-sm-0.2.wit`) and its reference module, `guest-sm-v3`.
+//! (`wit/lock-sm-0.2.wit`) and its reference module, `guest-sm-world02`.
 //!
 //! # Layout
 //!

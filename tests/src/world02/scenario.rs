@@ -30,7 +30,7 @@
 
 use std::path::Path;
 
-use guest_sm_v3::{Command, Grant, HolderInfo, Mode, Outcome, PrefixPolicy, Reason};
+use guest_sm_world02::{Command, Grant, HolderInfo, Mode, Outcome, PrefixPolicy, Reason};
 
 use super::machine::ModuleMachine;
 use crate::scenario::{bytes_arg, parse_entry, run_file_with, Step};

@@ -10,7 +10,7 @@
 
 use std::sync::OnceLock;
 
-use guest_sm_v3 as n;
+use guest_sm_world02 as n;
 use lockd_core::engine::EngineSettings;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder};
@@ -60,7 +60,7 @@ fn load(bytes: &[u8]) -> Result<Loaded, String> {
 /// The reference module, compiled once per test binary.
 fn reference() -> &'static Loaded {
     static LOADED: OnceLock<Loaded> = OnceLock::new();
-    LOADED.get_or_init(|| load(crate::fixtures::LOCK_SM_V3).expect("the 0.2 module loads"))
+    LOADED.get_or_init(|| load(crate::fixtures::LOCK_SM_WORLD02).expect("the 0.2 module loads"))
 }
 
 /// The number of imports of a component (the 0.2 module must have none).

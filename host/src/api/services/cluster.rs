@@ -75,6 +75,7 @@ impl Services {
             last_divergence: self.sm.last_divergence(),
             engine_implementation: self.engine.fingerprint().implementation(),
             cluster_id: self.cluster.get().map(|c| c.to_string()),
+            first_module_hash: v.first_module_hash,
         };
         let counts = UpgradeCounts {
             swapped: v.upgrades_swapped,

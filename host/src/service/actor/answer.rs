@@ -3,7 +3,7 @@
 //! its answers sent to the waiting callers, refusals sent after a
 //! read-index, and a grant no caller received reported back to the table.
 
-#[cfg(feature = "fault-stale-done")]
+#[cfg(feature = "faults")]
 use std::sync::Arc;
 
 use super::{Actor, Msg, Reply};
@@ -11,7 +11,7 @@ use crate::service::barrier;
 use crate::service::error::{Acquired, ServiceError};
 use crate::service::table::{Answer, Cmd, Event, ReqId, Why};
 use crate::service::world;
-#[cfg(feature = "fault-stale-done")]
+#[cfg(feature = "faults")]
 use lockd_core::command::Command;
 
 /// A caller waiting for its answer.
@@ -38,7 +38,7 @@ impl Actor {
     pub(super) fn refuse_after_read_index(&mut self, req: ReqId, error: ServiceError) {
         if let Some(p) = self.pending.remove(&req) {
             let (raft, id) = (self.raft.clone(), self.id);
-            tokio::spawn(async move {
+            self.tasks.spawn(async move {
                 let answer = match barrier::confirm(&raft, id).await {
                     Ok(()) => error,
                     Err(e) => e,
@@ -57,7 +57,7 @@ impl Actor {
         match (pending, answer) {
             (p, Err(e)) => p.fail(e),
             (Pending::Acquire { key, reply }, Ok(Answer::Granted(a))) => {
-                #[cfg(feature = "fault-die-before-answer")]
+                #[cfg(feature = "faults")]
                 die_before_answer(&key);
                 let token = a.token;
                 if reply.send(Ok(a)).is_err() {
@@ -79,14 +79,14 @@ impl Actor {
 
     pub(super) fn propose(&mut self, id: u64, why: Why, commands: Vec<Cmd>) {
         let entry = world::entry(&commands);
-        #[cfg(feature = "fault-stale-done")]
+        #[cfg(feature = "faults")]
         let gate = fault_gate(why, &entry);
-        #[cfg(not(feature = "fault-stale-done"))]
+        #[cfg(not(feature = "faults"))]
         let _ = why;
         let (proposer, tx) = (self.proposer.clone(), self.tx.clone());
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             let result = proposer.propose(entry).await;
-            #[cfg(feature = "fault-stale-done")]
+            #[cfg(feature = "faults")]
             if let Some(gate) = gate {
                 let _ = tx.send(Msg::FaultReload);
                 crate::service::fault::hold(gate).await;
@@ -98,7 +98,7 @@ impl Actor {
 
 /// Test-only fault (see `crate::service::fault`): a client's release gets a gate
 /// for its completion; a grant opens the gate of its key.
-#[cfg(feature = "fault-stale-done")]
+#[cfg(feature = "faults")]
 fn fault_gate(why: Why, entry: &[Command]) -> Option<Arc<tokio::sync::Notify>> {
     if !crate::service::fault::active() {
         return None;
@@ -114,9 +114,10 @@ fn fault_gate(why: Why, entry: &[Command]) -> Option<Arc<tokio::sync::Notify>> {
 /// Test-only fault: with `LOCKD_FAULT_DIE_BEFORE_ANSWER=KEY:MARKER`, the
 /// first node (cluster-wide: whoever creates MARKER) about to answer a
 /// committed grant of KEY aborts, as if killed between commit and answer.
-#[cfg(feature = "fault-die-before-answer")]
+#[cfg(feature = "faults")]
 fn die_before_answer(key: &str) {
-    let Ok(v) = std::env::var("LOCKD_FAULT_DIE_BEFORE_ANSWER") else {
+    static FAULT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let Some(v) = FAULT.get_or_init(|| std::env::var("LOCKD_FAULT_DIE_BEFORE_ANSWER").ok()) else {
         return;
     };
     let Some((k, marker)) = v.split_once(':') else {

@@ -47,7 +47,7 @@ impl Actor {
     /// back.
     pub(super) fn load(&self, term: u64, delay: Duration) {
         let (raft, sm, tx, id) = (self.raft.clone(), self.sm.clone(), self.tx.clone(), self.id);
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             tokio::time::sleep(delay).await;
             let locks = match barrier::confirm(&raft, id).await {
                 Ok(()) => {

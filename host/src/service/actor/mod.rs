@@ -41,6 +41,7 @@ use super::error::{Acquired, ServiceError};
 use super::proposer::Proposer;
 use super::stats::ServiceStats;
 use super::table::{Action, Event, Held, ReqId, Request, Spec, Table, WaitLimits};
+use super::tasks::ServiceTasks;
 use super::world;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
@@ -105,7 +106,7 @@ pub(super) enum Msg {
         locks: Result<Vec<Held>, ServiceError>,
     },
     /// Test-only fault: rebuild the mirror now (see `super::fault`).
-    #[cfg(feature = "fault-stale-done")]
+    #[cfg(feature = "faults")]
     FaultReload,
 }
 
@@ -119,6 +120,8 @@ pub(super) fn spawn(
     limits: WaitLimits,
     stats: Arc<ServiceStats>,
 ) -> mpsc::UnboundedSender<Msg> {
+    // The proposer's tasks are the service's.
+    let tasks = &proposer.tasks().clone();
     let (tx, rx) = mpsc::unbounded_channel();
     let actor = Actor {
         id,
@@ -130,9 +133,16 @@ pub(super) fn spawn(
         table: Table::new(id, election_timeout, limits),
         epoch: Instant::now(),
         pending: HashMap::new(),
+        tasks: tasks.clone(),
     };
-    tokio::spawn(actor.run(rx));
-    tokio::spawn(leadership::watch(id, raft, tx.clone()));
+    let (run, stop) = (actor.run(rx), tasks.clone());
+    tasks.spawn(async move {
+        tokio::select! {
+            () = run => {}
+            () = stop.stopped() => {}
+        }
+    });
+    tasks.spawn(leadership::watch(id, raft, tx.clone()));
     tx
 }
 
@@ -147,6 +157,8 @@ struct Actor {
     /// The table's time is the time since this instant.
     epoch: Instant,
     pending: HashMap<ReqId, Pending>,
+    /// Where its proposals, read-indexes and loads run.
+    tasks: ServiceTasks,
 }
 
 impl Actor {
@@ -249,7 +261,7 @@ impl Actor {
             Msg::Leader { term } => Event::BecameLeader { term },
             Msg::Follower { leader } => Event::LostLeadership { leader },
             Msg::Loaded { term, locks } => Event::TableLoaded { term, locks },
-            #[cfg(feature = "fault-stale-done")]
+            #[cfg(feature = "faults")]
             Msg::FaultReload => {
                 tracing::warn!(
                     node = self.id,

@@ -178,7 +178,7 @@ pub enum Event {
         locks: Result<Vec<Held>, ServiceError>,
     },
     /// Rebuild the mirror now (a leader in doubt; the test-only fault
-    /// `fault-stale-done` uses it).
+    /// `LOCKD_FAULT_STALE_DONE` uses it).
     Reload,
 }
 
