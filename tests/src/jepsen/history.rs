@@ -67,10 +67,11 @@ pub struct Op {
     pub ret: Ret,
 }
 
-/// A time a client believed it held a key: from the grant's answer to the
-/// earlier of its release's invoke and its guard's conservative deadline
-/// (request sent + lease, renewed by keepalives) — the window in which it
-/// may touch what the lock protects.
+/// A time a client held a key by the server's promise: from the grant's
+/// answer to the earlier of its release's invoke and the end of the lease
+/// promised (the lease asked, from the acquire's invocation; the workload's
+/// holders do not renew) — the window in which it may touch what the lock
+/// protects. Never the client library's deadline: it is under test too.
 #[derive(Clone, Debug)]
 pub struct Holding {
     pub client: usize,
@@ -100,11 +101,6 @@ impl History {
 
     pub fn now(&self) -> f64 {
         self.start.elapsed().as_secs_f64() * 1e3
-    }
-
-    /// `t` as milliseconds since the run started.
-    pub fn at(&self, t: Instant) -> f64 {
-        t.saturating_duration_since(self.start).as_secs_f64() * 1e3
     }
 
     pub fn record_holding(&self, h: Holding) {

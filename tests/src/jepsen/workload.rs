@@ -92,7 +92,7 @@ async fn acquire(
     key: &str,
     (lease_ms, wait_ms): (u64, u64),
     want: Want,
-) -> Result<lockd_client::LockGuard, ClientError> {
+) -> Result<Granted, ClientError> {
     let invoke = history.now();
     let (lease, wait) = (
         Duration::from_millis(lease_ms),
@@ -124,7 +124,18 @@ async fn acquire(
             Err(e) => ret_of(e),
         },
     });
-    r
+    r.map(|guard| Granted {
+        guard,
+        promised: invoke + lease_ms as f64,
+    })
+}
+
+/// A grant and the end of the lease the *server* promised: the lease asked
+/// for, from when the acquire was invoked (the grant came no earlier).
+/// Never the client library's own deadline: the library is under test too.
+struct Granted {
+    guard: lockd_client::LockGuard,
+    promised: f64,
 }
 
 /// Release `token` on `key` and record the operation.
@@ -167,7 +178,9 @@ pub async fn worker(
             ledger += 1;
             let key = format!("ledger/{id}/{ledger}");
             let taken = (LEDGER_LEASE_MS, 0);
-            if let Ok(g) = acquire(&client, &history, id, &key, taken, mutex).await {
+            if let Ok(Granted { guard: g, .. }) =
+                acquire(&client, &history, id, &key, taken, mutex).await
+            {
                 if rng.below(2) == 0 {
                     release(&client, &history, id, &key, g.token()).await;
                 }
@@ -199,11 +212,11 @@ pub async fn worker(
         };
         let wait_ms = if rng.below(2) == 0 { 0 } else { 1500 };
         let taken = (cfg.lease_ms, wait_ms);
-        let Ok(guard) = acquire(&client, &history, id, &key, taken, want).await else {
+        let Ok(granted) = acquire(&client, &history, id, &key, taken, want).await else {
             tokio::time::sleep(Duration::from_millis(rng.below(50))).await;
             continue;
         };
-        let token = guard.token();
+        let token = granted.guard.token();
         let from = history.now();
         // Only a sole holder may write; the others only hold.
         let sole = want.mode == LockMode::Exclusive && want.limit == 1;
@@ -223,13 +236,13 @@ pub async fn worker(
                 register.write(&key, id, token, v);
             }
         }
-        done(&client, &history, id, &key, want, from, guard).await;
+        done(&client, &history, id, &key, want, from, granted).await;
     }
 }
 
-/// A holder is done: record the window it believed it held `key` in (from
-/// `from` to now or its guard's deadline, whichever is earlier), then
-/// release the lock.
+/// A holder is done: record the window it held `key` in by the server's
+/// promise (from `from` to now or the end of the lease it was promised,
+/// whichever is earlier), then release the lock.
 async fn done(
     client: &Client,
     history: &History,
@@ -237,8 +250,9 @@ async fn done(
     key: &str,
     want: Want,
     from: f64,
-    guard: lockd_client::LockGuard,
+    granted: Granted,
 ) {
+    let Granted { guard, promised } = granted;
     history.record_holding(Holding {
         client: id,
         key: key.to_string(),
@@ -246,7 +260,7 @@ async fn done(
         mode: want.mode,
         limit: want.limit,
         from,
-        until: history.now().min(history.at(guard.deadline().into_std())),
+        until: history.now().min(promised),
     });
     release(client, history, id, key, guard.token()).await;
     std::mem::forget(guard); // released above (or lost); no drop action
@@ -277,12 +291,12 @@ async fn opening(id: usize, cfg: &RunConfig, client: &Client, history: &History)
         )
     };
     let taken = (cfg.lease_ms.max(2000), 1500);
-    let Ok(guard) = acquire(client, history, id, key, taken, want).await else {
+    let Ok(granted) = acquire(client, history, id, key, taken, want).await else {
         return;
     };
     let from = history.now();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    done(client, history, id, key, want, from, guard).await;
+    done(client, history, id, key, want, from, granted).await;
 }
 
 /// The keeper's lock, taken before the faults start.
