@@ -3,8 +3,9 @@
 # installed with apt when missing, and a venv under target/venv with
 # Selenium and whatever else is named: browser_setup [PIP_REQUIREMENT…].
 browser_setup() {
-    if [ ! -x target/release/lockd ]; then
-        echo "target/release/lockd is missing: run cargo build --release first" >&2
+    local lockd=${LOCKD_BIN:-target/release/lockd}
+    if [ ! -x "$lockd" ]; then
+        echo "$lockd is missing: run cargo build --release first (or set LOCKD_BIN)" >&2
         exit 1
     fi
     local missing=()

@@ -24,11 +24,14 @@
 //!   of them, and back.
 //! * [`snapshot`]: the snapshot file (its format is the core's).
 //! * [`network`]: `RaftNetworkFactory` over [`crate::transport`].
+//! * [`runtime`]: the async runtime openraft runs on: tokio's, with the
+//!   random numbers it draws seedable per thread (for a simulation).
 
 pub mod convert;
 pub mod log_store;
 pub mod network;
 pub mod peer_check;
+pub mod runtime;
 pub mod snapshot;
 pub mod snapshot_policy;
 pub mod state_machine;
@@ -49,7 +52,7 @@ openraft::declare_raft_types!(
         Node = Node,
         Entry = openraft::Entry<TypeConfig>,
         SnapshotData = Cursor<Vec<u8>>,
-        AsyncRuntime = openraft::TokioRuntime,
+        AsyncRuntime = runtime::Runtime,
 );
 
 pub type Raft = openraft::Raft<TypeConfig>;
