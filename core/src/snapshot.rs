@@ -52,45 +52,84 @@ pub struct SnapshotBlob {
     pub first_module: Option<ModuleHash>,
 }
 
-/// Format 4, before the first module was kept: read, never written.
+// The earlier formats, read and never written. Each is the one before it
+// and the fields it added: postcard writes a nested struct as its fields in
+// order, so these read exactly what the flat structs of their time wrote
+// (the golden files in tests/sm/golden_formats.rs hold them).
+
+/// Format 4, before the first module was kept.
 #[derive(Deserialize)]
 struct SnapshotBlobV4 {
-    meta: SnapshotMeta,
-    module: Vec<u8>,
-    guest_state: Vec<u8>,
-    module_since: u64,
-    upgrades: Vec<UpgradeRecord>,
-    capacity: Capacity,
+    v3: SnapshotBlobV3,
     module_keys: TrustedKeys,
 }
 
-/// Format 3, before signed modules: read, never written.
+/// Format 3, before signed modules.
 #[derive(Deserialize)]
 struct SnapshotBlobV3 {
-    meta: SnapshotMeta,
-    module: Vec<u8>,
-    guest_state: Vec<u8>,
-    module_since: u64,
-    upgrades: Vec<UpgradeRecord>,
+    v2: SnapshotBlobV2,
     capacity: Capacity,
 }
 
-/// Format 2, before the capacity bound: read, never written.
+/// Format 2, before the capacity bound.
 #[derive(Deserialize)]
 struct SnapshotBlobV2 {
-    meta: SnapshotMeta,
-    module: Vec<u8>,
-    guest_state: Vec<u8>,
+    v1: SnapshotBlobV1,
     module_since: u64,
     upgrades: Vec<UpgradeRecord>,
 }
 
-/// Format 1, before upgrades existed: read, never written.
+/// Format 1, before upgrades existed.
 #[derive(Deserialize)]
 struct SnapshotBlobV1 {
     meta: SnapshotMeta,
     module: Vec<u8>,
     guest_state: Vec<u8>,
+}
+
+impl SnapshotBlobV1 {
+    /// As format 5 holds it: what a format did not have, as it was then
+    /// (no upgrade, the default bounds, no key, the first module unknown).
+    fn current(self) -> SnapshotBlob {
+        SnapshotBlob {
+            meta: self.meta,
+            module: self.module,
+            guest_state: self.guest_state,
+            module_since: 0,
+            upgrades: Vec::new(),
+            capacity: crate::replica::capacity::DEFAULT_CAPACITY,
+            module_keys: TrustedKeys::default(),
+            first_module: None,
+        }
+    }
+}
+
+impl SnapshotBlobV2 {
+    fn current(self) -> SnapshotBlob {
+        SnapshotBlob {
+            module_since: self.module_since,
+            upgrades: self.upgrades,
+            ..self.v1.current()
+        }
+    }
+}
+
+impl SnapshotBlobV3 {
+    fn current(self) -> SnapshotBlob {
+        SnapshotBlob {
+            capacity: self.capacity,
+            ..self.v2.current()
+        }
+    }
+}
+
+impl SnapshotBlobV4 {
+    fn current(self) -> SnapshotBlob {
+        SnapshotBlob {
+            module_keys: self.module_keys,
+            ..self.v3.current()
+        }
+    }
 }
 
 impl SnapshotBlob {
@@ -115,67 +154,21 @@ impl SnapshotBlob {
 
     /// The blob of any format, read as it was written.
     fn decode_any(bytes: &[u8]) -> Result<SnapshotBlob, String> {
-        let bad = |e: postcard::Error| format!("snapshot does not decode: {e}");
-        let default = crate::replica::capacity::DEFAULT_CAPACITY;
+        fn read<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, String> {
+            postcard::from_bytes(body).map_err(|e| format!("snapshot does not decode: {e}"))
+        }
         let (magic, body) = bytes
             .split_at_checked(8)
             .ok_or("not a lockd snapshot (too short)")?;
-        let blob = match <&[u8; 8]>::try_from(magic).map_err(|_| "not a lockd snapshot")? {
-            SNAPSHOT_MAGIC => postcard::from_bytes::<SnapshotBlob>(body).map_err(bad)?,
-            SNAPSHOT_MAGIC_V4 => {
-                let v4: SnapshotBlobV4 = postcard::from_bytes(body).map_err(bad)?;
-                SnapshotBlob {
-                    meta: v4.meta,
-                    module: v4.module,
-                    guest_state: v4.guest_state,
-                    module_since: v4.module_since,
-                    upgrades: v4.upgrades,
-                    capacity: v4.capacity,
-                    module_keys: v4.module_keys,
-                    first_module: None,
-                }
-            }
-            SNAPSHOT_MAGIC_V3 => {
-                let v3: SnapshotBlobV3 = postcard::from_bytes(body).map_err(bad)?;
-                SnapshotBlob {
-                    meta: v3.meta,
-                    module: v3.module,
-                    guest_state: v3.guest_state,
-                    module_since: v3.module_since,
-                    upgrades: v3.upgrades,
-                    capacity: v3.capacity,
-                    module_keys: TrustedKeys::default(),
-                    first_module: None,
-                }
-            }
-            SNAPSHOT_MAGIC_V2 => {
-                let v2: SnapshotBlobV2 = postcard::from_bytes(body).map_err(bad)?;
-                SnapshotBlob {
-                    meta: v2.meta,
-                    module: v2.module,
-                    guest_state: v2.guest_state,
-                    module_since: v2.module_since,
-                    upgrades: v2.upgrades,
-                    capacity: default,
-                    module_keys: TrustedKeys::default(),
-                    first_module: None,
-                }
-            }
-            SNAPSHOT_MAGIC_V1 => {
-                let v1: SnapshotBlobV1 = postcard::from_bytes(body).map_err(bad)?;
-                SnapshotBlob {
-                    meta: v1.meta,
-                    module: v1.module,
-                    guest_state: v1.guest_state,
-                    module_since: 0,
-                    upgrades: Vec::new(),
-                    capacity: default,
-                    module_keys: TrustedKeys::default(),
-                    first_module: None,
-                }
-            }
-            _ => return Err("not a lockd snapshot (bad magic)".into()),
-        };
-        Ok(blob)
+        Ok(
+            match <&[u8; 8]>::try_from(magic).map_err(|_| "not a lockd snapshot")? {
+                SNAPSHOT_MAGIC => read::<SnapshotBlob>(body)?,
+                SNAPSHOT_MAGIC_V4 => read::<SnapshotBlobV4>(body)?.current(),
+                SNAPSHOT_MAGIC_V3 => read::<SnapshotBlobV3>(body)?.current(),
+                SNAPSHOT_MAGIC_V2 => read::<SnapshotBlobV2>(body)?.current(),
+                SNAPSHOT_MAGIC_V1 => read::<SnapshotBlobV1>(body)?.current(),
+                _ => return Err("not a lockd snapshot (bad magic)".into()),
+            },
+        )
     }
 }
