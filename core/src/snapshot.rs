@@ -89,7 +89,8 @@ struct SnapshotBlobV1 {
 
 impl SnapshotBlobV1 {
     /// As format 5 holds it: what a format did not have, as it was then
-    /// (no upgrade, the default bounds, no key, the first module unknown).
+    /// (no upgrade, the default bounds, no key; the first module is
+    /// derived once the chain is read, in `decode_any`).
     fn current(self) -> SnapshotBlob {
         SnapshotBlob {
             meta: self.meta,
@@ -141,11 +142,6 @@ impl SnapshotBlob {
 
     pub fn decode(bytes: &[u8]) -> Result<SnapshotBlob, String> {
         let mut blob = Self::decode_any(bytes)?;
-        // Before format 5: the active module is the first while none has
-        // been swapped in since index 0.
-        if blob.first_module.is_none() && blob.module_since == 0 {
-            blob.first_module = Some(ModuleHash::of(&blob.module));
-        }
         blob.module_keys = std::mem::take(&mut blob.module_keys)
             .validated()
             .map_err(|e| format!("snapshot's trusted module keys: {e}"))?;
@@ -160,15 +156,20 @@ impl SnapshotBlob {
         let (magic, body) = bytes
             .split_at_checked(8)
             .ok_or("not a lockd snapshot (too short)")?;
-        Ok(
-            match <&[u8; 8]>::try_from(magic).map_err(|_| "not a lockd snapshot")? {
-                SNAPSHOT_MAGIC => read::<SnapshotBlob>(body)?,
-                SNAPSHOT_MAGIC_V4 => read::<SnapshotBlobV4>(body)?.current(),
-                SNAPSHOT_MAGIC_V3 => read::<SnapshotBlobV3>(body)?.current(),
-                SNAPSHOT_MAGIC_V2 => read::<SnapshotBlobV2>(body)?.current(),
-                SNAPSHOT_MAGIC_V1 => read::<SnapshotBlobV1>(body)?.current(),
-                _ => return Err("not a lockd snapshot (bad magic)".into()),
-            },
-        )
+        let magic = <&[u8; 8]>::try_from(magic).map_err(|_| "not a lockd snapshot")?;
+        let old = match magic {
+            SNAPSHOT_MAGIC => return read::<SnapshotBlob>(body),
+            SNAPSHOT_MAGIC_V4 => read::<SnapshotBlobV4>(body)?.current(),
+            SNAPSHOT_MAGIC_V3 => read::<SnapshotBlobV3>(body)?.current(),
+            SNAPSHOT_MAGIC_V2 => read::<SnapshotBlobV2>(body)?.current(),
+            SNAPSHOT_MAGIC_V1 => read::<SnapshotBlobV1>(body)?.current(),
+            _ => return Err("not a lockd snapshot (bad magic)".into()),
+        };
+        // Before format 5 the first module was not kept: it is the active
+        // one while none has been swapped in since index 0, else unknown.
+        Ok(SnapshotBlob {
+            first_module: (old.module_since == 0).then(|| ModuleHash::of(&old.module)),
+            ..old
+        })
     }
 }

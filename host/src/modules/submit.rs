@@ -96,6 +96,14 @@ fn reply_at(index: u64, replaces: &ModuleHash, timings: Option<&Precheck>) -> Up
     }
 }
 
+/// An upgrade or shadow start that every node refused, with why.
+fn rejected(mut reply: UpgradeReply, module: ModuleHash, reason: String) -> UpgradeError {
+    reply.result = UpgradeResult::Rejected;
+    reply.module_hash = module.to_string();
+    reply.reason = Some(reason);
+    UpgradeError::Rejected(Box::new(reply))
+}
+
 /// The leader's upgrade and shadow requests.
 #[derive(Clone)]
 pub struct Upgrader {
@@ -245,10 +253,7 @@ impl Upgrader {
                 Ok(reply)
             }
             Response::Upgrade(UpgradeOutcome::Rejected { module, reason, .. }) => {
-                reply.result = UpgradeResult::Rejected;
-                reply.module_hash = module.to_string();
-                reply.reason = Some(reason);
-                Err(UpgradeError::Rejected(Box::new(reply)))
+                Err(rejected(reply, module, reason))
             }
             other => Err(UpgradeError::Internal(format!(
                 "an upgrade entry was answered {other:?}"
@@ -285,10 +290,7 @@ impl Upgrader {
                 Ok(reply)
             }
             Response::Shadow(ShadowOutcome::Failed { module, reason }) => {
-                reply.result = UpgradeResult::Rejected;
-                reply.module_hash = module.to_string();
-                reply.reason = Some(reason);
-                Err(UpgradeError::Rejected(Box::new(reply)))
+                Err(rejected(reply, module, reason))
             }
             other => Err(UpgradeError::Internal(format!(
                 "a shadow entry was answered {other:?}"

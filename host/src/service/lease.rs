@@ -40,14 +40,12 @@ pub(super) fn granted(ms: u64) -> Duration {
 mod faults {
     use std::sync::OnceLock;
 
-    #[cfg(feature = "faults")]
     pub(super) fn early_expiry() -> bool {
         static ON: OnceLock<bool> = OnceLock::new();
         *ON.get_or_init(|| std::env::var_os("LOCKD_FAULT_EARLY_EXPIRY").is_some())
     }
 
     /// True for one call in `LOCKD_FAULT_DOUBLE_GRANT` (never when unset).
-    #[cfg(feature = "faults")]
     pub(super) fn double_grant_now() -> bool {
         use std::sync::atomic::{AtomicU64, Ordering};
         static ONE_IN: OnceLock<u64> = OnceLock::new();

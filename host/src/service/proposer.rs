@@ -60,14 +60,7 @@ impl Proposer {
     pub fn start(raft: Raft, id: NodeId, tasks: &ServiceTasks) -> Proposer {
         let (tx, rx) = mpsc::unbounded_channel();
         let commit = crate::telemetry::Latency::default();
-        let run = run(raft, id, rx, commit.clone(), tasks.clone());
-        let stop = tasks.clone();
-        tasks.spawn(async move {
-            tokio::select! {
-                () = run => {}
-                () = stop.stopped() => {}
-            }
-        });
+        tasks.spawn_loop(run(raft, id, rx, commit.clone(), tasks.clone()));
         Proposer {
             tx,
             commit,

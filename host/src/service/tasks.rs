@@ -34,9 +34,19 @@ impl ServiceTasks {
         self.tracker.spawn(task);
     }
 
-    /// Resolves once [`ServiceTasks::stop`] was called: a loop's cue to end.
-    pub async fn stopped(&self) {
-        self.stop.cancelled().await
+    /// Run `task`, a loop that never ends by itself (it holds a sender of
+    /// its own channel), until [`ServiceTasks::stop`].
+    pub fn spawn_loop<F>(&self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let stop = self.stop.clone();
+        self.tracker.spawn(async move {
+            tokio::select! {
+                () = task => {}
+                () = stop.cancelled() => {}
+            }
+        });
     }
 
     /// End the loops and wait for every task, at most `grace`; returns how

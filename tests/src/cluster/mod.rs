@@ -57,9 +57,8 @@ pub fn lockd_bin() -> PathBuf {
 }
 
 /// The binary the fault tests run: the suite's own `lockd`, which carries
-/// the test-only faults (the `faults` feature, turned on by this package's
-/// dependency on lockd, so `cargo test` builds it once, with everything
-/// else); each fault acts only when a test sets its environment variable on
+/// the test-only faults (the `faults` feature, this package's default, so
+/// `cargo test` builds it once, with everything else); each fault acts only when a test sets its environment variable on
 /// a node (docs/testing.md, "Test-only faults"). Named apart so a test says
 /// which of its nodes are meant to carry a fault.
 pub fn fault_binary() -> PathBuf {

@@ -121,7 +121,7 @@ pub(super) fn spawn(
     stats: Arc<ServiceStats>,
 ) -> mpsc::UnboundedSender<Msg> {
     // The proposer's tasks are the service's.
-    let tasks = &proposer.tasks().clone();
+    let tasks = proposer.tasks().clone();
     let (tx, rx) = mpsc::unbounded_channel();
     let actor = Actor {
         id,
@@ -135,13 +135,7 @@ pub(super) fn spawn(
         pending: HashMap::new(),
         tasks: tasks.clone(),
     };
-    let (run, stop) = (actor.run(rx), tasks.clone());
-    tasks.spawn(async move {
-        tokio::select! {
-            () = run => {}
-            () = stop.stopped() => {}
-        }
-    });
+    tasks.spawn_loop(actor.run(rx));
     tasks.spawn(leadership::watch(id, raft, tx.clone()));
     tx
 }
