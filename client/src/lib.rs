@@ -53,6 +53,7 @@
 //! * [`options`]: [`AcquireOptions`] and the calls of world 0.2 (shared
 //!   locks, semaphores, retry-safe acquires, holders, listings).
 //! * [`id`]: random request ids and owner names.
+//! * [`net`]: the network seam (real TCP, or the simulation's).
 //! * [`shutdown`]: waiting for Ctrl-C or SIGTERM.
 //! * [`tls`]: TLS on the calling side (trust, client identity, ALPN per
 //!   protocol, node names).
@@ -66,6 +67,7 @@ pub mod client;
 pub mod conn;
 pub mod guard;
 pub mod id;
+pub mod net;
 pub mod options;
 pub mod security;
 pub mod shutdown;

@@ -14,8 +14,8 @@ use std::task::{Context, Poll};
 
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 
+use crate::net::{self, BoxConn};
 use crate::tls::{host_name, Alpn, TlsClient};
 
 /// A bearer token. Its `Debug` never shows it.
@@ -89,10 +89,11 @@ pub fn is_loopback(addr: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// A connection to a node: plain TCP, or TLS over it.
+/// A connection to a node: plain TCP, or TLS over it (TCP or the
+/// simulation's network: [`crate::net`]).
 pub enum Stream {
-    Plain(TcpStream),
-    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    Plain(BoxConn),
+    Tls(Box<tokio_rustls::client::TlsStream<BoxConn>>),
 }
 
 impl Stream {
@@ -137,9 +138,7 @@ pub async fn connect(
     alpn: Alpn,
     name: Option<ServerName<'static>>,
 ) -> Result<Stream, ConnectError> {
-    let tcp = TcpStream::connect(addr).await.map_err(ConnectError::Tcp)?;
-    // Small request/answer frames: never let Nagle hold them back.
-    tcp.set_nodelay(true).map_err(ConnectError::Tcp)?;
+    let tcp = net::connect(addr).await.map_err(ConnectError::Tcp)?;
     let Some(tls) = tls else {
         return Ok(Stream::Plain(tcp));
     };

@@ -56,6 +56,8 @@ pub mod builtin;
 pub mod command;
 pub mod engine;
 pub mod entry;
+#[cfg(feature = "faults")]
+pub mod faults;
 pub mod precompile;
 pub mod replica;
 pub mod shadow;

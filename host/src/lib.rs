@@ -23,6 +23,8 @@
 //!   [`api::Services`], never through [`node`].
 //! * [`auth`]: who a caller is (token, client certificate, member node)
 //!   and what its roles allow, for every HTTP route and native request.
+//! * [`blocking`]: blocking work off the async workers (inline on a
+//!   deterministic simulation's thread).
 //! * [`service`]: [`service::LockService`] — request checks, then the
 //!   leader's lock actor (waiters, leases, keepalive, handoff, phantom
 //!   release) — and the proposer that batches commands into log entries.
@@ -55,6 +57,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod blocking;
 pub mod certs;
 pub mod cluster_id;
 pub mod config;

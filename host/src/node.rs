@@ -26,7 +26,6 @@ use std::time::Duration;
 use openraft::error::{InitializeError, RaftError};
 use openraft::SnapshotPolicy;
 use thiserror::Error;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
@@ -39,7 +38,7 @@ use crate::config::NodeConfig;
 use crate::log::WalOptions;
 use crate::membership::Membership;
 use crate::modules::submit::Upgrader;
-use crate::raft::log_store::{LogOpenError, LogStore};
+use crate::raft::log_store::{LogOpenError, LogStore, Writer};
 use crate::raft::network::NetworkFactory;
 use crate::raft::state_machine::{SmOpenError, StateMachineStore};
 use crate::raft::{Node as RaftNode, NodeId, Raft};
@@ -108,11 +107,32 @@ pub struct Node {
 /// them to be dropped with the runtime.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+/// What the deterministic simulation replaces beneath a node; production
+/// takes the default. (The network's seam is process-wide:
+/// `lockd_client::net`.)
+#[derive(Clone, Default)]
+pub struct Seams {
+    /// Who writes the Raft log: its own thread (production), or the
+    /// caller (the simulation, where a thread's timing is not under the
+    /// seed).
+    pub log_writer: Writer,
+    /// The wasm engine, shared with other nodes of the process (the
+    /// simulation's, whose nodes would otherwise each compile the same
+    /// modules); `None`: the node's own, with its cache in its data dir.
+    /// It must have the settings of the node's configuration.
+    pub engine: Option<Arc<WasmEngine>>,
+}
+
 impl Node {
     /// Start a node and serve until [`Node::shutdown`].
     pub async fn start(config: NodeConfig) -> Result<Arc<Node>, NodeError> {
+        Node::start_with(config, Seams::default()).await
+    }
+
+    /// [`Node::start`] with `seams` beneath it.
+    pub async fn start_with(config: NodeConfig, seams: Seams) -> Result<Arc<Node>, NodeError> {
         config.validate()?;
-        let listener = TcpListener::bind(config.listen_addr())
+        let listener = lockd_client::net::bind(config.listen_addr())
             .await
             .map_err(|source| NodeError::Bind {
                 addr: config.listen_addr().to_string(),
@@ -137,10 +157,13 @@ impl Node {
         };
         let dir = config.data_dir.clone();
         std::fs::create_dir_all(&dir).map_err(|e| data_err(&dir, e))?;
-        let engine = Arc::new(WasmEngine::new(
-            config.engine.clone(),
-            Some(dir.join("module-cache")),
-        )?);
+        let engine = match seams.engine {
+            Some(shared) => shared,
+            None => Arc::new(WasmEngine::new(
+                config.engine.clone(),
+                Some(dir.join("module-cache")),
+            )?),
+        };
         let first_start = check_meta(&dir, config.id, engine.fingerprint())?;
         // A data dir restored or recovered records its cluster already.
         let bootstrap_id = config
@@ -164,6 +187,7 @@ impl Node {
                 segment_bytes: config.segment_bytes,
             },
             Some(precompiler),
+            seams.log_writer,
         )?;
 
         let raft_config = openraft::Config {
@@ -401,6 +425,11 @@ impl Node {
     /// background tasks, connections).
     pub fn tasks_running(&self) -> usize {
         self.tasks.len() + self.service_tasks.running()
+    }
+
+    /// Raft's view of this node (role, term, leader), as it changes.
+    pub fn raft_metrics(&self) -> watch::Receiver<openraft::RaftMetrics<NodeId, RaftNode>> {
+        self.raft.metrics()
     }
 
     /// Resolves when shutdown has been requested.

@@ -27,6 +27,8 @@
 //! * [`secure`]: certificates, an auth file with a principal per role,
 //!   and callers presenting one principal's credentials, for clusters
 //!   with TLS and authentication on.
+//! * [`sim`]: the deterministic simulation: real nodes and clients in one
+//!   thread on simulated time, under one seed, with the same checkers.
 //! * [`turns`]: which tests may run side by side in one test process, and
 //!   which must have the machine alone.
 //! * [`world02`]: the same for lock modules of world `lock-sm@0.2.0`: their
@@ -45,5 +47,7 @@ pub mod openapi;
 pub mod raw;
 pub mod scenario;
 pub mod secure;
+#[cfg(feature = "faults")]
+pub mod sim;
 pub mod turns;
 pub mod world02;

@@ -7,11 +7,11 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode};
 use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde::de::DeserializeOwned;
 
 use super::{AdminError, GET_TIMEOUT};
+use crate::net::Connector;
 use crate::security::Credentials;
 use crate::tls::Alpn;
 
@@ -19,8 +19,7 @@ use crate::tls::Alpn;
 /// so. Cheap to clone; clones share idle connections.
 #[derive(Clone)]
 pub struct Http {
-    pub(super) client:
-        hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    pub(super) client: hyper_util::client::legacy::Client<HttpsConnector<Connector>, Full<Bytes>>,
     timeout: Duration,
     credentials: Credentials,
 }
@@ -33,11 +32,7 @@ impl Default for Http {
 
 /// The connector for `credentials`: HTTPS with their trust store and
 /// client certificate, or plain HTTP without TLS settings.
-pub fn connector(credentials: &Credentials) -> HttpsConnector<HttpConnector> {
-    let mut http = HttpConnector::new();
-    // Small request/answer pairs: do not let Nagle hold them back.
-    http.set_nodelay(true);
-    http.enforce_http(false);
+pub fn connector(credentials: &Credentials) -> HttpsConnector<Connector> {
     let mut config = match &credentials.tls {
         Some(tls) => (*tls.config(Alpn::Http)).clone(),
         // Never used: without TLS settings every URL is http://.
@@ -50,7 +45,7 @@ pub fn connector(credentials: &Credentials) -> HttpsConnector<HttpConnector> {
         .with_tls_config(config)
         .https_or_http()
         .enable_http1()
-        .wrap_connector(http)
+        .wrap_connector(Connector)
 }
 
 impl Http {

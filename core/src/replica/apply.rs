@@ -251,15 +251,12 @@ impl Replica {
     /// other node applies, so its state hash diverges from there on.
     #[cfg(feature = "faults")]
     fn plant_divergence(&mut self, last: Option<LogId>) {
-        static AT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-        let at = AT.get_or_init(|| {
-            std::env::var("LOCKD_FAULT_DIVERGE_AT")
-                .ok()
-                .and_then(|v| v.parse::<u64>().ok())
-        });
-        let Some(at) = *at else {
+        let Some((at, node)) = crate::faults::get().diverge_at else {
             return;
         };
+        if node.is_some_and(|n| n != self.id) {
+            return;
+        }
         if last.is_some_and(|l| l.index >= at) && !self.fault_done {
             self.fault_done = true;
             tracing::warn!(node = self.id, "FAULT: planting a state divergence");

@@ -145,7 +145,7 @@ impl Upgrader {
         let pre = self.sm.precompiler().clone();
         let bytes = module.to_vec();
         let started = Instant::now();
-        let loaded = tokio::task::spawn_blocking(move || {
+        let loaded = crate::blocking::run(move || {
             pre.prepare(&bytes);
             pre.load(&bytes)
         })
@@ -159,7 +159,7 @@ impl Upgrader {
             .map_err(UpgradeError::Refused)?;
         let engine = self.sm.engine().clone();
         let started = Instant::now();
-        tokio::task::spawn_blocking(move || migrate(&engine, &loaded, &state, &stats).map(|_| ()))
+        crate::blocking::run(move || migrate(&engine, &loaded, &state, &stats).map(|_| ()))
             .await
             .map_err(|e| UpgradeError::Internal(format!("migrate task: {e}")))?
             .map_err(UpgradeError::Refused)?;

@@ -69,11 +69,31 @@ enum WriteReq {
     },
 }
 
+/// Who carries out the log's writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Writer {
+    /// A thread of its own, with group commit: the runtime never waits on
+    /// the disk.
+    #[default]
+    Thread,
+    /// The caller, before its write returns: one batch per request. For
+    /// the deterministic simulation, where a thread's timing would be a
+    /// source of randomness outside the seed.
+    Inline,
+}
+
+/// Where requests go: the writer thread's queue, or the log itself.
+#[derive(Clone)]
+enum Sink {
+    Thread(mpsc::Sender<WriteReq>),
+    Inline(Arc<Mutex<Wal>>),
+}
+
 /// The log store openraft owns; its reader is a clone.
 #[derive(Clone)]
 pub struct LogStore {
     shared: Arc<Shared>,
-    tx: mpsc::Sender<WriteReq>,
+    tx: Sink,
     dir: PathBuf,
     /// Modules in upgrade and shadow entries start compiling on append.
     precompiler: Option<Arc<Precompiler>>,
@@ -105,6 +125,7 @@ impl LogStore {
         dir: &Path,
         options: WalOptions,
         precompiler: Option<Arc<Precompiler>>,
+        by: Writer,
     ) -> Result<LogStore, LogOpenError> {
         let (wal, recovered) = Wal::open(&dir.join("wal"), options)?;
         if let Some(t) = &recovered.torn_tail {
@@ -133,12 +154,18 @@ impl LogStore {
             vote: Mutex::new(vote),
             stats: LogStats::default(),
         });
-        let (tx, rx) = mpsc::channel();
-        let writer_shared = shared.clone();
-        std::thread::Builder::new()
-            .name("wal-writer".into())
-            .spawn(move || writer(wal, rx, writer_shared))
-            .map_err(LogOpenError::Thread)?;
+        let tx = match by {
+            Writer::Thread => {
+                let (tx, rx) = mpsc::channel();
+                let writer_shared = shared.clone();
+                std::thread::Builder::new()
+                    .name("wal-writer".into())
+                    .spawn(move || writer(wal, rx, writer_shared))
+                    .map_err(LogOpenError::Thread)?;
+                Sink::Thread(tx)
+            }
+            Writer::Inline => Sink::Inline(Arc::new(Mutex::new(wal))),
+        };
         Ok(LogStore {
             shared,
             tx,
@@ -174,9 +201,20 @@ impl LogStore {
     }
 
     fn send(&self, req: WriteReq) -> Result<(), StorageError> {
-        self.tx.send(req).map_err(|_| {
-            StorageIOError::write_logs(AnyError::error("the log writer thread has stopped")).into()
-        })
+        match &self.tx {
+            Sink::Thread(tx) => tx.send(req).map_err(|_| {
+                StorageIOError::write_logs(AnyError::error("the log writer thread has stopped"))
+                    .into()
+            }),
+            Sink::Inline(wal) => {
+                write(
+                    &mut wal.lock().unwrap_or_else(|p| p.into_inner()),
+                    &self.shared,
+                    req,
+                );
+                Ok(())
+            }
+        }
     }
 }
 
@@ -195,6 +233,9 @@ pub(crate) fn read_meta<T: serde::de::DeserializeOwned>(
     }
 }
 
+/// Encoded entries (index, bytes) and who waits for them to be durable.
+type Appended = (Vec<(u64, Vec<u8>)>, LogFlushed<TypeConfig>);
+
 /// The writer thread: group commit.
 fn writer(mut wal: Wal, rx: mpsc::Receiver<WriteReq>, shared: Arc<Shared>) {
     let mut pending: Option<WriteReq> = None;
@@ -206,62 +247,74 @@ fn writer(mut wal: Wal, rx: mpsc::Receiver<WriteReq>, shared: Arc<Shared>) {
                 Err(_) => return, // every LogStore is gone
             },
         };
-        match first {
-            WriteReq::Append { entries, callback } => {
-                // Drain every append already queued into the same batch.
-                let mut batch = vec![(entries, callback)];
-                while let Ok(next) = rx.try_recv() {
-                    match next {
-                        WriteReq::Append { entries, callback } => batch.push((entries, callback)),
-                        other => {
-                            pending = Some(other);
-                            break;
-                        }
-                    }
+        let WriteReq::Append { entries, callback } = first else {
+            write(&mut wal, &shared, first);
+            continue;
+        };
+        // Drain every append already queued into the same batch.
+        let mut batch = vec![(entries, callback)];
+        while let Ok(next) = rx.try_recv() {
+            match next {
+                WriteReq::Append { entries, callback } => batch.push((entries, callback)),
+                other => {
+                    pending = Some(other);
+                    break;
                 }
-                let ops: Vec<WalOp> = batch
-                    .iter()
-                    .flat_map(|(entries, _)| {
-                        entries.iter().map(|(index, bytes)| WalOp::Append {
-                            index: *index,
-                            payload: bytes,
-                        })
-                    })
-                    .collect();
-                let n = ops.len() as u64;
-                let started = std::time::Instant::now();
-                let result = wal.write_batch(&ops);
-                shared.stats.fsync_latency.since(started);
-                drop(ops);
-                if result.is_ok() {
-                    shared.stats.entries.fetch_add(n, Ordering::Relaxed);
-                    shared.stats.batches.fetch_add(1, Ordering::Relaxed);
-                    shared.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-                    shared
-                        .stats
-                        .bytes
-                        .store(wal.stats().bytes, Ordering::Relaxed);
-                }
-                for (_, callback) in batch {
-                    callback.log_io_completed(result.as_ref().map(|_| ()).map_err(io_err));
-                }
-                if let Err(e) = result {
-                    tracing::error!(error = %e, "log write failed; the log is no longer writable");
-                }
-            }
-            WriteReq::Truncate { since, done } => {
-                let r = wal
-                    .write_batch(&[WalOp::Truncate { since }])
-                    .map_err(|e| e.to_string());
-                if r.is_ok() {
-                    shared.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-                }
-                let _ = done.send(r);
-            }
-            WriteReq::Purge { upto, done } => {
-                let _ = done.send(wal.purge(upto).map(|_| ()).map_err(|e| e.to_string()));
             }
         }
+        append(&mut wal, &shared, batch);
+    }
+}
+
+/// Carry out one request.
+fn write(wal: &mut Wal, shared: &Shared, req: WriteReq) {
+    match req {
+        WriteReq::Append { entries, callback } => append(wal, shared, vec![(entries, callback)]),
+        WriteReq::Truncate { since, done } => {
+            let r = wal
+                .write_batch(&[WalOp::Truncate { since }])
+                .map_err(|e| e.to_string());
+            if r.is_ok() {
+                shared.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+            }
+            let _ = done.send(r);
+        }
+        WriteReq::Purge { upto, done } => {
+            let _ = done.send(wal.purge(upto).map(|_| ()).map_err(|e| e.to_string()));
+        }
+    }
+}
+
+/// Write appends as one record with one fsync, then complete them all.
+fn append(wal: &mut Wal, shared: &Shared, batch: Vec<Appended>) {
+    let ops: Vec<WalOp> = batch
+        .iter()
+        .flat_map(|(entries, _)| {
+            entries.iter().map(|(index, bytes)| WalOp::Append {
+                index: *index,
+                payload: bytes,
+            })
+        })
+        .collect();
+    let n = ops.len() as u64;
+    let started = std::time::Instant::now();
+    let result = wal.write_batch(&ops);
+    shared.stats.fsync_latency.since(started);
+    drop(ops);
+    if result.is_ok() {
+        shared.stats.entries.fetch_add(n, Ordering::Relaxed);
+        shared.stats.batches.fetch_add(1, Ordering::Relaxed);
+        shared.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        shared
+            .stats
+            .bytes
+            .store(wal.stats().bytes, Ordering::Relaxed);
+    }
+    for (_, callback) in batch {
+        callback.log_io_completed(result.as_ref().map(|_| ()).map_err(io_err));
+    }
+    if let Err(e) = result {
+        tracing::error!(error = %e, "log write failed; the log is no longer writable");
     }
 }
 
@@ -306,7 +359,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let bytes = postcard::to_allocvec(vote)
             .map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
         let path = self.dir.join("vote");
-        tokio::task::block_in_place(|| crate::log::write_atomic(&path, &bytes))
+        super::state_machine::off_runtime(|| crate::log::write_atomic(&path, &bytes))
             .map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
         *self.shared.vote.lock().unwrap_or_else(|p| p.into_inner()) = Some(*vote);
         Ok(())
@@ -391,7 +444,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let bytes = postcard::to_allocvec(&log_id)
             .map_err(|e| StorageIOError::write_logs(AnyError::new(&e)))?;
         let path = self.dir.join("purged");
-        tokio::task::block_in_place(|| crate::log::write_atomic(&path, &bytes))
+        super::state_machine::off_runtime(|| crate::log::write_atomic(&path, &bytes))
             .map_err(|e| StorageIOError::write_logs(AnyError::new(&e)))?;
         *self
             .shared

@@ -8,20 +8,31 @@
 //! build; a build of lockd alone has none), and each acts only when its
 //! environment variable is set:
 //!
-//! * `LOCKD_FAULT_EARLY_EXPIRY`: every lease ends after a quarter of its
-//!   time;
-//! * `LOCKD_FAULT_DOUBLE_GRANT=N`: one grant in `N`
-//!   expires at once, so the key can go to another client while its holder
-//!   still holds it.
+//! * early expiry: every lease ends after a quarter of its time;
+//! * double grant: one grant in `N` expires at once, so the key can go to
+//!   another client while its holder still holds it;
+//! * never expire: no lease ends by itself (a late expiry without bound).
+//!
+//! Their switches: `lockd_core::faults`.
 
 use std::time::Duration;
+
+/// Far beyond any run: a lease that never ends by itself.
+#[cfg(feature = "faults")]
+const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// A lease of `ms`, as timed by the leader (grants, keepalives, and the
 /// restart of every lease by a new leader).
 pub(super) fn lease(ms: u64) -> Duration {
     #[cfg(feature = "faults")]
-    if faults::early_expiry() {
-        return Duration::from_millis(ms / 4);
+    {
+        let on = lockd_core::faults::get();
+        if on.never_expire {
+            return FOREVER;
+        }
+        if on.early_expiry {
+            return Duration::from_millis(ms / 4);
+        }
     }
     Duration::from_millis(ms)
 }
@@ -29,33 +40,9 @@ pub(super) fn lease(ms: u64) -> Duration {
 /// The lease of a grant that has just committed.
 pub(super) fn granted(ms: u64) -> Duration {
     #[cfg(feature = "faults")]
-    if faults::double_grant_now() {
+    if lockd_core::faults::double_grant_now() {
         tracing::warn!("FAULT: expiring a grant at once");
         return Duration::ZERO;
     }
     lease(ms)
-}
-
-#[cfg(feature = "faults")]
-mod faults {
-    use std::sync::OnceLock;
-
-    pub(super) fn early_expiry() -> bool {
-        static ON: OnceLock<bool> = OnceLock::new();
-        *ON.get_or_init(|| std::env::var_os("LOCKD_FAULT_EARLY_EXPIRY").is_some())
-    }
-
-    /// True for one call in `LOCKD_FAULT_DOUBLE_GRANT` (never when unset).
-    pub(super) fn double_grant_now() -> bool {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static ONE_IN: OnceLock<u64> = OnceLock::new();
-        static GRANTS: AtomicU64 = AtomicU64::new(0);
-        let one_in = *ONE_IN.get_or_init(|| {
-            std::env::var("LOCKD_FAULT_DOUBLE_GRANT")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0)
-        });
-        one_in > 0 && GRANTS.fetch_add(1, Ordering::Relaxed) % one_in == one_in - 1
-    }
 }

@@ -8,7 +8,6 @@
 use axum::body::Body;
 use axum::http::{Request, Response};
 use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use lockd_client::Credentials;
@@ -16,7 +15,7 @@ use lockd_client::Credentials;
 /// Sends requests to other nodes.
 #[derive(Clone)]
 pub struct Forwarder {
-    client: Client<HttpsConnector<HttpConnector>, Body>,
+    client: Client<HttpsConnector<lockd_client::net::Connector>, Body>,
     credentials: Credentials,
 }
 

@@ -11,14 +11,15 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use lockd_client::net::{BoxConn, Listener};
 use lockd_client::tls::Alpn;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::limits::{Gate, Slot};
+use super::rewind::Rewind;
 use super::tls::{Identity, TlsServer};
 use lockd_client::wire::MAGIC;
 
@@ -81,44 +82,47 @@ enum First {
     Plain(Protocol),
 }
 
-/// Peek (without consuming) until the first bytes are known, by
-/// `deadline`. `None`: the connection closed first.
-async fn sniff(stream: &TcpStream, deadline: Instant) -> std::io::Result<Option<First>> {
+/// Read until the first bytes are known, by `deadline`; they are put
+/// back in front of the stream for its handler. `None`: the connection
+/// closed first.
+async fn sniff(mut stream: BoxConn, deadline: Instant) -> std::io::Result<Option<(First, Rewind)>> {
     let mut buf = [0u8; 3];
-    loop {
-        let n = tokio::time::timeout_at(deadline, stream.peek(&mut buf))
+    let mut n = 0;
+    let first = loop {
+        let got = tokio::time::timeout_at(deadline, stream.read(&mut buf[n..]))
             .await
             .map_err(|_| {
                 std::io::Error::new(std::io::ErrorKind::TimedOut, "no bytes from the client")
             })??;
-        if n == 0 {
+        if got == 0 {
             return Ok(None);
         }
+        n += got;
         if buf[0] == TLS_HANDSHAKE {
-            return Ok(Some(First::Tls));
+            break First::Tls;
         }
         // HTTP methods never start with 'L' followed by "KD"; decide as soon
         // as the bytes seen so far rule the preface out.
         if buf[..n] != MAGIC[..n] {
-            return Ok(Some(First::Plain(Protocol::Http)));
+            break First::Plain(Protocol::Http);
         }
         if n == MAGIC.len() {
-            return Ok(Some(First::Plain(Protocol::Framed)));
+            break First::Plain(Protocol::Framed);
         }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    };
+    Ok(Some((first, Rewind::new(buf[..n].to_vec(), stream))))
 }
 
 /// Tell the connection apart and, for TLS, complete the handshake.
 async fn open(
-    stream: TcpStream,
+    stream: BoxConn,
     addr: SocketAddr,
     tls: Option<&TlsServer>,
     deadline: Instant,
     slot: Slot,
     shutdown: watch::Receiver<bool>,
 ) -> Option<Incoming> {
-    let first = match sniff(&stream, deadline).await {
+    let (first, stream) = match sniff(stream, deadline).await {
         Ok(Some(f)) => f,
         Ok(None) => return None,
         Err(e) => {
@@ -188,7 +192,7 @@ pub async fn stopping(shutdown: &mut watch::Receiver<bool>) {
 /// opening budget (the handler moves it on: see [`super::limits`]). With
 /// `tls`, TLS connections are accepted with the node's certificate.
 pub async fn serve<H, HF>(
-    listener: TcpListener,
+    mut listener: Box<dyn Listener>,
     gate: Gate,
     tls: Option<TlsServer>,
     handle: H,
@@ -222,7 +226,6 @@ pub async fn serve<H, HF>(
                 continue;
             }
         };
-        let _ = stream.set_nodelay(true);
         // One deadline for the whole opening phase (first bytes, TLS,
         // hello), not one per step.
         let deadline = Instant::now() + gate.limits().hello_timeout;

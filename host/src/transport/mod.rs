@@ -9,7 +9,7 @@
 //! version and anything else is handed to the HTTP server.
 //!
 //! ```text
-//! client/peer ─► listener (peek) ─┬─ 0x16: TLS handshake ─┬─ lockd-peer/1, lockd/1 ─► framed
+//! client/peer ─► listener (sniff) ─┬─ 0x16: TLS handshake ─┬─ lockd-peer/1, lockd/1 ─► framed
 //!                                 │                       └─ http/1.1, none ───────► HTTP (axum)
 //!                                 ├─ LKD…: framed: Hello/Welcome, then request/response frames
 //!                                 └─ else: HTTP
@@ -28,7 +28,8 @@
 //!
 //! * frames (preface, hello, envelopes, encode/decode): [`lockd_proto::wire`];
 //!   the codec: [`lockd_client::wire`].
-//! * [`listener`]: the accept loop and the sniffing of the first bytes.
+//! * [`listener`]: the accept loop and the sniffing of the first bytes
+//!   (`rewind` puts them back).
 //! * [`limits`]: the connection caps and timeouts.
 //! * [`peer`]: the client side of a framed connection, with timeouts.
 //! * [`http`]: the HTTP client for peers (forwarding to the leader, audit
@@ -40,6 +41,7 @@ pub mod http;
 pub mod limits;
 pub mod listener;
 pub mod peer;
+mod rewind;
 pub mod tls;
 
 use thiserror::Error;

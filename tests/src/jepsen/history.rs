@@ -85,22 +85,31 @@ pub struct Holding {
 
 /// The history of a run, shared by all clients.
 pub struct History {
-    start: Instant,
+    /// Milliseconds since the run started: the machine's clock, or the
+    /// simulation's.
+    clock: Box<dyn Fn() -> f64 + Send + Sync>,
     ops: Mutex<Vec<Op>>,
     holdings: Mutex<Vec<Holding>>,
 }
 
 impl History {
+    /// A history on the machine's clock, from now.
     pub fn new() -> History {
+        let start = Instant::now();
+        History::with_clock(move || start.elapsed().as_secs_f64() * 1e3)
+    }
+
+    /// A history on `clock` (milliseconds since the run started).
+    pub fn with_clock(clock: impl Fn() -> f64 + Send + Sync + 'static) -> History {
         History {
-            start: Instant::now(),
+            clock: Box::new(clock),
             ops: Mutex::new(Vec::new()),
             holdings: Mutex::new(Vec::new()),
         }
     }
 
     pub fn now(&self) -> f64 {
-        self.start.elapsed().as_secs_f64() * 1e3
+        (self.clock)()
     }
 
     pub fn record_holding(&self, h: Holding) {

@@ -10,7 +10,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use lockd_client::{AcquireOptions, Client, ClientError, ClientOptions, Credentials};
 use lockd_proto::WireError;
@@ -302,25 +304,40 @@ async fn opening(id: usize, cfg: &RunConfig, client: &Client, history: &History)
 /// The keeper's lock, taken before the faults start.
 pub struct Keeper {
     client: Client,
+    key: String,
     token: u64,
+    lease: Duration,
 }
 
 impl Keeper {
     pub async fn take(target: Target) -> Result<Keeper, ClientError> {
+        Keeper::take_for(target, KEEPER_KEY, KEEPER_LEASE).await
+    }
+
+    /// The keeper's lock on `key` with a lease of `lease`: longer than any
+    /// time the faults may leave the cluster without a quorum.
+    pub async fn take_for(
+        target: Target,
+        key: &str,
+        lease: Duration,
+    ) -> Result<Keeper, ClientError> {
         let client = target.client(Duration::from_secs(3), Duration::from_secs(2));
-        let g = client
-            .acquire(KEEPER_KEY, KEEPER_LEASE, Duration::from_secs(15))
-            .await?;
+        let g = client.acquire(key, lease, Duration::from_secs(15)).await?;
         let token = g.token();
         std::mem::forget(g); // renewed and released by hand
-        Ok(Keeper { client, token })
+        Ok(Keeper {
+            client,
+            key: key.to_string(),
+            token,
+            lease,
+        })
     }
 
     /// Renew until `stop`, then check the lock is still ours with the same
     /// token and release it. Returns the renewals and what went wrong.
     pub async fn hold(self, stop: Arc<AtomicBool>) -> (u64, Vec<Violation>) {
         let bad = |what: String| vec![Violation::new(Checker::Survived, what)];
-        let mut deadline = Instant::now() + KEEPER_LEASE;
+        let mut deadline = Instant::now() + self.lease;
         let mut renewals = 0;
         let mut last_error = String::new();
         while !stop.load(Ordering::Relaxed) {
@@ -331,7 +348,7 @@ impl Keeper {
             }))
             .await;
             let sent = Instant::now();
-            match self.client.keepalive(KEEPER_KEY, self.token).await {
+            match self.client.keepalive(&self.key, self.token).await {
                 Ok(lease) => {
                     renewals += 1;
                     deadline = sent + lease;
@@ -352,12 +369,13 @@ impl Keeper {
                 return (
                     renewals,
                     bad(format!(
-                        "no keepalive of the keeper's lock succeeded for its whole lease ({KEEPER_LEASE:?}); last error: {last_error}"
+                        "no keepalive of the keeper's lock succeeded for its whole lease ({:?}); last error: {last_error}",
+                        self.lease
                     )),
                 );
             }
         }
-        match self.client.get(KEEPER_KEY).await {
+        match self.client.get(&self.key).await {
             Ok(Some(v)) if v.token == self.token => {}
             other => {
                 return (
@@ -369,7 +387,7 @@ impl Keeper {
                 )
             }
         }
-        match self.client.release(KEEPER_KEY, self.token).await {
+        match self.client.release(&self.key, self.token).await {
             Ok(()) => (renewals, Vec::new()),
             Err(e) => (
                 renewals,

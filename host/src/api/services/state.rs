@@ -88,9 +88,9 @@ impl Services {
             .map_err(|e| ServiceError::from_raft(self.id, e, |e| e.to_string()))?;
         let sm = self.sm.clone();
         // Serialising the whole state blocks: off the async workers.
-        tokio::task::spawn_blocking(move || sm.export())
+        crate::blocking::run(move || sm.export())
             .await
-            .map_err(|e| SnapshotError::Task(e.to_string()))?
+            .map_err(SnapshotError::Task)?
             .map_err(SnapshotError::Export)
     }
 

@@ -37,6 +37,10 @@ impl Actor {
     /// come from a leader that was already deposed.
     pub(super) fn refuse_after_read_index(&mut self, req: ReqId, error: ServiceError) {
         if let Some(p) = self.pending.remove(&req) {
+            #[cfg(feature = "faults")]
+            if lockd_core::faults::get().skip_read_barrier {
+                return p.fail(error);
+            }
             let (raft, id) = (self.raft.clone(), self.id);
             self.tasks.spawn(async move {
                 let answer = match barrier::confirm(&raft, id).await {
@@ -59,6 +63,11 @@ impl Actor {
             (Pending::Acquire { key, reply }, Ok(Answer::Granted(a))) => {
                 #[cfg(feature = "faults")]
                 die_before_answer(&key);
+                #[cfg(feature = "faults")]
+                let a = Acquired {
+                    token: lockd_core::faults::reset_token(self.id).unwrap_or(a.token),
+                    ..a
+                };
                 let token = a.token;
                 if reply.send(Ok(a)).is_err() {
                     return Some(Event::Undelivered { key, token });

@@ -252,7 +252,11 @@ impl Actor {
                 },
                 Err(error) => Event::ProposalFailed { id, error },
             },
-            Msg::Leader { term } => Event::BecameLeader { term },
+            Msg::Leader { term } => {
+                #[cfg(feature = "faults")]
+                lockd_core::faults::took_over(self.id);
+                Event::BecameLeader { term }
+            }
             Msg::Follower { leader } => Event::LostLeadership { leader },
             Msg::Loaded { term, locks } => Event::TableLoaded { term, locks },
             #[cfg(feature = "faults")]

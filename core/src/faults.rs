@@ -1,0 +1,108 @@
+//! The test-only faults' switches (the `faults` feature; a build of lockd
+//! alone has none): the broken variants the checkers must catch
+//! (docs/testing.md, "Test-only faults").
+//!
+//! A process of real nodes takes them from its environment (`LOCKD_FAULT_*`,
+//! read once). The simulation runs every node of a run on one thread, and
+//! several runs side by side on other threads, so it switches them per
+//! thread ([`set`]), at run time, without building anything again.
+
+use std::cell::Cell;
+use std::sync::OnceLock;
+
+/// Which faults are on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Switches {
+    /// Every lease ends after a quarter of its time.
+    pub early_expiry: bool,
+    /// One grant in this many expires at once (0: never).
+    pub double_grant_one_in: u64,
+    /// At this applied index, the node (any node when `None`) applies one
+    /// extra command, so its state diverges.
+    pub diverge_at: Option<(u64, Option<u64>)>,
+    /// No lease ever ends by itself.
+    pub never_expire: bool,
+    /// A leader answers the grants it makes with its count of them since
+    /// it took over, from 1 (as if the token counter were reset at every
+    /// takeover).
+    pub token_reset: bool,
+    /// A refusal ("held", "not held") is answered from the leader's table
+    /// without the read barrier that proves it is still the leader.
+    pub skip_read_barrier: bool,
+}
+
+impl Switches {
+    fn from_env() -> Switches {
+        let var = |k: &str| std::env::var(k).ok();
+        Switches {
+            early_expiry: var("LOCKD_FAULT_EARLY_EXPIRY").is_some(),
+            double_grant_one_in: var("LOCKD_FAULT_DOUBLE_GRANT")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+            diverge_at: var("LOCKD_FAULT_DIVERGE_AT")
+                .and_then(|v| v.parse().ok())
+                .map(|at| (at, None)),
+            never_expire: var("LOCKD_FAULT_NEVER_EXPIRE").is_some(),
+            token_reset: var("LOCKD_FAULT_TOKEN_RESET").is_some(),
+            skip_read_barrier: var("LOCKD_FAULT_SKIP_READ_BARRIER").is_some(),
+        }
+    }
+}
+
+thread_local! {
+    static ON_THIS_THREAD: Cell<Option<Switches>> = const { Cell::new(None) };
+    static GRANTS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The faults on for code running on this thread: the thread's own (see
+/// [`set`]), else the process environment's.
+pub fn get() -> Switches {
+    static ENV: OnceLock<Switches> = OnceLock::new();
+    ON_THIS_THREAD
+        .with(Cell::get)
+        .unwrap_or_else(|| *ENV.get_or_init(Switches::from_env))
+}
+
+/// Switch this thread's faults (`None`: back to the environment's).
+pub fn set(switches: Option<Switches>) {
+    ON_THIS_THREAD.with(|s| s.set(switches));
+    GRANTS.with(|g| g.set(0));
+    TOKENS.with(|t| t.borrow_mut().clear());
+}
+
+/// Whether the grant being made now is the one in
+/// [`Switches::double_grant_one_in`] that expires at once.
+pub fn double_grant_now() -> bool {
+    let one_in = get().double_grant_one_in;
+    one_in > 0
+        && GRANTS.with(|g| {
+            let n = g.get();
+            g.set(n + 1);
+            n % one_in == one_in - 1
+        })
+}
+
+thread_local! {
+    static TOKENS: std::cell::RefCell<std::collections::BTreeMap<u64, u64>> =
+        const { std::cell::RefCell::new(std::collections::BTreeMap::new()) };
+}
+
+/// `node` took over: with [`Switches::token_reset`], its count of grants
+/// starts again from 1.
+pub fn took_over(node: u64) {
+    TOKENS.with(|t| t.borrow_mut().remove(&node));
+}
+
+/// With [`Switches::token_reset`], the token `node` reports for its next
+/// grant: its count of grants since it took over, from 1 (`None`: the
+/// fault is off).
+pub fn reset_token(node: u64) -> Option<u64> {
+    get().token_reset.then(|| {
+        TOKENS.with(|t| {
+            let mut t = t.borrow_mut();
+            let n = t.entry(node).or_insert(0);
+            *n += 1;
+            *n
+        })
+    })
+}

@@ -1,0 +1,142 @@
+//! The deterministic simulation from the command line: replay one seed,
+//! run a range of seeds, or soak for a given time.
+//!
+//! ```sh
+//! cargo run --release -p lock-tests --bin simulate -- --seed 42            # replay one, print its history
+//! cargo run --release -p lock-tests --bin simulate -- --seeds 1..10001     # a range
+//! cargo run --release -p lock-tests --bin simulate -- --minutes 30         # a soak, from a time-derived first seed
+//! cargo run --release -p lock-tests --bin simulate -- --seed 3 --control early-expiry
+//! ```
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use lock_tests::sim::{self, Control, SimConfig};
+
+/// Log lines stamped with the simulation's time (ms), not the machine's.
+struct SimTime;
+
+impl tracing_subscriber::fmt::time::FormatTime for SimTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        let ms = turmoil::sim_elapsed().map_or(0, |d| d.as_millis());
+        write!(w, "{ms:>7}ms")
+    }
+}
+
+fn control(name: &str) -> anyhow::Result<Control> {
+    Ok(match name {
+        "early-expiry" => Control::EarlyExpiry,
+        "double-grant" => Control::DoubleGrant,
+        "never-expire" => Control::NeverExpire,
+        "token-reset" => Control::TokenReset,
+        "divergence" => Control::Divergence,
+        "skip-read-barrier" => Control::SkipReadBarrier,
+        other => bail!("unknown control {other:?}"),
+    })
+}
+
+fn main() -> anyhow::Result<()> {
+    // The nodes' logs, on stderr, when asked for (`RUST_LOG=info`).
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_timer(SimTime)
+            .with_ansi(false)
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut seeds = None;
+    let mut soak = None;
+    let mut ctl = None;
+    let mut one = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--seed" => one = Some(value()?.parse::<u64>()?),
+            "--seeds" => {
+                let v = value()?;
+                let (a, b) = v.split_once("..").context("--seeds A..B")?;
+                seeds = Some(a.parse::<u64>()?..b.parse::<u64>()?);
+            }
+            "--minutes" => {
+                soak = Some(std::time::Duration::from_secs(
+                    60 * value()?.parse::<u64>()?,
+                ))
+            }
+            "--control" => ctl = Some(control(value()?)?),
+            other => bail!("unknown argument {other:?} (see the file's docs)"),
+        }
+    }
+    let cfg = |seed| SimConfig {
+        control: ctl,
+        ..SimConfig::seed(seed)
+    };
+    if let Some(seed) = one {
+        let r = sim::run(&cfg(seed));
+        print!("{}", r.history);
+        for v in &r.violations {
+            println!("violation {v}");
+        }
+        println!(
+            "seed {seed}: {} ops, {} violations, {:?} simulated",
+            r.ops,
+            r.violations.len(),
+            r.simulated
+        );
+        return Ok(());
+    }
+    let started = Instant::now();
+    let (range, until) = match (seeds, soak) {
+        (Some(r), None) => (r, None),
+        (None, Some(d)) => {
+            let first = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)?
+                .as_secs()
+                << 16;
+            (first..u64::MAX, Some(started + d))
+        }
+        _ => bail!("give --seed N, --seeds A..B or --minutes N"),
+    };
+    let next = AtomicU64::new(range.start);
+    let (done, found) = (AtomicU64::new(0), AtomicU64::new(0));
+    let stop = AtomicBool::new(false);
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= range.end || until.is_some_and(|u| Instant::now() >= u) {
+                        return;
+                    }
+                    let r = sim::run(&cfg(seed));
+                    done.fetch_add(1, Ordering::Relaxed);
+                    if !r.violations.is_empty() {
+                        found.fetch_add(1, Ordering::Relaxed);
+                        println!(
+                            "seed {seed}: {} violations; replay: {}",
+                            r.violations.len(),
+                            r.replay_command()
+                        );
+                        for v in r.violations.iter().take(4) {
+                            println!("  {v}");
+                        }
+                    }
+                }
+            });
+        }
+    });
+    println!(
+        "{} seeds in {:.0?}: {} found violations",
+        done.load(Ordering::Relaxed),
+        started.elapsed(),
+        found.load(Ordering::Relaxed)
+    );
+    if found.load(Ordering::Relaxed) > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! The negative controls: one broken variant of the service per checker,
+//! each of which *its* checker must catch within the CI seeds. They are
+//! the node's test-only faults (`lockd_core::faults`), switched for the
+//! thread a run is on, so nothing is built again for them.
+
+use lockd_core::faults::{self, Switches};
+
+use crate::jepsen::check::Checker;
+
+/// A broken variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Every lease ends after a quarter of its time.
+    EarlyExpiry,
+    /// One grant in three expires at once.
+    DoubleGrant,
+    /// No lease ever ends by itself.
+    NeverExpire,
+    /// A leader counts the tokens it hands out from 1 after each takeover.
+    TokenReset,
+    /// Node 1 applies one extra command at index 30.
+    Divergence,
+    /// "Held" and "not held" are answered without the read barrier that
+    /// proves the answering node still leads.
+    SkipReadBarrier,
+}
+
+impl Control {
+    pub const ALL: [Control; 6] = [
+        Control::EarlyExpiry,
+        Control::DoubleGrant,
+        Control::NeverExpire,
+        Control::TokenReset,
+        Control::Divergence,
+        Control::SkipReadBarrier,
+    ];
+
+    /// The checker that must catch it.
+    pub fn caught_by(self) -> Checker {
+        match self {
+            Control::EarlyExpiry => Checker::Linearizable,
+            Control::DoubleGrant => Checker::MutualExclusion,
+            Control::NeverExpire => Checker::Linearizable,
+            Control::TokenReset => Checker::Tokens,
+            Control::Divergence => Checker::Convergence,
+            Control::SkipReadBarrier => Checker::Linearizable,
+        }
+    }
+
+    fn switches(self) -> Switches {
+        let off = Switches::default();
+        match self {
+            Control::EarlyExpiry => Switches {
+                early_expiry: true,
+                ..off
+            },
+            Control::DoubleGrant => Switches {
+                double_grant_one_in: 3,
+                ..off
+            },
+            Control::NeverExpire => Switches {
+                never_expire: true,
+                ..off
+            },
+            Control::TokenReset => Switches {
+                token_reset: true,
+                ..off
+            },
+            Control::Divergence => Switches {
+                diverge_at: Some((30, Some(1))),
+                ..off
+            },
+            Control::SkipReadBarrier => Switches {
+                skip_read_barrier: true,
+                ..off
+            },
+        }
+    }
+}
+
+/// Switch this thread's faults for a run: `control`'s, or none at all
+/// (never the environment's).
+pub fn set(control: Option<Control>) {
+    faults::set(Some(control.map_or(Switches::default(), Control::switches)));
+}

@@ -1,0 +1,261 @@
+//! The simulation's nemesis: faults drawn from the seed, several at once,
+//! each healed later or at the end.
+//!
+//! A fault is one of: a partition between two nodes (both ways, or one
+//! way), a node isolated from everyone (its peers and the clients), the
+//! clients cut from one node, a link that holds every message until it is
+//! released (a slow link: the messages arrive late, in a burst), and a
+//! node crashed and later restarted on its data dir. At most
+//! [`MAX_ACTIVE`] are active at once; every [`STEP_MS`] range the nemesis
+//! either heals one or adds one.
+//!
+//! The links are kept as one desired state (which directed pairs are cut,
+//! which are held) and written to the network whole after each change, so
+//! that healing one fault never heals another's link by accident.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::jepsen::rng::Rng;
+
+/// The clients' host.
+pub const CLIENTS: &str = "clients";
+/// Faults active at once, at most.
+pub const MAX_ACTIVE: usize = 3;
+/// The nemesis acts every this many ms (at random within the range).
+pub const STEP_MS: (u64, u64) = (200, 1200);
+
+/// One fault.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Fault {
+    Partition(u64, u64),
+    OneWay { from: u64, to: u64 },
+    Isolate(u64),
+    ClientsCut(u64),
+    Hold(u64, u64),
+    Crash(u64),
+}
+
+/// What happened, and when (ms of simulated time).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub at: f64,
+    pub fault: Fault,
+    pub healed: bool,
+}
+
+/// The network and the nodes as the faults left them, from `at` (ms) on.
+#[derive(Clone, Debug, Default)]
+pub struct Links {
+    pub at: f64,
+    /// Directed (from, to) host pairs that drop every message.
+    pub cut: BTreeSet<(String, String)>,
+    /// Host pairs (the smaller name first) that hold every message.
+    pub held: BTreeSet<(String, String)>,
+    pub crashed: BTreeSet<u64>,
+}
+
+impl Links {
+    /// Whether `leader` can commit: it runs, and it exchanges messages
+    /// both ways with enough running nodes to make a majority of `nodes`.
+    pub fn quorum(&self, leader: u64, nodes: u64) -> bool {
+        if self.crashed.contains(&leader) {
+            return false;
+        }
+        let (l, ok) = (host(leader), |a: &String, b: &String| {
+            let pair = if a < b {
+                (a.clone(), b.clone())
+            } else {
+                (b.clone(), a.clone())
+            };
+            !self.cut.contains(&(a.clone(), b.clone()))
+                && !self.cut.contains(&(b.clone(), a.clone()))
+                && !self.held.contains(&pair)
+        });
+        let reached = (1..=nodes)
+            .filter(|n| *n != leader && !self.crashed.contains(n) && ok(&l, &host(*n)))
+            .count() as u64;
+        (reached + 1) * 2 > nodes
+    }
+}
+
+/// The host name of node `id`.
+pub fn host(id: u64) -> String {
+    format!("n{id}")
+}
+
+/// The nemesis of one run.
+pub struct Nemesis {
+    rng: Rng,
+    nodes: u64,
+    active: Vec<Fault>,
+    next_at: Duration,
+    pub events: Vec<Event>,
+    /// Every state of the links and nodes, in order.
+    pub timeline: Vec<Links>,
+    /// Links as last written: (from, to) host names.
+    cut: BTreeSet<(String, String)>,
+    held: BTreeSet<(String, String)>,
+}
+
+impl Nemesis {
+    pub fn new(seed: u64, nodes: u64) -> Nemesis {
+        Nemesis {
+            rng: Rng::new(seed ^ 0x5eed_fa17),
+            nodes,
+            active: Vec::new(),
+            next_at: Duration::from_millis(1000),
+            events: Vec::new(),
+            timeline: vec![Links::default()],
+            cut: BTreeSet::new(),
+            held: BTreeSet::new(),
+        }
+    }
+
+    /// Act if it is time (`now` is the simulation's elapsed time).
+    pub fn tick(&mut self, sim: &mut turmoil::Sim<'_>, now: Duration) {
+        if now < self.next_at {
+            return;
+        }
+        let (lo, hi) = STEP_MS;
+        self.next_at = now + Duration::from_millis(lo + self.rng.below(hi - lo));
+        let heal =
+            !self.active.is_empty() && (self.active.len() >= MAX_ACTIVE || self.rng.below(3) == 0);
+        if heal {
+            let i = self.rng.below(self.active.len() as u64) as usize;
+            let f = self.active.remove(i);
+            self.end(sim, now, f);
+        } else {
+            let f = self.draw();
+            if !self.active.contains(&f) && !self.crashes_quorum(&f) {
+                self.begin(sim, now, f);
+            }
+        }
+    }
+
+    /// Heal everything: every link up, every crashed node restarted.
+    pub fn heal(&mut self, sim: &mut turmoil::Sim<'_>, now: Duration) {
+        while let Some(f) = self.active.pop() {
+            self.end(sim, now, f);
+        }
+    }
+
+    /// Whether any fault is active.
+    pub fn quiet(&self) -> bool {
+        self.active.is_empty()
+    }
+
+    fn draw(&mut self) -> Fault {
+        let n = self.nodes;
+        let a = 1 + self.rng.below(n);
+        let b = 1 + (a + self.rng.below(n - 1)) % n;
+        match self.rng.below(6) {
+            0 => Fault::Partition(a.min(b), a.max(b)),
+            1 => Fault::OneWay { from: a, to: b },
+            2 => Fault::Isolate(a),
+            3 => Fault::ClientsCut(a),
+            4 => Fault::Hold(a.min(b), a.max(b)),
+            _ => Fault::Crash(a),
+        }
+    }
+
+    /// Never crash a majority at once: the run would only wait.
+    fn crashes_quorum(&self, f: &Fault) -> bool {
+        let Fault::Crash(_) = f else { return false };
+        let down = self
+            .active
+            .iter()
+            .filter(|f| matches!(f, Fault::Crash(_)))
+            .count() as u64;
+        (down + 1) * 2 >= self.nodes
+    }
+
+    fn begin(&mut self, sim: &mut turmoil::Sim<'_>, now: Duration, f: Fault) {
+        if let Fault::Crash(id) = f {
+            sim.crash(host(id));
+        }
+        self.record(now, f.clone(), false);
+        self.active.push(f);
+        self.write_links(sim);
+    }
+
+    fn end(&mut self, sim: &mut turmoil::Sim<'_>, now: Duration, f: Fault) {
+        if let Fault::Crash(id) = f {
+            sim.bounce(host(id));
+        }
+        self.record(now, f, true);
+        self.write_links(sim);
+    }
+
+    fn record(&mut self, now: Duration, fault: Fault, healed: bool) {
+        self.events.push(Event {
+            at: now.as_secs_f64() * 1e3,
+            fault,
+            healed,
+        });
+    }
+
+    /// The links the active faults want, written to the network whole:
+    /// each pair whose wanted state changed is released (held messages go
+    /// on their way), then held, then cut one way or both, as wanted.
+    fn write_links(&mut self, sim: &mut turmoil::Sim<'_>) {
+        let mut cut = BTreeSet::new();
+        let mut held = BTreeSet::new();
+        let pair = |a: String, b: String| if a < b { (a, b) } else { (b, a) };
+        let both = |set: &mut BTreeSet<(String, String)>, a: String, b: String| {
+            set.insert((a.clone(), b.clone()));
+            set.insert((b, a));
+        };
+        for f in &self.active {
+            match *f {
+                Fault::Partition(a, b) => both(&mut cut, host(a), host(b)),
+                Fault::OneWay { from, to } => {
+                    cut.insert((host(from), host(to)));
+                }
+                Fault::Isolate(a) => {
+                    for b in (1..=self.nodes).filter(|b| *b != a) {
+                        both(&mut cut, host(a), host(b));
+                    }
+                    both(&mut cut, host(a), CLIENTS.to_string());
+                }
+                Fault::ClientsCut(a) => both(&mut cut, host(a), CLIENTS.to_string()),
+                Fault::Hold(a, b) => {
+                    held.insert(pair(host(a), host(b)));
+                }
+                Fault::Crash(_) => {}
+            }
+        }
+        let changed: BTreeSet<(String, String)> = self
+            .cut
+            .symmetric_difference(&cut)
+            .map(|(a, b)| pair(a.clone(), b.clone()))
+            .chain(self.held.symmetric_difference(&held).cloned())
+            .collect();
+        for (a, b) in &changed {
+            sim.release(a.as_str(), b.as_str());
+            if held.contains(&(a.clone(), b.clone())) {
+                sim.hold(a.as_str(), b.as_str());
+            }
+            for (from, to) in [(a, b), (b, a)] {
+                if cut.contains(&(from.clone(), to.clone())) {
+                    sim.partition_oneway(from.as_str(), to.as_str());
+                }
+            }
+        }
+        self.cut = cut;
+        self.held = held;
+        self.timeline.push(Links {
+            at: self.events.last().map_or(0.0, |e| e.at),
+            cut: self.cut.clone(),
+            held: self.held.clone(),
+            crashed: self
+                .active
+                .iter()
+                .filter_map(|f| match f {
+                    Fault::Crash(id) => Some(*id),
+                    _ => None,
+                })
+                .collect(),
+        });
+    }
+}

@@ -1,0 +1,90 @@
+//! turmoil's simulated network behind lockd's network seam
+//! (`lockd_client::net`): every connection the nodes and the clients open
+//! or accept in a simulation is a turmoil stream, which the simulation
+//! delays, holds, partitions and breaks under its seed.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::future::BoxFuture;
+use lockd_client::net::{BoxConn, Conn, Listener, Net};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// The simulated network.
+pub struct Turmoil;
+
+/// Make the simulated network this process's. Every test of the
+/// simulation's binary calls it first; the binary opens no real socket.
+pub fn install() {
+    let _ = lockd_client::net::install(Arc::new(Turmoil));
+}
+
+struct Stream(turmoil::net::TcpStream);
+
+impl Conn for Stream {
+    fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.0.peer_addr()
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+    }
+}
+
+struct Bound(turmoil::net::TcpListener);
+
+impl Listener for Bound {
+    fn accept(&mut self) -> BoxFuture<'_, io::Result<(BoxConn, SocketAddr)>> {
+        Box::pin(async move {
+            let (s, a) = self.0.accept().await?;
+            Ok((Box::new(Stream(s)) as BoxConn, a))
+        })
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
+}
+
+impl Net for Turmoil {
+    fn connect<'a>(&'a self, addr: &'a str) -> BoxFuture<'a, io::Result<BoxConn>> {
+        Box::pin(async move {
+            let s = turmoil::net::TcpStream::connect(addr).await?;
+            Ok(Box::new(Stream(s)) as BoxConn)
+        })
+    }
+
+    fn bind<'a>(&'a self, addr: &'a str) -> BoxFuture<'a, io::Result<Box<dyn Listener>>> {
+        Box::pin(async move {
+            let l = turmoil::net::TcpListener::bind(addr).await?;
+            Ok(Box::new(Bound(l)) as Box<dyn Listener>)
+        })
+    }
+}
