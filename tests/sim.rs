@@ -12,7 +12,7 @@ use lock_tests::sim::{self, Control, SimConfig, SimReport};
 /// `cargo run --release -p lock-tests --bin simulate`).
 const CI_SEEDS: u64 = 200;
 /// Seeds a negative control may take to be caught.
-const CONTROL_SEEDS: u64 = 10;
+const CONTROL_SEEDS: u64 = 20;
 
 fn summary(r: &SimReport) -> String {
     format!(

@@ -2,8 +2,9 @@
 //! each healed later or at the end.
 //!
 //! A fault is one of: a partition between two nodes (both ways, or one
-//! way), a node isolated from everyone (its peers and the clients), the
-//! clients cut from one node, a link that holds every message until it is
+//! way), a node isolated from everyone (its peers and the clients), a node
+//! cut from its peers only (the clients can still ask it), the clients cut
+//! from one node, a link that holds every message until it is
 //! released (a slow link: the messages arrive late, in a burst), and a
 //! node crashed and later restarted on its data dir. At most
 //! [`MAX_ACTIVE`] are active at once; every [`STEP_MS`] range the nemesis
@@ -29,8 +30,14 @@ pub const STEP_MS: (u64, u64) = (200, 1200);
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Fault {
     Partition(u64, u64),
-    OneWay { from: u64, to: u64 },
+    OneWay {
+        from: u64,
+        to: u64,
+    },
     Isolate(u64),
+    /// Cut from the other nodes, still reachable by the clients: a
+    /// deposed leader that clients can still ask.
+    PeersCut(u64),
     ClientsCut(u64),
     Hold(u64, u64),
     Crash(u64),
@@ -149,12 +156,13 @@ impl Nemesis {
         let n = self.nodes;
         let a = 1 + self.rng.below(n);
         let b = 1 + (a + self.rng.below(n - 1)) % n;
-        match self.rng.below(6) {
+        match self.rng.below(7) {
             0 => Fault::Partition(a.min(b), a.max(b)),
             1 => Fault::OneWay { from: a, to: b },
             2 => Fault::Isolate(a),
             3 => Fault::ClientsCut(a),
             4 => Fault::Hold(a.min(b), a.max(b)),
+            5 => Fault::PeersCut(a),
             _ => Fault::Crash(a),
         }
     }
@@ -217,6 +225,11 @@ impl Nemesis {
                         both(&mut cut, host(a), host(b));
                     }
                     both(&mut cut, host(a), CLIENTS.to_string());
+                }
+                Fault::PeersCut(a) => {
+                    for b in (1..=self.nodes).filter(|b| *b != a) {
+                        both(&mut cut, host(a), host(b));
+                    }
                 }
                 Fault::ClientsCut(a) => both(&mut cut, host(a), CLIENTS.to_string()),
                 Fault::Hold(a, b) => {

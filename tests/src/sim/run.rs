@@ -327,6 +327,13 @@ async fn clients(
         }
     }
     let keeper = keeper?;
+    let upgraded = cfg.upgrade_at.map(|at| {
+        let target = target.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(at).await;
+            upgrade(&target, crate::fixtures::LOCK_SM_V2).await
+        })
+    });
     let keeper = tokio::spawn(keeper.hold(stop.clone()));
     let workers: Vec<_> = (0..cfg.clients)
         .map(|id| {
@@ -361,6 +368,16 @@ async fn clients(
             0
         }
     };
+    if let Some(u) = upgraded {
+        match u.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => violations.push(Violation::new(Checker::Harness, e)),
+            Err(e) => violations.push(Violation::new(
+                Checker::Harness,
+                format!("the upgrade task failed: {e}"),
+            )),
+        }
+    }
     let bound = Duration::from_millis(cfg.lease_ms * 2 + 4 * ELECTION_MS + 3000);
     let (served, v) = workload::waiters(
         cfg.clients,
@@ -372,9 +389,12 @@ async fn clients(
     .await;
     violations.extend(v);
     let finals = final_state(&target, &history).await;
-    let module = cfg
-        .mixed
-        .then(|| lockd_core::engine::ModuleHash::of(crate::fixtures::LOCK_SM_WORLD02).to_string());
+    let module = match (cfg.mixed, cfg.upgrade_at) {
+        (true, _) => Some(crate::fixtures::LOCK_SM_WORLD02),
+        (false, Some(_)) => Some(crate::fixtures::LOCK_SM_V2),
+        (false, None) => None,
+    }
+    .map(|m| lockd_core::engine::ModuleHash::of(m).to_string());
     violations.extend(converged(&target, module).await);
     *outcome.lock().unwrap_or_else(|p| p.into_inner()) = Outcome {
         violations,
@@ -385,12 +405,13 @@ async fn clients(
     Ok(())
 }
 
-/// Put `module` in by a hot upgrade, retried through leader changes.
-async fn upgrade(target: &Target, module: &[u8]) -> turmoil::Result {
+/// Put `module` in by a hot upgrade, retried through leader changes and
+/// faults (each try may meet a node cut off, or a dying leader).
+async fn upgrade(target: &Target, module: &[u8]) -> Result<(), String> {
     let client = target.client(Duration::from_secs(3), Duration::from_secs(2));
     let admin = lockd_client::admin::Admin::new(client, target.endpoints.clone());
     let mut last = String::new();
-    for _ in 0..20 {
+    for _ in 0..100 {
         match admin.upgrade(module.to_vec(), None, true).await {
             Ok(_) => return Ok(()),
             Err(e) if e.to_string().contains("already the active module") => return Ok(()),
@@ -398,7 +419,7 @@ async fn upgrade(target: &Target, module: &[u8]) -> turmoil::Result {
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    Err(format!("the upgrade to the 0.2 module did not go in: {last}").into())
+    Err(format!("the upgrade did not go in: {last}"))
 }
 
 /// Each mutex key's holder, read through the leader after the run.
