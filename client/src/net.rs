@@ -118,40 +118,70 @@ pub async fn bind(addr: &str) -> io::Result<Box<dyn Listener>> {
     get().bind(addr).await
 }
 
-/// hyper's view of a [`BoxConn`].
-pub struct HttpConn(BoxConn);
+/// A stream of another kind as a [`Conn`]: the simulation's sockets, a
+/// test's pipe, and a [`BoxConn`] as hyper's connection.
+pub struct Socket<S> {
+    stream: S,
+    peer: Option<SocketAddr>,
+}
 
-impl Connection for HttpConn {
+impl<S> Socket<S> {
+    /// `stream`, connected to `peer` (`None`: not known).
+    pub fn new(stream: S, peer: Option<SocketAddr>) -> Socket<S> {
+        Socket { stream, peer }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static> Conn for Socket<S> {
+    fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.peer
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "peer address not known"))
+    }
+}
+
+impl<S> Connection for Socket<S> {
     fn connected(&self) -> Connected {
         Connected::new()
     }
 }
 
-impl AsyncRead for HttpConn {
+impl<S: AsyncRead + Unpin> AsyncRead for Socket<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
     }
 }
 
-impl AsyncWrite for HttpConn {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Socket<S> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
     }
 }
 
@@ -161,7 +191,7 @@ impl AsyncWrite for HttpConn {
 pub struct Connector;
 
 impl tower_service::Service<Uri> for Connector {
-    type Response = TokioIo<HttpConn>;
+    type Response = TokioIo<Socket<BoxConn>>;
     type Error = io::Error;
     type Future = Pin<Box<dyn Future<Output = io::Result<Self::Response>> + Send>>;
 
@@ -179,7 +209,8 @@ impl tower_service::Service<Uri> for Connector {
                 _ => 80,
             });
             let conn = connect(&format!("{host}:{port}")).await?;
-            Ok(TokioIo::new(HttpConn(conn)))
+            let peer = conn.peer_addr().ok();
+            Ok(TokioIo::new(Socket::new(conn, peer)))
         })
     }
 }

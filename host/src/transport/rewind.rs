@@ -88,50 +88,16 @@ impl AsyncWrite for Rewind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lockd_client::net::Socket;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    struct Pipe(tokio::io::DuplexStream);
-
-    impl Conn for Pipe {
-        fn peer_addr(&self) -> io::Result<SocketAddr> {
-            Ok(SocketAddr::from(([127, 0, 0, 1], 1)))
-        }
-    }
-
-    impl AsyncRead for Pipe {
-        fn poll_read(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &mut ReadBuf<'_>,
-        ) -> Poll<io::Result<()>> {
-            Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
-        }
-    }
-
-    impl AsyncWrite for Pipe {
-        fn poll_write(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
-        }
-
-        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut self.get_mut().0).poll_flush(cx)
-        }
-
-        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
-        }
-    }
 
     #[tokio::test]
     async fn the_prefix_is_read_first_then_the_stream() {
         let (a, mut b) = tokio::io::duplex(64);
         b.write_all(b"def").await.unwrap();
         drop(b);
-        let mut r = Rewind::new(b"abc".to_vec(), Box::new(Pipe(a)));
+        let pipe = Socket::new(a, Some(SocketAddr::from(([127, 0, 0, 1], 1))));
+        let mut r = Rewind::new(b"abc".to_vec(), Box::new(pipe));
         let mut small = [0u8; 2];
         r.read_exact(&mut small).await.unwrap();
         assert_eq!(&small, b"ab");

@@ -8,7 +8,7 @@
 //! cargo run --release -p lock-tests --bin simulate -- --seed 3 --control early-expiry
 //! ```
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -25,14 +25,9 @@ impl tracing_subscriber::fmt::time::FormatTime for SimTime {
 }
 
 fn control(name: &str) -> anyhow::Result<Control> {
-    Ok(match name {
-        "early-expiry" => Control::EarlyExpiry,
-        "double-grant" => Control::DoubleGrant,
-        "never-expire" => Control::NeverExpire,
-        "token-reset" => Control::TokenReset,
-        "divergence" => Control::Divergence,
-        "skip-read-barrier" => Control::SkipReadBarrier,
-        other => bail!("unknown control {other:?}"),
+    Control::named(name).with_context(|| {
+        let names: Vec<&str> = Control::ALL.iter().map(|c| c.name()).collect();
+        format!("unknown control {name:?}; one of {}", names.join(", "))
     })
 }
 
@@ -100,28 +95,45 @@ fn main() -> anyhow::Result<()> {
         }
         _ => bail!("give --seed N, --seeds A..B or --minutes N"),
     };
+    let me = std::env::current_exe()?;
     let next = AtomicU64::new(range.start);
     let (done, found) = (AtomicU64::new(0), AtomicU64::new(0));
-    let stop = AtomicBool::new(false);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
+                loop {
                     let seed = next.fetch_add(1, Ordering::Relaxed);
                     if seed >= range.end || until.is_some_and(|u| Instant::now() >= u) {
                         return;
                     }
-                    let r = sim::run(&cfg(seed));
+                    // A process per seed: a run that is not the first of its
+                    // process may take another path (docs/testing.md), and
+                    // every seed found must replay with the command printed.
+                    let mut child = std::process::Command::new(&me);
+                    child.args(["--seed", &seed.to_string()]);
+                    if let Some(c) = ctl {
+                        child.args(["--control", c.name()]);
+                    }
+                    let out = match child.output() {
+                        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+                        Ok(o) => format!(
+                            "violation [Harness] seed {seed} ended with {}: {}",
+                            o.status,
+                            String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
+                        ),
+                        Err(e) => format!("violation [Harness] cannot run seed {seed}: {e}"),
+                    };
                     done.fetch_add(1, Ordering::Relaxed);
-                    if !r.violations.is_empty() {
+                    let violations: Vec<&str> =
+                        out.lines().filter(|l| l.starts_with("violation ")).collect();
+                    if !violations.is_empty() {
                         found.fetch_add(1, Ordering::Relaxed);
                         println!(
-                            "seed {seed}: {} violations; replay: {}",
-                            r.violations.len(),
-                            r.replay_command()
+                            "seed {seed}: {} violations; replay: cargo run --release -p lock-tests --bin simulate -- --seed {seed}",
+                            violations.len()
                         );
-                        for v in r.violations.iter().take(4) {
+                        for v in violations.iter().take(4) {
                             println!("  {v}");
                         }
                     }

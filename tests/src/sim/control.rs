@@ -35,6 +35,23 @@ impl Control {
         Control::SkipReadBarrier,
     ];
 
+    /// Its name on the `simulate` command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Control::EarlyExpiry => "early-expiry",
+            Control::DoubleGrant => "double-grant",
+            Control::NeverExpire => "never-expire",
+            Control::TokenReset => "token-reset",
+            Control::Divergence => "divergence",
+            Control::SkipReadBarrier => "skip-read-barrier",
+        }
+    }
+
+    /// The control named `name` (see [`Control::name`]).
+    pub fn named(name: &str) -> Option<Control> {
+        Control::ALL.into_iter().find(|c| c.name() == name)
+    }
+
     /// The checker that must catch it.
     pub fn caught_by(self) -> Checker {
         match self {

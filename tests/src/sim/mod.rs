@@ -36,17 +36,22 @@
 //! * [`faults`]: the nemesis (several faults at once, healed at random).
 //! * [`control`]: the broken variants (negative controls), switched per
 //!   run without a rebuild.
-//! * `run`: one seed's run and its checks.
+//! * `run`: one seed's run: the hosts, the steps, the checks.
+//! * `clients`: the clients' host (workload, upgrade, waiters, final
+//!   reads, convergence).
+//! * `horizon`: the latest a lease may end, from what the run saw.
 
+mod clients;
 pub mod control;
 pub mod faults;
+mod horizon;
 pub mod net;
 mod run;
 
 use std::time::Duration;
 
 pub use control::Control;
-pub use run::{ELECTION_MS, HEARTBEAT_MS};
+pub use run::{open_module_cache, ELECTION_MS, HEARTBEAT_MS, MODULE_CACHE_VAR};
 
 use crate::jepsen::check::Violation;
 
@@ -120,24 +125,6 @@ pub struct SimReport {
 }
 
 impl SimReport {
-    /// The report of a run that panicked.
-    pub fn panicked(seed: u64, what: String) -> SimReport {
-        SimReport {
-            seed,
-            ops: 0,
-            granted: 0,
-            faults: 0,
-            takeovers: 0,
-            keeper_renewals: 0,
-            simulated: Duration::ZERO,
-            history: String::new(),
-            violations: vec![Violation::new(
-                crate::jepsen::check::Checker::Harness,
-                format!("the run panicked: {what}"),
-            )],
-        }
-    }
-
     /// The command that replays this run.
     pub fn replay_command(&self) -> String {
         format!(

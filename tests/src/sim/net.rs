@@ -5,13 +5,10 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
-use lockd_client::net::{BoxConn, Conn, Listener, Net};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use lockd_client::net::{BoxConn, Listener, Net, Socket};
 
 /// The simulated network.
 pub struct Turmoil;
@@ -22,49 +19,13 @@ pub fn install() {
     let _ = lockd_client::net::install(Arc::new(Turmoil));
 }
 
-struct Stream(turmoil::net::TcpStream);
-
-impl Conn for Stream {
-    fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.0.peer_addr()
-    }
-}
-
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
-    }
-}
-
 struct Bound(turmoil::net::TcpListener);
 
 impl Listener for Bound {
     fn accept(&mut self) -> BoxFuture<'_, io::Result<(BoxConn, SocketAddr)>> {
         Box::pin(async move {
             let (s, a) = self.0.accept().await?;
-            Ok((Box::new(Stream(s)) as BoxConn, a))
+            Ok((Box::new(Socket::new(s, Some(a))) as BoxConn, a))
         })
     }
 
@@ -77,7 +38,8 @@ impl Net for Turmoil {
     fn connect<'a>(&'a self, addr: &'a str) -> BoxFuture<'a, io::Result<BoxConn>> {
         Box::pin(async move {
             let s = turmoil::net::TcpStream::connect(addr).await?;
-            Ok(Box::new(Stream(s)) as BoxConn)
+            let peer = s.peer_addr().ok();
+            Ok(Box::new(Socket::new(s, peer)) as BoxConn)
         })
     }
 

@@ -1,0 +1,228 @@
+//! The clients' host of a run: the keeper and the workers through the
+//! faults, a module upgrade when the run has one, then the waiters, the
+//! final reads and the convergence check.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::run::ELECTION_MS;
+use super::SimConfig;
+use crate::jepsen::check::{Checker, Final, Violation};
+use crate::jepsen::history::History;
+use crate::jepsen::register::FencedRegister;
+use crate::jepsen::workload::{self, Keeper, Target};
+use crate::jepsen::RunConfig;
+
+/// What the clients' host hands back.
+#[derive(Default)]
+pub(super) struct Outcome {
+    pub(super) violations: Vec<Violation>,
+    pub(super) finals: BTreeMap<String, Final>,
+    pub(super) keeper_renewals: u64,
+    pub(super) served: usize,
+}
+
+/// The clients' host: the keeper and the workers until `stop`, then the
+/// waiters, the final reads and the convergence check.
+pub(super) async fn clients(
+    cfg: SimConfig,
+    target: Target,
+    history: Arc<History>,
+    register: Arc<FencedRegister>,
+    stop: Arc<AtomicBool>,
+    outcome: Arc<Mutex<Outcome>>,
+) -> turmoil::Result {
+    let run = RunConfig {
+        nodes: cfg.nodes,
+        clients: cfg.clients,
+        keys: cfg.keys,
+        seed: cfg.seed,
+        lease_ms: cfg.lease_ms,
+        secure: false,
+        mixed: cfg.mixed,
+        ..RunConfig::default()
+    };
+    let mut violations = Vec::new();
+    if cfg.mixed {
+        upgrade(&target, crate::fixtures::LOCK_SM_WORLD02).await?;
+    }
+    // Its lease outlasts every fault: several at once may leave the
+    // cluster without a quorum for most of the faults' time. An acquire
+    // whose outcome is unknown (the first elections are still settling)
+    // may have left its key held: the next try takes another key.
+    let mut keeper = Err(String::new());
+    for attempt in 0..5 {
+        let key = format!("keeper{attempt}");
+        match Keeper::take_for(target.clone(), &key, cfg.duration * 4).await {
+            Ok(k) => {
+                keeper = Ok(k);
+                break;
+            }
+            Err(e) => keeper = Err(format!("the keeper's lock, before any fault: {e}")),
+        }
+    }
+    let keeper = keeper?;
+    let upgraded = cfg.upgrade_at.map(|at| {
+        let target = target.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(at).await;
+            upgrade(&target, crate::fixtures::LOCK_SM_V2).await
+        })
+    });
+    let keeper = tokio::spawn(keeper.hold(stop.clone()));
+    let workers: Vec<_> = (0..cfg.clients)
+        .map(|id| {
+            tokio::spawn(workload::worker(
+                id,
+                run.clone(),
+                target.clone(),
+                history.clone(),
+                register.clone(),
+                stop.clone(),
+            ))
+        })
+        .collect();
+    for (id, w) in workers.into_iter().enumerate() {
+        if let Err(e) = w.await {
+            violations.push(Violation::new(
+                Checker::Harness,
+                format!("client {id} failed: {e}"),
+            ));
+        }
+    }
+    let keeper_renewals = match keeper.await {
+        Ok((renewals, v)) => {
+            violations.extend(v);
+            renewals
+        }
+        Err(e) => {
+            violations.push(Violation::new(
+                Checker::Harness,
+                format!("the keeper failed: {e}"),
+            ));
+            0
+        }
+    };
+    if let Some(u) = upgraded {
+        match u.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => violations.push(Violation::new(Checker::Harness, e)),
+            Err(e) => violations.push(Violation::new(
+                Checker::Harness,
+                format!("the upgrade task failed: {e}"),
+            )),
+        }
+    }
+    let bound = Duration::from_millis(cfg.lease_ms * 2 + 4 * ELECTION_MS + 3000);
+    let (served, v) = workload::waiters(
+        cfg.clients,
+        cfg.keys,
+        target.clone(),
+        history.clone(),
+        bound,
+    )
+    .await;
+    violations.extend(v);
+    let finals = final_state(&target, &history).await;
+    let module = match (cfg.mixed, cfg.upgrade_at) {
+        (true, _) => Some(crate::fixtures::LOCK_SM_WORLD02),
+        (false, Some(_)) => Some(crate::fixtures::LOCK_SM_V2),
+        (false, None) => None,
+    }
+    .map(|m| lockd_core::engine::ModuleHash::of(m).to_string());
+    violations.extend(converged(&target, module).await);
+    *outcome.lock().unwrap_or_else(|p| p.into_inner()) = Outcome {
+        violations,
+        finals,
+        keeper_renewals,
+        served,
+    };
+    Ok(())
+}
+
+/// Put `module` in by a hot upgrade, retried through leader changes and
+/// faults (each try may meet a node cut off, or a dying leader).
+async fn upgrade(target: &Target, module: &[u8]) -> Result<(), String> {
+    let client = target.client(Duration::from_secs(3), Duration::from_secs(2));
+    let admin = lockd_client::admin::Admin::new(client, target.endpoints.clone());
+    let mut last = String::new();
+    for _ in 0..100 {
+        match admin.upgrade(module.to_vec(), None, true).await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.to_string().contains("already the active module") => return Ok(()),
+            Err(e) => last = e.to_string(),
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    Err(format!("the upgrade did not go in: {last}"))
+}
+
+/// Each mutex key's holder, read through the leader after the run.
+async fn final_state(target: &Target, history: &History) -> BTreeMap<String, Final> {
+    let keys: std::collections::BTreeSet<String> = history
+        .ops()
+        .into_iter()
+        .filter(|o| !o.call.is_shared_or_counted())
+        .map(|o| o.key)
+        .collect();
+    let client = target.client(Duration::from_secs(10), Duration::from_secs(2));
+    let mut out = BTreeMap::new();
+    for key in keys {
+        let at = history.now();
+        let holder = client
+            .get(&key)
+            .await
+            .map(|v| v.map(|v| v.token))
+            .map_err(|e| e.to_string());
+        out.insert(key, Final { at, holder });
+    }
+    out
+}
+
+/// Every node on the same applied index, state hash and module (`module`
+/// when given), within a bound.
+async fn converged(target: &Target, module: Option<String>) -> Vec<Violation> {
+    let client = target.client(Duration::from_secs(2), Duration::from_secs(1));
+    let mut last = String::new();
+    for _ in 0..100 {
+        let mut seen = Vec::new();
+        for e in &target.endpoints {
+            match client.status_of(e).await {
+                Ok(s) => seen.push((
+                    s.applied_index,
+                    format!("{} module {}", s.state_hash, s.module_hash),
+                    s.commit_index,
+                )),
+                Err(err) => last = format!("{e}: {err}"),
+            }
+        }
+        if seen.len() == target.endpoints.len() {
+            let (applied, hash, _) = &seen[0];
+            let caught_up = seen.iter().all(|(a, _, c)| a == applied && c == applied);
+            if caught_up {
+                let wrong_module = module
+                    .as_ref()
+                    .filter(|m| !hash.ends_with(m.as_str()))
+                    .map(|m| format!("the nodes run {hash}, not module {m}"));
+                return match seen.iter().find(|(_, h, _)| h != hash) {
+                    None => wrong_module
+                        .map(|w| Violation::new(Checker::Convergence, w))
+                        .into_iter()
+                        .collect(),
+                    Some(_) => vec![Violation::new(
+                        Checker::Convergence,
+                        format!("state hashes differ at applied index {applied}: {seen:?}"),
+                    )],
+                };
+            }
+            last = format!("not caught up: {seen:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    vec![Violation::new(
+        Checker::Convergence,
+        format!("the nodes did not converge within 10 s: {last}"),
+    )]
+}
