@@ -164,14 +164,20 @@ async fn run(
                 replies.push(g.reply);
             }
             let started = std::time::Instant::now();
+            let write = raft.client_write(Request::Commands(entry));
+            tokio::pin!(write);
+            let answered = |w: Result<_, _>| w.map_err(|e| ServiceError::from_raft(id, e, |e| e.to_string()));
             let written = tokio::select! {
                 biased;
-                w = raft.client_write(Request::Commands(entry)) => {
-                    w.map_err(|e| ServiceError::from_raft(id, e, |e| e.to_string()))
-                }
-                () = leadership_ends(&raft, id) => Err(ServiceError::Unavailable(format!(
-                    "node {id} stopped leading while the entry was in flight; it may or may not commit"
-                ))),
+                w = &mut write => answered(w),
+                // openraft's own answer says more (a fatal error, the new
+                // leader): wait a little for it before giving up on it.
+                () = leadership_ends(&raft, id) => match tokio::time::timeout(ANSWER_GRACE, &mut write).await {
+                    Ok(w) => answered(w),
+                    Err(_) => Err(ServiceError::Unavailable(format!(
+                        "node {id} stopped leading while the entry was in flight; it may or may not commit"
+                    ))),
+                },
             };
             commit.since(started);
             let result = match written {
@@ -208,6 +214,10 @@ async fn run(
         });
     }
 }
+
+/// How long a write whose node stopped leading still waits for openraft's
+/// answer (see [`leadership_ends`]).
+const ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Resolves when this node, leading now, stops leading the term it leads
 /// now; never when it does not lead now (its write is refused at once,
