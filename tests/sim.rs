@@ -40,10 +40,7 @@ impl Run {
     }
 
     fn replay(&self) -> String {
-        format!(
-            "cargo run --release -p lock-tests --bin simulate -- --seed {}",
-            self.seed
-        )
+        sim::replay_command(self.seed)
     }
 }
 
@@ -53,7 +50,7 @@ fn module_cache() -> &'static std::path::Path {
     static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim-module-cache");
-        sim::open_module_cache(&dir);
+        drop(sim::open_module_cache(&dir));
         dir
     })
 }

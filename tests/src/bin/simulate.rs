@@ -116,22 +116,30 @@ fn main() -> anyhow::Result<()> {
                         child.args(["--control", c.name()]);
                     }
                     let out = match child.output() {
-                        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+                        Ok(o) if o.status.success() => {
+                            String::from_utf8_lossy(&o.stdout).into_owned()
+                        }
                         Ok(o) => format!(
                             "violation [Harness] seed {seed} ended with {}: {}",
                             o.status,
-                            String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
+                            String::from_utf8_lossy(&o.stderr)
+                                .lines()
+                                .last()
+                                .unwrap_or("")
                         ),
                         Err(e) => format!("violation [Harness] cannot run seed {seed}: {e}"),
                     };
                     done.fetch_add(1, Ordering::Relaxed);
-                    let violations: Vec<&str> =
-                        out.lines().filter(|l| l.starts_with("violation ")).collect();
+                    let violations: Vec<&str> = out
+                        .lines()
+                        .filter(|l| l.starts_with("violation "))
+                        .collect();
                     if !violations.is_empty() {
                         found.fetch_add(1, Ordering::Relaxed);
                         println!(
-                            "seed {seed}: {} violations; replay: cargo run --release -p lock-tests --bin simulate -- --seed {seed}",
-                            violations.len()
+                            "seed {seed}: {} violations; replay: {}",
+                            violations.len(),
+                            sim::replay_command(seed)
                         );
                         for v in violations.iter().take(4) {
                             println!("  {v}");

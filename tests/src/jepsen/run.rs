@@ -167,19 +167,7 @@ pub fn run(cfg: RunConfig) -> Report {
             }
         }
     });
-    let keeper_renewals = match rt.block_on(keeper) {
-        Ok((renewals, v)) => {
-            violations.extend(v);
-            renewals
-        }
-        Err(e) => {
-            violations.push(Violation::new(
-                Checker::Harness,
-                format!("the keeper failed: {e}"),
-            ));
-            0
-        }
-    };
+    let keeper_renewals = workload::keeper_outcome(rt.block_on(keeper), &mut violations);
     // 5. After healing, every client that waits is served within a bound.
     let bound = Duration::from_millis(cfg.lease_ms * 2 + 4 * ELECTION_MS + 3000);
     let (served, v) = rt.block_on(workload::waiters(

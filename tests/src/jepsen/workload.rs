@@ -397,6 +397,27 @@ impl Keeper {
     }
 }
 
+/// The keeper task's renewals, its violations added to `violations` (a
+/// keeper that panicked is a broken run).
+pub fn keeper_outcome(
+    joined: Result<(u64, Vec<Violation>), tokio::task::JoinError>,
+    violations: &mut Vec<Violation>,
+) -> u64 {
+    match joined {
+        Ok((renewals, v)) => {
+            violations.extend(v);
+            renewals
+        }
+        Err(e) => {
+            violations.push(Violation::new(
+                Checker::Harness,
+                format!("the keeper failed: {e}"),
+            ));
+            0
+        }
+    }
+}
+
 /// After the faults heal, one client per key waits for it; each must be
 /// served within `bound`. Returns how many were.
 pub async fn waiters(

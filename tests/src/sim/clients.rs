@@ -92,19 +92,7 @@ pub(super) async fn clients(
             ));
         }
     }
-    let keeper_renewals = match keeper.await {
-        Ok((renewals, v)) => {
-            violations.extend(v);
-            renewals
-        }
-        Err(e) => {
-            violations.push(Violation::new(
-                Checker::Harness,
-                format!("the keeper failed: {e}"),
-            ));
-            0
-        }
-    };
+    let keeper_renewals = workload::keeper_outcome(keeper.await, &mut violations);
     if let Some(u) = upgraded {
         match u.await {
             Ok(Ok(())) => {}

@@ -124,14 +124,9 @@ pub struct SimReport {
     pub violations: Vec<Violation>,
 }
 
-impl SimReport {
-    /// The command that replays this run.
-    pub fn replay_command(&self) -> String {
-        format!(
-            "cargo run --release -p lock-tests --bin simulate -- --seed {}",
-            self.seed
-        )
-    }
+/// The command that replays the run of `seed`.
+pub fn replay_command(seed: u64) -> String {
+    format!("cargo run --release -p lock-tests --bin simulate -- --seed {seed}")
 }
 
 /// Run one seed.

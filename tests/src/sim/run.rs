@@ -74,17 +74,16 @@ thread_local! {
                 (own.path().to_path_buf(), Some(own))
             }
         };
-        let engine = WasmEngine::new(NodeConfig::default().engine, Some(dir.join("cache")))
-            .expect("the wasm engine");
-        (Arc::new(engine), own)
+        (Arc::new(open_module_cache(&dir)), own)
     };
 }
 
-/// Make `dir` ready as a shared module cache (its key written) before
-/// several processes open it at once.
-pub fn open_module_cache(dir: &Path) {
+/// An engine with the nodes' settings and its compiled-module cache in
+/// `dir`; opening it first makes `dir` ready (its key written) for several
+/// processes to open at once.
+pub fn open_module_cache(dir: &Path) -> WasmEngine {
     WasmEngine::new(NodeConfig::default().engine, Some(dir.join("cache")))
-        .expect("the shared module cache");
+        .expect("the wasm engine and its module cache")
 }
 
 fn engine() -> Arc<WasmEngine> {
