@@ -29,6 +29,9 @@ pub struct Switches {
     /// A refusal ("held", "not held") is answered from the leader's table
     /// without the read barrier that proves it is still the leader.
     pub skip_read_barrier: bool,
+    /// The WAL acknowledges a batch without syncing it (the negative
+    /// control of the simulated disk, whose crashes lose unsynced writes).
+    pub ack_before_sync: bool,
 }
 
 impl Switches {
@@ -45,6 +48,7 @@ impl Switches {
             never_expire: var("LOCKD_FAULT_NEVER_EXPIRE").is_some(),
             token_reset: var("LOCKD_FAULT_TOKEN_RESET").is_some(),
             skip_read_barrier: var("LOCKD_FAULT_SKIP_READ_BARRIER").is_some(),
+            ack_before_sync: var("LOCKD_FAULT_ACK_BEFORE_SYNC").is_some(),
         }
     }
 }

@@ -156,7 +156,7 @@ impl Node {
             token: None,
         };
         let dir = config.data_dir.clone();
-        std::fs::create_dir_all(&dir).map_err(|e| data_err(&dir, e))?;
+        crate::log::create_dir_durably(&dir).map_err(|e| data_err(&dir, e))?;
         let engine = match seams.engine {
             Some(shared) => shared,
             None => Arc::new(WasmEngine::new(

@@ -188,8 +188,8 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotBlob, RestoreError> {
 }
 
 fn is_empty_dir(dir: &Path) -> Result<bool, RestoreError> {
-    match std::fs::read_dir(dir) {
-        Ok(mut entries) => Ok(entries.next().is_none()),
+    match crate::log::disk::disk().list(dir) {
+        Ok(names) => Ok(names.is_empty()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
         Err(source) => Err(RestoreError::Io {
             path: dir.display().to_string(),
@@ -255,10 +255,10 @@ pub fn write_node(
         reason: e.to_string(),
     };
     let snap = dir.join("snapshot");
-    std::fs::create_dir_all(&snap).map_err(|e| write_err(&snap, &e))?;
+    crate::log::create_dir_durably(&snap).map_err(|e| write_err(&snap, &e))?;
     snapshot::write(&snap, &bytes).map_err(|e| write_err(&snap, &e))?;
     let raft = dir.join("raft");
-    std::fs::create_dir_all(&raft).map_err(|e| write_err(&raft, &e))?;
+    crate::log::create_dir_durably(&raft).map_err(|e| write_err(&raft, &e))?;
     let purged = raft.join("purged");
     let marker = postcard::to_allocvec(&log_id).map_err(|e| write_err(&purged, &e))?;
     crate::log::write_atomic(&purged, &marker).map_err(|e| write_err(&purged, &e))?;

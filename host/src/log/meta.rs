@@ -7,10 +7,10 @@
 //! ```
 
 use std::ffi::OsString;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
+use super::disk::disk;
 use super::error::{io_err, WalError};
 
 const MAGIC: &[u8; 4] = b"LKMT";
@@ -32,25 +32,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WalError> {
     buf.extend_from_slice(&crc32c::crc32c(bytes).to_le_bytes());
     buf.extend_from_slice(bytes);
 
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
-        .map_err(io_err(&tmp))?;
+    let mut f = disk().create(&tmp).map_err(io_err(&tmp))?;
     f.write_all(&buf).map_err(io_err(&tmp))?;
     // The data must be durable before the rename makes it visible, or a crash
     // could leave `path` naming an empty or partial file.
     f.sync_all().map_err(io_err(&tmp))?;
     drop(f);
-    fs::rename(&tmp, path).map_err(io_err(path))?;
+    disk().rename(&tmp, path).map_err(io_err(path))?;
     sync_dir(parent_dir(path))
 }
 
 /// Read a file written by [`write_atomic`]. `Ok(None)` if it does not exist;
 /// [`WalError::CorruptMeta`] naming the file if its framing or checksum fails.
 pub fn read_atomic(path: &Path) -> Result<Option<Vec<u8>>, WalError> {
-    let mut buf = match fs::read(path) {
+    let mut buf = match disk().read(path) {
         Ok(buf) => buf,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_err(path)(e)),
@@ -88,9 +83,7 @@ pub fn read_atomic(path: &Path) -> Result<Option<Vec<u8>>, WalError> {
 
 /// fsync a directory, making creations, renames and deletions in it durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), WalError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err(dir))
+    disk().sync_dir(dir).map_err(io_err(dir))
 }
 
 /// The directory holding `path` (`.` for a bare file name).
@@ -117,6 +110,7 @@ fn tmp_path(path: &Path) -> Result<PathBuf, WalError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn round_trip_and_overwrite() {

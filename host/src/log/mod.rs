@@ -57,6 +57,7 @@
 //! * `tests`: the log as a whole, including files damaged the ways crashes
 //!   and bad disks damage them.
 
+pub mod disk;
 mod error;
 mod meta;
 mod record;
@@ -68,13 +69,13 @@ mod tests;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 pub use error::WalError;
 pub use meta::{read_atomic, write_atomic};
 
+use disk::{disk, DiskFile, Held};
 use error::io_err;
 use segment::{SegmentInfo, HEADER_LEN};
 
@@ -152,13 +153,13 @@ pub struct Wal {
     /// Every segment in order; the last is the active one.
     segments: Vec<SegmentInfo>,
     /// The last segment, opened for appending.
-    active: File,
+    active: Box<dyn DiskFile>,
     stats: WalStats,
     /// Why the log refuses writes, after a write or fsync failed.
     poisoned: Option<String>,
     /// Reused encode buffer.
     buf: Vec<u8>,
-    _lock: File,
+    _lock: Box<dyn Held>,
 }
 
 impl Wal {
@@ -238,7 +239,9 @@ impl Wal {
         self.check_usable()?;
         let mut removed = 0;
         while self.segments.len() > 1 && self.segments[0].all_at_or_below(upto) {
-            fs::remove_file(&self.segments[0].path).map_err(io_err(&self.segments[0].path))?;
+            disk()
+                .remove_file(&self.segments[0].path)
+                .map_err(io_err(&self.segments[0].path))?;
             let seg = self.segments.remove(0);
             // One directory sync per file keeps the deletions ordered, so a
             // crash can never leave a gap in the sequence.
@@ -302,7 +305,13 @@ impl Wal {
         self.active
             .write_all(&self.buf)
             .map_err(io_err(&seg.path))?;
-        self.active.sync_data().map_err(io_err(&seg.path))?;
+        #[cfg(feature = "faults")]
+        let skip = lockd_core::faults::get().ack_before_sync;
+        #[cfg(not(feature = "faults"))]
+        let skip = false;
+        if !skip {
+            self.active.sync_data().map_err(io_err(&seg.path))?;
+        }
         seg.len += self.buf.len() as u64;
         for op in ops {
             if let WalOp::Append { index, .. } = op {
@@ -352,10 +361,10 @@ impl fmt::Debug for Wal {
 
 /// Create `dir` (and missing ancestors) if needed, and make each new
 /// directory entry durable by syncing its parent.
-fn create_dir_durably(dir: &Path) -> Result<(), WalError> {
+pub fn create_dir_durably(dir: &Path) -> Result<(), WalError> {
     let mut missing = Vec::new();
     let mut p = dir;
-    while !p.exists() {
+    while !disk().exists(p) {
         missing.push(p);
         match p.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => p = parent,
@@ -365,7 +374,7 @@ fn create_dir_durably(dir: &Path) -> Result<(), WalError> {
     if missing.is_empty() {
         return Ok(());
     }
-    fs::create_dir_all(dir).map_err(io_err(dir))?;
+    disk().create_dir_all(dir).map_err(io_err(dir))?;
     for created in missing {
         meta::sync_dir(meta::parent_dir(created))?;
     }
@@ -374,18 +383,11 @@ fn create_dir_durably(dir: &Path) -> Result<(), WalError> {
 
 /// Take the exclusive lock on `dir`, so two `Wal`s never append to the same
 /// files (it is released when the returned file is closed).
-fn lock_dir(dir: &Path) -> Result<File, WalError> {
+fn lock_dir(dir: &Path) -> Result<Box<dyn Held>, WalError> {
     let path = dir.join(LOCK_FILE);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(io_err(&path))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(TryLockError::WouldBlock) => Err(WalError::Locked { file: path }),
-        Err(TryLockError::Error(e)) => Err(io_err(&path)(e)),
+    match disk().lock(&path) {
+        Ok(Some(held)) => Ok(held),
+        Ok(None) => Err(WalError::Locked { file: path }),
+        Err(e) => Err(io_err(&path)(e)),
     }
 }

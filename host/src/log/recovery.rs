@@ -9,9 +9,9 @@
 //! [`WalError::Corrupt`] instead of guessing.
 
 use std::collections::BTreeMap;
-use std::fs::{self, OpenOptions};
 use std::path::Path;
 
+use super::disk::disk;
 use super::error::{io_err, WalError};
 use super::meta::sync_dir;
 use super::record::{find_record_from, scan, Resync, ScanEnd};
@@ -31,7 +31,7 @@ pub(crate) fn recover(dir: &Path) -> Result<Outcome, WalError> {
     if !listing.stray_tmps.is_empty() {
         for tmp in &listing.stray_tmps {
             tracing::warn!(file = %tmp.display(), "removing a WAL segment whose creation never finished");
-            fs::remove_file(tmp).map_err(io_err(tmp))?;
+            disk().remove_file(tmp).map_err(io_err(tmp))?;
         }
         sync_dir(dir)?;
     }
@@ -54,7 +54,7 @@ pub(crate) fn recover(dir: &Path) -> Result<Outcome, WalError> {
     for (i, (seq, path)) in listing.segments.into_iter().enumerate() {
         let is_last = i + 1 == count;
         // A segment is at most segment_bytes plus one bounded record.
-        let buf = fs::read(&path).map_err(io_err(&path))?;
+        let buf = disk().read(&path).map_err(io_err(&path))?;
         match check_header(&buf, seq) {
             HeaderCheck::Ok => {}
             HeaderCheck::Incomplete if is_last => {
@@ -164,10 +164,5 @@ fn apply(entries: &mut BTreeMap<u64, Vec<u8>>, info: &mut SegmentInfo, ops: &[Wa
 
 /// Cut `path` to `len` bytes durably.
 fn cut(path: &Path, len: u64) -> Result<(), WalError> {
-    let f = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(io_err(path))?;
-    f.set_len(len).map_err(io_err(path))?;
-    f.sync_all().map_err(io_err(path))
+    disk().truncate(path, len).map_err(io_err(path))
 }

@@ -8,10 +8,9 @@
 //! The sequence number is repeated in the header so a file that was copied
 //! or renamed into the wrong place is caught instead of replayed.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::disk::{disk, DiskFile};
 use super::error::{io_err, WalError};
 use super::meta::sync_dir;
 
@@ -112,10 +111,8 @@ pub(crate) struct Listing {
 pub(crate) fn list_dir(dir: &Path) -> Result<Listing, WalError> {
     let mut segments = Vec::new();
     let mut stray_tmps = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
-        let entry = entry.map_err(io_err(dir))?;
-        let path = entry.path();
-        let name = entry.file_name();
+    for name in disk().list(dir).map_err(io_err(dir))? {
+        let path = dir.join(&name);
         let name = name.to_string_lossy();
         if name.ends_with(TMP_SUFFIX) && parse_seq(&name, TMP_SUFFIX).is_some() {
             stray_tmps.push(path);
@@ -139,28 +136,23 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Listing, WalError> {
 /// and the directory fsynced, so a crash leaves either no segment or one
 /// with a complete header. Renaming over an existing file of that name is
 /// how recovery replaces a segment whose header was never completed.
-pub(crate) fn create_segment(dir: &Path, seq: u64) -> Result<(File, PathBuf), WalError> {
+pub(crate) fn create_segment(
+    dir: &Path,
+    seq: u64,
+) -> Result<(Box<dyn DiskFile>, PathBuf), WalError> {
     let path = dir.join(segment_name(seq));
     let tmp = dir.join(format!("{seq:0SEQ_DIGITS$}{TMP_SUFFIX}"));
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
-        .map_err(io_err(&tmp))?;
+    let mut f = disk().create(&tmp).map_err(io_err(&tmp))?;
     f.write_all(&encode_header(seq)).map_err(io_err(&tmp))?;
     f.sync_all().map_err(io_err(&tmp))?;
     drop(f);
-    fs::rename(&tmp, &path).map_err(io_err(&path))?;
+    disk().rename(&tmp, &path).map_err(io_err(&path))?;
     sync_dir(dir)?;
     Ok((open_for_append(&path)?, path))
 }
 
-pub(crate) fn open_for_append(path: &Path) -> Result<File, WalError> {
-    OpenOptions::new()
-        .append(true)
-        .open(path)
-        .map_err(io_err(path))
+pub(crate) fn open_for_append(path: &Path) -> Result<Box<dyn DiskFile>, WalError> {
+    disk().append(path).map_err(io_err(path))
 }
 
 /// What the log knows about one segment file.

@@ -24,6 +24,10 @@ impl tracing_subscriber::fmt::time::FormatTime for SimTime {
     }
 }
 
+const USAGE: &str = "usage: simulate --seed N [--control NAME]   replay one seed, print its history
+       simulate --seeds A..B [--control NAME]  run seeds A to B-1, a process each
+       simulate --minutes N [--control NAME]   run seeds for N minutes";
+
 fn control(name: &str) -> anyhow::Result<Control> {
     Control::named(name).with_context(|| {
         let names: Vec<&str> = Control::ALL.iter().map(|c| c.name()).collect();
@@ -62,7 +66,11 @@ fn main() -> anyhow::Result<()> {
                 ))
             }
             "--control" => ctl = Some(control(value()?)?),
-            other => bail!("unknown argument {other:?} (see the file's docs)"),
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            other => bail!("unknown argument {other:?}\n{USAGE}"),
         }
     }
     let cfg = |seed| SimConfig {
@@ -96,6 +104,9 @@ fn main() -> anyhow::Result<()> {
         _ => bail!("give --seed N, --seeds A..B or --minutes N"),
     };
     let me = std::env::current_exe()?;
+    // Every seed's process finds the modules compiled once, here.
+    let cache = tempfile::tempdir()?;
+    drop(sim::open_module_cache(cache.path()));
     let next = AtomicU64::new(range.start);
     let (done, found) = (AtomicU64::new(0), AtomicU64::new(0));
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -112,6 +123,7 @@ fn main() -> anyhow::Result<()> {
                     // every seed found must replay with the command printed.
                     let mut child = std::process::Command::new(&me);
                     child.args(["--seed", &seed.to_string()]);
+                    child.env(sim::MODULE_CACHE_VAR, cache.path());
                     if let Some(c) = ctl {
                         child.args(["--control", c.name()]);
                     }

@@ -22,6 +22,9 @@ pub enum Checker {
     /// Acknowledged grants and releases against the final state, and the
     /// holder that renewed its lock through every fault.
     Survived,
+    /// A node found what it had acknowledged lost or damaged: its data did
+    /// not open again after a crash, or Raft stopped on a storage error.
+    Durability,
     /// Waiting clients served within a bound after the faults healed.
     Liveness,
     /// Equal state (and module) on every node at the end.

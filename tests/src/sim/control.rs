@@ -23,16 +23,19 @@ pub enum Control {
     /// "Held" and "not held" are answered without the read barrier that
     /// proves the answering node still leads.
     SkipReadBarrier,
+    /// The log acknowledges a batch before (without) syncing it.
+    AckBeforeSync,
 }
 
 impl Control {
-    pub const ALL: [Control; 6] = [
+    pub const ALL: [Control; 7] = [
         Control::EarlyExpiry,
         Control::DoubleGrant,
         Control::NeverExpire,
         Control::TokenReset,
         Control::Divergence,
         Control::SkipReadBarrier,
+        Control::AckBeforeSync,
     ];
 
     /// Its name on the `simulate` command line.
@@ -44,6 +47,7 @@ impl Control {
             Control::TokenReset => "token-reset",
             Control::Divergence => "divergence",
             Control::SkipReadBarrier => "skip-read-barrier",
+            Control::AckBeforeSync => "ack-before-sync",
         }
     }
 
@@ -61,6 +65,7 @@ impl Control {
             Control::TokenReset => Checker::Tokens,
             Control::Divergence => Checker::Convergence,
             Control::SkipReadBarrier => Checker::Linearizable,
+            Control::AckBeforeSync => Checker::Durability,
         }
     }
 
@@ -89,6 +94,10 @@ impl Control {
             },
             Control::SkipReadBarrier => Switches {
                 skip_read_barrier: true,
+                ..off
+            },
+            Control::AckBeforeSync => Switches {
+                ack_before_sync: true,
                 ..off
             },
         }

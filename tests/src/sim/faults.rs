@@ -5,8 +5,11 @@
 //! way), a node isolated from everyone (its peers and the clients), a node
 //! cut from its peers only (the clients can still ask it), the clients cut
 //! from one node, a link that holds every message until it is
-//! released (a slow link: the messages arrive late, in a burst), and a
-//! node crashed and later restarted on its data dir. At most
+//! released (a slow link: the messages arrive late, in a burst), a node
+//! crashed and later restarted on what its disk kept (see [`super::disk`]:
+//! unsynced writes lost, the last one torn), and a node's disk made full
+//! or failing, which stops the node until it is restarted the same way on
+//! a mended disk. At most
 //! [`MAX_ACTIVE`] are active at once; every [`STEP_MS`] range the nemesis
 //! either heals one or adds one.
 //!
@@ -15,8 +18,11 @@
 //! that healing one fault never heals another's link by accident.
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::disk::{Broken, SimDisk, ROOT};
 use crate::jepsen::rng::Rng;
 
 /// The clients' host.
@@ -41,6 +47,18 @@ pub enum Fault {
     ClientsCut(u64),
     Hold(u64, u64),
     Crash(u64),
+    /// The node's disk breaks; the node stops at its next write or sync.
+    Disk(u64, Broken),
+}
+
+impl Fault {
+    /// The node this fault takes down (until healed), if it does.
+    fn down(&self) -> Option<u64> {
+        match *self {
+            Fault::Crash(id) | Fault::Disk(id, _) => Some(id),
+            _ => None,
+        }
+    }
 }
 
 /// What happened, and when (ms of simulated time).
@@ -91,9 +109,15 @@ pub fn host(id: u64) -> String {
     format!("n{id}")
 }
 
+/// The data directory of node `id` on the simulated disk.
+pub fn node_dir(id: u64) -> PathBuf {
+    PathBuf::from(ROOT).join(host(id))
+}
+
 /// The nemesis of one run.
 pub struct Nemesis {
     rng: Rng,
+    disk: Arc<SimDisk>,
     nodes: u64,
     active: Vec<Fault>,
     next_at: Duration,
@@ -106,9 +130,10 @@ pub struct Nemesis {
 }
 
 impl Nemesis {
-    pub fn new(seed: u64, nodes: u64) -> Nemesis {
+    pub fn new(seed: u64, nodes: u64, disk: Arc<SimDisk>) -> Nemesis {
         Nemesis {
             rng: Rng::new(seed ^ 0x5eed_fa17),
+            disk,
             nodes,
             active: Vec::new(),
             next_at: Duration::from_millis(1000),
@@ -134,7 +159,7 @@ impl Nemesis {
             self.end(sim, now, f);
         } else {
             let f = self.draw();
-            if !self.active.contains(&f) && !self.crashes_quorum(&f) {
+            if !self.active.contains(&f) && !self.takes_down_too_many(&f) {
                 self.begin(sim, now, f);
             }
         }
@@ -156,31 +181,35 @@ impl Nemesis {
         let n = self.nodes;
         let a = 1 + self.rng.below(n);
         let b = 1 + (a + self.rng.below(n - 1)) % n;
-        match self.rng.below(7) {
+        match self.rng.below(8) {
             0 => Fault::Partition(a.min(b), a.max(b)),
             1 => Fault::OneWay { from: a, to: b },
             2 => Fault::Isolate(a),
             3 => Fault::ClientsCut(a),
             4 => Fault::Hold(a.min(b), a.max(b)),
             5 => Fault::PeersCut(a),
-            _ => Fault::Crash(a),
+            6 => Fault::Crash(a),
+            _ if self.rng.below(2) == 0 => Fault::Disk(a, Broken::Full),
+            _ => Fault::Disk(a, Broken::SyncFails),
         }
     }
 
-    /// Never crash a majority at once: the run would only wait.
-    fn crashes_quorum(&self, f: &Fault) -> bool {
-        let Fault::Crash(_) = f else { return false };
-        let down = self
-            .active
-            .iter()
-            .filter(|f| matches!(f, Fault::Crash(_)))
-            .count() as u64;
-        (down + 1) * 2 >= self.nodes
+    /// Never take down a majority at once (the run would only wait), nor
+    /// a node that is down already.
+    fn takes_down_too_many(&self, f: &Fault) -> bool {
+        let Some(id) = f.down() else { return false };
+        let down: BTreeSet<u64> = self.active.iter().filter_map(Fault::down).collect();
+        down.contains(&id) || (down.len() as u64 + 1) * 2 >= self.nodes
     }
 
     fn begin(&mut self, sim: &mut turmoil::Sim<'_>, now: Duration, f: Fault) {
-        if let Fault::Crash(id) = f {
-            sim.crash(host(id));
+        match f {
+            Fault::Crash(id) => {
+                sim.crash(host(id));
+                self.disk.crash(&node_dir(id), &mut self.rng);
+            }
+            Fault::Disk(id, how) => self.disk.break_disk(&node_dir(id), how),
+            _ => {}
         }
         self.record(now, f.clone(), false);
         self.active.push(f);
@@ -188,8 +217,16 @@ impl Nemesis {
     }
 
     fn end(&mut self, sim: &mut turmoil::Sim<'_>, now: Duration, f: Fault) {
-        if let Fault::Crash(id) = f {
-            sim.bounce(host(id));
+        match f {
+            Fault::Crash(id) => sim.bounce(host(id)),
+            // Whether or not the node met the broken disk, it restarts on
+            // what the disk kept, mended.
+            Fault::Disk(id, _) => {
+                sim.crash(host(id));
+                self.disk.crash(&node_dir(id), &mut self.rng);
+                sim.bounce(host(id));
+            }
+            _ => {}
         }
         self.record(now, f, true);
         self.write_links(sim);
@@ -235,7 +272,7 @@ impl Nemesis {
                 Fault::Hold(a, b) => {
                     held.insert(pair(host(a), host(b)));
                 }
-                Fault::Crash(_) => {}
+                Fault::Crash(_) | Fault::Disk(..) => {}
             }
         }
         let changed: BTreeSet<(String, String)> = self
@@ -261,14 +298,9 @@ impl Nemesis {
             at: self.events.last().map_or(0.0, |e| e.at),
             cut: self.cut.clone(),
             held: self.held.clone(),
-            crashed: self
-                .active
-                .iter()
-                .filter_map(|f| match f {
-                    Fault::Crash(id) => Some(*id),
-                    _ => None,
-                })
-                .collect(),
+            // A broken disk may stop its node at any moment: counted as
+            // down from the start, which only widens the horizon.
+            crashed: self.active.iter().filter_map(Fault::down).collect(),
         });
     }
 }

@@ -1,13 +1,16 @@
 //! The deterministic simulation: a whole cluster of real nodes and their
 //! clients in one thread, on simulated time, under one seed.
 //!
-//! Each node is the real [`lockd::node::Node`] (openraft, the log on a
-//! real data dir, the lock service, the wasm engine, the API handlers)
+//! Each node is the real [`lockd::node::Node`] (openraft, the log, the
+//! lock service, the wasm engine, the API handlers)
 //! started as a [turmoil](https://docs.rs/turmoil) host. What differs from
 //! production sits behind seams that production fills with the real thing:
 //!
 //! * the network: `lockd_client::net`, here turmoil's TCP ([`net`]), which
 //!   delays, holds, drops and partitions under the seed;
+//! * the disk: `lockd::log::disk`, here a model in memory ([`disk`]) whose
+//!   crashes lose what was not synced and tear the last write, and whose
+//!   disks fill up or fail to sync;
 //! * time: tokio's clock, which turmoil runs paused and advances step by
 //!   step (every timer of the node, openraft's included, is tokio's);
 //! * randomness: openraft's election timeouts come from
@@ -33,19 +36,25 @@
 //! # Layout
 //!
 //! * [`net`]: turmoil's network behind the seam.
+//! * [`disk`]: the simulated disk behind the seam.
+//! * [`log_trial`]: the log alone on that disk, crashed at random.
 //! * [`faults`]: the nemesis (several faults at once, healed at random).
 //! * [`control`]: the broken variants (negative controls), switched per
 //!   run without a rebuild.
 //! * `run`: one seed's run: the hosts, the steps, the checks.
+//! * `nodes`: a node's host (takeovers recorded, stops judged).
 //! * `clients`: the clients' host (workload, upgrade, waiters, final
 //!   reads, convergence).
 //! * `horizon`: the latest a lease may end, from what the run saw.
 
 mod clients;
 pub mod control;
+pub mod disk;
 pub mod faults;
 mod horizon;
+pub mod log_trial;
 pub mod net;
+mod nodes;
 mod run;
 
 use std::time::Duration;

@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockd::config::NodeConfig;
-use lockd::node::{Node, Seams};
+use lockd::node::Seams;
 use lockd::raft::log_store::Writer;
 use lockd_core::engine::WasmEngine;
 
 use super::clients::{clients, Outcome};
-use super::faults::{host, Nemesis, CLIENTS};
+use super::faults::{host, node_dir, Nemesis, CLIENTS};
 use super::horizon::horizon;
+use super::nodes::{node, Stops, Takeovers, Watch};
 use super::{SimConfig, SimReport};
 use crate::jepsen::check::{self, Checker, Violation};
 use crate::jepsen::history::{History, Ret};
@@ -34,17 +35,17 @@ const SETTLE: Duration = Duration::from_secs(3);
 const LIMIT: Duration = Duration::from_secs(300);
 
 /// Milliseconds of simulated time since the run started.
-fn sim_ms() -> f64 {
+pub(super) fn sim_ms() -> f64 {
     turmoil::sim_elapsed().map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
-fn node_config(cfg: &SimConfig, id: u64, dir: &Path) -> NodeConfig {
+fn node_config(cfg: &SimConfig, id: u64) -> NodeConfig {
     let addr = |i: u64| format!("{}:{PORT}", host(i));
     NodeConfig {
         id,
         addr: addr(id),
         listen: Some(format!("0.0.0.0:{PORT}")),
-        data_dir: dir.join(host(id)),
+        data_dir: node_dir(id),
         initial_cluster: (1..=cfg.nodes).map(|i| (i, addr(i))).collect(),
         heartbeat_ms: HEARTBEAT_MS,
         election_timeout_ms: ELECTION_MS,
@@ -90,16 +91,13 @@ fn engine() -> Arc<WasmEngine> {
     ENGINE.with(|(e, _)| e.clone())
 }
 
-/// Leader takeovers as the nodes saw them: (ms, node, term).
-type Takeovers = Arc<Mutex<Vec<(f64, u64, u64)>>>;
-
 pub fn run(cfg: &SimConfig) -> SimReport {
     super::net::install();
+    let disk = super::disk::install();
     super::control::set(cfg.control);
     lockd::raft::runtime::seed(cfg.seed);
     lockd_client::id::seed(cfg.seed);
     lockd::blocking::inline_on_this_thread(true);
-    let dir = tempfile::tempdir().expect("a temporary directory");
     let mut sim = turmoil::Builder::new()
         .simulation_duration(LIMIT)
         .tick_duration(TICK)
@@ -111,34 +109,21 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         .rng_seed(cfg.seed)
         .build();
     let takeovers: Takeovers = Arc::default();
+    let stops: Stops = Arc::default();
     for id in 1..=cfg.nodes {
-        let config = node_config(cfg, id, dir.path());
-        let takeovers = takeovers.clone();
+        let config = node_config(cfg, id);
+        let (takeovers, stops, disk) = (takeovers.clone(), stops.clone(), disk.clone());
         sim.host(host(id), move || {
-            let (config, takeovers) = (config.clone(), takeovers.clone());
-            async move {
-                let seams = Seams {
-                    log_writer: Writer::Inline,
-                    engine: Some(engine()),
-                };
-                let node = Node::start_with(config, seams).await?;
-                let mut metrics = node.raft_metrics();
-                let mut term = 0;
-                loop {
-                    {
-                        let m = metrics.borrow_and_update();
-                        if m.current_leader == Some(id) && m.current_term != term {
-                            term = m.current_term;
-                            let mut t = takeovers.lock().unwrap_or_else(|p| p.into_inner());
-                            t.push((sim_ms(), id, term));
-                        }
-                    }
-                    if metrics.changed().await.is_err() {
-                        let why = node.failed().await;
-                        return Err(format!("node {id} stopped: {why}").into());
-                    }
-                }
-            }
+            let seams = Seams {
+                log_writer: Writer::Inline,
+                engine: Some(engine()),
+            };
+            let watch = Watch {
+                takeovers: takeovers.clone(),
+                stops: stops.clone(),
+                disk: disk.clone(),
+            };
+            node(config.clone(), seams, watch)
         });
     }
 
@@ -164,7 +149,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         ),
     );
 
-    let mut nemesis = Nemesis::new(cfg.seed, cfg.nodes);
+    let mut nemesis = Nemesis::new(cfg.seed, cfg.nodes, disk.clone());
     let mut healed_at = None;
     let mut harness = Vec::new();
     loop {
@@ -194,6 +179,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
 
     let mut out = std::mem::take(&mut *outcome.lock().unwrap_or_else(|p| p.into_inner()));
     let mut violations = harness;
+    violations.append(&mut stops.lock().unwrap_or_else(|p| p.into_inner()));
     violations.append(&mut out.violations);
     let ops = history.ops();
     let regs = register.snapshot();

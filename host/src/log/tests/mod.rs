@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::segment::{encode_header, segment_name, HEADER_LEN};

@@ -63,12 +63,8 @@ fn zero_filled_tail_is_cut() {
     };
     let path = seg_path(dir, 1);
     // The file grew but the data never reached the disk.
-    OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap()
-        .write_all(&[0u8; 4096])
-        .unwrap();
+    let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut f, &[0u8; 4096]).unwrap();
     let (_, rec) = open(dir, WalOptions::default());
     assert_eq!(rec.entries, model);
     assert_eq!(

@@ -209,7 +209,31 @@ impl RaftLogReader<TypeConfig> for LogStore {
             .entries
             .read()
             .unwrap_or_else(|p| p.into_inner());
-        Ok(entries.range(range).map(|(_, e)| e.clone()).collect())
+        Ok(in_range(&entries, range))
+    }
+}
+
+/// The entries in `range`, cloned. A range that holds no index (inverted,
+/// or empty at either end) yields none, where `BTreeMap::range` would
+/// panic: the range comes from openraft, and a node whose log lost entries
+/// can be asked for one like that; its own checks then stop it cleanly.
+fn in_range(entries: &BTreeMap<u64, Entry>, range: impl RangeBounds<u64>) -> Vec<Entry> {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    let lo = match range.start_bound() {
+        Included(&a) => Some(a),
+        Excluded(&a) => a.checked_add(1),
+        Unbounded => Some(0),
+    };
+    let hi = match range.end_bound() {
+        Included(&b) => Some(b),
+        Excluded(&b) => b.checked_sub(1),
+        Unbounded => Some(u64::MAX),
+    };
+    match (lo, hi) {
+        (Some(lo), Some(hi)) if lo <= hi => {
+            entries.range(lo..=hi).map(|(_, e)| e.clone()).collect()
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -346,5 +370,38 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             done,
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(index: u64) -> Entry {
+        Entry {
+            log_id: openraft::LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Blank,
+        }
+    }
+
+    #[test]
+    fn a_range_that_holds_no_index_yields_no_entries() {
+        let entries: BTreeMap<u64, Entry> = (1..=5).map(|i| (i, entry(i))).collect();
+        let got = |v: Vec<Entry>| v.iter().map(|e| e.log_id.index).collect::<Vec<_>>();
+        assert_eq!(got(in_range(&entries, 2..4)), vec![2, 3]);
+        assert_eq!(got(in_range(&entries, 4..=5)), vec![4, 5]);
+        assert_eq!(got(in_range(&entries, ..)), vec![1, 2, 3, 4, 5]);
+        #[allow(clippy::reversed_empty_ranges)]
+        let inverted = in_range(&entries, 4..2);
+        assert!(inverted.is_empty());
+        assert!(in_range(&entries, 3..3).is_empty());
+        assert!(in_range(&entries, ..0).is_empty());
+        let excluded_both = (std::ops::Bound::Excluded(3), std::ops::Bound::Excluded(3));
+        assert!(in_range(&entries, excluded_both).is_empty());
+        let from_max = (
+            std::ops::Bound::Excluded(u64::MAX),
+            std::ops::Bound::Unbounded,
+        );
+        assert!(in_range(&entries, from_max).is_empty());
     }
 }

@@ -107,7 +107,7 @@ impl StateMachineStore {
         audit_interval: u64,
     ) -> Result<StateMachineStore, SmOpenError> {
         let engine = precompiler.engine().clone();
-        std::fs::create_dir_all(dir).map_err(|e| SmOpenError::Dir {
+        crate::log::create_dir_durably(dir).map_err(|e| SmOpenError::Dir {
             path: dir.display().to_string(),
             reason: e.to_string(),
         })?;
