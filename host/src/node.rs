@@ -121,6 +121,9 @@ pub struct Seams {
     /// modules); `None`: the node's own, with its cache in its data dir.
     /// It must have the settings of the node's configuration.
     pub engine: Option<Arc<WasmEngine>>,
+    /// The clock leases are timed on; `None`: the machine's monotonic
+    /// clock (the simulation gives each node one that drifts).
+    pub lease_clock: Option<Arc<dyn crate::service::clock::LeaseClock>>,
 }
 
 impl Node {
@@ -234,6 +237,10 @@ impl Node {
             sm.clone(),
             proposer,
             election_max,
+            seams
+                .lease_clock
+                .clone()
+                .unwrap_or_else(|| Arc::new(crate::service::clock::Monotonic::start())),
             crate::service::RequestLimits {
                 max_lease_ms: config.max_lease_ms,
                 max_wait_ms: config.max_wait_ms,

@@ -99,6 +99,17 @@ impl Http {
             .map_err(|_| AdminError::Timeout)?
     }
 
+    /// [`Http::send`], ended with [`AdminError::Timeout`] after `limit`.
+    pub(super) async fn send_within(
+        &self,
+        request: Request<Full<Bytes>>,
+        limit: Duration,
+    ) -> Result<(StatusCode, Bytes), AdminError> {
+        tokio::time::timeout(limit, self.send(request))
+            .await
+            .map_err(|_| AdminError::Timeout)?
+    }
+
     /// Send `request` (with the bearer token, if any) and read the whole
     /// answer.
     pub(super) async fn send(

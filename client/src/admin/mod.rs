@@ -28,6 +28,13 @@ pub use http::{connector, Http};
 /// are quick reads, and a node that takes longer is as good as unreachable.
 pub const GET_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long an admin write (an upgrade, a membership change, a policy)
+/// waits for its answer: long enough for a module's precheck and commit on
+/// a busy cluster, and bounded, so that a connection cut while the answer
+/// was on its way (a partition sends no reset) ends instead of waiting for
+/// ever. The simulation found that wait.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Why an admin request or a read failed. The texts are what `lockctl`
 /// prints, so they name the request and keep the node's own message.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +78,10 @@ pub enum AdminError {
     /// No whole answer within the [`Http`] timeout.
     #[error("timed out")]
     Timeout,
+    /// An admin write had no answer within [`WRITE_TIMEOUT`]: it may or
+    /// may not have taken effect.
+    #[error("no answer to {path} from {addr} within {ms} ms: it may or may not have taken effect")]
+    WriteTimeout { path: String, addr: String, ms: u64 },
 }
 
 /// The header of `GET /v1/admin/snapshot`'s answer that names the log
@@ -356,11 +367,17 @@ impl Admin {
             .uri(self.http.url(&addr, path))
             .header("content-type", content_type)
             .body(Full::new(body))?;
-        let (status, bytes) = self.http.send(request).await.map_err(|e| match e {
+        let sent = self.http.send_within(request, WRITE_TIMEOUT).await;
+        let (status, bytes) = sent.map_err(|e| match e {
             AdminError::Send(source) => AdminError::Post {
                 path: path.to_string(),
                 addr: addr.clone(),
                 source,
+            },
+            AdminError::Timeout => AdminError::WriteTimeout {
+                path: path.to_string(),
+                addr: addr.clone(),
+                ms: WRITE_TIMEOUT.as_millis() as u64,
             },
             other => other,
         })?;
@@ -423,6 +440,23 @@ mod tests {
             r.map(|_| ()).map_err(|e| e.to_string()),
             Err("timed out".into())
         );
+        drop(listener);
+    }
+
+    #[tokio::test]
+    async fn a_write_that_gets_no_answer_ends_at_its_bound() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        let http = Http::new();
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(http.url(&addr, "/v1/admin/upgrade"))
+            .body(Full::new(Bytes::from_static(b"\0asm")))
+            .expect("request");
+        let r = http.send_within(request, Duration::from_millis(100)).await;
+        assert!(matches!(r, Err(AdminError::Timeout)), "{r:?}");
         drop(listener);
     }
 }

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use tokio::time::Instant;
 
 use super::actor::{self, Msg};
 use super::barrier;
+use super::clock::{LeaseClock, TableClock};
 use super::error::{check_key, Acquired, ServiceError, MAX_OWNER_BYTES, MAX_REQUEST_ID_BYTES};
 use super::proposer::Proposer;
 use super::stats::ServiceStats;
@@ -37,6 +37,8 @@ pub struct LockService {
     limits: RequestLimits,
     /// The longest an election can take.
     election_max: Duration,
+    /// The table's clock, shared with the actor.
+    clock: Arc<TableClock>,
 }
 
 /// What callers may ask for and how many may wait (see
@@ -77,15 +79,21 @@ impl LockService {
         sm: StateMachineStore,
         proposer: Proposer,
         election_max: Duration,
+        clock: Arc<dyn LeaseClock>,
         limits: RequestLimits,
     ) -> LockService {
         let stats = Arc::new(ServiceStats::default());
+        let clock = Arc::new(TableClock::new(clock));
+        let timing = actor::Timing {
+            election_timeout: election_max,
+            clock: clock.clone(),
+        };
         let tx = actor::spawn(
             id,
             raft.clone(),
             sm.clone(),
             proposer.clone(),
-            election_max,
+            timing,
             limits.waiters,
             stats.clone(),
         );
@@ -100,6 +108,7 @@ impl LockService {
             proposer,
             limits,
             election_max,
+            clock,
         }
     }
 
@@ -299,7 +308,7 @@ impl LockService {
         by: Option<&str>,
     ) -> Result<u64, ServiceError> {
         check_key(key)?;
-        let from = Instant::now();
+        let from = self.clock.now();
         let limit = self.election_max;
         match tokio::time::timeout(limit, barrier::confirm(&self.raft, self.id)).await {
             Ok(Ok(())) => {}

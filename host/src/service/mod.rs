@@ -24,6 +24,7 @@
 
 mod actor;
 mod barrier;
+pub mod clock;
 pub mod error;
 #[cfg(feature = "faults")]
 mod fault;

@@ -51,11 +51,15 @@ pub struct Horizon {
     /// every lease, so a holder alive in a window may last until
     /// `to + lease + slack`.
     pub unstable: Vec<(f64, f64)>,
+    /// A lease of `L` may last `L × (1 + stretch)` of real time: the
+    /// leader's drift margin (1 %) and how slow its clock may run.
+    pub stretch: f64,
 }
 
 impl Horizon {
     /// The latest a lease of `lease_ms` armed at or before `armed` ends.
     pub fn latest_end(&self, armed: f64, lease_ms: f64) -> f64 {
+        let lease_ms = lease_ms * (1.0 + self.stretch);
         let mut end = armed + lease_ms + self.slack_ms;
         for &(from, to) in &self.unstable {
             if from < end && to > armed {

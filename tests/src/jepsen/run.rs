@@ -26,6 +26,8 @@ fn horizon(log: &nemesis::Log) -> Horizon {
     Horizon {
         slack_ms: (ELECTION_MS * 3 / 2 + 2 * ELECTION_MS + 1000) as f64,
         unstable: log.unstable(SETTLE_MS),
+        // The leader's drift margin; the machine's clock is one clock.
+        stretch: 0.01,
     }
 }
 

@@ -92,6 +92,7 @@ pub(super) async fn clients(
             ));
         }
     }
+    tracing::info!("clients: the workers stopped");
     let keeper_renewals = workload::keeper_outcome(keeper.await, &mut violations);
     if let Some(u) = upgraded {
         match u.await {
@@ -103,6 +104,7 @@ pub(super) async fn clients(
             )),
         }
     }
+    tracing::info!("clients: the waiters");
     let bound = Duration::from_millis(cfg.lease_ms * 2 + 4 * ELECTION_MS + 3000);
     let (served, v) = workload::waiters(
         cfg.clients,
@@ -113,7 +115,9 @@ pub(super) async fn clients(
     )
     .await;
     violations.extend(v);
+    tracing::info!(served, "clients: the final reads");
     let finals = final_state(&target, &history).await;
+    tracing::info!("clients: convergence");
     let module = match (cfg.mixed, cfg.upgrade_at) {
         (true, _) => Some(crate::fixtures::LOCK_SM_WORLD02),
         (false, Some(_)) => Some(crate::fixtures::LOCK_SM_V2),
@@ -142,6 +146,7 @@ async fn upgrade(target: &Target, module: &[u8]) -> Result<(), String> {
             Err(e) if e.to_string().contains("already the active module") => return Ok(()),
             Err(e) => last = e.to_string(),
         }
+        tracing::info!(error = %last, "clients: the upgrade did not go in; again");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     Err(format!("the upgrade did not go in: {last}"))

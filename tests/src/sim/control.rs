@@ -1,7 +1,8 @@
 //! The negative controls: one broken variant of the service per checker,
-//! each of which *its* checker must catch within the CI seeds. They are
-//! the node's test-only faults (`lockd_core::faults`), switched for the
-//! thread a run is on, so nothing is built again for them.
+//! each of which *its* checker must catch within the CI seeds. All but
+//! one are the node's test-only faults (`lockd_core::faults`), switched
+//! for the thread a run is on, so nothing is built again for them; the
+//! fast clock is the simulation's own (`super::clock`).
 
 use lockd_core::faults::{self, Switches};
 
@@ -25,10 +26,12 @@ pub enum Control {
     SkipReadBarrier,
     /// The log acknowledges a batch before (without) syncing it.
     AckBeforeSync,
+    /// Every node's lease clock runs 20 % fast: beyond the drift bound.
+    FastClock,
 }
 
 impl Control {
-    pub const ALL: [Control; 7] = [
+    pub const ALL: [Control; 8] = [
         Control::EarlyExpiry,
         Control::DoubleGrant,
         Control::NeverExpire,
@@ -36,6 +39,7 @@ impl Control {
         Control::Divergence,
         Control::SkipReadBarrier,
         Control::AckBeforeSync,
+        Control::FastClock,
     ];
 
     /// Its name on the `simulate` command line.
@@ -48,6 +52,7 @@ impl Control {
             Control::Divergence => "divergence",
             Control::SkipReadBarrier => "skip-read-barrier",
             Control::AckBeforeSync => "ack-before-sync",
+            Control::FastClock => "fast-clock",
         }
     }
 
@@ -66,6 +71,7 @@ impl Control {
             Control::Divergence => Checker::Convergence,
             Control::SkipReadBarrier => Checker::Linearizable,
             Control::AckBeforeSync => Checker::Durability,
+            Control::FastClock => Checker::MutualExclusion,
         }
     }
 
@@ -100,6 +106,8 @@ impl Control {
                 ack_before_sync: true,
                 ..off
             },
+            // Not a switch of the node: the simulation's clocks (`drifts`).
+            Control::FastClock => off,
         }
     }
 }

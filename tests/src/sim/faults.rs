@@ -9,7 +9,7 @@
 //! crashed and later restarted on what its disk kept (see [`super::disk`]:
 //! unsynced writes lost, the last one torn), and a node's disk made full
 //! or failing, which stops the node until it is restarted the same way on
-//! a mended disk. At most
+//! a mended disk, and a node paused (every link of it held). At most
 //! [`MAX_ACTIVE`] are active at once; every [`STEP_MS`] range the nemesis
 //! either heals one or adds one.
 //!
@@ -47,6 +47,10 @@ pub enum Fault {
     ClientsCut(u64),
     Hold(u64, u64),
     Crash(u64),
+    /// The node is paused: nothing in or out until it resumes, then
+    /// everything at once (its timers still run: turmoil cannot stop one
+    /// host's clock; its lease clock counts a pause as a real one would).
+    Pause(u64),
     /// The node's disk breaks; the node stops at its next write or sync.
     Disk(u64, Broken),
 }
@@ -181,7 +185,7 @@ impl Nemesis {
         let n = self.nodes;
         let a = 1 + self.rng.below(n);
         let b = 1 + (a + self.rng.below(n - 1)) % n;
-        match self.rng.below(8) {
+        match self.rng.below(9) {
             0 => Fault::Partition(a.min(b), a.max(b)),
             1 => Fault::OneWay { from: a, to: b },
             2 => Fault::Isolate(a),
@@ -189,6 +193,7 @@ impl Nemesis {
             4 => Fault::Hold(a.min(b), a.max(b)),
             5 => Fault::PeersCut(a),
             6 => Fault::Crash(a),
+            7 => Fault::Pause(a),
             _ if self.rng.below(2) == 0 => Fault::Disk(a, Broken::Full),
             _ => Fault::Disk(a, Broken::SyncFails),
         }
@@ -271,6 +276,12 @@ impl Nemesis {
                 Fault::ClientsCut(a) => both(&mut cut, host(a), CLIENTS.to_string()),
                 Fault::Hold(a, b) => {
                     held.insert(pair(host(a), host(b)));
+                }
+                Fault::Pause(a) => {
+                    for b in (1..=self.nodes).filter(|b| *b != a) {
+                        held.insert(pair(host(a), host(b)));
+                    }
+                    held.insert(pair(host(a), CLIENTS.to_string()));
                 }
                 Fault::Crash(_) | Fault::Disk(..) => {}
             }

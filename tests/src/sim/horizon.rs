@@ -1,6 +1,7 @@
 //! The latest a lease may end, from what the simulation saw.
 
 use super::faults::Links;
+use super::nodes::Lead;
 use super::run::ELECTION_MS;
 use crate::jepsen::lin::Horizon;
 
@@ -12,25 +13,37 @@ use crate::jepsen::lin::Horizon;
 /// The simulation knows what happened, so the bound is tight: a lease is
 /// re-armed only by a real takeover (the window after it in which the new
 /// leader loads its table), or outlives its time while the leader could not
-/// commit its expiry (from when the faults cut the leader from a majority
-/// until a takeover or the links heal). Nothing else stretches it, so a
-/// lease that ends late is caught.
-pub(super) fn horizon(takeovers: &[(f64, u64, u64)], timeline: &[Links], nodes: u64) -> Horizon {
+/// commit its expiry (from when the faults cut the leader from a majority,
+/// or it was deposed, until a takeover or the links heal). Nothing else
+/// stretches it, so a lease that ends late is caught.
+///
+/// The leases' own margins are in the slack: the leader times a lease 1 %
+/// longer on its clock (the drift bound), and a clean run's clocks run up
+/// to 0.9 % slow, so a lease of `L` may last about 2 % more of real time.
+pub(super) fn horizon(leads: &[Lead], timeline: &[Links], nodes: u64) -> Horizon {
     let settle = (ELECTION_MS * 3 / 2) as f64;
-    let mut unstable: Vec<(f64, f64)> = takeovers
+    let mut unstable: Vec<(f64, f64)> = leads
         .iter()
-        .map(|&(at, _, _)| (at, at + settle))
+        .filter(|k| k.leads)
+        .map(|k| (k.at, k.at + settle))
         .collect();
     // Walk every change of the links or the leader, in order.
     let mut points: Vec<f64> = timeline.iter().map(|l| l.at).collect();
-    points.extend(takeovers.iter().map(|t| t.0));
+    points.extend(leads.iter().map(|k| k.at));
     points.sort_by(f64::total_cmp);
     let mut lost_since = None;
     for &t in &points {
-        let leader = takeovers.iter().rev().find(|k| k.0 <= t).map(|k| k.1);
+        // The latest takeover, unless its leader was deposed since.
+        let took = leads.iter().rev().find(|k| k.leads && k.at <= t);
+        let deposed = took.is_some_and(|k| {
+            leads
+                .iter()
+                .any(|d| !d.leads && d.node == k.node && d.at >= k.at && d.at <= t)
+        });
         let links = timeline.iter().rev().find(|l| l.at <= t);
-        let ok = match (leader, links) {
-            (Some(leader), Some(links)) => links.quorum(leader, nodes),
+        let ok = match (took, links) {
+            _ if deposed => false,
+            (Some(k), Some(links)) => links.quorum(k.node, nodes),
             _ => true,
         };
         match (ok, lost_since) {
@@ -48,6 +61,7 @@ pub(super) fn horizon(takeovers: &[(f64, u64, u64)], timeline: &[Links], nodes: 
     unstable.sort_by(|a, b| a.0.total_cmp(&b.0));
     Horizon {
         slack_ms: settle + 200.0,
+        stretch: 0.02,
         unstable,
     }
 }

@@ -12,7 +12,9 @@
 //!   crashes lose what was not synced and tear the last write, and whose
 //!   disks fill up or fail to sync;
 //! * time: tokio's clock, which turmoil runs paused and advances step by
-//!   step (every timer of the node, openraft's included, is tokio's);
+//!   step (every timer of the node, openraft's included, is tokio's); and
+//!   the lease clock (`lockd::node::Seams::lease_clock`), here one per
+//!   node that runs fast or slow within the drift bound ([`clock`]);
 //! * randomness: openraft's election timeouts come from
 //!   `lockd::raft::runtime`'s generator, seeded here; tokio's `select!`
 //!   draws from the runtime's seed (`tokio_unstable`, see
@@ -37,6 +39,7 @@
 //!
 //! * [`net`]: turmoil's network behind the seam.
 //! * [`disk`]: the simulated disk behind the seam.
+//! * [`clock`]: each node's drifting lease clock behind the seam.
 //! * [`log_trial`]: the log alone on that disk, crashed at random.
 //! * [`faults`]: the nemesis (several faults at once, healed at random).
 //! * [`control`]: the broken variants (negative controls), switched per
@@ -48,6 +51,7 @@
 //! * `horizon`: the latest a lease may end, from what the run saw.
 
 mod clients;
+pub mod clock;
 pub mod control;
 pub mod disk;
 pub mod faults;

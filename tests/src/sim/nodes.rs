@@ -15,12 +15,24 @@ use lockd::config::NodeConfig;
 use lockd::node::{Node, NodeError, Seams};
 use openraft::error::Fatal;
 
+use super::clock::Drifting;
 use super::disk::SimDisk;
 use super::run::sim_ms;
 use crate::jepsen::check::{Checker, Violation};
 
-/// Leader takeovers as the nodes saw them: (ms, node, term).
-pub type Takeovers = Arc<Mutex<Vec<(f64, u64, u64)>>>;
+/// A node began or stopped leading, as it saw it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Lead {
+    /// Simulated ms.
+    pub at: f64,
+    pub node: u64,
+    pub term: u64,
+    /// Began (a takeover) or stopped (deposed; a crash is the nemesis's).
+    pub leads: bool,
+}
+
+/// Every change of leadership the nodes saw, in order.
+pub type Takeovers = Arc<Mutex<Vec<Lead>>>;
 /// Stops no fault explains.
 pub type Stops = Arc<Mutex<Vec<Violation>>>;
 
@@ -41,10 +53,17 @@ impl Watch {
     }
 }
 
-/// The software of node `config.id`'s host. It never returns: a node
-/// that stops stays down until the nemesis restarts its host.
-pub async fn node(config: NodeConfig, seams: Seams, watch: Watch) -> turmoil::Result {
+/// The software of node `config.id`'s host, its lease clock `drift_ppm`
+/// fast. It never returns: a node that stops stays down until the nemesis
+/// restarts its host.
+pub async fn node(
+    config: NodeConfig,
+    mut seams: Seams,
+    drift_ppm: i64,
+    watch: Watch,
+) -> turmoil::Result {
     let id = config.id;
+    seams.lease_clock = Some(Arc::new(Drifting::start(drift_ppm)));
     let node = match Node::start_with(config.clone(), seams).await {
         Ok(node) => node,
         Err(e) => {
@@ -60,14 +79,26 @@ pub async fn node(config: NodeConfig, seams: Seams, watch: Watch) -> turmoil::Re
         }
     };
     let mut metrics = node.raft_metrics();
-    let mut term = 0;
+    // The term this node leads in, if it leads.
+    let mut leading = None;
     loop {
         {
             let m = metrics.borrow_and_update();
-            if m.current_leader == Some(id) && m.current_term != term {
-                term = m.current_term;
+            let now = (m.current_leader == Some(id)).then_some(m.current_term);
+            if now != leading {
+                let (term, leads) = match (now, leading) {
+                    (Some(term), _) => (term, true),
+                    (None, Some(term)) => (term, false),
+                    (None, None) => (0, false),
+                };
                 let mut t = watch.takeovers.lock().unwrap_or_else(|p| p.into_inner());
-                t.push((sim_ms(), id, term));
+                t.push(Lead {
+                    at: sim_ms(),
+                    node: id,
+                    term,
+                    leads,
+                });
+                leading = now;
             }
         }
         if metrics.changed().await.is_err() {

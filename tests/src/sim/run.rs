@@ -91,6 +91,19 @@ fn engine() -> Arc<WasmEngine> {
     ENGINE.with(|(e, _)| e.clone())
 }
 
+/// Each node's lease-clock drift, ppm: within the bound lease safety
+/// assumes, from the seed; beyond it for the control that exceeds it.
+fn drifts(cfg: &SimConfig) -> Vec<i64> {
+    if cfg.control == Some(super::Control::FastClock) {
+        return vec![super::clock::BEYOND; cfg.nodes as usize];
+    }
+    let mut rng = crate::jepsen::rng::Rng::new(cfg.seed ^ 0xc10c);
+    let inside = super::clock::INSIDE as u64;
+    (0..cfg.nodes)
+        .map(|_| rng.below(2 * inside + 1) as i64 - inside as i64)
+        .collect()
+}
+
 pub fn run(cfg: &SimConfig) -> SimReport {
     super::net::install();
     let disk = super::disk::install();
@@ -110,20 +123,23 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         .build();
     let takeovers: Takeovers = Arc::default();
     let stops: Stops = Arc::default();
+    let drift = drifts(cfg);
     for id in 1..=cfg.nodes {
         let config = node_config(cfg, id);
         let (takeovers, stops, disk) = (takeovers.clone(), stops.clone(), disk.clone());
+        let ppm = drift[id as usize - 1];
         sim.host(host(id), move || {
             let seams = Seams {
                 log_writer: Writer::Inline,
                 engine: Some(engine()),
+                lease_clock: None,
             };
             let watch = Watch {
                 takeovers: takeovers.clone(),
                 stops: stops.clone(),
                 disk: disk.clone(),
             };
-            node(config.clone(), seams, watch)
+            node(config.clone(), seams, ppm, watch)
         });
     }
 
@@ -205,16 +221,17 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         ));
     }
     let mut text = String::new();
+    for (i, ppm) in drift.iter().enumerate() {
+        text.push_str(&format!("Clock {{ node: {}, drift_ppm: {ppm} }}\n", i + 1));
+    }
     for op in &ops {
         text.push_str(&format!("{op:?}\n"));
     }
     for e in &nemesis.events {
         text.push_str(&format!("{e:?}\n"));
     }
-    for (at, node, term) in &takeovers {
-        text.push_str(&format!(
-            "Takeover {{ at: {at}, node: {node}, term: {term} }}\n"
-        ));
+    for lead in &takeovers {
+        text.push_str(&format!("{lead:?}\n"));
     }
     SimReport {
         seed: cfg.seed,
@@ -224,7 +241,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
             .filter(|o| matches!(o.ret, Ret::Granted(_)))
             .count(),
         faults: nemesis.events.len(),
-        takeovers: takeovers.len(),
+        takeovers: takeovers.iter().filter(|k| k.leads).count(),
         keeper_renewals: out.keeper_renewals,
         simulated: sim.elapsed(),
         history: text,

@@ -34,9 +34,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use tokio::time::Instant;
 
 use self::answer::Pending;
+use super::clock::TableClock;
 use super::error::{Acquired, ServiceError};
 use super::proposer::Proposer;
 use super::stats::ServiceStats;
@@ -76,7 +76,8 @@ pub(super) enum Msg {
         req: ReqId,
         key: String,
         token: u64,
-        from: Instant,
+        /// On the table's clock.
+        from: Duration,
         by: Option<String>,
         reply: Reply<u64>,
     },
@@ -110,13 +111,21 @@ pub(super) enum Msg {
     FaultReload,
 }
 
+/// The actor's sense of time.
+pub(super) struct Timing {
+    /// The longest an election can take (a new leader adds it to every
+    /// held lease it inherits).
+    pub election_timeout: Duration,
+    pub clock: Arc<TableClock>,
+}
+
 /// Start the actor and the task that tells it about leadership changes.
 pub(super) fn spawn(
     id: NodeId,
     raft: Raft,
     sm: StateMachineStore,
     proposer: Proposer,
-    election_timeout: Duration,
+    timing: Timing,
     limits: WaitLimits,
     stats: Arc<ServiceStats>,
 ) -> mpsc::UnboundedSender<Msg> {
@@ -130,8 +139,8 @@ pub(super) fn spawn(
         proposer,
         tx: tx.clone(),
         stats,
-        table: Table::new(id, election_timeout, limits),
-        epoch: Instant::now(),
+        table: Table::new(id, timing.election_timeout, limits),
+        clock: timing.clock,
         pending: HashMap::new(),
         tasks: tasks.clone(),
     };
@@ -148,8 +157,8 @@ struct Actor {
     tx: mpsc::UnboundedSender<Msg>,
     stats: Arc<ServiceStats>,
     table: Table,
-    /// The table's time is the time since this instant.
-    epoch: Instant,
+    /// The table's time.
+    clock: Arc<TableClock>,
     pending: HashMap<ReqId, Pending>,
     /// Where its proposals, read-indexes and loads run.
     tasks: ServiceTasks,
@@ -161,7 +170,7 @@ impl Actor {
             let msg = match self.table.next_deadline() {
                 Some(at) => tokio::select! {
                     m = rx.recv() => m,
-                    _ = tokio::time::sleep_until(self.epoch + at) => {
+                    _ = tokio::time::sleep_until(self.clock.when(at)) => {
                         self.step(Event::Tick);
                         continue;
                     }
@@ -176,7 +185,7 @@ impl Actor {
     fn on_msg(&mut self, msg: Msg) {
         let event = match msg {
             Msg::Known { keys, reply } => {
-                let now = Instant::now().saturating_duration_since(self.epoch);
+                let now = self.clock.now();
                 let known = keys.iter().map(|k| Known {
                     principals: self.table.principals(k),
                     leases_left: self.table.leases_left(k, now),
@@ -230,7 +239,6 @@ impl Actor {
                 reply,
             } => {
                 self.pending.insert(req, Pending::Extend(reply));
-                let from = from.saturating_duration_since(self.epoch);
                 Event::Request(Request::Extend {
                     req,
                     key,
@@ -277,7 +285,7 @@ impl Actor {
         let mut later = std::collections::VecDeque::new();
         let mut first = Some(event);
         while let Some(event) = first.take().or_else(|| later.pop_front()) {
-            let now = Instant::now().saturating_duration_since(self.epoch);
+            let now = self.clock.now();
             for action in self.table.handle(now, event) {
                 if let Some(follow_up) = self.act(action) {
                     later.push_back(follow_up);

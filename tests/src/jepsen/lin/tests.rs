@@ -7,6 +7,7 @@ fn calm() -> Horizon {
     Horizon {
         slack_ms: 2000.0,
         unstable: Vec::new(),
+        stretch: 0.0,
     }
 }
 
@@ -148,12 +149,14 @@ fn an_unknown_grant_cannot_hold_past_its_latest_end() {
     let faulty = Horizon {
         slack_ms: 2000.0,
         unstable: vec![(2500.0, 9000.0)],
+        stretch: 0.0,
     };
     assert_eq!(check_key(&late, &faulty), Ok(()));
     // A window that ended before the lease was armed extends nothing.
     let past = Horizon {
         slack_ms: 2000.0,
         unstable: vec![(100.0, 2000.0)],
+        stretch: 0.0,
     };
     assert!(check_key(&late, &past).is_err());
 }
@@ -197,6 +200,7 @@ fn windows_chain_while_the_holder_is_alive() {
     let h = Horizon {
         slack_ms: 100.0,
         unstable: vec![(500.0, 1000.0), (1500.0, 3000.0), (9000.0, 9500.0)],
+        stretch: 0.0,
     };
     // Armed at 0, lease 1000: 1100; the first window re-arms to 2100,
     // which reaches the second (to 4100); the third is too late.
