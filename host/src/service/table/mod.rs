@@ -138,7 +138,10 @@ impl KeyState {
 #[derive(Debug)]
 struct End {
     token: u64,
-    /// The client release this answers, if any.
+    /// The client release this answers, if any: for an `Expire`, a
+    /// release of its token that came while it was in flight, answered
+    /// "not held" once it commits (never before: a leader that stops
+    /// first may come back and restart that lease).
     reply: Option<ReqId>,
     expired: bool,
     phantom: bool,

@@ -114,6 +114,9 @@ impl Table {
     }
 
     fn release(&mut self, req: ReqId, key: String, token: u64, by: Option<String>) {
+        if self.behind_expiry(req, &key, token) {
+            return;
+        }
         let holders = self.keys.get(&key).map(|k| &k.holders);
         match holders {
             None => self.refuse(req, ServiceError::NotHeld { key }),
@@ -125,6 +128,28 @@ impl Table {
                     None => self.free(key, token, Some(req), false, false),
                 },
             },
+        }
+    }
+
+    /// Whether a release of `(key, token)` waits for that holding's
+    /// `Expire`, in flight: the lease ended by this leader's clock, but
+    /// until the `Expire` commits the replicated table still holds it, and
+    /// a leader that stops now and comes back restarts it. So the release
+    /// is answered "not held" only once the `Expire` has committed (or
+    /// with the proposal's error if it fails). One release per `Expire`
+    /// waits; another is answered at once, as before.
+    fn behind_expiry(&mut self, req: ReqId, key: &str, token: u64) -> bool {
+        let end = self.ops.values_mut().find_map(|op| {
+            op.end
+                .as_mut()
+                .filter(|e| op.key == key && e.expired && e.token == token && e.reply.is_none())
+        });
+        match end {
+            Some(e) => {
+                e.reply = Some(req);
+                true
+            }
+            None => false,
         }
     }
 

@@ -62,7 +62,12 @@ impl Table {
         let mut handoff = end.is_some();
         if let Some(end) = end {
             match (end.expired, outcomes.next()) {
-                (true, Some(Outcome::Expired { .. })) => self.counters.expires += 1,
+                (true, Some(Outcome::Expired { .. })) => {
+                    self.counters.expires += 1;
+                    if let Some(r) = end.reply {
+                        self.reply(r, Err(ServiceError::NotHeld { key: key.clone() }));
+                    }
+                }
                 (false, Some(Outcome::Released { .. })) => {
                     if end.phantom {
                         self.counters.phantom_releases += 1;
@@ -215,6 +220,10 @@ impl Table {
         let mut outcomes = outcomes.into_iter();
         if let Some(end) = end {
             let answer = match outcomes.next() {
+                // A release that waited for its holding's expiry.
+                Some(Outcome::Expired { .. }) if end.expired => {
+                    Err(ServiceError::NotHeld { key: key.clone() })
+                }
                 Some(Outcome::Released { .. } | Outcome::Expired { .. }) => Ok(Answer::Released),
                 Some(Outcome::NotFound) => Err(ServiceError::NotHeld { key: key.clone() }),
                 _ => Err(gone()),
