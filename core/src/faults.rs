@@ -27,7 +27,9 @@ pub struct Switches {
     /// takeover).
     pub token_reset: bool,
     /// A refusal ("held", "not held") is answered from the leader's table
-    /// without the read barrier that proves it is still the leader.
+    /// without the read barrier that proves it is still the leader, and a
+    /// release of a holding whose expiry is in flight without waiting for
+    /// it to commit.
     pub skip_read_barrier: bool,
     /// The WAL acknowledges a batch without syncing it (the negative
     /// control of the simulated disk, whose crashes lose unsynced writes).

@@ -6,7 +6,16 @@
 //! cargo run --release -p lock-tests --bin simulate -- --seeds 1..10001     # a range
 //! cargo run --release -p lock-tests --bin simulate -- --minutes 30         # a soak, from a time-derived first seed
 //! cargo run --release -p lock-tests --bin simulate -- --seed 3 --control early-expiry
+//! cargo run --release -p lock-tests --bin simulate -- --seed 42 --trim      # the shortest run that still fails
+//! cargo run --release -p lock-tests --bin simulate -- --seed 42 --duration 3000   # faults for 3 s only
 //! ```
+//!
+//! Trimming: the nemesis draws its faults from the seed in time order,
+//! and everything before a moment depends only on the seed, so a run whose
+//! faults stop earlier is the same run up to there. `--trim` finds the
+//! shortest fault time (in whole seconds) whose run still shows a
+//! violation by one of the checkers the full run's did, and prints the
+//! command that replays it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -24,7 +33,9 @@ impl tracing_subscriber::fmt::time::FormatTime for SimTime {
     }
 }
 
-const USAGE: &str = "usage: simulate --seed N [--control NAME]   replay one seed, print its history
+const USAGE: &str =
+    "usage: simulate --seed N [--control NAME] [--duration MS]   replay one seed, print its history
+       simulate --seed N --trim [--control NAME]  the shortest fault time that still fails
        simulate --seeds A..B [--control NAME]  run seeds A to B-1, a process each
        simulate --minutes N [--control NAME]   run seeds for N minutes";
 
@@ -50,6 +61,8 @@ fn main() -> anyhow::Result<()> {
     let mut soak = None;
     let mut ctl = None;
     let mut one = None;
+    let mut duration = None;
+    let mut trim = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().with_context(|| format!("{a} needs a value"));
@@ -66,6 +79,8 @@ fn main() -> anyhow::Result<()> {
                 ))
             }
             "--control" => ctl = Some(control(value()?)?),
+            "--duration" => duration = Some(std::time::Duration::from_millis(value()?.parse()?)),
+            "--trim" => trim = true,
             "--help" | "-h" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -73,10 +88,17 @@ fn main() -> anyhow::Result<()> {
             other => bail!("unknown argument {other:?}\n{USAGE}"),
         }
     }
-    let cfg = |seed| SimConfig {
-        control: ctl,
-        ..SimConfig::seed(seed)
+    let cfg = |seed| {
+        let base = SimConfig::seed(seed);
+        SimConfig {
+            control: ctl,
+            duration: duration.unwrap_or(base.duration),
+            ..base
+        }
     };
+    if let (Some(seed), true) = (one, trim) {
+        return trim_run(seed, ctl, cfg(seed).duration);
+    }
     if let Some(seed) = one {
         let r = sim::run(&cfg(seed));
         print!("{}", r.history);
@@ -170,5 +192,67 @@ fn main() -> anyhow::Result<()> {
     if found.load(Ordering::Relaxed) > 0 {
         std::process::exit(1);
     }
+    Ok(())
+}
+
+/// The checkers a run of `seed` (faults for `ms`) caught something with,
+/// in a process of its own.
+fn caught(seed: u64, ctl: Option<Control>, ms: u128) -> anyhow::Result<Vec<String>> {
+    let mut child = std::process::Command::new(std::env::current_exe()?);
+    child.args(["--seed", &seed.to_string(), "--duration", &ms.to_string()]);
+    if let Some(c) = ctl {
+        child.args(["--control", c.name()]);
+    }
+    let out = child.output()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut checkers: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("violation ["))
+        .filter_map(|l| l.split(']').next())
+        .map(str::to_string)
+        .collect();
+    if !out.status.success() {
+        checkers.push("ended abnormally".into());
+    }
+    checkers.sort();
+    checkers.dedup();
+    Ok(checkers)
+}
+
+/// `--trim`: the shortest fault time, in whole seconds, whose run of
+/// `seed` still shows one of the checkers the full run's did.
+fn trim_run(seed: u64, ctl: Option<Control>, full: std::time::Duration) -> anyhow::Result<()> {
+    let full_ms = full.as_millis();
+    let want = caught(seed, ctl, full_ms)?;
+    if want.is_empty() {
+        println!("seed {seed}: nothing found with faults for {full_ms} ms; nothing to trim");
+        return Ok(());
+    }
+    println!("seed {seed}, faults for {full_ms} ms: {}", want.join(", "));
+    // Runs are not monotonic in their length, so every second is tried,
+    // shortest first; the first that fails is the answer.
+    let mut found = full_ms;
+    for s in 1..full.as_secs() {
+        let ms = u128::from(s) * 1000;
+        let got = caught(seed, ctl, ms)?;
+        let same: Vec<&String> = got.iter().filter(|c| want.contains(c)).collect();
+        println!(
+            "  faults for {ms} ms: {}",
+            if got.is_empty() {
+                "clean".to_string()
+            } else {
+                got.join(", ")
+            }
+        );
+        if !same.is_empty() {
+            found = ms;
+            break;
+        }
+    }
+    let control = ctl.map_or(String::new(), |c| format!(" --control {}", c.name()));
+    println!(
+        "trimmed to faults for {found} ms; replay: {} --duration {found}{control}",
+        sim::replay_command(seed)
+    );
     Ok(())
 }

@@ -213,16 +213,23 @@ impl RaftLogReader<TypeConfig> for LogStore {
     }
 }
 
-/// The entries in `range`, cloned. A range that holds no index (inverted,
-/// or empty at either end) yields none, where `BTreeMap::range` would
-/// panic: the range comes from openraft, and a node whose log lost entries
-/// can be asked for one like that; its own checks then stop it cleanly.
+/// The entries in `range`, cloned: the run of consecutive indexes from the
+/// range's start, so the answer is always a prefix of what was asked.
+/// openraft's replication takes the first entry it gets to be the one at
+/// the start and sends it after the entry before the start: an answer that
+/// began later (the start purged meanwhile by a snapshot) put a gap in a
+/// follower's log (found by the simulation). Nothing, for a purged start,
+/// is what openraft handles: it sends that follower a snapshot instead.
+/// A range that holds no index (inverted, or empty at either end) yields
+/// none, where `BTreeMap::range` would panic; a node whose log lost entries
+/// can be asked for one like that, and its own checks then stop it.
 fn in_range(entries: &BTreeMap<u64, Entry>, range: impl RangeBounds<u64>) -> Vec<Entry> {
     use std::ops::Bound::{Excluded, Included, Unbounded};
     let lo = match range.start_bound() {
         Included(&a) => Some(a),
         Excluded(&a) => a.checked_add(1),
-        Unbounded => Some(0),
+        // From the first there is.
+        Unbounded => entries.keys().next().copied(),
     };
     let hi = match range.end_bound() {
         Included(&b) => Some(b),
@@ -230,9 +237,12 @@ fn in_range(entries: &BTreeMap<u64, Entry>, range: impl RangeBounds<u64>) -> Vec
         Unbounded => Some(u64::MAX),
     };
     match (lo, hi) {
-        (Some(lo), Some(hi)) if lo <= hi => {
-            entries.range(lo..=hi).map(|(_, e)| e.clone()).collect()
-        }
+        (Some(lo), Some(hi)) if lo <= hi => entries
+            .range(lo..=hi)
+            .zip(lo..)
+            .take_while(|((index, _), want)| **index == *want)
+            .map(|((_, e), _)| e.clone())
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -403,5 +413,16 @@ mod tests {
             std::ops::Bound::Unbounded,
         );
         assert!(in_range(&entries, from_max).is_empty());
+    }
+    #[test]
+    fn an_answer_is_the_run_from_the_start_of_the_range() {
+        // 1..=3 purged, 6 missing: as after a snapshot, or a damaged log.
+        let entries: BTreeMap<u64, Entry> = [4, 5, 7, 8].map(|i| (i, entry(i))).into();
+        let got = |v: Vec<Entry>| v.iter().map(|e| e.log_id.index).collect::<Vec<_>>();
+        assert_eq!(got(in_range(&entries, 1..9)), Vec::<u64>::new());
+        assert_eq!(got(in_range(&entries, 4..9)), vec![4, 5]);
+        assert_eq!(got(in_range(&entries, 7..)), vec![7, 8]);
+        assert_eq!(got(in_range(&entries, ..)), vec![4, 5]);
+        assert_eq!(got(in_range(&entries, 6..9)), Vec::<u64>::new());
     }
 }
