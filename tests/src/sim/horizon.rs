@@ -4,11 +4,13 @@ use super::faults::Links;
 use super::nodes::Lead;
 use super::run::ELECTION_MS;
 use crate::jepsen::lin::Horizon;
+use lockd::service::table::MAX_RETRY_DELAY;
 
 /// The latest a lease may end: its lease from its grant, plus what a
 /// leader change adds (a new leader restarts every lease it inherits at
-/// `now + lease + 1.5 × election timeout` once it has loaded its table)
-/// and the time an `Expire` takes to commit on the simulated links.
+/// `now + lease + 1.5 × election timeout` once it has loaded its table,
+/// which it retries at least every `MAX_RETRY_DELAY` until it has a
+/// quorum) and the time an `Expire` takes to commit on the simulated links.
 ///
 /// The simulation knows what happened, so the bound is tight: a lease is
 /// re-armed only by a real takeover (the window after it in which the new
@@ -60,7 +62,7 @@ pub(super) fn horizon(leads: &[Lead], timeline: &[Links], nodes: u64) -> Horizon
     }
     unstable.sort_by(|a, b| a.0.total_cmp(&b.0));
     Horizon {
-        slack_ms: settle + 200.0,
+        slack_ms: settle + MAX_RETRY_DELAY.as_millis() as f64 + 200.0,
         stretch: 0.02,
         unstable,
     }

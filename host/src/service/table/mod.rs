@@ -83,10 +83,18 @@ pub use waits::WaitLimits;
 /// requests waiting for the table are answered with the reason.
 pub const GIVE_UP_AFTER: u32 = 4;
 
+/// The longest a leader waits between two loads of its table. A leader
+/// without a quorum keeps failing to load, and the leases it inherits
+/// restart only when a load succeeds: a short cap keeps that within
+/// 200 ms of the quorum coming back, so a lease outlives a fault window by
+/// at most this more (docs/architecture.md, "How long a lease can last
+/// after a leader change"). A failed load costs one heartbeat round.
+pub const MAX_RETRY_DELAY: Duration = Duration::from_millis(200);
+
 /// How long to wait before loading the table again after `failures`
-/// failed loads in a row: 50 ms, doubling, at most 1.6 s.
+/// failed loads in a row: 50 ms, doubling, at most [`MAX_RETRY_DELAY`].
 pub fn retry_delay(failures: u32) -> Duration {
-    Duration::from_millis(50u64 << failures.saturating_sub(1).min(5))
+    Duration::from_millis(50u64 << failures.saturating_sub(1).min(5)).min(MAX_RETRY_DELAY)
 }
 
 /// Waiters' grants behind one release at most.
