@@ -60,6 +60,4 @@ if [ "$(cat "$VENV/.lockd-client-stamp" 2>/dev/null)" != "$stamp" ]; then
     echo "$stamp" > "$VENV/.lockd-client-stamp"
 fi
 
-# --install-only (scripts/test-prepare.sh): the venv and the client, no tests.
-[ "${1:-}" = --install-only ] && exit 0
 exec "$PY" -m pytest clients/python/tests -q -p no:cacheprovider "$@"

@@ -3,7 +3,7 @@
 # the format gate, then every test, built with the lint gate on.
 #
 # Lints: clippy runs as the compiler of the workspace's own crates during
-# the build the tests need (RUSTC_WORKSPACE_WRAPPER=clippy-driver;
+# the release build the tests need (RUSTC_WORKSPACE_WRAPPER=clippy-driver;
 # dependencies are compiled by plain rustc, as always), so the lint pass
 # costs no second, check-only build of the dependency tree. CLIPPY_ARGS
 # makes every warning, rustc's or clippy's, an error. It lints what `cargo
@@ -22,28 +22,13 @@ done
 
 cargo fmt --all --check
 
-# The `ci` profile (Cargo.toml): release, but the workspace's own crates at
-# opt-level 1, which cuts the build by minutes; production builds with
-# --release.
-#
-# While it builds, what the later steps install (Chromium, pip packages,
-# libfaketime) is fetched beside it; the tests start once both are done,
-# so no install runs beside a test.
-mkdir -p target
-scripts/test-prepare.sh > target/test-prepare.log 2>&1 &
-prepare=$!
-export RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver)"
-export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
-cargo test --profile ci --no-run
-wait "$prepare" || cat target/test-prepare.log >&2
-cargo test --profile ci
+RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver)" \
+CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" \
+    cargo test --release
 
-# Beyond Rust, against the binaries the build above left in target/ci:
+# Beyond Rust, against the binaries the build above left in target/release:
 # the Python client against real 3-node clusters, and the offline checks of
 # deploy/ (Kubernetes schemas, compose flags, dashboard metric names).
-export LOCKD_BIN=target/ci/lockd
-LOCKD_MODULE_0_2=$(ls -t target/ci/build/lock-tests-*/out/guest_sm_world02.wasm | head -1)
-export LOCKD_MODULE_0_2
 scripts/test-python.sh
 scripts/test-deploy.sh
 # The web console in a real headless browser (Debian's chromium, installed

@@ -1,20 +1,13 @@
 # Shared by scripts/test-console.sh and scripts/console-screenshot.sh
 # (sourced, from the repository's root): Debian's chromium and its driver,
 # installed with apt when missing, and a venv under target/venv with
-# Selenium and whatever else is named: browser_setup [PIP_REQUIREMENT…]
-# (browser_install [PIP_REQUIREMENT…] without checking for lockd).
+# Selenium and whatever else is named: browser_setup [PIP_REQUIREMENT…].
 browser_setup() {
     local lockd=${LOCKD_BIN:-target/release/lockd}
     if [ ! -x "$lockd" ]; then
         echo "$lockd is missing: run cargo build --release first (or set LOCKD_BIN)" >&2
         exit 1
     fi
-    browser_install "$@"
-}
-
-# The browser, its driver and the venv only (scripts/test-prepare.sh
-# calls it before any lockd is built).
-browser_install() {
     local missing=()
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)
     command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)

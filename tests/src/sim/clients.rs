@@ -22,6 +22,8 @@ pub(super) struct Outcome {
     pub(super) finals: BTreeMap<String, Final>,
     pub(super) keeper_renewals: u64,
     pub(super) served: usize,
+    /// When the operator had a voter out (history time, ms).
+    pub(super) voter_out: Vec<(f64, f64)>,
 }
 
 /// The clients' host: the keeper and the workers until `stop`, then the
@@ -71,6 +73,14 @@ pub(super) async fn clients(
             upgrade(&target, crate::fixtures::LOCK_SM_V2).await
         })
     });
+    let operated = cfg.operation.map(|(at, op)| {
+        let target = target.clone();
+        let history = history.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(at).await;
+            super::operator::operate(op, &target, &history).await
+        })
+    });
     let keeper = tokio::spawn(keeper.hold(stop.clone()));
     let workers: Vec<_> = (0..cfg.clients)
         .map(|id| {
@@ -104,6 +114,17 @@ pub(super) async fn clients(
             )),
         }
     }
+    let mut voter_out = Vec::new();
+    if let Some(o) = operated {
+        match o.await {
+            Ok(Ok(window)) => voter_out.extend(window),
+            Ok(Err(e)) => violations.push(Violation::new(Checker::Harness, e)),
+            Err(e) => violations.push(Violation::new(
+                Checker::Harness,
+                format!("the operator task failed: {e}"),
+            )),
+        }
+    }
     tracing::info!("clients: the waiters");
     let bound = Duration::from_millis(cfg.lease_ms * 2 + 4 * ELECTION_MS + 3000);
     let (served, v) = workload::waiters(
@@ -130,6 +151,7 @@ pub(super) async fn clients(
         finals,
         keeper_renewals,
         served,
+        voter_out,
     };
     Ok(())
 }

@@ -22,7 +22,16 @@ use lockd::service::table::MAX_RETRY_DELAY;
 /// The leases' own margins are in the slack: the leader times a lease 1 %
 /// longer on its clock (the drift bound), and a clean run's clocks run up
 /// to 0.9 % slow, so a lease of `L` may last about 2 % more of real time.
-pub(super) fn horizon(leads: &[Lead], timeline: &[Links], nodes: u64) -> Horizon {
+///
+/// While the operator had a voter out (`voter_out`), a quorum was a
+/// majority of the others, which the links' view does not follow: those
+/// windows count as unstable too.
+pub(super) fn horizon(
+    leads: &[Lead],
+    timeline: &[Links],
+    nodes: u64,
+    voter_out: &[(f64, f64)],
+) -> Horizon {
     let settle = (ELECTION_MS * 3 / 2) as f64;
     let mut unstable: Vec<(f64, f64)> = leads
         .iter()
@@ -60,6 +69,7 @@ pub(super) fn horizon(leads: &[Lead], timeline: &[Links], nodes: u64) -> Horizon
     if let Some(from) = lost_since {
         unstable.push((from, f64::INFINITY));
     }
+    unstable.extend_from_slice(voter_out);
     unstable.sort_by(|a, b| a.0.total_cmp(&b.0));
     Horizon {
         slack_ms: settle + MAX_RETRY_DELAY.as_millis() as f64 + 200.0,

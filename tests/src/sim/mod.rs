@@ -49,6 +49,7 @@
 //! * `clients`: the clients' host (workload, upgrade, waiters, final
 //!   reads, convergence).
 //! * `horizon`: the latest a lease may end, from what the run saw.
+//! * [`operator`]: membership changes and shadows during the faults.
 
 mod clients;
 pub mod clock;
@@ -59,6 +60,7 @@ mod horizon;
 pub mod log_trial;
 pub mod net;
 mod nodes;
+pub mod operator;
 mod run;
 
 use std::time::Duration;
@@ -92,6 +94,9 @@ pub struct SimConfig {
     /// long into the faults, retried until it is in; every node must end
     /// on it. Not with `mixed`.
     pub upgrade_at: Option<Duration>,
+    /// What the operator does this long into the faults: a voter removed
+    /// and added back, or a shadow started and stopped.
+    pub operation: Option<(Duration, operator::Operation)>,
     /// A broken variant to run instead of the correct service.
     pub control: Option<Control>,
 }
@@ -99,7 +104,9 @@ pub struct SimConfig {
 impl SimConfig {
     /// A run of `seed` with the defaults: 3 nodes (5 for one seed in
     /// four), 4 clients on 2 keys, 12 s of faults; every even seed mixed;
-    /// one odd seed in two upgrades the module during the faults.
+    /// one odd seed in two upgrades the module during the faults; the
+    /// operator removes a voter and adds it back in every five-node run,
+    /// and runs a shadow of the active module in every other mixed run.
     pub fn seed(seed: u64) -> SimConfig {
         SimConfig {
             seed,
@@ -113,8 +120,29 @@ impl SimConfig {
             snapshot_threshold: 100,
             mixed: seed.is_multiple_of(2),
             upgrade_at: (seed % 4 == 1).then(|| Duration::from_millis(2000 + seed % 7 * 1000)),
+            operation: operation(seed),
             control: None,
         }
+    }
+}
+
+/// The operator's part in the run of `seed`, and when it begins.
+fn operation(seed: u64) -> Option<(Duration, operator::Operation)> {
+    let at = Duration::from_millis(1000 + seed % 5 * 1000);
+    match seed % 4 {
+        3 => Some((
+            at,
+            operator::Operation::Rejoin {
+                node: 1 + seed / 4 % 5,
+            },
+        )),
+        2 => Some((
+            at,
+            operator::Operation::Shadow {
+                module: crate::fixtures::LOCK_SM_WORLD02,
+            },
+        )),
+        _ => None,
     }
 }
 

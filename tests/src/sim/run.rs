@@ -27,6 +27,11 @@ use crate::jepsen::workload::Target;
 const TICK: Duration = Duration::from_millis(2);
 /// Every node's port.
 const PORT: u16 = 7000;
+
+/// Node `id`'s address on the simulated network.
+pub(super) fn node_addr(id: u64) -> String {
+    format!("{}:{PORT}", host(id))
+}
 pub const HEARTBEAT_MS: u64 = 50;
 pub const ELECTION_MS: u64 = 400;
 /// After healing, the clients go on this long before they stop.
@@ -40,13 +45,12 @@ pub(super) fn sim_ms() -> f64 {
 }
 
 fn node_config(cfg: &SimConfig, id: u64) -> NodeConfig {
-    let addr = |i: u64| format!("{}:{PORT}", host(i));
     NodeConfig {
         id,
-        addr: addr(id),
+        addr: node_addr(id),
         listen: Some(format!("0.0.0.0:{PORT}")),
         data_dir: node_dir(id),
-        initial_cluster: (1..=cfg.nodes).map(|i| (i, addr(i))).collect(),
+        initial_cluster: (1..=cfg.nodes).map(|i| (i, node_addr(i))).collect(),
         heartbeat_ms: HEARTBEAT_MS,
         election_timeout_ms: ELECTION_MS,
         // Snapshots and log purges happen during the faults.
@@ -148,9 +152,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     let stop = Arc::new(AtomicBool::new(false));
     let outcome: Arc<Mutex<Outcome>> = Arc::default();
     let target = Target {
-        endpoints: (1..=cfg.nodes)
-            .map(|i| format!("{}:{PORT}", host(i)))
-            .collect(),
+        endpoints: (1..=cfg.nodes).map(node_addr).collect(),
         credentials: Default::default(),
     };
     sim.client(
@@ -204,7 +206,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     violations.extend(check::tokens(&ops));
     violations.extend(check::linearizable(
         &ops,
-        &horizon(&takeovers, &nemesis.timeline, cfg.nodes),
+        &horizon(&takeovers, &nemesis.timeline, cfg.nodes, &out.voter_out),
     ));
     let holdings = history.holdings();
     violations.extend(check::holders(&holdings));
