@@ -91,21 +91,31 @@ pub fn members(raft: &Raft) -> Vec<lockd_proto::Member> {
 
 /// The leader this node may name, from its metrics: openraft's
 /// `current_leader`, except that a node that leads without a quorum's
-/// acknowledgement yet names none. openraft restores a node that led at
-/// its last term as that term's leader, with nothing committed and
-/// perhaps no quorum left; status, readiness, forwarding and the console
-/// must not present it as the cluster's leader until a quorum has
-/// answered it (see docs/operations.md, "Who is the leader").
-pub fn known_leader(m: &openraft::RaftMetrics<NodeId, Node>) -> Option<NodeId> {
+/// acknowledgement within `quorum_within_ms` names none. openraft restores
+/// a node that led at its last term as that term's leader, with nothing
+/// committed and perhaps no quorum left, and a leader cut off from its
+/// quorum (or removed from the cluster while cut off) keeps the office
+/// while the others elect another; status, readiness, forwarding and the
+/// console must not present it as the cluster's leader until a quorum
+/// answers it again (see docs/operations.md, "Who is the leader").
+/// Callers pass the election timeout: by then the others may have
+/// elected someone else (etcd's check-quorum uses the same bound).
+pub fn known_leader(
+    m: &openraft::RaftMetrics<NodeId, Node>,
+    quorum_within_ms: u64,
+) -> Option<NodeId> {
     match m.current_leader {
-        Some(l) if l == m.id && leading_unconfirmed(m) => None,
+        Some(l) if l == m.id && leading_unconfirmed(m, quorum_within_ms) => None,
         other => other,
     }
 }
 
-/// This node holds the leader's office but no quorum has acknowledged it.
-pub fn leading_unconfirmed(m: &openraft::RaftMetrics<NodeId, Node>) -> bool {
-    m.state == openraft::ServerState::Leader && m.millis_since_quorum_ack.is_none()
+/// This node holds the leader's office but no quorum has acknowledged it
+/// within `quorum_within_ms`.
+pub fn leading_unconfirmed(m: &openraft::RaftMetrics<NodeId, Node>, quorum_within_ms: u64) -> bool {
+    m.state == openraft::ServerState::Leader
+        && m.millis_since_quorum_ack
+            .is_none_or(|ms| ms > quorum_within_ms)
 }
 
 #[cfg(test)]
@@ -117,13 +127,29 @@ mod leader_tests {
         let mut m = openraft::RaftMetrics::<NodeId, Node>::new_initial(3);
         m.state = openraft::ServerState::Leader;
         m.current_leader = Some(3);
-        assert_eq!(known_leader(&m), None, "restored as leader, no ack yet");
+        assert_eq!(
+            known_leader(&m, 400),
+            None,
+            "restored as leader, no ack yet"
+        );
         m.millis_since_quorum_ack = Some(0);
-        assert_eq!(known_leader(&m), Some(3));
+        assert_eq!(known_leader(&m, 400), Some(3));
+        m.millis_since_quorum_ack = Some(400);
+        assert_eq!(
+            known_leader(&m, 400),
+            Some(3),
+            "acknowledged within the bound"
+        );
+        m.millis_since_quorum_ack = Some(401);
+        assert_eq!(
+            known_leader(&m, 400),
+            None,
+            "no quorum for an election timeout"
+        );
         // A follower names whom it heard from.
         m.state = openraft::ServerState::Follower;
         m.millis_since_quorum_ack = None;
         m.current_leader = Some(1);
-        assert_eq!(known_leader(&m), Some(1));
+        assert_eq!(known_leader(&m, 400), Some(1));
     }
 }

@@ -37,12 +37,12 @@ impl Services {
             addr: self.addr.clone(),
             // A leader no quorum has acknowledged yet is still seeking
             // office.
-            role: if leading_unconfirmed(&m) {
+            role: if leading_unconfirmed(&m, self.quorum_within_ms()) {
                 Role::Candidate
             } else {
                 role_of(m.state)
             },
-            leader: known_leader(&m),
+            leader: known_leader(&m, self.quorum_within_ms()),
             term: m.current_term,
             commit_index: self.log.committed().map_or(0, |l| l.index),
             applied_index: v.applied_index,
@@ -91,7 +91,7 @@ impl Services {
             let m = self.raft.metrics();
             let m = m.borrow();
             (
-                known_leader(&m),
+                known_leader(&m, self.quorum_within_ms()),
                 m.running_state.as_ref().err().map(|e| e.to_string()),
             )
         };
@@ -161,12 +161,18 @@ impl Services {
             .map(|n| n.addr.clone())
     }
 
+    /// How recently a quorum must have answered this node for it to name
+    /// itself the leader: the election timeout ([`known_leader`]).
+    fn quorum_within_ms(&self) -> u64 {
+        self.raft.config().election_timeout_min
+    }
+
     /// The leader's id and address when another node leads (a request
     /// for the leader goes there); `None` when this node leads or knows
     /// no leader.
     pub fn leader_elsewhere(&self) -> Option<(NodeId, String)> {
         // Borrow, do not clone, the metrics: this runs on every request.
-        let leader = known_leader(&self.raft.metrics().borrow())?;
+        let leader = known_leader(&self.raft.metrics().borrow(), self.quorum_within_ms())?;
         if leader == self.id {
             return None;
         }
