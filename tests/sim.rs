@@ -34,10 +34,7 @@ struct Run {
 
 impl Run {
     fn violations(&self) -> Vec<&str> {
-        self.stdout
-            .lines()
-            .filter_map(|l| l.strip_prefix("violation "))
-            .collect()
+        sim::violations_in(&self.stdout)
     }
 
     fn summary(&self) -> &str {

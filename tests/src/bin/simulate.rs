@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use lock_tests::sim::{self, Control, SimConfig};
+use lock_tests::sim::{self, Control, SimConfig, VIOLATION_LINE};
 
 /// Log lines stamped with the simulation's time (ms), not the machine's.
 struct SimTime;
@@ -103,7 +103,7 @@ fn main() -> anyhow::Result<()> {
         let r = sim::run(&cfg(seed));
         print!("{}", r.history);
         for v in &r.violations {
-            println!("violation {v}");
+            println!("{VIOLATION_LINE}{v}");
         }
         println!(
             "seed {seed}: {} ops, {} violations, {:?} simulated",
@@ -134,50 +134,36 @@ fn main() -> anyhow::Result<()> {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     std::thread::scope(|s| {
         for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= range.end || until.is_some_and(|u| Instant::now() >= u) {
-                        return;
+            s.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= range.end || until.is_some_and(|u| Instant::now() >= u) {
+                    return;
+                }
+                let out = match seed_process(&me, seed, ctl, cache.path()).output() {
+                    Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+                    Ok(o) => format!(
+                        "{VIOLATION_LINE}[Harness] seed {seed} ended with {}: {}",
+                        o.status,
+                        String::from_utf8_lossy(&o.stderr)
+                            .lines()
+                            .last()
+                            .unwrap_or("")
+                    ),
+                    Err(e) => {
+                        format!("{VIOLATION_LINE}[Harness] cannot run seed {seed}: {e}")
                     }
-                    // A process per seed: a run that is not the first of its
-                    // process may take another path (docs/testing.md), and
-                    // every seed found must replay with the command printed.
-                    let mut child = std::process::Command::new(&me);
-                    child.args(["--seed", &seed.to_string()]);
-                    child.env(sim::MODULE_CACHE_VAR, cache.path());
-                    if let Some(c) = ctl {
-                        child.args(["--control", c.name()]);
-                    }
-                    let out = match child.output() {
-                        Ok(o) if o.status.success() => {
-                            String::from_utf8_lossy(&o.stdout).into_owned()
-                        }
-                        Ok(o) => format!(
-                            "violation [Harness] seed {seed} ended with {}: {}",
-                            o.status,
-                            String::from_utf8_lossy(&o.stderr)
-                                .lines()
-                                .last()
-                                .unwrap_or("")
-                        ),
-                        Err(e) => format!("violation [Harness] cannot run seed {seed}: {e}"),
-                    };
-                    done.fetch_add(1, Ordering::Relaxed);
-                    let violations: Vec<&str> = out
-                        .lines()
-                        .filter(|l| l.starts_with("violation "))
-                        .collect();
-                    if !violations.is_empty() {
-                        found.fetch_add(1, Ordering::Relaxed);
-                        println!(
-                            "seed {seed}: {} violations; replay: {}",
-                            violations.len(),
-                            sim::replay_command(seed)
-                        );
-                        for v in violations.iter().take(4) {
-                            println!("  {v}");
-                        }
+                };
+                done.fetch_add(1, Ordering::Relaxed);
+                let violations = sim::violations_in(&out);
+                if !violations.is_empty() {
+                    found.fetch_add(1, Ordering::Relaxed);
+                    println!(
+                        "seed {seed}: {} violations; replay: {}",
+                        violations.len(),
+                        sim::replay_command(seed)
+                    );
+                    for v in violations.iter().take(4) {
+                        println!("  {VIOLATION_LINE}{v}");
                     }
                 }
             });
@@ -195,20 +181,40 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The checkers a run of `seed` (faults for `ms`) caught something with,
-/// in a process of its own.
-fn caught(seed: u64, ctl: Option<Control>, ms: u128) -> anyhow::Result<Vec<String>> {
-    let mut child = std::process::Command::new(std::env::current_exe()?);
-    child.args(["--seed", &seed.to_string(), "--duration", &ms.to_string()]);
+/// The process that runs one seed (a process per seed: a run that is
+/// not the first of its process may take another path, docs/testing.md,
+/// and every seed found must replay with the command printed), finding
+/// the modules compiled once in `cache`.
+fn seed_process(
+    me: &std::path::Path,
+    seed: u64,
+    ctl: Option<Control>,
+    cache: &std::path::Path,
+) -> std::process::Command {
+    let mut child = std::process::Command::new(me);
+    child.args(["--seed", &seed.to_string()]);
+    child.env(sim::MODULE_CACHE_VAR, cache);
     if let Some(c) = ctl {
         child.args(["--control", c.name()]);
     }
-    let out = child.output()?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut checkers: Vec<String> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("violation ["))
-        .filter_map(|l| l.split(']').next())
+    child
+}
+
+/// The checkers a run of `seed` (faults for `ms`) caught something with,
+/// in a process of its own.
+fn caught(
+    seed: u64,
+    ctl: Option<Control>,
+    ms: u128,
+    cache: &std::path::Path,
+) -> anyhow::Result<Vec<String>> {
+    let out = seed_process(&std::env::current_exe()?, seed, ctl, cache)
+        .args(["--duration", &ms.to_string()])
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut checkers: Vec<String> = sim::violations_in(&text)
+        .into_iter()
+        .filter_map(sim::checker_of)
         .map(str::to_string)
         .collect();
     if !out.status.success() {
@@ -223,7 +229,10 @@ fn caught(seed: u64, ctl: Option<Control>, ms: u128) -> anyhow::Result<Vec<Strin
 /// `seed` still shows one of the checkers the full run's did.
 fn trim_run(seed: u64, ctl: Option<Control>, full: std::time::Duration) -> anyhow::Result<()> {
     let full_ms = full.as_millis();
-    let want = caught(seed, ctl, full_ms)?;
+    // Every run of the search finds the modules compiled once, here.
+    let cache = tempfile::tempdir()?;
+    drop(sim::open_module_cache(cache.path()));
+    let want = caught(seed, ctl, full_ms, cache.path())?;
     if want.is_empty() {
         println!("seed {seed}: nothing found with faults for {full_ms} ms; nothing to trim");
         return Ok(());
@@ -234,7 +243,7 @@ fn trim_run(seed: u64, ctl: Option<Control>, full: std::time::Duration) -> anyho
     let mut found = full_ms;
     for s in 1..full.as_secs() {
         let ms = u128::from(s) * 1000;
-        let got = caught(seed, ctl, ms)?;
+        let got = caught(seed, ctl, ms, cache.path())?;
         let same: Vec<&String> = got.iter().filter(|c| want.contains(c)).collect();
         println!(
             "  faults for {ms} ms: {}",

@@ -165,6 +165,23 @@ pub struct SimReport {
     pub violations: Vec<Violation>,
 }
 
+/// How a run's output names each violation: a line `violation [Checker]
+/// what`. The simulate binary prints them; [`violations_in`] and
+/// [`checker_of`] are the one reader of them back.
+pub const VIOLATION_LINE: &str = "violation ";
+
+/// The violations in a run's output (`[Checker] what`, one per line).
+pub fn violations_in(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix(VIOLATION_LINE))
+        .collect()
+}
+
+/// The checker a violation from [`violations_in`] names.
+pub fn checker_of(violation: &str) -> Option<&str> {
+    violation.strip_prefix('[')?.split(']').next()
+}
+
 /// The command that replays the run of `seed`.
 pub fn replay_command(seed: u64) -> String {
     format!("cargo run --release -p lock-tests --bin simulate -- --seed {seed}")
