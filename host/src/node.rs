@@ -16,14 +16,13 @@
 //! the snapshot) and the log (recovering the WAL), start Raft, serve, and on
 //! a pristine data dir bootstrap the initial cluster.
 
+mod lifecycle;
 mod meta;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::error::{InitializeError, RaftError};
 use openraft::SnapshotPolicy;
 use thiserror::Error;
 use tokio::sync::watch;
@@ -208,12 +207,15 @@ impl Node {
         }
         .validate()
         .map_err(|e| NodeError::Raft(e.to_string()))?;
+        let standing = crate::raft::standing::Standing::new();
+        let vouches = crate::raft::vouch::Vouches::new();
         let network = NetworkFactory {
             my_id: config.id,
             fingerprint: engine.fingerprint().text.clone(),
             connect_timeout: Duration::from_millis(config.heartbeat_ms.max(500)),
             tls: peer_tls.clone(),
             cluster: cluster.clone(),
+            standing: standing.clone(),
         };
         let raft = Raft::new(
             config.id,
@@ -279,6 +281,8 @@ impl Node {
                 cluster.clone(),
             ),
             peer_gate: crate::raft::peer_check::PeerGate::new(config.max_snapshot_bytes),
+            standing: standing.clone(),
+            vouches: vouches.clone(),
             max_module_bytes: config.max_module_bytes,
             conn: gate.clone(),
             tls_required: tls_server.is_some(),
@@ -321,7 +325,14 @@ impl Node {
             tasks.clone(),
         ));
 
-        tasks.spawn(count_leader_changes(
+        tasks.spawn(standing.run(raft.clone(), shutdown_rx.clone()));
+        tasks.spawn(vouches.run(
+            raft.clone(),
+            config.id,
+            lockd_client::admin::Http::secured(Duration::from_secs(2), as_node.clone()),
+            shutdown_rx.clone(),
+        ));
+        tasks.spawn(lifecycle::count_leader_changes(
             raft.clone(),
             leader_changes,
             shutdown_rx.clone(),
@@ -348,80 +359,6 @@ impl Node {
         Ok(node)
     }
 
-    async fn bootstrap(&self, members: BTreeMap<u64, String>) -> Result<(), NodeError> {
-        let nodes: BTreeMap<NodeId, RaftNode> = members
-            .into_iter()
-            .map(|(id, addr)| (id, RaftNode { addr }))
-            .collect();
-        match self.raft.initialize(nodes).await {
-            Ok(()) => {
-                tracing::info!(id = self.id, "bootstrapped a new cluster");
-                Ok(())
-            }
-            // Already initialised (a restart, or a peer's entries arrived
-            // first): the initial cluster is ignored, as documented.
-            Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Ok(()),
-            Err(e) => Err(NodeError::Raft(e.to_string())),
-        }
-    }
-
-    /// Stop serving and stop Raft; returns once every task the node
-    /// started has ended: the listener (its port is free), the background
-    /// tasks, and every connection, each of which ends after what it is
-    /// serving (at most [`SHUTDOWN_GRACE`]; past it, the rest is named in
-    /// the log and left to the runtime).
-    pub async fn shutdown(&self) {
-        let _ = self.shutdown.send(true);
-        self.tasks.close();
-        if tokio::time::timeout(SHUTDOWN_GRACE, self.tasks.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!(
-                id = self.id,
-                left = self.tasks.len(),
-                "shutdown: tasks still running after the grace period"
-            );
-        }
-        if let Err(e) = self.raft.shutdown().await {
-            tracing::warn!(error = %e, "raft shutdown");
-        }
-        let left = self.service_tasks.stop(SHUTDOWN_GRACE).await;
-        if left > 0 {
-            tracing::warn!(
-                id = self.id,
-                left,
-                "shutdown: lock service tasks still running after the grace period"
-            );
-        }
-    }
-
-    /// Resolves when Raft has stopped on its own, with why: a fatal error
-    /// (a log or state machine write that failed, a panic in the core).
-    /// Everything else of the node would otherwise go on answering, half
-    /// alive; the caller ends the process so a supervisor restarts it.
-    ///
-    /// Except when the lock module is poisoned (a guest trap at apply):
-    /// every replica stops at the same entry by design, a restart would
-    /// meet it again, and the node stays up to report it (status, audit,
-    /// replay) until an operator acts. Then this never resolves.
-    pub async fn failed(&self) -> String {
-        let mut metrics = self.raft.metrics();
-        let why = loop {
-            if let Err(fatal) = &metrics.borrow().running_state {
-                break fatal.to_string();
-            }
-            if metrics.changed().await.is_err() {
-                break "Raft stopped without a reason".to_string();
-            }
-        };
-        if self.sm.view(false).poisoned.is_some() {
-            tracing::error!(error = %why, "raft stopped: the lock module is poisoned; staying up to report it");
-            std::future::pending::<()>().await;
-        }
-        why
-    }
-
     /// The rules callers are checked against (the auth file's, or off),
     /// for reloading them.
     pub fn auth(&self) -> &Auth {
@@ -443,27 +380,5 @@ impl Node {
     pub async fn stopped(&self) {
         let mut rx = self.shutdown.subscribe();
         let _ = rx.wait_for(|s| *s).await;
-    }
-}
-
-/// Count every change of the leader `raft` knows (to another node, or to
-/// none), until shutdown.
-async fn count_leader_changes(
-    raft: Raft,
-    count: Arc<AtomicU64>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut metrics = raft.metrics();
-    let mut leader = metrics.borrow_and_update().current_leader;
-    loop {
-        tokio::select! {
-            changed = metrics.changed() => if changed.is_err() { return },
-            _ = shutdown.changed() => return,
-        }
-        let now = metrics.borrow_and_update().current_leader;
-        if now != leader {
-            leader = now;
-            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
     }
 }

@@ -61,7 +61,7 @@ fn refused(s: &mut TcpStream, req: PeerRequest) -> String {
     write_frame(s, &bytes);
     let reply: Envelope<PeerResponse> = wire::decode(&read_frame(s)).expect("reply");
     match reply.body {
-        PeerResponse::Error(e) => e,
+        PeerResponse::Error(e) | PeerResponse::NotMember(e) => e,
         other => panic!("expected a refusal, got {other:?}"),
     }
 }

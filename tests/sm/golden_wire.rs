@@ -96,6 +96,15 @@ fn the_peer_hello_and_peer_messages_are_pinned() {
             body: PeerResponse::Error("node 1 refused the request".into()),
         },
     );
+    pinned(
+        "peer_answer_not_member",
+        &Envelope {
+            id: 10,
+            body: PeerResponse::NotMember(
+                "node 1 refused the request: node 5 is not a member".into(),
+            ),
+        },
+    );
 }
 
 #[test]

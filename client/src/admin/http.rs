@@ -61,7 +61,12 @@ impl Http {
     /// Like [`Http::with_timeout`], presenting `credentials`.
     pub fn secured(timeout: Duration, credentials: Credentials) -> Http {
         Http {
+            // No idle connections are kept: admin requests are rare, and
+            // hyper's pool keeps them in a hash map, so dropping a client
+            // closed them in an order that changed from process to process
+            // (a simulated run did not replay: seed 1799).
             client: hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+                .pool_max_idle_per_host(0)
                 .build(connector(&credentials)),
             timeout,
             credentials,

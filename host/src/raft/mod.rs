@@ -24,6 +24,11 @@
 //!   of them, and back.
 //! * [`snapshot`]: the snapshot file (its format is the core's).
 //! * [`network`]: `RaftNetworkFactory` over [`crate::transport`].
+//! * [`peer_check`]: what a peer's RPC must satisfy before openraft sees it.
+//! * [`standing`]: a node its peers refuse as a non-member stops starting
+//!   elections.
+//! * [`vouch`]: a leader this node's membership does not name yet, vouched
+//!   for by a member.
 //! * [`runtime`]: the async runtime openraft runs on: tokio's, with the
 //!   random numbers it draws seedable per thread (for a simulation).
 
@@ -34,7 +39,9 @@ pub mod peer_check;
 pub mod runtime;
 pub mod snapshot;
 pub mod snapshot_policy;
+pub mod standing;
 pub mod state_machine;
+pub mod vouch;
 
 use std::io::Cursor;
 

@@ -30,7 +30,11 @@ pub enum PeerRequest {
 }
 
 /// The answer to a [`PeerRequest`]; `Error` when the request itself could
-/// not be handled (e.g. a client frame sent on a peer connection).
+/// not be handled (e.g. a client frame sent on a peer connection),
+/// `NotMember` when the sender is not a member of the answering node's
+/// membership (the reason as text; the sender stops starting elections,
+/// `raft::standing`). New variants go at the end: the wire is pinned by
+/// `tests/sm/golden_wire.rs`.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum PeerResponse {
     AppendEntries(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
@@ -39,6 +43,7 @@ pub enum PeerResponse {
         Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>,
     ),
     Error(String),
+    NotMember(String),
 }
 
 /// Makes a [`PeerClient`] per replication target.
@@ -52,6 +57,8 @@ pub struct NetworkFactory {
     pub tls: Option<lockd_client::tls::TlsClient>,
     /// This node's cluster, named in every peer hello.
     pub cluster: std::sync::Arc<crate::cluster_id::ClusterIdentity>,
+    /// Paused when a peer refuses this node's vote as a non-member.
+    pub standing: std::sync::Arc<super::standing::Standing>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
@@ -241,6 +248,10 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         {
             PeerResponse::Vote(r) => {
                 r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
+            PeerResponse::NotMember(why) => {
+                self.factory.standing.refused(self.target);
+                Err(self.wrong("vote", PeerResponse::NotMember(why)))
             }
             other => Err(self.wrong("vote", other)),
         }

@@ -24,7 +24,9 @@
 //!
 //! Pure apart from the record of the snapshot being received, so the rules
 //! are unit-tested here; the node answers a refusal with
-//! `PeerResponse::Error` and logs it.
+//! `PeerResponse::NotMember` when the sender is not a member (the sender
+//! then stops starting elections, `raft::standing`) and with
+//! `PeerResponse::Error` otherwise, and logs it.
 
 use std::sync::Mutex;
 
@@ -39,6 +41,21 @@ pub const MAX_TERM: u64 = 1 << 48;
 /// The default cap on a snapshot's size in bytes: the guest memory limit
 /// (1 GiB) with room for the module and membership.
 pub const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = (1 << 30) + (256 << 20);
+
+/// Why a peer request was refused.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum Refusal {
+    #[error("node {0} is not a member")]
+    NotMember(NodeId),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<String> for Refusal {
+    fn from(why: String) -> Refusal {
+        Refusal::Invalid(why)
+    }
+}
 
 #[derive(Debug)]
 pub struct PeerGate {
@@ -64,7 +81,7 @@ impl PeerGate {
         from: NodeId,
         req: &PeerRequest,
         member: impl Fn(NodeId) -> Option<bool>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refusal> {
         let vote = match req {
             PeerRequest::AppendEntries(r) => &r.vote,
             PeerRequest::Vote(r) => &r.vote,
@@ -72,14 +89,13 @@ impl PeerGate {
         };
         let term = vote.leader_id.term;
         if term > MAX_TERM {
-            return Err(format!("term {term} is above the plausible {MAX_TERM}"));
+            return Err(format!("term {term} is above the plausible {MAX_TERM}").into());
         }
         if let PeerRequest::AppendEntries(r) = req {
             if let Some(e) = r.entries.iter().find(|e| e.log_id.leader_id.term > term) {
-                return Err(format!(
-                    "entry {} is of a term above the request's {term}",
-                    e.log_id
-                ));
+                return Err(
+                    format!("entry {} is of a term above the request's {term}", e.log_id).into(),
+                );
             }
             for e in &r.entries {
                 if let EntryPayload::Normal(req @ (Request::Lock(_) | Request::Commands(_))) =
@@ -90,7 +106,8 @@ impl PeerGate {
                         return Err(format!(
                             "lock entry {} takes {bytes} bytes, above the bound of {MAX_APPEND_BYTES}",
                             e.log_id
-                        ));
+                        )
+                        .into());
                     }
                 }
             }
@@ -99,11 +116,12 @@ impl PeerGate {
             if sender != from {
                 return Err(format!(
                     "the request is from node {sender}, but the connection is node {from}'s"
-                ));
+                )
+                .into());
             }
         }
         if member(from) == Some(false) {
-            return Err(format!("node {from} is not a member"));
+            return Err(Refusal::NotMember(from));
         }
         if let PeerRequest::InstallSnapshot(r) = req {
             self.check_chunk(&r.meta.snapshot_id, r.offset, r.data.len() as u64)?;
@@ -172,17 +190,20 @@ mod tests {
     fn an_implausible_term_is_refused() {
         let g = PeerGate::new(1 << 20);
         assert!(g.check(2, &vote(5, 2), members).is_ok());
-        let e = g.check(2, &vote(u64::MAX, 2), members).unwrap_err();
+        let e = g
+            .check(2, &vote(u64::MAX, 2), members)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("plausible"), "{e}");
     }
 
     #[test]
     fn a_sender_unlike_its_hello_or_not_a_member_is_refused() {
         let g = PeerGate::new(1 << 20);
-        let e = g.check(3, &vote(5, 2), members).unwrap_err();
+        let e = g.check(3, &vote(5, 2), members).unwrap_err().to_string();
         assert!(e.contains("node 3's"), "{e}");
         let e = g.check(9, &vote(5, 9), members).unwrap_err();
-        assert!(e.contains("not a member"), "{e}");
+        assert_eq!(e, Refusal::NotMember(9));
         // A node with no membership yet (being added) takes it.
         assert!(g.check(9, &vote(5, 9), none_yet).is_ok());
     }
@@ -202,13 +223,13 @@ mod tests {
         if let PeerRequest::AppendEntries(r) = &mut append {
             r.entries[0].payload = EntryPayload::Membership(naming_9.clone());
         }
-        let e = g.check(9, &append, members).unwrap_err();
+        let e = g.check(9, &append, members).unwrap_err().to_string();
         assert!(e.contains("not a member"), "{e}");
         let mut snap = chunk(7, 9, "s", 0, 10);
         if let PeerRequest::InstallSnapshot(r) = &mut snap {
             r.meta.last_membership = StoredMembership::new(None, naming_9);
         }
-        let e = g.check(9, &snap, members).unwrap_err();
+        let e = g.check(9, &snap, members).unwrap_err().to_string();
         assert!(e.contains("not a member"), "{e}");
         // A member's requests pass as before.
         assert!(g
@@ -223,15 +244,27 @@ mod tests {
         assert!(g.check(1, &chunk(2, 1, "s1", 0, 400), m).is_ok());
         // A chunk resent from earlier is fine; one past the end is not.
         assert!(g.check(1, &chunk(2, 1, "s1", 200, 400), m).is_ok());
-        let e = g.check(1, &chunk(2, 1, "s1", 900, 10), m).unwrap_err();
+        let e = g
+            .check(1, &chunk(2, 1, "s1", 900, 10), m)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("600 bytes have arrived"), "{e}");
-        let e = g.check(1, &chunk(2, 1, "s1", 600, 401), m).unwrap_err();
+        let e = g
+            .check(1, &chunk(2, 1, "s1", 600, 401), m)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("above the cap"), "{e}");
         // A new snapshot starts at 0.
-        let e = g.check(1, &chunk(2, 1, "s2", 400, 10), m).unwrap_err();
+        let e = g
+            .check(1, &chunk(2, 1, "s2", 400, 10), m)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("0 bytes have arrived"), "{e}");
         assert!(g.check(1, &chunk(2, 1, "s2", 0, 10), m).is_ok());
-        let e = g.check(1, &chunk(2, 1, "s3", u64::MAX, 10), m).unwrap_err();
+        let e = g
+            .check(1, &chunk(2, 1, "s3", u64::MAX, 10), m)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("above the cap"), "{e}");
     }
 
@@ -258,7 +291,7 @@ mod tests {
         let ok = append(2, 1, Request::Commands(group(4096)));
         assert!(g.check(1, &ok, members).is_ok());
         let big = append(2, 1, Request::Commands(group(9000)));
-        let e = g.check(1, &big, members).unwrap_err();
+        let e = g.check(1, &big, members).unwrap_err().to_string();
         assert!(e.contains("above the bound"), "{e}");
     }
 }

@@ -176,7 +176,7 @@ fn a_rogue_node_with_a_cluster_certificate_cannot_vouch_for_itself() {
     });
     for answer in [answers.0, answers.1] {
         match answer {
-            Ok(PeerResponse::Error(e)) => assert!(e.contains("node 9 is not a member"), "{e}"),
+            Ok(PeerResponse::NotMember(e)) => assert!(e.contains("node 9 is not a member"), "{e}"),
             other => panic!("the rogue was served: {other:?}"),
         }
     }

@@ -26,6 +26,16 @@
 //!
 //! Operations whose outcome is unknown may be linearized anywhere after their
 //! invocation, or not at all.
+//!
+//! **Retried grants.** A retry-safe acquire ([`Horizon::retried_grants`])
+//! is one operation of the history but several tries of the client
+//! library. A try whose answer was lost may have been granted; the holding
+//! is the request's only while it lasts (docs/architecture.md, "Retries
+//! cannot strand a lock"), so once it has ended a later try of the same request is
+//! granted anew, with a new token. The model therefore gives such an
+//! acquire, beside its answer, one optional earlier grant of unknown token
+//! that must take effect before the operation completes: the grant no
+//! answer showed.
 
 use std::collections::HashSet;
 
@@ -54,6 +64,10 @@ pub struct Horizon {
     /// A lease of `L` may last `L × (1 + stretch)` of real time: the
     /// leader's drift margin (1 %) and how slow its clock may run.
     pub stretch: f64,
+    /// Acquires carry request ids and the client library retries them: a
+    /// granted acquire may also have been granted by an earlier try whose
+    /// answer was lost (see the module docs).
+    pub retried_grants: bool,
 }
 
 impl Horizon {
@@ -166,7 +180,27 @@ pub fn check_key(ops: &[Op], horizon: &Horizon) -> Result<(), NotShown> {
 /// [`check_key`] remembering at most `max_states` states.
 pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Result<(), NotShown> {
     let mut ops: Vec<Op> = ops.to_vec();
-    ops.sort_by(|a, b| a.invoke.total_cmp(&b.invoke));
+    // Each granted retry-safe acquire's possible earlier, lost grant: an
+    // acquire of unknown outcome that can only go before `deadline`. (Not
+    // for an acquire answered "held": the model does not know whose
+    // holding a key is, and its own lost grant would answer it.)
+    let mut deadline = vec![f64::INFINITY; ops.len()];
+    if horizon.retried_grants {
+        let lost: Vec<Op> = ops
+            .iter()
+            .filter(|o| matches!((&o.call, &o.ret), (Call::Acquire { .. }, Ret::Granted(_))))
+            .map(|o| Op {
+                ret: Ret::Unknown,
+                ..o.clone()
+            })
+            .collect();
+        deadline.extend(lost.iter().map(|o| o.complete));
+        ops.extend(lost);
+    }
+    let mut order: Vec<usize> = (0..ops.len()).collect();
+    order.sort_by(|&a, &b| ops[a].invoke.total_cmp(&ops[b].invoke));
+    let deadline: Vec<f64> = order.iter().map(|&i| deadline[i]).collect();
+    let ops: Vec<Op> = order.iter().map(|&i| ops[i].clone()).collect();
     let n = ops.len();
     let mut search = Search {
         unknown: ops.iter().map(|o| o.ret == Ret::Unknown).collect(),
@@ -180,6 +214,7 @@ pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Res
                 }
             })
             .collect(),
+        deadline,
         ops: &ops,
         horizon,
         done: vec![0u64; n.div_ceil(64).max(1)],
@@ -217,6 +252,9 @@ struct Search<'a> {
     unknown: Vec<bool>,
     /// Completion times; infinite for unknown outcomes.
     complete: Vec<f64>,
+    /// The latest point an operation may take: a lost try's grant goes
+    /// before its request's answer; infinite for the others.
+    deadline: Vec<f64>,
     /// Bit set of the operations placed so far.
     done: Vec<u64>,
     /// (placed, state) pairs already explored. The frontier is a function
@@ -252,6 +290,9 @@ impl Search<'_> {
             let op = &self.ops[i];
             if op.invoke > min_complete {
                 break; // sorted by invocation
+            }
+            if frontier.max(op.invoke) > self.deadline[i] {
+                continue;
             }
             for next in step(s, op, frontier, self.horizon) {
                 self.done[i / 64] |= 1 << (i % 64);

@@ -75,5 +75,6 @@ pub(super) fn horizon(
         slack_ms: settle + MAX_RETRY_DELAY.as_millis() as f64 + 200.0,
         stretch: 0.02,
         unstable,
+        retried_grants: false,
     }
 }

@@ -19,6 +19,7 @@ use super::nodes::{node, Stops, Takeovers, Watch};
 use super::{SimConfig, SimReport};
 use crate::jepsen::check::{self, Checker, Violation};
 use crate::jepsen::history::{History, Ret};
+use crate::jepsen::lin::Horizon;
 use crate::jepsen::register::FencedRegister;
 use crate::jepsen::workload::Target;
 
@@ -206,7 +207,11 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     violations.extend(check::tokens(&ops));
     violations.extend(check::linearizable(
         &ops,
-        &horizon(&takeovers, &nemesis.timeline, cfg.nodes, &out.voter_out),
+        &Horizon {
+            // Mixed runs' acquires carry request ids and are retried.
+            retried_grants: cfg.mixed,
+            ..horizon(&takeovers, &nemesis.timeline, cfg.nodes, &out.voter_out)
+        },
     ));
     let holdings = history.holdings();
     violations.extend(check::holders(&holdings));

@@ -4,12 +4,14 @@
 
 use lockd_core::engine::EngineFingerprint;
 use lockd_proto::{Member, Role, Status};
+use openraft::raft::AppendEntriesResponse;
 
 use super::Services;
 use crate::api::health::{judge, Readiness, Seen};
 use crate::api::status::{role_of, UpgradeCounts};
 use crate::membership::MembershipError;
 use crate::raft::network::{PeerRequest, PeerResponse};
+use crate::raft::peer_check::Refusal;
 use crate::raft::{known_leader, leading_unconfirmed, members, NodeId};
 use crate::transport::tls::Identity;
 
@@ -143,6 +145,24 @@ impl Services {
         Some(membership.get_node(&id).is_some())
     }
 
+    /// Whether a peer RPC from `id` may reach openraft: [`Services::is_member`],
+    /// or a leader a member vouched for (`raft::vouch`).
+    fn may_send(&self, id: NodeId) -> Option<bool> {
+        match self.is_member(id) {
+            Some(false) => {
+                let under = self
+                    .raft
+                    .metrics()
+                    .borrow()
+                    .membership_config
+                    .log_id()
+                    .map(|l| (l.leader_id.term, l.index));
+                Some(self.vouches.admits(id, under))
+            }
+            other => other,
+        }
+    }
+
     /// The member node a certificate names, if it names one that is a
     /// member now (a node acting for a caller, or as itself).
     pub fn member_of(&self, identity: Option<&Identity>) -> Option<NodeId> {
@@ -193,13 +213,32 @@ impl Services {
 
     /// Answer a peer's Raft RPC, once the peer gate lets it through.
     pub async fn answer_peer(&self, from: NodeId, req: PeerRequest) -> PeerResponse {
-        if let Err(why) = self.peer_gate.check(from, &req, |id| self.is_member(id)) {
+        if let Err(why) = self.peer_gate.check(from, &req, |id| self.may_send(id)) {
             tracing::warn!(id = self.id, from, %why, "refused a peer request");
-            return PeerResponse::Error(format!("node {} refused the request: {why}", self.id));
+            let leads = match &req {
+                PeerRequest::AppendEntries(r) => r.vote.is_committed(),
+                PeerRequest::InstallSnapshot(r) => r.vote.is_committed(),
+                PeerRequest::Vote(_) => false,
+            };
+            if leads && matches!(why, Refusal::NotMember(_)) {
+                self.vouches.want(from);
+            }
+            let text = format!("node {} refused the request: {why}", self.id);
+            return match why {
+                Refusal::NotMember(_) => PeerResponse::NotMember(text),
+                Refusal::Invalid(_) => PeerResponse::Error(text),
+            };
         }
         match req {
             PeerRequest::AppendEntries(r) => {
-                PeerResponse::AppendEntries(self.raft.append_entries(r).await)
+                let answer = self.raft.append_entries(r).await;
+                if let Ok(
+                    AppendEntriesResponse::Success | AppendEntriesResponse::PartialSuccess(_),
+                ) = &answer
+                {
+                    self.standing.followed();
+                }
+                PeerResponse::AppendEntries(answer)
             }
             PeerRequest::Vote(r) => PeerResponse::Vote(self.raft.vote(r).await),
             PeerRequest::InstallSnapshot(r) => {

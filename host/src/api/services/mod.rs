@@ -34,7 +34,9 @@ use crate::membership::Membership;
 use crate::modules::submit::Upgrader;
 use crate::raft::log_store::LogStore;
 use crate::raft::peer_check::PeerGate;
+use crate::raft::standing::Standing;
 use crate::raft::state_machine::StateMachineStore;
+use crate::raft::vouch::Vouches;
 use crate::raft::{NodeId, Raft};
 use crate::service::LockService;
 use crate::transport::http::Forwarder;
@@ -58,6 +60,10 @@ pub struct Services {
     membership: Membership,
     /// Checks every peer RPC before openraft sees it.
     peer_gate: PeerGate,
+    /// Whether this node's elections are paused (refused as a non-member).
+    standing: Arc<Standing>,
+    /// Leaders outside this node's membership that a member vouched for.
+    vouches: Arc<Vouches>,
     /// `--max-module-bytes`: the largest module an upgrade may carry.
     max_module_bytes: usize,
     /// The connection caps and timeouts.
@@ -89,6 +95,8 @@ pub struct Parts {
     pub upgrader: Upgrader,
     pub membership: Membership,
     pub peer_gate: PeerGate,
+    pub standing: Arc<Standing>,
+    pub vouches: Arc<Vouches>,
     pub max_module_bytes: usize,
     pub conn: Gate,
     pub tls_required: bool,
@@ -113,6 +121,8 @@ impl Services {
             upgrader: p.upgrader,
             membership: p.membership,
             peer_gate: p.peer_gate,
+            standing: p.standing,
+            vouches: p.vouches,
             max_module_bytes: p.max_module_bytes,
             conn: p.conn,
             tls_required: p.tls_required,

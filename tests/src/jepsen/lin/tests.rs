@@ -8,6 +8,7 @@ fn calm() -> Horizon {
         slack_ms: 2000.0,
         unstable: Vec::new(),
         stretch: 0.0,
+        retried_grants: false,
     }
 }
 
@@ -150,6 +151,7 @@ fn an_unknown_grant_cannot_hold_past_its_latest_end() {
         slack_ms: 2000.0,
         unstable: vec![(2500.0, 9000.0)],
         stretch: 0.0,
+        retried_grants: false,
     };
     assert_eq!(check_key(&late, &faulty), Ok(()));
     // A window that ended before the lease was armed extends nothing.
@@ -157,6 +159,7 @@ fn an_unknown_grant_cannot_hold_past_its_latest_end() {
         slack_ms: 2000.0,
         unstable: vec![(100.0, 2000.0)],
         stretch: 0.0,
+        retried_grants: false,
     };
     assert!(check_key(&late, &past).is_err());
 }
@@ -201,8 +204,46 @@ fn windows_chain_while_the_holder_is_alive() {
         slack_ms: 100.0,
         unstable: vec![(500.0, 1000.0), (1500.0, 3000.0), (9000.0, 9500.0)],
         stretch: 0.0,
+        retried_grants: false,
     };
     // Armed at 0, lease 1000: 1100; the first window re-arms to 2100,
     // which reaches the second (to 4100); the third is too late.
     assert_eq!(h.latest_end(0.0, 1000.0), 4100.0);
+}
+
+/// Seed 642's shape: a retry-safe acquire whose first try was granted and
+/// its answer lost; the holding ended, others took the key (tokens 99,
+/// 104), and the retry was granted anew (109). The "held" at 7400 is
+/// explained only by the lost grant.
+#[test]
+fn a_retried_acquire_may_have_had_an_earlier_lost_grant() {
+    let h = [
+        acq(0.0, 7800.0, Ret::Granted(109)),
+        acq(7400.0, 7401.0, Ret::Held),
+        acq(7410.0, 7526.0, Ret::Granted(99)),
+        rel(7533.0, 7542.0, 99, Ret::Released),
+        acq(7678.0, 7688.0, Ret::Granted(104)),
+        rel(7700.0, 7710.0, 104, Ret::Released),
+    ];
+    let retried = Horizon {
+        retried_grants: true,
+        ..calm()
+    };
+    assert!(check(&h).is_err(), "without retries nothing held the key");
+    assert_eq!(check_key(&h, &retried), Ok(()));
+}
+
+/// The lost grant goes before its request's answer, never after.
+#[test]
+fn a_lost_grant_cannot_follow_its_requests_answer() {
+    let h = [
+        acq(0.0, 100.0, Ret::Granted(1)),
+        rel(200.0, 201.0, 1, Ret::Released),
+        acq(300.0, 301.0, Ret::Held),
+    ];
+    let retried = Horizon {
+        retried_grants: true,
+        ..calm()
+    };
+    assert!(check_key(&h, &retried).is_err());
 }
