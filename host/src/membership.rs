@@ -54,9 +54,17 @@ pub enum MembershipError {
         what: &'static str,
         reason: String,
     },
+    #[error("adding node {id} as a learner did not finish within {secs} s: the change may have committed and the learner still be catching up (see the members); add it again to wait more, or promote it once it has caught up")]
+    CatchingUp { id: u64, secs: u64 },
     #[error("{0}")]
     Raft(String),
 }
+
+/// How long adding a learner waits for it to catch up with the log. openraft
+/// waits without end; a learner that cannot be reached (or is cut off just
+/// after the hello) held the admin request until the caller's own timeout
+/// (found by the simulation, seed 9259).
+pub const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Membership changes proposed by this node (they take effect only on the
 /// leader; elsewhere openraft refuses them).
@@ -139,17 +147,22 @@ impl Membership {
             )));
         }
         drop(conn);
-        self.raft
-            .add_learner(
+        let add = self.raft.add_learner(
+            id,
+            RaftNode {
+                addr: addr.to_string(),
+            },
+            true,
+        );
+        match tokio::time::timeout(CATCH_UP, add).await {
+            Ok(added) => added
+                .map(|_| ())
+                .map_err(|e| MembershipError::Raft(e.to_string())),
+            Err(_) => Err(MembershipError::CatchingUp {
                 id,
-                RaftNode {
-                    addr: addr.to_string(),
-                },
-                true,
-            )
-            .await
-            .map(|_| ())
-            .map_err(|e| MembershipError::Raft(e.to_string()))
+                secs: CATCH_UP.as_secs(),
+            }),
+        }
     }
 
     /// (voters, every member) as this node knows them.

@@ -134,7 +134,8 @@ pub struct MemberId {
         (status = 200, description = "the members after", body = Vec<Member>),
         (status = 400, description = "malformed body", body = ErrorBody),
         (status = 502, description = "the node refused (another engine, id or cluster) or did not answer", body = ErrorBody),
-        (status = 503, description = "no leader known", body = ErrorBody)))]
+        (status = 503, description = "no leader known", body = ErrorBody),
+        (status = 504, description = "the learner did not catch up within 20 s (the change may have committed; add again to wait more)", body = ErrorBody)))]
 pub async fn members_add(
     State(node): State<Arc<Services>>,
     JsonBody(req): JsonBody<AddMember>,

@@ -133,6 +133,7 @@ impl From<MembershipError> for ApiError {
             | MembershipError::NotAudited { .. }
             | MembershipError::Diverged { .. } => StatusCode::CONFLICT,
             MembershipError::Unreachable { .. } => StatusCode::BAD_GATEWAY,
+            MembershipError::CatchingUp { .. } => StatusCode::GATEWAY_TIMEOUT,
             MembershipError::Raft(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         ApiError::new(status, e.to_string())
