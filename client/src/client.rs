@@ -191,7 +191,14 @@ impl Client {
                     Ok(ClientResponse::Error(WireError::Unavailable(m))) if !idempotent => {
                         return Err(ClientError::Unknown(m));
                     }
-                    Ok(ClientResponse::Error(WireError::Unavailable(m))) => Err(m),
+                    // Ask the next endpoint: a node that cannot reach a
+                    // quorum (cut off, or removed and still believing it
+                    // leads) would answer so for the whole retry budget
+                    // (found by the simulation, seed 9259).
+                    Ok(ClientResponse::Error(WireError::Unavailable(m))) => {
+                        self.forget(&conn.addr).await;
+                        Err(m)
+                    }
                     Ok(resp) => return Ok(resp),
                     Err(e) => {
                         self.forget(&conn.addr).await;
