@@ -50,8 +50,12 @@ impl Standing {
         });
     }
 
-    /// A leader's AppendEntries succeeded here.
+    /// A leader's AppendEntries succeeded here. Called on every one, so
+    /// the common case (not paused) only reads.
     pub fn followed(&self) {
+        if !self.is_paused() {
+            return;
+        }
         self.paused.send_if_modified(|paused| {
             if !*paused {
                 return false;

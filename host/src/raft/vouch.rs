@@ -40,7 +40,8 @@ pub struct Vouches {
     asked: Notify,
 }
 
-fn under(raft: &Raft) -> Under {
+/// The membership `raft` has now, as a vouch records it.
+pub fn under(raft: &Raft) -> Under {
     raft.metrics()
         .borrow()
         .membership_config

@@ -149,16 +149,10 @@ impl Services {
     /// or a leader a member vouched for (`raft::vouch`).
     fn may_send(&self, id: NodeId) -> Option<bool> {
         match self.is_member(id) {
-            Some(false) => {
-                let under = self
-                    .raft
-                    .metrics()
-                    .borrow()
-                    .membership_config
-                    .log_id()
-                    .map(|l| (l.leader_id.term, l.index));
-                Some(self.vouches.admits(id, under))
-            }
+            Some(false) => Some(
+                self.vouches
+                    .admits(id, crate::raft::vouch::under(&self.raft)),
+            ),
             other => other,
         }
     }
