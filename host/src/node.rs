@@ -23,6 +23,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use openraft::SnapshotPolicy;
 use thiserror::Error;
 use tokio::sync::watch;
@@ -127,12 +128,25 @@ pub struct Seams {
 
 impl Node {
     /// Start a node and serve until [`Node::shutdown`].
-    pub async fn start(config: NodeConfig) -> Result<Arc<Node>, NodeError> {
-        Node::start_with(config, Seams::default()).await
+    pub fn start(config: NodeConfig) -> BoxFuture<'static, Result<Arc<Node>, NodeError>> {
+        Node::start_with(config, Seams::default())
     }
 
     /// [`Node::start`] with `seams` beneath it.
-    pub async fn start_with(config: NodeConfig, seams: Seams) -> Result<Arc<Node>, NodeError> {
+    ///
+    /// The entry points other crates await return boxed futures made here:
+    /// an `async fn`'s body is compiled in every crate that polls it, so a
+    /// public `async fn` would compile the whole node again in the binary
+    /// and in each test crate (build time, docs/testing.md "CI time").
+    #[inline(never)]
+    pub fn start_with(
+        config: NodeConfig,
+        seams: Seams,
+    ) -> BoxFuture<'static, Result<Arc<Node>, NodeError>> {
+        Box::pin(Node::start_inner(config, seams))
+    }
+
+    async fn start_inner(config: NodeConfig, seams: Seams) -> Result<Arc<Node>, NodeError> {
         config.validate()?;
         let listener = lockd_client::net::bind(config.listen_addr())
             .await
@@ -377,8 +391,11 @@ impl Node {
     }
 
     /// Resolves when shutdown has been requested.
-    pub async fn stopped(&self) {
+    #[inline(never)]
+    pub fn stopped(&self) -> BoxFuture<'_, ()> {
         let mut rx = self.shutdown.subscribe();
-        let _ = rx.wait_for(|s| *s).await;
+        Box::pin(async move {
+            let _ = rx.wait_for(|s| *s).await;
+        })
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use openraft::error::{InitializeError, RaftError};
 use tokio::sync::watch;
 
@@ -34,7 +35,12 @@ impl Node {
     /// tasks, and every connection, each of which ends after what it is
     /// serving (at most [`SHUTDOWN_GRACE`]; past it, the rest is named in
     /// the log and left to the runtime).
-    pub async fn shutdown(&self) {
+    #[inline(never)]
+    pub fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.shutdown_inner())
+    }
+
+    async fn shutdown_inner(&self) {
         let _ = self.shutdown.send(true);
         self.tasks.close();
         if tokio::time::timeout(SHUTDOWN_GRACE, self.tasks.wait())
@@ -69,7 +75,12 @@ impl Node {
     /// every replica stops at the same entry by design, a restart would
     /// meet it again, and the node stays up to report it (status, audit,
     /// replay) until an operator acts. Then this never resolves.
-    pub async fn failed(&self) -> String {
+    #[inline(never)]
+    pub fn failed(&self) -> BoxFuture<'_, String> {
+        Box::pin(self.failed_inner())
+    }
+
+    async fn failed_inner(&self) -> String {
         let mut metrics = self.raft.metrics();
         let why = loop {
             if let Err(fatal) = &metrics.borrow().running_state {
