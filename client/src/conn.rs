@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::Framed;
@@ -50,7 +51,19 @@ pub struct Conn {
 impl Conn {
     /// Connect to the node at `addr` with `credentials` (TLS when they
     /// carry TLS settings; the token, if any, goes in the hello).
-    pub async fn open(
+    ///
+    /// Boxed here: the TLS connect, the handshake and the connection's task
+    /// are compiled once, in this crate, not in every crate that awaits it.
+    #[inline(never)]
+    pub fn open<'a>(
+        addr: &'a str,
+        timeout: Duration,
+        credentials: &'a Credentials,
+    ) -> BoxFuture<'a, Result<Conn, ConnError>> {
+        Box::pin(Conn::open_inner(addr, timeout, credentials))
+    }
+
+    async fn open_inner(
         addr: &str,
         timeout: Duration,
         credentials: &Credentials,

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::future::BoxFuture;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode};
 use hyper_rustls::HttpsConnector;
@@ -117,7 +118,19 @@ impl Http {
 
     /// Send `request` (with the bearer token, if any) and read the whole
     /// answer.
-    pub(super) async fn send(
+    ///
+    /// Boxed here, so that hyper's client is compiled once, in this crate,
+    /// not again in every crate that awaits an admin call (an `async fn`'s
+    /// body is compiled where it is polled).
+    #[inline(never)]
+    pub fn send(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> BoxFuture<'_, Result<(StatusCode, Bytes), AdminError>> {
+        Box::pin(self.send_inner(request))
+    }
+
+    async fn send_inner(
         &self,
         request: Request<Full<Bytes>>,
     ) -> Result<(StatusCode, Bytes), AdminError> {
