@@ -95,36 +95,15 @@ impl PeerClient {
         req: PeerRequest,
         timeout: Duration,
     ) -> Result<PeerResponse, TransportError> {
-        if self.conn.is_none() {
-            let role = self.factory.cluster.hello(
-                self.factory.my_id,
-                self.target,
-                &self.factory.fingerprint,
-            );
-            let conn = FramedConn::connect(
-                &self.addr,
-                self.target,
-                role,
-                self.factory.connect_timeout.min(timeout),
-                self.factory.tls.as_ref(),
-            )
-            .await?;
-            if conn.welcome.node_id != self.target {
-                // Addresses get reused: never send Raft RPC to the wrong node.
-                return Err(TransportError::Refused {
-                    addr: self.addr.clone(),
-                    reason: format!(
-                        "it is node {}, not node {}",
-                        conn.welcome.node_id, self.target
-                    ),
-                });
-            }
-            self.conn = Some(conn);
-        }
-        let Some(conn) = self.conn.as_mut() else {
-            return Err(TransportError::Closed {
-                addr: self.addr.clone(),
-            });
+        // The connection is taken out for the call and put back only after
+        // an answer: a call that fails, or that the caller drops (openraft
+        // abandons a snapshot send at its own deadline), closes it, so the
+        // next call never waits on a stream that lost a frame or still owes
+        // an old answer (seed 7577: a snapshot retried on such a stream
+        // timed out again and again).
+        let mut conn = match self.conn.take() {
+            Some(conn) => conn,
+            None => self.connect(timeout).await?,
         };
         let started = std::time::Instant::now();
         let result = conn.call(&req, timeout).await;
@@ -134,10 +113,36 @@ impl PeerClient {
             ok = result.is_ok(),
             "peer rpc"
         );
-        if result.is_err() {
-            self.conn = None;
+        if result.is_ok() {
+            self.conn = Some(conn);
         }
         result
+    }
+
+    async fn connect(&self, timeout: Duration) -> Result<FramedConn, TransportError> {
+        let role =
+            self.factory
+                .cluster
+                .hello(self.factory.my_id, self.target, &self.factory.fingerprint);
+        let conn = FramedConn::connect(
+            &self.addr,
+            self.target,
+            role,
+            self.factory.connect_timeout.min(timeout),
+            self.factory.tls.as_ref(),
+        )
+        .await?;
+        if conn.welcome.node_id != self.target {
+            // Addresses get reused: never send Raft RPC to the wrong node.
+            return Err(TransportError::Refused {
+                addr: self.addr.clone(),
+                reason: format!(
+                    "it is node {}, not node {}",
+                    conn.welcome.node_id, self.target
+                ),
+            });
+        }
+        Ok(conn)
     }
 
     fn unreachable<E: std::error::Error>(e: TransportError) -> RPCError<NodeId, Node, E> {
