@@ -132,12 +132,9 @@ impl Node {
         Node::start_with(config, Seams::default())
     }
 
-    /// [`Node::start`] with `seams` beneath it.
-    ///
-    /// The entry points other crates await return boxed futures made here:
-    /// an `async fn`'s body is compiled in every crate that polls it, so a
-    /// public `async fn` would compile the whole node again in the binary
-    /// and in each test crate (build time, docs/testing.md "CI time").
+    /// [`Node::start`] with `seams` beneath it. Boxed here: an `async fn`'s
+    /// body is compiled in every crate that polls it, the whole node again
+    /// in the binary and each test crate (docs/testing.md, "CI time").
     #[inline(never)]
     pub fn start_with(
         config: NodeConfig,
