@@ -388,11 +388,8 @@ impl Node {
     }
 
     /// Resolves when shutdown has been requested.
-    #[inline(never)]
-    pub fn stopped(&self) -> BoxFuture<'_, ()> {
+    pub async fn stopped(&self) {
         let mut rx = self.shutdown.subscribe();
-        Box::pin(async move {
-            let _ = rx.wait_for(|s| *s).await;
-        })
+        let _ = rx.wait_for(|s| *s).await;
     }
 }

@@ -123,7 +123,9 @@ impl FramedConn {
                         addr: addr.clone(),
                         detail: e.to_string(),
                     })?;
-                // A response to an earlier request that timed out: skip it.
+                // Another id is skipped. None is owed: the caller drops a
+                // connection after any call that failed or was abandoned
+                // (`raft::network::PeerClient::call`).
                 if env.id == id {
                     return Ok(env.body);
                 }
