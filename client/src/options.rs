@@ -23,7 +23,11 @@ pub struct AcquireOptions {
     /// How long to wait in the key's queue while it is busy.
     pub wait: Duration,
     pub mode: LockMode,
-    /// Holders at once: 1 = mutex, N = semaphore of N (or N readers).
+    /// Holders at once, the same for every holder of a key: 1 = mutex,
+    /// N = semaphore of N (or N readers). 0: the server's default for the
+    /// mode (exclusive 1; shared: the key's readers' limit, else
+    /// [`crate::proto::DEFAULT_SHARED_LIMIT`] or the prefix policy's
+    /// `max-holders`).
     pub limit: u32,
     /// The owner (session) name; the client's own when `None`.
     pub owner: Option<String>,
@@ -51,6 +55,12 @@ impl AcquireOptions {
             limit: readers,
             ..AcquireOptions::exclusive(lease)
         }
+    }
+
+    /// A reader of a readers-writer lock, as many readers as the key's
+    /// readers agreed on (the server's default; see [`Self::limit`]).
+    pub fn reader(lease: Duration) -> AcquireOptions {
+        AcquireOptions::shared(lease, 0)
     }
 
     /// One of `slots` slots of a counting semaphore.

@@ -41,6 +41,11 @@ pub enum ClientRequest {
     },
 }
 
+/// The most readers a shared acquire that gives no limit admits, when the
+/// key has no readers yet and no policy rule of its prefix sets a lower
+/// `max-holders` (docs/lock-modules.md, "Shared locks").
+pub const DEFAULT_SHARED_LIMIT: u32 = 1024;
+
 /// How a holding shares its key.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -49,7 +54,9 @@ pub enum LockMode {
     /// With limit 1 a mutex; with limit N a counting semaphore of N.
     #[default]
     Exclusive,
-    /// A reader of a readers-writer lock (up to `limit` together).
+    /// A reader of a readers-writer lock (up to `limit` together; without a
+    /// limit, as many as the key's readers already agreed on, else
+    /// [`DEFAULT_SHARED_LIMIT`] or the prefix's `max-holders`).
     Shared,
 }
 
@@ -69,6 +76,8 @@ pub struct AcquireRequest {
     pub lease_ms: u64,
     pub wait_ms: u64,
     pub mode: LockMode,
+    /// Holders at once; 0: not given (exclusive: 1; shared: see
+    /// [`LockMode::Shared`]).
     pub limit: u32,
     /// A caller-chosen owner (session) name.
     pub owner: String,

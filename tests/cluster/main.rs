@@ -40,6 +40,7 @@ mod lock_keepalive;
 mod lock_phantom;
 mod lock_reload_race;
 mod lock_restart_read;
+mod lock_shared;
 mod lock_waiters;
 mod lockctl_cli;
 mod lockctl_lock;

@@ -7,7 +7,7 @@ use lock_tests::golden::{commands, entry, log_id, meta, pinned};
 use lockd::raft::network::{PeerRequest, PeerResponse};
 use lockd::raft::{Request, Vote};
 use lockd_client::wire::{Envelope, Hello, HelloReply, Refused, Role, Welcome};
-use lockd_proto::ClientRequest;
+use lockd_proto::{AcquireRequest, ClientRequest, LockMode};
 use openraft::EntryPayload;
 
 #[test]
@@ -139,6 +139,19 @@ fn native_client_requests_are_pinned() {
             },
         ),
         ("client_status", ClientRequest::Status),
+        (
+            // A reader that leaves the limit to the server (0: not given).
+            "client_acquire_with",
+            ClientRequest::AcquireWith(AcquireRequest {
+                key: b"cfg".to_vec(),
+                lease_ms: 10_000,
+                wait_ms: 0,
+                mode: LockMode::Shared,
+                limit: 0,
+                owner: "reader-1".into(),
+                request_id: "r-1".into(),
+            }),
+        ),
     ] {
         pinned(name, &Envelope { id: 1, body: req });
     }

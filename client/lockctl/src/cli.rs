@@ -71,9 +71,12 @@ pub(crate) enum Cmd {
         /// of world 0.2).
         #[arg(long, value_enum, default_value_t = ModeArg::Exclusive)]
         mode: ModeArg,
-        /// Holders at once: 1 a mutex, N a semaphore of N (or N readers).
-        #[arg(long, default_value_t = 1)]
-        limit: u32,
+        /// Holders at once, the same for every holder of the key: 1 (the
+        /// default for exclusive) a mutex, N a semaphore of N; shared: at
+        /// most N readers (default: as many as the key's readers agreed on,
+        /// else 1024 or the prefix policy's max-holders).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        limit: Option<u32>,
         /// The owner (session) name recorded with the holding.
         #[arg(long)]
         owner: Option<String>,
@@ -100,8 +103,9 @@ pub(crate) enum Cmd {
         grace: Duration,
         #[arg(long, value_enum, default_value_t = ModeArg::Exclusive)]
         mode: ModeArg,
-        #[arg(long, default_value_t = 1)]
-        limit: u32,
+        /// As for `acquire`.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        limit: Option<u32>,
         #[arg(long)]
         owner: Option<String>,
         /// The command and its arguments, after `--`.
@@ -265,7 +269,7 @@ pub(crate) fn acquire_options(
     lease: Duration,
     wait: Duration,
     mode: ModeArg,
-    limit: u32,
+    limit: Option<u32>,
     owner: Option<String>,
     request_id: Option<String>,
 ) -> lockd_client::AcquireOptions {
@@ -273,7 +277,8 @@ pub(crate) fn acquire_options(
         lease,
         wait,
         mode: mode.into(),
-        limit,
+        // 0: not given, the server's default for the mode.
+        limit: limit.unwrap_or(0),
         owner,
         request_id,
     }

@@ -17,6 +17,20 @@ def test_the_module_is_world_0_2(cluster02):
     assert "world lockd:sm@0.2.0" in st["module_version"], st["module_version"]
 
 
+def test_readers_without_a_limit_share(cluster02, key):
+    c = Client(cluster02.endpoints)
+    a = c.lock(key, lease=10, mode="shared", owner="a")
+    b = c.lock(key, lease=10, mode="shared", owner="b")
+    assert a.limit is None and b.token > a.token
+    assert [h.limit for h in c.holders(key)] == [1024, 1024]
+    assert c.try_lock(key, lease=10) is None  # a writer waits for both
+    # An explicit shared limit of 1 is sent as such: a reader of one.
+    one = c.lock(key + "/one", lease=10, mode="shared", limit=1, owner="a")
+    assert c.try_lock(key + "/one", lease=10, mode="shared", limit=1, owner="b") is None
+    for lk in (a, b, one):
+        lk.release()
+
+
 def test_readers_share_and_a_writer_waits(cluster02, key):
     c = Client(cluster02.endpoints)
     readers = [c.lock(key, lease=10, mode="shared", limit=3, owner=f"r{i}") for i in range(3)]

@@ -40,6 +40,7 @@ use super::op::{ListQuery, LockOp, Op, Verb};
 use super::services::Services;
 use crate::auth::Access;
 use crate::service::table::Spec;
+use crate::service::ServiceError;
 use lockd_core::command::{HolderInfo, KeyHolders};
 
 /// Listing page size when none is asked for.
@@ -56,11 +57,13 @@ pub struct AcquireBody {
     wait_ms: u64,
     #[serde(default)]
     mode: LockMode,
-    /// With `exclusive`, N holders at once (a semaphore); with `shared`,
-    /// N readers.
-    #[serde(default = "one")]
-    #[schema(default = 1)]
-    limit: u32,
+    /// Holders at once, the same for every holder of a key. `exclusive`:
+    /// 1 (the default) is a mutex, N a semaphore of N. `shared`: at most N
+    /// readers; without it, the limit of the key's readers, or for a key
+    /// without readers 1024 or the smallest `max_holders` of the policy
+    /// rules whose prefix the key has.
+    #[schema(minimum = 1)]
+    limit: Option<u32>,
     /// Who holds it, for people (world 0.2).
     #[serde(default)]
     owner: String,
@@ -68,10 +71,6 @@ pub struct AcquireBody {
     /// that committed (also the `Idempotency-Key` header).
     #[serde(default)]
     request_id: Option<String>,
-}
-
-fn one() -> u32 {
-    1
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -265,10 +264,15 @@ pub async fn acquire(
     headers: &HeaderMap,
     req: AcquireBody,
 ) -> Result<Response, ApiError> {
+    // 0 is how the service hears "not given"; given, it is refused.
+    if req.limit == Some(0) {
+        return Err(ServiceError::ZeroLimit.into());
+    }
     let spec = Spec {
         lease_ms: req.lease_ms,
         mode: native_locks::mode(req.mode),
-        limit: req.limit,
+        limit: req.limit.unwrap_or(0),
+        adopt: None,
         principal: l.access.principal.clone(),
         owner: req.owner,
         request_id: request_id(headers, req.request_id)?,

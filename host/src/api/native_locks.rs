@@ -72,7 +72,9 @@ pub async fn acquire(
     let spec = Spec {
         lease_ms: r.lease_ms,
         mode: mode(r.mode),
+        // 0: not given (the service gives the mode's default).
         limit: r.limit,
+        adopt: None,
         principal: access.principal.clone(),
         owner: r.owner,
         request_id: r.request_id,

@@ -200,13 +200,14 @@ impl LockService {
     async fn acquire_checked(
         &self,
         key: &str,
-        spec: Spec,
+        mut spec: Spec,
         wait: Duration,
     ) -> Result<Acquired, ServiceError> {
         check_key(key)?;
         self.check_lease(spec.lease_ms)?;
         self.check_wait(wait)?;
         check_spec(&spec)?;
+        self.settle_limit(key, &mut spec)?;
         if spec.mode != Mode::Exclusive || spec.limit != 1 {
             self.check_supported(key, &spec).await?;
         }
@@ -367,9 +368,6 @@ impl Drop for GoneGuard<'_> {
 
 /// The bounds on what an acquire carries besides key and lease.
 fn check_spec(spec: &Spec) -> Result<(), ServiceError> {
-    if spec.limit == 0 {
-        return Err(ServiceError::ZeroLimit);
-    }
     for (field, value, max) in [
         ("owner", &spec.owner, MAX_OWNER_BYTES),
         ("request id", &spec.request_id, MAX_REQUEST_ID_BYTES),

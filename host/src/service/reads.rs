@@ -1,6 +1,8 @@
 //! The lock service's reads: holders, listings and the policy data, each
 //! linearizable through the read barrier ([`super::barrier::confirm`]), and
-//! the policy data's change (a log entry the module checks).
+//! the policy data's change (a log entry the module checks); and the
+//! default limit of an acquire that gives none, read from this node's
+//! applied policy.
 
 use tokio::sync::oneshot;
 
@@ -8,7 +10,9 @@ use super::actor::Msg;
 use super::barrier;
 use super::error::{check_key, ServiceError, MAX_KEY_BYTES};
 use super::handle::{LockService, MAX_LIST};
-use lockd_core::command::{Command, HolderInfo, KeyHolders, Outcome, PrefixPolicy, Reason};
+use super::table::Spec;
+use lockd_core::command::{Command, HolderInfo, KeyHolders, Mode, Outcome, PrefixPolicy, Reason};
+use lockd_proto::DEFAULT_SHARED_LIMIT;
 
 /// (token, ms of lease left on the leader's clock) of a key's holdings:
 /// only a leader's table times them (empty on any other node, or while a
@@ -160,5 +164,38 @@ impl LockService {
                 "set-policy was answered {other:?}"
             ))),
         }
+    }
+
+    /// Give `spec` its limit when the caller gave none (0): an exclusive
+    /// acquire is a mutex; a shared one adopts the key's readers' limit in
+    /// the table ([`Spec::adopt`]) with, for a key without readers, the
+    /// smallest of [`DEFAULT_SHARED_LIMIT`], the module's largest limit and
+    /// the `max-holders` of every policy rule whose prefix the key has
+    /// (docs/lock-modules.md, "Shared locks"). The policy is this node's
+    /// applied one: after a `set-policy` it has not applied yet the module,
+    /// which checks every grant, refuses with its reason.
+    pub(super) fn settle_limit(&self, key: &str, spec: &mut Spec) -> Result<(), ServiceError> {
+        if spec.limit != 0 {
+            return Ok(());
+        }
+        if spec.mode == Mode::Exclusive {
+            spec.limit = 1;
+            return Ok(());
+        }
+        let internal =
+            |e: lockd_core::engine::EngineError| ServiceError::StateMachine(e.to_string());
+        let max_limit = self.sm.features().map_err(internal)?.max_limit;
+        let fallback = self
+            .sm
+            .policy()
+            .map_err(internal)?
+            .iter()
+            .filter(|r| key.starts_with(r.prefix.as_str()))
+            .filter_map(|r| r.max_holders)
+            .fold(DEFAULT_SHARED_LIMIT.min(max_limit), u32::min)
+            .max(1);
+        spec.limit = fallback;
+        spec.adopt = Some(fallback);
+        Ok(())
     }
 }

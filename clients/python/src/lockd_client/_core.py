@@ -310,6 +310,13 @@ def check_mode(mode: Any) -> str:
     return str(mode)
 
 
+def check_acquire_limit(limit: Any) -> Optional[int]:
+    """An acquire's ``limit``: ``None`` leaves it to the server (exclusive:
+    1; shared: the key's readers' limit, else 1024 or the prefix policy's
+    max-holders)."""
+    return None if limit is None else check_limit(limit)
+
+
 def check_limit(limit: Any) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise TypeError(f"limit is an int, not {type(limit).__name__}")
@@ -752,21 +759,22 @@ class Grant:
     lease: float
     deadline: float
     mode: str
-    limit: int
+    # None: the server's default for the mode (not given).
+    limit: Optional[int]
     owner: str
     request_id: Optional[str]
 
 
 def acquire_op(
-    key: str, lease_ms_: int, mode: str, limit: int, owner: str, request_id: Optional[str], wait: float
+    key: str, lease_ms_: int, mode: str, limit: Optional[int], owner: str, request_id: Optional[str], wait: float
 ) -> Op:
     def body(wait_left: float) -> Dict[str, Any]:
         b: Dict[str, Any] = {"lease_ms": lease_ms_, "wait_ms": int(wait_left * 1000)}
-        # Only what differs from the defaults, so a plain exclusive lock
-        # is the seed's request and works on every module.
+        # Only what was asked for, so a plain exclusive lock is the seed's
+        # request and works on every module.
         if mode != "exclusive":
             b["mode"] = mode
-        if limit != 1:
+        if limit is not None:
             b["limit"] = limit
         if owner:
             b["owner"] = owner
@@ -883,7 +891,7 @@ def acquire_plan(
     lease: Any,
     wait: Any,
     mode: str,
-    limit: int,
+    limit: Optional[int],
     owner: str,
     request_id: Any,
 ) -> Plan:
@@ -900,7 +908,7 @@ def acquire_plan(
     ms = lease_ms(lease)
     wait_s = wait_seconds(wait)
     mode = check_mode(mode)
-    limit = check_limit(limit)
+    limit = check_acquire_limit(limit)
     owner = check_text("owner", owner)
     if request_id is AUTO:
         request_id = random_id()

@@ -260,7 +260,7 @@ class AsyncClient:
         wait: Optional[float] = None,
         *,
         mode: str = "exclusive",
-        limit: int = 1,
+        limit: Optional[int] = None,
         owner: Optional[str] = None,
         request_id: Any = C.AUTO,
         keepalive: bool = True,
@@ -272,7 +272,7 @@ class AsyncClient:
         C.lease_ms(lease)
         C.wait_seconds(wait)
         C.check_mode(mode)
-        C.check_limit(limit)
+        C.check_acquire_limit(limit)
         return _PendingLock(
             self, (key, lease, wait, mode, limit, self.owner if owner is None else owner, request_id), keepalive
         )
@@ -417,7 +417,8 @@ class AsyncLock:
         self.token: int = g.token
         self.lease: float = g.lease
         self.mode: str = g.mode
-        self.limit: int = g.limit
+        # None: the server chose it (the mode's default; see lock()).
+        self.limit: Optional[int] = g.limit
         self.owner: str = g.owner
         self.request_id: Optional[str] = g.request_id
         self._r = _Renewal(client, g)

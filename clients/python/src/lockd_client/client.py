@@ -195,7 +195,7 @@ class Client:
         wait: Optional[float] = None,
         *,
         mode: str = "exclusive",
-        limit: int = 1,
+        limit: Optional[int] = None,
         owner: Optional[str] = None,
         request_id: Any = C.AUTO,
         keepalive: bool = True,
@@ -210,8 +210,11 @@ class Client:
 
         ``mode`` and ``limit`` are world 0.2's: ``"shared"`` with ``limit``
         N is one of at most N readers (a writer, ``"exclusive"``, waits for
-        all of them); ``"exclusive"`` with ``limit`` N is one of N slots of
-        a counting semaphore. ``owner`` names the holder (default: the
+        all of them; without ``limit``, as many readers as the key's readers
+        agreed on, else 1024 or the prefix policy's max-holders);
+        ``"exclusive"`` with ``limit`` N is one of N slots of a counting
+        semaphore (without it, a mutex). Every holder of a key gives the
+        same limit. ``owner`` names the holder (default: the
         client's). ``request_id`` makes the acquire safe to repeat after a
         lost answer (default: a fresh random one; ``None`` sends none, and
         a lost answer is then :class:`~lockd_client.errors.OutcomeUnknown`).
@@ -370,7 +373,8 @@ class Lock:
         self.token: int = g.token
         self.lease: float = g.lease
         self.mode: str = g.mode
-        self.limit: int = g.limit
+        # None: the server chose it (the mode's default; see lock()).
+        self.limit: Optional[int] = g.limit
         self.owner: str = g.owner
         self.request_id: Optional[str] = g.request_id
         self._r = _Renewal(client, g)

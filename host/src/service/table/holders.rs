@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{Holder, Spec};
+use lockd_core::command::Mode;
 
 #[derive(Debug, Default)]
 pub(super) enum Holders {
@@ -85,6 +86,12 @@ impl Holders {
         one.into_iter().chain(many.into_iter().flatten())
     }
 
+    /// The limit the key's readers agreed on, if readers hold it.
+    pub(super) fn shared_limit(&self) -> Option<u32> {
+        let (_, h) = self.iter().next()?;
+        (h.mode == Mode::Shared).then_some(h.limit)
+    }
+
     /// Whether a grant of `spec` may be granted once `taken` more grants
     /// of the same mode and limit went first: false only where world 0.2's
     /// contract makes it certainly `busy` (holders of the two modes never
@@ -139,7 +146,6 @@ mod tests {
 
     #[test]
     fn room_follows_the_contract_only() {
-        use lockd_core::command::Mode;
         let spec = |mode, limit| Spec {
             mode,
             limit,

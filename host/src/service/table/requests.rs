@@ -65,7 +65,7 @@ impl Table {
 
     fn acquire(&mut self, req: ReqId, key: String, spec: Spec, wait: Duration) {
         let once = wait.is_zero();
-        let waiter = Waiter {
+        let mut waiter = Waiter {
             req,
             spec,
             until: self.now + wait,
@@ -73,6 +73,7 @@ impl Table {
             once,
         };
         let k = self.keys.entry(key.clone()).or_default();
+        waiter.spec.resolve(&k.holders);
         let retry = !waiter.spec.request_id.is_empty()
             && k.holders.iter().any(|(_, h)| waiter.spec.repeats(&h.ident));
         let first = k.inflight == 0 && k.waiters.is_empty();
@@ -267,7 +268,10 @@ impl Table {
             let Some(k) = self.keys.get_mut(key) else {
                 break;
             };
-            let Some(w) = k.waiters.front() else { break };
+            let Some(w) = k.waiters.front_mut() else {
+                break;
+            };
+            w.spec.resolve(&k.holders);
             let expired = !w.once && w.until <= self.now;
             let same = out
                 .first()

@@ -9,8 +9,9 @@
 //!
 //! * `leader term=T`, `follower [leader=N]`, `reload`
 //! * `loaded term=T [locks=key:token:lease[:shared|exclusive:LIMIT[:OWNER:REQUEST[:PRINCIPAL]]],...] [error=TEXT]`
-//! * `acquire r=R key=K lease=MS [wait=MS] [mode=shared] [limit=N]
-//!   [owner=O] [request=ID] [principal=P]`, `release r=R key=K token=T
+//! * `acquire r=R key=K lease=MS [wait=MS] [mode=shared]
+//!   [limit=N|default:N] [owner=O] [request=ID] [principal=P]`
+//!   (`default:N`: no limit given, N the service's fallback), `release r=R key=K token=T
 //!   [by=P]`, `extend r=R key=K token=T [from=MS] [by=P]` (`by`: the
 //!   caller's principal; absent: an admin, or no authentication),
 //!   `gone r=R`, `undelivered key=K token=T`
@@ -34,7 +35,7 @@ use crate::service::error::ServiceError;
 use lockd_core::command::Mode;
 
 mod values;
-use values::{held, mode, outcome};
+use values::{held, limit, mode, outcome};
 
 /// One `command` / `----` / expected block of a file.
 struct Block {
@@ -147,7 +148,8 @@ impl Runner {
                 key: text(&a, "key")?,
                 spec: Spec {
                     mode: mode(a.get("mode").map_or("exclusive", |m| m.as_str()))?,
-                    limit: opt(&a, "limit")?.unwrap_or(1) as u32,
+                    limit: limit(a.get("limit").map_or("1", |l| l.as_str()))?.0,
+                    adopt: limit(a.get("limit").map_or("1", |l| l.as_str()))?.1,
                     owner: a.get("owner").cloned().unwrap_or_default(),
                     request_id: a.get("request").cloned().unwrap_or_default(),
                     principal: a.get("principal").cloned().unwrap_or_default(),

@@ -21,6 +21,13 @@ pub struct Spec {
     pub lease_ms: u64,
     pub mode: Mode,
     pub limit: u32,
+    /// `Some(fallback)`: a shared acquire that gave no limit. It joins the
+    /// key's readers at their limit, taken from the mirror whenever the
+    /// table is about to propose it ([`Spec::resolve`]), or uses
+    /// `fallback` on a key without readers. Every reader of a key must give
+    /// the module the same limit, so a default that two readers resolved
+    /// apart would refuse the second.
+    pub adopt: Option<u32>,
     /// Set by the service from the caller's credentials (empty without
     /// authentication), never by the caller.
     pub principal: String,
@@ -37,9 +44,18 @@ impl Spec {
             lease_ms,
             mode: Mode::Exclusive,
             limit: 1,
+            adopt: None,
             principal: String::new(),
             owner: String::new(),
             request_id: String::new(),
+        }
+    }
+
+    /// Settle an adopting limit against the key's holders as the mirror
+    /// has them now (which, when the table proposes, are all of them).
+    pub(super) fn resolve(&mut self, holders: &super::holders::Holders) {
+        if let Some(fallback) = self.adopt {
+            self.limit = holders.shared_limit().unwrap_or(fallback);
         }
     }
 
@@ -63,6 +79,9 @@ impl fmt::Debug for Spec {
             self.mode.as_str(),
             self.limit
         )?;
+        if let Some(fallback) = self.adopt {
+            write!(f, " (default, else {fallback})")?;
+        }
         for (name, v) in [
             ("principal", &self.principal),
             ("owner", &self.owner),

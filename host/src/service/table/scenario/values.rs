@@ -11,6 +11,16 @@ pub(super) fn mode(m: &str) -> Result<Mode, String> {
     }
 }
 
+/// An acquire's `limit=`: `N`, or `default:N` (no limit given; N the
+/// fallback): the spec's limit before resolving, and its `adopt`.
+pub(super) fn limit(l: &str) -> Result<(u32, Option<u32>), String> {
+    let n = |v: &str| v.parse::<u32>().map_err(|e| format!("limit {l:?}: {e}"));
+    match l.strip_prefix("default:") {
+        Some(fallback) => Ok((n(fallback)?, Some(n(fallback)?))),
+        None => Ok((n(l)?, None)),
+    }
+}
+
 pub(super) fn held(s: &str) -> Result<Held, String> {
     let parts: Vec<&str> = s.split(':').collect();
     let n = |v: &str| v.parse::<u64>().map_err(|e| format!("{s}: {e}"));
