@@ -1,5 +1,7 @@
-//! Builds the lock state machine (`guest-sm`) for wasm32 and turns it into
-//! the component that `lockd` embeds as its built-in module.
+//! Builds the lock state machines of world 0.1 (`guest-sm`, the module at
+//! index 0 of every log) and world 0.2 (`guest-sm/world02`, the module a
+//! new cluster records first) for wasm32 and turns them into the
+//! components `lockd` embeds.
 
 fn main() {
     let manifest = std::path::PathBuf::from(
@@ -8,8 +10,15 @@ fn main() {
     let workspace = manifest.parent().expect("core/ sits in the workspace");
     if let Err(e) = guest_build::build_components(
         workspace,
-        &["guest-sm"],
-        &["guest-sm/src", "guest-sm/Cargo.toml", "guest-sm/key", "wit"],
+        &["guest-sm", "guest-sm-world02"],
+        &[
+            "guest-sm/src",
+            "guest-sm/Cargo.toml",
+            "guest-sm/key",
+            "guest-sm/world02/src",
+            "guest-sm/world02/Cargo.toml",
+            "wit",
+        ],
     ) {
         panic!("cannot build the built-in lock state machine component:\n{e}");
     }

@@ -4,10 +4,7 @@
 # A venv under target/venv (made once, then reused), the client installed
 # from the tree (setuptools, no build isolation: nothing downloaded for
 # it), pytest, then `pytest clients/python/tests -q` (extra arguments go to
-# pytest). The tests start target/release/lockd (or LOCKD_BIN, which
-# scripts/test.sh sets to its own build's), and upgrade one cluster to the
-# world-0.2 reference module that the Rust test build leaves in
-# target/release/build/lock-tests-*/ (or LOCKD_MODULE_0_2=FILE).
+# pytest). The tests start target/release/lockd (or LOCKD_BIN).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONDONTWRITEBYTECODE=1  # nothing written into the tree

@@ -1,6 +1,6 @@
-//! Builds the hostile guest fixtures, version 2 of the lock module and the
-//! reference module of world `lock-sm@0.2.0` for wasm32 and componentises
-//! them into `OUT_DIR`, where the tests include them.
+//! Builds the hostile guest fixtures and version 2 of the lock module for
+//! wasm32 and componentises them into `OUT_DIR`, where the tests include
+//! them (the reference module of world 0.2 is `lockd-core`'s built-in).
 
 fn main() {
     let manifest = std::path::PathBuf::from(
@@ -12,16 +12,9 @@ fn main() {
         "guest-sm/src",
         "guest-sm/key",
         "tests/fixtures/guest-sm-v2/src",
-        "guest-sm/world02/src",
-        "guest-sm/world02/Cargo.toml",
         "wit",
     ];
-    let guests = [
-        "chaos-guest",
-        "import-guest",
-        "guest-sm-v2",
-        "guest-sm-world02",
-    ];
+    let guests = ["chaos-guest", "import-guest", "guest-sm-v2"];
     if let Err(e) = guest_build::build_components(workspace, &guests, &watch) {
         panic!("cannot build the test fixture guests:\n{e}");
     }

@@ -104,7 +104,7 @@ fn main() {
     let seconds: f64 = lock_bench::arg("--seconds", 5.0);
     let nodes: u64 = lock_bench::arg("--nodes", 3);
     lock_bench::ensure_binaries_built();
-    let c = Cluster::start(nodes, &[]);
+    let c = Cluster::start(nodes, lock_bench::ON_WORLD_0_1);
     let leader = c.wait_leader(Duration::from_secs(20));
     let follower = (1..=nodes).find(|i| *i != leader).unwrap_or(leader);
     let dur = Duration::from_secs_f64(seconds);

@@ -36,6 +36,11 @@ pub fn flag(name: &str) -> bool {
     std::env::args().any(|a| a == name)
 }
 
+/// The flags that start a cluster on world 0.1's built-in module, as
+/// before world 0.2 was built in: the benchmarks' rows and the figures in
+/// docs/ were measured on it (the 0.2 rows upgrade to 0.2 themselves).
+pub const ON_WORLD_0_1: &[&str] = &["--initial-module", "world-0.1"];
+
 /// Build the binaries the benchmark starts (`lockd`, and `lockctl` from its
 /// own package), unless `LOCKD_BIN` points at a built `lockd` (with
 /// `lockctl` beside it).

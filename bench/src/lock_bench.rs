@@ -44,7 +44,7 @@ fn main() {
     if tls_rounds > 0 {
         return tls_against_plaintext(seconds, tls_rounds, &kept);
     }
-    let c = Cluster::start(3, &[]);
+    let c = Cluster::start(3, lock_bench::ON_WORLD_0_1);
     c.wait_leader(Duration::from_secs(20));
     println!(
         "3-node cluster (separate processes, fsync on), native protocol, {seconds} s per row\n"
@@ -88,8 +88,8 @@ fn main() {
 /// The three exclusive rows on a plaintext and a secure cluster, taking
 /// turns, and TLS ÷ plaintext per row.
 fn tls_against_plaintext(seconds: f64, rounds: usize, kept: &dyn Fn(usize) -> bool) {
-    let plain = Cluster::start(3, &[]);
-    let secure = Cluster::start_secure(3, &[]);
+    let plain = Cluster::start(3, lock_bench::ON_WORLD_0_1);
+    let secure = Cluster::start_secure(3, lock_bench::ON_WORLD_0_1);
     plain.wait_leader(Duration::from_secs(20));
     secure.wait_leader(Duration::from_secs(20));
     println!("two 3-node clusters (separate processes, fsync on), native protocol, {seconds} s per row; TLS: rustls, client certificate, auth file on\n");

@@ -146,7 +146,7 @@ fn main() {
     let seconds: f64 = lock_bench::arg("--seconds", 4.0);
     breakdown(locks);
     lock_bench::ensure_binaries_built();
-    let c = Cluster::start(3, &[]);
+    let c = Cluster::start(3, lock_bench::ON_WORLD_0_1);
     let leader = c.wait_leader(Duration::from_secs(20));
     let endpoints = c.endpoints();
     let rt = tokio::runtime::Runtime::new().expect("runtime");

@@ -1,9 +1,13 @@
-//! The built-in lock state machine component.
+//! The built-in lock state machine components.
 //!
-//! `build.rs` compiles `guest-sm/` for `wasm32-unknown-unknown`, turns the
-//! core module into a component with `wit-component`, and this module embeds
-//! the bytes. A new cluster starts with this module; later modules arrive as
-//! replicated upgrades.
+//! `build.rs` compiles `guest-sm/` (world 0.1) and `guest-sm/world02/`
+//! (world 0.2) for `wasm32-unknown-unknown`, turns each core module into a
+//! component with `wit-component`, and this module embeds the bytes. Every
+//! replica starts from [`LOCK_SM`] at index 0; a new cluster records the
+//! module it starts with ([`first_module`], by default [`LOCK_SM_0_2`]) as
+//! its first log entry; later modules arrive as replicated upgrades.
+
+use std::borrow::Cow;
 
 /// The component bytes of `guest-sm`, built with this binary: the module
 /// every replica starts from at index 0. It is part of every cluster's
@@ -12,16 +16,46 @@
 /// starts with in its log instead ([`first_module`]).
 pub const LOCK_SM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm.wasm"));
 
+/// The component bytes of the reference module of world 0.2
+/// (`guest-sm/world02`): readers-writer locks, semaphores, holders,
+/// retry-safe acquires and policy data.
+pub const LOCK_SM_0_2: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm_world02.wasm"));
+
+/// Which built-in module a new cluster records as its first
+/// (`lockd serve --initial-module`). Only a cluster that has applied
+/// nothing but Raft's own entries records one, so a cluster that served
+/// anything on world 0.1 keeps it whatever this says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InitialModule {
+    /// [`LOCK_SM`]: what clusters ran before world 0.2 was built in.
+    World01,
+    /// [`LOCK_SM_0_2`].
+    #[default]
+    World02,
+}
+
+impl InitialModule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InitialModule::World01 => "world-0.1",
+            InitialModule::World02 => "world-0.2",
+        }
+    }
+}
+
 /// The module a new cluster records as its first (docs/lock-modules.md,
 /// "The first module"). A build with the test-only faults takes it from
 /// the file `LOCKD_FAULT_BUILTIN` names, to play a binary with another
 /// built-in module.
-pub fn first_module() -> std::borrow::Cow<'static, [u8]> {
+pub fn first_module(initial: InitialModule) -> Cow<'static, [u8]> {
     #[cfg(feature = "faults")]
     if let Some(path) = std::env::var_os("LOCKD_FAULT_BUILTIN") {
         if let Ok(bytes) = std::fs::read(path) {
-            return std::borrow::Cow::Owned(bytes);
+            return Cow::Owned(bytes);
         }
     }
-    std::borrow::Cow::Borrowed(LOCK_SM)
+    Cow::Borrowed(match initial {
+        InitialModule::World01 => LOCK_SM,
+        InitialModule::World02 => LOCK_SM_0_2,
+    })
 }

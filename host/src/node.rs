@@ -191,6 +191,7 @@ impl Node {
             precompiler.clone(),
             &dir.join("snapshot"),
             lockd_core::builtin::LOCK_SM,
+            config.initial_module,
             config.audit_interval,
         )?;
         sm.bind_cluster(cluster.clone());

@@ -8,7 +8,6 @@
 use std::time::{Duration, Instant};
 
 use lock_tests::cluster::{fault_binary, Cluster};
-use lock_tests::fixtures::LOCK_SM_WORLD02;
 use lockd_client::{AcquireOptions, Client, ClientOptions};
 
 #[test]
@@ -29,10 +28,6 @@ fn an_acquire_retried_after_its_leader_died_gets_the_committed_grant() {
         c.spawn(id);
     }
     let leader = c.wait_leader(Duration::from_secs(20));
-    let r = c
-        .post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_WORLD02)
-        .expect("upgrade");
-    assert_eq!(r.body["result"], "swapped", "{r:?}");
     let before = c.acquire_on_leader("idem/before", 60_000, Duration::from_secs(20));
 
     let rt = tokio::runtime::Builder::new_current_thread()

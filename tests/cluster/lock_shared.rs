@@ -1,5 +1,5 @@
-//! Shared means shared: on a cluster running the 0.2 module, readers that
-//! give no limit share the key (different owners, through HTTP, the native
+//! Shared means shared: on a new cluster (which runs the built-in 0.2
+//! module from its first entry), readers that give no limit share the key (different owners, through HTTP, the native
 //! protocol and lockctl), join readers that gave one at their limit, stop
 //! at a prefix policy's `max-holders`, and keep a writer out; an explicit
 //! limit of 0 stays a bad request.
@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::LOCK_SM_WORLD02;
 use lockd_client::{AcquireOptions, Client};
+use lockd_core::engine::ModuleHash;
 use lockd_proto::DEFAULT_SHARED_LIMIT;
 use serde_json::{json, Value};
 
@@ -34,13 +34,11 @@ fn limits(c: &Cluster, id: u64, key: &str) -> Vec<u64> {
 fn readers_without_a_limit_share_the_key() {
     let c = Cluster::start(3, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));
-    let r = c
-        .post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_WORLD02)
-        .expect("upgrade");
-    assert_eq!(r.body["result"], "swapped", "{r:?}");
 
-    // Two readers of different owners: both in, at the default bound;
-    // a writer is kept out.
+    // Two readers of different owners, the first request the cluster
+    // gets (it may come before the first module is recorded: it waits for
+    // it, never refused by the index-0 module): both in, at the default
+    // bound; a writer is kept out.
     let a = acquire(&c, leader, "cfg", reader("a"));
     let b = acquire(&c, leader, "cfg", reader("b"));
     assert!(a.ok() && b.ok(), "{a:?} {b:?}");
@@ -50,6 +48,16 @@ fn readers_without_a_limit_share_the_key() {
     );
     let w = acquire(&c, leader, "cfg", json!({"lease_ms": 30000}));
     assert_eq!(w.status, 409, "{w:?}");
+    // Every node runs the built-in 0.2 module, recorded as the cluster's
+    // first module in its log.
+    let built_in = ModuleHash::of(lockd_core::builtin::LOCK_SM_0_2).to_string();
+    c.wait_converged(Duration::from_secs(10));
+    for id in 1..=3 {
+        let st = c.status(id).expect("status");
+        assert_eq!(st.module_hash, built_in, "node {id}");
+        assert_eq!(st.first_module_hash.as_deref(), Some(built_in.as_str()));
+        assert!(st.module_since_index > 0, "{st:?}");
+    }
 
     // Readers that gave 2 hold the key: one without a limit joins them at
     // 2, so with two in it is busy (409), never a limit mismatch (422).

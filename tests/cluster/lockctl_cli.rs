@@ -17,7 +17,18 @@ fn lockctl(c: &Cluster, args: &[&str]) -> (Option<i32>, String, String) {
 fn lockctl_takes_checks_and_frees_locks_with_exit_statuses() {
     let c = Cluster::start(3, &[]);
     c.wait_leader(Duration::from_secs(20));
-    let (code, out, err) = lockctl(&c, &["acquire", "db/primary", "--lease", "10s"]);
+    // The README's quickstart, line by line.
+    let (code, out, err) = lockctl(
+        &c,
+        &[
+            "acquire",
+            "db/primary",
+            "--lease",
+            "10s",
+            "--owner",
+            "alice",
+        ],
+    );
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(out.trim(), "acquired db/primary token 1 lease 10000 ms");
     // Held: exit status 2 after the wait.
@@ -35,7 +46,7 @@ fn lockctl_takes_checks_and_frees_locks_with_exit_statuses() {
         (code, out.trim()),
         (
             Some(0),
-            "db/primary: held, token 1 lease 10000 ms, holder not recorded"
+            "db/primary: held, token 1 lease 10000 ms, owner \"alice\""
         )
     );
     let (code, out, _) = lockctl(&c, &["--json", "get", "db/primary"]);

@@ -109,6 +109,8 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
     let c = Cluster::start(
         3,
         &[
+            "--initial-module",
+            "world-0.1",
             "--fuel-per-call",
             "200000000",
             "--memory-limit-bytes",
@@ -222,7 +224,7 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
 
 #[test]
 fn upgrade_route_refuses_bad_requests() {
-    let c = Cluster::start(1, &[]);
+    let c = Cluster::start(1, &["--initial-module", "world-0.1"]);
     c.wait_leader(Duration::from_secs(20));
     let r = c.post_bytes(1, "/v1/admin/upgrade", b"").expect("post");
     assert_eq!(r.status, 400);
@@ -279,7 +281,15 @@ fn a_second_dry_run_while_one_runs_is_answered_busy() {
     // A migration that spins through a state-call budget of seconds (the
     // chaos module's restore loops while `chaos:restore:loop` is held):
     // a second upgrade sent beside it finds the one dry run taken.
-    let c = Cluster::start(1, &["--fuel-per-state-call", "10000000000"]);
+    let c = Cluster::start(
+        1,
+        &[
+            "--initial-module",
+            "world-0.1",
+            "--fuel-per-state-call",
+            "10000000000",
+        ],
+    );
     let leader = c.wait_leader(Duration::from_secs(20));
     let r = c
         .acquire(leader, "chaos:restore:loop", 600_000)

@@ -51,7 +51,18 @@ fn swap_under_load(module: &[u8], version: &str) -> (Cluster, u64) {
     // Alone: six clients keep both cores busy, and more than 20 grants are
     // required in each 1.5 s window around the swap.
     let _alone = lock_tests::turns::alone();
-    let c = Cluster::start(3, &["--audit-interval", "25", "--audit-check-ms", "200"]);
+    // A cluster of world 0.1's module, as before 0.2 was built in.
+    let c = Cluster::start(
+        3,
+        &[
+            "--initial-module",
+            "world-0.1",
+            "--audit-interval",
+            "25",
+            "--audit-check-ms",
+            "200",
+        ],
+    );
     let leader = c.wait_leader(Duration::from_secs(20));
     let v1 = c.status(leader).expect("status").module_hash;
     assert_eq!(v1, ModuleHash::of(lockd_core::builtin::LOCK_SM).to_string());

@@ -37,7 +37,15 @@ fn replay(data_dir: &std::path::Path, module: &std::path::Path) -> (Option<i32>,
 
 #[test]
 fn replay_reports_the_outcomes_a_module_would_change() {
-    let mut c = Cluster::start(1, &["--snapshot-threshold", "30"]);
+    let mut c = Cluster::start(
+        1,
+        &[
+            "--initial-module",
+            "world-0.1",
+            "--snapshot-threshold",
+            "30",
+        ],
+    );
     c.wait_leader(Duration::from_secs(20));
     let dir = tempfile::tempdir().expect("tempdir");
     let v1 = dir.path().join("v1.wasm");

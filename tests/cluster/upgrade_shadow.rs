@@ -42,7 +42,10 @@ fn traffic(c: &Cluster, via: u64, keys: &[&str]) {
 
 #[test]
 fn shadow_mode_counts_differences_then_promotes_or_aborts() {
-    let c = Cluster::start(3, &["--audit-interval", "5"]);
+    let c = Cluster::start(
+        3,
+        &["--initial-module", "world-0.1", "--audit-interval", "5"],
+    );
     let leader = c.wait_leader(Duration::from_secs(20));
     let dir = tempfile::tempdir().expect("tempdir");
     let v1_file = dir.path().join("lock_sm_v1.wasm");

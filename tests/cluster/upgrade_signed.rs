@@ -63,7 +63,7 @@ fn settled(c: &Cluster) -> Vec<Status> {
 
 #[test]
 fn signed_modules_from_keygen_to_untrust() {
-    let c = Cluster::start(3, &[]);
+    let c = Cluster::start(3, &["--initial-module", "world-0.1"]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let follower = (1..=3).find(|i| *i != leader).expect("follower");
     let dir = tempfile::tempdir().expect("tempdir");

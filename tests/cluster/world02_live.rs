@@ -264,7 +264,8 @@ fn a_0_2_shadow_of_exclusive_0_1_traffic_differs_in_nothing() {
     use lock_tests::fixtures::LOCK_SM_WORLD02;
     use lock_tests::load;
 
-    let c = Cluster::start(3, &[]);
+    // 0.1 traffic: a cluster started on world 0.1's module.
+    let c = Cluster::start(3, &["--initial-module", "world-0.1"]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let r = c
         .post_bytes(leader, "/v1/admin/shadow", LOCK_SM_WORLD02)
@@ -318,7 +319,8 @@ fn a_0_2_shadow_of_exclusive_0_1_traffic_differs_in_nothing() {
 /// none may answer 422 before the asks are granted.
 #[test]
 fn a_restarted_node_never_refuses_as_the_module_it_has_not_caught_up_from() {
-    let mut c = Cluster::start(3, &[]);
+    // The upgrade from 0.1 is what a restarted node must catch up from.
+    let mut c = Cluster::start(3, &["--initial-module", "world-0.1"]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let r = c
         .post_bytes(

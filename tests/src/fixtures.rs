@@ -8,9 +8,10 @@ pub const CHAOS_GUEST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/chaos_g
 /// migrates format 1) and a reserved key prefix.
 pub const LOCK_SM_V2: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm_v2.wasm"));
 
-/// The reference module of world `lock-sm@0.2.0` (`guest-sm/world02/`, package `guest-sm-world02`).
-pub const LOCK_SM_WORLD02: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm_world02.wasm"));
+/// The reference module of world `lock-sm@0.2.0` (`guest-sm/world02/`,
+/// package `guest-sm-world02`): the very bytes `lockd` has built in, so a
+/// test's upgrade to it is to the module a new cluster records first.
+pub const LOCK_SM_WORLD02: &[u8] = lockd_core::builtin::LOCK_SM_0_2;
 
 /// A complete `lock-sm` component that also imports a host function.
 pub const IMPORT_GUEST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/import_guest.wasm"));

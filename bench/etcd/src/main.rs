@@ -206,7 +206,8 @@ fn failover(rt: &tokio::runtime::Runtime, system: System, trials: usize) -> Fail
     for _ in 0..trials {
         let (ms, errors, sample) = match system {
             System::Lockd => {
-                let mut c = Cluster::start_timed(3, &[], HEARTBEAT_MS, election_ms());
+                let mut c =
+                    Cluster::start_timed(3, lock_bench::ON_WORLD_0_1, HEARTBEAT_MS, election_ms());
                 let leader = c.wait_leader(Duration::from_secs(20));
                 let eps = c.endpoints();
                 let r = rt.block_on(failover_once(system, || c.kill(leader), eps));
@@ -290,7 +291,7 @@ fn main() {
         }
         return;
     }
-    let lockd = Cluster::start_timed(3, &[], HEARTBEAT_MS, election_ms());
+    let lockd = Cluster::start_timed(3, lock_bench::ON_WORLD_0_1, HEARTBEAT_MS, election_ms());
     let lockd_leader = lockd.wait_leader(Duration::from_secs(20));
     let etcd = etcd::EtcdCluster::start(3, HEARTBEAT_MS, election_ms());
     let etcd_leader = rt.block_on(etcd.wait_leader(Duration::from_secs(30)));

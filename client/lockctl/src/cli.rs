@@ -16,6 +16,7 @@ pub(crate) struct Cli {
     #[arg(
         long,
         global = true,
+        env = "LOCKD_ENDPOINTS",
         value_delimiter = ',',
         default_value = "127.0.0.1:7400"
     )]

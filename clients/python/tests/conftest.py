@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from lockd_cluster import Cluster, lockd_bin, module_0_2  # noqa: E402
+from lockd_cluster import Cluster, lockd_bin  # noqa: E402
 
 
 def _started(tmp: str, **kw) -> Cluster:
@@ -28,19 +28,19 @@ def _binary() -> None:
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory) -> Iterator[Cluster]:
-    """A plaintext 3-node cluster on the built-in module (world 0.1), shared."""
-    c = _started(tmp_path_factory.mktemp("plain"))
+    """A plaintext 3-node cluster started on world 0.1's module (as before
+    world 0.2 was built in), shared."""
+    c = _started(tmp_path_factory.mktemp("plain"), extra=["--initial-module", "world-0.1"])
     yield c
     c.stop()
 
 
 @pytest.fixture(scope="session")
 def cluster02(tmp_path_factory) -> Iterator[Cluster]:
-    """A plaintext 3-node cluster upgraded to the reference module of world 0.2."""
-    module = module_0_2()
+    """A plaintext 3-node new cluster: it runs the built-in module of world 0.2."""
     c = _started(tmp_path_factory.mktemp("world02"))
     try:
-        c.upgrade(module)
+        c.wait_first_module()
     except BaseException:
         c.stop()
         raise

@@ -7,7 +7,6 @@ with urllib, so a bug in the client cannot hide a bug in the harness.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
@@ -40,27 +39,6 @@ def lockd_bin() -> Path:
             "at the repository root, or point LOCKD_BIN at a lockd binary"
         )
     return path
-
-
-def module_0_2() -> Path:
-    """The reference lock module of world 0.2 (guest-sm/world02), as the
-    Rust test build leaves it, or LOCKD_MODULE_0_2, or modules/lock_sm_0_2.wasm."""
-    env = os.environ.get("LOCKD_MODULE_0_2")
-    if env:
-        p = Path(env)
-        if not p.is_file():
-            raise RuntimeError(f"LOCKD_MODULE_0_2={env} is not a file")
-        return p
-    found = [Path(p) for p in glob.glob(str(ROOT / "target" / "release" / "build" / "lock-tests-*" / "out" / "guest_sm_world02.wasm"))]
-    found += [p for p in [ROOT / "modules" / "lock_sm_0_2.wasm"] if p.is_file()]
-    if not found:
-        raise RuntimeError(
-            "no lock module of world 0.2 found: `cargo test --release` (or `cargo build --release "
-            "--workspace --all-targets`) leaves one in target/release/build/lock-tests-*/out/guest_sm_world02.wasm; "
-            "`cargo run --release -p lock-tests --bin modules -- modules` writes modules/lock_sm_0_2.wasm; "
-            "or set LOCKD_MODULE_0_2"
-        )
-    return max(found, key=lambda p: p.stat().st_mtime)
 
 
 def free_port() -> int:
@@ -305,14 +283,16 @@ class Cluster:
                 return float(line.rsplit(" ", 1)[1])
         return None
 
-    def upgrade(self, module: Path) -> Dict[str, Any]:
-        leader = self.wait_leader()
-        code, body = self.http(leader, "POST", "/v1/admin/upgrade", module.read_bytes(), timeout=60.0)
-        assert code == 200, f"upgrade refused: {code} {body}"
-        # Every node runs it before the tests start.
-        want = self.status(leader)["module_hash"]
+    def wait_first_module(self) -> None:
+        """Wait until every node runs the module the new cluster recorded
+        first (its first leader's first entry), so that status reads
+        agree from the start."""
+        self.wait_leader()
         end = time.monotonic() + 30
-        while any((self.status(i) or {}).get("module_hash") != want for i in self.running()):
-            assert time.monotonic() < end, f"not every node swapped to {want}:\n{self.logs()}"
+        while True:
+            st = [self.status(i) or {} for i in self.running()]
+            hashes = {s.get("module_hash") for s in st}
+            if len(hashes) == 1 and all(s.get("module_since_index", 0) > 0 for s in st):
+                return
+            assert time.monotonic() < end, f"the first module is not on every node:\n{self.logs()}"
             time.sleep(0.05)
-        return body

@@ -1,5 +1,5 @@
 """World 0.2's options (shared locks, semaphores, owners, request ids,
-listing, policy) on a cluster upgraded to the reference module."""
+listing, policy) on new clusters, which run the built-in 0.2 module."""
 
 from __future__ import annotations
 
@@ -150,10 +150,8 @@ def test_leader_killed_during_idempotent_acquires(new_cluster, key):
     """On world 0.2 an acquire carries a request id: through a leader kill
     every acquire ends with a grant (none reported unknown), and each key
     has exactly one holder, the one that got its token."""
-    from lockd_cluster import module_0_2
-
     cl = new_cluster()
-    cl.upgrade(module_0_2())
+    cl.wait_first_module()
     leader = cl.wait_leader()
     endpoints = [cl.url(leader)] + [cl.url(i) for i in cl.nodes if i != leader]
     results, errors = [], []

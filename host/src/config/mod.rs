@@ -56,6 +56,8 @@ pub struct NodeConfig {
     /// Empty with `join` set: wait to be added as a learner.
     pub initial_cluster: BTreeMap<u64, String>,
     pub join: bool,
+    /// What a new cluster records as its first module.
+    pub initial_module: lockd_core::builtin::InitialModule,
     pub heartbeat_ms: u64,
     /// Each node picks its timeout in [this, 1.5 × this). openraft 0.9
     /// lets a follower stand for election only after the leader's lease

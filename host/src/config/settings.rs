@@ -51,6 +51,30 @@ pub struct Identity {
     /// excludes --initial-cluster.
     #[arg(long, env = "LOCKD_JOIN")]
     pub join: bool,
+    /// The lock module a new cluster records as its first: world-0.2
+    /// (shared locks, semaphores, holders, policy) or world-0.1 (the
+    /// exclusive locks of the first releases). Ignored by a cluster that
+    /// has served anything: it keeps its module.
+    #[arg(long, env = "LOCKD_INITIAL_MODULE", value_enum, default_value_t = InitialModuleArg::World02)]
+    pub initial_module: InitialModuleArg,
+}
+
+/// `--initial-module`'s values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitialModuleArg {
+    #[value(name = "world-0.1")]
+    World01,
+    #[value(name = "world-0.2")]
+    World02,
+}
+
+impl From<InitialModuleArg> for lockd_core::builtin::InitialModule {
+    fn from(a: InitialModuleArg) -> Self {
+        match a {
+            InitialModuleArg::World01 => lockd_core::builtin::InitialModule::World01,
+            InitialModuleArg::World02 => lockd_core::builtin::InitialModule::World02,
+        }
+    }
 }
 
 /// Raft's timing, the log and the determinism audit.
@@ -322,6 +346,7 @@ impl Tuning {
             data_dir: DEFAULT_DATA_DIR.into(),
             initial_cluster: BTreeMap::new(),
             join: false,
+            initial_module: Default::default(),
             heartbeat_ms: raft.heartbeat_ms,
             election_timeout_ms: raft.election_timeout_ms,
             snapshot_threshold: raft.snapshot_threshold,
@@ -372,6 +397,7 @@ impl ServeSettings {
             data_dir,
             initial_cluster,
             join,
+            initial_module,
         } = self.identity;
         // `--addr` is both of the others: a specific setting beats it from
         // the same layer or a higher one, and it beats them from a higher.
@@ -390,6 +416,7 @@ impl ServeSettings {
             })?;
         }
         c.join = join;
+        c.initial_module = initial_module.into();
         if c.join && !c.initial_cluster.is_empty() {
             return Err(ConfigError::Invalid(format!(
                 "--join and --initial-cluster exclude each other: a joining node is added by the cluster (--join from {}, --initial-cluster from {})",

@@ -238,7 +238,10 @@ impl LockService {
             return Ok(());
         }
         match tokio::time::timeout(self.election_max, barrier::confirm(&self.raft, self.id)).await {
-            Ok(Ok(())) => self.unsupported(key, spec),
+            Ok(Ok(())) => {
+                self.first_module_recorded().await;
+                self.unsupported(key, spec)
+            }
             Ok(Err(e)) => Err(e),
             Err(_) => Err(ServiceError::Unavailable(format!(
                 "node {} could not confirm its leadership and applied log within {} ms",
@@ -246,6 +249,19 @@ impl LockService {
                 self.election_max.as_millis()
             ))),
         }
+    }
+
+    /// A new cluster's first leader records the cluster's first module
+    /// after its read barrier: until that entry applies, this node runs
+    /// the index-0 module, which is not the cluster's. Waits for it (at
+    /// most an election's time; then the caller's refusal stands).
+    async fn first_module_recorded(&self) {
+        let sm = self.sm.clone();
+        let _ = self
+            .raft
+            .wait(Some(self.election_max))
+            .metrics(move |_| sm.genesis_needed().is_none(), "first module")
+            .await;
     }
 
     /// The active module's `features` against `spec`'s mode and limit.

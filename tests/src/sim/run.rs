@@ -59,6 +59,10 @@ fn node_config(cfg: &SimConfig, id: u64) -> NodeConfig {
         keep_after_snapshot: 20,
         // The simulation's links are not a network anyone else is on.
         insecure: true,
+        // The module the seeds were found on: a 0.2 start adds an entry
+        // and reshuffles every seed's schedule (the operators upgrade to
+        // 0.2 themselves).
+        initial_module: lockd_core::builtin::InitialModule::World01,
         ..NodeConfig::default()
     }
 }

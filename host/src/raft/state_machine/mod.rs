@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use lockd_core::builtin::InitialModule;
 use lockd_proto::{AuditReport, DivergenceSeen};
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{AnyError, RaftSnapshotBuilder, StorageIOError};
@@ -40,6 +41,8 @@ struct SmShared {
     id: u64,
     precompiler: Arc<Precompiler>,
     audit_interval: u64,
+    /// What a new cluster records as its first module.
+    first_module: InitialModule,
     dir: PathBuf,
     replica: Mutex<Replica>,
     /// The last snapshot built or installed, for sending to peers.
@@ -104,6 +107,7 @@ impl StateMachineStore {
         precompiler: Arc<Precompiler>,
         dir: &Path,
         initial_module: &[u8],
+        first_module: InitialModule,
         audit_interval: u64,
     ) -> Result<StateMachineStore, SmOpenError> {
         let engine = precompiler.engine().clone();
@@ -140,6 +144,7 @@ impl StateMachineStore {
                 id,
                 precompiler,
                 audit_interval,
+                first_module,
                 dir: dir.to_path_buf(),
                 replica: Mutex::new(replica),
                 current: Mutex::new(current),
@@ -311,10 +316,11 @@ impl StateMachineStore {
         self.with(|r| r.view(hash))
     }
 
-    /// The entry that records `first` as the cluster's first module, when
-    /// one is due (see [`Replica::genesis_needed`]).
-    pub fn genesis_needed(&self, first: &[u8]) -> Option<lockd_core::upgrade::Genesis> {
-        self.with(|r| r.genesis_needed(first))
+    /// The entry that records the configured first module as the
+    /// cluster's, when one is due (see [`Replica::genesis_needed`]).
+    pub fn genesis_needed(&self) -> Option<lockd_core::upgrade::Genesis> {
+        let first = lockd_core::builtin::first_module(self.shared.first_module);
+        self.with(|r| r.genesis_needed(&first))
     }
 }
 

@@ -65,16 +65,16 @@ impl Actor {
 /// with before it serves a lock (see [`lockd_core::upgrade::Genesis`]). A
 /// failure (leadership lost) leaves it to the next leader.
 async fn record_first_module(raft: &Raft, sm: &StateMachineStore) {
-    let first = lockd_core::builtin::first_module();
-    let Some(genesis) = sm.genesis_needed(&first) else {
+    let Some(genesis) = sm.genesis_needed() else {
         return;
     };
+    let module = lockd_core::engine::ModuleHash::of(&genesis.module);
     match raft
         .client_write(crate::raft::Request::Genesis(genesis))
         .await
     {
         Ok(r) => {
-            tracing::info!(index = r.log_id.index, module = %lockd_core::engine::ModuleHash::of(&first), outcome = ?r.data, "recorded the cluster's first module")
+            tracing::info!(index = r.log_id.index, module = %module, outcome = ?r.data, "recorded the cluster's first module")
         }
         Err(e) => {
             tracing::warn!(error = %e, "could not record the cluster's first module; the next leader will")
