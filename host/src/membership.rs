@@ -24,9 +24,22 @@ use crate::cluster_id::ClusterIdentity;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{members, Node as RaftNode, NodeId, Raft};
 use crate::transport::peer::FramedConn;
+use crate::transport::TransportError;
 
 #[derive(Debug, Error)]
 pub enum MembershipError {
+    #[error("address {addr:?} is not HOST:PORT with a port from 1 to 65535")]
+    BadAddress { addr: String },
+    #[error("the node at {addr} is node {found}, not node {id}")]
+    WrongNode { id: u64, addr: String, found: u64 },
+    #[error("node {0} is the only voter: add and promote another node first")]
+    LastVoter(u64),
+    #[error("cannot reach node {id} at {addr}: {reason}")]
+    Unreached {
+        id: u64,
+        addr: String,
+        reason: String,
+    },
     #[error("node {id} at {addr} cannot join: {reason}")]
     Refused {
         id: u64,
@@ -131,6 +144,7 @@ impl Membership {
     }
 
     pub async fn add_learner(&self, id: u64, addr: &str) -> Result<(), MembershipError> {
+        check_addr(addr)?;
         let role = self.cluster.hello(self.id, id, &self.fingerprint);
         let refused = |reason: String| MembershipError::Refused {
             id,
@@ -139,12 +153,24 @@ impl Membership {
         };
         let conn = FramedConn::connect(addr, id, role, Duration::from_secs(3), self.tls.as_ref())
             .await
-            .map_err(|e| refused(e.to_string()))?;
+            .map_err(|e| match e {
+                // It answered, and said no (or is not lockd): the caller's
+                // choice of node or address.
+                TransportError::Refused { .. } | TransportError::NotLockd { .. } => {
+                    refused(e.to_string())
+                }
+                _ => MembershipError::Unreached {
+                    id,
+                    addr: addr.to_string(),
+                    reason: e.to_string(),
+                },
+            })?;
         if conn.welcome.node_id != id {
-            return Err(refused(format!(
-                "the node at that address is node {}",
-                conn.welcome.node_id
-            )));
+            return Err(MembershipError::WrongNode {
+                id,
+                addr: addr.to_string(),
+                found: conn.welcome.node_id,
+            });
         }
         drop(conn);
         let add = self.raft.add_learner(
@@ -249,6 +275,11 @@ impl Membership {
         if !all.contains(&id) {
             return Err(MembershipError::NotMember(id));
         }
+        if voters.len() == 1 && voters.contains(&id) {
+            // openraft refuses an empty voter set too, but as an internal
+            // error; it is the caller's to fix.
+            return Err(MembershipError::LastVoter(id));
+        }
         let change = if voters.contains(&id) {
             // retain = false: the removed voter leaves the cluster entirely.
             ChangeMembers::RemoveVoters(BTreeSet::from([id]))
@@ -263,10 +294,46 @@ impl Membership {
     }
 }
 
+/// What a learner's address must look like before it is dialled: a host
+/// and a port from 1 to 65535 (the host is resolved when dialled).
+fn check_addr(addr: &str) -> Result<(), MembershipError> {
+    let bad = || MembershipError::BadAddress {
+        addr: addr.to_string(),
+    };
+    let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+    let host_ok = !host.is_empty() && !host.contains(|c: char| c.is_whitespace() || c == '/');
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 && host_ok => Ok(()),
+        _ => Err(bad()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use lockd_proto::{AuditKind, AuditRecord};
+
+    #[test]
+    fn addresses_are_host_and_port() {
+        for good in ["127.0.0.1:7400", "node-2.lockd:1", "[::1]:65535"] {
+            assert!(check_addr(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "no-port",
+            ":7400",
+            "127.0.0.1:0",
+            "127.0.0.1:65536",
+            "127.0.0.1:x",
+            "http://h:1",
+            "a b:1",
+        ] {
+            assert!(
+                matches!(check_addr(bad), Err(MembershipError::BadAddress { .. })),
+                "{bad}"
+            );
+        }
+    }
 
     fn report(points: &[(u64, &str)]) -> AuditReport {
         AuditReport {

@@ -17,7 +17,7 @@ fn a_node_with_a_different_engine_cannot_join() {
     let r = c
         .post(1, "/v1/members/add", json!({ "id": 2, "addr": addr }))
         .expect("add");
-    assert_eq!(r.status, 502, "{r:?}");
+    assert_eq!(r.status, 422, "the node refused: {r:?}");
     assert!(
         r.error().contains("different wasm engine") && r.error().contains("fuel-per-call"),
         "{r:?}"

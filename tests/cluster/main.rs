@@ -45,6 +45,7 @@ mod lock_waiters;
 mod lockctl_cli;
 mod lockctl_lock;
 mod log_recovery;
+mod members_bad_input;
 mod native_client;
 mod ops_observe;
 mod ops_recovery;

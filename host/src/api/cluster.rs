@@ -132,8 +132,9 @@ pub struct MemberId {
 #[utoipa::path(post, path = "/v1/members/add", tag = "cluster", request_body = AddMember,
     responses(
         (status = 200, description = "the members after", body = Vec<Member>),
-        (status = 400, description = "malformed body", body = ErrorBody),
-        (status = 502, description = "the node refused (another engine, id or cluster) or did not answer", body = ErrorBody),
+        (status = 400, description = "malformed body, or an address that is not HOST:PORT", body = ErrorBody),
+        (status = 422, description = "the node at that address refused (another engine, id or cluster) or is not lockd", body = ErrorBody),
+        (status = 502, description = "nothing answered at that address", body = ErrorBody),
         (status = 503, description = "no leader known", body = ErrorBody),
         (status = 504, description = "the learner did not catch up within 20 s (the change may have committed; add again to wait more)", body = ErrorBody)))]
 pub async fn members_add(
@@ -166,6 +167,7 @@ pub async fn members_promote(
         (status = 200, description = "the members after", body = Vec<Member>),
         (status = 400, description = "malformed body", body = ErrorBody),
         (status = 404, description = "not a member", body = ErrorBody),
+        (status = 409, description = "the only voter", body = ErrorBody),
         (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn members_remove(
     State(node): State<Arc<Services>>,

@@ -127,7 +127,11 @@ impl From<ServiceError> for ApiError {
 impl From<MembershipError> for ApiError {
     fn from(e: MembershipError) -> ApiError {
         let status = match &e {
-            MembershipError::Refused { .. } => StatusCode::BAD_GATEWAY,
+            MembershipError::BadAddress { .. } => StatusCode::BAD_REQUEST,
+            MembershipError::WrongNode { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            MembershipError::LastVoter(_) => StatusCode::CONFLICT,
+            MembershipError::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            MembershipError::Unreached { .. } => StatusCode::BAD_GATEWAY,
             MembershipError::NotMember(_) => StatusCode::NOT_FOUND,
             MembershipError::NotLearner(_)
             | MembershipError::NotAudited { .. }
