@@ -285,29 +285,17 @@ pub(crate) fn acquire_options(
     }
 }
 
-/// `10s`, `500ms`, `2m`, `1h`, or a bare number of milliseconds.
+/// `10s`, `1m30s`, `1.5s`, `500ms`, `1h 30m` (jiff's friendly format), or
+/// a bare number of milliseconds (as the server's `*_ms` fields).
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num
+    if let Ok(ms) = s.parse::<u64>() {
+        return Ok(Duration::from_millis(ms));
+    }
+    let d: jiff::SignedDuration = s
         .parse()
-        .map_err(|_| format!("{s:?} is not a duration like 10s, 500ms, 2m"))?;
-    let scale: u64 = match unit {
-        "" | "ms" => 1,
-        "s" => 1000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        other => {
-            return Err(format!(
-                "unknown unit {other:?} in {s:?}; use ms, s, m or h"
-            ))
-        }
-    };
-    let ms = n
-        .checked_mul(scale)
-        .ok_or_else(|| format!("{s:?} is too long a duration"))?;
-    Ok(Duration::from_millis(ms))
+        .map_err(|e| format!("{s:?} is not a duration like 10s, 1m30s, 1.5s or 500ms ({e})"))?;
+    Duration::try_from(d).map_err(|_| format!("{s:?} is negative; a duration is 0 or more"))
 }
 
 #[cfg(test)]
@@ -317,6 +305,9 @@ mod tests {
     #[test]
     fn durations_take_a_unit_or_milliseconds() {
         assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_duration(" 500ms "), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
@@ -325,17 +316,23 @@ mod tests {
 
     #[test]
     fn bad_durations_say_why() {
-        assert_eq!(
-            parse_duration("10x"),
-            Err("unknown unit \"x\" in \"10x\"; use ms, s, m or h".into())
-        );
-        assert_eq!(
-            parse_duration("s"),
-            Err("\"s\" is not a duration like 10s, 500ms, 2m".into())
-        );
-        assert_eq!(
-            parse_duration("99999999999999999h"),
-            Err("\"99999999999999999h\" is too long a duration".into())
-        );
+        for (bad, why) in [
+            (
+                "10x",
+                "\"10x\" is not a duration like 10s, 1m30s, 1.5s or 500ms (",
+            ),
+            ("s", "\"s\" is not a duration like"),
+            (
+                "99999999999999999h",
+                "\"99999999999999999h\" is not a duration like",
+            ),
+            ("-1s", "\"-1s\" is negative"),
+        ] {
+            let got = parse_duration(bad);
+            assert!(
+                got.as_ref().is_err_and(|e| e.starts_with(why)),
+                "{bad}: {got:?}"
+            );
+        }
     }
 }

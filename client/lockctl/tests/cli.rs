@@ -59,7 +59,7 @@ fn a_bad_duration_is_refused_with_the_reason() {
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(
         r.stderr.contains(
-            "invalid value '10x' for '--lease <LEASE>': unknown unit \"x\" in \"10x\"; use ms, s, m or h"
+            "invalid value '10x' for '--lease <LEASE>': \"10x\" is not a duration like 10s, 1m30s, 1.5s or 500ms"
         ),
         "{}",
         r.stderr
@@ -68,7 +68,7 @@ fn a_bad_duration_is_refused_with_the_reason() {
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(
         r.stderr
-            .contains("\"soon\" is not a duration like 10s, 500ms, 2m"),
+            .contains("\"soon\" is not a duration like 10s, 1m30s, 1.5s or 500ms"),
         "{}",
         r.stderr
     );
