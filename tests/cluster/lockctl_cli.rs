@@ -15,7 +15,7 @@ fn lockctl(c: &Cluster, args: &[&str]) -> (Option<i32>, String, String) {
 
 #[test]
 fn lockctl_takes_checks_and_frees_locks_with_exit_statuses() {
-    let c = Cluster::start(3, &[]);
+    let mut c = Cluster::start(3, &[]);
     c.wait_leader(Duration::from_secs(20));
     // The README's quickstart, line by line.
     let (code, out, err) = lockctl(
@@ -76,4 +76,36 @@ fn lockctl_takes_checks_and_frees_locks_with_exit_statuses() {
         (code, out.lines().filter(|l| l.contains("voter")).count()),
         (Some(0), 3)
     );
+
+    // Health: every node alive and ready.
+    let (code, out, err) = lockctl(&c, &["health", "--ready"]);
+    assert_eq!(code, Some(0), "{out} {err}");
+    assert_eq!(
+        out.lines().filter(|l| l.ends_with(": ready")).count(),
+        3,
+        "{out}"
+    );
+    // Two nodes gone: they do not answer, and the last one, which knows no
+    // leader once its election timeout passes, is alive but not ready.
+    c.kill(1);
+    c.kill(2);
+    let (code, out, _) = lockctl(&c, &["health"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.contains(": no answer")).count(),
+        2,
+        "{out}"
+    );
+    assert!(out.contains(&format!("{}: alive", c.addr(3))), "{out}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let (code, out, err) = lockctl(&c, &["health", "--ready"]);
+        assert_eq!(code, Some(1), "{out} {err}");
+        if out.contains(&format!("{}: not ready (503)", c.addr(3))) {
+            assert!(err.contains("3 of 3 endpoints not ready"), "{err}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{out}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -153,6 +153,13 @@ pub(crate) enum Cmd {
     },
     /// Status of every endpoint.
     Status,
+    /// Whether every endpoint is alive (`/healthz`) or, with --ready, ready
+    /// to serve (`/readyz`); exit status 1 if any is not (a container
+    /// healthcheck: `lockctl --endpoints 127.0.0.1:7400 health --ready`).
+    Health {
+        #[arg(long)]
+        ready: bool,
+    },
     /// Show or change the membership.
     Members {
         #[command(subcommand)]

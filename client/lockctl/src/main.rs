@@ -48,6 +48,7 @@ mod bench;
 mod capacity;
 mod cli;
 mod get;
+mod health;
 mod keepalive;
 mod keyfile;
 mod list;
@@ -153,6 +154,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             max_key_bytes,
         } => capacity::run(&admin, j, max_held, max_key_bytes).await,
         Cmd::Status => status::run(&admin, j).await,
+        Cmd::Health { ready } => health::run(&admin, j, ready).await,
         Cmd::Members { op } => members::run(&admin, j, op).await,
         Cmd::Upgrade {
             file,

@@ -116,6 +116,15 @@ fn no_reachable_endpoint_is_status_1() {
         "{v}"
     );
 
+    let r = lockctl(&["--endpoints", &dead, "health", "--ready"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stdout.starts_with(&format!("{dead}: no answer")),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(r.stderr.trim(), "lockctl: 1 of 1 endpoints not ready");
+
     let r = lockctl(&["--endpoints", &dead, "audit"]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
     assert_eq!(r.stderr.trim(), "lockctl: no endpoint answered");

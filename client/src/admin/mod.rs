@@ -21,7 +21,9 @@ use crate::proto::{AuditReport, Capacity, CapacityStatus, Member, Status};
 use crate::signature::{ModuleKeyReply, ModuleKeys};
 use crate::{Client, ClientError};
 
+mod health;
 mod http;
+pub use health::Probe;
 pub use http::{connector, Http};
 
 /// How long [`Http::get_json`] waits for a whole answer by default: these
