@@ -44,6 +44,7 @@ impl Client {
                     // so it never outlasts the lease the leader tracks.
                     deadline: Arc::new(Mutex::new(sent + lease)),
                     lost: Arc::new(AtomicBool::new(false)),
+                    changed: Arc::new(tokio::sync::Notify::new()),
                     keepalive: None,
                     release_on_drop: false,
                 })
@@ -64,6 +65,8 @@ pub struct LockGuard {
     lease: Duration,
     deadline: Arc<Mutex<Instant>>,
     lost: Arc<AtomicBool>,
+    /// Woken when the keepalive task moves the deadline or loses the lock.
+    changed: Arc<tokio::sync::Notify>,
     keepalive: Option<tokio::task::JoinHandle<()>>,
     release_on_drop: bool,
 }
@@ -94,6 +97,29 @@ impl LockGuard {
         !self.lost.load(Ordering::Relaxed) && Instant::now() < self.deadline()
     }
 
+    /// Resolves once the lock is no longer ours as far as this client can
+    /// tell: a renewal was refused, or the local deadline passed without a
+    /// renewal (with [`Self::keep_alive`] running, only if renewals failed
+    /// for a whole lease). Stop using the fencing token when it does:
+    /// `tokio::select!` it against the work the lock protects.
+    pub async fn lost(&self) {
+        loop {
+            // Registered before the check, so a change between the two
+            // still wakes the wait.
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let deadline = self.deadline();
+            if self.lost.load(Ordering::Relaxed) || Instant::now() >= deadline {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => {}
+                _ = changed => {}
+            }
+        }
+    }
+
     /// Renew the lease in the background every third of it. A refused
     /// renewal (the lock expired or was taken) marks the guard invalid.
     pub fn keep_alive(&mut self) {
@@ -102,6 +128,7 @@ impl LockGuard {
         }
         let (client, key, token) = (self.client.clone(), self.key.clone(), self.token);
         let (deadline, lost, lease) = (self.deadline.clone(), self.lost.clone(), self.lease);
+        let changed = self.changed.clone();
         let every = lease / 3;
         self.keepalive = Some(tokio::spawn(async move {
             loop {
@@ -111,10 +138,12 @@ impl LockGuard {
                     // Never believe a renewal longer than the lease granted.
                     Ok(renewed) => {
                         *deadline.lock().unwrap_or_else(|p| p.into_inner()) =
-                            sent + renewed.min(lease)
+                            sent + renewed.min(lease);
+                        changed.notify_waiters();
                     }
                     Err(ClientError::Rejected(_)) => {
                         lost.store(true, Ordering::Relaxed);
+                        changed.notify_waiters();
                         return;
                     }
                     Err(e) => tracing::warn!(key, token, error = %e, "keepalive failed; retrying"),
@@ -176,6 +205,15 @@ mod tests {
         // A module's policy may cap the lease.
         let g = granted(10_000, 2_000).expect("granted");
         assert_eq!(g.lease(), Duration::from_millis(2000));
+    }
+
+    #[tokio::test]
+    async fn lost_resolves_at_the_local_deadline_without_renewals() {
+        let g = granted(40, 40).expect("granted");
+        assert!(g.is_valid());
+        g.lost().await;
+        assert!(!g.is_valid());
+        assert!(Instant::now() >= g.deadline());
     }
 
     #[test]

@@ -12,6 +12,12 @@
 //! // Pass the fencing token to the protected resource with every write.
 //! let token = guard.token();
 //! assert!(guard.is_valid()); // our conservative local view of the lease
+//! // Do the work unless the lock is lost first (a refused renewal, or the
+//! // lease ran out without one).
+//! tokio::select! {
+//!     _ = guard.lost() => return Ok(()),
+//!     _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+//! }
 //! guard.release().await?;
 //! # let _ = token; Ok(()) }
 //! ```

@@ -37,6 +37,7 @@ mod lock_expiry;
 mod lock_failover;
 mod lock_idempotent;
 mod lock_keepalive;
+mod lock_lost;
 mod lock_phantom;
 mod lock_reload_race;
 mod lock_restart_read;
