@@ -11,6 +11,7 @@
 //! lockctl policy get | policy set FILE.json
 //! lockctl capacity [--max-held N] [--max-key-bytes N]            # the cluster's bounds
 //! lockctl status
+//! lockctl health [--ready]                                       # exit 1 unless every endpoint is
 //! lockctl members [list] | members add ID ADDR | members promote ID | members remove ID
 //! lockctl bench --clients 64 [--contended] [--seconds 5] [--mode shared] [--limit N]
 //! lockctl upgrade FILE.wasm [--signature FILE.sig] [--replaces HASH] [--no-precheck]   # swap the lock module
