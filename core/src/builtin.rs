@@ -34,15 +34,6 @@ pub enum InitialModule {
     World02,
 }
 
-impl InitialModule {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InitialModule::World01 => "world-0.1",
-            InitialModule::World02 => "world-0.2",
-        }
-    }
-}
-
 /// The module a new cluster records as its first (docs/lock-modules.md,
 /// "The first module"). A build with the test-only faults takes it from
 /// the file `LOCKD_FAULT_BUILTIN` names, to play a binary with another

@@ -143,20 +143,23 @@ impl Runner {
                     locks,
                 }
             }
-            "acquire" => Event::Request(Request::Acquire {
-                req: num(&a, "r")?,
-                key: text(&a, "key")?,
-                spec: Spec {
-                    mode: mode(a.get("mode").map_or("exclusive", |m| m.as_str()))?,
-                    limit: limit(a.get("limit").map_or("1", |l| l.as_str()))?.0,
-                    adopt: limit(a.get("limit").map_or("1", |l| l.as_str()))?.1,
-                    owner: a.get("owner").cloned().unwrap_or_default(),
-                    request_id: a.get("request").cloned().unwrap_or_default(),
-                    principal: a.get("principal").cloned().unwrap_or_default(),
-                    ..Spec::exclusive(num(&a, "lease")?)
-                },
-                wait: ms(opt(&a, "wait")?.unwrap_or(0)),
-            }),
+            "acquire" => {
+                let (limit, adopt) = limit(a.get("limit").map_or("1", |l| l.as_str()))?;
+                Event::Request(Request::Acquire {
+                    req: num(&a, "r")?,
+                    key: text(&a, "key")?,
+                    spec: Spec {
+                        mode: mode(a.get("mode").map_or("exclusive", |m| m.as_str()))?,
+                        limit,
+                        adopt,
+                        owner: a.get("owner").cloned().unwrap_or_default(),
+                        request_id: a.get("request").cloned().unwrap_or_default(),
+                        principal: a.get("principal").cloned().unwrap_or_default(),
+                        ..Spec::exclusive(num(&a, "lease")?)
+                    },
+                    wait: ms(opt(&a, "wait")?.unwrap_or(0)),
+                })
+            }
             "release" => Event::Request(Request::Release {
                 req: num(&a, "r")?,
                 key: text(&a, "key")?,
