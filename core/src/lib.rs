@@ -23,6 +23,8 @@
 //! * [`replica`]: the node's replicated state and the one path that
 //!   applies committed entries: one batched guest call per range, the
 //!   capacity bound, the module swaps.
+//! * [`changes`]: what each committed entry changed in the lock table
+//!   (the watch's events), derived from commands and outcomes alone.
 //! * [`command`]: the replicated lock commands and their outcomes (the types
 //!   of the `lock-sm` world, as the host sees them).
 //! * [`engine`]: wasmtime under a deterministic configuration: settings and
@@ -53,6 +55,7 @@
 
 pub mod audit;
 pub mod builtin;
+pub mod changes;
 pub mod command;
 pub mod engine;
 pub mod entry;

@@ -52,6 +52,8 @@
 //! holds the latency histograms each layer records into for `/metrics`.
 //! [`restore`] makes a new cluster's data dirs from a backup or from one
 //! survivor (`lockd restore`, `lockd recover --force-new-cluster`);
+//! [`watch`] keeps what the last applied entries changed, for watchers
+//! to follow a prefix and resume from an index;
 //! [`cluster_id`] gives every cluster an id its peers must share, so an
 //! old node never rejoins the cluster that replaced its own.
 
@@ -71,3 +73,4 @@ pub mod service;
 pub mod shutdown;
 pub mod telemetry;
 pub mod transport;
+pub mod watch;

@@ -195,6 +195,10 @@ impl Node {
             config.audit_interval,
         )?;
         sm.bind_cluster(cluster.clone());
+        sm.attach_watch(crate::watch::WatchHub::new(
+            config.watch_history,
+            config.max_watchers,
+        ));
         let log = LogStore::open(
             &dir.join("raft"),
             WalOptions {

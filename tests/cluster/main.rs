@@ -63,4 +63,5 @@ mod upgrade_live;
 mod upgrade_replay;
 mod upgrade_shadow;
 mod upgrade_signed;
+mod watch_stream;
 mod world02_live;

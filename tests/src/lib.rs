@@ -27,6 +27,7 @@
 //! * [`secure`]: certificates, an auth file with a principal per role,
 //!   and callers presenting one principal's credentials, for clusters
 //!   with TLS and authentication on.
+//! * [`sse`]: a watch stream (`GET /v1/watch`) read as a caller reads it.
 //! * [`sim`]: the deterministic simulation: real nodes and clients in one
 //!   thread on simulated time, under one seed, with the same checkers.
 //! * [`turns`]: which tests may run side by side in one test process, and
@@ -49,5 +50,6 @@ pub mod scenario;
 pub mod secure;
 #[cfg(feature = "faults")]
 pub mod sim;
+pub mod sse;
 pub mod turns;
 pub mod world02;

@@ -128,6 +128,13 @@ impl Replica {
             Ok(outcomes) => {
                 let as_v02: Vec<Command> = commands.iter().map(Command::from_legacy).collect();
                 self.usage.account(&as_v02, &outcomes);
+                if let Some(changes) = self.changes.as_mut() {
+                    let (groups, answered) = (
+                        std::slice::from_ref(&as_v02),
+                        std::slice::from_ref(&outcomes),
+                    );
+                    crate::changes::of_entry(log_id.index, groups, answered, changes);
+                }
                 if let Some(shadow) = self.shadow.as_mut() {
                     shadow.feed_legacy(commands, log_id.index, &outcomes);
                 }
@@ -185,6 +192,19 @@ impl Replica {
         }
         #[cfg(feature = "faults")]
         self.plant_divergence(run.last);
+        if let Some(changes) = self.changes.as_mut() {
+            let mut at = 0;
+            for &(_, n, log_id) in &run.entries {
+                let end = (at + n).min(outcomes.len()).min(run.groups.len());
+                crate::changes::of_entry(
+                    log_id.index,
+                    &run.groups[at..end],
+                    &outcomes[at..end],
+                    changes,
+                );
+                at = end;
+            }
+        }
         let mut outcomes = outcomes.into_iter();
         for (slot, n, _) in run.entries {
             let r = if n == 0 {

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use lockd_proto::{AuditKind, PoisonedAt};
 
 use crate::audit::AuditLog;
+use crate::changes::Change;
 use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash};
 use crate::entry::{LogId, SnapshotMeta, StoredMembership};
 use crate::precompile::Precompiler;
@@ -103,6 +104,9 @@ pub struct Replica {
     /// 0 (a replica from a snapshot never is): its leader records the
     /// cluster's first module ([`crate::upgrade::Genesis`]).
     fresh: bool,
+    /// The changes of the entries applied since the last
+    /// [`Replica::take_changes`]; `None`: not recorded (nobody drains them).
+    changes: Option<Vec<Change>>,
     #[cfg(feature = "faults")]
     fault_done: bool,
 }
@@ -137,6 +141,7 @@ impl Replica {
             cluster: Arc::new(Unnamed),
             stopped: None,
             fresh: true,
+            changes: None,
             #[cfg(feature = "faults")]
             fault_done: false,
         })
@@ -186,6 +191,20 @@ impl Replica {
             self.audit
                 .record(l.index, &hash, self.module.hash(), AuditKind::Snapshot);
         }
+    }
+
+    /// Record what each applied entry changes, for [`Replica::take_changes`]
+    /// (the host's watch). Off by default: the buffer grows until drained.
+    pub fn record_changes(&mut self) {
+        self.changes.get_or_insert_with(Vec::new);
+    }
+
+    /// The changes recorded since the last call, in log order.
+    pub fn take_changes(&mut self) -> Vec<Change> {
+        self.changes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The snapshot of the state now, under `meta`.

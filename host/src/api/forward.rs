@@ -38,12 +38,12 @@ const PASSED_ON: [header::HeaderName; 3] = [
 ];
 
 /// The leader's id and address, when a request here should go there.
-fn target(node: &Services, req: &Request) -> Option<(u64, String)> {
+async fn target(node: &Services, forwarded: bool) -> Option<(u64, String)> {
     // Never forwarded twice: a stale view of the leader costs one 503.
-    if req.headers().contains_key(FORWARDED) {
+    if forwarded {
         return None;
     }
-    node.leader_elsewhere()
+    node.leader_elsewhere().await
 }
 
 /// The layer's state: the node, and the body limit of the routes it wraps.
@@ -58,7 +58,8 @@ pub struct Forwarding {
 /// The layer: answer here, or forward to the leader.
 pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) -> Response {
     let node = &f.node;
-    let Some((leader, addr)) = target(node, &req) else {
+    let forwarded = req.headers().contains_key(FORWARDED);
+    let Some((leader, addr)) = target(node, forwarded).await else {
         return next.run(req).await;
     };
     let unavailable = |e: String| {

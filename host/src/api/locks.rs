@@ -349,6 +349,9 @@ pub struct ListReply {
     locks: Vec<KeyJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     next: Option<String>,
+    /// The log index this page was read at: `GET /v1/watch?from=` one
+    /// more misses no change after it (docs/watch.md).
+    index: u64,
 }
 
 /// Held keys, in key order, a page at a time.
@@ -366,7 +369,7 @@ pub async fn lock_list(
         return Err(ApiError::not_found("not a listing"));
     };
     let limit = q.limit.unwrap_or(DEFAULT_LIST);
-    let (page, left): (Vec<KeyHolders>, _) = node
+    let (index, page, left): (_, Vec<KeyHolders>, _) = node
         .locks()
         .list_timed(&q.prefix, q.after.as_deref(), limit)
         .await?;
@@ -387,5 +390,6 @@ pub async fn lock_list(
             })
             .collect(),
         next,
+        index,
     }))
 }

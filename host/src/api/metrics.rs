@@ -216,6 +216,20 @@ fn registry(node: &Services) -> Registry {
         "Callers waiting for a lock.",
         n(&ls.waiting),
     );
+    if let Some(hub) = node.watch_hub() {
+        gauge(
+            r,
+            "lockd_watchers",
+            "Watch streams open on this node.",
+            hub.open() as u64,
+        );
+        counter(
+            r,
+            "lockd_watchers_cut",
+            "Watch streams this node ended: left behind by the kept changes, behind an installed snapshot, or at shutdown.",
+            hub.cut_count(),
+        );
+    }
 
     gauge(
         r,

@@ -13,6 +13,7 @@
 //! * [`http`]: one HTTP connection, served by the router.
 //! * [`cluster`]: the status, membership, whoami and console routes.
 //! * [`locks`], [`policy`]: the lock routes, and the module's policy data.
+//! * [`watch`]: the changes under a prefix as Server-Sent Events.
 //! * [`native_locks`]: the framed protocol's lock requests of world 0.2
 //!   and their answers (what a caller may see of a holding).
 //! * [`admin`]: hot upgrade, shadow mode and audit routes.
@@ -47,6 +48,7 @@ pub mod policy;
 pub mod routes;
 pub mod services;
 pub mod status;
+pub mod watch;
 
 pub use error::ApiError;
 pub use services::Services;

@@ -34,6 +34,8 @@ pub enum Op {
     Read,
     /// A page of held keys.
     List(ListQuery),
+    /// The changes under a prefix, as they are applied.
+    Watch(WatchQuery),
     /// A lock route.
     Lock(LockOp),
     /// An admin route without path parameters (its body and query are its
@@ -71,6 +73,8 @@ impl Op {
             Op::WhoAmI | Op::Unknown(_) => Action::Any,
             Op::Read => Action::Read,
             Op::List(q) => Action::List(q.prefix.clone()),
+            // Whoever may list a prefix may follow it.
+            Op::Watch(q) => Action::List(q.prefix.clone()),
             Op::Lock(l) => match l.verb {
                 Verb::Get => Action::ReadKey(l.key.clone()),
                 Verb::Acquire | Verb::Release | Verb::Keepalive => Action::Lock(l.key.clone()),
@@ -107,6 +111,16 @@ pub fn parse(method: &Method, uri: &Uri) -> Result<Op, ApiError> {
             let Query(q) = Query::<ListQuery>::try_from_uri(uri)
                 .map_err(|e| ApiError::bad_request(e.body_text()))?;
             Op::List(q)
+        }
+        ("/v1/watch", true) => {
+            let Query(q) = Query::<WatchQuery>::try_from_uri(uri)
+                .map_err(|e| ApiError::bad_request(e.body_text()))?;
+            if q.from == Some(0) {
+                return Err(ApiError::bad_request(
+                    "from: a log index, at least 1 (omit it to watch from now)",
+                ));
+            }
+            Op::Watch(q)
         }
         ("/v1/status" | "/v1/members" | "/metrics" | "/v1/audit", true) => Op::Read,
         ("/v1/admin/policy" | "/v1/admin/capacity" | "/v1/admin/module-keys", true) => Op::Read,
@@ -162,6 +176,7 @@ const KNOWN: &[&str] = &[
     "/v1/openapi.json",
     "/v1/whoami",
     "/v1/locks",
+    "/v1/watch",
     "/v1/status",
     "/v1/members",
     "/metrics",
@@ -294,6 +309,20 @@ pub struct ListQuery {
     pub after: Option<String>,
     /// At most this many keys (default 100, at most 1000).
     pub limit: Option<u32>,
+}
+
+/// `GET /v1/watch`'s query.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct WatchQuery {
+    /// Only keys that start with it (empty or absent: every key).
+    #[serde(default)]
+    pub prefix: String,
+    /// The first log index wanted (at least 1); absent: the next entry
+    /// applied (or, on a reconnect, one past the `Last-Event-ID` header).
+    #[param(minimum = 1)]
+    pub from: Option<u64>,
 }
 
 #[cfg(test)]

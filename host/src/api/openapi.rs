@@ -24,7 +24,7 @@ use utoipa::openapi::{OpenApi as Document, Ref, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 use super::error::ErrorBody;
-use super::{admin, cluster, health, locks, metrics, policy};
+use super::{admin, cluster, health, locks, metrics, policy, watch};
 
 /// Paths that need no credentials (docs/security.md, "Clients and roles").
 pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/ui", "/v1/openapi.json"];
@@ -42,6 +42,7 @@ pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/ui", "/v1/openapi.json"]
         locks::keepalive,
         locks::lock_get,
         locks::lock_list,
+        watch::watch,
         locks::lock_delete,
         policy::policy_get,
         policy::policy_put,

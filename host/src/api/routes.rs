@@ -18,7 +18,7 @@ use super::body::{MAX_BODY, MAX_MODULE};
 use super::error::ApiError;
 use super::forward::{to_leader, Forwarding};
 use super::services::Services;
-use super::{admin, cluster, health, locks, metrics, openapi, policy};
+use super::{admin, cluster, health, locks, metrics, openapi, policy, watch};
 
 type Methods = MethodRouter<Arc<Services>>;
 
@@ -64,6 +64,7 @@ pub const ROUTES: &[Route] = &[
     ("/v1/openapi.json", |_| get(openapi::serve)),
     ("/v1/whoami", |_| get(cluster::whoami)),
     ("/v1/members", |_| get(cluster::members_list)),
+    ("/v1/watch", |_| get(watch::watch)),
     ("/metrics", |_| get(metrics::metrics)),
     ("/v1/audit", |_| get(admin::audit)),
     // A backup comes from the leader; a snapshot build happens here.

@@ -79,6 +79,9 @@ pub struct NodeConfig {
     pub conn: crate::transport::limits::ConnLimits,
     pub max_waiters_per_key: usize,
     pub max_waiters: usize,
+    /// Watch streams at once, and changes kept for them (docs/watch.md).
+    pub max_watchers: usize,
+    pub watch_history: usize,
     pub segment_bytes: u64,
     pub audit_interval: u64,
     pub audit_check_ms: u64,
@@ -89,6 +92,10 @@ pub struct NodeConfig {
     pub auth_file: Option<PathBuf>,
     pub insecure: bool,
 }
+
+/// The most changes `--watch-history` may keep (each holds a key of up to
+/// 1 KiB and its holder's names).
+pub const MAX_WATCH_HISTORY: usize = 1_000_000;
 
 impl Default for NodeConfig {
     /// The settings' defaults (never the environment's values).
@@ -206,6 +213,12 @@ impl NodeConfig {
             return Err(ConfigError::Invalid(format!(
                 "max waiters per key ({}) must be above 0 and at most max waiters ({})",
                 self.max_waiters_per_key, self.max_waiters
+            )));
+        }
+        if self.watch_history == 0 || self.watch_history > MAX_WATCH_HISTORY {
+            return Err(ConfigError::Invalid(format!(
+                "watch history ({}) must be from 1 to {MAX_WATCH_HISTORY} changes",
+                self.watch_history
             )));
         }
         Ok(())

@@ -133,6 +133,15 @@ pub struct Limits {
     /// leader's table.
     #[arg(long, env = "LOCKD_MAX_WAITERS", default_value_t = 65_536)]
     pub max_waiters: usize,
+    /// Watch streams open on a node at once (HTTP and native); one more
+    /// is refused (429, code `too_many_watchers`).
+    #[arg(long, env = "LOCKD_MAX_WATCHERS", default_value_t = 1024)]
+    pub max_watchers: usize,
+    /// Changes a node keeps for watchers to resume from (and read behind
+    /// the newest); a watcher further behind is cut, and a resume from an
+    /// older index answered `compacted` (410).
+    #[arg(long, env = "LOCKD_WATCH_HISTORY", default_value_t = 10_000)]
+    pub watch_history: usize,
     /// Callers' requests in the lock service at once, waiting or not;
     /// past it, 503 with Retry-After.
     #[arg(long, env = "LOCKD_MAX_REQUESTS", default_value_t = 131_072)]
@@ -359,6 +368,8 @@ impl Tuning {
             max_wait_ms: limits.max_wait_ms,
             max_waiters_per_key: limits.max_waiters_per_key,
             max_waiters: limits.max_waiters,
+            max_watchers: limits.max_watchers,
+            watch_history: limits.watch_history,
             max_requests: limits.max_requests,
             max_snapshot_bytes: limits.max_snapshot_bytes,
             max_module_bytes: limits.max_module_bytes,

@@ -42,6 +42,11 @@ impl Node {
 
     async fn shutdown_inner(&self) {
         let _ = self.shutdown.send(true);
+        // Watch streams end at once (with where to resume), so the
+        // connections serving them close within the grace.
+        if let Some(hub) = self.sm.watch() {
+            hub.close();
+        }
         self.tasks.close();
         if tokio::time::timeout(SHUTDOWN_GRACE, self.tasks.wait())
             .await

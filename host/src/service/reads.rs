@@ -96,17 +96,18 @@ impl LockService {
         after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<KeyHolders>, ServiceError> {
-        Ok(self.read_list(prefix, after, limit, false).await?.0)
+        Ok(self.read_list(prefix, after, limit, false).await?.1)
     }
 
-    /// [`Self::list`], with the lease left of each holding (one list per
-    /// key of the page).
+    /// [`Self::list`], with the applied index the page was read at (a
+    /// watch from the next index misses nothing after it) and the lease
+    /// left of each holding (one list per key of the page).
     pub async fn list_timed(
         &self,
         prefix: &str,
         after: Option<&str>,
         limit: u32,
-    ) -> Result<(Vec<KeyHolders>, Vec<LeasesLeft>), ServiceError> {
+    ) -> Result<(u64, Vec<KeyHolders>, Vec<LeasesLeft>), ServiceError> {
         self.read_list(prefix, after, limit, true).await
     }
 
@@ -116,7 +117,7 @@ impl LockService {
         after: Option<&str>,
         limit: u32,
         timed: bool,
-    ) -> Result<(Vec<KeyHolders>, Vec<LeasesLeft>), ServiceError> {
+    ) -> Result<(u64, Vec<KeyHolders>, Vec<LeasesLeft>), ServiceError> {
         if prefix.len() > MAX_KEY_BYTES {
             return Err(ServiceError::KeyTooLong(prefix.len()));
         }
@@ -127,9 +128,9 @@ impl LockService {
             });
         }
         barrier::confirm(&self.raft, self.id).await?;
-        let mut page = self
+        let (index, mut page) = self
             .sm
-            .list_keys(prefix, after, limit)
+            .list_keys_at(prefix, after, limit)
             .map_err(|e| ServiceError::StateMachine(e.to_string()))?;
         let mut keys: Vec<(&str, &mut Vec<HolderInfo>)> = page
             .iter_mut()
@@ -137,7 +138,7 @@ impl LockService {
             .collect();
         let mut left = self.ask_table(&mut keys, timed).await;
         left.resize_with(page.len(), Vec::new);
-        Ok((page, left))
+        Ok((index, page, left))
     }
 
     /// The active module's policy data, read linearizably.

@@ -2,6 +2,8 @@
 //! state machine together: its status, its readiness, the members and
 //! the leader; the membership changes; and the answer to a peer's RPC.
 
+use std::time::Duration;
+
 use lockd_core::engine::EngineFingerprint;
 use lockd_proto::{Member, Role, Status};
 use openraft::raft::AppendEntriesResponse;
@@ -14,6 +16,29 @@ use crate::raft::network::{PeerRequest, PeerResponse};
 use crate::raft::peer_check::Refusal;
 use crate::raft::{known_leader, leading_unconfirmed, members, NodeId};
 use crate::transport::tls::Identity;
+
+/// How often a node waiting for a leader looks again without a change in
+/// Raft's metrics.
+const RECHECK: Duration = Duration::from_millis(20);
+
+/// Where a request for the leader goes.
+enum LeaderRoute {
+    /// This node leads: it answers.
+    Here,
+    /// Another node leads, at this address: the request goes there.
+    Elsewhere(NodeId, String),
+    /// No leader known (or not yet its address).
+    Unknown,
+}
+
+impl LeaderRoute {
+    fn elsewhere(self) -> Option<(NodeId, String)> {
+        match self {
+            LeaderRoute::Elsewhere(id, addr) => Some((id, addr)),
+            _ => None,
+        }
+    }
+}
 
 impl Services {
     /// The status of this node now.
@@ -107,6 +132,11 @@ impl Services {
         })
     }
 
+    /// Where this node's applied changes are published for watchers.
+    pub fn watch_hub(&self) -> Option<&std::sync::Arc<crate::watch::WatchHub>> {
+        self.sm.watch()
+    }
+
     /// The members, as this node knows them.
     pub fn members(&self) -> Vec<Member> {
         members(&self.raft)
@@ -181,16 +211,50 @@ impl Services {
         self.raft.config().election_timeout_min
     }
 
-    /// The leader's id and address when another node leads (a request
-    /// for the leader goes there); `None` when this node leads or knows
-    /// no leader.
-    pub fn leader_elsewhere(&self) -> Option<(NodeId, String)> {
+    /// Where a request for the leader goes now ([`LeaderRoute`]).
+    fn leader_route(&self) -> LeaderRoute {
         // Borrow, do not clone, the metrics: this runs on every request.
-        let leader = known_leader(&self.raft.metrics().borrow(), self.quorum_within_ms())?;
+        let Some(leader) = known_leader(&self.raft.metrics().borrow(), self.quorum_within_ms())
+        else {
+            return LeaderRoute::Unknown;
+        };
         if leader == self.id {
-            return None;
+            return LeaderRoute::Here;
         }
-        Some((leader, self.addr_of(leader)?))
+        match self.addr_of(leader) {
+            Some(addr) => LeaderRoute::Elsewhere(leader, addr),
+            None => LeaderRoute::Unknown,
+        }
+    }
+
+    /// The leader's id and address when another node leads (a request
+    /// for the leader goes there); `None` when this node leads, or when no
+    /// leader (or its address) becomes known within one election timeout.
+    /// A node that knows no leader yet (one that has just joined and not
+    /// yet heard from the leader, or one during an election) waits for one
+    /// rather than answer 503 at once, as an etcd member holds a proposal
+    /// until it has a leader; docs/operations.md, "Who is the leader".
+    pub async fn leader_elsewhere(&self) -> Option<(NodeId, String)> {
+        let route = self.leader_route();
+        if !matches!(route, LeaderRoute::Unknown) {
+            return route.elsewhere();
+        }
+        let mut metrics = self.raft.metrics();
+        let deadline = tokio::time::Instant::now()
+            + Duration::from_millis(self.raft.config().election_timeout_max);
+        loop {
+            // The metrics change when a leader becomes known; the quorum
+            // acknowledgement of a leader restored in its old term ages
+            // without a change, hence the recheck at least every 20 ms.
+            let tick = (tokio::time::Instant::now() + RECHECK).min(deadline);
+            if let Ok(Err(_)) = tokio::time::timeout_at(tick, metrics.changed()).await {
+                return None; // Raft has stopped.
+            }
+            match self.leader_route() {
+                LeaderRoute::Unknown if tokio::time::Instant::now() < deadline => {}
+                route => return route.elsewhere(),
+            }
+        }
     }
 
     /// How a peer's wasm engine differs from this node's in what guests

@@ -18,7 +18,7 @@ pub use snapshots::SnapshotStats;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use lockd_core::builtin::InitialModule;
 use lockd_proto::{AuditReport, DivergenceSeen};
@@ -36,6 +36,8 @@ use lockd_core::precompile::Precompiler;
 use lockd_core::replica::{Replica, ReplicaView, ShadowModule};
 use lockd_core::signature::TrustedKeys;
 use lockd_core::upgrade::MigrateError;
+
+use crate::watch::WatchHub;
 
 struct SmShared {
     id: u64,
@@ -61,6 +63,8 @@ struct SmShared {
     divergences: AtomicU64,
     last_divergence: Mutex<Option<DivergenceSeen>>,
     latency: SmLatency,
+    /// Where applied changes go for watchers, once attached.
+    watch: OnceLock<Arc<WatchHub>>,
 }
 
 /// How long applies and module swaps take, for metrics.
@@ -158,6 +162,7 @@ impl StateMachineStore {
                 latency: SmLatency::default(),
                 last_state_bytes: AtomicU64::new(state_bytes),
                 divergences: AtomicU64::new(0),
+                watch: OnceLock::new(),
             }),
         })
     }
@@ -253,6 +258,20 @@ impl StateMachineStore {
         self.with(|r| r.list_keys(prefix, after, limit))
     }
 
+    /// [`Self::list_keys`], with the applied index the page was read at
+    /// (one lock: the page is the state *at* that index).
+    pub fn list_keys_at(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<(u64, Vec<KeyHolders>), EngineError> {
+        self.with(|r| {
+            let at = r.last_applied().map_or(0, |l| l.index);
+            Ok((at, r.list_keys(prefix, after, limit)?))
+        })
+    }
+
     pub fn counters(&self) -> Result<TableCounters, EngineError> {
         self.with(|r| r.counters())
     }
@@ -296,6 +315,34 @@ impl StateMachineStore {
     /// Name this node's cluster, which bound signatures name.
     pub fn bind_cluster(&self, cluster: Arc<crate::cluster_id::ClusterIdentity>) {
         self.replica().bind_cluster(cluster);
+    }
+
+    /// Publish what every entry applied from now on changes to `hub`
+    /// (once; before Raft starts re-applying the log).
+    pub fn attach_watch(&self, hub: Arc<WatchHub>) {
+        let mut r = self.replica();
+        r.record_changes();
+        hub.restart_at(r.last_applied().map_or(0, |l| l.index), false);
+        drop(r);
+        let _ = self.shared.watch.set(hub);
+    }
+
+    /// The hub changes are published to, if attached.
+    pub fn watch(&self) -> Option<&Arc<WatchHub>> {
+        self.shared.watch.get()
+    }
+
+    /// Hand the changes of the entries applied from `first` on to the
+    /// watch hub.
+    fn publish_changes(&self, first: u64) {
+        let Some(hub) = self.shared.watch.get() else {
+            return;
+        };
+        let (changes, applied) =
+            self.with(|r| (r.take_changes(), r.last_applied().map_or(0, |l| l.index)));
+        if applied >= first {
+            hub.publish(first, applied, changes);
+        }
     }
 
     /// The capacity bounds and their use at the applied index (no guest
@@ -358,6 +405,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         // batch of lock commands, which is bounded (see
         // `replica::capacity::MAX_COMMANDS_PER_CALL`).
         let entries: Vec<Entry> = entries.into_iter().collect();
+        let first = entries.first().map(|e| e.log_id.index);
         let long = entries.iter().any(
             |e| matches!(&e.payload, openraft::EntryPayload::Normal(r) if r.module_bytes().is_some()),
         );
@@ -386,6 +434,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         l.apply.since(started);
         if swap {
             l.swap.since(started);
+        }
+        if let Some(first) = first {
+            self.publish_changes(first);
         }
         applied
     }

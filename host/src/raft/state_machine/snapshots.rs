@@ -105,6 +105,9 @@ impl StateMachineStore {
         let s = &self.shared;
         let ms = self.record(meta, n, blob.guest_state.len(), &s.last_install_us, started);
         s.snapshots_installed.fetch_add(1, Ordering::Relaxed);
+        if let Some(hub) = s.watch.get() {
+            hub.restart_at(meta.last_log_id.map_or(0, |l| l.index), true);
+        }
         tracing::info!(node = s.id, term = meta.last_log_id.map(|l| l.leader_id.term), index = meta.last_log_id.map(|l| l.index), module = %r.module_hash(), bytes = n, ms, "installed snapshot from leader");
         Ok(())
     }

@@ -1,0 +1,377 @@
+//! The watch: every change of the lock table, in log order, for callers
+//! that follow a prefix (docs/watch.md).
+//!
+//! The state machine publishes what each applied range changed
+//! ([`lockd_core::changes`]) into one ring shared by every watcher; a
+//! watcher is a cursor (the next log index it wants) and a prefix, and
+//! reads the ring at its own pace. So apply never waits for a watcher and
+//! memory is the ring's bound, whatever the watchers do: one that falls
+//! so far behind that the changes it has not read are gone is cut, with
+//! the index to resume from. The ring also serves resumes: a watch may
+//! start at any index the ring still covers (`first`..); older is
+//! `compacted` (the caller lists the prefix, then watches from the list's
+//! index). A node's ring starts at its state at boot or at the last
+//! snapshot it installed; every node derives the same changes, so a
+//! watcher may resume on any node.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use lockd_core::changes::Change;
+use tokio::sync::watch;
+
+/// The most changes one read hands a watcher, so a reader far behind
+/// takes the ring's lock for short turns.
+const READ_BATCH: usize = 512;
+
+/// What may not be watched.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WatchError {
+    #[error("index {from} is no longer kept here (changes are kept from index {first}; the state is at index {applied}): list the prefix, then watch from the list's index")]
+    Compacted { from: u64, first: u64, applied: u64 },
+    #[error("{limit} watchers are open on this node already (--max-watchers)")]
+    TooMany { limit: usize },
+    #[error("the node is shutting down")]
+    Closed,
+}
+
+impl WatchError {
+    /// The stable code of the error (docs/watch.md).
+    pub fn code(&self) -> &'static str {
+        match self {
+            WatchError::Compacted { .. } => "compacted",
+            WatchError::TooMany { .. } => "too_many_watchers",
+            WatchError::Closed => "shutting_down",
+        }
+    }
+}
+
+/// Why a watch ended; `resume_from` is where a new watch would go on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Cut {
+    #[error(
+        "this watcher fell more than {history} changes behind; resume from index {resume_from}"
+    )]
+    Behind { history: usize, resume_from: u64 },
+    #[error("this node installed a snapshot at index {at}; resume from index {resume_from} (elsewhere, or list the prefix first)")]
+    Snapshot { at: u64, resume_from: u64 },
+    #[error("the node is shutting down; resume from index {resume_from} on another node")]
+    Closed { resume_from: u64 },
+}
+
+impl Cut {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Cut::Behind { .. } => "watch_behind",
+            Cut::Snapshot { .. } => "compacted",
+            Cut::Closed { .. } => "shutting_down",
+        }
+    }
+
+    pub fn resume_from(&self) -> u64 {
+        match self {
+            Cut::Behind { resume_from, .. }
+            | Cut::Snapshot { resume_from, .. }
+            | Cut::Closed { resume_from } => *resume_from,
+        }
+    }
+}
+
+/// The changes kept, oldest first.
+struct Ring {
+    changes: VecDeque<Change>,
+    /// The history is complete from this index on: every change at
+    /// `first..next` is in `changes`.
+    first: u64,
+    /// One past the last index applied and published.
+    next: u64,
+    /// The last snapshot installed, if any (changes before it are gone).
+    snapshot_at: u64,
+}
+
+/// What the hub knows of one watcher: where it is, and whether the ring
+/// has left it behind (marked when the ring drops what it has not read,
+/// so a watcher whose caller reads nothing is counted cut at once, not
+/// when its connection is next written).
+struct Slot {
+    cursor: AtomicU64,
+    behind: AtomicBool,
+}
+
+/// The ring and its watchers; one per node.
+pub struct WatchHub {
+    ring: Mutex<Ring>,
+    slots: Mutex<Vec<Arc<Slot>>>,
+    /// `next` after each publish: what wakes the watchers.
+    tick: watch::Sender<u64>,
+    history: usize,
+    max_watchers: usize,
+    open: AtomicUsize,
+    closed: AtomicBool,
+    cut: AtomicU64,
+}
+
+impl WatchHub {
+    /// A hub keeping `history` changes for at most `max_watchers`.
+    pub fn new(history: usize, max_watchers: usize) -> Arc<WatchHub> {
+        Arc::new(WatchHub {
+            ring: Mutex::new(Ring {
+                changes: VecDeque::new(),
+                first: 1,
+                next: 1,
+                snapshot_at: 0,
+            }),
+            slots: Mutex::new(Vec::new()),
+            tick: watch::channel(1).0,
+            history: history.max(1),
+            max_watchers,
+            open: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            cut: AtomicU64::new(0),
+        })
+    }
+
+    fn ring(&self) -> MutexGuard<'_, Ring> {
+        // Every change under the lock is a few field writes: nothing is
+        // left half-done by a panic elsewhere.
+        self.ring.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The state is at `applied` with no history: at boot, and after a
+    /// snapshot was installed (`installed`).
+    pub fn restart_at(&self, applied: u64, installed: bool) {
+        let mut r = self.ring();
+        r.changes.clear();
+        r.first = applied + 1;
+        r.next = applied + 1;
+        if installed {
+            r.snapshot_at = applied;
+        }
+        drop(r);
+        self.tick.send_replace(applied + 1);
+    }
+
+    /// The entries `from..=to` were applied, changing `changes`.
+    pub fn publish(&self, from: u64, to: u64, changes: Vec<Change>) {
+        let mut r = self.ring();
+        if from != r.next {
+            // Not contiguous with what is kept: start over from here.
+            r.changes.clear();
+            r.first = from;
+        }
+        r.changes.extend(changes);
+        let first_before = r.first;
+        while r.changes.len() > self.history {
+            let Some(old) = r.changes.pop_front() else {
+                break;
+            };
+            // An index is kept whole or not at all.
+            r.first = old.index + 1;
+            while r.changes.front().is_some_and(|c| c.index < r.first) {
+                r.changes.pop_front();
+            }
+        }
+        r.next = r.next.max(to + 1);
+        let (next, first) = (r.next, r.first);
+        drop(r);
+        if first != first_before {
+            self.mark_behind(first);
+        }
+        self.tick.send_replace(next);
+    }
+
+    /// Count every watcher whose next index the ring no longer holds.
+    fn mark_behind(&self, first: u64) {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        for slot in slots.iter() {
+            if slot.cursor.load(Ordering::Acquire) < first
+                && !slot.behind.swap(true, Ordering::AcqRel)
+            {
+                self.cut.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Follow the keys under `prefix` from index `from` (`None`: from the
+    /// next entry applied).
+    pub fn watch(
+        self: &Arc<Self>,
+        prefix: String,
+        from: Option<u64>,
+    ) -> Result<Watcher, WatchError> {
+        if self.closed.load(Ordering::Relaxed) {
+            return Err(WatchError::Closed);
+        }
+        let r = self.ring();
+        let cursor = match from {
+            None => r.next,
+            Some(from) if from < r.first => {
+                return Err(WatchError::Compacted {
+                    from,
+                    first: r.first,
+                    applied: r.next - 1,
+                })
+            }
+            Some(from) => from,
+        };
+        drop(r);
+        if self.open.fetch_add(1, Ordering::AcqRel) >= self.max_watchers {
+            self.open.fetch_sub(1, Ordering::AcqRel);
+            return Err(WatchError::TooMany {
+                limit: self.max_watchers,
+            });
+        }
+        let slot = Arc::new(Slot {
+            cursor: AtomicU64::new(cursor),
+            behind: AtomicBool::new(false),
+        });
+        self.slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(slot.clone());
+        Ok(Watcher {
+            hub: self.clone(),
+            prefix,
+            cursor,
+            slot,
+            tick: self.tick.subscribe(),
+        })
+    }
+
+    /// End every watch (shutdown): each gets [`Cut::Closed`].
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        self.tick.send_modify(|_| {});
+    }
+
+    /// Watchers open now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// Watchers cut so far (behind, snapshot, shutdown).
+    pub fn cut_count(&self) -> u64 {
+        self.cut.load(Ordering::Relaxed)
+    }
+}
+
+/// One entry's changes under a watcher's prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    pub index: u64,
+    pub changes: Vec<Change>,
+}
+
+/// What a watcher reads next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// Changes, in log order, one batch per entry.
+    Changes(Vec<Batch>),
+    /// Nothing under the prefix up to this index (the state is there).
+    Caught(u64),
+}
+
+/// A cursor on the hub's ring.
+pub struct Watcher {
+    hub: Arc<WatchHub>,
+    prefix: String,
+    /// The next index wanted.
+    cursor: u64,
+    slot: Arc<Slot>,
+    tick: watch::Receiver<u64>,
+}
+
+impl Watcher {
+    /// Everything past the cursor now, without waiting: `Caught` when
+    /// there is nothing under the prefix up to the newest entry.
+    pub fn read_now(&mut self) -> Result<Read, Cut> {
+        // Before the read: a publish after it wakes the next `changed`.
+        self.tick.mark_unchanged();
+        if self.hub.closed.load(Ordering::Relaxed) {
+            return Err(self.cut(Cut::Closed {
+                resume_from: self.cursor,
+            }));
+        }
+        let r = self.hub.ring();
+        if self.cursor < r.first {
+            let cut = if r.snapshot_at >= self.cursor {
+                Cut::Snapshot {
+                    at: r.snapshot_at,
+                    resume_from: self.cursor,
+                }
+            } else {
+                Cut::Behind {
+                    history: self.hub.history,
+                    resume_from: self.cursor,
+                }
+            };
+            drop(r);
+            return Err(self.cut(cut));
+        }
+        let start = r.changes.partition_point(|c| c.index < self.cursor);
+        let mut batches: Vec<Batch> = Vec::new();
+        let mut upto = r.next;
+        for (taken, c) in r.changes.range(start..).enumerate() {
+            if taken >= READ_BATCH && batches.last().is_none_or(|b| b.index != c.index) {
+                // Stop at an entry's start: a batch is always whole.
+                upto = c.index;
+                break;
+            }
+            if !c.key.starts_with(&self.prefix) {
+                continue;
+            }
+            match batches.last_mut() {
+                Some(b) if b.index == c.index => b.changes.push(c.clone()),
+                _ => batches.push(Batch {
+                    index: c.index,
+                    changes: vec![c.clone()],
+                }),
+            }
+        }
+        drop(r);
+        let caught = upto.max(self.cursor);
+        self.cursor = caught;
+        self.slot.cursor.store(caught, Ordering::Release);
+        Ok(match batches.is_empty() {
+            true => Read::Caught(caught - 1),
+            false => Read::Changes(batches),
+        })
+    }
+
+    /// Wait until something may have changed since the last read (a
+    /// publish, a restart of the ring, shutdown).
+    pub async fn changed(&mut self) {
+        // An error is the hub gone, which the next read reports as closed.
+        if self.tick.changed().await.is_err() {
+            self.hub.closed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The next index this watcher wants.
+    pub fn cursor(&self) -> u64 {
+        self.cursor
+    }
+
+    /// Counted once per watcher, whoever noticed first.
+    fn cut(&self, cut: Cut) -> Cut {
+        if !self.slot.behind.swap(true, Ordering::AcqRel) {
+            self.hub.cut.fetch_add(1, Ordering::Relaxed);
+        }
+        cut
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.hub
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|s| !Arc::ptr_eq(s, &self.slot));
+        self.hub.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests;
