@@ -47,6 +47,10 @@ pub enum ClientError {
     Unknown(String),
     #[error("unexpected answer from the node: {0}")]
     Protocol(String),
+    /// A watch ended in a way resuming cannot mend (its code says why:
+    /// `compacted`, `watch_behind`, `too_many_watchers`, …).
+    #[error("watch ended ({}): {}", .0.code, .0.message)]
+    WatchCut(crate::proto::WatchCut),
 }
 
 impl ClientError {
@@ -105,6 +109,14 @@ impl Client {
         &self.inner.options.credentials
     }
 
+    pub(crate) fn options(&self) -> &ClientOptions {
+        &self.inner.options
+    }
+
+    pub(crate) fn endpoints(&self) -> &[String] {
+        &self.inner.endpoints
+    }
+
     /// The owner name [`Client::acquire_with`] uses unless told otherwise.
     pub fn owner(&self) -> &str {
         &self.inner.owner
@@ -154,7 +166,8 @@ impl Client {
             | ClientRequest::Status
             | ClientRequest::Keepalive { .. }
             | ClientRequest::Holders { .. }
-            | ClientRequest::List { .. } => true,
+            | ClientRequest::List { .. }
+            | ClientRequest::Watch(_) => true,
             ClientRequest::AcquireWith(a) => !a.request_id.is_empty(),
             ClientRequest::Acquire { .. } | ClientRequest::Release { .. } => false,
         };

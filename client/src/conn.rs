@@ -32,12 +32,28 @@ pub enum ConnError {
     Timeout { addr: String, ms: u64 },
 }
 
-/// A request and where its answer goes: the node's response, or
-/// [`ConnError::NotSent`] when the connection ended before it was written.
-type Call = (
-    ClientRequest,
-    oneshot::Sender<Result<ClientResponse, ConnError>>,
-);
+/// Where a request's answers go.
+enum Reply {
+    /// One response, or [`ConnError::NotSent`] when the connection ended
+    /// before it was written.
+    Once(oneshot::Sender<Result<ClientResponse, ConnError>>),
+    /// A stream of responses (a watch), until one that ends it or the
+    /// connection; the channel's bound holds the reading back when its
+    /// receiver is slow.
+    Many(mpsc::Sender<ClientResponse>),
+}
+
+impl Reply {
+    fn is_closed(&self) -> bool {
+        match self {
+            Reply::Once(r) => r.is_closed(),
+            Reply::Many(r) => r.is_closed(),
+        }
+    }
+}
+
+/// A request and where its answers go.
+type Call = (ClientRequest, Reply);
 
 /// A live connection; dropping it closes the socket (and with it, every
 /// acquire still waiting on this connection is abandoned on the node).
@@ -119,9 +135,11 @@ impl Conn {
     ) -> Result<ClientResponse, ConnError> {
         let (reply, rx) = oneshot::channel();
         // A closed queue means the connection task is gone: never sent.
-        self.tx.send((req, reply)).map_err(|_| ConnError::NotSent {
-            addr: self.addr.clone(),
-        })?;
+        self.tx
+            .send((req, Reply::Once(reply)))
+            .map_err(|_| ConnError::NotSent {
+                addr: self.addr.clone(),
+            })?;
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(r)) => r,
             // Written (or being written) when the connection broke.
@@ -138,7 +156,25 @@ impl Conn {
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
     }
+
+    /// Send one request answered by a stream of responses (a watch). The
+    /// stream ends when the node ends it ([`ClientResponse::Cut`] or an
+    /// error) or the connection goes. Use a connection of its own: while
+    /// the receiver is full, no response of any request on this
+    /// connection is read.
+    pub fn stream(&self, req: ClientRequest) -> Result<mpsc::Receiver<ClientResponse>, ConnError> {
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        self.tx
+            .send((req, Reply::Many(tx)))
+            .map_err(|_| ConnError::NotSent {
+                addr: self.addr.clone(),
+            })?;
+        Ok(rx)
+    }
 }
+
+/// Responses of a stream read ahead of its receiver.
+const STREAM_BUFFER: usize = 64;
 
 /// The connection task: writes requests, routes responses by id.
 async fn run(
@@ -155,7 +191,9 @@ async fn run(
     // may safely retry them elsewhere. (Written ones are dropped: "lost".)
     rx.close();
     while let Ok((_, reply)) = rx.try_recv() {
-        let _ = reply.send(Err(ConnError::NotSent { addr: addr.clone() }));
+        if let Reply::Once(reply) = reply {
+            let _ = reply.send(Err(ConnError::NotSent { addr: addr.clone() }));
+        }
     }
 }
 
@@ -165,8 +203,7 @@ async fn serve(
     addr: &str,
 ) {
     let (mut sink, mut stream) = framed.split();
-    let mut pending: HashMap<u64, oneshot::Sender<Result<ClientResponse, ConnError>>> =
-        HashMap::new();
+    let mut pending: HashMap<u64, Reply> = HashMap::new();
     let mut next_id = 1u64;
     loop {
         tokio::select! {
@@ -176,7 +213,9 @@ async fn serve(
                 next_id += 1;
                 let Ok(bytes) = wire::encode(&Envelope { id, body: req }) else {
                     // Never written: the caller may retry it elsewhere.
-                    let _ = reply.send(Err(ConnError::NotSent { addr: addr.to_string() }));
+                    if let Reply::Once(reply) = reply {
+                        let _ = reply.send(Err(ConnError::NotSent { addr: addr.to_string() }));
+                    }
                     continue;
                 };
                 pending.insert(id, reply);
@@ -187,8 +226,20 @@ async fn serve(
             frame = stream.next() => {
                 let Some(Ok(bytes)) = frame else { return };
                 let Ok(env) = wire::decode::<Envelope<ClientResponse>>(&bytes) else { return };
-                if let Some(reply) = pending.remove(&env.id) {
-                    let _ = reply.send(Ok(env.body));
+                let last = matches!(env.body, ClientResponse::Cut(_) | ClientResponse::Error(_));
+                match pending.remove(&env.id) {
+                    Some(Reply::Once(reply)) => {
+                        let _ = reply.send(Ok(env.body));
+                    }
+                    Some(Reply::Many(to)) => {
+                        // Waits while the receiver is full: the node's
+                        // stream waits for this connection in turn.
+                        let delivered = to.send(env.body).await.is_ok();
+                        if delivered && !last {
+                            pending.insert(env.id, Reply::Many(to));
+                        }
+                    }
+                    None => {}
                 }
                 // Drop the senders of callers that gave up (timed out).
                 pending.retain(|_, r| !r.is_closed());

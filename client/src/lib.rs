@@ -58,6 +58,8 @@
 //! * [`audit`]: comparing the nodes' determinism-audit points.
 //! * [`options`]: [`AcquireOptions`] and the calls of world 0.2 (shared
 //!   locks, semaphores, retry-safe acquires, holders, listings).
+//! * [`watch`]: [`Watch`], the changes under a prefix as a stream that
+//!   resumes on another node when its node goes away.
 //! * [`id`]: random request ids and owner names.
 //! * [`net`]: the network seam (real TCP, or the simulation's).
 //! * [`shutdown`]: waiting for Ctrl-C or SIGTERM.
@@ -78,6 +80,7 @@ pub mod options;
 pub mod security;
 pub mod shutdown;
 pub mod tls;
+pub mod watch;
 pub mod wire;
 
 // The protocol's types live in `lockd-proto` (serde only, shared with the
@@ -89,3 +92,4 @@ pub use client::{Client, ClientError, ClientOptions, LockGuard};
 pub use options::AcquireOptions;
 pub use proto::{LockView, Status};
 pub use security::{Credentials, Token};
+pub use watch::{Watch, WatchEvent};

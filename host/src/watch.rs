@@ -21,6 +21,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use lockd_core::changes::Change;
 use tokio::sync::watch;
 
+/// How long a stream stays silent before it says where it is (which also
+/// tells a proxy the connection is alive, and the node that the caller is
+/// still there).
+pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The most changes one read hands a watcher, so a reader far behind
 /// takes the ring's lock for short turns.
 const READ_BATCH: usize = 512;
@@ -28,6 +33,8 @@ const READ_BATCH: usize = 512;
 /// What may not be watched.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WatchError {
+    #[error("a prefix is at most {max} bytes (got {len})")]
+    PrefixTooLong { len: usize, max: usize },
     #[error("index {from} is no longer kept here (changes are kept from index {first}; the state is at index {applied}): list the prefix, then watch from the list's index")]
     Compacted { from: u64, first: u64, applied: u64 },
     #[error("{limit} watchers are open on this node already (--max-watchers)")]
@@ -40,6 +47,7 @@ impl WatchError {
     /// The stable code of the error (docs/watch.md).
     pub fn code(&self) -> &'static str {
         match self {
+            WatchError::PrefixTooLong { .. } => "bad_request",
             WatchError::Compacted { .. } => "compacted",
             WatchError::TooMany { .. } => "too_many_watchers",
             WatchError::Closed => "shutting_down",
@@ -202,6 +210,12 @@ impl WatchHub {
     ) -> Result<Watcher, WatchError> {
         if self.closed.load(Ordering::Relaxed) {
             return Err(WatchError::Closed);
+        }
+        if prefix.len() > crate::service::MAX_KEY_BYTES {
+            return Err(WatchError::PrefixTooLong {
+                len: prefix.len(),
+                max: crate::service::MAX_KEY_BYTES,
+            });
         }
         let r = self.ring();
         let cursor = match from {

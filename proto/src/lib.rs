@@ -10,6 +10,7 @@
 //! * `status` (re-exported here): the answers of the HTTP API and of the
 //!   native status request: status, members, capacity, upgrades, shadow,
 //!   audit points.
+//! * `watch` (re-exported here): the watch stream on the native protocol.
 //! * [`wire`]: the framed protocol's preface, hello and envelopes.
 //! * [`signature`]: what a module signature covers, and the hex forms of
 //!   module keys and signatures.
@@ -29,7 +30,9 @@ pub mod audit;
 mod request;
 pub mod signature;
 mod status;
+mod watch;
 pub mod wire;
 
 pub use request::*;
 pub use status::*;
+pub use watch::*;

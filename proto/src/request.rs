@@ -39,6 +39,9 @@ pub enum ClientRequest {
         after: Option<Vec<u8>>,
         limit: u32,
     },
+    /// Follow the changes under a prefix: answered by a stream of
+    /// responses under this request's id (see [`crate::WatchRequest`]).
+    Watch(crate::WatchRequest),
 }
 
 /// The most readers a shared acquire that gives no limit admits, when the
@@ -113,14 +116,27 @@ pub struct KeyHoldings {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClientResponse {
-    Acquired { token: u64, lease_ms: u64 },
+    Acquired {
+        token: u64,
+        lease_ms: u64,
+    },
     Released,
-    KeptAlive { lease_ms: u64 },
+    KeptAlive {
+        lease_ms: u64,
+    },
     Lock(Option<LockView>),
     Status(Box<Status>),
     Error(WireError),
     Holders(Vec<Holding>),
     Listed(Vec<KeyHoldings>),
+    /// A watch's changes at one log index.
+    Changes(crate::ChangeBatch),
+    /// A watch has sent everything up to this index.
+    Progress {
+        index: u64,
+    },
+    /// A watch ended (its last response).
+    Cut(crate::WatchCut),
 }
 
 /// A held lock as a client sees it.

@@ -196,3 +196,101 @@ fn a_watcher_that_reads_nothing_is_cut_while_acquires_go_on() {
         "the release after the list, and nothing before it: {m:?}"
     );
 }
+
+#[test]
+fn the_rust_client_resumes_on_another_node_and_lockctl_follows_a_prefix() {
+    use futures::StreamExt;
+    use lockd_client::proto::ChangeKind;
+    use lockd_client::{Client, WatchEvent};
+
+    let mut c = Cluster::start(3, &[]);
+    let leader = c.wait_leader(Duration::from_secs(20));
+    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    let from = c.status(leader).expect("status").applied_index + 1;
+    // lockctl from an index, so it misses nothing however late it starts.
+    let mut lockctl = c
+        .lockctl()
+        .args([
+            "--json",
+            "watch",
+            "r/",
+            "--from",
+            &from.to_string(),
+            "--count",
+            "12",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("lockctl watch");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // The follower first: the node this watch starts on is the one killed.
+    let client = Client::new([c.addr(follower), c.addr(leader)]);
+    let mut w = rt.block_on(async { client.watch("r/", None) });
+    let mut next = || {
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(30), w.next()).await })
+            .expect("an event within 30 s")
+            .expect("the stream goes on")
+            .expect("not an error")
+    };
+    assert!(matches!(next(), WatchEvent::Progress(_)));
+    let mut got: Vec<(String, String, u64)> = Vec::new();
+    let mut indexes = Vec::new();
+    let mut read = |want: usize, next: &mut dyn FnMut() -> WatchEvent| {
+        while got.len() < want {
+            if let WatchEvent::Changes(b) = next() {
+                indexes.push(b.index);
+                for ch in b.changes {
+                    let (kind, token) = match ch.kind {
+                        ChangeKind::Granted { token, .. } => ("granted", token),
+                        ChangeKind::Released { token } => ("released", token),
+                        ChangeKind::Expired { token } => ("expired", token),
+                    };
+                    got.push((kind.into(), ch.key, token));
+                }
+            }
+        }
+    };
+    let first: Vec<String> = (0..3).map(|i| format!("r/a{i}")).collect();
+    let mut want = take_and_free(&c, &first);
+    read(want.len(), &mut next);
+    c.kill(follower);
+    let second: Vec<String> = (0..3).map(|i| format!("r/b{i}")).collect();
+    want.extend(take_and_free(&c, &second));
+    read(want.len(), &mut next);
+    assert_eq!(
+        got, want,
+        "every change once, in order, across the node's death"
+    );
+    assert!(indexes.windows(2).all(|p| p[0] < p[1]), "{indexes:?}");
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = lockctl.try_wait().expect("try_wait") {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "lockctl watch did not end after 12 changes"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut lockctl.stdout.take().expect("stdout"), &mut out)
+        .expect("lockctl output");
+    assert!(status.success(), "{status:?}: {out}");
+    let lines: Vec<(String, String, u64)> = out
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+            (
+                v["type"].as_str().unwrap_or("?").into(),
+                v["key"].as_str().unwrap_or("?").into(),
+                v["token"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(lines, want, "lockctl watch --json: {out}");
+}

@@ -1,13 +1,17 @@
 //! The formats nodes and clients speak to each other, pinned by golden
 //! bytes like the ones on disk (`golden_formats`): the peer hello and its
 //! answers, peer RPC envelopes (append, vote, install snapshot, error), and
-//! the native client protocol's requests.
+//! the native client protocol's requests, and the watch stream's
+//! responses.
 
 use lock_tests::golden::{commands, entry, log_id, meta, pinned};
 use lockd::raft::network::{PeerRequest, PeerResponse};
 use lockd::raft::{Request, Vote};
 use lockd_client::wire::{Envelope, Hello, HelloReply, Refused, Role, Welcome};
-use lockd_proto::{AcquireRequest, ClientRequest, LockMode};
+use lockd_proto::{
+    AcquireRequest, ChangeBatch, ChangeKind, ClientRequest, ClientResponse, HolderId, LockMode,
+    WatchChange, WatchCut, WatchRequest,
+};
 use openraft::EntryPayload;
 
 #[test]
@@ -152,7 +156,61 @@ fn native_client_requests_are_pinned() {
                 request_id: "r-1".into(),
             }),
         ),
+        (
+            "client_watch",
+            ClientRequest::Watch(WatchRequest {
+                prefix: b"jobs/".to_vec(),
+                from: 42,
+            }),
+        ),
     ] {
         pinned(name, &Envelope { id: 1, body: req });
+    }
+}
+
+#[test]
+fn the_watch_stream_is_pinned() {
+    let granted = WatchChange {
+        key: "jobs/nightly".into(),
+        kind: ChangeKind::Granted {
+            token: 17,
+            lease_ms: 30_000,
+            mode: LockMode::Exclusive,
+            limit: 1,
+            holder: HolderId {
+                principal: "ci".into(),
+                owner: "worker-3".into(),
+            },
+        },
+    };
+    for (name, resp) in [
+        (
+            "watch_changes",
+            ClientResponse::Changes(ChangeBatch {
+                index: 42,
+                changes: vec![
+                    granted,
+                    WatchChange {
+                        key: "jobs/a".into(),
+                        kind: ChangeKind::Released { token: 9 },
+                    },
+                    WatchChange {
+                        key: "jobs/b".into(),
+                        kind: ChangeKind::Expired { token: 8 },
+                    },
+                ],
+            }),
+        ),
+        ("watch_progress", ClientResponse::Progress { index: 43 }),
+        (
+            "watch_cut",
+            ClientResponse::Cut(WatchCut {
+                code: "watch_behind".into(),
+                message: "behind".into(),
+                resume_from: 44,
+            }),
+        ),
+    ] {
+        pinned(name, &Envelope { id: 7, body: resp });
     }
 }

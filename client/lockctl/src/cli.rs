@@ -137,6 +137,18 @@ pub(crate) enum Cmd {
         #[arg(long, default_value_t = 100)]
         limit: u32,
     },
+    /// Every grant, release and expiry under PREFIX as it is applied
+    /// (docs/watch.md); resumed on another endpoint if a node goes away.
+    Watch {
+        #[arg(default_value = "")]
+        prefix: String,
+        /// Start at this log index (default: the next entry applied).
+        #[arg(long)]
+        from: Option<u64>,
+        /// Exit after this many changes.
+        #[arg(long)]
+        count: Option<u64>,
+    },
     /// Show or replace the lock module's policy data.
     Policy {
         #[command(subcommand)]

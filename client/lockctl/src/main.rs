@@ -8,6 +8,7 @@
 //! lockctl keepalive KEY --token T
 //! lockctl get KEY                                                # every holder
 //! lockctl list [PREFIX] [--after KEY] [--limit N]
+//! lockctl watch [PREFIX] [--from INDEX] [--count N]              # changes as they are applied
 //! lockctl policy get | policy set FILE.json
 //! lockctl capacity [--max-held N] [--max-key-bytes N]            # the cluster's bounds
 //! lockctl status
@@ -62,6 +63,7 @@ mod release;
 mod snapshot;
 mod status;
 mod upgrade;
+mod watch;
 
 use clap::Parser;
 use lockd_client::admin::Admin;
@@ -146,6 +148,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             after,
             limit,
         } => list::run(&client, j, &prefix, after.as_deref(), limit).await,
+        Cmd::Watch {
+            prefix,
+            from,
+            count,
+        } => watch::run(&client, j, &prefix, from, count).await,
         Cmd::Policy { op } => match op {
             PolicyOp::Get => policy::get(&admin, j).await,
             PolicyOp::Set { file } => policy::set(&admin, j, &file).await,

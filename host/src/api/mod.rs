@@ -16,6 +16,8 @@
 //! * [`watch`]: the changes under a prefix as Server-Sent Events.
 //! * [`native_locks`]: the framed protocol's lock requests of world 0.2
 //!   and their answers (what a caller may see of a holding).
+//! * [`native_watch`]: the watch on the framed protocol, a stream of
+//!   responses under one request id.
 //! * [`admin`]: hot upgrade, shadow mode and audit routes.
 //! * [`op`]: what an HTTP request asks for, parsed once for the
 //!   authorisation layer and the handlers alike.
@@ -41,6 +43,7 @@ pub mod http;
 pub mod locks;
 pub mod metrics;
 pub mod native_locks;
+pub mod native_watch;
 pub mod op;
 pub mod openapi;
 pub mod origin;

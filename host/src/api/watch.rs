@@ -11,7 +11,6 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -28,12 +27,7 @@ use super::error::{ApiError, ErrorBody};
 use super::op::{Op, WatchQuery};
 use super::services::Services;
 use crate::auth::Access;
-use crate::watch::{Cut, Read, WatchError, Watcher};
-
-/// How long a stream stays silent before a `progress` message (which also
-/// tells a proxy the connection is alive, and the server that the caller
-/// is still there).
-const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+use crate::watch::{Cut, Read, WatchError, Watcher, PROGRESS_EVERY};
 
 /// One change as a watcher sees it.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -183,6 +177,7 @@ impl Stream_ {
 
 fn refusal(e: WatchError) -> ApiError {
     let status = match e {
+        WatchError::PrefixTooLong { .. } => StatusCode::BAD_REQUEST,
         WatchError::Compacted { .. } => StatusCode::GONE,
         WatchError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
         WatchError::Closed => StatusCode::SERVICE_UNAVAILABLE,

@@ -59,6 +59,8 @@ pub fn of_native(req: &ClientRequest) -> Action {
             key(k, Action::ReadKey)
         }
         ClientRequest::List { prefix, .. } => key(prefix, Action::List),
+        // Whoever may list a prefix may follow it (as over HTTP).
+        ClientRequest::Watch(w) => key(&w.prefix, Action::List),
         ClientRequest::Status => Action::Read,
     }
 }

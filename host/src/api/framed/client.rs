@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 use super::Conn;
 use crate::api::caller::{authorize, Settled};
 use crate::api::native_locks;
+use crate::api::native_watch::{self, Outgoing};
 use crate::api::services::Services;
 use crate::auth::{Access, Denied};
 use crate::service::ServiceError;
@@ -45,7 +46,7 @@ pub(super) async fn serve(
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let (mut sink, mut stream) = framed.split();
-    let (tx, mut rx) = mpsc::unbounded_channel::<Envelope<ClientResponse>>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
     let mut tasks = JoinSet::new();
     // One timer for the connection, moved on by activity (not a new one
     // per frame).
@@ -74,18 +75,23 @@ pub(super) async fn serve(
                         let peer = peer.clone();
                         tasks.spawn(async move {
                             let body = match authorize(&node, &who, &env.body, &peer) {
-                                Ok(access) => handle_client(&node, env.body, &access).await,
+                                Ok(access) => match env.body {
+                                    ClientRequest::Watch(w) => {
+                                        return native_watch::stream(&node, w, &access, env.id, &tx).await
+                                    }
+                                    body => handle_client(&node, body, &access).await,
+                                },
                                 Err(denied) => ClientResponse::Error(match denied {
                                     Denied::Unauthenticated(m) => WireError::Unauthenticated(m),
                                     Denied::Forbidden(m) => WireError::Forbidden(m),
                                 }),
                             };
-                            let _ = tx.send(Envelope { id: env.id, body });
+                            let _ = tx.send(Outgoing { env: Envelope { id: env.id, body }, written: None });
                         });
                     }
                     Err(e) => {
                         let body = ClientResponse::Error(WireError::BadRequest(format!("request frame does not decode: {e}")));
-                        let _ = tx.send(Envelope { id: 0, body });
+                        let _ = tx.send(Outgoing { env: Envelope { id: 0, body }, written: None });
                     }
                 },
                 Some(Err(e)) => {
@@ -102,10 +108,13 @@ pub(super) async fn serve(
                 }
                 None => return,
             },
-            Some(resp) = rx.recv() => {
-                let Ok(bytes) = frame::encode(&resp) else { continue };
+            Some(out) = rx.recv() => {
+                let Ok(bytes) = frame::encode(&out.env) else { continue };
                 if sink.send(bytes).await.is_err() {
                     return;
+                }
+                if let Some(written) = out.written {
+                    let _ = written.send(());
                 }
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {
@@ -225,6 +234,10 @@ async fn handle_client(node: &Services, req: ClientRequest, access: &Access) -> 
             after,
             limit,
         } => native_locks::list(node, prefix, after, limit, access).await,
+        // Streamed by `native_watch` before it gets here.
+        ClientRequest::Watch(_) => Err(ServiceError::StateMachine(
+            "a watch is a stream, not a request".into(),
+        )),
     };
     result.unwrap_or_else(|e| ClientResponse::Error(wire_error(node, e)))
 }
