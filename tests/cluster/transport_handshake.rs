@@ -78,6 +78,9 @@ fn wait_settled_leader(c: &Cluster, id: u64, within: Duration) -> Status {
             s.role == StatusRole::Leader
                 && s.last_log_index > 0
                 && s.commit_index == s.last_log_index
+                // The first leader appends the cluster's first module
+                // after its election: settled means that entry is in.
+                && s.first_module_hash.is_some()
         }) {
             return s;
         }

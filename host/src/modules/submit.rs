@@ -75,6 +75,10 @@ pub enum UpgradeError {
     Internal(String),
 }
 
+/// The longest an upgrade waits for this node's state to settle
+/// ([`Upgrader::settle`]).
+const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Timings of a dry run, in µs.
 struct Precheck {
     compile_us: u64,
@@ -133,6 +137,45 @@ impl Upgrader {
             });
         }
         Ok(())
+    }
+
+    /// Wait until this node's state is the cluster's: leadership confirmed
+    /// by a quorum, the log applied as far as it reached, and a new
+    /// cluster's first module recorded. A leader just elected may not have
+    /// applied entries it has (an upgrade among them), and a new cluster
+    /// runs the index-0 module until its first module's entry applies: an
+    /// upgrade computed before then would name the wrong module it
+    /// replaces, and every node would reject it as stale.
+    async fn settle(&self) -> Result<(), UpgradeError> {
+        let last = self.raft.metrics().borrow().last_log_index;
+        self.raft
+            .ensure_linearizable()
+            .await
+            .map_err(|e| match leader_hint(&e) {
+                Some(leader) => UpgradeError::NotLeader {
+                    id: self.id,
+                    leader,
+                },
+                None => UpgradeError::Unavailable(e.to_string()),
+            })?;
+        let sm = self.sm.clone();
+        self.raft
+            .wait(Some(SETTLE_LIMIT))
+            .metrics(
+                move |m| {
+                    m.last_applied.map(|l| l.index) >= last && sm.genesis_needed().is_none()
+                },
+                "the state settled",
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                UpgradeError::Unavailable(format!(
+                    "node {} has not applied its log and the cluster's first module within {} s: {e}",
+                    self.id,
+                    SETTLE_LIMIT.as_secs()
+                ))
+            })
     }
 
     /// The dry run: load `module` (compiling it once, for the apply path too)
@@ -216,6 +259,7 @@ impl Upgrader {
         signed_for: SignedFor,
     ) -> Result<UpgradeReply, UpgradeError> {
         self.check_leader()?;
+        self.settle().await?;
         let active = self.sm.module_hash();
         let replaces = replaces.unwrap_or(active);
         let mut timings = None;
@@ -269,6 +313,7 @@ impl Upgrader {
         precheck_first: bool,
     ) -> Result<UpgradeReply, UpgradeError> {
         self.check_leader()?;
+        self.settle().await?;
         let timings = if precheck_first {
             self.check_signature(&module, signature.as_ref(), Purpose::Shadow)?;
             Some(self.precheck(&module).await?)
