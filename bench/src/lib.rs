@@ -104,7 +104,7 @@ pub async fn fill(
                 }
                 let k = key(i);
                 if let Err(e) = client
-                    .acquire(&k, Duration::from_secs(3600), Duration::ZERO)
+                    .acquire_once(&k, Duration::from_secs(3600), Duration::ZERO)
                     .await
                 {
                     panic!("filling: acquire {k}: {e}");

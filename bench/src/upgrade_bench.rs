@@ -70,7 +70,7 @@ async fn cycles(
         n += 1;
         let start = Instant::now();
         match client
-            .acquire(&key, Duration::from_secs(30), Duration::ZERO)
+            .acquire_once(&key, Duration::from_secs(30), Duration::ZERO)
             .await
         {
             Ok(g) => {

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 
 use crate::conn::{Conn, ConnError};
 pub use crate::guard::LockGuard;
-use crate::proto::{ClientRequest, ClientResponse, LockView, Status, WireError};
+use crate::proto::{ClientRequest, ClientResponse, ErrorCode, LockView, Status, WireError};
 
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
@@ -18,6 +18,11 @@ pub struct ClientOptions {
     pub retry_for: Duration,
     /// TLS settings and bearer token (default: plaintext, anonymous).
     pub credentials: crate::security::Credentials,
+    /// Renew every guard's lease in the background from the moment it is
+    /// granted ([`LockGuard::keep_alive`]); on by default. Off: a guard's
+    /// lease runs out unless renewed by hand (a history checker that
+    /// records every renewal, a holder that renews on its own schedule).
+    pub keepalive: bool,
 }
 
 impl Default for ClientOptions {
@@ -27,15 +32,17 @@ impl Default for ClientOptions {
             request_timeout: Duration::from_secs(5),
             retry_for: Duration::from_secs(10),
             credentials: crate::security::Credentials::default(),
+            keepalive: true,
         }
     }
 }
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The node said no (held, not held, wrong token, bad input).
-    #[error(transparent)]
-    Rejected(#[from] WireError),
+    /// The node said no (held, not held, wrong token, bad input), with the
+    /// error's stable code (the node's precise one, or the kind's).
+    #[error("{error}")]
+    Rejected { error: WireError, code: ErrorCode },
     /// No node could be reached or no leader answered in time.
     #[error("no leader reachable within {ms} ms; last error: {last}")]
     Unreachable { ms: u64, last: String },
@@ -53,10 +60,27 @@ pub enum ClientError {
     WatchCut(crate::proto::WatchCut),
 }
 
+impl From<WireError> for ClientError {
+    /// A refusal with the code of its kind.
+    fn from(error: WireError) -> ClientError {
+        let code = error.code();
+        ClientError::Rejected { error, code }
+    }
+}
+
 impl ClientError {
     /// The lock was still held after the wait.
     pub fn is_held(&self) -> bool {
-        matches!(self, ClientError::Rejected(WireError::Held(_)))
+        self.code() == Some(ErrorCode::Held)
+    }
+
+    /// The stable code of a refusal by the node (docs/api.md, "Error
+    /// codes"); `None` when no node answered, or a watch was cut.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            ClientError::Rejected { code, .. } => Some(*code),
+            _ => None,
+        }
     }
 }
 
@@ -186,12 +210,18 @@ impl Client {
             // at once instead of waiting.
             let mut redirected = false;
             let result: Result<(), String> = match self.connection(attempt).await {
-                Ok(conn) => match conn.call(req.clone(), opts.request_timeout + extra).await {
-                    Ok(ClientResponse::Error(WireError::NotLeader {
-                        leader_addr,
-                        message,
-                        ..
-                    })) => {
+                Ok(conn) => match conn
+                    .call_coded(req.clone(), opts.request_timeout + extra)
+                    .await
+                {
+                    Ok((
+                        ClientResponse::Error(WireError::NotLeader {
+                            leader_addr,
+                            message,
+                            ..
+                        }),
+                        _,
+                    )) => {
                         self.forget(&conn.addr).await;
                         redirected = leader_addr.as_ref().is_some_and(|a| *a != conn.addr);
                         *self
@@ -201,18 +231,22 @@ impl Client {
                             .unwrap_or_else(|p| p.into_inner()) = leader_addr;
                         Err(message)
                     }
-                    Ok(ClientResponse::Error(WireError::Unavailable(m))) if !idempotent => {
+                    Ok((ClientResponse::Error(WireError::Unavailable(m)), _)) if !idempotent => {
                         return Err(ClientError::Unknown(m));
                     }
                     // Ask the next endpoint: a node that cannot reach a
                     // quorum (cut off, or removed and still believing it
                     // leads) would answer so for the whole retry budget
                     // (found by the simulation, seed 9259).
-                    Ok(ClientResponse::Error(WireError::Unavailable(m))) => {
+                    Ok((ClientResponse::Error(WireError::Unavailable(m)), _)) => {
                         self.forget(&conn.addr).await;
                         Err(m)
                     }
-                    Ok(resp) => return Ok(resp),
+                    Ok((ClientResponse::Error(error), code)) => {
+                        let code = code.unwrap_or_else(|| error.code());
+                        return Err(ClientError::Rejected { error, code });
+                    }
+                    Ok((resp, _)) => return Ok(resp),
                     Err(e) => {
                         self.forget(&conn.addr).await;
                         if !idempotent && !matches!(e, ConnError::NotSent { .. }) {
@@ -242,8 +276,28 @@ impl Client {
         }
     }
 
-    /// Take `key` for `lease`, waiting up to `wait` if it is held.
+    /// Take `key` for `lease`, waiting up to `wait` if it is held. Safe to
+    /// retry: the request carries a fresh request id, so an answer lost
+    /// in a leader change is asked for again and the grant that committed
+    /// comes back, never a second one ([`Client::acquire_with`]). The guard
+    /// renews its lease until dropped or released (unless
+    /// [`ClientOptions::keepalive`] is off).
     pub async fn acquire(
+        &self,
+        key: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<LockGuard, ClientError> {
+        self.acquire_with(key, crate::AcquireOptions::exclusive(lease).wait(wait))
+            .await
+    }
+
+    /// The protocol's first acquire, without a request id: when the answer
+    /// is lost after the request reached a leader, the outcome is
+    /// [`ClientError::Unknown`] rather than a retry (which could wait
+    /// behind its own grant). For modules and tests that exercise that
+    /// command; [`Client::acquire`] is the one to use.
+    pub async fn acquire_once(
         &self,
         key: &str,
         lease: Duration,

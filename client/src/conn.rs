@@ -8,7 +8,7 @@ use futures::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::Framed;
 
-use crate::proto::{ClientRequest, ClientResponse};
+use crate::proto::{ClientRequest, ClientResponse, ErrorCode};
 use crate::security::{self, Credentials, Stream};
 use crate::tls::Alpn;
 use crate::wire::{self, Envelope, HandshakeError, Role};
@@ -34,9 +34,10 @@ pub enum ConnError {
 
 /// Where a request's answers go.
 enum Reply {
-    /// One response, or [`ConnError::NotSent`] when the connection ended
-    /// before it was written.
-    Once(oneshot::Sender<Result<ClientResponse, ConnError>>),
+    /// One response (with an error's precise code when the node sent
+    /// one), or [`ConnError::NotSent`] when the connection ended before
+    /// it was written.
+    Once(oneshot::Sender<Result<Answer, ConnError>>),
     /// A stream of responses (a watch), until one that ends it or the
     /// connection; the channel's bound holds the reading back when its
     /// receiver is slow.
@@ -54,6 +55,24 @@ impl Reply {
 
 /// A request and where its answers go.
 type Call = (ClientRequest, Reply);
+
+/// A response, and the precise code of an error response, which a node
+/// sends after the envelope (docs/api.md, "Error codes"; `None` from a
+/// node that sends none).
+pub type Answer = (ClientResponse, Option<ErrorCode>);
+
+/// A response frame: the envelope, then perhaps an error's code (a code
+/// this build does not know reads as `None`).
+pub fn decode_answer(bytes: &[u8]) -> Option<(u64, Answer)> {
+    let (env, rest): (Envelope<ClientResponse>, &[u8]) = postcard::take_from_bytes(bytes).ok()?;
+    let code = match rest {
+        [] => None,
+        _ => postcard::from_bytes::<String>(rest)
+            .ok()
+            .and_then(|c| ErrorCode::parse(&c)),
+    };
+    Some((env.id, (env.body, code)))
+}
 
 /// A live connection; dropping it closes the socket (and with it, every
 /// acquire still waiting on this connection is abandoned on the node).
@@ -133,6 +152,15 @@ impl Conn {
         req: ClientRequest,
         timeout: Duration,
     ) -> Result<ClientResponse, ConnError> {
+        self.call_coded(req, timeout).await.map(|(r, _)| r)
+    }
+
+    /// [`Conn::call`], with an error's precise code.
+    pub async fn call_coded(
+        &self,
+        req: ClientRequest,
+        timeout: Duration,
+    ) -> Result<Answer, ConnError> {
         let (reply, rx) = oneshot::channel();
         // A closed queue means the connection task is gone: never sent.
         self.tx
@@ -225,18 +253,18 @@ async fn serve(
             }
             frame = stream.next() => {
                 let Some(Ok(bytes)) = frame else { return };
-                let Ok(env) = wire::decode::<Envelope<ClientResponse>>(&bytes) else { return };
-                let last = matches!(env.body, ClientResponse::Cut(_) | ClientResponse::Error(_));
-                match pending.remove(&env.id) {
+                let Some((id, (body, code))) = decode_answer(&bytes) else { return };
+                let last = matches!(body, ClientResponse::Cut(_) | ClientResponse::Error(_));
+                match pending.remove(&id) {
                     Some(Reply::Once(reply)) => {
-                        let _ = reply.send(Ok(env.body));
+                        let _ = reply.send(Ok((body, code)));
                     }
                     Some(Reply::Many(to)) => {
                         // Waits while the receiver is full: the node's
                         // stream waits for this connection in turn.
-                        let delivered = to.send(env.body).await.is_ok();
+                        let delivered = to.send(body).await.is_ok();
                         if delivered && !last {
-                            pending.insert(env.id, Reply::Many(to));
+                            pending.insert(id, Reply::Many(to));
                         }
                     }
                     None => {}

@@ -35,7 +35,7 @@ impl Client {
                         asked.as_millis()
                     )));
                 }
-                Ok(LockGuard {
+                let mut guard = LockGuard {
                     client: self.clone(),
                     key: key.to_string(),
                     token,
@@ -47,7 +47,11 @@ impl Client {
                     changed: Arc::new(tokio::sync::Notify::new()),
                     keepalive: None,
                     release_on_drop: false,
-                })
+                };
+                if self.options().keepalive {
+                    guard.keep_alive();
+                }
+                Ok(guard)
             }
             ClientResponse::Error(e) => Err(e.into()),
             other => Err(ClientError::Protocol(format!("{other:?}"))),
@@ -56,7 +60,10 @@ impl Client {
 }
 
 /// A held lock: its fencing token, and a conservative local view of its
-/// lease. Dropping it does **not** release the lock unless
+/// lease, renewed in the background (unless
+/// [`crate::ClientOptions::keepalive`] is off). [`LockGuard::lost`]
+/// resolves when the lock is no longer ours. Dropping the guard stops the
+/// renewals but does **not** release the lock unless
 /// [`LockGuard::release_on_drop`] was asked for; the lease ends it otherwise.
 pub struct LockGuard {
     client: Client,
@@ -120,8 +127,10 @@ impl LockGuard {
         }
     }
 
-    /// Renew the lease in the background every third of it. A refused
-    /// renewal (the lock expired or was taken) marks the guard invalid.
+    /// Renew the lease in the background every third of it (already so
+    /// when [`crate::ClientOptions::keepalive`] is on, the default). A
+    /// refused renewal (the lock expired or was taken) marks the guard
+    /// invalid.
     pub fn keep_alive(&mut self) {
         if self.keepalive.is_some() {
             return;
@@ -141,7 +150,7 @@ impl LockGuard {
                             sent + renewed.min(lease);
                         changed.notify_waiters();
                     }
-                    Err(ClientError::Rejected(_)) => {
+                    Err(ClientError::Rejected { .. }) => {
                         lost.store(true, Ordering::Relaxed);
                         changed.notify_waiters();
                         return;
@@ -188,7 +197,12 @@ mod tests {
     use super::*;
 
     fn granted(asked_ms: u64, lease_ms: u64) -> Result<LockGuard, ClientError> {
-        let c = Client::new(["127.0.0.1:1"]);
+        // No renewals: these are about the guard's own view of the lease.
+        let options = crate::ClientOptions {
+            keepalive: false,
+            ..Default::default()
+        };
+        let c = Client::with_options(["127.0.0.1:1"], options);
         let resp = ClientResponse::Acquired { token: 7, lease_ms };
         c.guard("k", Instant::now(), Duration::from_millis(asked_ms), resp)
     }

@@ -6,9 +6,10 @@
 //! # async fn demo() -> Result<(), lockd_client::ClientError> {
 //! use std::time::Duration;
 //! let client = lockd_client::Client::new(["127.0.0.1:7401", "127.0.0.1:7402", "127.0.0.1:7403"]);
-//! // Wait up to 5 s for the lock; hold it for 10 s unless kept alive.
-//! let mut guard = client.acquire("jobs/nightly", Duration::from_secs(10), Duration::from_secs(5)).await?;
-//! guard.keep_alive(); // renew in the background
+//! // Wait up to 5 s for the lock, with a 10 s lease that the guard renews
+//! // in the background (safe to retry: a lost answer never means a second
+//! // grant).
+//! let guard = client.acquire("jobs/nightly", Duration::from_secs(10), Duration::from_secs(5)).await?;
 //! // Pass the fencing token to the protected resource with every write.
 //! let token = guard.token();
 //! assert!(guard.is_valid()); // our conservative local view of the lease

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lockd_core::changes::Change;
+use lockd_proto::ErrorCode;
 use tokio::sync::watch;
 
 /// How long a stream stays silent before it says where it is (which also
@@ -45,12 +46,12 @@ pub enum WatchError {
 
 impl WatchError {
     /// The stable code of the error (docs/watch.md).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            WatchError::PrefixTooLong { .. } => "bad_request",
-            WatchError::Compacted { .. } => "compacted",
-            WatchError::TooMany { .. } => "too_many_watchers",
-            WatchError::Closed => "shutting_down",
+            WatchError::PrefixTooLong { .. } => ErrorCode::InvalidKey,
+            WatchError::Compacted { .. } => ErrorCode::Compacted,
+            WatchError::TooMany { .. } => ErrorCode::TooManyWatchers,
+            WatchError::Closed => ErrorCode::ShuttingDown,
         }
     }
 }
@@ -69,11 +70,13 @@ pub enum Cut {
 }
 
 impl Cut {
+    /// `watch_behind` (not an error answer, so not an [`ErrorCode`]),
+    /// `compacted` or `shutting_down`.
     pub fn code(&self) -> &'static str {
         match self {
             Cut::Behind { .. } => "watch_behind",
-            Cut::Snapshot { .. } => "compacted",
-            Cut::Closed { .. } => "shutting_down",
+            Cut::Snapshot { .. } => ErrorCode::Compacted.as_str(),
+            Cut::Closed { .. } => ErrorCode::ShuttingDown.as_str(),
         }
     }
 

@@ -10,7 +10,11 @@
 //! * `status` (re-exported here): the answers of the HTTP API and of the
 //!   native status request: status, members, capacity, upgrades, shadow,
 //!   audit points.
+//! * `error_code` (re-exported here): [`ErrorCode`], the stable code of
+//!   every error answer.
 //! * `watch` (re-exported here): the watch stream on the native protocol.
+//! * [`duration`]: the one parser of durations typed by people (`1m30s`,
+//!   `1.5s`, or milliseconds), for lockctl and the node's settings.
 //! * [`wire`]: the framed protocol's preface, hello and envelopes.
 //! * [`signature`]: what a module signature covers, and the hex forms of
 //!   module keys and signatures.
@@ -27,12 +31,15 @@
 //! here: the server owns those formats (`lockd-core`).
 
 pub mod audit;
+pub mod duration;
+mod error_code;
 mod request;
 pub mod signature;
 mod status;
 mod watch;
 pub mod wire;
 
+pub use error_code::ErrorCode;
 pub use request::*;
 pub use status::*;
 pub use watch::*;

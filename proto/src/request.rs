@@ -199,3 +199,27 @@ pub enum WireError {
     #[error("{0}")]
     Forbidden(String),
 }
+
+impl WireError {
+    /// The code this kind of error has when the node sent no more precise
+    /// one (the native error trailer; docs/api.md, "Error codes").
+    pub fn code(&self) -> crate::ErrorCode {
+        use crate::ErrorCode as C;
+        match self {
+            WireError::BadRequest(_) => C::BadRequest,
+            WireError::Held(_) => C::Held,
+            WireError::NotHeld(_) => C::NotHeld,
+            WireError::WrongToken(_) => C::WrongToken,
+            WireError::NotLeader { .. } => C::NotLeader,
+            WireError::Unavailable(_) => C::Unavailable,
+            WireError::Internal(_) => C::Internal,
+            WireError::Refused(_) => C::Refused,
+            WireError::Quota(_) => C::Quota,
+            WireError::Unsupported(_) => C::Unsupported,
+            WireError::TooManyWaiters(_) => C::TooManyWaiters,
+            WireError::Capacity(_) => C::Capacity,
+            WireError::Unauthenticated(_) => C::Unauthenticated,
+            WireError::Forbidden(_) => C::Forbidden,
+        }
+    }
+}

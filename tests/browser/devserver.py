@@ -2,8 +2,10 @@
 
 lockd compiles host/ui/console.html into its binary (include_str!), so a
 change to the page shows at a node's /ui only after a rebuild. This proxy
-serves the file from disk at /ui (read again on every request) and forwards
-every other request, headers and body included, to a running node:
+serves the file from disk at /ui (read again on every request, with the
+Content-Security-Policy lockd would send with it) and forwards every other
+request, headers and body included, to a running node (an event stream,
+such as GET /v1/watch, as it comes):
 
     python3 tests/browser/devserver.py --upstream 127.0.0.1:7401 --port 8080
     # then open http://127.0.0.1:8080/ui
@@ -13,6 +15,8 @@ The browser test uses it too when LOCKD_CONSOLE_FILE names the page
 """
 
 import argparse
+import base64
+import hashlib
 import http.client
 import http.server
 import pathlib
@@ -21,6 +25,31 @@ import threading
 # Hop-by-hop headers are the proxy's own business.
 HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
        "proxy-authorization", "proxy-authenticate", "host", "content-length"}
+
+
+def inline_hashes(page: str, tag: str) -> str:
+    """'sha256-…' of every inline <tag> element's text, as lockd names them
+    (host/src/api/cluster.rs, inline_hashes)."""
+    out, rest = [], page
+    while (start := rest.find(f"<{tag}>")) >= 0:
+        body = rest[start + len(tag) + 2:]
+        end = body.find(f"</{tag}>")
+        if end < 0:
+            break
+        digest = hashlib.sha256(body[:end].encode()).digest()
+        out.append(f"'sha256-{base64.b64encode(digest).decode()}'")
+        rest = body[end:]
+    return " ".join(out)
+
+
+def console_headers(page: str):
+    """The headers lockd serves its console with (host/src/api/cluster.rs,
+    console_csp): a page that breaks its policy fails here too."""
+    csp = ("default-src 'none'; script-src %s; style-src %s; connect-src 'self' http: https:; "
+           "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+           % (inline_hashes(page, "script"), inline_hashes(page, "style")))
+    return [("content-security-policy", csp), ("x-frame-options", "DENY"),
+            ("x-content-type-options", "nosniff"), ("referrer-policy", "no-referrer")]
 
 
 def make_handler(page: pathlib.Path, upstream: str, timeout: float):
@@ -35,6 +64,8 @@ def make_handler(page: pathlib.Path, upstream: str, timeout: float):
                 body = page.read_bytes()
                 self.send_response(200)
                 self.send_header("content-type", "text/html; charset=utf-8")
+                for k, v in console_headers(body.decode()):
+                    self.send_header(k, v)
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -42,12 +73,17 @@ def make_handler(page: pathlib.Path, upstream: str, timeout: float):
             length = int(self.headers.get("content-length") or 0)
             data = self.rfile.read(length) if length else None
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
+            # The page is the node's own here: its requests say so (the node
+            # refuses a change from another origin, api/origin.rs).
+            own = "http://%s:%d" % self.server.server_address[:2]
+            if headers.get("Origin") == own:
+                headers["Origin"] = f"http://{upstream}"
             try:
                 conn = http.client.HTTPConnection(upstream, timeout=timeout)
                 conn.request(self.command, self.path, body=data, headers=headers)
                 r = conn.getresponse()
-                payload = r.read()
-                conn.close()
+                stream = (r.getheader("content-type") or "").startswith("text/event-stream")
+                payload = b"" if stream else r.read()
             except OSError as e:
                 # What a browser sees when the node is gone: no answer.
                 # Closing the connection without a response mimics that.
@@ -58,6 +94,23 @@ def make_handler(page: pathlib.Path, upstream: str, timeout: float):
             for k, v in r.getheaders():
                 if k.lower() not in HOP:
                     self.send_header(k, v)
+            if stream:
+                # Passed on as it comes, until either side ends it; the
+                # connection then closes (no length to give).
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    conn.sock.settimeout(None)   # the page times a silent stream itself
+                    while chunk := r.read1(65536):
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                except OSError as e:
+                    self.log_error("stream from %s: %s", upstream, e)
+                finally:
+                    conn.close()
+                return
+            conn.close()
             self.send_header("content-length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)

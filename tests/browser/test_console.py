@@ -2,7 +2,10 @@
 processes: members, the leader and a lock appear; after the leader is
 SIGKILLed the page shows the new one; with authentication on it asks for a
 bearer token, a read-only viewer sees no force release, and an admin's
-force release ends the holding.
+force release ends the holding. The held locks follow the watch: another
+client's lock appears and goes, the lease left counts down between reads,
+nothing is read while nothing changes, and the watch comes back after its
+node restarts.
 
 Every wait polls the DOM (one script call reads the page's state) with a
 generous timeout; nothing sleeps to synchronise."""
@@ -40,6 +43,20 @@ return {
   adminActions: byId('admin-actions') ? byId('admin-actions').tBodies[0].textContent : '',
   locksErr: byId('locks-err') ? byId('locks-err').textContent : '',
   stored: sessionStorage.getItem('lockd.token'),
+  watch: byId('watch-state') ? byId('watch-state').dataset.state : undefined,
+  watchText: byId('watch-state') ? byId('watch-state').textContent : '',
+  watchTitle: byId('watch-state') ? byId('watch-state').title : '',
+  watchId: byId('watch-state') && byId('watch-state').dataset.lastId ? Number(byId('watch-state').dataset.lastId) : -1,
+  pageInfo: byId('page-info') ? byId('page-info').textContent : '',
+  listed: byId('locks') ? byId('locks').dataset.prefix : undefined,
+  pageReads: byId('locks') ? Number(byId('locks').dataset.reads || 0) : 0,
+  listedIndex: byId('locks') && byId('locks').dataset.index ? Number(byId('locks').dataset.index) : -1,
+  watchFrom: byId('watch-state') && byId('watch-state').dataset.from ? Number(byId('watch-state').dataset.from) : null,
+  updatedAt: byId('updated') ? Number(byId('updated').dataset.at || 0) : 0,
+  // Every request the page made, by path, as the browser itself records
+  // them (Resource Timing: whatever code made the request).
+  requests: performance.getEntriesByType('resource').reduce((n, e) => {
+    const p = new URL(e.name).pathname; n[p] = (n[p] || 0) + 1; return n; }, {}),
 };
 """
 
@@ -93,6 +110,40 @@ def acquire(addr, key, lease_ms, token=None):
     code, body = http(addr, "POST", f"/v1/locks/{key}/acquire", {"lease_ms": lease_ms}, token=token)
     assert code == 200, (code, body)
     return body["token"]
+
+
+def release(addr, key, tok, token=None):
+    code, body = http(addr, "POST", f"/v1/locks/{key}/release", {"token": tok}, token=token)
+    assert code == 200, (code, body)
+
+
+def list_reads(s):
+    """How many GET /v1/locks the page has made, as the browser recorded
+    them."""
+    return s["requests"].get("/v1/locks", 0)
+
+
+def reads_settled(s):
+    """The browser's record has every list read the page says it got an
+    answer to (the two may be apart for an instant)."""
+    return list_reads(s) == s["pageReads"] >= 1
+
+
+def open_watched(console, browser, addr):
+    """The console of `addr`, once its watch is live and it read the list."""
+    console(addr)
+    # Room for every request of a test (the browser keeps 250 by default,
+    # then drops the rest, which would read as no request made).
+    browser.execute_script("performance.setResourceTimingBufferSize(1000000)")
+    return wait_page(browser, "the watch to be live and the list read",
+                     lambda s: s["watch"] == "live" and s["pageInfo"] and reads_settled(s))
+
+
+def no_page_errors(browser):
+    """No script error and no refusal by the page's CSP in the browser's log."""
+    errors = [l for l in browser.get_log("browser")
+              if re.search(r"Uncaught|Content Security Policy", l.get("message", ""))]
+    assert not errors, errors
 
 
 def test_cluster_view_follows_a_leader_kill(cluster_factory, console, browser):
@@ -295,3 +346,171 @@ def test_metrics_text_read_generically(cluster_factory, console, browser):
     text = http(cluster.nodes[1].addr, "GET", "/metrics")[1]
     live = read(text)
     assert live["gauges"]["locks held"] == 0 and live["counters"]["grants /s"] is not None
+
+
+def test_held_locks_follow_the_watch(cluster_factory, console, browser):
+    """Another client's lock appears as the watch reports it and goes when
+    released; between list reads the page counts the lease down itself."""
+    cluster = cluster_factory(3)
+    leader = cluster.nodes[cluster.leader()]
+    # The page of a follower: the follower answers the watch, the leader
+    # the list (forwarded).
+    follower = next(n for n in cluster.nodes.values() if n.id != leader.id)
+    open_watched(console, browser, follower.addr)
+
+    key = "watched/deploy"
+    tok = acquire(leader.addr, key, 120_000)
+    s = wait_page(browser, "the lock another client took, with its lease left", lambda s: (
+        tokens(s).get(key) == str(tok) and lease_left_s(s, key) is not None and reads_settled(s)), timeout=10)
+    first, reads = lease_left_s(s, key), list_reads(s)
+    assert 100 < first <= 120, s["locks"]
+    s = wait_page(browser, "the lease left to count down", lambda s: (
+        lease_left_s(s, key) is not None and lease_left_s(s, key) <= first - 2), timeout=10)
+    assert list_reads(s) == reads, f"the list was read again while nothing changed: {s['requests']}"
+    assert s["watch"] == "live" and s["watchText"] == "live", s["watchText"]
+    shot(browser, "console-watch.png")
+
+    release(leader.addr, key, tok)
+    wait_page(browser, "the released lock to leave the page",
+              lambda s: key not in tokens(s) and not s["locksErr"], timeout=10)
+    no_page_errors(browser)
+
+
+def test_nothing_read_while_nothing_changes(cluster_factory, console, browser):
+    """With a prefix shown and a change outside it, the page reads no list
+    until the watch's idle progress has passed that change (so the stream
+    was open and quiet all along); meanwhile the status poll goes on and
+    the lease left counts down. A change under the prefix is read at once."""
+    from selenium.webdriver.common.by import By
+
+    cluster = cluster_factory(1)
+    node = cluster.nodes[cluster.leader()]
+    key = "quiet/held"
+    tok = acquire(node.addr, key, 120_000)
+    open_watched(console, browser, node.addr)
+    box = browser.find_element(By.ID, "prefix")
+    box.send_keys("quiet/")
+    browser.find_element(By.CSS_SELECTOR, "#locks-form button[type=submit]").click()
+    s = wait_page(browser, "the page to list and watch quiet/", lambda s: (
+        s["watch"] == "live" and '"quiet/"' in s["watchTitle"] and s["listed"] == "quiet/"
+        and tokens(s) == {key: str(tok)} and lease_left_s(s, key) is not None and reads_settled(s)))
+    reads, polls, lease = list_reads(s), s["requests"].get("/v1/status", 0), lease_left_s(s, key)
+
+    acquire(node.addr, "elsewhere/job", 120_000)
+    code, body = http(node.addr, "GET", "/v1/locks?prefix=elsewhere/")
+    assert code == 200 and body["locks"], (code, body)
+    index = body["index"]
+    s = wait_page(browser, f"the watch's progress past index {index}",
+                  lambda s: s["watchId"] >= index, timeout=20)
+    assert list_reads(s) == reads, f"the list was read while nothing under the prefix changed: {s['requests']}"
+    assert s["requests"].get("/v1/status", 0) >= polls + 3, (polls, s["requests"])
+    assert lease_left_s(s, key) <= lease - 3, (lease, s["locks"])
+    assert "elsewhere/job" not in tokens(s)
+
+    release(node.addr, key, tok)
+    s = wait_page(browser, "the release under the prefix to show", lambda s: key not in tokens(s), timeout=10)
+    assert list_reads(s) > reads
+    no_page_errors(browser)
+
+
+def test_watch_comes_back_after_its_node_restarts(cluster_factory, console, browser):
+    """The page's node is SIGKILLed: the watch says it is reconnecting; the
+    node restarts and a lock is released and another taken: the page is
+    live again and shows what the node holds now."""
+    cluster = cluster_factory(1)
+    node = cluster.nodes[cluster.leader()]
+    gone = acquire(node.addr, "back/gone", 120_000)
+    open_watched(console, browser, node.addr)
+    wait_page(browser, "the lock", lambda s: tokens(s).get("back/gone") == str(gone))
+
+    node.kill()
+    s = wait_page(browser, "the watch to say it is reconnecting", lambda s: s["watch"] == "reconnecting")
+    assert s["watchText"].startswith("reconnecting… ("), s["watchText"]
+    node.start()
+    cluster.leader()
+    release(node.addr, "back/gone", gone)
+    new = acquire(node.addr, "back/new", 120_000)
+    wait_page(browser, "the page live again with the node's locks now", lambda s: (
+        s["watch"] == "live" and tokens(s) == {"back/new": str(new)} and not s["locksErr"]))
+    # And it goes on following: a change after the restart.
+    release(node.addr, "back/new", new)
+    wait_page(browser, "the last release", lambda s: s["watch"] == "live" and tokens(s) == {}, timeout=10)
+
+    # "live" unticked ends the stream (the node counts no watcher); ticked,
+    # it is opened again.
+    from selenium.webdriver.common.by import By
+
+    def watchers():
+        m = re.search(r"^lockd_watchers(?:\{[^}]*\})? ([0-9.]+)", http(node.addr, "GET", "/metrics")[1], re.M)
+        return float(m.group(1))
+
+    assert watchers() == 1
+    browser.find_element(By.ID, "live").click()
+    wait_page(browser, "the watch paused", lambda s: s["watch"] == "paused")
+    wait_for("the node to count no watcher", lambda: watchers() == 0)
+    browser.find_element(By.ID, "live").click()
+    wait_page(browser, "the watch live again", lambda s: s["watch"] == "live")
+    wait_for("the node to count the watcher again", lambda: watchers() == 1)
+
+
+def test_sse_read_in_the_page(cluster_factory, console, browser):
+    """The watch's SSE parser, in the page: \\n and \\r\\n line ends, comments,
+    pieces that end mid-line (even between \\r and \\n), data on several
+    lines, a field without a colon, unknown fields, and a message not yet
+    ended by its blank line."""
+    cluster = cluster_factory(1)
+    console(cluster.nodes[cluster.leader()].addr)
+    wait_for("the page's reader", lambda: browser.execute_script("return !!window.lockdConsole"))
+    sse = lambda pieces: browser.execute_script("return window.lockdConsole.sse(arguments[0])", pieces)  # noqa: E731
+
+    got = sse([": keep-alive\r\n", "event: progress\r\nid: 4\r", "\ndata: {\"index\":4}\r\n\r\n",
+               "event: chan", "ges\nid:5\ndata: a\ndata:b\nretry: 10\n\n", "data\n\n", "foo: bar\n\n",
+               "event: cut\ndata: {}\n"])
+    assert got == [
+        {"event": "progress", "id": "4", "data": '{"index":4}'},
+        {"event": "changes", "id": "5", "data": "a\nb"},
+        {"event": "message", "id": None, "data": ""},
+    ], got
+    assert sse(["event: cut\ndata: {}\n", "\n"]) == [{"event": "cut", "id": None, "data": "{}"}]
+
+
+def test_a_cut_watch_reads_the_list_and_resumes_from_its_index(cluster_factory, console, browser):
+    """A node that keeps one change (--watch-history 1) cuts a watcher when
+    an entry of two changes is applied (a release handed to a waiter): the
+    page reads the list again, shows the new holder, and watches again from
+    the list's index + 1."""
+    import threading
+
+    cluster = cluster_factory(1, extra=["--watch-history", "1"])
+    node = cluster.nodes[cluster.leader()]
+    key = "handoff/k"
+    first = acquire(node.addr, key, 120_000)
+    open_watched(console, browser, node.addr)
+    wait_page(browser, "the first holder", lambda s: tokens(s) == {key: str(first)})
+
+    waiter = {}
+    t = threading.Thread(target=lambda: waiter.update(answer=http(
+        node.addr, "POST", f"/v1/locks/{key}/acquire", {"lease_ms": 120_000, "wait_ms": 30_000}, timeout=40)))
+    t.start()
+    wait_for("the waiter to be queued", lambda: re.search(
+        r"^lockd_lock_waiters(?:\{[^}]*\})? [1-9]", http(node.addr, "GET", "/metrics")[1], re.M))
+    release(node.addr, key, first)
+    t.join(timeout=40)
+    code, body = waiter["answer"]
+    assert code == 200, (code, body)
+    second = body["token"]
+
+    code, listed = http(node.addr, "GET", "/v1/locks?prefix=")
+    assert code == 200 and listed["locks"], (code, listed)
+    # The stream that was cut (the browser records a stream once it has
+    # ended) started without `from`; the one after it from the list's
+    # index + 1, past the handoff.
+    s = wait_page(browser, "the new holder, and the watch live again from the list's index", lambda s: (
+        tokens(s) == {key: str(second)} and s["watch"] == "live" and s["requests"].get("/v1/watch", 0) >= 1
+        and s["watchFrom"] == listed["index"] + 1))
+    froms = browser.execute_script("""
+      return performance.getEntriesByType('resource').map(e => new URL(e.name))
+        .filter(u => u.pathname === '/v1/watch').map(u => u.searchParams.get('from'));""")
+    assert froms[0] is None, froms
+    assert re.search(r"^lockd_watchers_cut_total(?:\{[^}]*\})? [1-9]", http(node.addr, "GET", "/metrics")[1], re.M)
+    no_page_errors(browser)

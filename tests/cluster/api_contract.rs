@@ -266,6 +266,19 @@ fn the_openapi_document_matches_the_server_both_ways() {
         fits(&doc, &path, method, &a);
     }
 
+    // The codes the document names are every code the server has.
+    let named: Vec<&str> = doc["components"]["schemas"]["ErrorCode"]["enum"]
+        .as_array()
+        .expect("ErrorCode is documented as an enum")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let all: Vec<&str> = lockd_proto::ErrorCode::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    assert_eq!(named, all, "the documented error codes");
+
     // The reference in docs/ is this document.
     let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs");
     let pretty = serde_json::to_string_pretty(&doc).expect("json") + "\n";

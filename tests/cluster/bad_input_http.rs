@@ -27,12 +27,13 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
     let before = c.wait_converged(Duration::from_secs(10));
 
     let long = "k".repeat(1025);
-    let cases: Vec<(&str, String, serde_json::Value, u16, String)> = vec![
+    let cases: Vec<(&str, String, serde_json::Value, u16, &str, String)> = vec![
         (
             "acquire",
             "".into(),
             json!({"lease_ms": 1000}),
             400,
+            "invalid_key",
             "key must not be empty".into(),
         ),
         (
@@ -40,6 +41,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             long.clone(),
             json!({"lease_ms": 1000}),
             400,
+            "invalid_key",
             "key is 1025 bytes; at most 1024 are allowed".into(),
         ),
         (
@@ -47,6 +49,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             "k".into(),
             json!({"lease_ms": 0}),
             400,
+            "invalid_lease",
             "lease_ms must be above 0".into(),
         ),
         (
@@ -54,6 +57,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             "k".into(),
             json!({"lease_ms": 60001}),
             400,
+            "invalid_lease",
             "lease_ms 60001 is above this cluster's maximum of 60000".into(),
         ),
         (
@@ -61,6 +65,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             "k".into(),
             json!({"wait_ms": 5}),
             400,
+            "bad_request",
             "malformed JSON body: missing field `lease_ms`".into(),
         ),
         (
@@ -68,6 +73,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             "k".into(),
             json!({"lease_ms": "ten"}),
             400,
+            "bad_request",
             "malformed JSON body: invalid type: string \"ten\", expected u64".into(),
         ),
         (
@@ -75,6 +81,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             "k".into(),
             json!({"lease_ms": 10, "lease": 5}),
             400,
+            "bad_request",
             "malformed JSON body: unknown field `lease`".into(),
         ),
         (
@@ -82,6 +89,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             "held".into(),
             json!({"lease_ms": 1000}),
             409,
+            "held",
             "lock \"held\" is held by another holder".into(),
         ),
         (
@@ -89,6 +97,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             "held".into(),
             json!({"token": token + 1}),
             409,
+            "wrong_token",
             format!("token {} does not hold lock \"held\"", token + 1),
         ),
         (
@@ -96,6 +105,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             "free".into(),
             json!({"token": 1}),
             404,
+            "not_held",
             "lock \"free\" is not held".into(),
         ),
         (
@@ -103,6 +113,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             "free".into(),
             json!({"token": 1}),
             404,
+            "not_held",
             "lock \"free\" is not held".into(),
         ),
         (
@@ -110,6 +121,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             "held".into(),
             json!({"token": 999}),
             409,
+            "wrong_token",
             "token 999 does not hold lock \"held\"".into(),
         ),
         (
@@ -117,10 +129,11 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             "k".into(),
             json!({}),
             404,
+            "not_found",
             "unknown lock action \"grab\"; expected acquire, release or keepalive".into(),
         ),
     ];
-    for (action, key, body, status, error) in cases {
+    for (action, key, body, status, code, error) in cases {
         let path = if key.is_empty() {
             format!("/v1/locks/{action}")
         } else {
@@ -134,6 +147,11 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
         };
         let r = c.post(1, &path, body.clone()).expect("answer");
         assert_eq!(r.status, status, "{action} {key:.20} {body}: {r:?}");
+        assert_eq!(
+            r.body["code"].as_str(),
+            Some(code),
+            "{action} {key:.20} {body}: {r:?}"
+        );
         assert!(
             r.error().starts_with(&error),
             "{action} {key:.20} {body}: got {:?}, want {error:?}",
@@ -171,7 +189,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
     );
     assert!(
         resp.starts_with("HTTP/1.1 404")
-            && resp.contains("{\"error\":\"no such route: GET /v1/nope\"}"),
+            && resp.contains("{\"error\":\"no such route: GET /v1/nope\",\"code\":\"not_found\"}"),
         "{resp}"
     );
     // Not HTTP at all: hyper answers 400 (an answer, not a silent close) and

@@ -28,8 +28,12 @@ async fn take(client: &Client, key: &str) -> Result<bool, String> {
             drop(g.release_on_drop(false));
             Ok(true)
         }
-        Err(ClientError::Rejected(WireError::Capacity(msg))) => {
+        Err(ClientError::Rejected {
+            error: WireError::Capacity(msg),
+            code,
+        }) => {
             assert!(msg.contains("cluster capacity"), "{msg}");
+            assert_eq!(code, lockd_proto::ErrorCode::Capacity);
             Ok(false)
         }
         Err(e) => Err(format!("{key}: {e}")),

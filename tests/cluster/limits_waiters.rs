@@ -63,7 +63,10 @@ fn a_key_full_of_waiters_refuses_one_more_and_serves_the_rest() {
     assert!(
         matches!(
             native,
-            Err(ClientError::Rejected(WireError::TooManyWaiters(_)))
+            Err(ClientError::Rejected {
+                error: WireError::TooManyWaiters(_),
+                ..
+            })
         ),
         "{:?}",
         native.map(|g| g.token())

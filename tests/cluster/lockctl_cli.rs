@@ -109,3 +109,27 @@ fn lockctl_takes_checks_and_frees_locks_with_exit_statuses() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// `lockctl completion SHELL` prints a script that knows every subcommand
+/// and global flag, with no cluster at all; an unknown shell is refused.
+#[test]
+fn lockctl_prints_shell_completions() {
+    let bin = lock_tests::cluster::lockd_bin().with_file_name("lockctl");
+    for shell in ["bash", "zsh", "fish"] {
+        let out = std::process::Command::new(&bin)
+            .args(["completion", shell])
+            .output()
+            .expect("run lockctl");
+        assert!(out.status.success(), "{shell}: {out:?}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        for word in ["lockctl", "acquire", "watch", "health", "--endpoints"] {
+            assert!(script.contains(word), "{shell}: no {word:?} in the script");
+        }
+    }
+    let out = std::process::Command::new(&bin)
+        .args(["completion", "cmd.exe"])
+        .output()
+        .expect("run lockctl");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid value"));
+}

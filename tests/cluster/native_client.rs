@@ -8,7 +8,7 @@ use std::time::Duration;
 use lock_tests::cluster::Cluster;
 use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
 use lockd_client::{Client, ClientError, ClientOptions, LockGuard};
-use lockd_proto::{ClientRequest, WireError};
+use lockd_proto::{ClientRequest, ErrorCode, WireError};
 use tokio::time::Instant;
 
 fn rt() -> tokio::runtime::Runtime {
@@ -86,12 +86,25 @@ fn acquire_release_get_and_guard_through_a_follower() {
             .await
             .expect("try")
             .is_none());
-        // A wrong token is refused.
+        // A wrong token is refused, with its precise code.
         match client.release("svc/a", g.token() + 1).await {
-            Err(ClientError::Rejected(WireError::WrongToken(m))) => {
-                assert!(m.contains("does not hold"), "{m}")
+            Err(ClientError::Rejected {
+                error: WireError::WrongToken(m),
+                code,
+            }) => {
+                assert!(m.contains("does not hold"), "{m}");
+                assert_eq!(code, ErrorCode::WrongToken);
             }
             other => panic!("{other:?}"),
+        }
+        // So is a bad key, before anything is proposed.
+        let long = "k".repeat(1025);
+        match client.try_acquire(&long, Duration::from_secs(1)).await {
+            Err(e @ ClientError::Rejected { .. }) => {
+                assert_eq!(e.code(), Some(ErrorCode::InvalidKey), "{e}")
+            }
+            Err(e) => panic!("{e}"),
+            Ok(g) => panic!("a 1025-byte key was served: {:?}", g.map(|g| g.token())),
         }
         let token = g.token();
         g.release().await.expect("release");
@@ -126,8 +139,8 @@ fn the_guard_keeps_its_lock_alive_past_the_lease() {
     let client = Client::new(endpoints(&c, leader));
     let lease = Duration::from_millis(600);
     rt().block_on(async {
-        let mut g = acquire_retrying(&client, "kept", lease, patience(&c)).await;
-        g.keep_alive();
+        // No keep_alive() call: a guard renews by default.
+        let g = acquire_retrying(&client, "kept", lease, patience(&c)).await;
         // Three leases: only renewals can keep it that long.
         tokio::time::sleep(3 * lease).await;
         assert!(g.is_valid(), "keepalive should have moved the deadline");

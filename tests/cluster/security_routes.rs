@@ -311,9 +311,10 @@ fn a_revoked_token_is_refused_on_open_connections_and_through_a_follower() {
     assert!(
         matches!(
             next,
-            Err(lockd_client::ClientError::Rejected(
-                lockd_proto::WireError::Unauthenticated(_)
-            ))
+            Err(lockd_client::ClientError::Rejected {
+                error: lockd_proto::WireError::Unauthenticated(_),
+                ..
+            })
         ),
         "{next:?}"
     );

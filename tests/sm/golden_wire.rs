@@ -9,8 +9,8 @@ use lockd::raft::network::{PeerRequest, PeerResponse};
 use lockd::raft::{Request, Vote};
 use lockd_client::wire::{Envelope, Hello, HelloReply, Refused, Role, Welcome};
 use lockd_proto::{
-    AcquireRequest, ChangeBatch, ChangeKind, ClientRequest, ClientResponse, HolderId, LockMode,
-    WatchChange, WatchCut, WatchRequest,
+    AcquireRequest, ChangeBatch, ChangeKind, ClientRequest, ClientResponse, ErrorCode, HolderId,
+    LockMode, WatchChange, WatchCut, WatchRequest, WireError,
 };
 use openraft::EntryPayload;
 
@@ -213,4 +213,43 @@ fn the_watch_stream_is_pinned() {
     ] {
         pinned(name, &Envelope { id: 7, body: resp });
     }
+}
+
+/// An error answer on the native protocol: the envelope, then the error's
+/// code as a postcard string. A client that predates codes reads the
+/// envelope and ignores the rest; this client reads both.
+#[test]
+fn an_error_answer_carries_its_code_after_the_envelope() {
+    use lockd::api::native_watch::Outgoing;
+    use lockd_client::conn::decode_answer;
+    let error = ClientResponse::Error(WireError::NotHeld("jobs/a is not held".into()));
+    let out = Outgoing::answer(7, error.clone(), Some(ErrorCode::NotHeld));
+    let now = out.encode().expect("encode");
+    let gold = lock_tests::golden::golden("answer_error_code", &now);
+    assert_eq!(
+        lock_tests::golden::hex(&now),
+        lock_tests::golden::hex(&gold),
+        "the encoding changed"
+    );
+    let plain = postcard::to_allocvec(&Envelope {
+        id: 7,
+        body: error.clone(),
+    })
+    .expect("encode");
+    assert_eq!(
+        &gold[..plain.len()],
+        &plain[..],
+        "the envelope comes first, as before"
+    );
+    let old: Envelope<ClientResponse> = postcard::from_bytes(&gold).expect("an older reader");
+    assert_eq!(old.body, error);
+    assert_eq!(
+        decode_answer(&gold),
+        Some((7, (error.clone(), Some(ErrorCode::NotHeld))))
+    );
+    // No code: the frame is the envelope alone; an unknown code reads as none.
+    assert_eq!(decode_answer(&plain), Some((7, (error.clone(), None))));
+    let mut unknown = plain.clone();
+    unknown.extend(postcard::to_allocvec("a_code_from_the_future").expect("encode"));
+    assert_eq!(decode_answer(&unknown), Some((7, (error, None))));
 }

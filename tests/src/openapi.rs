@@ -236,6 +236,19 @@ fn one_line(text: &str) -> String {
         .replace('|', "\\|")
 }
 
+/// The "Error codes" section: every [`ErrorCode`](lockd_proto::ErrorCode)
+/// with its meaning, in the order they were added.
+fn error_codes() -> String {
+    let mut out = String::from(
+        "## Error codes\n\nEvery error answer carries a stable `code` (HTTP: the body's `code`; the native protocol: the error's code), which clients match instead of the text. New codes are only ever appended; a client meeting a code it does not know falls back on the HTTP status.\n\n| code | meaning |\n|---|---|\n",
+    );
+    for c in lockd_proto::ErrorCode::ALL {
+        out.push_str(&format!("| `{c}` | {} |\n", one_line(c.describe())));
+    }
+    out.push('\n');
+    out
+}
+
 /// The Markdown reference of the document.
 pub fn markdown(doc: &Value) -> String {
     let mut out = String::new();
@@ -304,6 +317,7 @@ pub fn markdown(doc: &Value) -> String {
             out.push('\n');
         }
     }
+    out.push_str(&error_codes());
     out.push_str("## Schemas\n\n");
     for (name, s) in doc["components"]["schemas"]
         .as_object()

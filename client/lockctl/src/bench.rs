@@ -100,6 +100,8 @@ async fn measure(
             endpoints.to_vec(),
             lockd_client::ClientOptions {
                 credentials: creds.clone(),
+                // Each grant is released at once: no renewals to measure.
+                keepalive: false,
                 ..Default::default()
             },
         );
@@ -121,7 +123,8 @@ async fn measure(
                     Duration::ZERO
                 };
                 let acquired = if plain {
-                    client.acquire(&key, lease, wait).await
+                    // The protocol's first acquire (no request id).
+                    client.acquire_once(&key, lease, wait).await
                 } else {
                     let opts = AcquireOptions {
                         mode,

@@ -172,6 +172,9 @@ pub(crate) enum Cmd {
         #[arg(long)]
         ready: bool,
     },
+    /// Print a shell completion script: `lockctl completion bash >
+    /// /etc/bash_completion.d/lockctl` (or zsh, fish, elvish, powershell).
+    Completion { shell: clap_complete::Shell },
     /// Show or change the membership.
     Members {
         #[command(subcommand)]
@@ -304,54 +307,8 @@ pub(crate) fn acquire_options(
     }
 }
 
-/// `10s`, `1m30s`, `1.5s`, `500ms`, `1h 30m` (jiff's friendly format), or
-/// a bare number of milliseconds (as the server's `*_ms` fields).
+/// `10s`, `1m30s`, `1.5s`, `500ms`, `1h 30m`, or a bare number of
+/// milliseconds ([`lockd_client::proto::duration`]).
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    if let Ok(ms) = s.parse::<u64>() {
-        return Ok(Duration::from_millis(ms));
-    }
-    let d: jiff::SignedDuration = s
-        .parse()
-        .map_err(|e| format!("{s:?} is not a duration like 10s, 1m30s, 1.5s or 500ms ({e})"))?;
-    Duration::try_from(d).map_err(|_| format!("{s:?} is negative; a duration is 0 or more"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_take_a_unit_or_milliseconds() {
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration(" 500ms "), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        assert_eq!(parse_duration("250"), Ok(Duration::from_millis(250)));
-    }
-
-    #[test]
-    fn bad_durations_say_why() {
-        for (bad, why) in [
-            (
-                "10x",
-                "\"10x\" is not a duration like 10s, 1m30s, 1.5s or 500ms (",
-            ),
-            ("s", "\"s\" is not a duration like"),
-            (
-                "99999999999999999h",
-                "\"99999999999999999h\" is not a duration like",
-            ),
-            ("-1s", "\"-1s\" is negative"),
-        ] {
-            let got = parse_duration(bad);
-            assert!(
-                got.as_ref().is_err_and(|e| e.starts_with(why)),
-                "{bad}: {got:?}"
-            );
-        }
-    }
+    lockd_client::proto::duration::parse(s)
 }

@@ -13,6 +13,7 @@
 //! lockctl capacity [--max-held N] [--max-key-bytes N]            # the cluster's bounds
 //! lockctl status
 //! lockctl health [--ready]                                       # exit 1 unless every endpoint is
+//! lockctl completion bash|zsh|fish                              # a shell completion script
 //! lockctl members [list] | members add ID ADDR | members promote ID | members remove ID
 //! lockctl bench --clients 64 [--contended] [--seconds 5] [--mode shared] [--limit N]
 //! lockctl upgrade FILE.wasm [--signature FILE.sig] [--replaces HASH] [--no-precheck]   # swap the lock module
@@ -163,6 +164,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         } => capacity::run(&admin, j, max_held, max_key_bytes).await,
         Cmd::Status => status::run(&admin, j).await,
         Cmd::Health { ready } => health::run(&admin, j, ready).await,
+        // Printed before the runtime starts (main).
+        Cmd::Completion { .. } => Ok(()),
         Cmd::Members { op } => members::run(&admin, j, op).await,
         Cmd::Upgrade {
             file,
@@ -236,6 +239,16 @@ fn forget_an_outer_lock() {
 fn main() {
     forget_an_outer_lock();
     let cli = Cli::parse();
+    if let Cmd::Completion { shell } = cli.command {
+        use clap::CommandFactory;
+        clap_complete::generate(
+            shell,
+            &mut Cli::command(),
+            "lockctl",
+            &mut std::io::stdout(),
+        );
+        return;
+    }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

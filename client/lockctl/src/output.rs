@@ -8,7 +8,7 @@
 
 use anyhow::anyhow;
 use lockd_client::admin::AdminError;
-use lockd_client::proto::WireError;
+use lockd_client::proto::ErrorCode;
 use lockd_client::ClientError;
 
 /// An error and the exit status it ends lockctl with.
@@ -22,11 +22,9 @@ impl From<anyhow::Error> for Failure {
 
 impl From<ClientError> for Failure {
     fn from(e: ClientError) -> Self {
-        let code = match &e {
-            ClientError::Rejected(
-                WireError::Held(_) | WireError::NotHeld(_) | WireError::WrongToken(_),
-            ) => 2,
-            ClientError::Rejected(WireError::Unauthenticated(_) | WireError::Forbidden(_)) => {
+        let code = match e.code() {
+            Some(ErrorCode::Held | ErrorCode::NotHeld | ErrorCode::WrongToken) => 2,
+            Some(ErrorCode::Unauthenticated | ErrorCode::Forbidden | ErrorCode::NotHolder) => {
                 NOT_ALLOWED
             }
             _ => 1,
@@ -80,7 +78,8 @@ mod tests {
 
     #[test]
     fn only_a_busy_or_foreign_lock_is_status_2() {
-        let held: Failure = ClientError::Rejected(WireError::Held("k".into())).into();
+        let held: Failure =
+            ClientError::from(lockd_client::proto::WireError::Held("k".into())).into();
         assert_eq!(held.1, 2);
         let gone: Failure = ClientError::Unknown("reset".into()).into();
         assert_eq!(gone.1, 1);

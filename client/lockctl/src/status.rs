@@ -51,7 +51,7 @@ pub async fn run(admin: &Admin, j: bool) -> Result<(), Failure> {
                     short(&s.module_hash),
                 ),
                 // A node that answered "no" is reachable: say what it said.
-                Err(err @ lockd_client::ClientError::Rejected(_)) => {
+                Err(err @ lockd_client::ClientError::Rejected { .. }) => {
                     println!("{e:<22} refused: {err}")
                 }
                 Err(err) => println!("{e:<22} unreachable: {err}"),

@@ -182,6 +182,24 @@ class Cluster:
             node.proc.wait(timeout=30)
             node.proc = None
 
+    def terminate(self, i: int) -> None:
+        """SIGTERM node ``i`` (a graceful stop: it ends its watch streams
+        with a cut) and reap it."""
+        node = self.nodes[i]
+        if node.proc is not None:
+            if node.paused:
+                node.proc.send_signal(signal.SIGCONT)
+                node.paused = False
+            node.proc.terminate()
+            try:
+                node.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                node.proc.kill()
+                node.proc.wait(timeout=30)
+                raise AssertionError(f"node {i} did not stop within 30 s of SIGTERM:\n{self.log_tail(i)}")
+            finally:
+                node.proc = None
+
     def pause(self, i: int) -> None:
         """SIGSTOP node ``i``, and return once the whole node has stopped.
         kill() returns before that: one thread takes the signal and stops

@@ -55,6 +55,7 @@ def test_try_lock_and_release_answers(cluster, key):
     with pytest.raises(WrongToken) as e:
         c.release(key, lk.token + 1000)
     assert e.value.status == 409 and str(lk.token + 1000) in e.value.message
+    assert e.value.code == "wrong_token"
     assert c.get(key).token == lk.token  # the wrong token changed nothing
     assert c.keepalive(key, lk.token) == 10.0
     lk.release()
@@ -62,6 +63,7 @@ def test_try_lock_and_release_answers(cluster, key):
     with pytest.raises(NotHeld) as e:
         c.release(key, lk.token)
     assert e.value.status == 404 and not isinstance(e.value, WrongToken)
+    assert e.value.code == "not_held"
     with pytest.raises(NotHeld):
         c.keepalive(key, lk.token)
     again = c.try_lock(key, lease=10)
@@ -106,6 +108,7 @@ def test_wait_ends_with_timeout(cluster, key):
             c.lock(key, lease=5, wait=0.6)
         assert time.monotonic() - t0 >= 0.6
         assert isinstance(e.value, Held) and e.value.status == 409 and "0.6 s" in str(e.value)
+        assert e.value.code == "held"
         with pytest.raises(Held):
             c.lock(key, lease=5, wait=0)
         assert c.get(key).token == lk.token
@@ -188,12 +191,14 @@ def test_bad_requests_get_the_nodes_reason(cluster, key):
     with pytest.raises(BadRequest) as e:
         c.lock("k" * 1025, lease=1)
     assert e.value.status == 400 and "1025 bytes" in e.value.message
+    assert e.value.code == "invalid_key"
     with pytest.raises(BadRequest) as e:
         c.lock(key, lease=10**7)
-    assert "maximum" in e.value.message
+    assert "maximum" in e.value.message and e.value.code == "invalid_lease"
     with pytest.raises(Unsupported) as e:
         c.lock(key, lease=1, mode="shared", limit=3)
     assert e.value.status == 422 and "0.1" in e.value.message
+    assert e.value.code == "unsupported"
     assert not c.get(key).held
 
 

@@ -230,7 +230,9 @@ fn record(node: &Services, access: &Access, what: String, response: &Response) {
 /// the reason and `Retry-After`, and the connection closed after it.
 fn refused(why: String) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let mut r = ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, why).into_response();
+    let mut r = ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, why)
+        .with_code(lockd_proto::ErrorCode::Overloaded)
+        .into_response();
     let h = r.headers_mut();
     h.insert(
         axum::http::header::RETRY_AFTER,

@@ -1,5 +1,7 @@
-//! [`ApiError`]: every HTTP error answer, `{"error":"…"}` with a fitting
-//! status code, plus the leader's id when it helps and any details.
+//! [`ApiError`]: every HTTP error answer, `{"error":"…","code":"…"}` with a
+//! fitting status code, plus the leader's id when it helps and any
+//! details. The code is stable ([`ErrorCode`]): from the error's own kind
+//! where one is known, else from the status.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -13,11 +15,13 @@ use crate::service::ServiceError;
 use lockd_core::engine::EngineError;
 use lockd_core::signature::KeyError;
 use lockd_core::upgrade::MigrateError;
+use lockd_proto::ErrorCode;
 
 /// An error answer.
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
+    pub code: ErrorCode,
     pub message: String,
     /// The leader to ask instead, when this node knows it.
     pub leader: Option<u64>,
@@ -31,6 +35,7 @@ impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
+            code: code_of_status(status),
             message: message.into(),
             leader: None,
             details: Map::new(),
@@ -50,6 +55,29 @@ impl ApiError {
         self.leader = leader;
         self
     }
+
+    pub fn with_code(mut self, code: ErrorCode) -> ApiError {
+        self.code = code;
+        self
+    }
+}
+
+/// The code of an error that has no more precise one.
+fn code_of_status(status: StatusCode) -> ErrorCode {
+    match status.as_u16() {
+        400 => ErrorCode::BadRequest,
+        401 => ErrorCode::Unauthenticated,
+        403 => ErrorCode::Forbidden,
+        404 => ErrorCode::NotFound,
+        405 => ErrorCode::MethodNotAllowed,
+        413 => ErrorCode::BodyTooLarge,
+        415 => ErrorCode::BadContentType,
+        429 => ErrorCode::Overloaded,
+        502 => ErrorCode::NodeUnreachable,
+        503 => ErrorCode::Unavailable,
+        504 => ErrorCode::Timeout,
+        _ => ErrorCode::Internal,
+    }
 }
 
 /// The body of every error answer.
@@ -57,6 +85,8 @@ impl ApiError {
 pub struct ErrorBody {
     /// What went wrong, for a person.
     pub error: String,
+    /// What went wrong, for a program: stable (docs/api.md, "Error codes").
+    pub code: ErrorCode,
     /// The leader to ask instead, when this node knows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leader: Option<u64>,
@@ -69,6 +99,7 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
             error: self.message,
+            code: self.code,
             leader: self.leader,
             details: self.details,
         };
@@ -119,57 +150,70 @@ impl From<ServiceError> for ApiError {
         .then_some(1);
         ApiError {
             retry_after,
-            ..ApiError::new(status, e.to_string()).with_leader(leader)
+            ..ApiError::new(status, e.to_string())
+                .with_leader(leader)
+                .with_code(e.code())
         }
     }
 }
 
 impl From<MembershipError> for ApiError {
     fn from(e: MembershipError) -> ApiError {
-        let status = match &e {
-            MembershipError::BadAddress { .. } => StatusCode::BAD_REQUEST,
-            MembershipError::WrongNode { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            MembershipError::LastVoter(_) => StatusCode::CONFLICT,
-            MembershipError::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            MembershipError::Unreached { .. } => StatusCode::BAD_GATEWAY,
-            MembershipError::NotMember(_) => StatusCode::NOT_FOUND,
-            MembershipError::NotLearner(_)
-            | MembershipError::NotAudited { .. }
-            | MembershipError::Diverged { .. } => StatusCode::CONFLICT,
-            MembershipError::Unreachable { .. } => StatusCode::BAD_GATEWAY,
-            MembershipError::CatchingUp { .. } => StatusCode::GATEWAY_TIMEOUT,
-            MembershipError::Raft(_) => StatusCode::SERVICE_UNAVAILABLE,
+        use MembershipError as M;
+        let (status, code) = match &e {
+            M::BadAddress { .. } => (StatusCode::BAD_REQUEST, ErrorCode::BadAddress),
+            M::WrongNode { .. } | M::Refused { .. } => {
+                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::NodeRefused)
+            }
+            M::LastVoter(_) => (StatusCode::CONFLICT, ErrorCode::LastVoter),
+            M::Unreached { .. } | M::Unreachable { .. } => {
+                (StatusCode::BAD_GATEWAY, ErrorCode::NodeUnreachable)
+            }
+            M::NotMember(_) => (StatusCode::NOT_FOUND, ErrorCode::NotMember),
+            M::NotLearner(_) => (StatusCode::CONFLICT, ErrorCode::NotLearner),
+            M::NotAudited { .. } | M::Diverged { .. } => {
+                (StatusCode::CONFLICT, ErrorCode::NotAudited)
+            }
+            M::CatchingUp { .. } => (StatusCode::GATEWAY_TIMEOUT, ErrorCode::CatchingUp),
+            M::Raft(_) => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Unavailable),
         };
-        ApiError::new(status, e.to_string())
+        ApiError::new(status, e.to_string()).with_code(code)
     }
 }
 
 impl From<UpgradeError> for ApiError {
     fn from(e: UpgradeError) -> ApiError {
-        let status = match &e {
-            UpgradeError::NotLeader { .. }
-            | UpgradeError::Unavailable(_)
-            | UpgradeError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
-            UpgradeError::Refused(MigrateError::Stale { .. }) => StatusCode::CONFLICT,
-            UpgradeError::Refused(MigrateError::Signature(_)) => StatusCode::FORBIDDEN,
-            UpgradeError::Key(KeyError::NotAKey { .. }) => StatusCode::BAD_REQUEST,
-            UpgradeError::Key(KeyError::Full { .. }) => StatusCode::CONFLICT,
-            UpgradeError::Key(KeyError::NotTrusted(_)) => StatusCode::NOT_FOUND,
-            UpgradeError::Refused(MigrateError::Load(
+        use UpgradeError as U;
+        let (status, code) = match &e {
+            U::NotLeader { .. } => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::NotLeader),
+            U::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Unavailable),
+            U::Busy(_) => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Busy),
+            U::Refused(MigrateError::Stale { .. }) => {
+                (StatusCode::CONFLICT, ErrorCode::StaleModule)
+            }
+            U::Refused(MigrateError::Signature(_)) => {
+                (StatusCode::FORBIDDEN, ErrorCode::BadSignature)
+            }
+            U::Key(KeyError::NotAKey { .. }) => (StatusCode::BAD_REQUEST, ErrorCode::BadModuleKey),
+            U::Key(KeyError::Full { .. }) => (StatusCode::CONFLICT, ErrorCode::BadModuleKey),
+            U::Key(KeyError::NotTrusted(_)) => (StatusCode::NOT_FOUND, ErrorCode::BadModuleKey),
+            U::Refused(MigrateError::Load(
                 EngineError::NotWasm
                 | EngineError::NotAComponent
                 | EngineError::Invalid(_)
                 | EngineError::HasImports(_)
                 | EngineError::WrongWorld(_),
-            )) => StatusCode::BAD_REQUEST,
-            UpgradeError::Refused(_) | UpgradeError::Rejected(_) => {
-                StatusCode::UNPROCESSABLE_ENTITY
+            )) => (StatusCode::BAD_REQUEST, ErrorCode::InvalidModule),
+            U::Refused(_) | U::Rejected(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::ModuleRefused)
             }
-            UpgradeError::NoShadow => StatusCode::NOT_FOUND,
-            UpgradeError::ShadowFailed(_) | UpgradeError::AlreadyActive(_) => StatusCode::CONFLICT,
-            UpgradeError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            U::NoShadow => (StatusCode::NOT_FOUND, ErrorCode::NoShadow),
+            U::ShadowFailed(_) | U::AlreadyActive(_) => {
+                (StatusCode::CONFLICT, ErrorCode::ShadowConflict)
+            }
+            U::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal),
         };
-        let mut err = ApiError::new(status, e.to_string());
+        let mut err = ApiError::new(status, e.to_string()).with_code(code);
         match &e {
             UpgradeError::NotLeader { leader, .. } => err.leader = *leader,
             UpgradeError::Busy(_) => err.retry_after = Some(1),

@@ -9,7 +9,7 @@
 use lockd_core::changes::{Change, ChangeKind as Kind};
 use lockd_core::command::Mode;
 use lockd_proto::{
-    ChangeBatch, ChangeKind, ClientResponse, HolderId, LockMode, WatchChange, WatchCut,
+    ChangeBatch, ChangeKind, ClientResponse, ErrorCode, HolderId, LockMode, WatchChange, WatchCut,
     WatchRequest,
 };
 use tokio::sync::{mpsc, oneshot};
@@ -23,7 +23,29 @@ use lockd_client::wire::Envelope;
 /// once it is on the wire.
 pub struct Outgoing {
     pub env: Envelope<ClientResponse>,
+    /// An error's precise code, sent after the envelope (older clients
+    /// read the envelope and ignore the rest of the frame).
+    pub code: Option<ErrorCode>,
     pub written: Option<oneshot::Sender<()>>,
+}
+
+impl Outgoing {
+    pub fn answer(id: u64, body: ClientResponse, code: Option<ErrorCode>) -> Outgoing {
+        Outgoing {
+            env: Envelope { id, body },
+            code,
+            written: None,
+        }
+    }
+
+    /// The frame's bytes: the envelope, then the code if any.
+    pub fn encode(&self) -> Result<Vec<u8>, postcard::Error> {
+        let mut bytes = postcard::to_allocvec(&self.env)?;
+        if let Some(code) = self.code {
+            bytes.extend(postcard::to_allocvec(code.as_str())?);
+        }
+        Ok(bytes)
+    }
 }
 
 pub type Outbox = mpsc::UnboundedSender<Outgoing>;
@@ -35,6 +57,7 @@ async fn send_written(out: &Outbox, id: u64, body: ClientResponse) -> bool {
     let env = Envelope { id, body };
     out.send(Outgoing {
         env,
+        code: None,
         written: Some(written),
     })
     .is_ok()
@@ -83,10 +106,7 @@ fn change(access: &Access, c: Change) -> WatchChange {
 /// Serve one watch until it is cut or the connection goes.
 pub async fn stream(node: &Services, req: WatchRequest, access: &Access, id: u64, out: &Outbox) {
     let end = |body| {
-        let _ = out.send(Outgoing {
-            env: Envelope { id, body },
-            written: None,
-        });
+        let _ = out.send(Outgoing::answer(id, body, None));
     };
     let Ok(prefix) = String::from_utf8(req.prefix) else {
         return end(cut(
@@ -104,9 +124,12 @@ pub async fn stream(node: &Services, req: WatchRequest, access: &Access, id: u64
     };
     let mut w = match hub.watch(prefix, (req.from != 0).then_some(req.from)) {
         Ok(w) => w,
-        Err(e) => return end(cut(e.code(), e.to_string(), req.from)),
+        Err(e) => return end(cut(e.code().as_str(), e.to_string(), req.from)),
     };
     let mut fresh = true;
+    // A progress follows PROGRESS_EVERY after the last message, however
+    // often other prefixes' changes wake the watcher.
+    let mut last_sent = tokio::time::Instant::now();
     loop {
         match w.read_now() {
             Err(c) => return end(cut(c.code(), c.to_string(), c.resume_from())),
@@ -121,6 +144,7 @@ pub async fn stream(node: &Services, req: WatchRequest, access: &Access, id: u64
                         return;
                     }
                 }
+                last_sent = tokio::time::Instant::now();
                 continue;
             }
             Ok(Read::Caught(index)) if fresh => {
@@ -128,11 +152,12 @@ pub async fn stream(node: &Services, req: WatchRequest, access: &Access, id: u64
                 if !send_written(out, id, ClientResponse::Progress { index }).await {
                     return;
                 }
+                last_sent = tokio::time::Instant::now();
                 continue;
             }
             Ok(Read::Caught(_)) => {}
         }
-        if tokio::time::timeout(PROGRESS_EVERY, w.changed())
+        if tokio::time::timeout_at(last_sent + PROGRESS_EVERY, w.changed())
             .await
             .is_err()
         {

@@ -21,6 +21,7 @@ use axum::http::{Method, Uri};
 
 use super::error::ApiError;
 use crate::auth::Action;
+use lockd_proto::ErrorCode;
 
 /// What a request asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -234,25 +235,25 @@ fn lock(method: &Method, rest: &str) -> Result<LockOp, ApiError> {
     };
     let key = &segments[..n - used];
     if key.is_empty() || key == [""] {
-        return Err(ApiError::bad_request(
-            crate::service::ServiceError::EmptyKey.to_string(),
-        ));
+        return Err(crate::service::ServiceError::EmptyKey.into());
     }
+    // Every refusal of the key's path is the key's: `invalid_key`.
+    let bad_key = |e: ApiError| e.with_code(ErrorCode::InvalidKey);
     for s in key {
         if s.is_empty() {
-            return Err(ApiError::bad_request(
+            return Err(bad_key(ApiError::bad_request(
                 "an empty path segment (`//` or a trailing `/`); send a key's empty segments with their slashes as %2F",
-            ));
-        }
-        let d = decode(s)?;
-        if d == "." || d == ".." {
-            return Err(ApiError::bad_request(format!(
-                "a {d:?} path segment; send a key's dot segments with their slashes as %2F"
             )));
+        }
+        let d = decode(s).map_err(bad_key)?;
+        if d == "." || d == ".." {
+            return Err(bad_key(ApiError::bad_request(format!(
+                "a {d:?} path segment; send a key's dot segments with their slashes as %2F"
+            ))));
         }
     }
     Ok(LockOp {
-        key: decode(&key.join("/"))?,
+        key: decode(&key.join("/")).map_err(bad_key)?,
         verb,
     })
 }

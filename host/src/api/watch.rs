@@ -105,6 +105,9 @@ struct Stream_ {
     ready: std::collections::VecDeque<Event>,
     /// Nothing sent yet: the first message is a progress.
     fresh: bool,
+    /// When the last message went: a progress follows [`PROGRESS_EVERY`]
+    /// after it, however often other prefixes' changes wake the stream.
+    last_sent: tokio::time::Instant,
     done: bool,
 }
 
@@ -128,6 +131,7 @@ impl Stream_ {
     async fn next(&mut self) -> Option<Event> {
         loop {
             if let Some(e) = self.ready.pop_front() {
+                self.last_sent = tokio::time::Instant::now();
                 return Some(e);
             }
             if self.done {
@@ -160,11 +164,13 @@ impl Stream_ {
                 }
                 Ok(Read::Caught(at)) if self.fresh => {
                     self.fresh = false;
+                    self.last_sent = tokio::time::Instant::now();
                     return Some(progress(at));
                 }
                 Ok(Read::Caught(_)) => {}
             }
-            if tokio::time::timeout(PROGRESS_EVERY, self.watcher.changed())
+            let quiet_until = self.last_sent + PROGRESS_EVERY;
+            if tokio::time::timeout_at(quiet_until, self.watcher.changed())
                 .await
                 .is_err()
             {
@@ -182,8 +188,7 @@ fn refusal(e: WatchError) -> ApiError {
         WatchError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
         WatchError::Closed => StatusCode::SERVICE_UNAVAILABLE,
     };
-    let mut err = ApiError::new(status, e.to_string());
-    err.details.insert("code".into(), e.code().into());
+    let mut err = ApiError::new(status, e.to_string()).with_code(e.code());
     if let WatchError::Compacted { first, applied, .. } = e {
         err.details.insert("first".into(), first.into());
         err.details.insert("applied".into(), applied.into());
@@ -232,6 +237,7 @@ pub async fn watch(
         access,
         ready: Default::default(),
         fresh: true,
+        last_sent: tokio::time::Instant::now(),
         done: false,
     };
     Sse::new(events(state)).into_response()
@@ -243,3 +249,6 @@ fn events(state: Stream_) -> impl Stream<Item = Result<Event, Infallible>> {
         |mut s| async move { s.next().await.map(|e| (Ok(e), s)) },
     )
 }
+
+#[cfg(test)]
+mod tests;

@@ -287,13 +287,12 @@ fn read_file(cmd: &Command, path: &Path) -> Result<Vec<(String, String)>, Config
             path: path.to_path_buf(),
             key: key.clone(),
         };
-        let text =
-            toml_text(arg.get_value_parser(), &value).map_err(|reason| ConfigError::BadValue {
-                flag: arg.get_long().unwrap_or(&key).to_string(),
-                origin: origin(),
-                value: value.to_string(),
-                reason,
-            })?;
+        let text = toml_text(arg, &value).map_err(|reason| ConfigError::BadValue {
+            flag: arg.get_long().unwrap_or(&key).to_string(),
+            origin: origin(),
+            value: value.to_string(),
+            reason,
+        })?;
         check(cmd, &key, &text, origin)?;
         out.push((key, text));
     }
@@ -301,10 +300,20 @@ fn read_file(cmd: &Command, path: &Path) -> Result<Vec<(String, String)>, Config
 }
 
 /// A TOML value as its flag's text, when it is of the setting's type:
-/// a string for a string or path, a boolean for a switch, else an integer.
-fn toml_text(parser: &ValueParser, value: &toml::Value) -> Result<String, String> {
+/// a string for a string or path, a boolean for a switch, an integer or a
+/// string for a duration (the `*_ms` settings: `40` or `"1m30s"`), else an
+/// integer.
+fn toml_text(arg: &clap::Arg, value: &toml::Value) -> Result<String, String> {
+    let parser = arg.get_value_parser();
     let is = |p: ValueParser| parser.type_id() == p.type_id();
-    let (want, text) = if is(ValueParser::string()) || is(ValueParser::path_buf()) {
+    let (want, text) = if arg.get_id().as_str().ends_with("_ms") {
+        let text = match value {
+            toml::Value::Integer(i) => Some(i.to_string()),
+            toml::Value::String(s) => Some(s.clone()),
+            _ => None,
+        };
+        ("a duration (\"1m30s\") or an integer of milliseconds", text)
+    } else if is(ValueParser::string()) || is(ValueParser::path_buf()) {
         ("a string", value.as_str().map(str::to_string))
     } else if is(ValueParser::bool()) {
         ("true or false", value.as_bool().map(|b| b.to_string()))

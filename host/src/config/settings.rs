@@ -82,11 +82,11 @@ impl From<InitialModuleArg> for lockd_core::builtin::InitialModule {
 #[command(next_help_heading = "Raft and the log")]
 pub struct Raft {
     /// Leader heartbeat period, in ms.
-    #[arg(long, env = "LOCKD_HEARTBEAT_MS", default_value_t = 40)]
+    #[arg(long, env = "LOCKD_HEARTBEAT_MS", value_parser = duration_ms, default_value_t = 40)]
     pub heartbeat_ms: u64,
     /// Election timeout, in ms: each node picks its timeout in [this, 1.5 ×
     /// this); must be more than twice the heartbeat.
-    #[arg(long, env = "LOCKD_ELECTION_TIMEOUT_MS", default_value_t = 200)]
+    #[arg(long, env = "LOCKD_ELECTION_TIMEOUT_MS", value_parser = duration_ms, default_value_t = 200)]
     pub election_timeout_ms: u64,
     /// Build a snapshot after this many log entries since the last one,
     /// once the log since then is as big as the lock state.
@@ -104,7 +104,7 @@ pub struct Raft {
     #[arg(long, env = "LOCKD_AUDIT_INTERVAL", default_value_t = 1_000)]
     pub audit_interval: u64,
     /// How often a node compares its audit points with its peers', in ms.
-    #[arg(long, env = "LOCKD_AUDIT_CHECK_MS", default_value_t = 10_000)]
+    #[arg(long, env = "LOCKD_AUDIT_CHECK_MS", value_parser = duration_ms, default_value_t = 10_000)]
     pub audit_check_ms: u64,
     /// Audit points at which a learner of another implementation (wasmtime
     /// version or CPU) must have matched the leader's state hash before
@@ -119,11 +119,11 @@ pub struct Raft {
 pub struct Limits {
     /// The longest lease a client may ask for, in ms; a longer one is
     /// refused (400).
-    #[arg(long, env = "LOCKD_MAX_LEASE_MS", default_value_t = 3_600_000)]
+    #[arg(long, env = "LOCKD_MAX_LEASE_MS", value_parser = duration_ms, default_value_t = 3_600_000)]
     pub max_lease_ms: u64,
     /// The longest a client may ask to wait for a lock, in ms; a longer
     /// wait_ms is refused (400).
-    #[arg(long, env = "LOCKD_MAX_WAIT_MS", default_value_t = 600_000)]
+    #[arg(long, env = "LOCKD_MAX_WAIT_MS", value_parser = duration_ms, default_value_t = 600_000)]
     pub max_wait_ms: u64,
     /// Callers that may wait for one key at once; one more is refused
     /// (429, Retry-After).
@@ -168,6 +168,14 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// Every `*_ms` setting: a duration (`1m30s`, `1.5s`) or, as always, a
+/// number of milliseconds; the one parser of durations
+/// ([`lockd_proto::duration`]), whether from a flag, the environment or
+/// the config file.
+fn duration_ms(s: &str) -> Result<u64, String> {
+    lockd_proto::duration::parse_ms(s)
+}
+
 /// How many connections a node keeps in each phase, and for how long
 /// (docs/security.md, "Connection slots").
 #[derive(Args, Clone, Debug)]
@@ -203,7 +211,7 @@ pub struct Connections {
     pub max_unauthenticated_per_ip: usize,
     /// With authentication on: a client connection that has presented no
     /// valid credential is closed this long after accept, in ms.
-    #[arg(long, env = "LOCKD_UNAUTHENTICATED_TIMEOUT_MS",
+    #[arg(long, env = "LOCKD_UNAUTHENTICATED_TIMEOUT_MS", value_parser = duration_ms,
           default_value_t = ms(conn().unauthenticated_timeout))]
     pub unauthenticated_timeout_ms: u64,
     /// Requests one native client connection may have in flight (at least
@@ -212,15 +220,15 @@ pub struct Connections {
     pub max_in_flight: usize,
     /// Time a new connection has to send its first bytes and its hello, in
     /// ms.
-    #[arg(long, env = "LOCKD_HELLO_TIMEOUT_MS", default_value_t = ms(conn().hello_timeout))]
+    #[arg(long, env = "LOCKD_HELLO_TIMEOUT_MS", value_parser = duration_ms, default_value_t = ms(conn().hello_timeout))]
     pub hello_timeout_ms: u64,
     /// Time an HTTP client has to send a request's headers, and the most a
     /// kept-alive HTTP connection waits for its next request, in ms.
-    #[arg(long, env = "LOCKD_HEADER_TIMEOUT_MS", default_value_t = ms(conn().header_timeout))]
+    #[arg(long, env = "LOCKD_HEADER_TIMEOUT_MS", value_parser = duration_ms, default_value_t = ms(conn().header_timeout))]
     pub header_timeout_ms: u64,
     /// A native client connection with nothing in flight is closed after
     /// this long without a frame, in ms.
-    #[arg(long, env = "LOCKD_IDLE_TIMEOUT_MS", default_value_t = ms(conn().idle_timeout))]
+    #[arg(long, env = "LOCKD_IDLE_TIMEOUT_MS", value_parser = duration_ms, default_value_t = ms(conn().idle_timeout))]
     pub idle_timeout_ms: u64,
 }
 

@@ -1,6 +1,7 @@
 //! What the lock service answers when it cannot do what was asked, and the
 //! request checks that run before anything is proposed.
 
+use lockd_proto::ErrorCode;
 use openraft::error::{ForwardToLeader, RaftError};
 use openraft::TryAsRef;
 use thiserror::Error;
@@ -115,6 +116,33 @@ impl ServiceError {
             NotLeader { .. } => "not_leader",
             Unavailable(_) => "unavailable",
             StateMachine(_) => "error",
+        }
+    }
+
+    /// The stable code of this error (docs/api.md, "Error codes"), the
+    /// same over HTTP and the native protocol.
+    pub fn code(&self) -> ErrorCode {
+        use ServiceError::*;
+        match self {
+            EmptyKey | KeyTooLong(_) | KeyNotUtf8 => ErrorCode::InvalidKey,
+            ZeroLease | LeaseTooLong { .. } => ErrorCode::InvalidLease,
+            WaitTooLong { .. } => ErrorCode::InvalidWait,
+            ZeroLimit | BadLimit { .. } => ErrorCode::InvalidLimit,
+            FieldTooLong { .. } => ErrorCode::FieldTooLong,
+            PolicyRefused(_) => ErrorCode::PolicyRefused,
+            Held { .. } => ErrorCode::Held,
+            Refused { .. } => ErrorCode::Refused,
+            Quota { .. } => ErrorCode::Quota,
+            Capacity { .. } => ErrorCode::Capacity,
+            Unsupported { .. } => ErrorCode::Unsupported,
+            TooManyWaiters { .. } => ErrorCode::TooManyWaiters,
+            Overloaded(_) => ErrorCode::Overloaded,
+            NotHeld { .. } => ErrorCode::NotHeld,
+            WrongToken { .. } => ErrorCode::WrongToken,
+            NotHolder { .. } => ErrorCode::NotHolder,
+            NotLeader { .. } => ErrorCode::NotLeader,
+            Unavailable(_) => ErrorCode::Unavailable,
+            StateMachine(_) => ErrorCode::Internal,
         }
     }
 

@@ -72,7 +72,9 @@ fn the_ring_keeps_whole_entries_and_cuts_a_watcher_left_behind() {
     assert_eq!(hub.cut_count(), 1);
     // Entry 1 went whole (not half of it), so the history starts at 2.
     assert_eq!(
-        hub.watch(String::new(), Some(1)).err().map(|e| e.code()),
+        hub.watch(String::new(), Some(1))
+            .err()
+            .map(|e| e.code().as_str()),
         Some("compacted")
     );
     assert_eq!(

@@ -41,7 +41,13 @@ fn locks_are_bound_to_their_holder_and_tokens_shown_only_to_it() {
             .block_on(client(c, BOB).release("jobs/bound", token))
             .unwrap_err();
         assert!(
-            matches!(e, ClientError::Rejected(WireError::Forbidden(_))),
+            matches!(
+                e,
+                ClientError::Rejected {
+                    error: WireError::Forbidden(_),
+                    ..
+                }
+            ),
             "{e}"
         );
         // Everyone with read sees the holder; only alice and admins the token.

@@ -235,8 +235,14 @@ fn rt() -> tokio::runtime::Runtime {
 /// Which refusal, if any, `r` is.
 fn refusal<T>(r: Result<T, ClientError>) -> &'static str {
     match r {
-        Err(ClientError::Rejected(WireError::Unauthenticated(_))) => "unauthenticated",
-        Err(ClientError::Rejected(WireError::Forbidden(_))) => "forbidden",
+        Err(ClientError::Rejected {
+            error: WireError::Unauthenticated(_),
+            ..
+        }) => "unauthenticated",
+        Err(ClientError::Rejected {
+            error: WireError::Forbidden(_),
+            ..
+        }) => "forbidden",
         Ok(_) => "ok",
         Err(e) => panic!("an unexpected error: {e}"),
     }

@@ -15,7 +15,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use lockd_client::{AcquireOptions, Client, ClientError, ClientOptions, Credentials};
-use lockd_proto::WireError;
 
 use super::check::{Checker, Violation};
 use super::config::RunConfig;
@@ -53,6 +52,8 @@ impl Target {
                 retry_for,
                 request_timeout: request,
                 credentials: self.credentials.clone(),
+                // Every renewal is the workload's own, in the history.
+                keepalive: false,
                 ..Default::default()
             },
         )
@@ -60,12 +61,13 @@ impl Target {
 }
 
 pub fn ret_of(e: &ClientError) -> Ret {
-    match e {
-        ClientError::Rejected(WireError::Held(_)) => Ret::Held,
-        ClientError::Rejected(WireError::NotHeld(_) | WireError::WrongToken(_)) => Ret::Refused,
-        ClientError::Rejected(
-            e @ (WireError::Refused(_) | WireError::Quota(_) | WireError::Unsupported(_)),
-        ) => Ret::Denied(e.to_string()),
+    use lockd_proto::ErrorCode as C;
+    match e.code() {
+        Some(C::Held) => Ret::Held,
+        Some(C::NotHeld | C::WrongToken) => Ret::Refused,
+        Some(C::Refused | C::Quota | C::Unsupported | C::PolicyRefused) => {
+            Ret::Denied(e.to_string())
+        }
         _ => Ret::Unknown,
     }
 }
@@ -108,7 +110,8 @@ async fn acquire(
         };
         client.acquire_with(key, opts).await
     } else {
-        client.acquire(key, lease, wait).await
+        // The protocol's first acquire, which has no request id.
+        client.acquire_once(key, lease, wait).await
     };
     history.record(Op {
         client: id,
@@ -322,7 +325,9 @@ impl Keeper {
         lease: Duration,
     ) -> Result<Keeper, ClientError> {
         let client = target.client(Duration::from_secs(3), Duration::from_secs(2));
-        let g = client.acquire(key, lease, Duration::from_secs(15)).await?;
+        let g = client
+            .acquire_once(key, lease, Duration::from_secs(15))
+            .await?;
         let token = g.token();
         std::mem::forget(g); // renewed and released by hand
         Ok(Keeper {
@@ -354,7 +359,7 @@ impl Keeper {
                     deadline = sent + lease;
                     last_error.clear();
                 }
-                Err(e @ ClientError::Rejected(_)) => {
+                Err(e @ ClientError::Rejected { .. }) => {
                     return (
                         renewals,
                         bad(format!(

@@ -15,12 +15,20 @@ asyncio::
     async with AsyncClient([...]).lock("jobs/nightly", lease=10) as lk:
         ...
 
+Watching a prefix (every grant, release and expiry under it, resumed on
+another node when its node goes away)::
+
+    for event in client.watch("jobs/"):
+        if isinstance(event, WatchEvent):
+            for change in event.changes:
+                print(event.index, change.type, change.key, change.token)
+
 Standard library only. See the README for errors and retries.
 """
 
-from ._core import AUTO, Holder, ListPage, LockInfo, VERSION as __version__
-from .aio import AsyncClient, AsyncLock
-from .client import Client, Lock
+from ._core import AUTO, Change, Holder, ListPage, LockInfo, Progress, WatchEvent, VERSION as __version__
+from .aio import AsyncClient, AsyncLock, AsyncWatch
+from .client import Client, Lock, Watch
 from .errors import (
     BadRequest,
     CapacityExceeded,
@@ -37,6 +45,7 @@ from .errors import (
     Unauthenticated,
     Unavailable,
     Unsupported,
+    WatchCut,
     WrongToken,
 )
 
@@ -44,8 +53,10 @@ __all__ = [
     "AUTO",
     "AsyncClient",
     "AsyncLock",
+    "AsyncWatch",
     "BadRequest",
     "CapacityExceeded",
+    "Change",
     "Client",
     "Forbidden",
     "Held",
@@ -57,6 +68,7 @@ __all__ = [
     "LockdError",
     "NotHeld",
     "OutcomeUnknown",
+    "Progress",
     "ProtocolError",
     "ServerError",
     "Timeout",
@@ -64,6 +76,9 @@ __all__ = [
     "Unauthenticated",
     "Unavailable",
     "Unsupported",
+    "Watch",
+    "WatchCut",
+    "WatchEvent",
     "WrongToken",
     "__version__",
 ]

@@ -22,11 +22,12 @@ from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Set,
 from . import _core as C
 from . import errors as E
 
-__all__ = ["AsyncClient", "AsyncLock"]
+__all__ = ["AsyncClient", "AsyncLock", "AsyncWatch"]
 
 _POOL_PER_NODE = 16
 _MAX_BODY = 64 * 1024 * 1024
 _MAX_HEADERS = 100
+_READ_MAX = 64 * 1024
 
 # Keepalive tasks that run: the event loop keeps only weak references.
 _TASKS: Set["asyncio.Task[None]"] = set()
@@ -36,6 +37,83 @@ _Conn = Tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 class _BadAnswer(Exception):
     pass
+
+
+async def _send(
+    w: asyncio.StreamWriter, ep: C.Endpoint, method: str, path: str, body: Optional[bytes], headers: Mapping[str, str]
+) -> None:
+    host = f"[{ep.host}]" if ":" in ep.host else ep.host
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}:{ep.port}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    if body is not None:
+        lines.append("Content-Type: application/json")
+    if body is not None or method in ("POST", "PUT"):
+        lines.append(f"Content-Length: {len(body or b'')}")
+    w.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
+    await w.drain()
+
+
+async def _read_head(r: asyncio.StreamReader) -> Tuple[str, int, Dict[str, str]]:
+    """The status line and headers of an answer (after any interim ones)."""
+    while True:
+        line = await r.readline()
+        if not line:
+            raise _BadAnswer("the connection closed before an answer")
+        parts = line.decode("latin-1").rstrip("\r\n").split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/"):
+            raise _BadAnswer(f"not an HTTP status line: {line[:80]!r}")
+        version, status = parts[0], int(parts[1])
+        headers: Dict[str, str] = {}
+        for _ in range(_MAX_HEADERS + 1):
+            h = await r.readline()
+            if h in (b"\r\n", b"\n"):
+                break
+            if not h:
+                raise _BadAnswer("the connection closed in the headers")
+            k, sep, v = h.decode("latin-1").partition(":")
+            if not sep:
+                raise _BadAnswer(f"not a header line: {h[:80]!r}")
+            headers[k.strip().lower()] = v.strip()
+        else:
+            raise _BadAnswer("too many header lines")
+        if 100 <= status < 200:
+            continue  # an interim answer; the real one follows
+        return version, status, headers
+
+
+async def _chunk_size(r: asyncio.StreamReader) -> int:
+    size_line = await r.readline()
+    return int(size_line.split(b";")[0].strip() or b"x", 16)
+
+
+async def _read_body(
+    r: asyncio.StreamReader, method: str, status: int, headers: Mapping[str, str]
+) -> Tuple[bytes, bool]:
+    """The whole body of an answer, and whether the connection may be kept
+    (False: the body ran to the connection's end)."""
+    if method == "HEAD" or status in (204, 304):
+        return b"", True
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        chunks = []
+        total = 0
+        while True:
+            size = await _chunk_size(r)
+            if size == 0:
+                while (await r.readline()) not in (b"\r\n", b"\n", b""):
+                    pass
+                break
+            total += size
+            if total > _MAX_BODY:
+                raise _BadAnswer("answer body too large")
+            chunks.append(await r.readexactly(size))
+            await r.readexactly(2)
+        return b"".join(chunks), True
+    if "content-length" in headers:
+        n = int(headers["content-length"])
+        if not 0 <= n <= _MAX_BODY:
+            raise _BadAnswer(f"answer body of {n} bytes")
+        return await r.readexactly(n), True
+    return await r.read(_MAX_BODY), False
 
 
 class _Transport:
@@ -110,69 +188,11 @@ class _Transport:
     async def _roundtrip(
         self, r: asyncio.StreamReader, w: asyncio.StreamWriter, x: C.Exchange
     ) -> Tuple[int, Dict[str, str], bytes, bool]:
-        ep = x.endpoint
-        host = f"[{ep.host}]" if ":" in ep.host else ep.host
-        lines = [f"{x.method} {x.path} HTTP/1.1", f"Host: {host}:{ep.port}"]
-        lines += [f"{k}: {v}" for k, v in C.headers_for(self._headers, ep).items()]
-        body = x.body or b""
-        if x.body is not None:
-            lines.append("Content-Type: application/json")
-        if x.body is not None or x.method in ("POST", "PUT"):
-            lines.append(f"Content-Length: {len(body)}")
-        w.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
-        await w.drain()
-        while True:
-            line = await r.readline()
-            if not line:
-                raise _BadAnswer("the connection closed before an answer")
-            parts = line.decode("latin-1").rstrip("\r\n").split(" ", 2)
-            if len(parts) < 2 or not parts[0].startswith("HTTP/"):
-                raise _BadAnswer(f"not an HTTP status line: {line[:80]!r}")
-            version, status = parts[0], int(parts[1])
-            headers: Dict[str, str] = {}
-            for _ in range(_MAX_HEADERS + 1):
-                h = await r.readline()
-                if h in (b"\r\n", b"\n"):
-                    break
-                if not h:
-                    raise _BadAnswer("the connection closed in the headers")
-                k, sep, v = h.decode("latin-1").partition(":")
-                if not sep:
-                    raise _BadAnswer(f"not a header line: {h[:80]!r}")
-                headers[k.strip().lower()] = v.strip()
-            else:
-                raise _BadAnswer("too many header lines")
-            if 100 <= status < 200:
-                continue  # an interim answer; the real one follows
-            break
+        await _send(w, x.endpoint, x.method, x.path, x.body, C.headers_for(self._headers, x.endpoint))
+        version, status, headers = await _read_head(r)
         keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-        if x.method == "HEAD" or status in (204, 304):
-            data = b""
-        elif "chunked" in headers.get("transfer-encoding", "").lower():
-            chunks = []
-            total = 0
-            while True:
-                size_line = await r.readline()
-                size = int(size_line.split(b";")[0].strip() or b"x", 16)
-                if size == 0:
-                    while (await r.readline()) not in (b"\r\n", b"\n", b""):
-                        pass
-                    break
-                total += size
-                if total > _MAX_BODY:
-                    raise _BadAnswer("answer body too large")
-                chunks.append(await r.readexactly(size))
-                await r.readexactly(2)
-            data = b"".join(chunks)
-        elif "content-length" in headers:
-            n = int(headers["content-length"])
-            if not 0 <= n <= _MAX_BODY:
-                raise _BadAnswer(f"answer body of {n} bytes")
-            data = await r.readexactly(n)
-        else:
-            data = await r.read(_MAX_BODY)
-            keep = False
-        return status, headers, data, keep
+        data, whole = await _read_body(r, x.method, status, headers)
+        return status, headers, data, keep and whole
 
     def _drop(self, ep: C.Endpoint) -> None:
         with self._mu:
@@ -186,6 +206,209 @@ class _Transport:
             self._idle.clear()
         for _, w in conns:
             w.close()
+
+
+class _Stream:
+    """A watch's own connection (never pooled), open while it streams; no
+    reference to its :class:`AsyncWatch`, which closes it from a finalizer
+    when dropped."""
+
+    def __init__(self, transport: _Transport) -> None:
+        self._transport = transport
+        self._conn: Optional[_Conn] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._idle = C.WATCH_IDLE
+        self._chunked = False
+        self._left = 0  # bytes of the current chunk not yet read
+        self._shut = False
+        self.endpoint: Optional[C.Endpoint] = None
+
+    async def open(self, x: C.OpenStream) -> C.Reply:
+        self.close()
+        conn = await self._transport._new(x.endpoint)
+        if self._shut:
+            conn[1].transport.abort()
+            raise C.NotSent("the watch was closed")
+        self._conn, self._loop = conn, asyncio.get_running_loop()
+        r, w = conn
+        headers = C.headers_for(self._transport._headers, x.endpoint)
+        headers["Accept"] = "text/event-stream"
+        try:
+            status, headers, data = await asyncio.wait_for(self._head(r, w, x, headers), x.timeout)
+        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, _BadAnswer) as e:
+            self.close()
+            raise C.NoAnswer(e, False) from None
+        if status != 200:
+            self.close()
+            return status, headers, data
+        self._idle = x.idle
+        self._chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        self._left = 0
+        self.endpoint = x.endpoint
+        return status, headers, b""
+
+    async def _head(
+        self, r: asyncio.StreamReader, w: asyncio.StreamWriter, x: C.OpenStream, headers: Dict[str, str]
+    ) -> C.Reply:
+        await _send(w, x.endpoint, "GET", x.path, None, headers)
+        _, status, head = await _read_head(r)
+        data = b"" if status == 200 else (await _read_body(r, "GET", status, head))[0]
+        return status, head, data
+
+    async def read(self) -> bytes:
+        if self._conn is None:
+            raise C.NoAnswer(ConnectionError("the stream is closed"), False)
+        try:
+            return await asyncio.wait_for(self._piece(self._conn[0]), self._idle)
+        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as e:
+            self.close()
+            raise C.NoAnswer(e, False) from None
+
+    async def _piece(self, r: asyncio.StreamReader) -> bytes:
+        """The next bytes of the body (``b""`` at its end), with the chunked
+        framing taken off."""
+        if not self._chunked:
+            return await r.read(_READ_MAX)
+        if self._left == 0:
+            size = await _chunk_size(r)
+            if size == 0:
+                return b""
+            self._left = size
+        data = await r.read(min(self._left, _READ_MAX))
+        if not data:
+            raise asyncio.IncompleteReadError(b"", self._left)
+        self._left -= len(data)
+        if self._left == 0:
+            await r.readexactly(2)  # the CRLF after a chunk
+        return data
+
+    def close(self) -> None:
+        conn, self._conn, self.endpoint = self._conn, None, None
+        if conn is not None:
+            conn[1].transport.abort()
+
+    def shut(self) -> None:
+        """Close the connection for good (no stream opens after this); from
+        a finalizer, on the loop's thread or not."""
+        self._shut = True
+        loop = self._loop
+        if self._conn is None or loop is None:
+            return
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is loop:
+            self.close()
+        elif loop.is_closed():
+            try:
+                self.close()
+            except Exception:
+                pass  # the transport closes its socket when it is collected
+        else:
+            try:
+                loop.call_soon_threadsafe(self.close)
+            except RuntimeError:
+                pass
+
+
+class AsyncWatch:
+    """The changes under a prefix, as :meth:`AsyncClient.watch` returns
+    them: an async iterator of :class:`~lockd_client.WatchEvent` and
+    :class:`~lockd_client.Progress` that resumes by itself, as
+    :class:`lockd_client.Watch` does (the same plan drives both).
+
+    Cancelling a ``__anext__`` (a task cancelled, an ``asyncio.wait_for``
+    around it that timed out) closes the stream's connection but not the
+    watch: the next ``__anext__`` goes on from the index after the last
+    event delivered. Any other exception out of it ends the watch.
+    :meth:`aclose` (or the end of an ``async with`` block, or dropping the
+    last reference to it) closes its connection.
+    """
+
+    def __init__(self, client: "AsyncClient", prefix: str, from_index: Optional[int], idle: float) -> None:
+        self.prefix = prefix
+        #: The log index of the last event delivered (``None`` before the first).
+        self.last_index: Optional[int] = None
+        self._plan = C.watch_plan(client._router, client._settings, prefix, from_index, idle)
+        self._stream = _Stream(client._transport)
+        # Thrown into the plan at the next step: the I/O it waited for was
+        # cancelled (None: it goes on as asked).
+        self._pending: Optional[BaseException] = None
+        self._closed = False
+        self._finalize = weakref.finalize(self, self._stream.shut)
+
+    @property
+    def endpoint(self) -> Optional[str]:
+        """The node whose stream is open now (``None`` between streams)."""
+        ep = self._stream.endpoint
+        return ep.url if ep is not None else None
+
+    def __aiter__(self) -> "AsyncWatch":
+        return self
+
+    def _step(self, reply: Any = None, error: Optional[BaseException] = None) -> Any:
+        if self._closed:
+            raise StopAsyncIteration
+        try:
+            return self._plan.throw(error) if error is not None else self._plan.send(reply)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def __anext__(self) -> Union[C.WatchEvent, C.Progress]:
+        try:
+            error, self._pending = self._pending, None
+            step = self._step(error=error)
+            while True:
+                if isinstance(step, (C.WatchEvent, C.Progress)):
+                    self.last_index = step.index
+                    return step
+                if isinstance(step, C.Sleep):
+                    await asyncio.sleep(step.seconds)
+                    step = self._step()
+                    continue
+                if isinstance(step, C.CloseStream):
+                    self._stream.close()
+                    step = self._step()
+                    continue
+                # Cancelled while it waits: the stream counts as broken.
+                self._pending = C.NoAnswer(ConnectionAbortedError("the stream was left while it was read"), False)
+                try:
+                    if isinstance(step, C.OpenStream):
+                        reply: Any = await self._stream.open(step)
+                    else:
+                        reply = await self._stream.read()
+                except (C.NotSent, C.NoAnswer) as e:
+                    self._pending = None
+                    step = self._step(error=e)
+                else:
+                    self._pending = None
+                    step = self._step(reply)
+        except asyncio.CancelledError:
+            self._stream.close()
+            raise
+        except BaseException:
+            self._close()
+            raise
+
+    def _close(self) -> None:
+        self._closed = True
+        self._finalize()
+        self._plan.close()
+
+    async def aclose(self) -> None:
+        """End the watch and close its connection (once)."""
+        self._close()
+
+    async def __aenter__(self) -> "AsyncWatch":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self._close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else (self.endpoint or "between streams")
+        return f"<AsyncWatch {self.prefix!r} last index {self.last_index} {state}>"
 
 
 class AsyncClient:
@@ -317,6 +540,16 @@ class AsyncClient:
 
     async def set_policy(self, rules: Sequence[Mapping[str, Any]]) -> None:
         await self._call(C.policy_put_op([dict(r) for r in rules]))
+
+    def watch(
+        self, prefix: str = "", from_index: Optional[int] = None, *, idle_timeout: float = C.WATCH_IDLE
+    ) -> AsyncWatch:
+        """Follow every change under ``prefix`` from log index
+        ``from_index`` (see :meth:`lockd_client.Client.watch`): an
+        :class:`AsyncWatch`, used as ``async for event in client.watch(...)``.
+        Bad arguments raise here."""
+        C.check_text("prefix", prefix)
+        return AsyncWatch(self, prefix, C.check_index("from_index", from_index), C.idle_seconds(idle_timeout))
 
     async def status(self, endpoint: Optional[str] = None) -> Dict[str, Any]:
         op = C.Op(method="GET", path="/v1/status", what="status", kind="read", idempotent=True)

@@ -17,9 +17,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from . import _core as C
 from . import errors as E
 
-__all__ = ["Client", "Lock"]
+__all__ = ["Client", "Lock", "Watch"]
 
 _POOL_PER_NODE = 16
+_READ_MAX = 64 * 1024
 
 
 class _Transport:
@@ -102,6 +103,181 @@ class _Transport:
             self._idle.clear()
         for c in conns:
             c.close()
+
+
+class _Stream:
+    """A watch's own connection (never pooled), open while it streams.
+
+    Holds no reference to its :class:`Watch`, so that a watch dropped
+    without :meth:`Watch.close` closes it from a finalizer.
+    """
+
+    def __init__(self, transport: _Transport) -> None:
+        self._transport = transport
+        self._mu = threading.Lock()
+        self._conn: Optional[http.client.HTTPConnection] = None
+        self._resp: Optional[http.client.HTTPResponse] = None
+        self._shut = False
+        self.endpoint: Optional[C.Endpoint] = None
+
+    def open(self, x: C.OpenStream) -> C.Reply:
+        self.close()
+        conn = self._transport._new(x.endpoint)
+        with self._mu:
+            shut = self._shut
+            if not shut:
+                self._conn = conn
+        if shut:
+            conn.close()
+            raise C.NotSent("the watch was closed")
+        headers = C.headers_for(self._transport._headers, x.endpoint)
+        headers["Accept"] = "text/event-stream"
+        try:
+            assert conn.sock is not None
+            conn.sock.settimeout(x.timeout)
+            conn.request("GET", x.path, headers=headers)
+            resp = conn.getresponse()
+            data = b"" if resp.status == 200 else resp.read()
+            if resp.status == 200:
+                assert conn.sock is not None
+                conn.sock.settimeout(x.idle)  # a read past it is a broken stream
+        except (OSError, http.client.HTTPException, ValueError, AssertionError) as e:
+            self.close()
+            raise C.NoAnswer(e, False) from None
+        reply = (resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
+        if resp.status != 200:
+            self.close()
+            return reply
+        with self._mu:
+            if self._conn is conn:
+                self._resp = resp
+                self.endpoint = x.endpoint
+        return reply
+
+    def read(self) -> bytes:
+        resp = self._resp
+        if resp is None:
+            raise C.NoAnswer(ConnectionError("the stream is closed"), False)
+        try:
+            return resp.read1(_READ_MAX)
+        # AttributeError: close() in another thread took the response's
+        # file away in the middle of the read.
+        except (OSError, http.client.HTTPException, ValueError, AttributeError) as e:
+            self.close()
+            raise C.NoAnswer(e, False) from None
+
+    def close(self) -> None:
+        """Close the connection; from any thread (a read blocked in another
+        thread returns at once)."""
+        with self._mu:
+            conn, self._conn, self._resp, self.endpoint = self._conn, None, None, None
+        if conn is None:
+            return
+        sock = conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        conn.close()
+
+    def shut(self) -> None:
+        """Close the connection for good: no stream opens after this."""
+        with self._mu:
+            self._shut = True
+        self.close()
+
+
+class Watch:
+    """The changes under a prefix, as :meth:`Client.watch` returns them: an
+    iterator of :class:`~lockd_client.WatchEvent` (one log entry's changes)
+    and :class:`~lockd_client.Progress` (everything up to an index was
+    delivered), in log order, without an end.
+
+    It resumes by itself: when its stream breaks, stays silent for
+    ``idle_timeout`` or its node shuts down, it watches again on the next
+    endpoint from the index after the last event delivered, so it yields
+    every change once. It raises :class:`~lockd_client.errors.WatchCut`
+    when that cannot work (``compacted``, ``watch_behind``), and
+    :class:`~lockd_client.errors.Unavailable` when no node served it for
+    ``retry_for``. Any exception out of :meth:`__next__` ends it.
+
+    :meth:`close` (or the end of a ``with`` block, or dropping the last
+    reference to it) closes its connection; it may be called from another
+    thread to end a :meth:`__next__` waiting there, which then stops the
+    iteration.
+    """
+
+    def __init__(self, client: "Client", prefix: str, from_index: Optional[int], idle: float) -> None:
+        self.prefix = prefix
+        #: The log index of the last event delivered (``None`` before the
+        #: first): a new watch from ``last_index + 1`` goes on from here.
+        self.last_index: Optional[int] = None
+        self._plan = C.watch_plan(client._router, client._settings, prefix, from_index, idle)
+        self._stream = _Stream(client._transport)
+        self._mu = threading.Lock()  # the plan runs in one thread at a time
+        self._closed = False
+        self._finalize = weakref.finalize(self, self._stream.shut)
+
+    @property
+    def endpoint(self) -> Optional[str]:
+        """The node whose stream is open now (``None`` between streams)."""
+        ep = self._stream.endpoint
+        return ep.url if ep is not None else None
+
+    def __iter__(self) -> "Watch":
+        return self
+
+    def _step(self, reply: Any = None, error: Optional[BaseException] = None) -> Any:
+        with self._mu:
+            if self._closed:
+                raise StopIteration
+            return self._plan.throw(error) if error is not None else self._plan.send(reply)
+
+    def __next__(self) -> Union[C.WatchEvent, C.Progress]:
+        try:
+            step = self._step()
+            while True:
+                if isinstance(step, (C.WatchEvent, C.Progress)):
+                    self.last_index = step.index
+                    return step
+                if isinstance(step, C.Sleep):
+                    time.sleep(step.seconds)
+                    step = self._step()
+                    continue
+                if isinstance(step, C.CloseStream):
+                    self._stream.close()
+                    step = self._step()
+                    continue
+                try:
+                    reply = self._stream.open(step) if isinstance(step, C.OpenStream) else self._stream.read()
+                except (C.NotSent, C.NoAnswer) as e:
+                    step = self._step(error=e)
+                else:
+                    step = self._step(reply)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """End the watch and close its connection (once; from any thread)."""
+        self._closed = True
+        self._finalize()
+        try:
+            with self._mu:
+                self._plan.close()
+        except ValueError:
+            pass
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else (self.endpoint or "between streams")
+        return f"<Watch {self.prefix!r} last index {self.last_index} {state}>"
 
 
 class Client:
@@ -273,6 +449,22 @@ class Client:
         """Replace the lock module's policy rules (admin; world 0.2), e.g.
         ``[{"prefix": "tmp/", "max_lease_ms": 60000}, {"prefix": "frozen/", "reserved": True}]``."""
         self._call(C.policy_put_op([dict(r) for r in rules]))
+
+    def watch(
+        self, prefix: str = "", from_index: Optional[int] = None, *, idle_timeout: float = C.WATCH_IDLE
+    ) -> Watch:
+        """Follow every change under ``prefix`` (``""``: every key) from log
+        index ``from_index`` (``None``: from the next entry applied): a
+        :class:`Watch`, an iterator of :class:`~lockd_client.WatchEvent`
+        and :class:`~lockd_client.Progress`. Any node answers it (it is not
+        forwarded to the leader), on a connection of its own.
+
+        A stream silent for ``idle_timeout`` seconds is taken for broken
+        and resumed elsewhere (the node says where it is every 5 s: keep it
+        well above that). See docs/watch.md.
+        """
+        C.check_text("prefix", prefix)
+        return Watch(self, prefix, C.check_index("from_index", from_index), C.idle_seconds(idle_timeout))
 
     def status(self, endpoint: Optional[str] = None) -> Dict[str, Any]:
         """``/v1/status`` of one node (``endpoint``), or of any node."""

@@ -36,6 +36,9 @@ class                  HTTP    meaning
                                taken effect
 ``LeaseEnded``         (none)  a held lock's lease ended (locally) before a
                                renewal got through: ``lost`` is set
+``WatchCut``           410     a watch cannot go on from where it is
+                       (none)  (``compacted``, ``watch_behind``): list the
+                               prefix, then watch from the list's index
 ``ProtocolError``      (any)   an answer this client does not understand
 =====================  ======  ===============================================
 """
@@ -60,6 +63,7 @@ __all__ = [
     "Unavailable",
     "OutcomeUnknown",
     "LeaseEnded",
+    "WatchCut",
     "ProtocolError",
 ]
 
@@ -68,9 +72,11 @@ class LockdError(Exception):
     """Base class of every error the client raises for the cluster.
 
     ``status`` is the HTTP status of the answer (``None`` when no answer
-    came), ``message`` the node's ``error`` text (or the client's own),
-    ``body`` the whole JSON body of the answer, ``endpoint`` the node that
-    answered or was tried last.
+    came), ``code`` the node's stable error code (``"held"``,
+    ``"not_leader"``, ...; the list is in docs/api.md; ``None`` when the
+    client raised it on its own), ``message`` the node's ``error`` text (or
+    the client's own), ``body`` the whole JSON body of the answer,
+    ``endpoint`` the node that answered or was tried last.
     """
 
     def __init__(
@@ -86,6 +92,8 @@ class LockdError(Exception):
         self.status = status
         self.body = dict(body) if body else {}
         self.endpoint = endpoint
+        c = self.body.get("code")
+        self.code: Optional[str] = c if isinstance(c, str) else None
 
     def __str__(self) -> str:
         where = f" ({self.endpoint}, HTTP {self.status})" if self.status else ""
@@ -160,6 +168,35 @@ class LeaseEnded(LockdError):
     (the cluster could not be reached in time, or the process was paused):
     it must be taken as lost. The reason a lock's ``lost`` event was set,
     beside a refused keepalive (``NotHeld``, ``WrongToken``, ``Forbidden``)."""
+
+
+class WatchCut(LockdError):
+    """A watch ended where resuming cannot mend it; the changes after
+    ``resume_from`` (the next log index the watch wanted) are gone.
+
+    ``code``: ``"compacted"`` (the node no longer keeps changes that old:
+    410 for a ``from`` older than it keeps, with ``first``, the first index
+    kept, and ``applied``, the index its state is at; or a snapshot it
+    installed past the stream's position) or ``"watch_behind"`` (the caller
+    read so slowly that the changes it had not read were dropped). Resync:
+    list the prefix (``ListPage.index``), then watch from ``index + 1``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        resume_from: Optional[int] = None,
+        first: Optional[int] = None,
+        applied: Optional[int] = None,
+        **kw: Any,
+    ) -> None:
+        super().__init__(message, **kw)
+        self.code = code
+        self.resume_from = resume_from
+        self.first = first
+        self.applied = applied
 
 
 class ProtocolError(LockdError):

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use lockd_proto::{ClientRequest, ClientResponse, LockView, WireError};
+use lockd_proto::{ClientRequest, ClientResponse, ErrorCode, LockView, WireError};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -74,24 +74,28 @@ pub(super) async fn serve(
                         let (node, tx) = (node.clone(), tx.clone());
                         let peer = peer.clone();
                         tasks.spawn(async move {
-                            let body = match authorize(&node, &who, &env.body, &peer) {
+                            let (body, code) = match authorize(&node, &who, &env.body, &peer) {
                                 Ok(access) => match env.body {
                                     ClientRequest::Watch(w) => {
                                         return native_watch::stream(&node, w, &access, env.id, &tx).await
                                     }
                                     body => handle_client(&node, body, &access).await,
                                 },
-                                Err(denied) => ClientResponse::Error(match denied {
-                                    Denied::Unauthenticated(m) => WireError::Unauthenticated(m),
-                                    Denied::Forbidden(m) => WireError::Forbidden(m),
-                                }),
+                                Err(denied) => {
+                                    let e = match denied {
+                                        Denied::Unauthenticated(m) => WireError::Unauthenticated(m),
+                                        Denied::Forbidden(m) => WireError::Forbidden(m),
+                                    };
+                                    let code = e.code();
+                                    (ClientResponse::Error(e), Some(code))
+                                }
                             };
-                            let _ = tx.send(Outgoing { env: Envelope { id: env.id, body }, written: None });
+                            let _ = tx.send(Outgoing::answer(env.id, body, code));
                         });
                     }
                     Err(e) => {
                         let body = ClientResponse::Error(WireError::BadRequest(format!("request frame does not decode: {e}")));
-                        let _ = tx.send(Outgoing { env: Envelope { id: 0, body }, written: None });
+                        let _ = tx.send(Outgoing::answer(0, body, Some(ErrorCode::BadRequest)));
                     }
                 },
                 Some(Err(e)) => {
@@ -109,8 +113,8 @@ pub(super) async fn serve(
                 None => return,
             },
             Some(out) = rx.recv() => {
-                let Ok(bytes) = frame::encode(&out.env) else { continue };
-                if sink.send(bytes).await.is_err() {
+                let Ok(bytes) = out.encode() else { continue };
+                if sink.send(bytes.into()).await.is_err() {
                     return;
                 }
                 if let Some(written) = out.written {
@@ -171,7 +175,12 @@ fn wire_error(node: &Services, e: ServiceError) -> WireError {
     }
 }
 
-async fn handle_client(node: &Services, req: ClientRequest, access: &Access) -> ClientResponse {
+/// The answer to `req`, and an error's precise code.
+async fn handle_client(
+    node: &Services,
+    req: ClientRequest,
+    access: &Access,
+) -> (ClientResponse, Option<ErrorCode>) {
     let key = |k: Vec<u8>| String::from_utf8(k).map_err(|_| ServiceError::KeyNotUtf8);
     let by = native_locks::bound_to(access);
     let result = match req {
@@ -239,5 +248,11 @@ async fn handle_client(node: &Services, req: ClientRequest, access: &Access) -> 
             "a watch is a stream, not a request".into(),
         )),
     };
-    result.unwrap_or_else(|e| ClientResponse::Error(wire_error(node, e)))
+    match result {
+        Ok(r) => (r, None),
+        Err(e) => {
+            let code = e.code();
+            (ClientResponse::Error(wire_error(node, e)), Some(code))
+        }
+    }
 }

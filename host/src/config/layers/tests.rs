@@ -67,6 +67,18 @@ fn precedence_is_default_file_env_flag() {
 }
 
 #[test]
+fn durations_are_read_alike_from_a_flag_the_environment_and_the_file() {
+    let f = file("heartbeat_ms = \"50ms\"\nelection_timeout_ms = 300\n");
+    let path = f.path().to_str().unwrap();
+    let env = [("LOCKD_MAX_LEASE_MS", "1h")];
+    let (s, _) = run(&["--config", path, "--max-wait-ms", "1m30s"], &env).unwrap();
+    assert_eq!(s.tuning.raft.heartbeat_ms, 50);
+    assert_eq!(s.tuning.raft.election_timeout_ms, 300);
+    assert_eq!(s.tuning.limits.max_lease_ms, 3_600_000);
+    assert_eq!(s.tuning.limits.max_wait_ms, 90_000);
+}
+
+#[test]
 fn bad_values_name_the_setting_and_their_source() {
     let e = run(&[], &[("LOCKD_HEARTBEAT_MS", "fast")])
         .unwrap_err()
@@ -75,7 +87,7 @@ fn bad_values_name_the_setting_and_their_source() {
         e.contains("LOCKD_HEARTBEAT_MS") && e.contains("--heartbeat-ms") && e.contains("\"fast\""),
         "{e}"
     );
-    assert!(e.contains("invalid digit"), "{e}");
+    assert!(e.contains("is not a duration like 10s"), "{e}");
     let e = run(&[], &[("LOCKD_JOIN", "yes")]).unwrap_err().to_string();
     assert!(
         e.contains("LOCKD_JOIN") && e.contains("true or false"),
@@ -89,14 +101,21 @@ fn bad_values_name_the_setting_and_their_source() {
         e.contains("`max_waiters` in the config file") && e.contains("--max-waiters"),
         "{e}"
     );
-    let f = file("heartbeat_ms = \"40\"\n");
+    let f = file("max_waiters = \"40\"\n");
     let e = run(&["--config", f.path().to_str().unwrap()], &[])
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("`heartbeat_ms`") && e.contains("expected an integer"),
+        e.contains("`max_waiters`") && e.contains("expected an integer"),
         "{e}"
     );
+    let f = file("heartbeat_ms = true\n");
+    let e = run(&["--config", f.path().to_str().unwrap()], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("expected a duration"), "{e}");
+    let e = run(&["--idle-timeout-ms", "1.5ms"], &[]).unwrap_err();
+    assert!(e.to_string().contains("finer than a millisecond"), "{e}");
     let f = file("heartbeat = 40\n");
     let e = run(&["--config", f.path().to_str().unwrap()], &[]).unwrap_err();
     assert!(
