@@ -191,10 +191,12 @@ pub struct AdminAction {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Capacity {
     /// The most holdings the cluster keeps (a shared or semaphore key
-    /// counts each holder).
+    /// counts each holder); at least 1.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub max_held: u64,
     /// The most key bytes those holdings may have together (a key held by
-    /// N holders counts N times).
+    /// N holders counts N times); at least 1.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub max_key_bytes: u64,
 }
 

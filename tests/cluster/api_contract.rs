@@ -17,88 +17,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lock_tests::openapi::{check, full_body, markdown, methods, operations, response_schema};
+use lock_tests::contract::{self, call, concrete, Answer};
+use lock_tests::openapi::{full_body, markdown, methods, operations};
 use serde_json::{json, Value};
 
 const WITHIN: Duration = Duration::from_secs(20);
 
-struct Answer {
-    status: u16,
-    content_type: String,
-    text: String,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.text).unwrap_or(Value::Null)
-    }
-}
-
-fn call(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Answer {
-    let req = ureq::request(&method.to_uppercase(), &format!("http://{addr}{path}"))
-        .timeout(Duration::from_secs(10));
-    let sent = match body {
-        Some(b) => req.send_json(b.clone()),
-        None => req.call(),
-    };
-    let resp = match sent {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{method} {path}: {e}"),
-    };
-    Answer {
-        status: resp.status(),
-        content_type: resp.content_type().to_string(),
-        text: resp.into_string().unwrap_or_default(),
-    }
-}
-
-/// A documented path with its parameters filled in.
-fn concrete(path: &str) -> String {
-    path.replace("{key}", "contract/probe")
-        .replace("{token}", "1")
-        .replace(
-            "/module-keys/contract/probe",
-            &format!("/module-keys/{}", "0".repeat(64)),
-        )
-}
-
-/// `answer` fits what the document says `method path` answers with its
-/// status (JSON bodies strictly; others by content type).
+/// `answer` fits what the document says `method path` answers.
 fn fits(doc: &Value, path: &str, method: &str, answer: &Answer) {
-    let documented = &doc["paths"][path][method]["responses"][answer.status.to_string()];
-    assert!(
-        documented.is_object(),
-        "{} {path} answered {} ({}), which the document does not list",
-        method.to_uppercase(),
-        answer.status,
-        answer.text
-    );
-    match response_schema(doc, path, method, answer.status) {
-        Some(schema) => {
-            assert!(
-                answer.content_type.starts_with("application/json"),
-                "{path}: {}",
-                answer.content_type
-            );
-            let at = format!("{} {path} {}", method.to_uppercase(), answer.status);
-            if let Err(e) = check(doc, schema, &answer.json(), &at) {
-                panic!("{e}\nthe answer: {}", answer.text);
-            }
-        }
-        None => {
-            let types: Vec<&String> = documented["content"]
-                .as_object()
-                .map(|c| c.keys().collect())
-                .unwrap_or_default();
-            assert!(
-                types
-                    .iter()
-                    .any(|t| answer.content_type.starts_with(t.as_str())),
-                "{path}: answered {}, documented {types:?}",
-                answer.content_type
-            );
-        }
+    if let Err(e) = contract::fits(doc, path, method, answer) {
+        panic!("{e}");
     }
 }
 

@@ -14,6 +14,7 @@
 //! <name>` runs one.
 
 mod api_contract;
+mod api_generated;
 mod audit_divergence;
 mod bad_input_http;
 mod bad_input_native;

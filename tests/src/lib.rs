@@ -17,6 +17,8 @@
 //! * [`netns`]: one network namespace per node, for partitions.
 //! * [`raw`]: raw sockets to a node (framed hellos, half-sent heads,
 //!   other loopback source addresses).
+//! * [`contract`]: calls checked against the OpenAPI document, and request
+//!   bodies generated from its schemas (valid, and one step past).
 //! * [`fixtures`]: the hostile guest components built by `build.rs`.
 //! * [`golden`]: golden bytes of the persisted and wire formats, and the
 //!   sample values the format tests encode.
@@ -37,6 +39,7 @@
 //!   (`scenarios-0.2/*.txt`).
 
 pub mod cluster;
+pub mod contract;
 pub mod fixtures;
 pub mod golden;
 pub mod jepsen;

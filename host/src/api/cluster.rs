@@ -117,7 +117,10 @@ pub async fn members_list(State(node): State<Arc<Services>>) -> Json<Vec<Member>
 #[serde(deny_unknown_fields)]
 pub struct AddMember {
     id: u64,
-    /// The address its peers reach it at (its `--advertise-addr`).
+    /// The address its peers reach it at (its `--advertise-addr`): HOST:PORT
+    /// with a port from 1 to 65535; anything else is refused (400,
+    /// `bad_address`) before it is dialled.
+    #[schema(pattern = "^[^\\s/]+:[0-9]{1,5}$", example = "127.0.0.1:7404")]
     addr: String,
 }
 

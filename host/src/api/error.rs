@@ -194,7 +194,10 @@ impl From<UpgradeError> for ApiError {
             U::Refused(MigrateError::Signature(_)) => {
                 (StatusCode::FORBIDDEN, ErrorCode::BadSignature)
             }
-            U::Key(KeyError::NotAKey { .. }) => (StatusCode::BAD_REQUEST, ErrorCode::BadModuleKey),
+            // Well-formed (64 hex digits) but not a usable key.
+            U::Key(KeyError::NotAKey { .. }) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::BadModuleKey)
+            }
             U::Key(KeyError::Full { .. }) => (StatusCode::CONFLICT, ErrorCode::BadModuleKey),
             U::Key(KeyError::NotTrusted(_)) => (StatusCode::NOT_FOUND, ErrorCode::BadModuleKey),
             U::Refused(MigrateError::Load(

@@ -49,11 +49,14 @@ const DEFAULT_LIST: u32 = 100;
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AcquireBody {
-    /// How long the lock is held unless renewed (at most `--max-lease-ms`).
+    /// How long the lock is held unless renewed: at least 1, at most the
+    /// node's `--max-lease-ms` (the maximum here is its default).
+    #[schema(minimum = 1, maximum = 3_600_000)]
     lease_ms: u64,
     /// How long to wait for the key when it is busy (0: try once; at most
-    /// `--max-wait-ms`).
+    /// the node's `--max-wait-ms`, whose default is the maximum here).
     #[serde(default)]
+    #[schema(maximum = 600_000)]
     wait_ms: u64,
     #[serde(default)]
     mode: LockMode,
@@ -66,10 +69,12 @@ pub struct AcquireBody {
     limit: Option<u32>,
     /// Who holds it, for people (world 0.2).
     #[serde(default)]
+    #[schema(max_length = 256)]
     owner: String,
     /// Makes a retry safe: the same owner and request id get the grant
     /// that committed (also the `Idempotency-Key` header).
     #[serde(default)]
+    #[schema(max_length = 128)]
     request_id: Option<String>,
 }
 
@@ -258,7 +263,8 @@ pub struct Lock<'a> {
         (status = 409, description = "still busy after the wait", body = ErrorBody),
         (status = 422, description = "the module cannot serve the mode or limit, or the limit differs from the holders'", body = ErrorBody),
         (status = 429, description = "a quota is used up, or as many callers wait as the limits allow (Retry-After)", body = ErrorBody),
-        (status = 503, description = "no leader known", body = ErrorBody)))]
+        (status = 503, description = "no leader known", body = ErrorBody),
+        (status = 507, description = "the cluster's capacity bound is reached (`code`: `capacity`)", body = ErrorBody)))]
 pub async fn acquire(
     l: Lock<'_>,
     headers: &HeaderMap,

@@ -10,10 +10,11 @@ use crate::raft::{leader_hint, Node, NodeId};
 
 /// The longest key accepted, in bytes.
 pub const MAX_KEY_BYTES: usize = 1024;
-/// The longest owner (session) name accepted, in bytes.
-pub const MAX_OWNER_BYTES: usize = 256;
-/// The longest request id (idempotency key) accepted, in bytes.
-pub const MAX_REQUEST_ID_BYTES: usize = 128;
+/// The longest owner (session) name accepted, in characters (what the
+/// OpenAPI document's `maxLength` counts; at most 4 bytes each).
+pub const MAX_OWNER_CHARS: usize = 256;
+/// The longest request id (idempotency key) accepted, in characters.
+pub const MAX_REQUEST_ID_CHARS: usize = 128;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Acquired {
@@ -39,7 +40,7 @@ pub enum ServiceError {
     BadLimit { got: u32, max: u32 },
     #[error("the lock module refused the policy: {0}")]
     PolicyRefused(String),
-    #[error("{field} is {got} bytes; at most {max} are allowed")]
+    #[error("{field} is {got} characters; at most {max} are allowed")]
     FieldTooLong {
         field: &'static str,
         got: usize,

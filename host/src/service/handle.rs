@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::actor::{self, Msg};
 use super::barrier;
 use super::clock::{LeaseClock, TableClock};
-use super::error::{check_key, Acquired, ServiceError, MAX_OWNER_BYTES, MAX_REQUEST_ID_BYTES};
+use super::error::{check_key, Acquired, ServiceError, MAX_OWNER_CHARS, MAX_REQUEST_ID_CHARS};
 use super::proposer::Proposer;
 use super::stats::ServiceStats;
 use super::table::{Spec, WaitLimits};
@@ -385,15 +385,12 @@ impl Drop for GoneGuard<'_> {
 /// The bounds on what an acquire carries besides key and lease.
 fn check_spec(spec: &Spec) -> Result<(), ServiceError> {
     for (field, value, max) in [
-        ("owner", &spec.owner, MAX_OWNER_BYTES),
-        ("request id", &spec.request_id, MAX_REQUEST_ID_BYTES),
+        ("owner", &spec.owner, MAX_OWNER_CHARS),
+        ("request id", &spec.request_id, MAX_REQUEST_ID_CHARS),
     ] {
-        if value.len() > max {
-            return Err(ServiceError::FieldTooLong {
-                field,
-                got: value.len(),
-                max,
-            });
+        let got = value.chars().count();
+        if got > max {
+            return Err(ServiceError::FieldTooLong { field, got, max });
         }
     }
     Ok(())

@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use lockd_core::signature::ModuleKey;
 use lockd_proto::signature::{ModuleKeyReply, ModuleKeys};
+use lockd_proto::ErrorCode;
 use serde::Deserialize;
 
 use crate::api::authorize::AdminOutcome;
@@ -27,12 +28,18 @@ pub async fn module_keys_get(State(node): State<Arc<Services>>) -> Json<ModuleKe
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrustKey {
-    /// An ed25519 public key, 64 hex digits.
+    /// An ed25519 public key, 64 hex digits (one that is not a usable
+    /// key is refused with 422).
+    #[schema(
+        pattern = "^[0-9a-fA-F]{64}$",
+        example = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
+    )]
     key: String,
 }
 
 fn module_key(text: &str) -> Result<ModuleKey, ApiError> {
-    ModuleKey::parse(text).map_err(|e| ApiError::bad_request(e.to_string()))
+    ModuleKey::parse(text)
+        .map_err(|e| ApiError::bad_request(e.to_string()).with_code(ErrorCode::BadModuleKey))
 }
 
 /// A module-key answer, with its index for the admin audit trail.
