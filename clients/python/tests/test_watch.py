@@ -26,6 +26,7 @@ from lockd_client import (
     WatchEvent,
 )
 from lockd_client import _core as C
+from lockd_client import _watch as W
 from lockd_cluster import Cluster, free_port
 
 Seen = Tuple[str, str, Optional[int]]
@@ -91,12 +92,12 @@ def strictly_increasing(events: List[Any]) -> bool:
 # ------------------------------------------------------------------ parser
 
 
-def sse(data: bytes, pieces: Optional[int] = None) -> List[C.SSEMessage]:
+def sse(data: bytes, pieces: Optional[int] = None) -> List[W.SSEMessage]:
     """What the parser makes of ``data`` fed whole, or in pieces of ``pieces`` bytes."""
-    p = C.SSEParser()
+    p = W.SSEParser()
     if pieces is None:
         return p.feed(data)
-    out: List[C.SSEMessage] = []
+    out: List[W.SSEMessage] = []
     for i in range(0, len(data), pieces):
         out += p.feed(data[i : i + pieces])
     return out
@@ -111,10 +112,10 @@ STREAM = (
     b"event: changes\ndata: unfinished\n"
 )
 PARSED = [
-    C.SSEMessage("progress", '{"index":41}', "41"),
-    C.SSEMessage("changes", '{"index":42,\n"changes":[]}', "42"),
-    C.SSEMessage("cut", '{"code":"compacted"}', None),
-    C.SSEMessage("message", "plain \u00e9", None),
+    W.SSEMessage("progress", '{"index":41}', "41"),
+    W.SSEMessage("changes", '{"index":42,\n"changes":[]}', "42"),
+    W.SSEMessage("cut", '{"code":"compacted"}', None),
+    W.SSEMessage("message", "plain \u00e9", None),
 ]
 
 
@@ -127,25 +128,25 @@ def test_the_parser_reads_crlf_cr_lf_comments_and_data_lines_in_any_pieces(piece
 
 
 def test_the_parser_edge_cases():
-    assert sse(b"data\n\n") == [C.SSEMessage("message", "", None)]  # a field without a colon
-    assert sse(b"data:\ndata:\n\n") == [C.SSEMessage("message", "\n", None)]
-    assert sse(b"data:  two spaces\n\n") == [C.SSEMessage("message", " two spaces", None)]
+    assert sse(b"data\n\n") == [W.SSEMessage("message", "", None)]  # a field without a colon
+    assert sse(b"data:\ndata:\n\n") == [W.SSEMessage("message", "\n", None)]
+    assert sse(b"data:  two spaces\n\n") == [W.SSEMessage("message", " two spaces", None)]
     assert sse(b"event: progress\nid: 3\n\n") == []  # no data: no message
-    assert sse(b"retry: 10\nfoo: bar\ndata: x\n\n") == [C.SSEMessage("message", "x", None)]
-    assert sse(b"data: x\r\r\n") == [C.SSEMessage("message", "x", None)]  # CR, then a blank CRLF line
-    assert sse(b"id: a\0b\ndata: x\n\n") == [C.SSEMessage("message", "x", None)]  # an id with NUL is ignored
-    assert sse(b"data: \xff\n\n") == [C.SSEMessage("message", "\ufffd", None)]
+    assert sse(b"retry: 10\nfoo: bar\ndata: x\n\n") == [W.SSEMessage("message", "x", None)]
+    assert sse(b"data: x\r\r\n") == [W.SSEMessage("message", "x", None)]  # CR, then a blank CRLF line
+    assert sse(b"id: a\0b\ndata: x\n\n") == [W.SSEMessage("message", "x", None)]  # an id with NUL is ignored
+    assert sse(b"data: \xff\n\n") == [W.SSEMessage("message", "\ufffd", None)]
     # Each message has its own event name and id.
     assert sse(b"event: a\nid: 1\ndata: x\n\ndata: y\n\n") == [
-        C.SSEMessage("a", "x", "1"),
-        C.SSEMessage("message", "y", None),
+        W.SSEMessage("a", "x", "1"),
+        W.SSEMessage("message", "y", None),
     ]
 
 
 def test_watch_messages_are_read_into_events():
     ep = C.parse_endpoint("127.0.0.1:1", "http")
-    m = C.watch_message(
-        C.SSEMessage(
+    m = W.watch_message(
+        W.SSEMessage(
             "changes",
             '{"index":45,"changes":[{"type":"granted","key":"k","lease_ms":1500,"mode":"shared","limit":3,'
             '"principal":"p","owner":"o"},{"type":"released","key":"k","token":17}]}',
@@ -162,14 +163,14 @@ def test_watch_messages_are_read_into_events():
         ],
     )
     assert m.changes[0].lease == 1.5 and m.changes[1].lease is None
-    assert C.watch_message(C.SSEMessage("progress", '{"index":41}', "41"), "watch", ep) == Progress(41)
-    cut = C.watch_message(
-        C.SSEMessage("cut", '{"code":"watch_behind","error":"behind","resume_from":9}'), "watch", ep
+    assert W.watch_message(W.SSEMessage("progress", '{"index":41}', "41"), "watch", ep) == Progress(41)
+    cut = W.watch_message(
+        W.SSEMessage("cut", '{"code":"watch_behind","error":"behind","resume_from":9}'), "watch", ep
     )
     assert isinstance(cut, WatchCut) and cut.code == "watch_behind" and cut.resume_from == 9
-    assert C.watch_message(C.SSEMessage("message", "hello"), "watch", ep) is None  # skipped
+    assert W.watch_message(W.SSEMessage("message", "hello"), "watch", ep) is None  # skipped
     with pytest.raises(Exception) as e:
-        C.watch_message(C.SSEMessage("changes", '{"index":1}'), "watch", ep)
+        W.watch_message(W.SSEMessage("changes", '{"index":1}'), "watch", ep)
     assert type(e.value).__name__ == "ProtocolError"
 
 
@@ -180,49 +181,49 @@ def test_the_plan_resumes_on_the_next_node_after_a_shutdown_or_a_break():
     """The watch plan driven by hand: what it asks for, given what nodes answer."""
     eps = C.parse_endpoints(["127.0.0.1:1", "127.0.0.1:2"], "http")
     s = C.Settings(timeout=5, connect_timeout=2, retry_for=10)
-    plan = C.watch_plan(C.Router(eps), s, "jobs/", None, 30.0)
+    plan = W.watch_plan(C.Router(eps), s, "jobs/", None, 30.0)
     step = next(plan)
-    assert isinstance(step, C.OpenStream) and step.endpoint == eps[0]
+    assert isinstance(step, W.OpenStream) and step.endpoint == eps[0]
     assert step.path == "/v1/watch?prefix=jobs%2F" and step.idle == 30.0
-    assert isinstance(plan.send((200, SSE_HEAD, b"")), C.ReadStream)
+    assert isinstance(plan.send((200, SSE_HEAD, b"")), W.ReadStream)
     assert plan.send(b'event: progress\nid: 41\ndata: {"index":41}\n\n') == Progress(41)
-    assert isinstance(plan.send(None), C.ReadStream)
+    assert isinstance(plan.send(None), W.ReadStream)
     ev = plan.send(
         b'event: changes\r\nid: 42\r\ndata: {"index":42,"changes":[{"type":"released","key":"jobs/a","token":7}]}\r\n\r\n'
         b'event: cut\r\ndata: {"code":"shutting_down","error":"bye","resume_from":44}\r\n\r\n'
     )
     assert ev == WatchEvent(42, [Change("released", "jobs/a", 7)])
     # The node shuts down: the next node, from the index the cut names.
-    assert isinstance(plan.send(None), C.CloseStream)
+    assert isinstance(plan.send(None), W.CloseStream)
     step = plan.send(None)
-    assert isinstance(step, C.OpenStream) and step.endpoint == eps[1] and step.path.endswith("&from=44")
+    assert isinstance(step, W.OpenStream) and step.endpoint == eps[1] and step.path.endswith("&from=44")
     # A 503: every node failed in a row, so a short pause, then the next
     # node (the first again), from the same index.
     step = plan.send((503, {}, b'{"error":"the node is shutting down"}'))
     assert isinstance(step, C.Sleep) and 0 < step.seconds <= 0.25
     step = plan.send(None)
-    assert isinstance(step, C.OpenStream) and step.endpoint == eps[0] and step.path.endswith("&from=44")
-    assert isinstance(plan.send((200, SSE_HEAD, b"")), C.ReadStream)
+    assert isinstance(step, W.OpenStream) and step.endpoint == eps[0] and step.path.endswith("&from=44")
+    assert isinstance(plan.send((200, SSE_HEAD, b"")), W.ReadStream)
     assert plan.send(b'event: progress\nid: 50\ndata: {"index":50}\n\n') == Progress(50)
     # A break: from the index after the last event delivered, elsewhere.
     plan.send(None)
-    assert isinstance(plan.throw(C.NoAnswer(TimeoutError("timed out"), False)), C.CloseStream)
+    assert isinstance(plan.throw(C.NoAnswer(TimeoutError("timed out"), False)), W.CloseStream)
     step = plan.send(None)
-    assert isinstance(step, C.OpenStream) and step.endpoint == eps[1] and step.path.endswith("&from=51")
+    assert isinstance(step, W.OpenStream) and step.endpoint == eps[1] and step.path.endswith("&from=51")
     with pytest.raises(WatchCut) as e:
         plan.send((410, {}, b'{"error":"gone","code":"compacted","first":60,"applied":70}'))
     assert (e.value.code, e.value.resume_from, e.value.first, e.value.applied, e.value.status) == (
         "compacted", 51, 60, 70, 410,
     )
 
-    plan = C.watch_plan(C.Router(eps), s, "", 5, 30.0)
+    plan = W.watch_plan(C.Router(eps), s, "", 5, 30.0)
     assert next(plan).path == "/v1/watch?prefix=&from=5"
     plan.send((200, SSE_HEAD, b""))
     with pytest.raises(WatchCut) as e:
         plan.send(b'event: cut\ndata: {"code":"watch_behind","error":"behind","resume_from":9}\n\n')
     assert (e.value.code, e.value.resume_from, e.value.status) == ("watch_behind", 9, None)
 
-    plan = C.watch_plan(C.Router(eps), s, "", None, 30.0)
+    plan = W.watch_plan(C.Router(eps), s, "", None, 30.0)
     next(plan)
     with pytest.raises(TooManyRequests):
         plan.send((429, {"retry-after": "1"}, b'{"error":"too many","code":"too_many_watchers"}'))

@@ -21,15 +21,15 @@
 //! that path.
 //!
 //! The module keys change through the log as well ([`Upgrader::trust_key`],
-//! [`Upgrader::untrust_key`]): the leader applies the entry to a copy of
-//! its set first, so a key that is malformed, unknown or one too many is
-//! refused with nothing proposed; apply decides again on every node.
+//! [`Upgrader::untrust_key`]; with the capacity bounds, in `settings`):
+//! the leader applies the entry to a copy of its set first, so a key that
+//! is malformed, unknown or one too many is refused with nothing proposed;
+//! apply decides again on every node.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use lockd_proto::signature::{ModuleKeyReply, ModuleKeyResult};
-use lockd_proto::{Capacity, CapacityStatus, UpgradeReply, UpgradeResult};
+use lockd_proto::{UpgradeReply, UpgradeResult};
 use thiserror::Error;
 
 use lockd_proto::signature::Purpose;
@@ -37,9 +37,7 @@ use lockd_proto::signature::Purpose;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{leader_hint, NodeId, Raft, Request, Response};
 use lockd_core::engine::ModuleHash;
-use lockd_core::signature::{
-    KeyChange, KeyEntry, KeyError, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart,
-};
+use lockd_core::signature::{KeyError, ModuleSignature, SignedFor, SignedShadowStart};
 use lockd_core::upgrade::BoundUpgrade;
 use lockd_core::upgrade::{
     migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome,
@@ -383,56 +381,6 @@ impl Upgrader {
             ..reply_at(index, &active, None)
         })
     }
-
-    /// Trust `key` for module signatures from the entry's index on.
-    pub async fn trust_key(&self, key: ModuleKey) -> Result<ModuleKeyReply, UpgradeError> {
-        self.change_keys(KeyEntry::Trust(key)).await
-    }
-
-    /// Stop trusting `key`.
-    pub async fn untrust_key(&self, key: ModuleKey) -> Result<ModuleKeyReply, UpgradeError> {
-        self.change_keys(KeyEntry::Untrust(key)).await
-    }
-
-    async fn change_keys(&self, entry: KeyEntry) -> Result<ModuleKeyReply, UpgradeError> {
-        self.check_leader()?;
-        // The same rule as apply, on a copy: a refusal proposes nothing.
-        self.sm
-            .module_keys()
-            .apply(&entry)
-            .map_err(UpgradeError::Key)?;
-        let key = match &entry {
-            KeyEntry::Trust(k) | KeyEntry::Untrust(k) => *k,
-        };
-        match self.propose(Request::ModuleKeys(entry)).await? {
-            (index, Response::ModuleKeys(result, keys)) => {
-                let result = match result.map_err(UpgradeError::Key)? {
-                    KeyChange::Trusted => ModuleKeyResult::Trusted,
-                    KeyChange::Untrusted => ModuleKeyResult::Untrusted,
-                    KeyChange::AlreadyTrusted => ModuleKeyResult::AlreadyTrusted,
-                };
-                Ok(ModuleKeyReply {
-                    index,
-                    result,
-                    key: key.to_string(),
-                    keys: keys.hex(),
-                })
-            }
-            (_, other) => Err(UpgradeError::Internal(format!(
-                "a module-key entry was answered {other:?}"
-            ))),
-        }
-    }
-
-    /// Set the cluster's capacity bounds: one log entry, in force on every
-    /// node from its index on.
-    pub async fn set_capacity(&self, bounds: Capacity) -> Result<CapacityStatus, UpgradeError> {
-        self.check_leader()?;
-        match self.propose(Request::Capacity(bounds.into())).await? {
-            (_, Response::Capacity(status)) => Ok(status),
-            (_, other) => Err(UpgradeError::Internal(format!(
-                "a capacity entry was answered {other:?}"
-            ))),
-        }
-    }
 }
+
+mod settings;

@@ -26,7 +26,8 @@ another node when its node goes away)::
 Standard library only. See the README for errors and retries.
 """
 
-from ._core import AUTO, Change, Holder, ListPage, LockInfo, Progress, WatchEvent, VERSION as __version__
+from ._core import AUTO, Holder, ListPage, LockInfo, VERSION as __version__
+from ._watch import Change, Progress, WatchEvent
 from .aio import AsyncClient, AsyncLock, AsyncWatch
 from .client import Client, Lock, Watch
 from .errors import (

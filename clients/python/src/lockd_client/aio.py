@@ -20,6 +20,7 @@ import weakref
 from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from . import _core as C
+from . import _watch as W
 from . import errors as E
 
 __all__ = ["AsyncClient", "AsyncLock", "AsyncWatch"]
@@ -217,13 +218,13 @@ class _Stream:
         self._transport = transport
         self._conn: Optional[_Conn] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._idle = C.WATCH_IDLE
+        self._idle = W.WATCH_IDLE
         self._chunked = False
         self._left = 0  # bytes of the current chunk not yet read
         self._shut = False
         self.endpoint: Optional[C.Endpoint] = None
 
-    async def open(self, x: C.OpenStream) -> C.Reply:
+    async def open(self, x: W.OpenStream) -> C.Reply:
         self.close()
         conn = await self._transport._new(x.endpoint)
         if self._shut:
@@ -248,7 +249,7 @@ class _Stream:
         return status, headers, b""
 
     async def _head(
-        self, r: asyncio.StreamReader, w: asyncio.StreamWriter, x: C.OpenStream, headers: Dict[str, str]
+        self, r: asyncio.StreamReader, w: asyncio.StreamWriter, x: W.OpenStream, headers: Dict[str, str]
     ) -> C.Reply:
         await _send(w, x.endpoint, "GET", x.path, None, headers)
         _, status, head = await _read_head(r)
@@ -330,7 +331,7 @@ class AsyncWatch:
         self.prefix = prefix
         #: The log index of the last event delivered (``None`` before the first).
         self.last_index: Optional[int] = None
-        self._plan = C.watch_plan(client._router, client._settings, prefix, from_index, idle)
+        self._plan = W.watch_plan(client._router, client._settings, prefix, from_index, idle)
         self._stream = _Stream(client._transport)
         # Thrown into the plan at the next step: the I/O it waited for was
         # cancelled (None: it goes on as asked).
@@ -355,26 +356,26 @@ class AsyncWatch:
         except StopIteration:
             raise StopAsyncIteration from None
 
-    async def __anext__(self) -> Union[C.WatchEvent, C.Progress]:
+    async def __anext__(self) -> Union[W.WatchEvent, W.Progress]:
         try:
             error, self._pending = self._pending, None
             step = self._step(error=error)
             while True:
-                if isinstance(step, (C.WatchEvent, C.Progress)):
+                if isinstance(step, (W.WatchEvent, W.Progress)):
                     self.last_index = step.index
                     return step
                 if isinstance(step, C.Sleep):
                     await asyncio.sleep(step.seconds)
                     step = self._step()
                     continue
-                if isinstance(step, C.CloseStream):
+                if isinstance(step, W.CloseStream):
                     self._stream.close()
                     step = self._step()
                     continue
                 # Cancelled while it waits: the stream counts as broken.
                 self._pending = C.NoAnswer(ConnectionAbortedError("the stream was left while it was read"), False)
                 try:
-                    if isinstance(step, C.OpenStream):
+                    if isinstance(step, W.OpenStream):
                         reply: Any = await self._stream.open(step)
                     else:
                         reply = await self._stream.read()
@@ -542,14 +543,14 @@ class AsyncClient:
         await self._call(C.policy_put_op([dict(r) for r in rules]))
 
     def watch(
-        self, prefix: str = "", from_index: Optional[int] = None, *, idle_timeout: float = C.WATCH_IDLE
+        self, prefix: str = "", from_index: Optional[int] = None, *, idle_timeout: float = W.WATCH_IDLE
     ) -> AsyncWatch:
         """Follow every change under ``prefix`` from log index
         ``from_index`` (see :meth:`lockd_client.Client.watch`): an
         :class:`AsyncWatch`, used as ``async for event in client.watch(...)``.
         Bad arguments raise here."""
         C.check_text("prefix", prefix)
-        return AsyncWatch(self, prefix, C.check_index("from_index", from_index), C.idle_seconds(idle_timeout))
+        return AsyncWatch(self, prefix, W.check_index("from_index", from_index), C.idle_seconds(idle_timeout))
 
     async def status(self, endpoint: Optional[str] = None) -> Dict[str, Any]:
         op = C.Op(method="GET", path="/v1/status", what="status", kind="read", idempotent=True)

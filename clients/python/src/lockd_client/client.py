@@ -15,6 +15,7 @@ import weakref
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _core as C
+from . import _watch as W
 from . import errors as E
 
 __all__ = ["Client", "Lock", "Watch"]
@@ -120,7 +121,7 @@ class _Stream:
         self._shut = False
         self.endpoint: Optional[C.Endpoint] = None
 
-    def open(self, x: C.OpenStream) -> C.Reply:
+    def open(self, x: W.OpenStream) -> C.Reply:
         self.close()
         conn = self._transport._new(x.endpoint)
         with self._mu:
@@ -213,7 +214,7 @@ class Watch:
         #: The log index of the last event delivered (``None`` before the
         #: first): a new watch from ``last_index + 1`` goes on from here.
         self.last_index: Optional[int] = None
-        self._plan = C.watch_plan(client._router, client._settings, prefix, from_index, idle)
+        self._plan = W.watch_plan(client._router, client._settings, prefix, from_index, idle)
         self._stream = _Stream(client._transport)
         self._mu = threading.Lock()  # the plan runs in one thread at a time
         self._closed = False
@@ -234,23 +235,23 @@ class Watch:
                 raise StopIteration
             return self._plan.throw(error) if error is not None else self._plan.send(reply)
 
-    def __next__(self) -> Union[C.WatchEvent, C.Progress]:
+    def __next__(self) -> Union[W.WatchEvent, W.Progress]:
         try:
             step = self._step()
             while True:
-                if isinstance(step, (C.WatchEvent, C.Progress)):
+                if isinstance(step, (W.WatchEvent, W.Progress)):
                     self.last_index = step.index
                     return step
                 if isinstance(step, C.Sleep):
                     time.sleep(step.seconds)
                     step = self._step()
                     continue
-                if isinstance(step, C.CloseStream):
+                if isinstance(step, W.CloseStream):
                     self._stream.close()
                     step = self._step()
                     continue
                 try:
-                    reply = self._stream.open(step) if isinstance(step, C.OpenStream) else self._stream.read()
+                    reply = self._stream.open(step) if isinstance(step, W.OpenStream) else self._stream.read()
                 except (C.NotSent, C.NoAnswer) as e:
                     step = self._step(error=e)
                 else:
@@ -451,7 +452,7 @@ class Client:
         self._call(C.policy_put_op([dict(r) for r in rules]))
 
     def watch(
-        self, prefix: str = "", from_index: Optional[int] = None, *, idle_timeout: float = C.WATCH_IDLE
+        self, prefix: str = "", from_index: Optional[int] = None, *, idle_timeout: float = W.WATCH_IDLE
     ) -> Watch:
         """Follow every change under ``prefix`` (``""``: every key) from log
         index ``from_index`` (``None``: from the next entry applied): a
@@ -464,7 +465,7 @@ class Client:
         well above that). See docs/watch.md.
         """
         C.check_text("prefix", prefix)
-        return Watch(self, prefix, C.check_index("from_index", from_index), C.idle_seconds(idle_timeout))
+        return Watch(self, prefix, W.check_index("from_index", from_index), C.idle_seconds(idle_timeout))
 
     def status(self, endpoint: Optional[str] = None) -> Dict[str, Any]:
         """``/v1/status`` of one node (``endpoint``), or of any node."""
