@@ -61,19 +61,6 @@ type Call = (ClientRequest, Reply);
 /// node that sends none).
 pub type Answer = (ClientResponse, Option<ErrorCode>);
 
-/// A response frame: the envelope, then perhaps an error's code (a code
-/// this build does not know reads as `None`).
-pub fn decode_answer(bytes: &[u8]) -> Option<(u64, Answer)> {
-    let (env, rest): (Envelope<ClientResponse>, &[u8]) = postcard::take_from_bytes(bytes).ok()?;
-    let code = match rest {
-        [] => None,
-        _ => postcard::from_bytes::<String>(rest)
-            .ok()
-            .and_then(|c| ErrorCode::parse(&c)),
-    };
-    Some((env.id, (env.body, code)))
-}
-
 /// A live connection; dropping it closes the socket (and with it, every
 /// acquire still waiting on this connection is abandoned on the node).
 #[derive(Clone)]
@@ -253,7 +240,7 @@ async fn serve(
             }
             frame = stream.next() => {
                 let Some(Ok(bytes)) = frame else { return };
-                let Some((id, (body, code))) = decode_answer(&bytes) else { return };
+                let Ok((Envelope { id, body }, code)) = wire::decode_answer::<ClientResponse>(&bytes) else { return };
                 let last = matches!(body, ClientResponse::Cut(_) | ClientResponse::Error(_));
                 match pending.remove(&id) {
                     Some(Reply::Once(reply)) => {

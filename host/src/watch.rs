@@ -253,6 +253,8 @@ impl WatchHub {
             cursor,
             slot,
             tick: self.tick.subscribe(),
+            fresh: true,
+            last_sent: tokio::time::Instant::now(),
         })
     }
 
@@ -297,6 +299,19 @@ pub struct Watcher {
     cursor: u64,
     slot: Arc<Slot>,
     tick: watch::Receiver<u64>,
+    /// Nothing told yet, or silent for [`PROGRESS_EVERY`]: the next
+    /// message is a progress if there are no changes.
+    fresh: bool,
+    /// When [`Watcher::next`] last returned a message.
+    last_sent: tokio::time::Instant,
+}
+
+/// A stream's next message ([`Watcher::next`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    Changes(Vec<Batch>),
+    /// Nothing under the prefix up to this index.
+    Progress(u64),
 }
 
 impl Watcher {
@@ -354,6 +369,32 @@ impl Watcher {
             true => Read::Caught(caught - 1),
             false => Read::Changes(batches),
         })
+    }
+
+    /// A stream's next message, for every transport alike: changes as
+    /// soon as there are any; a progress first, and again
+    /// [`PROGRESS_EVERY`] after the last message, however often other
+    /// prefixes' changes wake the watcher; a cut ends the stream.
+    pub async fn next(&mut self) -> Result<Next, Cut> {
+        loop {
+            let message = match self.read_now()? {
+                Read::Changes(batches) => Next::Changes(batches),
+                Read::Caught(at) if self.fresh => Next::Progress(at),
+                Read::Caught(_) => {
+                    let quiet_until = self.last_sent + PROGRESS_EVERY;
+                    if tokio::time::timeout_at(quiet_until, self.changed())
+                        .await
+                        .is_err()
+                    {
+                        self.fresh = true;
+                    }
+                    continue;
+                }
+            };
+            self.fresh = false;
+            self.last_sent = tokio::time::Instant::now();
+            return Ok(message);
+        }
     }
 
     /// Wait until something may have changed since the last read (a

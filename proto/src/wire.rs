@@ -142,3 +142,33 @@ pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, postcard::Error> {
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, postcard::Error> {
     postcard::from_bytes(bytes)
 }
+
+/// A response frame: the envelope, then, for an error answer, its
+/// [`crate::ErrorCode`] as a postcard string (docs/api.md, "Error
+/// codes"). A reader that predates codes reads the envelope and ignores
+/// the rest of the frame.
+pub fn encode_answer<T: Serialize>(
+    env: &Envelope<T>,
+    code: Option<crate::ErrorCode>,
+) -> Result<Vec<u8>, postcard::Error> {
+    let mut bytes = encode(env)?;
+    if let Some(code) = code {
+        bytes.extend(encode(&code.as_str())?);
+    }
+    Ok(bytes)
+}
+
+/// A response frame ([`encode_answer`]): the envelope and the code, if
+/// the node sent one this build knows.
+pub fn decode_answer<T: DeserializeOwned>(
+    bytes: &[u8],
+) -> Result<(Envelope<T>, Option<crate::ErrorCode>), postcard::Error> {
+    let (env, rest): (Envelope<T>, &[u8]) = postcard::take_from_bytes(bytes)?;
+    let code = match rest {
+        [] => None,
+        _ => decode::<String>(rest)
+            .ok()
+            .and_then(|c| crate::ErrorCode::parse(&c)),
+    };
+    Ok((env, code))
+}

@@ -221,7 +221,7 @@ fn the_watch_stream_is_pinned() {
 #[test]
 fn an_error_answer_carries_its_code_after_the_envelope() {
     use lockd::api::native_watch::Outgoing;
-    use lockd_client::conn::decode_answer;
+    use lockd_proto::wire::decode_answer;
     let error = ClientResponse::Error(WireError::NotHeld("jobs/a is not held".into()));
     let out = Outgoing::answer(7, error.clone(), Some(ErrorCode::NotHeld));
     let now = out.encode().expect("encode");
@@ -243,13 +243,18 @@ fn an_error_answer_carries_its_code_after_the_envelope() {
     );
     let old: Envelope<ClientResponse> = postcard::from_bytes(&gold).expect("an older reader");
     assert_eq!(old.body, error);
+    let read = |bytes: &[u8]| {
+        decode_answer::<ClientResponse>(bytes)
+            .ok()
+            .map(|(env, code)| (env.id, (env.body, code)))
+    };
     assert_eq!(
-        decode_answer(&gold),
+        read(&gold),
         Some((7, (error.clone(), Some(ErrorCode::NotHeld))))
     );
     // No code: the frame is the envelope alone; an unknown code reads as none.
-    assert_eq!(decode_answer(&plain), Some((7, (error.clone(), None))));
+    assert_eq!(read(&plain), Some((7, (error.clone(), None))));
     let mut unknown = plain.clone();
     unknown.extend(postcard::to_allocvec("a_code_from_the_future").expect("encode"));
-    assert_eq!(decode_answer(&unknown), Some((7, (error, None))));
+    assert_eq!(read(&unknown), Some((7, (error, None))));
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::openapi::{check, response_schema};
+use crate::openapi::{self, check, required, response_schema, type_of};
 
 /// An HTTP answer.
 pub struct Answer {
@@ -105,34 +105,11 @@ pub struct Gen {
     state: u64,
 }
 
-/// The schema `$ref` names, or the schema itself.
-fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
-    match schema
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| r.strip_prefix("#/components/schemas/"))
-    {
-        Some(name) => &doc["components"]["schemas"][name],
-        None => schema,
-    }
-}
+static NULL: Value = Value::Null;
 
-/// The schema's type other than `null`, and whether `null` is allowed.
-fn type_of(s: &Value) -> (&str, bool) {
-    match s.get("type") {
-        Some(Value::String(t)) => (t.as_str(), false),
-        Some(Value::Array(ts)) => {
-            let null = ts.iter().any(|t| t == "null");
-            let t = ts
-                .iter()
-                .filter_map(Value::as_str)
-                .find(|t| *t != "null")
-                .unwrap_or("null");
-            (t, null)
-        }
-        _ if s.get("properties").is_some() => ("object", false),
-        _ => ("null", true),
-    }
+/// The schema `$ref` names, or the schema itself (null when it names none).
+fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    openapi::resolve(doc, schema).unwrap_or(&NULL)
 }
 
 /// The integer range a schema allows.
@@ -212,12 +189,7 @@ impl Gen {
         }
         match t {
             "object" => {
-                let required: Vec<&str> = s["required"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
+                let required = required(s);
                 let mut out = Map::new();
                 for (name, p) in s["properties"].as_object().into_iter().flatten() {
                     if required.contains(&name.as_str()) || self.below(2) == 0 {

@@ -11,7 +11,7 @@
 use serde_json::{Map, Value};
 
 /// The schema `$ref` names (`#/components/schemas/NAME`).
-fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> Result<&'a Value, String> {
+pub fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> Result<&'a Value, String> {
     match schema.get("$ref").and_then(Value::as_str) {
         Some(r) => {
             let name = r
@@ -23,6 +23,34 @@ fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> Result<&'a Value, String> {
         }
         None => Ok(schema),
     }
+}
+
+/// The schema's type other than `null`, and whether `null` is allowed.
+pub fn type_of(s: &Value) -> (&str, bool) {
+    match s.get("type") {
+        Some(Value::String(t)) => (t.as_str(), false),
+        Some(Value::Array(ts)) => {
+            let null = ts.iter().any(|t| t == "null");
+            let t = ts
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|t| *t != "null")
+                .unwrap_or("null");
+            (t, null)
+        }
+        _ if s.get("properties").is_some() => ("object", false),
+        _ => ("null", true),
+    }
+}
+
+/// The fields an object schema requires.
+pub fn required(s: &Value) -> Vec<&str> {
+    s.get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }
 
 fn type_ok(t: &str, v: &Value) -> bool {
@@ -90,13 +118,7 @@ fn check_object(doc: &Value, s: &Value, obj: &Map<String, Value>, at: &str) -> R
         .get("properties")
         .and_then(Value::as_object)
         .unwrap_or(&empty);
-    for name in s
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-    {
+    for name in required(s) {
         if !obj.contains_key(name) {
             return Err(format!("{at}: the documented field {name:?} is missing"));
         }
@@ -149,17 +171,7 @@ pub fn full_body(doc: &Value, schema: &Value, pick: &dyn Fn(&str) -> Option<Valu
     {
         return first.clone();
     }
-    let t = match s.get("type") {
-        Some(Value::String(t)) => t.as_str(),
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .find(|t| *t != "null")
-            .unwrap_or("null"),
-        _ if s.get("properties").is_some() => "object",
-        _ => "null",
-    };
-    match t {
+    match type_of(s).0 {
         "object" => {
             let mut out = Map::new();
             for (name, p) in s
@@ -330,12 +342,7 @@ pub fn markdown(doc: &Value) -> String {
         }
         match s["properties"].as_object() {
             Some(props) => {
-                let required: Vec<&str> = s["required"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
+                let required = required(s);
                 out.push_str("| field | type | always | |\n|---|---|---|---|\n");
                 for (field, p) in props {
                     out.push_str(&format!(

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::services::Services;
 use crate::auth::Access;
-use crate::watch::{Read, PROGRESS_EVERY};
+use crate::watch::Next;
 use lockd_client::wire::Envelope;
 
 /// A response on its way to the connection's writer; `written` is told
@@ -38,13 +38,9 @@ impl Outgoing {
         }
     }
 
-    /// The frame's bytes: the envelope, then the code if any.
+    /// The frame's bytes ([`lockd_proto::wire::encode_answer`]).
     pub fn encode(&self) -> Result<Vec<u8>, postcard::Error> {
-        let mut bytes = postcard::to_allocvec(&self.env)?;
-        if let Some(code) = self.code {
-            bytes.extend(postcard::to_allocvec(code.as_str())?);
-        }
-        Ok(bytes)
+        lockd_proto::wire::encode_answer(&self.env, self.code)
     }
 }
 
@@ -110,14 +106,14 @@ pub async fn stream(node: &Services, req: WatchRequest, access: &Access, id: u64
     };
     let Ok(prefix) = String::from_utf8(req.prefix) else {
         return end(cut(
-            "bad_request",
+            ErrorCode::BadRequest.as_str(),
             "the prefix is not UTF-8".into(),
             req.from,
         ));
     };
     let Some(hub) = node.watch_hub() else {
         return end(cut(
-            "unavailable",
+            ErrorCode::Unavailable.as_str(),
             "this node keeps no watch".into(),
             req.from,
         ));
@@ -126,42 +122,29 @@ pub async fn stream(node: &Services, req: WatchRequest, access: &Access, id: u64
         Ok(w) => w,
         Err(e) => return end(cut(e.code().as_str(), e.to_string(), req.from)),
     };
-    let mut fresh = true;
-    // A progress follows PROGRESS_EVERY after the last message, however
-    // often other prefixes' changes wake the watcher.
-    let mut last_sent = tokio::time::Instant::now();
     loop {
-        match w.read_now() {
+        let sent = match w.next().await {
             Err(c) => return end(cut(c.code(), c.to_string(), c.resume_from())),
-            Ok(Read::Changes(batches)) => {
-                fresh = false;
+            Ok(Next::Progress(index)) => {
+                send_written(out, id, ClientResponse::Progress { index }).await
+            }
+            Ok(Next::Changes(batches)) => {
+                let mut sent = true;
                 for b in batches {
                     let body = ClientResponse::Changes(ChangeBatch {
                         index: b.index,
                         changes: b.changes.into_iter().map(|c| change(access, c)).collect(),
                     });
-                    if !send_written(out, id, body).await {
-                        return;
+                    sent = send_written(out, id, body).await;
+                    if !sent {
+                        break;
                     }
                 }
-                last_sent = tokio::time::Instant::now();
-                continue;
+                sent
             }
-            Ok(Read::Caught(index)) if fresh => {
-                fresh = false;
-                if !send_written(out, id, ClientResponse::Progress { index }).await {
-                    return;
-                }
-                last_sent = tokio::time::Instant::now();
-                continue;
-            }
-            Ok(Read::Caught(_)) => {}
-        }
-        if tokio::time::timeout_at(last_sent + PROGRESS_EVERY, w.changed())
-            .await
-            .is_err()
-        {
-            fresh = true;
+        };
+        if !sent {
+            return;
         }
     }
 }

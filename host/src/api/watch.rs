@@ -27,7 +27,7 @@ use super::error::{ApiError, ErrorBody};
 use super::op::{Op, WatchQuery};
 use super::services::Services;
 use crate::auth::Access;
-use crate::watch::{Cut, Read, WatchError, Watcher, PROGRESS_EVERY};
+use crate::watch::{Cut, Next, WatchError, Watcher};
 
 /// One change as a watcher sees it.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -103,11 +103,6 @@ struct Stream_ {
     access: Access,
     /// Messages made but not yet sent.
     ready: std::collections::VecDeque<Event>,
-    /// Nothing sent yet: the first message is a progress.
-    fresh: bool,
-    /// When the last message went: a progress follows [`PROGRESS_EVERY`]
-    /// after it, however often other prefixes' changes wake the stream.
-    last_sent: tokio::time::Instant,
     done: bool,
 }
 
@@ -126,24 +121,22 @@ fn cut_event(cut: &Cut) -> Event {
 }
 
 impl Stream_ {
-    /// The next message: changes as soon as there are any, a progress
-    /// after [`PROGRESS_EVERY`] of silence, a cut and then the end.
+    /// The next message ([`Watcher::next`]), a cut and then the end.
     async fn next(&mut self) -> Option<Event> {
         loop {
             if let Some(e) = self.ready.pop_front() {
-                self.last_sent = tokio::time::Instant::now();
                 return Some(e);
             }
             if self.done {
                 return None;
             }
-            match self.watcher.read_now() {
+            match self.watcher.next().await {
                 Err(cut) => {
                     self.done = true;
                     return Some(cut_event(&cut));
                 }
-                Ok(Read::Changes(batches)) => {
-                    self.fresh = false;
+                Ok(Next::Progress(at)) => return Some(progress(at)),
+                Ok(Next::Changes(batches)) => {
                     for b in batches {
                         let data = ChangesJson {
                             index: b.index,
@@ -160,22 +153,7 @@ impl Stream_ {
                             .unwrap_or_else(|e| Event::default().comment(e.to_string()));
                         self.ready.push_back(event);
                     }
-                    continue;
                 }
-                Ok(Read::Caught(at)) if self.fresh => {
-                    self.fresh = false;
-                    self.last_sent = tokio::time::Instant::now();
-                    return Some(progress(at));
-                }
-                Ok(Read::Caught(_)) => {}
-            }
-            let quiet_until = self.last_sent + PROGRESS_EVERY;
-            if tokio::time::timeout_at(quiet_until, self.watcher.changed())
-                .await
-                .is_err()
-            {
-                // Silent for a while: say where the stream is.
-                self.fresh = true;
             }
         }
     }
@@ -236,8 +214,6 @@ pub async fn watch(
         watcher,
         access,
         ready: Default::default(),
-        fresh: true,
-        last_sent: tokio::time::Instant::now(),
         done: false,
     };
     Sse::new(events(state)).into_response()

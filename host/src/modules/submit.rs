@@ -145,35 +145,24 @@ impl Upgrader {
     /// upgrade computed before then would name the wrong module it
     /// replaces, and every node would reject it as stale.
     async fn settle(&self) -> Result<(), UpgradeError> {
-        let last = self.raft.metrics().borrow().last_log_index;
-        self.raft
-            .ensure_linearizable()
+        use crate::service::{barrier, ServiceError};
+        barrier::confirm(&self.raft, self.id)
             .await
-            .map_err(|e| match leader_hint(&e) {
-                Some(leader) => UpgradeError::NotLeader {
+            .map_err(|e| match e {
+                ServiceError::NotLeader { leader, .. } => UpgradeError::NotLeader {
                     id: self.id,
                     leader,
                 },
-                None => UpgradeError::Unavailable(e.to_string()),
+                e => UpgradeError::Unavailable(e.to_string()),
             })?;
-        let sm = self.sm.clone();
-        self.raft
-            .wait(Some(SETTLE_LIMIT))
-            .metrics(
-                move |m| {
-                    m.last_applied.map(|l| l.index) >= last && sm.genesis_needed().is_none()
-                },
-                "the state settled",
-            )
-            .await
-            .map(|_| ())
-            .map_err(|e| {
-                UpgradeError::Unavailable(format!(
-                    "node {} has not applied its log and the cluster's first module within {} s: {e}",
-                    self.id,
-                    SETTLE_LIMIT.as_secs()
-                ))
-            })
+        if barrier::first_module(&self.raft, &self.sm, SETTLE_LIMIT).await {
+            return Ok(());
+        }
+        Err(UpgradeError::Unavailable(format!(
+            "node {}: the cluster's first module is not recorded after {} s",
+            self.id,
+            SETTLE_LIMIT.as_secs()
+        )))
     }
 
     /// The dry run: load `module` (compiling it once, for the apply path too)

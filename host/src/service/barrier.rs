@@ -18,6 +18,7 @@
 use std::time::Duration;
 
 use super::error::ServiceError;
+use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
 
 /// How long a confirmed leader may take to apply its own log.
@@ -25,7 +26,7 @@ const APPLY_LIMIT: Duration = Duration::from_secs(10);
 
 /// Confirm leadership with a quorum (read-index) and wait until the local
 /// log, as far as it reached when called, is applied.
-pub(super) async fn confirm(raft: &Raft, id: NodeId) -> Result<(), ServiceError> {
+pub(crate) async fn confirm(raft: &Raft, id: NodeId) -> Result<(), ServiceError> {
     let last = raft.metrics().borrow().last_log_index;
     raft.ensure_linearizable().await.map_err(|e| {
         ServiceError::from_raft(id, e, |e| {
@@ -44,4 +45,16 @@ pub(super) async fn confirm(raft: &Raft, id: NodeId) -> Result<(), ServiceError>
             })?;
     }
     Ok(())
+}
+
+/// A new cluster's first leader records the cluster's first module after
+/// its read barrier; until that entry applies, this node runs the index-0
+/// module, which is not the cluster's. Waits for it, at most `within`;
+/// whether it is recorded.
+pub(crate) async fn first_module(raft: &Raft, sm: &StateMachineStore, within: Duration) -> bool {
+    let sm = sm.clone();
+    raft.wait(Some(within))
+        .metrics(move |_| sm.genesis_needed().is_none(), "first module")
+        .await
+        .is_ok()
 }

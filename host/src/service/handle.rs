@@ -251,17 +251,10 @@ impl LockService {
         }
     }
 
-    /// A new cluster's first leader records the cluster's first module
-    /// after its read barrier: until that entry applies, this node runs
-    /// the index-0 module, which is not the cluster's. Waits for it (at
-    /// most an election's time; then the caller's refusal stands).
+    /// The cluster's first module, once recorded ([`barrier::first_module`];
+    /// at most an election's time, then the caller's refusal stands).
     async fn first_module_recorded(&self) {
-        let sm = self.sm.clone();
-        let _ = self
-            .raft
-            .wait(Some(self.election_max))
-            .metrics(move |_| sm.genesis_needed().is_none(), "first module")
-            .await;
+        barrier::first_module(&self.raft, &self.sm, self.election_max).await;
     }
 
     /// The active module's `features` against `spec`'s mode and limit.
@@ -388,9 +381,12 @@ fn check_spec(spec: &Spec) -> Result<(), ServiceError> {
         ("owner", &spec.owner, MAX_OWNER_CHARS),
         ("request id", &spec.request_id, MAX_REQUEST_ID_CHARS),
     ] {
-        let got = value.chars().count();
-        if got > max {
-            return Err(ServiceError::FieldTooLong { field, got, max });
+        // Counted only past `max` bytes: no more characters than bytes.
+        if value.len() > max {
+            let got = value.chars().count();
+            if got > max {
+                return Err(ServiceError::FieldTooLong { field, got, max });
+            }
         }
     }
     Ok(())

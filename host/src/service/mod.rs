@@ -23,7 +23,7 @@
 //!   for.
 
 mod actor;
-mod barrier;
+pub(crate) mod barrier;
 pub mod clock;
 pub mod error;
 #[cfg(feature = "faults")]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use lockd_core::changes::{Change, ChangeKind};
 
 use super::*;
-use crate::watch::WatchHub;
+use crate::watch::{WatchHub, PROGRESS_EVERY};
 
 fn kind(e: &Event) -> &'static str {
     let text = format!("{e:?}");
@@ -22,8 +22,6 @@ fn stream(hub: &Arc<WatchHub>, prefix: &str) -> Stream_ {
         watcher: hub.watch(prefix.into(), None).expect("watch"),
         access: Access::open(),
         ready: Default::default(),
-        fresh: true,
-        last_sent: tokio::time::Instant::now(),
         done: false,
     }
 }
@@ -40,7 +38,9 @@ async fn progress_comes_on_time_while_other_prefixes_change() {
     hub.restart_at(1, false);
     let mut s = stream(&hub, "a/");
     assert_eq!(next_timed(&mut s).await.0, "progress", "first message");
-    // A change under another prefix every 100 ms for 16 s.
+    // A change under another prefix every 100 ms for 16 s. The time is
+    // paused: the sleep is the simulated clock that paces the writer,
+    // not a wait for something to happen.
     let busy = hub.clone();
     let writer = tokio::spawn(async move {
         for i in 2..=161 {
