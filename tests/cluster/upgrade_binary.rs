@@ -47,9 +47,18 @@ fn a_learner_of_another_implementation_is_promoted_only_after_matching_audit_poi
         .expect("promote");
     assert_eq!(r.status, 409, "{:?}", r.body);
     let why = r.body["error"].as_str().unwrap_or_default().to_string();
+    // How many it has seen depends on the checker's timing (every 200 ms):
+    // the first module's entry is an audit point the learner may already
+    // have matched. Fewer than three, whatever the timing.
+    let seen = why
+        .split("and it has seen ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse::<u64>().ok());
     assert!(
         why.contains("runs another implementation")
-            && why.contains("equal at 3 audit points, and it has seen 0"),
+            && why.contains("equal at 3 audit points")
+            && seen.is_some_and(|n| n < 3),
         "{why}"
     );
     let s = c.status(leader).expect("status");
