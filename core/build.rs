@@ -1,7 +1,7 @@
 //! Builds the lock state machines of world 0.1 (`guest-sm`, the module at
-//! index 0 of every log) and world 0.2 (`guest-sm/world02`, the module a
-//! new cluster records first) for wasm32 and turns them into the
-//! components `lockd` embeds.
+//! index 0 of every log), world 0.2 (`guest-sm/world02`) and world 0.3
+//! (`guest-sm/world03`, the module a new cluster records first) for wasm32
+//! and turns them into the components `lockd` embeds.
 
 fn main() {
     let manifest = std::path::PathBuf::from(
@@ -10,13 +10,17 @@ fn main() {
     let workspace = manifest.parent().expect("core/ sits in the workspace");
     if let Err(e) = guest_build::build_components(
         workspace,
-        &["guest-sm", "guest-sm-world02"],
+        &["guest-sm", "guest-sm-world02", "guest-sm-world03"],
         &[
             "guest-sm/src",
             "guest-sm/Cargo.toml",
             "guest-sm/key",
+            "guest-sm/logic/src",
+            "guest-sm/logic/Cargo.toml",
             "guest-sm/world02/src",
             "guest-sm/world02/Cargo.toml",
+            "guest-sm/world03/src",
+            "guest-sm/world03/Cargo.toml",
             "wit",
         ],
     ) {

@@ -190,10 +190,18 @@ impl Client {
             | ClientRequest::Status
             | ClientRequest::Keepalive { .. }
             | ClientRequest::Holders { .. }
+            | ClientRequest::Leader { .. }
             | ClientRequest::List { .. }
             | ClientRequest::Watch(_) => true,
             ClientRequest::AcquireWith(a) => !a.request_id.is_empty(),
-            ClientRequest::Acquire { .. } | ClientRequest::Release { .. } => false,
+            ClientRequest::AcquireIn(a) => !a.base.request_id.is_empty(),
+            ClientRequest::OpenSession { request_id, .. } => !request_id.is_empty(),
+            // A renewal, and a value set again, change nothing twice.
+            ClientRequest::KeepSession { .. } | ClientRequest::Proclaim { .. } => true,
+            ClientRequest::Acquire { .. }
+            | ClientRequest::Release { .. }
+            | ClientRequest::ReleaseCount { .. }
+            | ClientRequest::CloseSession { .. } => false,
         };
         if self.inner.endpoints.is_empty() {
             return Err(ClientError::Unreachable {

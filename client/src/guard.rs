@@ -26,33 +26,80 @@ impl Client {
         asked: Duration,
         resp: ClientResponse,
     ) -> Result<LockGuard, ClientError> {
+        let (token, lease_ms, count) = match resp {
+            ClientResponse::Acquired { token, lease_ms } => (token, lease_ms, None),
+            ClientResponse::Granted {
+                token,
+                lease_ms,
+                count,
+            } => (token, lease_ms, Some(count)),
+            ClientResponse::Error(e) => return Err(e.into()),
+            other => return Err(ClientError::Protocol(format!("{other:?}"))),
+        };
+        let lease = Duration::from_millis(lease_ms).min(asked);
+        if lease.is_zero() {
+            return Err(ClientError::Protocol(format!(
+                "{key:?} was granted (token {token}) with a lease of {lease_ms} ms, of {} ms asked",
+                asked.as_millis()
+            )));
+        }
+        let mut guard = LockGuard {
+            client: self.clone(),
+            key: key.to_string(),
+            token,
+            lease,
+            // Conservative: counted from before the request was sent,
+            // so it never outlasts the lease the leader tracks.
+            deadline: Arc::new(Mutex::new(sent + lease)),
+            lost: Arc::new(AtomicBool::new(false)),
+            changed: Arc::new(tokio::sync::Notify::new()),
+            keepalive: None,
+            release_on_drop: false,
+            count,
+        };
+        if self.options().keepalive {
+            guard.keep_alive();
+        }
+        Ok(guard)
+    }
+}
+
+/// What a guard shares with the session it lives in: the session's
+/// deadline, whether it was lost, and the wake-up of both.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub deadline: Arc<Mutex<Instant>>,
+    pub lost: Arc<AtomicBool>,
+    pub changed: Arc<tokio::sync::Notify>,
+}
+
+impl Client {
+    /// The guard of a grant in a session: no renewals of its own (the
+    /// session's keepalive renews every holding in it), valid while the
+    /// session is.
+    pub(crate) fn guard_in(
+        &self,
+        key: &str,
+        shared: &Shared,
+        resp: ClientResponse,
+    ) -> Result<LockGuard, ClientError> {
         match resp {
-            ClientResponse::Acquired { token, lease_ms } => {
-                let lease = Duration::from_millis(lease_ms).min(asked);
-                if lease.is_zero() {
-                    return Err(ClientError::Protocol(format!(
-                        "{key:?} was granted (token {token}) with a lease of {lease_ms} ms, of {} ms asked",
-                        asked.as_millis()
-                    )));
-                }
-                let mut guard = LockGuard {
-                    client: self.clone(),
-                    key: key.to_string(),
-                    token,
-                    lease,
-                    // Conservative: counted from before the request was sent,
-                    // so it never outlasts the lease the leader tracks.
-                    deadline: Arc::new(Mutex::new(sent + lease)),
-                    lost: Arc::new(AtomicBool::new(false)),
-                    changed: Arc::new(tokio::sync::Notify::new()),
-                    keepalive: None,
-                    release_on_drop: false,
-                };
-                if self.options().keepalive {
-                    guard.keep_alive();
-                }
-                Ok(guard)
-            }
+            ClientResponse::Granted {
+                token,
+                lease_ms,
+                count,
+            } => Ok(LockGuard {
+                client: self.clone(),
+                key: key.to_string(),
+                token,
+                lease: Duration::from_millis(lease_ms),
+                deadline: shared.deadline.clone(),
+                lost: shared.lost.clone(),
+                changed: shared.changed.clone(),
+                keepalive: None,
+                release_on_drop: false,
+                count: Some(count),
+            }),
             ClientResponse::Error(e) => Err(e.into()),
             other => Err(ClientError::Protocol(format!("{other:?}"))),
         }
@@ -76,6 +123,9 @@ pub struct LockGuard {
     changed: Arc<tokio::sync::Notify>,
     keepalive: Option<tokio::task::JoinHandle<()>>,
     release_on_drop: bool,
+    /// Times its holder holds it, when the server said (world 0.3's
+    /// answer): its release then takes one count off.
+    count: Option<u32>,
 }
 
 impl LockGuard {
@@ -93,10 +143,31 @@ impl LockGuard {
         self.lease
     }
 
+    /// How many times its holder holds it (above 1: a reentrant holder
+    /// entered again); 1 when the server did not say.
+    pub fn count(&self) -> u32 {
+        self.count.unwrap_or(1)
+    }
+
     /// When the lease ends at the earliest, as far as this client knows:
     /// counted from *before* the request that granted or renewed it.
     pub fn deadline(&self) -> Instant {
         *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Renew now when the local deadline is less than a third of the lease
+    /// away: after a wait in the key's queue, the deadline (counted from
+    /// before the request, which is all the client knows) may have passed
+    /// while the lease the leader counts from the grant has barely begun.
+    pub(crate) async fn fresh(self) -> Result<LockGuard, ClientError> {
+        if self.deadline() > Instant::now() + self.lease / 3 {
+            return Ok(self);
+        }
+        let sent = Instant::now();
+        let renewed = self.client.keepalive(&self.key, self.token).await?;
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = sent + renewed.min(self.lease);
+        self.changed.notify_waiters();
+        Ok(self)
     }
 
     /// Still ours: before the local deadline and never refused a renewal.
@@ -167,12 +238,22 @@ impl LockGuard {
         self
     }
 
+    /// Give it up: the holding ends, or for a reentrant holding entered
+    /// more than once, one count comes off (the holding stays, still
+    /// renewed by the other guards of it).
     pub async fn release(mut self) -> Result<(), ClientError> {
         self.release_on_drop = false;
         if let Some(k) = self.keepalive.take() {
             k.abort();
         }
-        self.client.release(&self.key, self.token).await
+        match self.count {
+            Some(_) => self
+                .client
+                .release_count(&self.key, self.token)
+                .await
+                .map(|_| ()),
+            None => self.client.release(&self.key, self.token).await,
+        }
     }
 }
 

@@ -61,6 +61,10 @@
 //!   locks, semaphores, retry-safe acquires, holders, listings).
 //! * [`watch`]: [`Watch`], the changes under a prefix as a stream that
 //!   resumes on another node when its node goes away.
+//! * [`election`]: leader election on a lock: campaign, observe
+//!   ([`Observe`]), with proclaim and resign.
+//! * [`session`]: [`Session`] (one lease for many holdings, one keepalive),
+//!   and the calls of world 0.3 (proclaim, counted release).
 //! * [`id`]: random request ids and owner names.
 //! * [`net`]: the network seam (real TCP, or the simulation's).
 //! * [`shutdown`]: waiting for Ctrl-C or SIGTERM.
@@ -74,11 +78,13 @@
 pub mod admin;
 pub mod client;
 pub mod conn;
+pub mod election;
 pub mod guard;
 pub mod id;
 pub mod net;
 pub mod options;
 pub mod security;
+pub mod session;
 pub mod shutdown;
 pub mod tls;
 pub mod watch;
@@ -90,7 +96,9 @@ pub use lockd_proto as proto;
 pub use lockd_proto::{audit, signature};
 
 pub use client::{Client, ClientError, ClientOptions, LockGuard};
+pub use election::{Leader, Observe};
 pub use options::AcquireOptions;
 pub use proto::{LockView, Status};
 pub use security::{Credentials, Token};
+pub use session::Session;
 pub use watch::{Watch, WatchEvent};

@@ -14,7 +14,9 @@ use tokio::time::Instant;
 use std::time::Duration;
 
 use crate::client::{Client, ClientError, LockGuard};
-use crate::proto::{AcquireRequest, ClientRequest, ClientResponse, Holding, KeyHoldings, LockMode};
+use crate::proto::{
+    Acquire3, AcquireRequest, ClientRequest, ClientResponse, Holding, KeyHoldings, LockMode,
+};
 
 /// What [`Client::acquire_with`] asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +35,14 @@ pub struct AcquireOptions {
     pub owner: Option<String>,
     /// The request id; a fresh random one when `None`.
     pub request_id: Option<String>,
+    /// Hold it in this session (0: on a lease of its own; see
+    /// [`crate::Session`]).
+    pub session: u64,
+    /// Enter again when this holder (owner, session) holds the key already
+    /// in this mode: the same token, a count one higher.
+    pub reentrant: bool,
+    /// A value published with the holding (an election's leader value).
+    pub value: String,
 }
 
 impl AcquireOptions {
@@ -45,6 +55,9 @@ impl AcquireOptions {
             limit: 1,
             owner: None,
             request_id: None,
+            session: 0,
+            reentrant: false,
+            value: String::new(),
         }
     }
 
@@ -88,6 +101,57 @@ impl AcquireOptions {
             ..self
         }
     }
+
+    /// Enter again if this holder holds the key already (needs a module of
+    /// world 0.3).
+    pub fn reentrant(self) -> AcquireOptions {
+        AcquireOptions {
+            reentrant: true,
+            ..self
+        }
+    }
+
+    /// Publish `value` with the holding (needs a module of world 0.3).
+    pub fn value(self, value: impl Into<String>) -> AcquireOptions {
+        AcquireOptions {
+            value: value.into(),
+            ..self
+        }
+    }
+
+    /// Hold it in session `id` (see [`crate::Session::acquire`]).
+    pub fn in_session(self, id: u64) -> AcquireOptions {
+        AcquireOptions {
+            session: id,
+            ..self
+        }
+    }
+
+    /// The request for `key`, by `owner` unless the options name one:
+    /// world 0.2's unless an option needs 0.3, so a client talks to older
+    /// servers for everything they can do.
+    pub(crate) fn request(self, owner: &str, key: &str) -> ClientRequest {
+        let v3 = self.session != 0 || self.reentrant || !self.value.is_empty();
+        let base = AcquireRequest {
+            key: key.as_bytes().to_vec(),
+            lease_ms: self.lease.as_millis() as u64,
+            wait_ms: self.wait.as_millis() as u64,
+            mode: self.mode,
+            limit: self.limit,
+            owner: self.owner.unwrap_or_else(|| owner.to_string()),
+            request_id: self.request_id.unwrap_or_else(crate::id::random_id),
+        };
+        if v3 {
+            ClientRequest::AcquireIn(Acquire3 {
+                base,
+                session: self.session,
+                reentrant: self.reentrant,
+                value: self.value,
+            })
+        } else {
+            ClientRequest::AcquireWith(base)
+        }
+    }
 }
 
 impl Client {
@@ -100,17 +164,10 @@ impl Client {
     ) -> Result<LockGuard, ClientError> {
         let sent = Instant::now();
         let asked = opts.lease;
-        let req = ClientRequest::AcquireWith(AcquireRequest {
-            key: key.as_bytes().to_vec(),
-            lease_ms: opts.lease.as_millis() as u64,
-            wait_ms: opts.wait.as_millis() as u64,
-            mode: opts.mode,
-            limit: opts.limit,
-            owner: opts.owner.unwrap_or_else(|| self.owner().to_string()),
-            request_id: opts.request_id.unwrap_or_else(crate::id::random_id),
-        });
-        let resp = self.call(req, opts.wait).await?;
-        self.guard(key, sent, asked, resp)
+        let wait = opts.wait;
+        let req = opts.request(self.owner(), key);
+        let resp = self.call(req, wait).await?;
+        self.guard(key, sent, asked, resp)?.fresh().await
     }
 
     /// Take `key` as one of at most `readers` readers.

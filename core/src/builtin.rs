@@ -1,11 +1,12 @@
 //! The built-in lock state machine components.
 //!
-//! `build.rs` compiles `guest-sm/` (world 0.1) and `guest-sm/world02/`
-//! (world 0.2) for `wasm32-unknown-unknown`, turns each core module into a
-//! component with `wit-component`, and this module embeds the bytes. Every
-//! replica starts from [`LOCK_SM`] at index 0; a new cluster records the
-//! module it starts with ([`first_module`], by default [`LOCK_SM_0_2`]) as
-//! its first log entry; later modules arrive as replicated upgrades.
+//! `build.rs` compiles `guest-sm/` (world 0.1), `guest-sm/world02/` (world
+//! 0.2) and `guest-sm/world03/` (world 0.3) for `wasm32-unknown-unknown`,
+//! turns each core module into a component with `wit-component`, and this
+//! module embeds the bytes. Every replica starts from [`LOCK_SM`] at index
+//! 0; a new cluster records the module it starts with ([`first_module`], by
+//! default [`LOCK_SM_0_3`]) as its first log entry; later modules arrive as
+//! replicated upgrades.
 
 use std::borrow::Cow;
 
@@ -21,6 +22,11 @@ pub const LOCK_SM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm.wa
 /// retry-safe acquires and policy data.
 pub const LOCK_SM_0_2: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm_world02.wasm"));
 
+/// The component bytes of the reference module of world 0.3
+/// (`guest-sm/world03`): world 0.2's and sessions, reentrant holdings and
+/// values.
+pub const LOCK_SM_0_3: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm_world03.wasm"));
+
 /// Which built-in module a new cluster records as its first
 /// (`lockd serve --initial-module`). Only a cluster that has applied
 /// nothing but Raft's own entries records one, so a cluster that served
@@ -29,9 +35,11 @@ pub const LOCK_SM_0_2: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_s
 pub enum InitialModule {
     /// [`LOCK_SM`]: what clusters ran before world 0.2 was built in.
     World01,
-    /// [`LOCK_SM_0_2`].
-    #[default]
+    /// [`LOCK_SM_0_2`]: what new clusters ran before world 0.3.
     World02,
+    /// [`LOCK_SM_0_3`].
+    #[default]
+    World03,
 }
 
 /// The module a new cluster records as its first (docs/lock-modules.md,
@@ -48,5 +56,6 @@ pub fn first_module(initial: InitialModule) -> Cow<'static, [u8]> {
     Cow::Borrowed(match initial {
         InitialModule::World01 => LOCK_SM,
         InitialModule::World02 => LOCK_SM_0_2,
+        InitialModule::World03 => LOCK_SM_0_3,
     })
 }

@@ -3,10 +3,14 @@
 //! Every node derives the same changes from the same entries: they come
 //! from the commands and the outcomes the module returned, nothing else,
 //! so a watch on any node yields one sequence (docs/watch.md). Only what
-//! changed the table counts: a grant that was granted (not a repeat of
-//! one already committed), a release that removed a holding, an expiry
-//! that removed one. Refusals, repeats, releases of nothing and policy
-//! changes are not changes of holders. Waiters are not replicated (each
+//! changed the table counts: a grant that made a new holding (not a repeat
+//! of one already committed, not a reentrant holder entering again), a
+//! release that removed a holding (not one that only lowered its count),
+//! an expiry that removed one, and the end of a session: one `released`
+//! (closed) or `expired` (expired) per holding it had. Refusals, repeats,
+//! releases of nothing and policy changes are not changes of holders. A
+//! holding's value is a change of its own (`value`), after the grant that
+//! carried it and at each `proclaim`. Waiters are not replicated (each
 //! leader queues its own), so they are not here.
 
 use crate::command::{Command, Mode, Outcome};
@@ -37,6 +41,10 @@ pub enum ChangeKind {
     Released { token: u64 },
     /// The holding with `token` expired.
     Expired { token: u64 },
+    /// The holding with `token` published `value`: right after its grant
+    /// when the grant carried one, and at each `proclaim` (an election's
+    /// leader value).
+    Value { token: u64, value: String },
 }
 
 /// The changes of the entry at `index`: its commands' groups and the
@@ -50,40 +58,79 @@ pub fn of_entry(
 ) {
     for (commands, answered) in groups.iter().zip(outcomes) {
         for (command, outcome) in commands.iter().zip(answered) {
-            if let Some(change) = of_command(index, command, outcome) {
-                out.push(change);
-            }
+            of_command(index, command, outcome, out);
         }
     }
 }
 
-/// The change one command made, if any.
-pub fn of_command(index: u64, command: &Command, outcome: &Outcome) -> Option<Change> {
+/// The changes one command made (most make one or none; a session's end
+/// one per holding), appended to `out`.
+pub fn of_command(index: u64, command: &Command, outcome: &Outcome, out: &mut Vec<Change>) {
     let (key, kind) = match (command, outcome) {
-        (Command::Grant(g), Outcome::Granted(d)) if !d.repeat => (
-            &g.key,
-            ChangeKind::Granted {
-                token: d.token,
-                lease_ms: d.lease_ms,
-                mode: g.mode,
-                limit: g.limit,
-                principal: g.holder.principal.clone(),
-                owner: g.holder.owner.clone(),
+        (Command::CloseSession(_) | Command::ExpireSession(_), Outcome::SessionEnded(e)) => {
+            let expired = matches!(command, Command::ExpireSession(_));
+            out.extend(e.released.iter().map(|r| Change {
+                index,
+                key: r.key.clone(),
+                kind: if expired {
+                    ChangeKind::Expired { token: r.token }
+                } else {
+                    ChangeKind::Released { token: r.token }
+                },
+            }));
+            return;
+        }
+        (Command::Proclaim(p), Outcome::Proclaimed) => (
+            &p.key,
+            ChangeKind::Value {
+                token: p.token,
+                value: p.value.clone(),
             },
         ),
-        (Command::Release(r), Outcome::Released(_)) => {
+        (Command::Grant(g), Outcome::Granted(d))
+            if !d.repeat && d.count <= 1 && !g.value.is_empty() =>
+        {
+            out.push(Change {
+                index,
+                key: g.key.clone(),
+                kind: granted(g, d),
+            });
+            (
+                &g.key,
+                ChangeKind::Value {
+                    token: d.token,
+                    value: g.value.clone(),
+                },
+            )
+        }
+        (Command::Grant(g), Outcome::Granted(d)) if !d.repeat && d.count <= 1 => {
+            (&g.key, granted(g, d))
+        }
+        (Command::Release(r), Outcome::Released(x)) if x.count == 0 => {
             (&r.key, ChangeKind::Released { token: r.token })
         }
         (Command::Expire(r), Outcome::Expired(e)) if e.existed => {
             (&r.key, ChangeKind::Expired { token: r.token })
         }
-        _ => return None,
+        _ => return,
     };
-    Some(Change {
+    out.push(Change {
         index,
         key: key.clone(),
         kind,
-    })
+    });
+}
+
+/// The change a new holding makes.
+fn granted(g: &crate::command::Grant, d: &crate::command::Granted) -> ChangeKind {
+    ChangeKind::Granted {
+        token: d.token,
+        lease_ms: d.lease_ms,
+        mode: g.mode,
+        limit: g.limit,
+        principal: g.holder.principal.clone(),
+        owner: g.holder.owner.clone(),
+    }
 }
 
 #[cfg(test)]
@@ -96,6 +143,7 @@ mod tests {
             token,
             lease_ms: 500,
             repeat,
+            count: 1,
         })
     }
 
@@ -115,7 +163,10 @@ mod tests {
             vec![granted(7, false), Outcome::Rejected(Reason::Busy)],
             vec![
                 granted(7, true),
-                Outcome::Released(Released { freed: true }),
+                Outcome::Released(Released {
+                    freed: true,
+                    count: 0,
+                }),
                 Outcome::NotFound,
                 Outcome::Expired(Expired {
                     existed: true,

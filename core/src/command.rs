@@ -1,27 +1,32 @@
 //! The replicated lock commands and their outcomes, as the host sees them.
 //!
 //! These are the types `wasmtime::component::bindgen!` generates from world
-//! `lock-sm@0.2.0` (so a batch crosses into a 0.2 guest without
+//! `lock-sm@0.3.0` (so a batch crosses into a 0.3 guest without
 //! conversion), with serde derives so they can be stored in the log and sent
-//! to peers. A module of world 0.1 gets them through the adapter in
-//! [`crate::engine`], which maps the exclusive case onto the seed's three
-//! commands (docs/architecture.md, "The lock commands (world 0.1)").
-//! [`legacy`] holds the 0.1 types, which log entries written before world
-//! 0.2 existed still carry.
+//! to peers. Modules of the older worlds get them through the adapters in
+//! [`crate::engine`]: 0.2 runs everything but sessions, reentrant grants and
+//! values; 0.1 maps the exclusive case onto the seed's three commands
+//! (docs/architecture.md, "The lock commands (world 0.1)"). [`legacy`] and
+//! [`v02`] hold the older worlds' types, which log entries written before
+//! their successors existed still carry.
 //!
 //! | command | outcome |
 //! |---|---|
-//! | [`Command::Grant`] (key, holder, request id, mode, limit, lease) | [`Outcome::Granted`] (token, lease, repeat) or [`Outcome::Rejected`] (busy, policy, quota, unsupported) |
-//! | [`Command::Release`] (key, token) | [`Outcome::Released`] (freed) or [`Outcome::NotFound`] |
+//! | [`Command::Grant`] (key, holder, request id, mode, limit, lease, session, reentrant, value) | [`Outcome::Granted`] (token, lease, repeat, count) or [`Outcome::Rejected`] (busy, policy, quota, unsupported, no-session) |
+//! | [`Command::Release`] (key, token) | [`Outcome::Released`] (freed, count) or [`Outcome::NotFound`] |
 //! | [`Command::Expire`] (key, token) | [`Outcome::Expired`] (existed, freed) |
 //! | [`Command::SetPolicy`] (rules) | [`Outcome::PolicySet`] or [`Outcome::Rejected`] |
+//! | [`Command::OpenSession`] (holder, request id, TTL, bounds) | [`Outcome::SessionOpened`] (id, TTL, repeat) or [`Outcome::Rejected`] |
+//! | [`Command::CloseSession`], [`Command::ExpireSession`] (id) | [`Outcome::SessionEnded`] (existed, holdings released, keys freed) |
+//! | [`Command::Proclaim`] (key, token, value) | [`Outcome::Proclaimed`] or [`Outcome::NotFound`] |
 //! | (Raft's blank and membership entries) | [`Outcome::Noop`] |
 
 use std::fmt;
 
-pub use crate::engine::bindings::v02::{
+pub use crate::engine::bindings::v03::{
     Command, Expired, FeatureSet, Grant, Granted, Holder, HolderInfo, KeyHolders, LockRef, Mode,
-    Outcome, PolicyKinds, PrefixPolicy, Reason, Released, TableCounters,
+    OpenSession, Outcome, PolicyKinds, PrefixPolicy, Proclaim, Reason, Released, SessionEnded,
+    SessionInfo, SessionOpened, TableCounters,
 };
 
 /// The world-0.1 types (docs/architecture.md, "The lock commands (world
@@ -31,6 +36,16 @@ pub mod legacy {
         Command, Expire, Grant, HeldLock, LockInfo, Outcome, TableStats,
     };
 }
+
+/// The world-0.2 types, which log entries written before world 0.3 carry
+/// ([`crate::entry::Request::Commands`]).
+pub mod v02 {
+    pub use crate::engine::bindings::v02::{Command, Grant, Holder, LockRef, Mode, PrefixPolicy};
+}
+
+/// The largest value a holding may carry, in bytes (the 0.3 world's bound;
+/// the module refuses larger ones too).
+pub const MAX_VALUE_BYTES: usize = 4096;
 
 /// What the reason of every refusal by the cluster's capacity bound starts
 /// with (a `quota` refusal the host, not the module, gives; see
@@ -46,8 +61,117 @@ pub fn is_capacity(reason: &str) -> bool {
     reason.starts_with(CAPACITY_REASON)
 }
 
+impl From<v02::Command> for Command {
+    /// A 0.2 command means the same in 0.3 with the new fields at their
+    /// defaults.
+    fn from(c: v02::Command) -> Command {
+        match c {
+            v02::Command::Grant(g) => Command::Grant(Grant {
+                key: g.key,
+                holder: Holder {
+                    principal: g.holder.principal,
+                    owner: g.holder.owner,
+                },
+                request_id: g.request_id,
+                mode: match g.mode {
+                    v02::Mode::Exclusive => Mode::Exclusive,
+                    v02::Mode::Shared => Mode::Shared,
+                },
+                limit: g.limit,
+                lease_ms: g.lease_ms,
+                session: 0,
+                reentrant: false,
+                value: String::new(),
+            }),
+            v02::Command::Release(r) => Command::release(r.key, r.token),
+            v02::Command::Expire(r) => Command::expire(r.key, r.token),
+            v02::Command::SetPolicy(rules) => Command::SetPolicy(
+                rules
+                    .into_iter()
+                    .map(|r| PrefixPolicy {
+                        prefix: r.prefix,
+                        reserved: r.reserved,
+                        max_lease_ms: r.max_lease_ms,
+                        max_holders: r.max_holders,
+                        max_held: r.max_held,
+                    })
+                    .collect(),
+            ),
+        }
+    }
+}
+
 impl Command {
-    /// A 0.1 command in 0.2's types (a 0.1 module's release ignores the
+    /// The same command in world 0.2's types, when it fits them (see
+    /// [`Command::needs_0_3`]).
+    pub fn into_v02(self) -> Option<v02::Command> {
+        if self.needs_0_3() {
+            return None;
+        }
+        Some(match self {
+            Command::Grant(g) => v02::Command::Grant(v02::Grant {
+                key: g.key,
+                holder: v02::Holder {
+                    principal: g.holder.principal,
+                    owner: g.holder.owner,
+                },
+                request_id: g.request_id,
+                mode: match g.mode {
+                    Mode::Exclusive => v02::Mode::Exclusive,
+                    Mode::Shared => v02::Mode::Shared,
+                },
+                limit: g.limit,
+                lease_ms: g.lease_ms,
+            }),
+            Command::Release(r) => v02::Command::Release(v02::LockRef {
+                key: r.key,
+                token: r.token,
+            }),
+            Command::Expire(r) => v02::Command::Expire(v02::LockRef {
+                key: r.key,
+                token: r.token,
+            }),
+            Command::SetPolicy(rules) => v02::Command::SetPolicy(
+                rules
+                    .into_iter()
+                    .map(|r| v02::PrefixPolicy {
+                        prefix: r.prefix,
+                        reserved: r.reserved,
+                        max_lease_ms: r.max_lease_ms,
+                        max_holders: r.max_holders,
+                        max_held: r.max_held,
+                    })
+                    .collect(),
+            ),
+            Command::OpenSession(_)
+            | Command::CloseSession(_)
+            | Command::ExpireSession(_)
+            | Command::Proclaim(_) => return None,
+        })
+    }
+}
+
+impl v02::Command {
+    /// As [`Command::wire_bytes`].
+    pub fn wire_bytes(&self) -> usize {
+        WIRE_OVERHEAD
+            + match self {
+                v02::Command::Grant(g) => {
+                    g.key.len()
+                        + g.holder.principal.len()
+                        + g.holder.owner.len()
+                        + g.request_id.len()
+                }
+                v02::Command::Release(r) | v02::Command::Expire(r) => r.key.len(),
+                v02::Command::SetPolicy(rules) => {
+                    rules.iter().map(|r| r.prefix.len() + WIRE_OVERHEAD).sum()
+                }
+            }
+    }
+}
+
+impl Command {
+    /// A 0.1 command in 0.3's types (a 0.1 module's release ignores the
     /// token, so it is 0).
     pub fn from_legacy(c: &legacy::Command) -> Command {
         match c {
@@ -70,6 +194,9 @@ impl Command {
             mode: Mode::Exclusive,
             limit: 1,
             lease_ms,
+            session: 0,
+            reentrant: false,
+            value: String::new(),
         })
     }
 
@@ -98,20 +225,44 @@ impl Command {
                         + g.holder.principal.len()
                         + g.holder.owner.len()
                         + g.request_id.len()
+                        + g.value.len()
                 }
                 Command::Release(r) | Command::Expire(r) => r.key.len(),
                 Command::SetPolicy(rules) => {
                     rules.iter().map(|r| r.prefix.len() + WIRE_OVERHEAD).sum()
                 }
+                Command::OpenSession(o) => {
+                    o.holder.principal.len() + o.holder.owner.len() + o.request_id.len()
+                }
+                Command::CloseSession(_) | Command::ExpireSession(_) => 0,
+                Command::Proclaim(p) => p.key.len() + p.value.len(),
             }
     }
 
-    /// The key the command is about (none for `set-policy`).
+    /// The key the command is about (none for policy and session commands).
     pub fn key(&self) -> Option<&str> {
         match self {
             Command::Grant(g) => Some(&g.key),
             Command::Release(r) | Command::Expire(r) => Some(&r.key),
-            Command::SetPolicy(_) => None,
+            Command::Proclaim(p) => Some(&p.key),
+            Command::SetPolicy(_)
+            | Command::OpenSession(_)
+            | Command::CloseSession(_)
+            | Command::ExpireSession(_) => None,
+        }
+    }
+
+    /// Whether only a module of world 0.3 can run it: session commands,
+    /// proclaim, and grants that name a session, enter again or carry a
+    /// value.
+    pub fn needs_0_3(&self) -> bool {
+        match self {
+            Command::Grant(g) => g.session != 0 || g.reentrant || !g.value.is_empty(),
+            Command::OpenSession(_)
+            | Command::CloseSession(_)
+            | Command::ExpireSession(_)
+            | Command::Proclaim(_) => true,
+            Command::Release(_) | Command::Expire(_) | Command::SetPolicy(_) => false,
         }
     }
 }
@@ -139,11 +290,34 @@ impl fmt::Display for Command {
                 if !g.request_id.is_empty() {
                     write!(f, " request={}", g.request_id)?;
                 }
+                if g.session != 0 {
+                    write!(f, " session={}", g.session)?;
+                }
+                if g.reentrant {
+                    f.write_str(" reentrant")?;
+                }
+                if !g.value.is_empty() {
+                    write!(f, " value=({} bytes)", g.value.len())?;
+                }
                 Ok(())
             }
             Command::Release(r) => write!(f, "release {:?} token={}", r.key, r.token),
             Command::Expire(r) => write!(f, "expire {:?} token={}", r.key, r.token),
             Command::SetPolicy(rules) => write!(f, "set-policy ({} rules)", rules.len()),
+            Command::OpenSession(o) => write!(
+                f,
+                "open-session ttl_ms={} holder={}/{}",
+                o.ttl_ms, o.holder.principal, o.holder.owner
+            ),
+            Command::CloseSession(id) => write!(f, "close-session {id}"),
+            Command::ExpireSession(id) => write!(f, "expire-session {id}"),
+            Command::Proclaim(p) => write!(
+                f,
+                "proclaim {:?} token={} value=({} bytes)",
+                p.key,
+                p.token,
+                p.value.len()
+            ),
         }
     }
 }
@@ -155,6 +329,7 @@ impl fmt::Display for Reason {
             Reason::Policy(why) => write!(f, "policy: {why}"),
             Reason::Quota(why) => write!(f, "quota: {why}"),
             Reason::Unsupported(why) => write!(f, "unsupported: {why}"),
+            Reason::NoSession(id) => write!(f, "no session {id}"),
         }
     }
 }
@@ -167,14 +342,33 @@ impl fmt::Display for Outcome {
                 if g.repeat {
                     f.write_str(" repeat")?;
                 }
+                if g.count != 1 {
+                    write!(f, " count={}", g.count)?;
+                }
                 Ok(())
             }
             Outcome::Rejected(r) => write!(f, "rejected ({r})"),
+            Outcome::Released(r) if r.count > 0 => write!(f, "released count={}", r.count),
             Outcome::Released(r) => write!(f, "released freed={}", r.freed),
             Outcome::NotFound => f.write_str("not-found"),
             Outcome::Expired(e) => write!(f, "expired existed={} freed={}", e.existed, e.freed),
             Outcome::PolicySet => f.write_str("policy-set"),
             Outcome::Noop => f.write_str("noop"),
+            Outcome::SessionOpened(o) => {
+                write!(f, "session-opened id={} ttl_ms={}", o.id, o.ttl_ms)?;
+                if o.repeat {
+                    f.write_str(" repeat")?;
+                }
+                Ok(())
+            }
+            Outcome::SessionEnded(e) => write!(
+                f,
+                "session-ended existed={} released={} freed={}",
+                e.existed,
+                e.released.len(),
+                e.freed.len()
+            ),
+            Outcome::Proclaimed => f.write_str("proclaimed"),
         }
     }
 }

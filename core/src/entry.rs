@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::command::{legacy, Command, Outcome};
+use crate::command::{legacy, v02, Command, Outcome};
 use crate::signature::{KeyChange, KeyEntry, KeyError, SignedShadowStart, TrustedKeys};
 use crate::upgrade::{BoundUpgrade, SignedUpgrade};
 use crate::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
@@ -105,12 +105,14 @@ pub enum Request {
     Upgrade(UpgradeEntry),
     /// Start or stop a shadow module (see [`crate::shadow`]).
     Shadow(ShadowEntry),
-    /// Replicated lock commands in groups, applied in this order; each
-    /// group is one entry of world 0.2's `apply` (a `busy` grant makes the
-    /// later grants of its key in the group wait). The leader puts every
-    /// group waiting at the moment into one log entry (see
-    /// the host's proposer): one fsync for many commands.
-    Commands(Vec<Vec<Command>>),
+    /// Replicated lock commands in groups, in world 0.2's types, applied in
+    /// this order; each group is one entry of the module's `apply` (a
+    /// `busy` grant makes the later grants of its key in the group wait).
+    /// The leader puts every group waiting at the moment into one log entry
+    /// (see the host's proposer): one fsync for many commands. Still what
+    /// a leader proposes when every command fits world 0.2 (see
+    /// [`Request::commands`]).
+    Commands(Vec<Vec<v02::Command>>),
     /// Set the cluster's capacity bounds (see [`crate::replica::capacity`]).
     Capacity(crate::replica::capacity::Capacity),
     /// Trust or untrust a module key (see [`crate::signature`]).
@@ -128,6 +130,10 @@ pub enum Request {
     BoundShadow(SignedShadowStart),
     /// The first module of a new cluster (see [`crate::upgrade::Genesis`]).
     Genesis(crate::upgrade::Genesis),
+    /// As [`Request::Commands`], in world 0.3's types: what a leader
+    /// proposes when a command needs 0.3 (a session, a reentrant grant, a
+    /// value).
+    Commands03(Vec<Vec<Command>>),
 }
 
 /// What applying an entry returns to the proposer.
@@ -146,6 +152,38 @@ pub enum Response {
 }
 
 impl Request {
+    /// The entry for lock command groups: [`Request::Commands`] when every
+    /// command fits world 0.2, so that a node of an older binary (a rolling
+    /// upgrade) reads every entry a cluster writes until a 0.3 feature is
+    /// used, which needs a 0.3 module, which needs the new binary
+    /// everywhere; else [`Request::Commands03`].
+    pub fn commands(groups: Vec<Vec<Command>>) -> Request {
+        if groups.iter().flatten().any(Command::needs_0_3) {
+            return Request::Commands03(groups);
+        }
+        Request::Commands(
+            groups
+                .into_iter()
+                .map(|g| g.into_iter().filter_map(Command::into_v02).collect())
+                .collect(),
+        )
+    }
+
+    /// The lock command groups of [`Request::Commands`] or
+    /// [`Request::Commands03`], in world 0.3's types.
+    pub fn into_commands(self) -> Option<Vec<Vec<Command>>> {
+        match self {
+            Request::Commands(groups) => Some(
+                groups
+                    .into_iter()
+                    .map(|g| g.into_iter().map(Command::from).collect())
+                    .collect(),
+            ),
+            Request::Commands03(groups) => Some(groups),
+            _ => None,
+        }
+    }
+
     /// About how many bytes the entry takes on the wire: module bytes and
     /// strings counted exactly, a fixed allowance for each command's
     /// numbers and framing. What bounds an AppendEntries batch in bytes.
@@ -153,7 +191,12 @@ impl Request {
         crate::command::WIRE_OVERHEAD
             + match self {
                 Request::Lock(cs) => cs.iter().map(legacy::Command::wire_bytes).sum(),
-                Request::Commands(groups) => groups.iter().flatten().map(Command::wire_bytes).sum(),
+                Request::Commands(groups) => {
+                    groups.iter().flatten().map(v02::Command::wire_bytes).sum()
+                }
+                Request::Commands03(groups) => {
+                    groups.iter().flatten().map(Command::wire_bytes).sum()
+                }
                 Request::Upgrade(u) => u.module.len(),
                 Request::Genesis(g) => g.module.len(),
                 Request::SignedUpgrade(s) => s.upgrade.module.len() + s.signature.0.len(),
@@ -179,6 +222,7 @@ impl Request {
             Request::BoundUpgrade(s) => Some(&s.upgrade.module),
             Request::Lock(_)
             | Request::Commands(_)
+            | Request::Commands03(_)
             | Request::Capacity(_)
             | Request::ModuleKeys(_)
             | Request::Shadow(ShadowEntry::Stop) => None,
@@ -197,6 +241,13 @@ impl std::fmt::Display for Request {
                 write!(f, "]")
             }
             Request::Commands(groups) => {
+                let groups: Vec<Vec<Command>> = groups
+                    .iter()
+                    .map(|g| g.iter().cloned().map(Command::from).collect())
+                    .collect();
+                write!(f, "{}", Request::Commands03(groups))
+            }
+            Request::Commands03(groups) => {
                 write!(f, "[")?;
                 for (g, cs) in groups.iter().enumerate() {
                     write!(f, "{}[", if g > 0 { ", " } else { "" })?;

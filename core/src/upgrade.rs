@@ -224,6 +224,10 @@ pub enum MigrateError {
     LostLocks { before: u64, after: u64 },
     #[error("the migration would move the token counter back from {before} to {after}; fencing tokens must never repeat")]
     TokensBack { before: u64, after: u64 },
+    #[error("the migration would end sessions: {before} live before, {after} after")]
+    LostSessions { before: u64, after: u64 },
+    #[error("the migration would move the session counter back from {before} to {after}; session ids must never repeat")]
+    SessionsBack { before: u64, after: u64 },
 }
 
 /// The new module, running, with the old state migrated into it.
@@ -254,6 +258,20 @@ pub fn migrate(
         return Err(MigrateError::TokensBack {
             before: before.next_token,
             after: after.next_token,
+        });
+    }
+    // A 0.1 or 0.2 module reports no sessions and the first id unused, so
+    // these hold trivially unless a 0.3 state is involved.
+    if after.sessions != before.sessions {
+        return Err(MigrateError::LostSessions {
+            before: before.sessions,
+            after: after.sessions,
+        });
+    }
+    if after.next_session < before.next_session {
+        return Err(MigrateError::SessionsBack {
+            before: before.next_session,
+            after: after.next_session,
         });
     }
     let version = instance.version().map_err(MigrateError::After)?;
@@ -300,7 +318,10 @@ pub fn capture(
     to: World,
 ) -> Result<(Vec<u8>, TableCounters), MigrateError> {
     let state = match (active.world(), to) {
-        (World::V02, World::V01) => active
+        // A 0.3 state goes to 0.2 in its own snapshot: format 3 while no
+        // 0.3 feature was used, which 0.2 reads; format 4 otherwise, which
+        // 0.2 refuses, naming it (the upgrade is refused, nothing changes).
+        (World::V02 | World::V03, World::V01) => active
             .downgrade_snapshot()
             .map_err(MigrateError::OldSnapshot)?
             .map_err(|reason| MigrateError::Downgrade { to, reason })?,

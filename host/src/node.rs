@@ -267,6 +267,8 @@ impl Node {
                     total: config.max_waiters,
                 },
                 max_requests: config.max_requests,
+                max_sessions: config.max_sessions,
+                max_session_holdings: config.max_session_holdings,
             },
         );
         let gate = crate::transport::limits::Gate::new(config.conn.clone());

@@ -140,6 +140,12 @@ codes! {
     TooManyWatchers = "too_many_watchers",
     /// The node is shutting down.
     ShuttingDown = "shutting_down",
+    /// No such session: never opened, closed, or expired.
+    NoSession = "no_session",
+    /// A session TTL of 0 or over `--max-lease-ms`.
+    InvalidTtl = "invalid_ttl",
+    /// The session is another principal's.
+    NotSessionHolder = "not_session_holder",
 }
 
 impl std::fmt::Display for ErrorCode {

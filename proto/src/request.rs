@@ -42,6 +42,61 @@ pub enum ClientRequest {
     /// Follow the changes under a prefix: answered by a stream of
     /// responses under this request's id (see [`crate::WatchRequest`]).
     Watch(crate::WatchRequest),
+    /// Take a slot of `key` with the options of world 0.3 (a session,
+    /// reentrancy, a value): answered [`ClientResponse::Granted`].
+    AcquireIn(Acquire3),
+    /// Open a session: answered [`ClientResponse::SessionOpened`].
+    OpenSession {
+        ttl_ms: u64,
+        owner: String,
+        request_id: String,
+    },
+    /// Renew a session: answered [`ClientResponse::KeptAlive`] (its TTL).
+    KeepSession {
+        id: u64,
+    },
+    /// Close a session: answered [`ClientResponse::SessionClosed`].
+    CloseSession {
+        id: u64,
+    },
+    /// Replace a holding's value: answered [`ClientResponse::Done`].
+    Proclaim {
+        key: Vec<u8>,
+        token: u64,
+        value: String,
+    },
+    /// Release one count of a holding: answered
+    /// [`ClientResponse::ReleasedCount`] (what is left: 0 when released).
+    ReleaseCount {
+        key: Vec<u8>,
+        token: u64,
+    },
+    /// The leader of election `key` (its first holding), read
+    /// linearizably: answered [`ClientResponse::Leader`].
+    Leader {
+        key: Vec<u8>,
+    },
+}
+
+/// An election's leader: the holding, its published value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaderView {
+    /// The leadership's epoch (its fencing token; 0 unless the caller may
+    /// see it, as for holdings).
+    pub token: u64,
+    pub holder: Option<HolderId>,
+    pub value: String,
+}
+
+/// An acquire with the options of world 0.3: 0.2's and a session,
+/// reentrancy and a value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Acquire3 {
+    pub base: AcquireRequest,
+    /// 0: no session.
+    pub session: u64,
+    pub reentrant: bool,
+    pub value: String,
 }
 
 /// The most readers a shared acquire that gives no limit admits, when the
@@ -137,6 +192,29 @@ pub enum ClientResponse {
     },
     /// A watch ended (its last response).
     Cut(crate::WatchCut),
+    /// A grant with the times its holder holds it (1, or more after a
+    /// reentrant holder entered again).
+    Granted {
+        token: u64,
+        lease_ms: u64,
+        count: u32,
+    },
+    SessionOpened {
+        id: u64,
+        ttl_ms: u64,
+    },
+    /// The holdings a session's close released: (key, token).
+    SessionClosed(Vec<(String, u64)>),
+    /// What is left of a reentrant holding after a release (0: released).
+    ReleasedCount(u32),
+    /// Done, with nothing to say.
+    Done,
+    /// An election's leader (none: no leader now) and the log index it
+    /// was read at: a watch from one past it misses no change.
+    Leader {
+        index: u64,
+        leader: Option<LeaderView>,
+    },
 }
 
 /// A held lock as a client sees it.

@@ -52,6 +52,13 @@ pub enum ChangeKind {
     Expired {
         token: u64,
     },
+    /// The holding with `token` published `value` (after its grant, or a
+    /// `proclaim`: an election's leader value). Appended: a client that
+    /// does not know it meets it only where values are used.
+    Value {
+        token: u64,
+        value: String,
+    },
 }
 
 /// Why a watch ended (or did not start), and where to resume.

@@ -130,7 +130,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
             json!({}),
             404,
             "not_found",
-            "unknown lock action \"grab\"; expected acquire, release or keepalive".into(),
+            "unknown lock action \"grab\"; expected acquire, release, keepalive or proclaim".into(),
         ),
     ];
     for (action, key, body, status, code, error) in cases {

@@ -1,4 +1,4 @@
-//! Shared means shared: on a new cluster (which runs the built-in 0.2
+//! Shared means shared: on a new cluster (which runs the built-in 0.3
 //! module from its first entry), readers that give no limit share the key (different owners, through HTTP, the native
 //! protocol and lockctl), join readers that gave one at their limit, stop
 //! at a prefix policy's `max-holders`, and keep a writer out; an explicit
@@ -48,9 +48,9 @@ fn readers_without_a_limit_share_the_key() {
     );
     let w = acquire(&c, leader, "cfg", json!({"lease_ms": 30000}));
     assert_eq!(w.status, 409, "{w:?}");
-    // Every node runs the built-in 0.2 module, recorded as the cluster's
+    // Every node runs the built-in 0.3 module, recorded as the cluster's
     // first module in its log.
-    let built_in = ModuleHash::of(lockd_core::builtin::LOCK_SM_0_2).to_string();
+    let built_in = ModuleHash::of(lockd_core::builtin::LOCK_SM_0_3).to_string();
     c.wait_converged(Duration::from_secs(10));
     for id in 1..=3 {
         let st = c.status(id).expect("status");

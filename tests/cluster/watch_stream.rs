@@ -247,6 +247,7 @@ fn the_rust_client_resumes_on_another_node_and_lockctl_follows_a_prefix() {
                         ChangeKind::Granted { token, .. } => ("granted", token),
                         ChangeKind::Released { token } => ("released", token),
                         ChangeKind::Expired { token } => ("expired", token),
+                        ChangeKind::Value { token, .. } => ("value", token),
                     };
                     got.push((kind.into(), ch.key, token));
                 }

@@ -48,18 +48,18 @@ fn workload() -> Vec<Request> {
         max_key_bytes: 12,
     })];
     for i in 0..4 {
-        r.push(Request::Commands(vec![vec![Command::grant(
+        r.push(Request::commands(vec![vec![Command::grant(
             format!("k{i}"),
             1000,
         )]]));
     }
     // Full (3 held): the release applies, its grant is refused.
-    r.push(Request::Commands(vec![vec![
+    r.push(Request::commands(vec![vec![
         Command::release("k0", 1),
         Command::grant("k9", 1000),
     ]]));
     // Room for one again, but not for a 20-byte key.
-    r.push(Request::Commands(vec![
+    r.push(Request::commands(vec![
         vec![Command::grant("a-key-of-20-bytes-xx", 1000)],
         vec![Command::grant("k5", 1000)],
         vec![Command::grant("k6", 1000)],

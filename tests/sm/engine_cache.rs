@@ -71,7 +71,8 @@ fn a_corrupt_artifact_is_recompiled_not_loaded() {
         [[Outcome::Granted(Granted {
             token: 1,
             lease_ms: 1,
-            repeat: false
+            repeat: false,
+            count: 1
         })]]
     );
     // And the rewritten artifact is sound again.

@@ -28,7 +28,7 @@ fn request(kind: u8, key: &str, n: u64) -> PeerRequest {
     let entries = vec![
         Entry {
             log_id: log_id(2, n),
-            payload: EntryPayload::Normal(Request::Commands(vec![vec![
+            payload: EntryPayload::Normal(Request::commands(vec![vec![
                 Command::grant(key, n),
                 Command::release(key, n),
             ]])),

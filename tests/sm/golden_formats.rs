@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use lock_tests::golden::{commands, core_meta, entry, golden, hex, log_id, pinned};
+use lock_tests::golden::{commands, commands_0_3, core_meta, entry, golden, hex, log_id, pinned};
 use lockd::raft::{Request, Vote};
 use lockd_core::command::legacy;
 use lockd_core::engine::ModuleHash;
@@ -60,7 +60,7 @@ fn requests() -> Vec<(&'static str, Request)> {
             }),
         ),
         ("shadow_stop", Request::Shadow(ShadowEntry::Stop)),
-        ("commands", Request::Commands(commands())),
+        ("commands", Request::commands(commands())),
         (
             "capacity",
             Request::Capacity(Capacity {
@@ -111,6 +111,8 @@ fn requests() -> Vec<(&'static str, Request)> {
                 module: vec![0, 0x61, 0x73, 0x6d],
             }),
         ),
+        // Appended: a sample's index is its position.
+        ("commands_0_3", Request::commands(commands_0_3())),
     ]
 }
 
@@ -134,6 +136,24 @@ fn log_entries_of_every_kind_are_pinned() {
     pinned("log_vote", &Vote::new(5, 2));
     pinned("log_vote_committed", &Vote::new_committed(5, 2));
     pinned("log_purged", &log_id(3, 42));
+}
+
+#[test]
+fn a_leader_writes_world_0_2_entries_until_a_command_needs_0_3() {
+    // So an older binary reads every entry until a 0.3 feature is used.
+    assert!(matches!(
+        Request::commands(commands()),
+        Request::Commands(_)
+    ));
+    assert!(matches!(
+        Request::commands(commands_0_3()),
+        Request::Commands03(_)
+    ));
+    // And the 0.2 entry reads back as the same commands.
+    assert_eq!(
+        Request::commands(commands()).into_commands(),
+        Some(commands())
+    );
 }
 
 #[test]

@@ -60,7 +60,7 @@ fn the_peer_hello_and_peer_messages_are_pinned() {
         leader_commit: Some(log_id(3, 9)),
         entries: vec![entry(
             10,
-            EntryPayload::Normal(Request::Commands(commands())),
+            EntryPayload::Normal(Request::commands(commands())),
         )],
     };
     pinned(

@@ -34,7 +34,8 @@ fn chaos_guest_behaves_normally_on_ordinary_input() {
             Outcome::Granted(Granted {
                 token: 1,
                 lease_ms: 5,
-                repeat: false
+                repeat: false,
+                count: 1
             }),
             Outcome::Rejected(Reason::Busy)
         ]]
@@ -208,7 +209,8 @@ fn the_builtin_module_loads_and_has_no_imports() {
         [[Outcome::Granted(Granted {
             token: 1,
             lease_ms: 1,
-            repeat: false
+            repeat: false,
+            count: 1
         })]]
     );
     assert!(g.last_fuel_used() > 0);
@@ -240,7 +242,7 @@ mod replica {
                 log_id: LogId::new(1, 0, index),
                 payload: match key {
                     Some(k) => {
-                        Payload::Normal(Request::Commands(vec![vec![Command::grant(*k, 5)]]))
+                        Payload::Normal(Request::commands(vec![vec![Command::grant(*k, 5)]]))
                     }
                     None => Payload::Blank,
                 },

@@ -29,3 +29,4 @@ mod world02_equivalence;
 mod world02_module;
 mod world02_replica;
 mod world02_scenarios;
+mod world03_module;

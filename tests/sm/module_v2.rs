@@ -12,6 +12,7 @@ fn granted(token: u64, lease_ms: u64) -> Outcome {
         token,
         lease_ms,
         repeat: false,
+        count: 1,
     })
 }
 use lockd_core::engine::EngineError;
@@ -31,7 +32,10 @@ fn v2_migrates_v1_state_and_applies_its_policy() {
         [[
             granted(1, 100),
             granted(2, 200),
-            Outcome::Released(Released { freed: true }),
+            Outcome::Released(Released {
+                freed: true,
+                count: 0
+            }),
             granted(3, 5)
         ]]
     );

@@ -136,7 +136,7 @@ fn snapshots_of_earlier_formats_decode_and_restore_with_no_key_trusted() {
     let mut r = Replica::new(1, loader, module, 4).unwrap();
     let grant = Entry {
         log_id: LogId::new(1, 0, 1),
-        payload: Payload::Normal(Request::Commands(vec![vec![Command::grant("k", 10)]])),
+        payload: Payload::Normal(Request::commands(vec![vec![Command::grant("k", 10)]])),
     };
     r.apply([grant]).unwrap();
     let now = r

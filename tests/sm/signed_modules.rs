@@ -101,7 +101,7 @@ impl Node {
     }
 
     fn grant(&mut self, key: &str) -> u64 {
-        match self.apply(Request::Commands(vec![vec![Command::grant(key, 1000)]])) {
+        match self.apply(Request::commands(vec![vec![Command::grant(key, 1000)]])) {
             Response::Lock(g) => match &g[0][0] {
                 Outcome::Granted(x) => x.token,
                 other => panic!("{other}"),

@@ -61,10 +61,17 @@ pub fn corresponds(v1: &V1Out, v2: &Outcome, lease_asked: u64) -> bool {
                 token: t,
                 lease_ms,
                 repeat: false,
+                count: 1,
             },
         ) => token == t && *lease_ms == lease_asked,
         (V1Out::GrantRejected, Outcome::Rejected(Reason::Busy)) => true,
-        (V1Out::Released, Outcome::Released { freed: true }) => true,
+        (
+            V1Out::Released,
+            Outcome::Released {
+                freed: true,
+                count: 0,
+            },
+        ) => true,
         (V1Out::NotFound, Outcome::NotFound) => true,
         (V1Out::Expired { existed }, Outcome::Expired { existed: e, freed }) => {
             existed == e && freed == e
@@ -138,13 +145,17 @@ fn the_comparison_rejects_a_different_lock() {
     ));
     assert!(!corresponds(
         &V1Out::Released,
-        &Outcome::Released { freed: false },
+        &Outcome::Released {
+            freed: false,
+            count: 0
+        },
         0
     ));
     let granted = |token, lease_ms, repeat| Outcome::Granted {
         token,
         lease_ms,
         repeat,
+        count: 1,
     };
     assert!(corresponds(
         &V1Out::Granted { token: 3 },

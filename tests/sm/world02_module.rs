@@ -4,7 +4,7 @@
 //! on a downgrade, answers its state hash at a cost that does not grow with
 //! the table, and refuses hostile snapshots without trapping.
 
-use guest_sm_world02::{Command, Grant, LockState};
+use guest_sm_world02::{Command, Grant};
 use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_WORLD02};
 use lock_tests::machines::builtin;
 use lock_tests::world02::machine::ModuleMachine;
@@ -16,7 +16,7 @@ use proptest::prelude::*;
 fn the_component_imports_nothing_and_describes_itself() {
     assert_eq!(import_count(LOCK_SM_WORLD02), 0);
     let mut m = WasmV2::new();
-    assert_eq!(m.features(), LockState::features());
+    assert_eq!(m.features(), guest_sm_world02::features());
     assert_eq!(m.features().world_id, "lockd:sm/lock-sm@0.2.0");
     assert_eq!(m.version(), guest_sm_world02::VERSION);
     assert!(m.version().contains("world lockd:sm@0.2.0"));
@@ -52,7 +52,8 @@ fn a_running_0_1_module_upgrades_to_0_2_and_back() {
         guest_sm_world02::Outcome::Granted {
             token: 4,
             lease_ms: 1,
-            repeat: false
+            repeat: false,
+            count: 1
         },
         "{out:?}"
     );
@@ -71,7 +72,8 @@ fn a_running_0_1_module_upgrades_to_0_2_and_back() {
         [[V1Out::Granted(V1Granted {
             token: 5,
             lease_ms: 1,
-            repeat: false
+            repeat: false,
+            count: 1
         })]]
     );
 }

@@ -44,7 +44,7 @@ impl Node {
 
     /// One entry of one group.
     fn commands(&mut self, commands: Vec<Command>) -> Vec<Outcome> {
-        match self.apply(Request::Commands(vec![commands])) {
+        match self.apply(Request::commands(vec![commands])) {
             Response::Lock(mut groups) => groups.remove(0),
             other => panic!("a lock entry answered {other:?}"),
         }
@@ -73,6 +73,9 @@ fn grant(key: &str, mode: Mode, limit: u32, owner: &str) -> Command {
         mode,
         limit,
         lease_ms: 1000,
+        session: 0,
+        reentrant: false,
+        value: String::new(),
     })
 }
 
@@ -246,7 +249,7 @@ fn a_0_2_shadow_of_0_1_exclusive_traffic_differs_in_nothing() {
             };
             groups.push(vec![cmd]);
         }
-        if let Response::Lock(out) = n.apply(Request::Commands(groups)) {
+        if let Response::Lock(out) = n.apply(Request::commands(groups)) {
             tokens.extend(out.iter().flatten().filter_map(|o| match o {
                 Outcome::Granted(g) => Some(g.token),
                 _ => None,

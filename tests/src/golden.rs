@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use lockd::raft::{Entry, LogId, Node, SnapshotMeta, StoredMembership};
-use lockd_core::command::{Command, Grant, Mode, PrefixPolicy};
+use lockd_core::command::{Command, Grant, Holder, Mode, OpenSession, PrefixPolicy, Proclaim};
 use openraft::{CommittedLeaderId, EntryPayload, Membership};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -119,6 +119,45 @@ pub fn commands() -> Vec<Vec<Command>> {
             max_holders: Some(4),
             max_held: None,
         }])],
+    ]
+}
+
+/// Groups of world-0.3 commands (a session, a grant in it that enters
+/// again and carries a value, a proclaim, the session's end): what a
+/// [`lockd_core::entry::Request::Commands03`] entry carries.
+pub fn commands_0_3() -> Vec<Vec<Command>> {
+    let holder = Holder {
+        principal: "svc".into(),
+        owner: "worker-1".into(),
+    };
+    vec![
+        vec![Command::OpenSession(OpenSession {
+            holder: holder.clone(),
+            request_id: "r1".into(),
+            ttl_ms: 15_000,
+            max_sessions: 64,
+            max_holdings: 1024,
+        })],
+        vec![Command::Grant(Grant {
+            key: "election/db".into(),
+            holder,
+            request_id: "r2".into(),
+            mode: Mode::Exclusive,
+            limit: 1,
+            lease_ms: 0,
+            session: 1,
+            reentrant: true,
+            value: "10.0.0.7:5432".into(),
+        })],
+        vec![
+            Command::Proclaim(Proclaim {
+                key: "election/db".into(),
+                token: 9,
+                value: "10.0.0.8:5432".into(),
+            }),
+            Command::CloseSession(1),
+            Command::ExpireSession(2),
+        ],
     ]
 }
 

@@ -135,7 +135,7 @@ impl WasmMachine {
         let log_id = LogId::new(1, 0, self.index);
         let payload = match command {
             Some(c) if self.legacy => Payload::Normal(Request::Lock(vec![to_legacy(c)])),
-            Some(c) => Payload::Normal(Request::Commands(vec![vec![to_wit(c)]])),
+            Some(c) => Payload::Normal(Request::commands(vec![vec![to_wit(c)]])),
             None => Payload::Blank,
         };
         Entry { log_id, payload }
@@ -172,7 +172,7 @@ pub fn to_legacy(c: &Command) -> wit::legacy::Command {
     }
 }
 
-/// A world-0.2 outcome in the seed's terms (a rejected grant, busy or by
+/// A host outcome in the seed's terms (a rejected grant, busy or by
 /// policy, is the seed's `GrantRejected`).
 pub fn from_wit(o: wit::Outcome) -> Outcome {
     match o {
@@ -181,7 +181,11 @@ pub fn from_wit(o: wit::Outcome) -> Outcome {
         wit::Outcome::Released(_) => Outcome::Released,
         wit::Outcome::NotFound => Outcome::NotFound,
         wit::Outcome::Expired(e) => Outcome::Expired { existed: e.existed },
-        wit::Outcome::Noop => Outcome::Noop,
+        // The seed's commands never open sessions or set values.
+        wit::Outcome::Noop
+        | wit::Outcome::SessionOpened(_)
+        | wit::Outcome::SessionEnded(_)
+        | wit::Outcome::Proclaimed => Outcome::Noop,
     }
 }
 

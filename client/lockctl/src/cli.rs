@@ -92,7 +92,14 @@ pub(crate) enum Cmd {
     /// CMD sees LOCKD_LOCK_KEY, LOCKD_FENCING_TOKEN and LOCKD_LEASE_MS
     /// (and, for one more release, LOCKD_KEY and LOCKD_TOKEN).
     Lock {
-        key: String,
+        /// One key, or several: several are taken in one session (in the
+        /// order given), as `--session` does for one.
+        #[arg(required = true, num_args = 1..)]
+        keys: Vec<String>,
+        /// Hold the key(s) in one session of TTL `--lease`: one keepalive
+        /// for all, all released in one entry when the session ends.
+        #[arg(long)]
+        session: bool,
         #[arg(long, value_parser = parse_duration, default_value = "10s")]
         lease: Duration,
         /// Wait this long for a held lock; then exit with status 2 without
@@ -112,6 +119,40 @@ pub(crate) enum Cmd {
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true, num_args = 1..)]
         command: Vec<String>,
+    },
+    /// Run CMD while leader of election NAME, publishing VALUE: campaign
+    /// (wait for the leadership), run CMD with LOCKD_ELECTION and
+    /// LOCKD_LEADER_EPOCH (the leadership's fencing token), resign when it
+    /// ends; as `lock` when the leadership is lost (status 3). With
+    /// `--observe`, print the leader now and at every change instead.
+    Elect {
+        name: String,
+        /// What the leader publishes (an address, say).
+        #[arg(default_value = "")]
+        value: String,
+        /// The leadership's lease, renewed while CMD runs.
+        #[arg(long, value_parser = parse_duration, default_value = "10s")]
+        ttl: Duration,
+        #[arg(long, value_parser = parse_duration, default_value = "10m")]
+        wait: Duration,
+        #[arg(long, value_parser = parse_duration, default_value = "10s")]
+        grace: Duration,
+        /// Print the leader (value and epoch) now and at every change,
+        /// until Ctrl-C or N changes.
+        #[arg(long, conflicts_with = "command")]
+        observe: bool,
+        #[arg(long, requires = "observe")]
+        count: Option<u64>,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, num_args = 1..)]
+        command: Vec<String>,
+    },
+    /// Publish VALUE for the holding TOKEN of KEY (an election's leader).
+    Proclaim {
+        key: String,
+        value: String,
+        #[arg(long)]
+        token: u64,
     },
     /// Release a lock held with TOKEN.
     Release {
@@ -304,6 +345,7 @@ pub(crate) fn acquire_options(
         limit: limit.unwrap_or(0),
         owner,
         request_id,
+        ..lockd_client::AcquireOptions::exclusive(lease)
     }
 }
 

@@ -4,6 +4,10 @@
 //! lockctl [--endpoints ADDR[,ADDR…]] [--json] acquire KEY --lease 10s [--wait 5s] [--hold]
 //!         [--mode exclusive|shared] [--limit N] [--owner NAME] [--request-id ID]
 //! lockctl lock KEY [--lease 10s] [--wait 10m] [--grace 10s] -- CMD ARGS…  # run CMD holding KEY
+//! lockctl lock KEY KEY… [--session] [--lease 10s] -- CMD ARGS…    # several keys in one session
+//! lockctl elect NAME [VALUE] [--ttl 10s] -- CMD ARGS…             # run CMD while leader
+//! lockctl elect NAME --observe [--count N]                       # the leader, and each change
+//! lockctl proclaim KEY VALUE --token T                           # a leader publishes a new value
 //! lockctl release KEY --token T
 //! lockctl keepalive KEY --token T
 //! lockctl get KEY                                                # every holder
@@ -50,6 +54,7 @@ mod audit;
 mod bench;
 mod capacity;
 mod cli;
+mod elect;
 mod get;
 mod health;
 mod keepalive;
@@ -124,7 +129,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             acquire::run(&client, j, &key, opts, hold).await
         }
         Cmd::Lock {
-            key,
+            keys,
+            session,
             lease,
             wait,
             grace,
@@ -134,12 +140,45 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             command,
         } => {
             let r = lock::Run {
-                key,
+                session: session || keys.len() > 1,
+                keys,
                 opts: acquire_options(lease, wait, mode, limit, owner, None),
                 grace,
                 command,
+                election: false,
             };
             lock::run(&client, r).await
+        }
+        Cmd::Elect {
+            name,
+            observe: true,
+            count,
+            ..
+        } => elect::observe(&client, j, &name, count).await,
+        Cmd::Elect {
+            name,
+            value,
+            ttl,
+            wait,
+            grace,
+            command,
+            ..
+        } => {
+            let opts = lockd_client::AcquireOptions::exclusive(ttl)
+                .wait(wait)
+                .value(value);
+            let r = lock::Run {
+                keys: vec![name],
+                session: false,
+                opts,
+                grace,
+                command,
+                election: true,
+            };
+            lock::run(&client, r).await
+        }
+        Cmd::Proclaim { key, value, token } => {
+            elect::proclaim(&client, j, &key, &value, token).await
         }
         Cmd::Release { key, token } => release::run(&client, j, &key, token).await,
         Cmd::Keepalive { key, token } => keepalive::run(&client, j, &key, token).await,

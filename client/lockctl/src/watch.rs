@@ -32,6 +32,9 @@ fn change_json(index: u64, c: &WatchChange) -> Value {
         ChangeKind::Expired { token } => {
             json!({ "index": index, "type": "expired", "key": c.key, "token": token })
         }
+        ChangeKind::Value { token, value } => {
+            json!({ "index": index, "type": "value", "key": c.key, "token": token, "value": value })
+        }
     }
 }
 
@@ -62,6 +65,9 @@ fn change_text(index: u64, c: &WatchChange) -> String {
         }
         ChangeKind::Released { token } => format!("{index} released {} token {token}", c.key),
         ChangeKind::Expired { token } => format!("{index} expired {} token {token}", c.key),
+        ChangeKind::Value { token, value } => {
+            format!("{index} value {} token {token} {value:?}", c.key)
+        }
     }
 }
 

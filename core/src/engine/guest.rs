@@ -1,15 +1,16 @@
-//! A loaded lock module and a running instance of it, of either world.
+//! A loaded lock module and a running instance of it, of any of the three
+//! worlds.
 //!
-//! A component is of world 0.2 if it exports world 0.2's functions, else of
-//! world 0.1 if it exports those; the typed calls that hide the difference
-//! are in [`super::calls`].
+//! A component is of the newest world whose functions it exports (0.3,
+//! else 0.2, else 0.1); the typed calls that hide the difference are in
+//! [`super::calls`] and [`super::queries`].
 
 use std::fmt;
 use std::sync::Arc;
 
 use wasmtime::{Store, Trap};
 
-use super::bindings::{v01, v02};
+use super::bindings::{v01, v02, v03};
 use super::cache::{self, Compiled};
 use super::error::EngineError;
 use super::hash::ModuleHash;
@@ -25,6 +26,9 @@ pub enum World {
     /// `lockd:sm/lock-sm@0.2.0`: the module decides
     /// (docs/writing-a-lock-module.md, "The 0.2 contract in short").
     V02,
+    /// `lockd:sm/lock-sm@0.3.0`: 0.2 with sessions, reentrant grants and
+    /// values (docs/writing-a-lock-module.md, "What 0.3 adds").
+    V03,
 }
 
 impl World {
@@ -32,6 +36,7 @@ impl World {
         match self {
             World::V01 => "lockd:sm/lock-sm@0.1.0",
             World::V02 => "lockd:sm/lock-sm@0.2.0",
+            World::V03 => "lockd:sm/lock-sm@0.3.0",
         }
     }
 }
@@ -46,12 +51,14 @@ impl fmt::Display for World {
 enum Pre {
     V01(v01::LockSmPre<StoreState>),
     V02(v02::LockSmPre<StoreState>),
+    V03(v03::LockSmPre<StoreState>),
 }
 
 /// The typed exports of a running instance.
 pub(super) enum Bound {
     V01(v01::LockSm),
     V02(v02::LockSm),
+    V03(v03::LockSm),
 }
 
 /// A checked, compiled component of one of the `lock-sm` worlds.
@@ -91,12 +98,15 @@ impl GuestModule {
             .map_err(|e| EngineError::WrongWorld(format!("{e:#}")))?;
         // Newest world first; the error names what 0.1 lacks, since a
         // module that is neither is most often an outdated build.
-        let pre = match v02::LockSmPre::new(instance_pre.clone()) {
-            Ok(pre) => Pre::V02(pre),
-            Err(_) => Pre::V01(
+        let pre = if let Ok(pre) = v03::LockSmPre::new(instance_pre.clone()) {
+            Pre::V03(pre)
+        } else if let Ok(pre) = v02::LockSmPre::new(instance_pre.clone()) {
+            Pre::V02(pre)
+        } else {
+            Pre::V01(
                 v01::LockSmPre::new(instance_pre)
                     .map_err(|e| EngineError::WrongWorld(format!("{e:#}")))?,
-            ),
+            )
         };
         Ok(GuestModule {
             hash,
@@ -118,6 +128,7 @@ impl GuestModule {
         match self.pre {
             Pre::V01(_) => World::V01,
             Pre::V02(_) => World::V02,
+            Pre::V03(_) => World::V03,
         }
     }
 
@@ -140,7 +151,7 @@ pub struct GuestInstance {
     last_fuel_used: u64,
     /// The module's `version()` and `features()`, once asked.
     pub(super) version: Option<String>,
-    pub(super) features: Option<super::bindings::v02::FeatureSet>,
+    pub(super) features: Option<crate::command::FeatureSet>,
 }
 
 impl GuestInstance {
@@ -168,6 +179,7 @@ impl GuestInstance {
         let bindings = match &module.pre {
             Pre::V01(pre) => pre.instantiate(&mut store).map(Bound::V01),
             Pre::V02(pre) => pre.instantiate(&mut store).map(Bound::V02),
+            Pre::V03(pre) => pre.instantiate(&mut store).map(Bound::V03),
         }
         .map_err(|e| classify("instantiate", e, &store, settings.fuel_per_call))?;
         Ok(GuestInstance {
@@ -191,6 +203,7 @@ impl GuestInstance {
         match self.bindings {
             Bound::V01(_) => World::V01,
             Bound::V02(_) => World::V02,
+            Bound::V03(_) => World::V03,
         }
     }
 

@@ -26,13 +26,14 @@
 //! * [`cache`]: compiled components on local disk, keyed by (module hash,
 //!   fingerprint). Artifacts are only ever produced locally; a peer's
 //!   precompiled bytes are never accepted.
-//! * [`guest`]: [`GuestModule`] (a loaded, checked component of either
-//!   world, [`World`]) and [`GuestInstance`] (its running state).
-//! * [`calls`]: the instance's typed calls, in world 0.2's types for a
-//!   module of either world.
-//! * [`world01`]: the adapter that runs 0.2 commands on a 0.1 module.
+//! * [`guest`]: [`GuestModule`] (a loaded, checked component of any of the
+//!   three worlds, [`World`]) and [`GuestInstance`] (its running state).
+//! * [`calls`]: the instance's apply calls, and [`queries`] its read-only
+//!   and whole-state calls, in world 0.3's types for a module of any world.
+//! * [`world02`]: the adapter that runs 0.3 commands on a 0.2 module;
+//!   [`world01`]: the one for a 0.1 module.
 //! * [`wasm`]: [`WasmEngine`], the engine those settings build.
-//! * [`bindings`]: the types and calls generated from the two `lock-sm`
+//! * [`bindings`]: the types and calls generated from the three `lock-sm`
 //!   worlds.
 //! * [`store`]: per-instance store data (the memory limiter).
 //! * [`hash`]: [`ModuleHash`], a module's identity.
@@ -57,10 +58,12 @@ pub mod calls;
 pub mod error;
 pub mod guest;
 pub mod hash;
+pub mod queries;
 pub mod settings;
 pub mod store;
 pub mod wasm;
 pub mod world01;
+pub mod world02;
 
 pub use cache::ComponentCache;
 pub use error::EngineError;

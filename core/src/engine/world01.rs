@@ -1,17 +1,18 @@
-//! The adapter that runs world-0.2 commands on a module of world 0.1 and
-//! turns its answers into 0.2 outcomes. Pure: the guest calls are in
+//! The adapter that runs world-0.3 commands on a module of world 0.1 and
+//! turns its answers into 0.3 outcomes. Pure: the guest calls are in
 //! [`super::calls`].
 //!
 //! The exclusive case maps onto the seed's commands exactly
 //! (docs/architecture.md, "The lock commands (world 0.1)"):
 //!
-//! | 0.2 command | 0.1 command | 0.1 outcome → 0.2 outcome |
+//! | 0.3 command | 0.1 command | 0.1 outcome → 0.3 outcome |
 //! |---|---|---|
 //! | grant, exclusive, limit 1 | `Grant { key, lease_ms }` | `Granted(t)` → granted `t` with the lease asked for; `GrantRejected` → `busy` if the key was held at that point, else `policy` |
 //! | release `(key, token)` | `Release { key }` | `Released` → released, freed; `NotFound` → not-found |
 //! | expire `(key, token)` | `Expire { key, token }` | `Expired(e)` → expired, existed = freed = `e` |
 //!
-//! What 0.1 cannot express (shared mode, a limit other than 1, policy data)
+//! What 0.1 cannot express (shared mode, a limit other than 1, policy data,
+//! and what 0.3 adds: sessions, reentrant grants, values)
 //! is answered `unsupported`, naming the module's version, without a guest
 //! call. A release names its token, which 0.1's release does not check: the
 //! leader's table proposes a release only for the token that holds the key
@@ -20,7 +21,7 @@
 //! idempotent there, and holders show as unknown.
 
 use super::bindings::v01;
-use super::bindings::v02::{
+use crate::command::{
     Command, Expired, FeatureSet, Granted, HolderInfo, Mode, Outcome, PolicyKinds, Reason,
     Released, TableCounters,
 };
@@ -29,6 +30,7 @@ use super::bindings::v02::{
 /// (answer it with [`unsupported`], no guest call).
 pub(super) fn plan(cmd: &Command) -> Option<v01::Command> {
     match cmd {
+        _ if cmd.needs_0_3() => None,
         Command::Grant(g) if g.mode == Mode::Exclusive && g.limit == 1 => {
             Some(v01::Command::Grant(v01::Grant {
                 key: g.key.clone(),
@@ -40,7 +42,12 @@ pub(super) fn plan(cmd: &Command) -> Option<v01::Command> {
             key: r.key.clone(),
             token: r.token,
         })),
-        Command::Grant(_) | Command::SetPolicy(_) => None,
+        Command::Grant(_)
+        | Command::SetPolicy(_)
+        | Command::OpenSession(_)
+        | Command::CloseSession(_)
+        | Command::ExpireSession(_)
+        | Command::Proclaim(_) => None,
     }
 }
 
@@ -48,6 +55,9 @@ pub(super) fn plan(cmd: &Command) -> Option<v01::Command> {
 /// 0.1 module `version`.
 pub(super) fn unsupported(cmd: &Command, version: &str) -> Outcome {
     let why = match cmd {
+        _ if cmd.needs_0_3() => format!(
+            "the active lock module ({version}, world lock-sm@0.1.0) has no sessions, reentrant grants or holding values; upgrade to a module of world lock-sm@0.3.0"
+        ),
         Command::Grant(g) => format!(
             "the active lock module ({version}, world lock-sm@0.1.0) grants only exclusive locks of limit 1, not {} of limit {}; upgrade to a module of world lock-sm@0.2.0",
             g.mode.as_str(),
@@ -58,7 +68,7 @@ pub(super) fn unsupported(cmd: &Command, version: &str) -> Outcome {
     Outcome::Rejected(Reason::Unsupported(why))
 }
 
-/// The 0.2 outcome of a 0.1 outcome. `held` says whether the key was held
+/// The 0.3 outcome of a 0.1 outcome. `held` says whether the key was held
 /// when a rejected grant was applied (see [`held_at`]); `lease_ms` is the
 /// lease the grant asked for.
 pub(super) fn outcome(o: v01::Outcome, lease_ms: u64, held: bool) -> Outcome {
@@ -67,12 +77,16 @@ pub(super) fn outcome(o: v01::Outcome, lease_ms: u64, held: bool) -> Outcome {
             token,
             lease_ms,
             repeat: false,
+            count: 1,
         }),
         v01::Outcome::GrantRejected if held => Outcome::Rejected(Reason::Busy),
         v01::Outcome::GrantRejected => {
             Outcome::Rejected(Reason::Policy("refused by the active lock module".into()))
         }
-        v01::Outcome::Released => Outcome::Released(Released { freed: true }),
+        v01::Outcome::Released => Outcome::Released(Released {
+            freed: true,
+            count: 0,
+        }),
         v01::Outcome::NotFound => Outcome::NotFound,
         v01::Outcome::Expired(existed) => Outcome::Expired(Expired {
             existed,
@@ -109,7 +123,7 @@ pub(super) fn key_of(c: &v01::Command) -> &str {
     }
 }
 
-/// A 0.1 holding as a 0.2 query shows it: holder unknown.
+/// A 0.1 holding as a 0.3 query shows it: holder unknown.
 pub(super) fn holder_info(token: u64, lease_ms: u64) -> HolderInfo {
     HolderInfo {
         token,
@@ -118,6 +132,9 @@ pub(super) fn holder_info(token: u64, lease_ms: u64) -> HolderInfo {
         limit: 1,
         holder: None,
         request_id: String::new(),
+        session: 0,
+        count: 1,
+        value: String::new(),
     }
 }
 
@@ -130,6 +147,9 @@ pub(super) fn features() -> FeatureSet {
         policies: PolicyKinds::empty(),
         idempotent_grants: false,
         downgrade: false,
+        sessions: false,
+        reentrant: false,
+        values: false,
     }
 }
 
@@ -139,6 +159,8 @@ pub(super) fn counters(s: &v01::TableStats) -> TableCounters {
         holders: s.held,
         next_token: s.next_token,
         policy_rules: 0,
+        sessions: 0,
+        next_session: 1,
     }
 }
 

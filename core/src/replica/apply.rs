@@ -34,8 +34,8 @@ impl Replica {
                 run.before = self.last_applied;
             }
             match entry.payload {
-                Payload::Normal(Request::Commands(groups)) => {
-                    run.push(slot, log_id, groups);
+                Payload::Normal(req @ (Request::Commands(_) | Request::Commands03(_))) => {
+                    run.push(slot, log_id, req.into_commands().unwrap_or_default());
                     responses.push(None);
                 }
                 Payload::Normal(Request::Lock(commands)) => {

@@ -89,21 +89,30 @@ impl Usage {
         }
     }
 
+    fn remove(&mut self, key: &str) {
+        self.held = self.held.saturating_sub(1);
+        self.key_bytes = self.key_bytes.saturating_sub(key.len() as u64);
+    }
+
     /// Count what applying `cmds` with `outcomes` changed.
     pub fn account(&mut self, cmds: &[Command], outcomes: &[Outcome]) {
         for (c, o) in cmds.iter().zip(outcomes) {
             match (c, o) {
-                (Command::Grant(g), Outcome::Granted(x)) if !x.repeat => {
+                // A reentrant holder entering again adds no holding.
+                (Command::Grant(g), Outcome::Granted(x)) if !x.repeat && x.count <= 1 => {
                     self.held = self.held.saturating_add(1);
                     self.key_bytes = self.key_bytes.saturating_add(g.key.len() as u64);
                 }
-                (Command::Release(r), Outcome::Released(_))
-                | (
+                // A release that only lowers a count removes none.
+                (Command::Release(r), Outcome::Released(x)) if x.count == 0 => self.remove(&r.key),
+                (
                     Command::Expire(r),
                     Outcome::Expired(crate::command::Expired { existed: true, .. }),
-                ) => {
-                    self.held = self.held.saturating_sub(1);
-                    self.key_bytes = self.key_bytes.saturating_sub(r.key.len() as u64);
+                ) => self.remove(&r.key),
+                (_, Outcome::SessionEnded(e)) => {
+                    for r in &e.released {
+                        self.remove(&r.key);
+                    }
                 }
                 _ => {}
             }
@@ -360,10 +369,19 @@ mod tests {
         assert_eq!(rest, vec![Command::release("a", 1)]);
         let out = merge(
             &is_grant,
-            vec![Outcome::Released(Released { freed: true })],
+            vec![Outcome::Released(Released {
+                freed: true,
+                count: 0,
+            })],
             &why,
         );
-        assert_eq!(out[0], Outcome::Released(Released { freed: true }));
+        assert_eq!(
+            out[0],
+            Outcome::Released(Released {
+                freed: true,
+                count: 0
+            })
+        );
         assert!(matches!(&out[1], Outcome::Rejected(Reason::Quota(w)) if is_capacity(w)));
         assert!(matches!(&out[2], Outcome::Rejected(Reason::Quota(_))));
     }
@@ -376,6 +394,7 @@ mod tests {
                 token: 1,
                 lease_ms: 5,
                 repeat,
+                count: 1,
             })
         };
         u.account(
@@ -392,7 +411,10 @@ mod tests {
         u.account(&[Command::release("zz", 9)], &[Outcome::NotFound]);
         u.account(
             &[Command::release("ab", 1)],
-            &[Outcome::Released(Released { freed: true })],
+            &[Outcome::Released(Released {
+                freed: true,
+                count: 0,
+            })],
         );
         assert_eq!(u, Usage::default());
     }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use lockd_proto::{AuditReport, CapacityStatus, PoisonedAt, ShadowStatus};
 
 use super::Replica;
-use crate::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
+use crate::command::{
+    FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, SessionInfo, TableCounters,
+};
 use crate::engine::{EngineError, ModuleHash, World};
 use crate::entry::{LogId, StoredMembership};
 use crate::signature::{ModuleSignature, TrustedKeys};
@@ -94,6 +96,20 @@ impl Replica {
 
     pub fn counters(&mut self) -> Result<TableCounters, EngineError> {
         self.guest.counters()
+    }
+
+    /// The live session `id`, if any.
+    pub fn session(&mut self, id: u64) -> Result<Option<SessionInfo>, EngineError> {
+        self.guest.session(id)
+    }
+
+    /// Up to `limit` live sessions after `after`, in id order.
+    pub fn list_sessions(
+        &mut self,
+        after: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<SessionInfo>, EngineError> {
+        self.guest.list_sessions(after, limit)
     }
 
     pub fn features(&mut self) -> Result<FeatureSet, EngineError> {

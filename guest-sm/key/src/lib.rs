@@ -1,5 +1,5 @@
-//! What both lock modules (`guest-sm`, world 0.1, and `guest-sm-world02`, world
-//! 0.2) share: lock keys ordered byte-wise a word at a time ([`Key`]), and
+//! What the lock modules (`guest-sm`, world 0.1, and `lock-logic`, the
+//! logic of the modules of worlds 0.2 and 0.3) share: lock keys ordered byte-wise a word at a time ([`Key`]), and
 //! the accumulator of their incremental state hashes ([`Accumulator`]), and
 //! the snapshot encoder that writes straight from the table
 //! ([`encode_exact`]).

@@ -1,12 +1,16 @@
 //! The WebAssembly export layer (wasm builds only): `wit-bindgen` generates
 //! the types of world `lockd:sm@0.2.0` and its `Guest` trait; [`Exports`]
-//! implements it by converting WIT values to [`crate::types`] one to one
-//! and calling the one [`LockState`] this instance owns.
+//! implements it by converting WIT values to the logic's types and calling
+//! the one [`LockState`] this instance owns. The logic is 0.3's superset:
+//! a 0.2 grant reaches it with the 0.3 fields at their defaults (no
+//! session, not reentrant, no value), and what 0.3 adds to answers (counts,
+//! sessions, values) is dropped; on 0.2 input the counts are 1 (granted)
+//! and 0 (released) and nothing else of 0.3 arises.
 
 use std::cell::RefCell;
 
-use crate::types as n;
-use crate::LockState;
+use lock_logic as n;
+use lock_logic::{LockState, World};
 
 wit_bindgen::generate!({
     world: "lock-sm",
@@ -92,6 +96,9 @@ impl From<Command> for n::Command {
                 mode: g.mode.into(),
                 limit: g.limit,
                 lease_ms: g.lease_ms,
+                session: 0,
+                reentrant: false,
+                value: String::new(),
             }),
             Command::Release(r) => n::Command::release(r.key, r.token),
             Command::Expire(r) => n::Command::expire(r.key, r.token),
@@ -102,6 +109,15 @@ impl From<Command> for n::Command {
     }
 }
 
+/// An answer 0.2 has no form for. None arises from a 0.2 command (they
+/// carry no session, reentry, value or session command); should one ever,
+/// it is refused in words rather than misreported as something else.
+fn not_0_2(what: &str) -> Outcome {
+    Outcome::Rejected(Reason::Unsupported(format!(
+        "{what} has no form in world lock-sm@0.2.0"
+    )))
+}
+
 impl From<n::Outcome> for Outcome {
     fn from(o: n::Outcome) -> Outcome {
         match o {
@@ -109,6 +125,7 @@ impl From<n::Outcome> for Outcome {
                 token,
                 lease_ms,
                 repeat,
+                count: _,
             } => Outcome::Granted(Granted {
                 token,
                 lease_ms,
@@ -119,12 +136,18 @@ impl From<n::Outcome> for Outcome {
                 n::Reason::Policy(m) => Reason::Policy(m),
                 n::Reason::Quota(m) => Reason::Quota(m),
                 n::Reason::Unsupported(m) => Reason::Unsupported(m),
+                n::Reason::NoSession(id) => {
+                    Reason::Unsupported(format!("session {id} does not exist"))
+                }
             }),
-            n::Outcome::Released { freed } => Outcome::Released(Released { freed }),
+            n::Outcome::Released { freed, count: _ } => Outcome::Released(Released { freed }),
             n::Outcome::NotFound => Outcome::NotFound,
             n::Outcome::Expired { existed, freed } => Outcome::Expired(Expired { existed, freed }),
             n::Outcome::PolicySet => Outcome::PolicySet,
             n::Outcome::Noop => Outcome::Noop,
+            n::Outcome::SessionOpened { .. } => not_0_2("an opened session"),
+            n::Outcome::SessionEnded { .. } => not_0_2("an ended session"),
+            n::Outcome::Proclaimed => not_0_2("a proclaimed value"),
         }
     }
 }
@@ -183,7 +206,7 @@ impl Guest for Exports {
     }
 
     fn features() -> FeatureSet {
-        let f = LockState::features();
+        let f = crate::features();
         let mut policies = PolicyKinds::empty();
         for (on, flag) in [
             (f.policies.reserved, PolicyKinds::RESERVED),
@@ -222,7 +245,7 @@ impl Guest for Exports {
     }
 
     fn restore(bytes: Vec<u8>) -> Result<(), String> {
-        with(|s| s.restore(&bytes).map_err(|e| e.to_string()))
+        with(|s| s.restore_as(World::V0_2, &bytes).map_err(|e| e.to_string()))
     }
 
     fn downgrade_snapshot() -> Result<Vec<u8>, String> {

@@ -124,11 +124,15 @@ impl From<ServiceError> for ApiError {
             | ServiceError::WaitTooLong { .. }
             | ServiceError::ZeroLimit
             | ServiceError::BadLimit { .. }
-            | ServiceError::FieldTooLong { .. } => StatusCode::BAD_REQUEST,
+            | ServiceError::FieldTooLong { .. }
+            | ServiceError::BadTtl { .. } => StatusCode::BAD_REQUEST,
             ServiceError::PolicyRefused(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ServiceError::TooManyWaiters { .. } => StatusCode::TOO_MANY_REQUESTS,
             ServiceError::Held { .. } | ServiceError::WrongToken { .. } => StatusCode::CONFLICT,
-            ServiceError::NotHolder { .. } => StatusCode::FORBIDDEN,
+            ServiceError::NotHolder { .. } | ServiceError::NotSessionHolder { .. } => {
+                StatusCode::FORBIDDEN
+            }
+            ServiceError::NoSession { .. } => StatusCode::NOT_FOUND,
             ServiceError::NotHeld { .. } => StatusCode::NOT_FOUND,
             ServiceError::Refused { .. } => StatusCode::FORBIDDEN,
             ServiceError::Quota { .. } => StatusCode::TOO_MANY_REQUESTS,

@@ -76,6 +76,21 @@ pub struct AcquireBody {
     #[serde(default)]
     #[schema(max_length = 128)]
     request_id: Option<String>,
+    /// Hold it in this session (`POST /v1/sessions`) instead of on a
+    /// lease of its own: it lives as long as the session, `lease_ms` is
+    /// ignored (give any valid value). 0 or absent: no session.
+    #[serde(default)]
+    session: u64,
+    /// Enter again if this holder (principal, owner, session) holds the
+    /// key already in this mode: the same token and a count one higher;
+    /// each release takes one off. Needs an owner or a session.
+    #[serde(default)]
+    reentrant: bool,
+    /// A value published with the holding (an election's leader value),
+    /// at most 1024 characters.
+    #[serde(default)]
+    #[schema(max_length = 1024)]
+    value: String,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -89,8 +104,18 @@ pub struct TokenBody {
 pub struct AcquireReply {
     /// The fencing token: larger than every token granted before.
     token: u64,
-    /// The lease granted (the module may shorten it).
+    /// The lease granted (the module may shorten it; in a session, the
+    /// session's TTL).
     lease_ms: u64,
+    /// How many times the holder holds it now: 1, or more for a reentrant
+    /// holder that entered again (the same token).
+    count: u32,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ReleaseReply {
+    /// What is left of a reentrant holding: 0 when the holding is gone.
+    count: u32,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -126,6 +151,14 @@ pub struct HoldingJson {
     holder: Option<HolderJson>,
     #[serde(skip_serializing_if = "String::is_empty")]
     request_id: String,
+    /// The session it lives in (absent: on its own lease).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session: Option<u64>,
+    /// Times its holder entered it (1 unless reentrant).
+    count: u32,
+    /// Its published value (absent: none).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    value: String,
 }
 
 /// `left`: (token, ms left) of the key's holdings on the leader's clock.
@@ -141,6 +174,9 @@ fn holding(access: &Access, h: HolderInfo, left: &[(u64, u64)]) -> HoldingJson {
             owner: x.owner,
         }),
         request_id: h.request_id,
+        session: (h.session != 0).then_some(h.session),
+        count: h.count,
+        value: h.value,
     }
 }
 
@@ -212,7 +248,7 @@ fn request_id(headers: &HeaderMap, body: Option<String>) -> Result<String, ApiEr
 }
 
 /// The actions of `POST /v1/locks/{key}/ACTION`.
-pub const ACTIONS: [&str; 3] = ["acquire", "release", "keepalive"];
+pub const ACTIONS: [&str; 4] = ["acquire", "release", "keepalive", "proclaim"];
 
 pub async fn lock_post(
     State(node): State<Arc<Services>>,
@@ -222,7 +258,10 @@ pub async fn lock_post(
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
     let l = lock_op(op, |v| {
-        matches!(v, Verb::Acquire | Verb::Release | Verb::Keepalive)
+        matches!(
+            v,
+            Verb::Acquire | Verb::Release | Verb::Keepalive | Verb::Proclaim
+        )
     })?;
     let lock = Lock {
         node: &node,
@@ -232,6 +271,7 @@ pub async fn lock_post(
     match l.verb {
         Verb::Acquire => acquire(lock, &headers, parse(&body)?).await,
         Verb::Release => release(lock, parse(&body)?).await,
+        Verb::Proclaim => super::sessions::proclaim(&node, &access, &l.key, parse(&body)?).await,
         _ => keepalive(lock, parse(&body)?).await,
     }
 }
@@ -260,6 +300,7 @@ pub struct Lock<'a> {
         (status = 200, description = "granted", body = AcquireReply),
         (status = 400, description = "a bad key, a lease of 0 or above --max-lease-ms, a wait above --max-wait-ms, or a malformed body", body = ErrorBody),
         (status = 403, description = "refused by the module's policy", body = ErrorBody),
+        (status = 404, description = "the session named does not exist (never opened, closed or expired)", body = ErrorBody),
         (status = 409, description = "still busy after the wait", body = ErrorBody),
         (status = 422, description = "the module cannot serve the mode or limit, or the limit differs from the holders'", body = ErrorBody),
         (status = 429, description = "a quota is used up, or as many callers wait as the limits allow (Retry-After)", body = ErrorBody),
@@ -282,12 +323,16 @@ pub async fn acquire(
         principal: l.access.principal.clone(),
         owner: req.owner,
         request_id: request_id(headers, req.request_id)?,
+        session: req.session,
+        reentrant: req.reentrant,
+        value: req.value,
     };
     let wait = Duration::from_millis(req.wait_ms);
     let a = l.node.locks().acquire_with(l.key, spec, wait).await?;
     Ok(Json(AcquireReply {
         token: a.token,
         lease_ms: a.lease_ms,
+        count: a.count,
     })
     .into_response())
 }
@@ -295,7 +340,7 @@ pub async fn acquire(
 /// Give the lock up.
 #[utoipa::path(post, path = "/v1/locks/{key}/release", tag = "locks", params(KeyPath), request_body = TokenBody,
     responses(
-        (status = 200, description = "released", body = Done),
+        (status = 200, description = "released (or, for a reentrant holding entered more than once, one count taken off)", body = ReleaseReply),
         (status = 400, description = "a bad key or body", body = ErrorBody),
         (status = 403, description = "another principal's holding", body = ErrorBody),
         (status = 404, description = "not held", body = ErrorBody),
@@ -303,8 +348,8 @@ pub async fn acquire(
         (status = 503, description = "no leader known", body = ErrorBody)))]
 pub async fn release(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError> {
     let by = native_locks::bound_to(l.access);
-    l.node.locks().release(l.key, req.token, by).await?;
-    Ok(Json(Done {}).into_response())
+    let count = l.node.locks().release(l.key, req.token, by).await?;
+    Ok(Json(ReleaseReply { count }).into_response())
 }
 
 /// Restart the lease.

@@ -50,6 +50,7 @@ pub mod origin;
 pub mod policy;
 pub mod routes;
 pub mod services;
+pub mod sessions;
 pub mod status;
 pub mod watch;
 

@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
-use lockd_proto::{AcquireRequest, ClientResponse, HolderId, Holding, KeyHoldings, LockMode};
+use lockd_proto::{
+    Acquire3, AcquireRequest, ClientRequest, ClientResponse, HolderId, Holding, KeyHoldings,
+    LeaderView, LockMode,
+};
 
 use super::services::Services;
 use crate::auth::Access;
@@ -68,6 +71,37 @@ pub async fn acquire(
     r: AcquireRequest,
     access: &Access,
 ) -> Result<ClientResponse, ServiceError> {
+    let a = acquire3(
+        node,
+        Acquire3 {
+            base: r,
+            session: 0,
+            reentrant: false,
+            value: String::new(),
+        },
+        access,
+    )
+    .await?;
+    Ok(match a {
+        ClientResponse::Granted {
+            token, lease_ms, ..
+        } => ClientResponse::Acquired { token, lease_ms },
+        other => other,
+    })
+}
+
+/// An acquire with world 0.3's options.
+pub async fn acquire3(
+    node: &Services,
+    r: Acquire3,
+    access: &Access,
+) -> Result<ClientResponse, ServiceError> {
+    let Acquire3 {
+        base: r,
+        session,
+        reentrant,
+        value,
+    } = r;
     let k = key(r.key)?;
     let spec = Spec {
         lease_ms: r.lease_ms,
@@ -78,15 +112,80 @@ pub async fn acquire(
         principal: access.principal.clone(),
         owner: r.owner,
         request_id: r.request_id,
+        session,
+        reentrant,
+        value,
     };
     let a = node
         .locks()
         .acquire_with(&k, spec, Duration::from_millis(r.wait_ms))
         .await?;
-    Ok(ClientResponse::Acquired {
+    Ok(ClientResponse::Granted {
         token: a.token,
         lease_ms: a.lease_ms,
+        count: a.count,
     })
+}
+
+/// Sessions, values and counted releases (world 0.3's requests).
+pub async fn session_request(
+    node: &Services,
+    req: ClientRequest,
+    access: &Access,
+) -> Result<ClientResponse, ServiceError> {
+    let by = bound_to(access);
+    let locks = node.locks();
+    match req {
+        ClientRequest::AcquireIn(a) => acquire3(node, a, access).await,
+        ClientRequest::OpenSession {
+            ttl_ms,
+            owner,
+            request_id,
+        } => {
+            let open = crate::service::SessionOpen {
+                ttl_ms,
+                principal: access.principal.clone(),
+                owner,
+                request_id,
+            };
+            let (id, ttl_ms) = locks.open_session(open).await?;
+            Ok(ClientResponse::SessionOpened { id, ttl_ms })
+        }
+        ClientRequest::KeepSession { id } => {
+            let lease_ms = locks.keep_session(id, by).await?;
+            Ok(ClientResponse::KeptAlive { lease_ms })
+        }
+        ClientRequest::CloseSession { id } => Ok(ClientResponse::SessionClosed(
+            locks.close_session(id, by).await?,
+        )),
+        ClientRequest::Proclaim {
+            key: k,
+            token,
+            value,
+        } => {
+            locks.proclaim(&key(k)?, token, value, by).await?;
+            Ok(ClientResponse::Done)
+        }
+        ClientRequest::Leader { key: k } => {
+            let (index, leader) = locks.leader(&key(k)?).await?;
+            Ok(ClientResponse::Leader {
+                index,
+                leader: leader.map(|h| LeaderView {
+                    token: if sees_token(access, &h) { h.token } else { 0 },
+                    holder: h.holder.map(|x| HolderId {
+                        principal: x.principal,
+                        owner: x.owner,
+                    }),
+                    value: h.value,
+                }),
+            })
+        }
+        ClientRequest::ReleaseCount { key: k, token } => {
+            let left = locks.release(&key(k)?, token, by).await?;
+            Ok(ClientResponse::ReleasedCount(left))
+        }
+        _ => Err(ServiceError::StateMachine("not a session request".into())),
+    }
 }
 
 pub async fn holders(

@@ -95,6 +95,7 @@ fn change(access: &Access, c: Change) -> WatchChange {
         },
         Kind::Released { token } => ChangeKind::Released { token },
         Kind::Expired { token } => ChangeKind::Expired { token },
+        Kind::Value { token, value } => ChangeKind::Value { token, value },
     };
     WatchChange { key: c.key, kind }
 }

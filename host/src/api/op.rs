@@ -39,6 +39,8 @@ pub enum Op {
     Watch(WatchQuery),
     /// A lock route.
     Lock(LockOp),
+    /// A session route.
+    Session(SessionOp),
     /// An admin route without path parameters (its body and query are its
     /// handler's: admin is needed whatever they say).
     Admin,
@@ -62,8 +64,20 @@ pub enum Verb {
     Acquire,
     Release,
     Keepalive,
+    /// Replace the holding's value.
+    Proclaim,
     /// End the holding with this token (admin).
     ForceRelease(u64),
+}
+
+/// A session route: `POST /v1/sessions` (open), `GET`, `DELETE` (close)
+/// and `POST .../keepalive` of `/v1/sessions/{id}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionOp {
+    Open,
+    Get(u64),
+    Keepalive(u64),
+    Close(u64),
 }
 
 impl Op {
@@ -78,9 +92,12 @@ impl Op {
             Op::Watch(q) => Action::List(q.prefix.clone()),
             Op::Lock(l) => match l.verb {
                 Verb::Get => Action::ReadKey(l.key.clone()),
-                Verb::Acquire | Verb::Release | Verb::Keepalive => Action::Lock(l.key.clone()),
+                Verb::Acquire | Verb::Release | Verb::Keepalive | Verb::Proclaim => {
+                    Action::Lock(l.key.clone())
+                }
                 Verb::ForceRelease(_) => Action::Admin,
             },
+            Op::Session(_) => Action::Session,
             Op::Admin | Op::UntrustKey(_) => Action::Admin,
         }
     }
@@ -95,6 +112,9 @@ pub fn parse(method: &Method, uri: &Uri) -> Result<Op, ApiError> {
     let get = method == Method::GET || method == Method::HEAD;
     if let Some(rest) = path.strip_prefix(LOCKS) {
         return lock(method, rest).map(Op::Lock);
+    }
+    if let Some(rest) = path.strip_prefix("/v1/sessions/") {
+        return session(method, rest).map(Op::Session);
     }
     if let Some(key) = path.strip_prefix("/v1/admin/module-keys/") {
         if key.is_empty() || key.contains('/') {
@@ -123,6 +143,7 @@ pub fn parse(method: &Method, uri: &Uri) -> Result<Op, ApiError> {
             }
             Op::Watch(q)
         }
+        ("/v1/sessions", false) if *method == Method::POST => Op::Session(SessionOp::Open),
         ("/v1/status" | "/v1/members" | "/metrics" | "/v1/audit", true) => Op::Read,
         ("/v1/admin/policy" | "/v1/admin/capacity" | "/v1/admin/module-keys", true) => Op::Read,
         ("/v1/admin/snapshot", true) => Op::Admin,
@@ -155,6 +176,7 @@ pub fn answered_by_leader(method: &Method, path: &str) -> bool {
     match path {
         "/v1/admin/snapshot" => get,
         "/v1/locks"
+        | "/v1/sessions"
         | "/v1/members/add"
         | "/v1/members/promote"
         | "/v1/members/remove"
@@ -165,7 +187,11 @@ pub fn answered_by_leader(method: &Method, path: &str) -> bool {
         | "/v1/admin/shadow"
         | "/v1/admin/shadow/promote"
         | "/v1/admin/shadow/abort" => true,
-        p => p.starts_with(LOCKS) || p.starts_with("/v1/admin/module-keys/"),
+        p => {
+            p.starts_with(LOCKS)
+                || p.starts_with("/v1/sessions/")
+                || p.starts_with("/v1/admin/module-keys/")
+        }
     }
 }
 
@@ -177,6 +203,7 @@ const KNOWN: &[&str] = &[
     "/v1/openapi.json",
     "/v1/whoami",
     "/v1/locks",
+    "/v1/sessions",
     "/v1/watch",
     "/v1/status",
     "/v1/members",
@@ -217,10 +244,11 @@ fn lock(method: &Method, rest: &str) -> Result<LockOp, ApiError> {
             "acquire" => (Verb::Acquire, 1),
             "release" => (Verb::Release, 1),
             "keepalive" => (Verb::Keepalive, 1),
+            "proclaim" => (Verb::Proclaim, 1),
             other => {
                 return Err(ApiError::not_found(format!(
-                    "unknown lock action {other:?}; expected acquire, release or keepalive"
-                )))
+                "unknown lock action {other:?}; expected acquire, release, keepalive or proclaim"
+            )))
             }
         },
         Method::DELETE if n >= 2 && segments[n - 2] == "holders" => {
@@ -256,6 +284,33 @@ fn lock(method: &Method, rest: &str) -> Result<LockOp, ApiError> {
         key: decode(&key.join("/")).map_err(bad_key)?,
         verb,
     })
+}
+
+/// A session route's path after `/v1/sessions/`: `ID` or `ID/keepalive`.
+fn session(method: &Method, rest: &str) -> Result<SessionOp, ApiError> {
+    let (raw, action) = match rest.split_once('/') {
+        Some((id, a)) => (id, Some(a)),
+        None => (rest, None),
+    };
+    // The method and action first: a method a path does not take is 405
+    // whatever the id says.
+    let make: fn(u64) -> SessionOp = match (method.clone(), action) {
+        (Method::GET | Method::HEAD, None) => SessionOp::Get,
+        (Method::DELETE, None) => SessionOp::Close,
+        (Method::POST, Some("keepalive")) => SessionOp::Keepalive,
+        (_, None | Some("keepalive")) => return Err(not_allowed(method, "this session route")),
+        (_, Some(a)) => {
+            return Err(ApiError::not_found(format!(
+                "unknown session action {a:?}; expected keepalive"
+            )))
+        }
+    };
+    let id = token(raw).map_err(|_| {
+        ApiError::bad_request(format!(
+            "session id {raw:?}: ASCII digits, without sign or leading zeros"
+        ))
+    })?;
+    Ok(make(id))
 }
 
 /// A fencing token in a path: ASCII digits, no sign, no leading zero.

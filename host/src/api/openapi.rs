@@ -24,7 +24,7 @@ use utoipa::openapi::{OpenApi as Document, Ref, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 use super::error::ErrorBody;
-use super::{admin, cluster, health, locks, metrics, policy, watch};
+use super::{admin, cluster, health, locks, metrics, policy, sessions, watch};
 
 /// Paths that need no credentials (docs/security.md, "Clients and roles").
 pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/ui", "/v1/openapi.json"];
@@ -40,10 +40,15 @@ pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/ui", "/v1/openapi.json"]
         locks::acquire,
         locks::release,
         locks::keepalive,
+        sessions::proclaim,
         locks::lock_get,
         locks::lock_list,
         watch::watch,
         locks::lock_delete,
+        sessions::open,
+        sessions::get,
+        sessions::post,
+        sessions::close,
         policy::policy_get,
         policy::policy_put,
         cluster::status,
@@ -74,6 +79,7 @@ pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/ui", "/v1/openapi.json"]
     modifiers(&Secured),
     tags(
         (name = "locks", description = "Acquire, renew, release and read locks, and the module's policy data."),
+        (name = "sessions", description = "One lease for many holdings: open, renew, read and close sessions."),
         (name = "cluster", description = "Status, membership, health and metrics."),
         (name = "admin", description = "Hot upgrade, shadow mode, signed modules, capacity, snapshots and the determinism audit."),
     )
@@ -182,6 +188,8 @@ mod tests {
     fn served_as(path: &str) -> &str {
         if path.starts_with("/v1/locks/{key}") {
             "/v1/locks/{*path}"
+        } else if path.starts_with("/v1/sessions/{id}") {
+            "/v1/sessions/{*path}"
         } else {
             path
         }

@@ -18,7 +18,7 @@ use super::body::{MAX_BODY, MAX_MODULE};
 use super::error::ApiError;
 use super::forward::{to_leader, Forwarding};
 use super::services::Services;
-use super::{admin, cluster, health, locks, metrics, openapi, policy, watch};
+use super::{admin, cluster, health, locks, metrics, openapi, policy, sessions, watch};
 
 type Methods = MethodRouter<Arc<Services>>;
 
@@ -87,6 +87,14 @@ pub const ROUTES: &[Route] = &[
             get(locks::lock_get)
                 .post(locks::lock_post)
                 .delete(locks::lock_delete),
+        )
+    }),
+    ("/v1/sessions", |l| l.json(post(sessions::open))),
+    ("/v1/sessions/{*path}", |l| {
+        l.json(
+            get(sessions::get)
+                .post(sessions::post)
+                .delete(sessions::close),
         )
     }),
     ("/v1/admin/policy", |l| {

@@ -32,7 +32,7 @@ use crate::watch::{Cut, Next, WatchError, Watcher};
 /// One change as a watcher sees it.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct ChangeJson {
-    /// `granted`, `released` or `expired`.
+    /// `granted`, `released`, `expired` or `value` (a holding's published value).
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub key: String,
@@ -50,6 +50,9 @@ pub struct ChangeJson {
     pub principal: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// A `value` change's value (what the holding published).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
 }
 
 /// The data of an `event: changes` message.
@@ -69,6 +72,7 @@ fn change_json(access: &Access, c: Change) -> ChangeJson {
         limit: None,
         principal: None,
         owner: None,
+        value: None,
     };
     match c.kind {
         ChangeKind::Granted {
@@ -90,6 +94,11 @@ fn change_json(access: &Access, c: Change) -> ChangeJson {
             limit: Some(limit),
             principal: Some(principal),
             owner: Some(owner),
+            value: None,
+        },
+        ChangeKind::Value { token, value } => ChangeJson {
+            value: Some(value),
+            ..bare("value", token)
         },
         // A holding that ended: its token opens nothing any more.
         ChangeKind::Released { token } => bare("released", token),

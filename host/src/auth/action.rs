@@ -19,8 +19,13 @@ pub enum Action {
     ReadKey(String),
     /// Held keys under a prefix.
     List(String),
-    /// Acquire, release or keepalive on a key.
+    /// Acquire, release, keepalive or proclaim on a key.
     Lock(String),
+    /// Open, read, renew or close a session: any principal that may lock
+    /// some key (a session holds nothing by itself; each acquire in it is
+    /// checked against its key, and only the session's principal may use
+    /// it).
+    Session,
     /// Upgrade, shadow, membership, snapshot, force release, policy and
     /// capacity changes, trusted module keys.
     Admin,
@@ -36,6 +41,7 @@ impl Action {
             Action::ReadKey(k) => format!("reading key {k:?}"),
             Action::List(p) => format!("listing prefix {p:?}"),
             Action::Lock(k) => format!("locking key {k:?}"),
+            Action::Session => "sessions (a role that may lock some key)".into(),
             Action::Admin => "admin actions (role admin)".into(),
         }
     }
@@ -55,9 +61,16 @@ pub fn of_native(req: &ClientRequest) -> Action {
         | ClientRequest::Release { key: k, .. }
         | ClientRequest::Keepalive { key: k, .. } => key(k, Action::Lock),
         ClientRequest::AcquireWith(a) => key(&a.key, Action::Lock),
-        ClientRequest::Get { key: k } | ClientRequest::Holders { key: k } => {
-            key(k, Action::ReadKey)
+        ClientRequest::AcquireIn(a) => key(&a.base.key, Action::Lock),
+        ClientRequest::Proclaim { key: k, .. } | ClientRequest::ReleaseCount { key: k, .. } => {
+            key(k, Action::Lock)
         }
+        ClientRequest::OpenSession { .. }
+        | ClientRequest::KeepSession { .. }
+        | ClientRequest::CloseSession { .. } => Action::Session,
+        ClientRequest::Get { key: k }
+        | ClientRequest::Holders { key: k }
+        | ClientRequest::Leader { key: k } => key(k, Action::ReadKey),
         ClientRequest::List { prefix, .. } => key(prefix, Action::List),
         // Whoever may list a prefix may follow it (as over HTTP).
         ClientRequest::Watch(w) => key(&w.prefix, Action::List),

@@ -272,6 +272,7 @@ impl Auth {
                 Action::ReadKey(k) => g.read || g.may_lock(k),
                 Action::List(p) => g.read || g.may_lock(p),
                 Action::Lock(k) => g.may_lock(k),
+                Action::Session => g.may_lock_some(),
                 Action::Admin => false,
             };
         if allowed {

@@ -103,6 +103,11 @@ impl Grants {
     pub fn may_lock(&self, key: &str) -> bool {
         self.lock.iter().any(|p| key.starts_with(p.as_str()))
     }
+
+    /// Whether it may lock any key at all.
+    pub fn may_lock_some(&self) -> bool {
+        !self.lock.is_empty()
+    }
 }
 
 /// The parsed auth file.

@@ -76,6 +76,10 @@ pub struct NodeConfig {
     /// At most [`crate::api::body::MAX_MODULE`].
     pub max_module_bytes: usize,
     pub max_requests: usize,
+    /// Sessions per principal and holdings per session
+    /// (docs/sessions.md).
+    pub max_sessions: u32,
+    pub max_session_holdings: u32,
     pub conn: crate::transport::limits::ConnLimits,
     pub max_waiters_per_key: usize,
     pub max_waiters: usize,
@@ -214,6 +218,11 @@ impl NodeConfig {
                 "max waiters per key ({}) must be above 0 and at most max waiters ({})",
                 self.max_waiters_per_key, self.max_waiters
             )));
+        }
+        if self.max_sessions == 0 || self.max_session_holdings == 0 {
+            return Err(ConfigError::Invalid(
+                "max sessions and max session holdings must be above 0".into(),
+            ));
         }
         if self.watch_history == 0 || self.watch_history > MAX_WATCH_HISTORY {
             return Err(ConfigError::Invalid(format!(

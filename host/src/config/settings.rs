@@ -51,11 +51,12 @@ pub struct Identity {
     /// excludes --initial-cluster.
     #[arg(long, env = "LOCKD_JOIN")]
     pub join: bool,
-    /// The lock module a new cluster records as its first: world-0.2
-    /// (shared locks, semaphores, holders, policy) or world-0.1 (the
-    /// exclusive locks of the first releases). Ignored by a cluster that
-    /// has served anything: it keeps its module.
-    #[arg(long, env = "LOCKD_INITIAL_MODULE", value_enum, default_value_t = InitialModuleArg::World02)]
+    /// The lock module a new cluster records as its first: world-0.3
+    /// (world-0.2's and sessions, reentrant locks, values for elections),
+    /// world-0.2 (shared locks, semaphores, holders, policy) or world-0.1
+    /// (the exclusive locks of the first releases). Ignored by a cluster
+    /// that has served anything: it keeps its module.
+    #[arg(long, env = "LOCKD_INITIAL_MODULE", value_enum, default_value_t = InitialModuleArg::World03)]
     pub initial_module: InitialModuleArg,
 }
 
@@ -66,6 +67,8 @@ pub enum InitialModuleArg {
     World01,
     #[value(name = "world-0.2")]
     World02,
+    #[value(name = "world-0.3")]
+    World03,
 }
 
 impl From<InitialModuleArg> for lockd_core::builtin::InitialModule {
@@ -73,6 +76,7 @@ impl From<InitialModuleArg> for lockd_core::builtin::InitialModule {
         match a {
             InitialModuleArg::World01 => lockd_core::builtin::InitialModule::World01,
             InitialModuleArg::World02 => lockd_core::builtin::InitialModule::World02,
+            InitialModuleArg::World03 => lockd_core::builtin::InitialModule::World03,
         }
     }
 }
@@ -146,6 +150,14 @@ pub struct Limits {
     /// past it, 503 with Retry-After.
     #[arg(long, env = "LOCKD_MAX_REQUESTS", default_value_t = 131_072)]
     pub max_requests: usize,
+    /// Live sessions one principal may have (all clients together when
+    /// authentication is off); one more is refused (403, code `refused`).
+    #[arg(long, env = "LOCKD_MAX_SESSIONS", default_value_t = 4096)]
+    pub max_sessions: u32,
+    /// Holdings one session may have; one more is refused (403, code
+    /// `refused`).
+    #[arg(long, env = "LOCKD_MAX_SESSION_HOLDINGS", default_value_t = 1024)]
+    pub max_session_holdings: u32,
     /// The largest snapshot a peer may send, in bytes; a chunk past it, or
     /// not continuing the bytes received, is refused.
     #[arg(long, env = "LOCKD_MAX_SNAPSHOT_BYTES",
@@ -379,6 +391,8 @@ impl Tuning {
             max_watchers: limits.max_watchers,
             watch_history: limits.watch_history,
             max_requests: limits.max_requests,
+            max_sessions: limits.max_sessions,
+            max_session_holdings: limits.max_session_holdings,
             max_snapshot_bytes: limits.max_snapshot_bytes,
             max_module_bytes: limits.max_module_bytes,
             conn: ConnLimits {

@@ -159,9 +159,9 @@ pub fn replay(
         report.entries += 1;
         report.to_index = index;
         let batch = match &entry.payload {
-            openraft::EntryPayload::Normal(Request::Commands(groups)) => {
-                Some(Batch::Groups(groups.clone()))
-            }
+            openraft::EntryPayload::Normal(
+                req @ (Request::Commands(_) | Request::Commands03(_)),
+            ) => req.clone().into_commands().map(Batch::Groups),
             openraft::EntryPayload::Normal(Request::Lock(commands)) => {
                 Some(Batch::Legacy(commands.clone()))
             }

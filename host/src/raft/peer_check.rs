@@ -98,8 +98,9 @@ impl PeerGate {
                 );
             }
             for e in &r.entries {
-                if let EntryPayload::Normal(req @ (Request::Lock(_) | Request::Commands(_))) =
-                    &e.payload
+                if let EntryPayload::Normal(
+                    req @ (Request::Lock(_) | Request::Commands(_) | Request::Commands03(_)),
+                ) = &e.payload
                 {
                     let bytes = req.wire_bytes();
                     if bytes > MAX_APPEND_BYTES {
@@ -288,9 +289,9 @@ mod tests {
         let key = "k".repeat(1024);
         let group = |n: usize| vec![(0..n).map(|_| Command::grant(key.clone(), 1)).collect()];
         // The most an honest leader sends in one entry passes.
-        let ok = append(2, 1, Request::Commands(group(4096)));
+        let ok = append(2, 1, Request::commands(group(4096)));
         assert!(g.check(1, &ok, members).is_ok());
-        let big = append(2, 1, Request::Commands(group(9000)));
+        let big = append(2, 1, Request::commands(group(9000)));
         let e = g.check(1, &big, members).unwrap_err().to_string();
         assert!(e.contains("above the bound"), "{e}");
     }

@@ -20,6 +20,9 @@ pub const MAX_REQUEST_ID_CHARS: usize = 128;
 pub struct Acquired {
     pub token: u64,
     pub lease_ms: u64,
+    /// Times its holder holds it now: 1, or more for a reentrant holder
+    /// that entered again.
+    pub count: u32,
 }
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -83,6 +86,18 @@ pub enum ServiceError {
     WaitTooLong { got: u64, max: u64 },
     #[error("state machine failed: {0}")]
     StateMachine(String),
+    #[error("session {id} does not exist (never opened, closed or expired)")]
+    NoSession { id: u64 },
+    #[error("session TTL must be 1 ms to {max} ms, not {got} ms")]
+    BadTtl { got: u64, max: u64 },
+    /// The session is another principal's: only it (or an admin) may
+    /// use, renew or close it.
+    #[error("session {id} is principal {holder:?}'s, not {caller:?}'s; only its principal or an admin may use, renew or close it")]
+    NotSessionHolder {
+        id: u64,
+        holder: String,
+        caller: String,
+    },
 }
 
 pub fn check_key(key: &str) -> Result<(), ServiceError> {
@@ -108,12 +123,14 @@ impl ServiceError {
             | BadLimit { .. }
             | FieldTooLong { .. }
             | WaitTooLong { .. }
+            | BadTtl { .. }
             | PolicyRefused(_) => "invalid",
             // Still held when the wait (if any) ended.
             Held { .. } => "held",
             Refused { .. } | Quota { .. } | Unsupported { .. } => "refused",
             Capacity { .. } | TooManyWaiters { .. } | Overloaded(_) => "limit",
             NotHeld { .. } | WrongToken { .. } | NotHolder { .. } => "not_holder",
+            NoSession { .. } | NotSessionHolder { .. } => "no_session",
             NotLeader { .. } => "not_leader",
             Unavailable(_) => "unavailable",
             StateMachine(_) => "error",
@@ -144,6 +161,9 @@ impl ServiceError {
             NotLeader { .. } => ErrorCode::NotLeader,
             Unavailable(_) => ErrorCode::Unavailable,
             StateMachine(_) => ErrorCode::Internal,
+            NoSession { .. } => ErrorCode::NoSession,
+            BadTtl { .. } => ErrorCode::InvalidTtl,
+            NotSessionHolder { .. } => ErrorCode::NotSessionHolder,
         }
     }
 

@@ -13,6 +13,7 @@ use super::barrier;
 use super::clock::{LeaseClock, TableClock};
 use super::error::{check_key, Acquired, ServiceError, MAX_OWNER_CHARS, MAX_REQUEST_ID_CHARS};
 use super::proposer::Proposer;
+use super::sessions::{check_len, check_value, Needs};
 use super::stats::ServiceStats;
 use super::table::{Spec, WaitLimits};
 use crate::raft::state_machine::StateMachineStore;
@@ -34,11 +35,11 @@ pub struct LockService {
     pub(super) sm: StateMachineStore,
     /// For admin commands that need no lock table (`set-policy`).
     pub(super) proposer: Proposer,
-    limits: RequestLimits,
+    pub(super) limits: RequestLimits,
     /// The longest an election can take.
-    election_max: Duration,
+    pub(super) election_max: Duration,
     /// The table's clock, shared with the actor.
-    clock: Arc<TableClock>,
+    pub(super) clock: Arc<TableClock>,
 }
 
 /// What callers may ask for and how many may wait (see
@@ -52,6 +53,10 @@ pub struct RequestLimits {
     /// `Retry-After` (`Unavailable` on the native protocol, which clients
     /// retry).
     pub max_requests: usize,
+    /// Live sessions one principal may have (enforced by the module).
+    pub max_sessions: u32,
+    /// Holdings one session may have (enforced by the module).
+    pub max_session_holdings: u32,
 }
 
 /// A caller's place in the actor, given back when its request ends.
@@ -116,7 +121,7 @@ impl LockService {
     /// stops waiting (its connection closed, so this future is dropped)
     /// is reported to the actor, which then skips it in the queue or
     /// releases the grant it was about to get.
-    async fn ask<T>(
+    pub(super) async fn ask<T>(
         &self,
         msg: impl FnOnce(u64, oneshot::Sender<Result<T, ServiceError>>) -> Msg,
     ) -> Result<T, ServiceError> {
@@ -141,7 +146,7 @@ impl LockService {
         answer.map_err(|_| gone())?
     }
 
-    fn check_lease(&self, lease_ms: u64) -> Result<(), ServiceError> {
+    pub(super) fn check_lease(&self, lease_ms: u64) -> Result<(), ServiceError> {
         match lease_ms {
             0 => Err(ServiceError::ZeroLease),
             n if n > self.limits.max_lease_ms => Err(ServiceError::LeaseTooLong {
@@ -210,6 +215,15 @@ impl LockService {
         self.settle_limit(key, &mut spec)?;
         if spec.mode != Mode::Exclusive || spec.limit != 1 {
             self.check_supported(key, &spec).await?;
+        }
+        for (asks, needs) in [
+            (spec.session != 0, Needs::Sessions),
+            (spec.reentrant, Needs::Reentrant),
+            (!spec.value.is_empty(), Needs::Values),
+        ] {
+            if asks {
+                self.check_feature(key, needs).await?;
+            }
         }
         self.ask(|req, reply| Msg::Acquire {
             req,
@@ -286,12 +300,13 @@ impl LockService {
     /// `by`: the caller's principal, which must be the holding's when it is
     /// recorded; `None` for a caller who may free any holding (an admin, or
     /// no authentication).
+    /// Answers what is left of a reentrant holding (0: released).
     pub async fn release(
         &self,
         key: &str,
         token: u64,
         by: Option<&str>,
-    ) -> Result<(), ServiceError> {
+    ) -> Result<u32, ServiceError> {
         check_key(key)?;
         let r = self
             .ask(|req, reply| Msg::Release {
@@ -377,17 +392,7 @@ impl Drop for GoneGuard<'_> {
 
 /// The bounds on what an acquire carries besides key and lease.
 fn check_spec(spec: &Spec) -> Result<(), ServiceError> {
-    for (field, value, max) in [
-        ("owner", &spec.owner, MAX_OWNER_CHARS),
-        ("request id", &spec.request_id, MAX_REQUEST_ID_CHARS),
-    ] {
-        // Counted only past `max` bytes: no more characters than bytes.
-        if value.len() > max {
-            let got = value.chars().count();
-            if got > max {
-                return Err(ServiceError::FieldTooLong { field, got, max });
-            }
-        }
-    }
-    Ok(())
+    check_len("owner", &spec.owner, MAX_OWNER_CHARS)?;
+    check_len("request id", &spec.request_id, MAX_REQUEST_ID_CHARS)?;
+    check_value(&spec.value)
 }

@@ -32,6 +32,7 @@ mod handle;
 mod lease;
 pub mod proposer;
 mod reads;
+mod sessions;
 mod stats;
 pub mod table;
 mod tasks;
@@ -39,5 +40,6 @@ mod world;
 
 pub use error::{check_key, Acquired, ServiceError, MAX_KEY_BYTES};
 pub use handle::{LockService, RequestLimits};
+pub use sessions::SessionOpen;
 pub use stats::ServiceStats;
 pub use tasks::ServiceTasks;

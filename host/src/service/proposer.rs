@@ -164,7 +164,7 @@ async fn run(
                 replies.push(g.reply);
             }
             let started = std::time::Instant::now();
-            let write = raft.client_write(Request::Commands(entry));
+            let write = raft.client_write(Request::commands(entry));
             tokio::pin!(write);
             let answered = |w: Result<_, _>| w.map_err(|e| ServiceError::from_raft(id, e, |e| e.to_string()));
             let written = tokio::select! {

@@ -1,12 +1,14 @@
-//! One interface over the native and the wasm build of the 0.2 module, so a
-//! test drives both with the same commands and compares.
+//! One interface over the native and the wasm build of the 0.2 module (and
+//! of the 0.3 module: the logic's types are the superset of both worlds),
+//! so a test drives both builds with the same commands and compares.
 
 use guest_sm_world02::{
     Command, Counters, Features, HolderInfo, KeyHolders, LockState, Outcome, PrefixPolicy,
+    SessionInfo,
 };
 
-/// A lock module of world `lock-sm@0.2.0` under test, in the module's own
-/// (native) types.
+/// A lock module of world `lock-sm@0.2.0` (or `@0.3.0`) under test, in the
+/// module's own (native) types.
 pub trait ModuleMachine {
     fn name(&self) -> &'static str;
     /// Apply a committed range: one list of outcomes per entry.
@@ -48,7 +50,75 @@ impl ModuleMachine for NativeV2 {
         self.0.policy()
     }
     fn features(&mut self) -> Features {
-        LockState::features()
+        guest_sm_world02::features()
+    }
+    fn counters(&mut self) -> Counters {
+        self.0.counters()
+    }
+    fn snapshot(&mut self) -> Vec<u8> {
+        self.0.snapshot()
+    }
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
+        guest_sm_world02::restore(&mut self.0, bytes).map_err(|e| e.to_string())
+    }
+    fn downgrade_snapshot(&mut self) -> Result<Vec<u8>, String> {
+        self.0.downgrade_snapshot().map_err(|e| e.to_string())
+    }
+    fn state_hash(&mut self) -> [u8; 32] {
+        checked_hash(&self.0)
+    }
+    fn version(&mut self) -> String {
+        guest_sm_world02::VERSION.to_string()
+    }
+    fn fresh(&self) -> Box<dyn ModuleMachine> {
+        Box::new(NativeV2::default())
+    }
+}
+
+/// The state hash, checked against the one recomputed from scratch.
+fn checked_hash(s: &LockState) -> [u8; 32] {
+    let hash = s.state_hash();
+    assert_eq!(
+        hash,
+        s.recomputed_hash(),
+        "the incremental state hash differs from the one computed from scratch"
+    );
+    hash
+}
+
+/// `guest-sm-world03` compiled natively: the same logic as [`NativeV2`]
+/// (the types are the superset of both worlds), with 0.3's features and
+/// every snapshot format, and the session queries besides.
+#[derive(Default)]
+pub struct NativeV3(pub LockState);
+
+impl NativeV3 {
+    pub fn session(&mut self, id: u64) -> Option<SessionInfo> {
+        self.0.session(id)
+    }
+    pub fn list_sessions(&mut self, after: Option<u64>, limit: u32) -> Vec<SessionInfo> {
+        self.0.list_sessions(after, limit)
+    }
+}
+
+impl ModuleMachine for NativeV3 {
+    fn name(&self) -> &'static str {
+        "native 0.3"
+    }
+    fn apply(&mut self, entries: &[Vec<Command>]) -> Vec<Vec<Outcome>> {
+        self.0.apply_entries(entries.to_vec())
+    }
+    fn holders(&mut self, key: &str) -> Vec<HolderInfo> {
+        self.0.holders(key)
+    }
+    fn list_keys(&mut self, prefix: &str, after: Option<&str>, limit: u32) -> Vec<KeyHolders> {
+        self.0.list_keys(prefix, after, limit)
+    }
+    fn policy(&mut self) -> Vec<PrefixPolicy> {
+        self.0.policy()
+    }
+    fn features(&mut self) -> Features {
+        guest_sm_world03::features()
     }
     fn counters(&mut self) -> Counters {
         self.0.counters()
@@ -63,19 +133,13 @@ impl ModuleMachine for NativeV2 {
         self.0.downgrade_snapshot().map_err(|e| e.to_string())
     }
     fn state_hash(&mut self) -> [u8; 32] {
-        let hash = self.0.state_hash();
-        assert_eq!(
-            hash,
-            self.0.recomputed_hash(),
-            "the incremental state hash differs from the one computed from scratch"
-        );
-        hash
+        checked_hash(&self.0)
     }
     fn version(&mut self) -> String {
-        guest_sm_world02::VERSION.to_string()
+        guest_sm_world03::VERSION.to_string()
     }
     fn fresh(&self) -> Box<dyn ModuleMachine> {
-        Box::new(NativeV2::default())
+        Box::new(NativeV3::default())
     }
 }
 

@@ -20,7 +20,9 @@
 //! `release KEY TOKEN`, `expire KEY TOKEN`. Outcomes: `granted token=T
 //! lease=L [repeat]`, `busy`, `rejected policy|quota|unsupported: TEXT`,
 //! `released freed=B`, `not-found`, `expired existed=B freed=B`,
-//! `policy-set`, `noop`.
+//! `policy-set`, `noop` (and, for the 0.3 module, a ` count=N` where a
+//! count is not a new holding's or a removal's, `rejected no-session: ID`,
+//! `session-opened ...`, `session-ended ...`, `proclaimed`).
 //!
 //! [`run_file`] runs every step on every machine with
 //! [`crate::scenario::run_file_with`]: each machine's output must be the
@@ -117,27 +119,62 @@ pub fn format_rule(r: &PrefixPolicy) -> String {
     s
 }
 
+/// One outcome as a line. What 0.3 adds shows only where it is used (a
+/// count other than a new holding's or a removal's, the session outcomes),
+/// so every 0.2 outcome reads as it always has.
 pub fn format_outcome(o: &Outcome) -> String {
+    let count = |count: u32, usual: u32| {
+        if count == usual {
+            String::new()
+        } else {
+            format!(" count={count}")
+        }
+    };
     match o {
         Outcome::Granted {
             token,
             lease_ms,
             repeat,
+            count: n,
         } => format!(
-            "granted token={token} lease={lease_ms}{}",
-            if *repeat { " repeat" } else { "" }
+            "granted token={token} lease={lease_ms}{}{}",
+            if *repeat { " repeat" } else { "" },
+            count(*n, 1)
         ),
         Outcome::Rejected(Reason::Busy) => "busy".into(),
         Outcome::Rejected(Reason::Policy(m)) => format!("rejected policy: {m}"),
         Outcome::Rejected(Reason::Quota(m)) => format!("rejected quota: {m}"),
         Outcome::Rejected(Reason::Unsupported(m)) => format!("rejected unsupported: {m}"),
-        Outcome::Released { freed } => format!("released freed={freed}"),
+        Outcome::Rejected(Reason::NoSession(id)) => format!("rejected no-session: {id}"),
+        Outcome::Released { freed, count: n } => {
+            format!("released freed={freed}{}", count(*n, 0))
+        }
         Outcome::NotFound => "not-found".into(),
         Outcome::Expired { existed, freed } => {
             format!("expired existed={existed} freed={freed}")
         }
         Outcome::PolicySet => "policy-set".into(),
         Outcome::Noop => "noop".into(),
+        Outcome::SessionOpened { id, ttl_ms, repeat } => format!(
+            "session-opened id={id} ttl={ttl_ms}{}",
+            if *repeat { " repeat" } else { "" }
+        ),
+        Outcome::SessionEnded {
+            existed,
+            released,
+            freed,
+        } => {
+            let refs: Vec<String> = released
+                .iter()
+                .map(|r| format!("{}/{}", r.key, r.token))
+                .collect();
+            format!(
+                "session-ended existed={existed} released=[{}] freed=[{}]",
+                refs.join(","),
+                freed.join(",")
+            )
+        }
+        Outcome::Proclaimed => "proclaimed".into(),
     }
 }
 

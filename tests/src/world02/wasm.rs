@@ -177,6 +177,10 @@ impl ModuleMachine for WasmV2 {
             },
             idempotent_grants: f.idempotent_grants,
             downgrade: f.downgrade,
+            // World 0.2 has none of 0.3's additions.
+            sessions: false,
+            reentrant: false,
+            values: false,
         }
     }
     fn counters(&mut self) -> n::Counters {
@@ -186,6 +190,10 @@ impl ModuleMachine for WasmV2 {
             holders: c.holders,
             next_token: c.next_token,
             policy_rules: c.policy_rules,
+            // What a state that never had a session counts (world 0.2 has
+            // no sessions).
+            sessions: 0,
+            next_session: 1,
         }
     }
     fn snapshot(&mut self) -> Vec<u8> {
@@ -250,9 +258,13 @@ fn lock_ref(r: &n::LockRef) -> bindings::LockRef {
     }
 }
 
-/// A command as the host would pass it.
+/// A command as the host would pass it. Only 0.2's commands have a form
+/// here: a test that sends 0.3's to a 0.2 module is wrong, and fails.
 pub fn to_wit(c: &n::Command) -> bindings::Command {
     match c {
+        n::Command::Grant(g) if g.session != 0 || g.reentrant || !g.value.is_empty() => {
+            panic!("a grant with 0.3 fields has no form in world 0.2: {g:?}")
+        }
         n::Command::Grant(g) => bindings::Command::Grant(bindings::Grant {
             key: g.key.clone(),
             holder: bindings::Holder {
@@ -269,6 +281,12 @@ pub fn to_wit(c: &n::Command) -> bindings::Command {
         n::Command::SetPolicy(rules) => {
             bindings::Command::SetPolicy(rules.iter().map(policy_to_wit).collect())
         }
+        other @ (n::Command::OpenSession(_)
+        | n::Command::CloseSession(_)
+        | n::Command::ExpireSession(_)
+        | n::Command::Proclaim(_)) => {
+            panic!("a 0.3 command has no form in world 0.2: {other:?}")
+        }
     }
 }
 
@@ -276,10 +294,13 @@ pub fn to_wit(c: &n::Command) -> bindings::Command {
 pub fn from_wit(o: bindings::Outcome) -> n::Outcome {
     use bindings::{Outcome as O, Reason as R};
     match o {
+        // World 0.2 has no counts: a holding is held once, and a release
+        // removes it.
         O::Granted(g) => n::Outcome::Granted {
             token: g.token,
             lease_ms: g.lease_ms,
             repeat: g.repeat,
+            count: 1,
         },
         O::Rejected(r) => n::Outcome::Rejected(match r {
             R::Busy => n::Reason::Busy,
@@ -287,7 +308,10 @@ pub fn from_wit(o: bindings::Outcome) -> n::Outcome {
             R::Quota(m) => n::Reason::Quota(m),
             R::Unsupported(m) => n::Reason::Unsupported(m),
         }),
-        O::Released(r) => n::Outcome::Released { freed: r.freed },
+        O::Released(r) => n::Outcome::Released {
+            freed: r.freed,
+            count: 0,
+        },
         O::NotFound => n::Outcome::NotFound,
         O::Expired(e) => n::Outcome::Expired {
             existed: e.existed,
@@ -306,5 +330,8 @@ fn holder_info(h: bindings::HolderInfo) -> n::HolderInfo {
         limit: h.limit,
         holder: h.holder.map(|h| n::Holder::new(h.principal, h.owner)),
         request_id: h.request_id,
+        session: 0,
+        count: 1,
+        value: String::new(),
     }
 }

@@ -151,12 +151,16 @@ fn wire_error(node: &Services, e: ServiceError) -> WireError {
         | ServiceError::WaitTooLong { .. }
         | ServiceError::ZeroLimit
         | ServiceError::BadLimit { .. }
-        | ServiceError::FieldTooLong { .. } => WireError::BadRequest(msg),
+        | ServiceError::FieldTooLong { .. }
+        | ServiceError::BadTtl { .. } => WireError::BadRequest(msg),
         ServiceError::PolicyRefused(_) => WireError::Unsupported(msg),
         ServiceError::Held { .. } => WireError::Held(msg),
         ServiceError::NotHeld { .. } => WireError::NotHeld(msg),
         ServiceError::WrongToken { .. } => WireError::WrongToken(msg),
-        ServiceError::NotHolder { .. } => WireError::Forbidden(msg),
+        ServiceError::NotHolder { .. } | ServiceError::NotSessionHolder { .. } => {
+            WireError::Forbidden(msg)
+        }
+        ServiceError::NoSession { .. } => WireError::NotHeld(msg),
         ServiceError::Refused { .. } => WireError::Refused(msg),
         ServiceError::Quota { .. } => WireError::Quota(msg),
         ServiceError::Capacity { .. } => WireError::Capacity(msg),
@@ -243,6 +247,13 @@ async fn handle_client(
             after,
             limit,
         } => native_locks::list(node, prefix, after, limit, access).await,
+        r @ (ClientRequest::AcquireIn(_)
+        | ClientRequest::OpenSession { .. }
+        | ClientRequest::KeepSession { .. }
+        | ClientRequest::CloseSession { .. }
+        | ClientRequest::Proclaim { .. }
+        | ClientRequest::ReleaseCount { .. }
+        | ClientRequest::Leader { .. }) => native_locks::session_request(node, r, access).await,
         // Streamed by `native_watch` before it gets here.
         ClientRequest::Watch(_) => Err(ServiceError::StateMachine(
             "a watch is a stream, not a request".into(),

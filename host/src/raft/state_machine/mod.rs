@@ -30,7 +30,9 @@ use super::{
     convert, Entry, LogId, Request, Response, SnapshotMeta, StorageError, StoredMembership,
     TypeConfig,
 };
-use lockd_core::command::{FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, TableCounters};
+use lockd_core::command::{
+    FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, SessionInfo, TableCounters,
+};
 use lockd_core::engine::{EngineError, ModuleHash, WasmEngine, World};
 use lockd_core::precompile::Precompiler;
 use lockd_core::replica::{Replica, ReplicaView, ShadowModule};
@@ -249,6 +251,14 @@ impl StateMachineStore {
         self.with(|r| r.holders(key))
     }
 
+    /// [`Self::holders`], with the applied index they were read at.
+    pub fn holders_at(&self, key: &str) -> Result<(u64, Vec<HolderInfo>), EngineError> {
+        self.with(|r| {
+            let at = r.last_applied().map_or(0, |l| l.index);
+            Ok((at, r.holders(key)?))
+        })
+    }
+
     pub fn list_keys(
         &self,
         prefix: &str,
@@ -274,6 +284,23 @@ impl StateMachineStore {
 
     pub fn counters(&self) -> Result<TableCounters, EngineError> {
         self.with(|r| r.counters())
+    }
+
+    /// The live session `id`, with the applied index it was read at.
+    pub fn session_at(&self, id: u64) -> Result<(u64, Option<SessionInfo>), EngineError> {
+        self.with(|r| {
+            let at = r.last_applied().map_or(0, |l| l.index);
+            Ok((at, r.session(id)?))
+        })
+    }
+
+    /// Up to `limit` live sessions after `after`, in id order.
+    pub fn list_sessions(
+        &self,
+        after: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<SessionInfo>, EngineError> {
+        self.with(|r| r.list_sessions(after, limit))
     }
 
     pub fn version(&self) -> Result<String, EngineError> {

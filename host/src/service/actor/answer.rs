@@ -17,8 +17,9 @@ use lockd_core::command::Command;
 /// A caller waiting for its answer.
 pub(super) enum Pending {
     Acquire { key: String, reply: Reply<Acquired> },
-    Release(Reply<()>),
+    Release(Reply<u32>),
     Extend(Reply<u64>),
+    Any(Reply<Answer>),
 }
 
 impl Pending {
@@ -27,6 +28,7 @@ impl Pending {
             Pending::Acquire { reply, .. } => drop(reply.send(Err(err))),
             Pending::Release(reply) => drop(reply.send(Err(err))),
             Pending::Extend(reply) => drop(reply.send(Err(err))),
+            Pending::Any(reply) => drop(reply.send(Err(err))),
         }
     }
 }
@@ -73,7 +75,9 @@ impl Actor {
                     return Some(Event::Undelivered { key, token });
                 }
             }
-            (Pending::Release(reply), Ok(Answer::Released)) => drop(reply.send(Ok(()))),
+            (Pending::Release(reply), Ok(Answer::Released)) => drop(reply.send(Ok(0))),
+            (Pending::Release(reply), Ok(Answer::StillHeld(n))) => drop(reply.send(Ok(n))),
+            (Pending::Any(reply), Ok(a)) => drop(reply.send(Ok(a))),
             (Pending::Extend(reply), Ok(Answer::Extended(ms))) => drop(reply.send(Ok(ms))),
             (p, Ok(other)) => {
                 tracing::error!(node = self.id, req, ?other, "an answer of the wrong kind");

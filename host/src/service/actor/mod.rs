@@ -40,7 +40,7 @@ use super::clock::TableClock;
 use super::error::{Acquired, ServiceError};
 use super::proposer::Proposer;
 use super::stats::ServiceStats;
-use super::table::{Action, Event, Held, ReqId, Request, Spec, Table, WaitLimits};
+use super::table::{Action, Answer, Event, Loaded, ReqId, Request, Spec, Table, WaitLimits};
 use super::tasks::ServiceTasks;
 use super::world;
 use crate::raft::state_machine::StateMachineStore;
@@ -70,7 +70,8 @@ pub(super) enum Msg {
         key: String,
         token: u64,
         by: Option<String>,
-        reply: Reply<()>,
+        /// The holding's count left (0: released).
+        reply: Reply<u32>,
     },
     Extend {
         req: ReqId,
@@ -80,6 +81,12 @@ pub(super) enum Msg {
         from: Duration,
         by: Option<String>,
         reply: Reply<u64>,
+    },
+    /// Any other request (sessions, values), answered with the table's
+    /// answer as it is.
+    Ask {
+        request: Request,
+        reply: Reply<Answer>,
     },
     /// The caller of `req` stopped waiting for its answer.
     Gone {
@@ -91,6 +98,11 @@ pub(super) enum Msg {
     Known {
         keys: Vec<String>,
         reply: oneshot::Sender<Vec<Known>>,
+    },
+    /// The ms left of a session on this leader's clock (a question).
+    SessionLeft {
+        id: u64,
+        reply: oneshot::Sender<Option<u64>>,
     },
     Done {
         id: u64,
@@ -104,7 +116,7 @@ pub(super) enum Msg {
     },
     Loaded {
         term: u64,
-        locks: Result<Vec<Held>, ServiceError>,
+        locks: Result<Loaded, ServiceError>,
     },
     /// Test-only fault: rebuild the mirror now (see `super::fault`).
     #[cfg(feature = "faults")]
@@ -193,6 +205,10 @@ impl Actor {
                 let _ = reply.send(known.collect());
                 return;
             }
+            Msg::SessionLeft { id, reply } => {
+                let _ = reply.send(self.table.session_ttl_left(id, self.clock.now()));
+                return;
+            }
             Msg::Acquire {
                 req,
                 key,
@@ -246,6 +262,10 @@ impl Actor {
                     from,
                     by,
                 })
+            }
+            Msg::Ask { request, reply } => {
+                self.pending.insert(request.req(), Pending::Any(reply));
+                Event::Request(request)
             }
             Msg::Gone { req } => {
                 if self.pending.remove(&req).is_none() {

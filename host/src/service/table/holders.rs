@@ -126,6 +126,9 @@ mod tests {
             limit: 1,
             ident: None,
             principal: String::new(),
+            owner: String::new(),
+            session: 0,
+            count: 1,
         }
     }
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{retry_delay, Action, Held, Holder, Request, Role, Table, GIVE_UP_AFTER};
+use super::{retry_delay, Action, Holder, Loaded, Request, Role, Table, GIVE_UP_AFTER};
 use crate::raft::NodeId;
 use crate::service::error::ServiceError;
 
@@ -80,11 +80,13 @@ impl Table {
             self.reply(req, Err(err.clone()));
         }
         self.leases.clear();
+        self.sessions.clear();
+        self.session_timers.clear();
         self.waits.clear();
         self.counters.waiting = 0;
     }
 
-    pub(super) fn loaded(&mut self, term: u64, locks: Result<Vec<Held>, ServiceError>) {
+    pub(super) fn loaded(&mut self, term: u64, locks: Result<Loaded, ServiceError>) {
         let Role::Starting {
             term: t,
             queued,
@@ -100,14 +102,24 @@ impl Table {
         let queued = std::mem::take(queued);
         let failures = *failures + 1;
         match locks {
-            Ok(locks) => {
+            Ok(Loaded { locks, sessions }) => {
                 // A lease never ends earlier than promised: restart every
                 // timer with a full lease plus the longest election the gap
-                // could have lasted.
+                // could have lasted (a session's too, in load_sessions).
+                self.load_sessions(sessions);
                 for l in locks {
                     let deadline =
-                        self.now + crate::service::lease::lease(l.lease_ms) + self.election_timeout;
-                    self.leases.insert((deadline, l.key.clone(), l.token));
+                        if l.session != 0 && self.join_session(l.session, &l.key, l.token) {
+                            self.sessions
+                                .get(&l.session)
+                                .map_or(self.now, |s| s.deadline)
+                        } else {
+                            let d = self.now
+                                + crate::service::lease::lease(l.lease_ms)
+                                + self.election_timeout;
+                            self.leases.insert((d, l.key.clone(), l.token));
+                            d
+                        };
                     self.keys.entry(l.key).or_default().holders.insert(
                         l.token,
                         Holder {
@@ -117,6 +129,14 @@ impl Table {
                             limit: l.limit,
                             ident: l.ident,
                             principal: l.principal,
+                            owner: l.owner,
+                            // Only one it joined lives without a lease.
+                            session: if self.sessions.contains_key(&l.session) {
+                                l.session
+                            } else {
+                                0
+                            },
+                            count: l.count,
                         },
                     );
                 }

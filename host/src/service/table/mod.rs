@@ -65,17 +65,20 @@ mod leadership;
 mod requests;
 #[cfg(test)]
 mod scenario;
+mod sessions;
 mod settle;
 mod types;
 mod waits;
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
 use crate::raft::NodeId;
 
+pub use sessions::{LoadedSession, SessionSpec};
 pub use types::{
-    Action, Answer, Cmd, Counters, Event, Held, Ident, Outcome, Reject, ReqId, Request, Spec, Why,
+    Action, Answer, Cmd, Counters, Event, Held, Ident, Loaded, Outcome, Reject, ReqId, Request,
+    Spec, Why,
 };
 pub use waits::WaitLimits;
 
@@ -125,6 +128,12 @@ struct Holder {
     limit: u32,
     ident: Option<Ident>,
     principal: String,
+    owner: String,
+    /// 0: on its own lease (`deadline`); else it lives in this session
+    /// and has no lease timer of its own.
+    session: u64,
+    /// Times its holder entered it (1 unless reentrant).
+    count: u32,
 }
 
 #[derive(Default, Debug)]
@@ -162,6 +171,19 @@ struct Op {
     end: Option<End>,
     /// Waiters whose grants follow, in order.
     grants: Vec<Waiter>,
+    /// A proposal about sessions or values rather than holders.
+    extra: Option<sessions::Extra>,
+}
+
+impl Op {
+    fn extra(extra: sessions::Extra) -> Op {
+        Op {
+            key: String::new(),
+            end: None,
+            grants: Vec::new(),
+            extra: Some(extra),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -189,8 +211,11 @@ pub struct Table {
     election_timeout: Duration,
     role: Role,
     keys: HashMap<String, KeyState>,
-    /// (deadline, key, token) of every held lock.
+    /// (deadline, key, token) of every held lock on a lease of its own.
     leases: BTreeSet<(Duration, String, u64)>,
+    /// Live sessions by id, and (deadline, id) of each.
+    sessions: BTreeMap<u64, sessions::Sess>,
+    session_timers: BTreeSet<(Duration, u64)>,
     /// The deadline of every waiter that has one.
     waits: waits::Waits,
     limits: WaitLimits,
@@ -213,6 +238,8 @@ impl Table {
             role: Role::Follower(None),
             keys: HashMap::new(),
             leases: BTreeSet::new(),
+            sessions: BTreeMap::new(),
+            session_timers: BTreeSet::new(),
             waits: waits::Waits::default(),
             limits,
             ops: HashMap::new(),
@@ -246,11 +273,11 @@ impl Table {
     /// then.
     pub fn next_deadline(&self) -> Option<Duration> {
         let lease = self.leases.first().map(|l| l.0);
-        let wait = self.waits.first();
-        match (lease, wait) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let session = self.session_timers.first().map(|s| s.0);
+        [lease, session, self.waits.first()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The service's counters so far.
@@ -280,11 +307,23 @@ impl Table {
             k.holders
                 .iter()
                 .map(|(t, h)| {
-                    let left = h.deadline.saturating_sub(now).as_millis();
-                    (t, u64::try_from(left).unwrap_or(u64::MAX))
+                    let left = match h.session {
+                        0 => u64::try_from(h.deadline.saturating_sub(now).as_millis()).ok(),
+                        id => self.session_left(id, now),
+                    };
+                    (t, left.unwrap_or(u64::MAX))
                 })
                 .collect()
         })
+    }
+
+    /// The ms left of session `id` at `now` on the leader's clock; `None`
+    /// but on a leader whose table is loaded and times it.
+    pub fn session_ttl_left(&self, id: u64, now: Duration) -> Option<u64> {
+        if !matches!(self.role, Role::Leader { .. }) {
+            return None;
+        }
+        self.session_left(id, now)
     }
 
     fn emit(&mut self, action: Action) {

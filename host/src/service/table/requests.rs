@@ -48,6 +48,22 @@ impl Table {
                     let answer = self.extend(&key, token, from, by.as_deref());
                     self.reply(req, answer.map(super::Answer::Extended));
                 }
+                Request::OpenSession { req, spec } => self.open_session(req, spec),
+                Request::CloseSession { req, id, by } => self.close_session(req, id, by.as_deref()),
+                Request::KeepSession { req, id, from, by } => {
+                    let answer = self.keep_session(id, from, by.as_deref());
+                    match answer {
+                        Ok(ttl) => self.reply(req, Ok(super::Answer::Extended(ttl))),
+                        Err(e) => self.refuse(req, e),
+                    }
+                }
+                Request::Proclaim {
+                    req,
+                    key,
+                    token,
+                    value,
+                    by,
+                } => self.proclaim(req, key, token, value, by.as_deref()),
             },
         }
     }
@@ -64,6 +80,11 @@ impl Table {
     }
 
     fn acquire(&mut self, req: ReqId, key: String, spec: Spec, wait: Duration) {
+        if spec.session != 0 {
+            if let Err(e) = self.session_check(spec.session, &spec.principal) {
+                return self.refuse(req, e);
+            }
+        }
         let once = wait.is_zero();
         let mut waiter = Waiter {
             req,
@@ -74,8 +95,11 @@ impl Table {
         };
         let k = self.keys.entry(key.clone()).or_default();
         waiter.spec.resolve(&k.holders);
-        let retry = !waiter.spec.request_id.is_empty()
-            && k.holders.iter().any(|(_, h)| waiter.spec.repeats(&h.ident));
+        // A retry, or a reentrant holder entering again, never waits
+        // behind others (nor behind itself).
+        let retry = (!waiter.spec.request_id.is_empty()
+            && k.holders.iter().any(|(_, h)| waiter.spec.repeats(&h.ident)))
+            || k.holders.iter().any(|(_, h)| waiter.spec.reenters(h));
         let first = k.inflight == 0 && k.waiters.is_empty();
         if retry || (first && k.holders.room(&waiter.spec, 0)) {
             k.inflight += 1;
@@ -90,6 +114,7 @@ impl Table {
                     key,
                     end: None,
                     grants: vec![waiter],
+                    extra: None,
                 },
             );
         } else if once && (first || !k.waiters.is_empty()) {
@@ -174,10 +199,36 @@ impl Table {
         let Some(k) = self.keys.get_mut(&key) else {
             return;
         };
+        if !expired && k.holders.get(&token).is_some_and(|h| h.count > 1) {
+            // A reentrant holding released once: the module takes one off
+            // its count and it stays, so no waiter goes behind it.
+            k.inflight += 1;
+            let end = End {
+                token,
+                reply,
+                expired,
+                phantom,
+            };
+            let why = if phantom {
+                Why::PhantomRelease
+            } else {
+                Why::Release
+            };
+            let op = Op {
+                key: key.clone(),
+                end: Some(end),
+                grants: Vec::new(),
+                extra: None,
+            };
+            return self.propose(why, vec![Cmd::Release { key, token }], op);
+        }
         let Some(h) = k.holders.remove(&token) else {
             return;
         };
         self.leases.remove(&(h.deadline, key.clone(), token));
+        if h.session != 0 {
+            self.leave_session(h.session, &key, token);
+        }
         if let Some(k) = self.keys.get_mut(&key) {
             k.inflight += 1;
         }
@@ -216,6 +267,7 @@ impl Table {
                 key,
                 end: Some(end),
                 grants,
+                extra: None,
             },
         );
     }
@@ -238,6 +290,11 @@ impl Table {
         };
         if let Some(e) = not_holder(key, token, h, by) {
             return Err(e);
+        }
+        if h.session != 0 {
+            // A holding in a session lives on the session's lease.
+            let id = h.session;
+            return self.keep_session(id, from, by);
         }
         let deadline = from + crate::service::lease::lease(h.lease_ms);
         if deadline > h.deadline {
@@ -390,7 +447,12 @@ fn over(limits: super::WaitLimits, on_key: usize, waiting: u64) -> Option<String
 /// Why `by` may not release or renew the holding `h` of `(key, token)`:
 /// another principal holds it. A holding whose holder was not recorded
 /// is anyone's who may lock the key (checked before the table).
-fn not_holder(key: &str, token: u64, h: &super::Holder, by: Option<&str>) -> Option<ServiceError> {
+pub(super) fn not_holder(
+    key: &str,
+    token: u64,
+    h: &super::Holder,
+    by: Option<&str>,
+) -> Option<ServiceError> {
     let by = by?;
     (!h.principal.is_empty() && h.principal != by).then(|| ServiceError::NotHolder {
         key: key.to_string(),

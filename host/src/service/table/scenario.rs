@@ -8,17 +8,25 @@
 //! Commands (times in ms; the clock only moves on `tick`):
 //!
 //! * `leader term=T`, `follower [leader=N]`, `reload`
-//! * `loaded term=T [locks=key:token:lease[:shared|exclusive:LIMIT[:OWNER:REQUEST[:PRINCIPAL]]],...] [error=TEXT]`
+//! * `loaded term=T [locks=key:token:lease[:shared|exclusive:LIMIT[:OWNER:REQUEST[:PRINCIPAL[:SESSION:COUNT]]]],...]
+//!   [sessions=ID:TTL[:PRINCIPAL],...] [error=TEXT]`
 //! * `acquire r=R key=K lease=MS [wait=MS] [mode=shared]
-//!   [limit=N|default:N] [owner=O] [request=ID] [principal=P]`
+//!   [limit=N|default:N] [owner=O] [request=ID] [principal=P] [session=ID]
+//!   [reentrant] [value=V]`
+//! * sessions: `open-session r=R ttl=MS [owner=O] [principal=P]`,
+//!   `close-session r=R id=ID [by=P]`, `keep-session r=R id=ID [from=MS]
+//!   [by=P]`, `proclaim r=R key=K token=T value=V [by=P]`
 //!   (`default:N`: no limit given, N the service's fallback), `release r=R key=K token=T
 //!   [by=P]`, `extend r=R key=K token=T [from=MS] [by=P]` (`by`: the
 //!   caller's principal; absent: an admin, or no authentication),
 //!   `gone r=R`, `undelivered key=K token=T`
 //! * `commit id=P out=O,...` with outcomes `granted:T`, `repeat:T`,
-//!   `busy`, `policy`, `quota`, `unsupported`, `released`,
-//!   `released-full` (freed false), `expired`, `expired-none`,
-//!   `not-found`, `noop`; `fail id=P [error=TEXT]`
+//!   `entered:T:COUNT` (a reentrant grant), `busy`, `policy`, `quota`,
+//!   `unsupported`, `no-session`, `released`, `released-full` (freed
+//!   false), `released-count:N` (N left), `expired`, `expired-none`,
+//!   `not-found`, `noop`, `session-opened:ID:TTL`,
+//!   `session-ended:K/T+K/T:FREED+FREED`, `proclaimed`; `fail id=P
+//!   [error=TEXT]`
 //! * `tick [+MS]`: advance the clock, then deliver a tick; `advance +MS`:
 //!   advance it without a tick (a timer that has not fired yet)
 //! * `state`, `stats`: print the table (not an event)
@@ -27,71 +35,17 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::Path;
 use std::time::Duration;
 
 use super::{Action, Cmd, Event, Held, Ident, Outcome, Reject, Request, Spec, Table, WaitLimits};
 use crate::service::error::ServiceError;
 use lockd_core::command::Mode;
 
+mod files;
+mod sessions;
 mod values;
+use files::args;
 use values::{held, limit, mode, outcome};
-
-/// One `command` / `----` / expected block of a file.
-struct Block {
-    line: usize,
-    command: String,
-    expected: Vec<String>,
-}
-
-fn parse(text: &str) -> Result<Vec<Block>, String> {
-    let mut blocks = Vec::new();
-    let mut lines = text.lines().enumerate().peekable();
-    while let Some((n, line)) = lines.next() {
-        let line = line.trim_end();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        match lines.next() {
-            Some((_, "----")) => {}
-            _ => return Err(format!("line {}: `{line}` is not followed by ----", n + 1)),
-        }
-        let mut expected = Vec::new();
-        while let Some((_, l)) = lines.peek() {
-            if l.trim().is_empty() {
-                break;
-            }
-            expected.push(l.trim_end().to_string());
-            lines.next();
-        }
-        blocks.push(Block {
-            line: n + 1,
-            command: line.to_string(),
-            expected,
-        });
-    }
-    Ok(blocks)
-}
-
-/// `name k=v k=v ...`; `error=` takes the rest of the line.
-fn args(command: &str) -> (String, HashMap<String, String>) {
-    let (name, rest) = command.split_once(' ').unwrap_or((command, ""));
-    let mut map = HashMap::new();
-    let mut rest = rest.trim();
-    while !rest.is_empty() {
-        if let Some(text) = rest.strip_prefix("error=") {
-            map.insert("error".into(), text.to_string());
-            break;
-        }
-        let (word, tail) = rest.split_once(' ').unwrap_or((rest, ""));
-        match word.split_once('=') {
-            Some((k, v)) => map.insert(k.to_string(), v.to_string()),
-            None => map.insert(word.to_string(), String::new()),
-        };
-        rest = tail.trim();
-    }
-    (name.to_string(), map)
-}
 
 struct Runner {
     table: Table,
@@ -133,10 +87,13 @@ impl Runner {
             "loaded" => {
                 let locks = match a.get("error") {
                     Some(e) => Err(ServiceError::StateMachine(e.clone())),
-                    None => Ok(a
-                        .get("locks")
-                        .map(|l| l.split(',').map(held).collect())
-                        .unwrap_or(Ok(Vec::new()))?),
+                    None => Ok(super::Loaded {
+                        locks: a
+                            .get("locks")
+                            .map(|l| l.split(',').map(held).collect())
+                            .unwrap_or(Ok(Vec::new()))?,
+                        sessions: sessions::loaded(&a)?,
+                    }),
                 };
                 Event::TableLoaded {
                     term: num(&a, "term")?,
@@ -155,6 +112,9 @@ impl Runner {
                         owner: a.get("owner").cloned().unwrap_or_default(),
                         request_id: a.get("request").cloned().unwrap_or_default(),
                         principal: a.get("principal").cloned().unwrap_or_default(),
+                        session: opt(&a, "session")?.unwrap_or(0),
+                        reentrant: a.contains_key("reentrant"),
+                        value: a.get("value").cloned().unwrap_or_default(),
                         ..Spec::exclusive(num(&a, "lease")?)
                     },
                     wait: ms(opt(&a, "wait")?.unwrap_or(0)),
@@ -173,6 +133,9 @@ impl Runner {
                 from: opt(&a, "from")?.map(ms).unwrap_or(self.now),
                 by: a.get("by").cloned(),
             }),
+            "open-session" | "close-session" | "keep-session" | "proclaim" => {
+                sessions::request(&name, &a, self.now)?
+            }
             "gone" => Event::CallerGone { req: num(&a, "r")? },
             "undelivered" => Event::Undelivered {
                 key: text(&a, "key")?,
@@ -248,14 +211,24 @@ impl Runner {
         for (key, k) in keys {
             let mut line = format!("{key}:");
             for (token, h) in k.holders.iter() {
-                let _ = write!(
-                    line,
-                    " held token={token} lease={} until={}ms",
-                    h.lease_ms,
-                    h.deadline.as_millis()
-                );
+                let _ = match h.session {
+                    // Its deadline is its session's.
+                    0 => write!(
+                        line,
+                        " held token={token} lease={} until={}ms",
+                        h.lease_ms,
+                        h.deadline.as_millis()
+                    ),
+                    _ => write!(line, " held token={token} lease={}", h.lease_ms),
+                };
                 if h.mode != Mode::Exclusive || h.limit != 1 {
                     let _ = write!(line, " {}/{}", h.mode.as_str(), h.limit);
+                }
+                if h.session != 0 {
+                    let _ = write!(line, " session={}", h.session);
+                }
+                if h.count != 1 {
+                    let _ = write!(line, " count={}", h.count);
                 }
             }
             match k.inflight {
@@ -274,6 +247,16 @@ impl Runner {
             }
             out.push(line);
         }
+        for (id, s) in &t.sessions {
+            let held: Vec<String> = s.holdings.iter().map(|(k, t)| format!("{k}/{t}")).collect();
+            out.push(format!(
+                "session {id}: ttl={} until={}ms{} holdings=[{}]",
+                s.ttl_ms,
+                s.deadline.as_millis(),
+                if s.ending { " ending" } else { "" },
+                held.join(" ")
+            ));
+        }
         let mut ops: Vec<_> = t.ops.keys().collect();
         ops.sort();
         out.push(format!("in flight: {ops:?}"));
@@ -283,109 +266,4 @@ impl Runner {
         }
         out
     }
-}
-
-/// The lines of `a` and `b` as a diff (`-` expected, `+` actual).
-fn diff(a: &[String], b: &[String]) -> String {
-    let (n, m) = (a.len(), b.len());
-    let mut lcs = vec![vec![0usize; m + 1]; n + 1];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j, mut out) = (0, 0, String::new());
-    while i < n || j < m {
-        if i < n && j < m && a[i] == b[j] {
-            let _ = writeln!(out, "   {}", a[i]);
-            (i, j) = (i + 1, j + 1);
-        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            let _ = writeln!(out, "  -{}", a[i]);
-            i += 1;
-        } else {
-            let _ = writeln!(out, "  +{}", b[j]);
-            j += 1;
-        }
-    }
-    out
-}
-
-/// Run one file; returns the failures (as diffs) and the rewritten text.
-fn run_file(path: &Path) -> Result<(Vec<String>, String), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let blocks = parse(&text)?;
-    let mut runner = Runner {
-        table: Table::new(1, ms(1000), WaitLimits::default()),
-        now: Duration::ZERO,
-        proposals: HashMap::new(),
-    };
-    let mut failures = Vec::new();
-    let mut rewritten = String::new();
-    let mut by_line: HashMap<usize, Vec<String>> = HashMap::new();
-    for b in &blocks {
-        let actual = runner
-            .run(&b.command)
-            .map_err(|e| format!("{}:{}: {e}", path.display(), b.line))?;
-        if actual != b.expected {
-            failures.push(format!(
-                "{}:{}: {}\n{}",
-                path.display(),
-                b.line,
-                b.command,
-                diff(&b.expected, &actual)
-            ));
-        }
-        by_line.insert(b.line, actual);
-    }
-    // Rewrite: keep comments and commands, replace each expected block.
-    let mut lines = text.lines().enumerate().peekable();
-    while let Some((n, line)) = lines.next() {
-        let _ = writeln!(rewritten, "{line}");
-        if let Some(actual) = by_line.get(&(n + 1)) {
-            let _ = lines.next();
-            rewritten.push_str("----\n");
-            while lines.peek().is_some_and(|(_, l)| !l.trim().is_empty()) {
-                lines.next();
-            }
-            for l in actual {
-                let _ = writeln!(rewritten, "{l}");
-            }
-        }
-    }
-    Ok((failures, rewritten))
-}
-
-#[test]
-fn scenarios() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/service/table/testdata");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("testdata directory")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no scenario files in {}", dir.display());
-    let rewrite = std::env::var_os("LOCKD_REWRITE").is_some();
-    let mut failures = Vec::new();
-    for f in &files {
-        match run_file(f) {
-            Ok((fails, text)) => {
-                if rewrite && !fails.is_empty() {
-                    std::fs::write(f, text).expect("rewrite scenario file");
-                }
-                failures.extend(fails);
-            }
-            Err(e) => failures.push(e),
-        }
-    }
-    assert!(
-        failures.is_empty() || rewrite,
-        "{} scenario block(s) differ (- expected, + actual):\n\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
 }

@@ -21,16 +21,25 @@ fn refusal(key: &str, reject: Reject) -> ServiceError {
         }
         Reject::Quota(reason) => ServiceError::Quota { key, reason },
         Reject::Unsupported(reason) => ServiceError::Unsupported { key, reason },
+        Reject::NoSession(id) => ServiceError::NoSession { id },
     }
 }
 
 impl Table {
     /// Proposal `id` completed (committed with outcomes, or failed).
     pub(super) fn completed(&mut self, id: u64, result: Result<Vec<Outcome>, ServiceError>) {
-        let Some(op) = self.ops.remove(&id) else {
+        let Some(mut op) = self.ops.remove(&id) else {
             tracing::warn!(node = self.id, id, "completion of an unknown proposal");
             return;
         };
+        if let Some(extra) = op.extra.take() {
+            let leading = matches!(self.role, Role::Leader { .. });
+            self.extra_done(extra, result, leading);
+            if !leading {
+                self.start_loading();
+            }
+            return;
+        }
         match self.role {
             Role::Leader { term } => self.done(term, op, result),
             _ => {
@@ -43,7 +52,9 @@ impl Table {
     }
 
     fn done(&mut self, term: u64, op: Op, result: Result<Vec<Outcome>, ServiceError>) {
-        let Op { key, end, grants } = op;
+        let Op {
+            key, end, grants, ..
+        } = op;
         let outcomes = match result {
             Ok(o) => o,
             Err(e) => {
@@ -68,14 +79,22 @@ impl Table {
                         self.reply(r, Err(ServiceError::NotHeld { key: key.clone() }));
                     }
                 }
-                (false, Some(Outcome::Released { .. })) => {
+                (false, Some(Outcome::Released { count, .. })) => {
                     if end.phantom {
                         self.counters.phantom_releases += 1;
                     } else {
                         self.counters.releases += 1;
                     }
+                    // A reentrant holding released once stays in the
+                    // mirror (free() left it) with the count the module
+                    // answered; at 0 it goes.
+                    self.recount(&key, end.token, count);
+                    let answer = match count {
+                        0 => Answer::Released,
+                        n => Answer::StillHeld(n),
+                    };
                     if let Some(r) = end.reply {
-                        self.reply(r, Ok(Answer::Released));
+                        self.reply(r, Ok(answer));
                     }
                 }
                 (_, other) => {
@@ -109,6 +128,7 @@ impl Table {
                     token,
                     lease_ms,
                     repeat,
+                    count,
                 }) => {
                     if !repeat {
                         self.counters.grants += 1;
@@ -116,7 +136,7 @@ impl Table {
                     if std::mem::take(&mut handoff) {
                         self.counters.handoffs += 1;
                     }
-                    self.hold(&key, token, lease_ms, &waiter.spec);
+                    self.hold(&key, token, lease_ms, count, &waiter.spec);
                     if waiter.gone {
                         // The caller is gone: no phantom lock until the
                         // lease ends.
@@ -129,7 +149,11 @@ impl Table {
                         phantoms.push(token);
                         continue;
                     }
-                    let answer = Acquired { token, lease_ms };
+                    let answer = Acquired {
+                        token,
+                        lease_ms,
+                        count,
+                    };
                     self.reply(waiter.req, Ok(Answer::Granted(answer)));
                 }
                 Some(Outcome::Rejected(Reject::Busy)) => {
@@ -174,10 +198,49 @@ impl Table {
         self.settle(key, wait_for_free);
     }
 
+    /// The module answered a reentrant release of `(key, token)` with
+    /// `count` left: keep the holding with it, or at 0 drop it.
+    fn recount(&mut self, key: &str, token: u64, count: u32) {
+        let Some(k) = self.keys.get_mut(key) else {
+            return;
+        };
+        if count > 0 {
+            if let Some(h) = k.holders.get_mut(&token) {
+                h.count = count;
+            }
+            return;
+        }
+        if let Some(h) = k.holders.remove(&token) {
+            self.leases.remove(&(h.deadline, key.to_string(), token));
+            if h.session != 0 {
+                self.leave_session(h.session, key, token);
+            }
+        }
+    }
+
     /// Record the holding `(key, token)` granted to `spec`, with its lease
-    /// timer.
-    fn hold(&mut self, key: &str, token: u64, lease_ms: u64, spec: &super::Spec) {
-        let deadline = self.now + crate::service::lease::granted(lease_ms);
+    /// timer (none for a holding in a session: the session's is its).
+    fn hold(&mut self, key: &str, token: u64, lease_ms: u64, count: u32, spec: &super::Spec) {
+        if let Some(old) = self
+            .keys
+            .get_mut(key)
+            .and_then(|k| k.holders.get_mut(&token))
+        {
+            if count > 1 || old.session != 0 {
+                // Entered again, or a retry of a session's grant: the same
+                // holding, on the same lease.
+                old.count = count;
+                return;
+            }
+        }
+        if spec.session != 0 && !self.join_session(spec.session, key, token) {
+            // The session's end committed already, and removed it.
+            return;
+        }
+        let deadline = match spec.session {
+            0 => self.now + crate::service::lease::granted(lease_ms),
+            id => self.sessions.get(&id).map_or(self.now, |s| s.deadline),
+        };
         let k = self.keys.entry(key.to_string()).or_default();
         if let Some(old) = k.holders.get(&token) {
             // A repeated grant: the same holding, its lease counted anew.
@@ -197,9 +260,14 @@ impl Table {
                 limit: spec.limit,
                 ident,
                 principal: spec.principal.clone(),
+                owner: spec.owner.clone(),
+                session: spec.session,
+                count,
             },
         );
-        self.leases.insert((deadline, key.to_string(), token));
+        if spec.session == 0 {
+            self.leases.insert((deadline, key.to_string(), token));
+        }
     }
 
     /// Answer the callers of a proposal made before the mirror was dropped
@@ -207,7 +275,9 @@ impl Table {
     /// grant is handed out and a release confirmed; the mirror is rebuilt
     /// from the table, which holds the same effects.
     fn answer_stale(&mut self, op: Op, result: Result<Vec<Outcome>, ServiceError>) {
-        let Op { key, end, grants } = op;
+        let Op {
+            key, end, grants, ..
+        } = op;
         let outcomes = match result {
             Ok(o) => o,
             Err(e) => return self.fail_op(end.and_then(|e| e.reply), &grants, e),
@@ -224,6 +294,7 @@ impl Table {
                 Some(Outcome::Expired { .. }) if end.expired => {
                     Err(ServiceError::NotHeld { key: key.clone() })
                 }
+                Some(Outcome::Released { count: n, .. }) if n > 0 => Ok(Answer::StillHeld(n)),
                 Some(Outcome::Released { .. } | Outcome::Expired { .. }) => Ok(Answer::Released),
                 Some(Outcome::NotFound) => Err(ServiceError::NotHeld { key: key.clone() }),
                 _ => Err(gone()),
@@ -235,10 +306,17 @@ impl Table {
         for w in grants {
             let answer = match outcomes.next() {
                 Some(Outcome::Granted {
-                    token, lease_ms, ..
+                    token,
+                    lease_ms,
+                    count,
+                    ..
                 }) => {
                     self.counters.grants += 1;
-                    Ok(Answer::Granted(Acquired { token, lease_ms }))
+                    Ok(Answer::Granted(Acquired {
+                        token,
+                        lease_ms,
+                        count,
+                    }))
                 }
                 Some(Outcome::Rejected(Reject::Busy)) => {
                     Err(ServiceError::Held { key: key.clone() })
@@ -304,6 +382,7 @@ impl Table {
             key,
             end: None,
             grants,
+            extra: None,
         };
         self.propose(Why::Grant, commands, op);
     }
@@ -311,6 +390,7 @@ impl Table {
     /// Leases whose deadline passed get an `Expire`; waiters whose wait ran
     /// out are refused (after read-index).
     pub(super) fn fire_timers(&mut self) {
+        self.fire_session_timers();
         let now = self.now;
         while let Some((at, key, token)) = self.leases.first().cloned() {
             if at > now {

@@ -34,6 +34,14 @@ pub struct Spec {
     pub owner: String,
     /// Empty: the grant is not idempotent.
     pub request_id: String,
+    /// 0: a holding on its own lease; else the session it lives in (its
+    /// lease is the session's).
+    pub session: u64,
+    /// Enter again when this holder (principal, owner, session) holds the
+    /// key already: same token, count one higher.
+    pub reentrant: bool,
+    /// The holding's published value (elections).
+    pub value: String,
 }
 
 impl Spec {
@@ -48,7 +56,20 @@ impl Spec {
             principal: String::new(),
             owner: String::new(),
             request_id: String::new(),
+            session: 0,
+            reentrant: false,
+            value: String::new(),
         }
+    }
+
+    /// Whether a holding of `h` is this spec's holder entering again.
+    pub(super) fn reenters(&self, h: &super::Holder) -> bool {
+        self.reentrant
+            && h.mode == self.mode
+            && h.session == self.session
+            && h.owner == self.owner
+            && h.principal == self.principal
+            && (self.session != 0 || !self.owner.is_empty())
     }
 
     /// Settle an adopting limit against the key's holders as the mirror
@@ -91,6 +112,12 @@ impl fmt::Debug for Spec {
                 write!(f, " {name}={v}")?;
             }
         }
+        if self.session != 0 {
+            write!(f, " session={}", self.session)?;
+        }
+        if self.reentrant {
+            f.write_str(" reentrant")?;
+        }
         Ok(())
     }
 }
@@ -116,6 +143,19 @@ pub struct Held {
     /// Who holds it; empty when the state does not record it (a module
     /// of world 0.1, or a grant made without authentication).
     pub principal: String,
+    pub owner: String,
+    /// 0: on its own lease.
+    pub session: u64,
+    /// How many times its holder entered it (1 unless reentrant).
+    pub count: u32,
+}
+
+/// What a new leader reads from the applied state: every holding and
+/// every live session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Loaded {
+    pub locks: Vec<Held>,
+    pub sessions: Vec<super::sessions::LoadedSession>,
 }
 
 /// What a caller asks of the table.
@@ -148,14 +188,46 @@ pub enum Request {
         from: Duration,
         by: Option<String>,
     },
+    /// Open a session (see [`super::sessions`]).
+    OpenSession {
+        req: ReqId,
+        spec: super::sessions::SessionSpec,
+    },
+    /// End session `id` and every holding in it; `by` as for `Release`.
+    CloseSession {
+        req: ReqId,
+        id: u64,
+        by: Option<String>,
+    },
+    /// Renew session `id` (all its holdings), counted from `from` as for
+    /// `Extend`; `by` as for `Release`.
+    KeepSession {
+        req: ReqId,
+        id: u64,
+        from: Duration,
+        by: Option<String>,
+    },
+    /// Replace the value of the holding `(key, token)`; `by` as for
+    /// `Release`.
+    Proclaim {
+        req: ReqId,
+        key: String,
+        token: u64,
+        value: String,
+        by: Option<String>,
+    },
 }
 
 impl Request {
-    pub(super) fn req(&self) -> ReqId {
+    pub fn req(&self) -> ReqId {
         match self {
             Request::Acquire { req, .. }
             | Request::Release { req, .. }
-            | Request::Extend { req, .. } => *req,
+            | Request::Extend { req, .. }
+            | Request::OpenSession { req, .. }
+            | Request::CloseSession { req, .. }
+            | Request::KeepSession { req, .. }
+            | Request::Proclaim { req, .. } => *req,
         }
     }
 }
@@ -194,7 +266,7 @@ pub enum Event {
     /// The applied lock table, read after a read-index for `term`.
     TableLoaded {
         term: u64,
-        locks: Result<Vec<Held>, ServiceError>,
+        locks: Result<Loaded, ServiceError>,
     },
     /// Rebuild the mirror now (a leader in doubt; the test-only fault
     /// `LOCKD_FAULT_STALE_DONE` uses it).
@@ -208,6 +280,8 @@ pub enum Why {
     Release,
     PhantomRelease,
     Expire,
+    Session,
+    Proclaim,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,17 +311,47 @@ pub enum Action {
 pub enum Answer {
     Granted(Acquired),
     Released,
-    /// The lease, in ms, of the extended holding.
+    /// A reentrant holding released once: still held, this many times.
+    StillHeld(u32),
+    /// The lease, in ms, of the extended holding (or renewed session).
     Extended(u64),
+    SessionOpened {
+        id: u64,
+        ttl_ms: u64,
+    },
+    /// The holdings the session's end released.
+    SessionClosed(Vec<(String, u64)>),
+    Proclaimed,
 }
 
 /// A lock command as the table proposes it; release and expire name
 /// `(key, token)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cmd {
-    Grant { key: String, spec: Spec },
-    Release { key: String, token: u64 },
-    Expire { key: String, token: u64 },
+    Grant {
+        key: String,
+        spec: Spec,
+    },
+    Release {
+        key: String,
+        token: u64,
+    },
+    Expire {
+        key: String,
+        token: u64,
+    },
+    OpenSession(super::sessions::SessionSpec),
+    CloseSession {
+        id: u64,
+    },
+    ExpireSession {
+        id: u64,
+    },
+    Proclaim {
+        key: String,
+        token: u64,
+        value: String,
+    },
 }
 
 /// Why a grant was not granted: the module's own reason, unchanged.
@@ -262,12 +366,26 @@ pub enum Outcome {
         lease_ms: u64,
         /// A retry of a grant that had committed: the same holding.
         repeat: bool,
+        /// Times its holder holds it now (above 1: entered again).
+        count: u32,
     },
     Rejected(Reject),
-    /// `freed`: the key can take more holders.
+    /// `freed`: the key can take more holders; `count`: what is left of a
+    /// reentrant holding (0: removed).
     Released {
         freed: bool,
+        count: u32,
     },
+    SessionOpened {
+        id: u64,
+        ttl_ms: u64,
+    },
+    /// The holdings a session's end removed, and the keys it freed.
+    SessionEnded {
+        released: Vec<(String, u64)>,
+        freed: Vec<String>,
+    },
+    Proclaimed,
     Expired {
         existed: bool,
         freed: bool,
@@ -295,6 +413,8 @@ impl fmt::Display for Why {
             Why::Release => "release",
             Why::PhantomRelease => "phantom-release",
             Why::Expire => "expire",
+            Why::Session => "session",
+            Why::Proclaim => "proclaim",
         })
     }
 }
@@ -313,10 +433,25 @@ impl fmt::Display for Cmd {
                 if !spec.request_id.is_empty() {
                     write!(f, " request={}", spec.request_id)?;
                 }
+                if spec.session != 0 {
+                    write!(f, " session={}", spec.session)?;
+                }
+                if spec.reentrant {
+                    f.write_str(" reentrant")?;
+                }
+                if !spec.value.is_empty() {
+                    write!(f, " value={}", spec.value)?;
+                }
                 Ok(())
             }
             Cmd::Release { key, token } => write!(f, "release {key} token={token}"),
             Cmd::Expire { key, token } => write!(f, "expire {key} token={token}"),
+            Cmd::OpenSession(s) => write!(f, "open-session ttl={} owner={}", s.ttl_ms, s.owner),
+            Cmd::CloseSession { id } => write!(f, "close-session {id}"),
+            Cmd::ExpireSession { id } => write!(f, "expire-session {id}"),
+            Cmd::Proclaim { key, token, value } => {
+                write!(f, "proclaim {key} token={token} value={value}")
+            }
         }
     }
 }
@@ -324,9 +459,18 @@ impl fmt::Display for Cmd {
 impl fmt::Display for Answer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Answer::Granted(a) if a.count != 1 => write!(
+                f,
+                "granted token={} lease={} count={}",
+                a.token, a.lease_ms, a.count
+            ),
             Answer::Granted(a) => write!(f, "granted token={} lease={}", a.token, a.lease_ms),
             Answer::Released => f.write_str("released"),
+            Answer::StillHeld(n) => write!(f, "still held count={n}"),
             Answer::Extended(ms) => write!(f, "extended lease={ms}"),
+            Answer::SessionOpened { id, ttl_ms } => write!(f, "session {id} ttl={ttl_ms}"),
+            Answer::SessionClosed(r) => write!(f, "session closed released={}", r.len()),
+            Answer::Proclaimed => f.write_str("proclaimed"),
         }
     }
 }

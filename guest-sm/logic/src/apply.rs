@@ -1,28 +1,6 @@
-//! The commands: what each does to a [`LockState`] and what it answers.
-//!
-//! # Grant, in the order the checks are made
-//!
-//! 1. `limit` 0 → `unsupported`.
-//! 2. **Repeat**: a non-empty request id whose `(principal, owner,
-//!    request-id)` names a live holding of the key → `granted` with that
-//!    holding's token and lease, `repeat` set; nothing changes. This comes
-//!    before every other check, so a retry is never refused by a policy set
-//!    after the original grant, and never `busy` behind itself.
-//! 3. Policy: a reserved prefix, or `limit` above a `max-holders` →
-//!    `policy`.
-//! 4. The key's holders: another mode → `busy`; the same mode with another
-//!    limit → `unsupported` (every holder of a key agrees on its limit);
-//!    `limit` holders already → `busy`.
-//! 5. Quota: a matching rule's `max-held` reached → `quota`.
-//! 6. No token left (`next_token` = `u64::MAX`) → `unsupported`.
-//! 7. Granted: the next token; the lease shortened to the strictest
-//!    `max-lease-ms`.
-//!
-//! In exclusive mode with limit 1, without policy and request ids, this is
-//! exactly the seed's `Grant` (granted when free, refused — `busy` — when
-//! held, tokens from the same counter); release by the holder's token and
-//! expire are exactly its `Release` and `Expire`. The differential test in
-//! `tests/sm/world02_differential.rs` checks it.
+//! The commands: what each does to a [`LockState`] and what it answers,
+//! and the entry they come in (the busy barrier). The grant's checks are in
+//! [`crate::grant`], the sessions' commands in [`crate::session_ops`].
 //!
 //! # Release and expire
 //!
@@ -32,6 +10,17 @@
 //! limit) and now has room. Otherwise (a reader leaves a key that had room)
 //! no waiter can be granted that could not be before, and the host need not
 //! retry. In exclusive mode with limit 1 every removal frees the key.
+//!
+//! A release of a holding entered more than once (0.3) takes one off its
+//! count and removes nothing: `freed` false, the count left in the answer.
+//! An expiry is the lease's end, so it removes the holding whatever its
+//! count.
+//!
+//! # Proclaim
+//!
+//! Replaces the value of the holding `(key, token)` (`not-found` when it
+//! does not exist); the token is the capability, as for a release. A value
+//! above [`MAX_VALUE_BYTES`] is `unsupported` and changes nothing.
 //!
 //! # Fair waiting: the busy barrier
 //!
@@ -45,7 +34,10 @@
 //! the host (a) queues a new request behind existing waiters of its key
 //! instead of proposing it, and (b) keeps waiters answered `busy` in their
 //! places. In exclusive mode with limit 1 the barrier never changes an
-//! outcome (a busy key stays busy until a holding is removed).
+//! outcome (a busy key stays busy until a holding is removed). In 0.3 a
+//! session's end lifts it for every key it removed a holding of, as that
+//! many releases would; a release that only lowers a count removes no
+//! holding and so lifts nothing.
 //!
 //! Request ids are remembered exactly as long as the holding they were
 //! granted with: after a release or expiry the same request id is a new
@@ -59,8 +51,8 @@ use std::ops::Bound;
 use lock_key::KeyRef;
 
 use crate::policy::Policy;
-use crate::state::{Holding, LockState, RequestKey};
-use crate::types::{Command, Grant, Outcome, PrefixPolicy, Reason};
+use crate::state::LockState;
+use crate::types::{Command, Outcome, PrefixPolicy, Proclaim, Reason, MAX_VALUE_BYTES};
 
 impl LockState {
     /// Apply a committed range: one list of outcomes per entry.
@@ -89,7 +81,7 @@ impl LockState {
                 }
                 Command::Release(r) => {
                     let o = self.release(&r.key, r.token);
-                    if matches!(o, Outcome::Released { .. }) {
+                    if matches!(o, Outcome::Released { count: 0, .. }) {
                         waiting.remove(&r.key);
                     }
                     o
@@ -101,7 +93,16 @@ impl LockState {
                     }
                     o
                 }
-                Command::SetPolicy(rules) => self.set_policy(rules),
+                Command::CloseSession(id) | Command::ExpireSession(id) => {
+                    let o = self.end_session(id);
+                    if let Outcome::SessionEnded { released, .. } = &o {
+                        for r in released {
+                            waiting.remove(&r.key);
+                        }
+                    }
+                    o
+                }
+                other => self.apply(other),
             };
             out.push(outcome);
         }
@@ -115,95 +116,50 @@ impl LockState {
             Command::Release(r) => self.release(&r.key, r.token),
             Command::Expire(r) => self.expire(&r.key, r.token),
             Command::SetPolicy(rules) => self.set_policy(rules),
+            Command::OpenSession(o) => self.open_session(o),
+            Command::CloseSession(id) | Command::ExpireSession(id) => self.end_session(id),
+            Command::Proclaim(p) => self.proclaim(p),
         }
     }
 
-    /// `grant`: the checks in the order of the module docs.
-    pub fn grant(&mut self, g: Grant) -> Outcome {
-        let Grant {
-            key,
-            holder,
-            request_id,
-            mode,
-            limit,
-            lease_ms,
-        } = g;
-        if limit == 0 {
-            return reject(Reason::Unsupported("limit must be at least 1".into()));
-        }
-        let request = RequestKey { holder, request_id };
-        // One descent of the key tree for every check below.
-        let held = self.keys.get(KeyRef::new(&key));
-        if let Some(k) = held {
-            if !request.request_id.is_empty() {
-                if let Some((&token, h)) = k
-                    .requests
-                    .get(&request)
-                    .and_then(|t| k.holdings.get_key_value(t))
-                {
-                    return Outcome::Granted {
-                        token,
-                        lease_ms: h.lease_ms,
-                        repeat: true,
-                    };
-                }
-            }
-        }
-        if let Err(r) = self.policy.check_grant(&key, limit) {
-            return reject(r);
-        }
-        if let Some(k) = held {
-            if k.mode != mode {
-                return reject(Reason::Busy);
-            }
-            if k.limit != limit {
-                return reject(Reason::Unsupported(format!(
-                    "limit {limit} differs from limit {} of the holders of {key:?}",
-                    k.limit
-                )));
-            }
-            // The policy check above bounds `limit`, and with it the
-            // holders, by every max-holders.
-            if k.holdings.len() >= usize::try_from(limit).unwrap_or(usize::MAX) {
-                return reject(Reason::Busy);
-            }
-        }
-        if let Err(r) = self.policy.check_quota(&key) {
-            return reject(r);
-        }
-        if self.next_token == u64::MAX {
-            return reject(Reason::Unsupported(
-                "fencing tokens are exhausted".to_string(),
-            ));
-        }
-        let token = self.next_token;
-        self.next_token += 1;
-        let lease_ms = self
-            .policy
-            .lease_cap(&key)
-            .map_or(lease_ms, |cap| cap.min(lease_ms));
-        let holding = Holding {
-            lease_ms,
-            holder: Some(request.holder),
-            request_id: request.request_id,
-        };
-        self.insert_holding(key, mode, limit, token, holding);
-        Outcome::Granted {
-            token,
-            lease_ms,
-            repeat: false,
-        }
-    }
-
-    /// `release`: remove the holding `(key, token)`.
+    /// `release`: one count of the holding `(key, token)`; the holding goes
+    /// at 0.
     pub fn release(&mut self, key: &str, token: u64) -> Outcome {
+        // Only a holding that uses 0.3 can have a count above 1, so a state
+        // with none (every 0.2 state) goes straight to the removal, at 0.2's
+        // cost.
+        if self.extended > 0 {
+            if let Some(count) = self.count_down(key, token) {
+                return Outcome::Released {
+                    freed: false,
+                    count,
+                };
+            }
+        }
         match self.remove_holding(key, token) {
-            Some(freed) => Outcome::Released { freed },
+            Some(freed) => Outcome::Released { freed, count: 0 },
             None => Outcome::NotFound,
         }
     }
 
-    /// `expire`: remove the holding `(key, token)` if it still exists.
+    /// One count off the holding `(key, token)` if it has more than one:
+    /// the count left, or `None` (no such holding, or a count of 1).
+    fn count_down(&mut self, key: &str, token: u64) -> Option<u32> {
+        let count = self
+            .keys
+            .get(KeyRef::new(key))?
+            .holdings
+            .get(&token)?
+            .count();
+        if count <= 1 {
+            return None;
+        }
+        self.update_holding(key, token, |h| h.set_count(count - 1))?;
+        Some(count - 1)
+    }
+
+    /// `expire`: remove the holding `(key, token)` if it still exists,
+    /// every count of it.
     pub fn expire(&mut self, key: &str, token: u64) -> Outcome {
         match self.remove_holding(key, token) {
             Some(freed) => Outcome::Expired {
@@ -217,6 +173,25 @@ impl LockState {
         }
     }
 
+    /// `proclaim`: replace the value of the holding `(key, token)`.
+    pub fn proclaim(&mut self, p: Proclaim) -> Outcome {
+        let Proclaim { key, token, value } = p;
+        let held = self
+            .keys
+            .get(KeyRef::new(&key))
+            .is_some_and(|k| k.holdings.get(&token).is_some());
+        if !held {
+            return Outcome::NotFound;
+        }
+        if let Err(r) = check_value(&value) {
+            return Outcome::Rejected(r);
+        }
+        match self.update_holding(&key, token, |h| h.set_value(value)) {
+            Some(()) => Outcome::Proclaimed,
+            None => Outcome::NotFound,
+        }
+    }
+
     /// `set-policy`: replace the policy data, or refuse an invalid one and
     /// change nothing.
     pub fn set_policy(&mut self, rules: Vec<PrefixPolicy>) -> Outcome {
@@ -226,7 +201,7 @@ impl LockState {
                 self.recount_policy();
                 Outcome::PolicySet
             }
-            Err(e) => reject(Reason::Unsupported(format!("invalid policy: {e}"))),
+            Err(e) => Outcome::Rejected(Reason::Unsupported(format!("invalid policy: {e}"))),
         }
     }
 
@@ -242,6 +217,13 @@ impl LockState {
     }
 }
 
-fn reject(reason: Reason) -> Outcome {
-    Outcome::Rejected(reason)
+/// A holding's value must fit [`MAX_VALUE_BYTES`].
+pub(crate) fn check_value(value: &str) -> Result<(), Reason> {
+    if value.len() > MAX_VALUE_BYTES {
+        return Err(Reason::Unsupported(format!(
+            "a value of {} bytes; at most {MAX_VALUE_BYTES} are allowed",
+            value.len()
+        )));
+    }
+    Ok(())
 }

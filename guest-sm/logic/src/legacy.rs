@@ -26,13 +26,20 @@
 //! dropped: after a downgrade a retry is no longer recognised as a repeat
 //! (the 0.1 module refuses it as held), which can delay its client, never
 //! grant twice.
+//!
+//! What world 0.3 adds is refused too, each by name: live sessions, a
+//! session counter that has moved (a 0.1 state cannot carry it, so after an
+//! upgrade back session ids would be reused, and a stale client's id could
+//! name another's session), a holding entered more than once, a value.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{DowngradeError, SnapshotError};
-use crate::parts::{self, KeyParts, MAGIC};
+use crate::hash::FIRST_SESSION;
+use crate::holdings::Holding;
+use crate::parts::{self, KeyParts, SessionsParts, MAGIC};
 use crate::policy::Policy;
-use crate::state::{Holding, LockState};
+use crate::state::LockState;
 use crate::types::{Mode, PrefixPolicy};
 
 pub const FORMAT_1: u8 = 1;
@@ -58,14 +65,7 @@ fn migrated(key: String, token: u64, lease_ms: u64) -> KeyParts {
         key,
         mode: Mode::Exclusive,
         limit: 1,
-        holdings: vec![(
-            token,
-            Holding {
-                lease_ms,
-                holder: None,
-                request_id: String::new(),
-            },
-        )],
+        holdings: vec![(token, Holding::new(lease_ms, None, String::new()))],
     }
 }
 
@@ -76,7 +76,7 @@ pub(crate) fn decode_format_1(body: &[u8]) -> Result<LockState, SnapshotError> {
         body,
         |next_token: u64, locks: &mut dyn Iterator<Item = (String, u64, u64)>| {
             let keys = locks.map(|(key, token, lease_ms)| migrated(key, token, lease_ms));
-            parts::build(next_token, Policy::default(), keys)
+            parts::build(next_token, Policy::default(), SessionsParts::none(), keys)
         },
     )
 }
@@ -101,7 +101,12 @@ pub(crate) fn decode_format_2(body: &[u8]) -> Result<LockState, SnapshotError> {
         .locks
         .into_iter()
         .map(|(key, lease_ms, token)| migrated(key, token, lease_ms));
-    parts::build(b.next_token, Policy::from_rules(rules)?, keys)
+    parts::build(
+        b.next_token,
+        Policy::from_rules(rules)?,
+        SessionsParts::none(),
+        keys,
+    )
 }
 
 impl LockState {
@@ -109,6 +114,12 @@ impl LockState {
     pub fn downgrade_snapshot(&self) -> Result<Vec<u8>, DowngradeError> {
         if !self.policy.is_empty() {
             return Err(DowngradeError::Policy(self.policy.len()));
+        }
+        if !self.sessions.is_empty() {
+            return Err(DowngradeError::Sessions(self.sessions.len()));
+        }
+        if self.sessions.next() != FIRST_SESSION {
+            return Err(DowngradeError::SessionCounter(self.sessions.next()));
         }
         let mut locks = Vec::with_capacity(self.keys.len());
         for (key, k) in &self.keys {
@@ -123,6 +134,19 @@ impl LockState {
             }
             // Limit 1: exactly one holding.
             for (&token, h) in k.holdings.iter() {
+                let at = || (key.0.clone(), token);
+                if h.count() > 1 {
+                    let (key, token) = at();
+                    return Err(DowngradeError::Reentered {
+                        key,
+                        token,
+                        count: h.count(),
+                    });
+                }
+                if !h.value().is_empty() {
+                    let (key, token) = at();
+                    return Err(DowngradeError::Value { key, token });
+                }
                 locks.push((key.0.as_str(), token, h.lease_ms));
             }
         }

@@ -1,6 +1,6 @@
 //! The rules of each command, one test per rule.
 
-use super::{apply, granted, BUSY};
+use super::{apply, granted, released, BUSY};
 use crate::types::Holder;
 use crate::{Command, Grant, LockState, Mode, Outcome, PrefixPolicy, Reason};
 
@@ -21,10 +21,7 @@ fn a_mutex_is_the_seed_lock() {
         Outcome::NotFound,
         "only the holder's token releases"
     );
-    assert_eq!(
-        apply(&mut s, Command::release("a", 1)),
-        Outcome::Released { freed: true }
-    );
+    assert_eq!(apply(&mut s, Command::release("a", 1)), released(true));
     assert_eq!(apply(&mut s, Grant::exclusive("a", 7)), granted(2, 7));
     assert_eq!(
         apply(&mut s, Command::expire("a", 1)),
@@ -45,10 +42,7 @@ fn readers_share_up_to_the_limit_and_keep_writers_out() {
     }
     assert_eq!(apply(&mut s, Grant::shared("r", 5).limit(3)), BUSY, "full");
     assert_eq!(apply(&mut s, Grant::exclusive("r", 5)), BUSY, "writer");
-    assert_eq!(
-        apply(&mut s, Command::release("r", 2)),
-        Outcome::Released { freed: true }
-    );
+    assert_eq!(apply(&mut s, Command::release("r", 2)), released(true));
     assert_eq!(
         apply(&mut s, Grant::exclusive("r", 5)),
         BUSY,
@@ -101,6 +95,7 @@ fn a_retried_grant_gets_its_token_back() {
         token: 1,
         lease_ms: 50,
         repeat: true,
+        count: 1,
     };
     assert_eq!(apply(&mut s, g()), repeat);
     assert_eq!(s.state_hash(), hash, "a repeat changes nothing");
@@ -162,10 +157,7 @@ fn a_busy_grant_bars_later_grants_of_its_key_in_the_entry() {
         Grant::exclusive("k", 1).into(),
         Grant::shared("k", 1).limit(9).into(),
     ]);
-    assert_eq!(
-        out,
-        vec![BUSY, Outcome::Released { freed: true }, granted(3, 1), BUSY]
-    );
+    assert_eq!(out, vec![BUSY, released(true), granted(3, 1), BUSY]);
     // Alone in its entry the same reader grant would have been granted.
     let mut t = LockState::new();
     apply(&mut t, Grant::shared("k", 1).limit(9));
@@ -179,7 +171,7 @@ fn freed_says_whether_a_waiter_can_get_in() {
     for _ in 0..3 {
         apply(&mut s, Grant::shared("k", 1).limit(3));
     }
-    let freed = |freed| Outcome::Released { freed };
+    let freed = released;
     assert_eq!(
         apply(&mut s, Command::release("k", 1)),
         freed(true),

@@ -1,92 +1,57 @@
-//! Properties over random command streams: the incremental hash equals the
-//! hash computed from scratch after every entry, equal states have equal
-//! hashes whatever their history, the state's invariants hold, tokens
-//! strictly increase, snapshots round-trip, and no bytes make `restore`
-//! panic.
+//! Properties over random command streams, of 0.2's commands and of all
+//! of 0.3's ([`super::strategies`]): the incremental hash equals the hash
+//! computed from scratch after every entry (and every command), equal
+//! states have equal hashes whatever their history, the state's invariants
+//! hold ([`super::invariants`]), tokens strictly increase, snapshots
+//! round-trip, and no bytes make `restore` panic.
 
 use proptest::prelude::*;
 
+use super::invariants::check_invariants;
+use super::strategies::{command_0_3, entries, entries_0_3};
 use crate::snapshot::decode;
 use crate::{Command, Grant, LockState, Mode, Outcome, PrefixPolicy};
 
-const KEYS: &[&str] = &["a", "b", "p/a", "p/b", ""];
-
-pub fn grant() -> impl Strategy<Value = Grant> {
-    (
-        prop::sample::select(KEYS),
-        any::<bool>(),
-        1u32..4,
-        prop::sample::select(&["", "alice", "bob"][..]),
-        prop::sample::select(&["", "r1", "r2"][..]),
-        0u64..300,
-    )
-        .prop_map(|(key, shared, limit, who, req, lease)| {
-            let g = if shared {
-                Grant::shared(key, lease)
-            } else {
-                Grant::exclusive(key, lease)
-            };
-            g.limit(limit).by(who, who).request(req)
-        })
-}
-
-fn rule() -> impl Strategy<Value = PrefixPolicy> {
-    (
-        prop::sample::select(&["", "p/", "a", "b"][..]),
-        prop::bool::weighted(0.2),
-        prop::option::of(1u64..200),
-        prop::option::of(1u32..4),
-        prop::option::of(0u64..5),
-    )
-        .prop_map(
-            |(prefix, reserved, max_lease_ms, max_holders, max_held)| PrefixPolicy {
-                prefix: prefix.into(),
-                reserved,
-                max_lease_ms,
-                max_holders,
-                max_held,
-            },
-        )
-}
-
-pub fn command() -> impl Strategy<Value = Command> {
-    let key = prop::sample::select(KEYS);
-    prop_oneof![
-        6 => grant().prop_map(Command::Grant),
-        3 => (key.clone(), 0u64..16).prop_map(|(k, t)| Command::release(k, t)),
-        2 => (key, 0u64..16).prop_map(|(k, t)| Command::expire(k, t)),
-        1 => prop::collection::vec(rule(), 0..3).prop_map(Command::SetPolicy),
-    ]
-}
-
-fn entries() -> impl Strategy<Value = Vec<Vec<Command>>> {
-    prop::collection::vec(prop::collection::vec(command(), 1..4), 1..40)
-}
-
-/// Every invariant the state relies on, checked from the outside.
-fn check_invariants(s: &LockState) -> Result<(), TestCaseError> {
-    let mut holders = 0;
-    for (key, k) in &s.keys {
-        prop_assert!(!k.holdings.is_empty(), "{key:?} listed with no holders");
-        prop_assert!(
-            k.holdings.len() <= k.limit as usize,
-            "{key:?} above its limit"
-        );
-        let with_request = k.holdings.values().filter(|h| h.request_key().is_some());
-        prop_assert_eq!(with_request.count(), k.requests.len());
-        for (rk, t) in &k.requests {
-            let held = k.holdings.get(t).and_then(|h| h.request_key());
-            prop_assert_eq!(held.as_ref(), Some(rk));
+/// Apply `entries`, checking after each one the invariants and the tokens:
+/// a new holding's token is above every earlier one, and a repeat or a
+/// reentry (count above 1) names a live holding.
+fn run(s: &mut LockState, entries: Vec<Vec<Command>>) -> Result<(), TestCaseError> {
+    let mut last = s.next_token.saturating_sub(1);
+    for e in entries {
+        let mut live: Vec<u64> = s
+            .keys
+            .values()
+            .flat_map(|k| k.holdings.keys().copied())
+            .collect();
+        for o in s.apply_entry(e) {
+            if let Outcome::Granted {
+                token,
+                repeat,
+                count,
+                ..
+            } = o
+            {
+                if repeat || count > 1 {
+                    prop_assert!(live.contains(&token), "{:?} of a token not held", o);
+                } else {
+                    prop_assert!(token > last, "token {} after {}", token, last);
+                    last = token;
+                    live.push(token);
+                }
+            }
         }
-        prop_assert!(k.holdings.keys().all(|&t| t < s.next_token));
-        holders += k.holdings.len() as u64;
+        check_invariants(s)?;
     }
-    prop_assert_eq!(holders, s.holders);
-    prop_assert_eq!(
-        s.state_hash(),
-        s.recomputed_hash(),
-        "incremental hash drifted"
-    );
+    Ok(())
+}
+
+/// A state rebuilt from its snapshot (in key and token order, with no
+/// removals) is equal and has the same hash: history-independent.
+fn round_trips(s: &LockState) -> Result<(), TestCaseError> {
+    let back = decode(&s.snapshot()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(back.state_hash(), s.state_hash());
+    prop_assert_eq!(back.snapshot(), s.snapshot());
+    prop_assert_eq!(&back, s);
     Ok(())
 }
 
@@ -96,34 +61,36 @@ proptest! {
     #[test]
     fn invariants_hold_and_hashes_agree(entries in entries()) {
         let mut s = LockState::new();
-        let mut last = 0;
-        for e in entries {
-            let mut live: Vec<u64> = s.keys.values().flat_map(|k| k.holdings.keys().copied()).collect();
-            for o in s.apply_entry(e) {
-                if let Outcome::Granted { token, repeat, .. } = o {
-                    if repeat {
-                        prop_assert!(live.contains(&token), "repeat of a token not held");
-                    } else {
-                        prop_assert!(token > last, "token {} after {}", token, last);
-                        last = token;
-                        live.push(token);
-                    }
-                }
-            }
-            check_invariants(&s)?;
+        run(&mut s, entries)?;
+        prop_assert!(s.is_0_2(), "0.2's commands use nothing of 0.3");
+        round_trips(&s)?;
+    }
+
+    #[test]
+    fn invariants_hold_and_hashes_agree_with_0_3(entries in entries_0_3()) {
+        let mut s = LockState::new();
+        run(&mut s, entries)?;
+        round_trips(&s)?;
+    }
+
+    /// Each command an entry of its own: the hashes agree after every one.
+    #[test]
+    fn the_hash_agrees_after_every_0_3_command(
+        commands in prop::collection::vec(command_0_3(), 1..80),
+    ) {
+        let mut s = LockState::new();
+        for c in commands {
+            s.apply(c);
+            prop_assert_eq!(s.state_hash(), s.recomputed_hash(), "incremental hash drifted");
         }
-        // A state rebuilt from its snapshot, in key and token order with
-        // no removals, is equal and has the same hash: history-independent.
-        let back = decode(&s.snapshot()).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(back.state_hash(), s.state_hash());
-        prop_assert_eq!(back, s);
+        check_invariants(&s)?;
     }
 
     /// Whatever the bytes, restore returns, and a refusal keeps the state.
     #[test]
     fn restore_of_any_bytes_never_panics(
         mut bytes in prop::collection::vec(any::<u8>(), 0..300),
-        format in 0u8..5,
+        format in 0u8..6,
     ) {
         if format > 0 {
             bytes.splice(0..0, [b'L', b'K', b'S', b'M', format]);
@@ -138,10 +105,11 @@ proptest! {
         }
     }
 
-    /// Valid snapshots with bytes flipped: an error or a consistent state.
+    /// Valid snapshots (format 3 or 4) with bytes flipped: an error or a
+    /// consistent state.
     #[test]
     fn mutated_snapshots_never_panic(
-        entries in entries(),
+        entries in entries_0_3(),
         flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..6),
     ) {
         let mut s = LockState::new();

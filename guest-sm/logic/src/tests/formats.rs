@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::apply;
+use super::{apply, released};
 use crate::parts::MAGIC;
 use crate::snapshot::decode;
 use crate::{
@@ -11,7 +11,7 @@ use crate::{
     SnapshotError,
 };
 
-fn busy_state() -> LockState {
+pub(super) fn busy_state() -> LockState {
     let mut s = LockState::new();
     apply(&mut s, Grant::exclusive("m", 10).by("p", "o").request("r"));
     apply(&mut s, Grant::shared("r", 20).limit(3).by("p", "o2"));
@@ -74,10 +74,7 @@ fn a_0_1_state_migrates_as_exclusive_holdings_of_unknown_holders() {
         Outcome::Granted { token: 4, .. }
     ));
     // Released by token like any holding.
-    assert_eq!(
-        apply(&mut s, Command::release("x", 1)),
-        Outcome::Released { freed: true }
-    );
+    assert_eq!(apply(&mut s, Command::release("x", 1)), released(true));
 }
 
 #[test]
@@ -250,8 +247,9 @@ fn every_broken_invariant_is_refused_by_name() {
     trailing.push(0);
     assert_eq!(decode(&trailing).err(), Some(E::TrailingBytes(1)));
     assert_eq!(decode(b"nope").err(), Some(E::BadMagic));
-    assert_eq!(decode(b"LKSM").err(), Some(E::UnknownFormat(0)));
-    assert_eq!(decode(b"LKSM\x04").err(), Some(E::UnknownFormat(4)));
+    let unknown = |format| E::UnknownFormat { format, newest: 4 };
+    assert_eq!(decode(b"LKSM").err(), Some(unknown(0)));
+    assert_eq!(decode(b"LKSM\x05").err(), Some(unknown(5)));
     assert!(matches!(decode(b"LKSM\x03\x05"), Err(E::Decode(_))));
 }
 

@@ -1,5 +1,5 @@
-//! Snapshot format 3, this module's own, and `restore` of every format it
-//! reads.
+//! Snapshot format 3, 0.2's, still written for a state that uses nothing
+//! of 0.3, and `restore` of every format the logic reads.
 //!
 //! ```text
 //! "LKSM" | format: u8 = 3 | postcard(next_token: u64,
@@ -8,21 +8,29 @@
 //! ```
 //!
 //! Rules in prefix order, keys in key order, holdings in token order: the
-//! encoding is canonical. Formats 1 (the 0.1 module, `guest-sm`) and 2
-//! (`guest-sm-v2`) are migrated by [`crate::legacy`]. Decoding checks every
+//! encoding is canonical. A state with anything of 0.3 (a session was ever
+//! opened, a count above 1, a value) is written in format 4
+//! ([`crate::format4`]); formats 1 (the 0.1 module, `guest-sm`) and 2
+//! (`guest-sm-v2`) are migrated by [`crate::legacy`]. Which formats a
+//! module reads is its world's ([`World`]): a 0.2 module refuses format 4,
+//! whose sessions and counts it could not serve. Decoding checks every
 //! invariant the state relies on (see [`SnapshotError`]) and builds a fresh
-//! state through the same primitive grants use, so the derived data (counts,
-//! request index, quota counts, hash accumulator) is right by construction.
-//! Hostile bytes give an error, never a panic: postcard checks lengths and
-//! UTF-8 and allocates only as the input really holds data.
+//! state through the same primitive grants use, so the derived data
+//! (counts, request index, quota counts, session holdings, hash
+//! accumulators) is right by construction. Hostile bytes give an error,
+//! never a panic: postcard checks lengths and UTF-8 and allocates only as
+//! the input really holds data.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::SnapshotError;
+use crate::format4;
+use crate::holdings::Holding;
+use crate::info::World;
 use crate::legacy;
-use crate::parts::{body_streamed, build, KeyParts, MAGIC};
+use crate::parts::{body_streamed, build, KeyParts, SessionsParts, MAGIC};
 use crate::policy::Policy;
-use crate::state::{Holding, LockState};
+use crate::state::LockState;
 use crate::types::{Holder, Mode, PrefixPolicy};
 
 pub const FORMAT: u8 = 3;
@@ -55,8 +63,12 @@ struct KeyOwned {
 }
 
 impl LockState {
-    /// The state in snapshot format 3.
+    /// The state in snapshot format 3 when it uses nothing of 0.3, else in
+    /// format 4.
     pub fn snapshot(&self) -> Vec<u8> {
+        if !self.is_0_2() {
+            return format4::encode(self);
+        }
         let body = BodyRef {
             next_token: self.next_token,
             policy: self.policy.rules(),
@@ -78,25 +90,48 @@ impl LockState {
         lock_key::encode_exact(&prefix, &body)
     }
 
-    /// Replace the state with a snapshot of format 3, or migrate one of
-    /// format 1 or 2. On error the state is unchanged.
+    /// Replace the state with a snapshot of format 3 or 4, or migrate one
+    /// of format 1 or 2. On error the state is unchanged.
     pub fn restore(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
-        *self = decode(bytes)?;
+        self.restore_as(World::V0_3, bytes)
+    }
+
+    /// [`LockState::restore`] as a module of `world`: a 0.2 module reads
+    /// formats 1 to 3 only.
+    pub fn restore_as(&mut self, world: World, bytes: &[u8]) -> Result<(), SnapshotError> {
+        *self = decode_as(world, bytes)?;
         Ok(())
     }
 }
 
-/// Decode a snapshot of any format this module reads.
+/// The newest format a module of `world` reads.
+pub fn newest_format(world: World) -> u8 {
+    match world {
+        World::V0_2 => FORMAT,
+        World::V0_3 => format4::FORMAT,
+    }
+}
+
+/// Decode a snapshot of any format the logic reads.
 pub fn decode(bytes: &[u8]) -> Result<LockState, SnapshotError> {
+    decode_as(World::V0_3, bytes)
+}
+
+/// Decode a snapshot of any format a module of `world` reads.
+pub fn decode_as(world: World, bytes: &[u8]) -> Result<LockState, SnapshotError> {
+    let newest = newest_format(world);
+    let unknown = |format| SnapshotError::UnknownFormat { format, newest };
     let rest = bytes
         .strip_prefix(MAGIC.as_slice())
         .ok_or(SnapshotError::BadMagic)?;
-    let (&format, body) = rest.split_first().ok_or(SnapshotError::UnknownFormat(0))?;
+    let (&format, body) = rest.split_first().ok_or(unknown(0))?;
     match format {
+        _ if format > newest => Err(unknown(format)),
         legacy::FORMAT_1 => legacy::decode_format_1(body),
         legacy::FORMAT_2 => legacy::decode_format_2(body),
         FORMAT => decode_format_3(body),
-        other => Err(SnapshotError::UnknownFormat(other)),
+        format4::FORMAT => format4::decode(body),
+        other => Err(unknown(other)),
     }
 }
 
@@ -108,7 +143,12 @@ fn decode_format_3(bytes: &[u8]) -> Result<LockState, SnapshotError> {
         |head: (u64, Vec<PrefixPolicy>), keys: &mut dyn Iterator<Item = KeyOwned>| {
             let (next_token, rules) = head;
             let policy = Policy::from_rules(rules)?;
-            build(next_token, policy, keys.map(key_parts))
+            build(
+                next_token,
+                policy,
+                SessionsParts::none(),
+                keys.map(key_parts),
+            )
         },
     )
 }
@@ -122,14 +162,7 @@ fn key_parts(k: KeyOwned) -> KeyParts {
             .holdings
             .into_iter()
             .map(|(token, lease_ms, holder, request_id)| {
-                (
-                    token,
-                    Holding {
-                        lease_ms,
-                        holder,
-                        request_id,
-                    },
-                )
+                (token, Holding::new(lease_ms, holder, request_id))
             })
             .collect(),
     }
