@@ -159,15 +159,25 @@ impl LockGuard {
     /// away: after a wait in the key's queue, the deadline (counted from
     /// before the request, which is all the client knows) may have passed
     /// while the lease the leader counts from the grant has barely begun.
-    pub(crate) async fn fresh(self) -> Result<LockGuard, ClientError> {
-        if self.deadline() > Instant::now() + self.lease / 3 {
-            return Ok(self);
+    /// Only with background renewals on ([`crate::ClientOptions::keepalive`]):
+    /// without them every renewal is the caller's. The grant stands
+    /// whatever the renewal says: a refused one marks the guard lost.
+    pub(crate) async fn fresh(self) -> LockGuard {
+        if !self.client.options().keepalive || self.deadline() > Instant::now() + self.lease / 3 {
+            return self;
         }
         let sent = Instant::now();
-        let renewed = self.client.keepalive(&self.key, self.token).await?;
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = sent + renewed.min(self.lease);
+        match self.client.keepalive(&self.key, self.token).await {
+            Ok(renewed) => {
+                *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) =
+                    sent + renewed.min(self.lease);
+            }
+            Err(ClientError::Rejected { .. }) => self.lost.store(true, Ordering::Relaxed),
+            // Unknown: the background renewals go on trying.
+            Err(_) => {}
+        }
         self.changed.notify_waiters();
-        Ok(self)
+        self
     }
 
     /// Still ours: before the local deadline and never refused a renewal.

@@ -167,7 +167,7 @@ impl Client {
         let wait = opts.wait;
         let req = opts.request(self.owner(), key);
         let resp = self.call(req, wait).await?;
-        self.guard(key, sent, asked, resp)?.fresh().await
+        Ok(self.guard(key, sent, asked, resp)?.fresh().await)
     }
 
     /// Take `key` as one of at most `readers` readers.

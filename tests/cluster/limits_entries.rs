@@ -46,7 +46,21 @@ fn head_only(addr: &str, len: usize) -> String {
 fn a_module_over_the_bound_is_refused_before_the_log() {
     let c = Cluster::start(3, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));
-    let before = c.status(leader).expect("status");
+    // Settled: the first module recorded (an upgrade in the status) and
+    // everything the leader has committed, so only the refused request
+    // could change what is compared below.
+    let start = std::time::Instant::now();
+    let before = loop {
+        let s = c.status(leader).expect("status");
+        if s.module_since_index > 0 && s.commit_index == s.last_log_index {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "not settled: {s:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
     let term = before.term;
     // The node answers from the announced length, before the body: an
     // HTTP client that sends the whole body first may see its write cut
