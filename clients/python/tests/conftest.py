@@ -37,8 +37,9 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
 
 @pytest.fixture(scope="session")
 def cluster02(tmp_path_factory) -> Iterator[Cluster]:
-    """A plaintext 3-node new cluster: it runs the built-in module of world 0.2."""
-    c = _started(tmp_path_factory.mktemp("world02"))
+    """A plaintext 3-node new cluster started on the built-in module of
+    world 0.2 (a new cluster's default is world 0.3, a superset)."""
+    c = _started(tmp_path_factory.mktemp("world02"), extra=["--initial-module", "world-0.2"])
     try:
         c.wait_first_module()
     except BaseException:
