@@ -50,9 +50,7 @@ impl Client {
             lease,
             // Conservative: counted from before the request was sent,
             // so it never outlasts the lease the leader tracks.
-            deadline: Arc::new(Mutex::new(sent + lease)),
-            lost: Arc::new(AtomicBool::new(false)),
-            changed: Arc::new(tokio::sync::Notify::new()),
+            shared: Shared::until(sent + lease),
             keepalive: None,
             release_on_drop: false,
             count,
@@ -64,13 +62,90 @@ impl Client {
     }
 }
 
-/// What a guard shares with the session it lives in: the session's
-/// deadline, whether it was lost, and the wake-up of both.
+/// A conservative local view of a lease: when it ends at the earliest,
+/// whether a renewal was refused, and a wake-up when either changes. A
+/// guard's own, or its session's (shared by every guard in it).
 #[derive(Clone)]
 pub(crate) struct Shared {
-    pub deadline: Arc<Mutex<Instant>>,
-    pub lost: Arc<AtomicBool>,
-    pub changed: Arc<tokio::sync::Notify>,
+    deadline: Arc<Mutex<Instant>>,
+    lost: Arc<AtomicBool>,
+    changed: Arc<tokio::sync::Notify>,
+}
+
+impl Shared {
+    pub(crate) fn until(deadline: Instant) -> Shared {
+        Shared {
+            deadline: Arc::new(Mutex::new(deadline)),
+            lost: Arc::new(AtomicBool::new(false)),
+            changed: Arc::new(tokio::sync::Notify::new()),
+        }
+    }
+
+    pub(crate) fn deadline(&self) -> Instant {
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn is_valid(&self) -> bool {
+        !self.lost.load(Ordering::Relaxed) && Instant::now() < self.deadline()
+    }
+
+    /// A renewal sent at `sent` answered `renewed`; never believed longer
+    /// than `cap` (the lease granted).
+    pub(crate) fn renewed(&self, sent: Instant, renewed: Duration, cap: Duration) {
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = sent + renewed.min(cap);
+        self.changed.notify_waiters();
+    }
+
+    pub(crate) fn mark_lost(&self) {
+        self.lost.store(true, Ordering::Relaxed);
+        self.changed.notify_waiters();
+    }
+
+    /// Resolves once the lease is over as far as this client can tell.
+    pub(crate) async fn lost(&self) {
+        loop {
+            // Registered before the check, so a change between the two
+            // still wakes the wait.
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let deadline = self.deadline();
+            if self.lost.load(Ordering::Relaxed) || Instant::now() >= deadline {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => {}
+                _ = changed => {}
+            }
+        }
+    }
+
+    /// Renew every `every` with `renew` (sent at the time of each call)
+    /// until a renewal is refused: then it is lost.
+    pub(crate) fn keep<F, Fut>(
+        &self,
+        every: Duration,
+        cap: Duration,
+        what: String,
+        renew: F,
+    ) -> tokio::task::JoinHandle<()>
+    where
+        F: Fn() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<Duration, ClientError>> + Send,
+    {
+        let shared = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let sent = Instant::now();
+                match renew().await {
+                    Ok(renewed) => shared.renewed(sent, renewed, cap),
+                    Err(ClientError::Rejected { .. }) => return shared.mark_lost(),
+                    Err(e) => tracing::warn!(what, error = %e, "renewal failed; retrying"),
+                }
+            }
+        })
+    }
 }
 
 impl Client {
@@ -93,9 +168,7 @@ impl Client {
                 key: key.to_string(),
                 token,
                 lease: Duration::from_millis(lease_ms),
-                deadline: shared.deadline.clone(),
-                lost: shared.lost.clone(),
-                changed: shared.changed.clone(),
+                shared: shared.clone(),
                 keepalive: None,
                 release_on_drop: false,
                 count: Some(count),
@@ -117,10 +190,8 @@ pub struct LockGuard {
     key: String,
     token: u64,
     lease: Duration,
-    deadline: Arc<Mutex<Instant>>,
-    lost: Arc<AtomicBool>,
-    /// Woken when the keepalive task moves the deadline or loses the lock.
-    changed: Arc<tokio::sync::Notify>,
+    /// Its own lease, or its session's.
+    shared: Shared,
     keepalive: Option<tokio::task::JoinHandle<()>>,
     release_on_drop: bool,
     /// Times its holder holds it, when the server said (world 0.3's
@@ -152,7 +223,7 @@ impl LockGuard {
     /// When the lease ends at the earliest, as far as this client knows:
     /// counted from *before* the request that granted or renewed it.
     pub fn deadline(&self) -> Instant {
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared.deadline()
     }
 
     /// Renew now when the local deadline is less than a third of the lease
@@ -168,21 +239,17 @@ impl LockGuard {
         }
         let sent = Instant::now();
         match self.client.keepalive(&self.key, self.token).await {
-            Ok(renewed) => {
-                *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) =
-                    sent + renewed.min(self.lease);
-            }
-            Err(ClientError::Rejected { .. }) => self.lost.store(true, Ordering::Relaxed),
+            Ok(renewed) => self.shared.renewed(sent, renewed, self.lease),
+            Err(ClientError::Rejected { .. }) => self.shared.mark_lost(),
             // Unknown: the background renewals go on trying.
             Err(_) => {}
         }
-        self.changed.notify_waiters();
         self
     }
 
     /// Still ours: before the local deadline and never refused a renewal.
     pub fn is_valid(&self) -> bool {
-        !self.lost.load(Ordering::Relaxed) && Instant::now() < self.deadline()
+        self.shared.is_valid()
     }
 
     /// Resolves once the lock is no longer ours as far as this client can
@@ -191,21 +258,7 @@ impl LockGuard {
     /// for a whole lease). Stop using the fencing token when it does:
     /// `tokio::select!` it against the work the lock protects.
     pub async fn lost(&self) {
-        loop {
-            // Registered before the check, so a change between the two
-            // still wakes the wait.
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let deadline = self.deadline();
-            if self.lost.load(Ordering::Relaxed) || Instant::now() >= deadline {
-                return;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => {}
-                _ = changed => {}
-            }
-        }
+        self.shared.lost().await
     }
 
     /// Renew the lease in the background every third of it (already so
@@ -217,28 +270,10 @@ impl LockGuard {
             return;
         }
         let (client, key, token) = (self.client.clone(), self.key.clone(), self.token);
-        let (deadline, lost, lease) = (self.deadline.clone(), self.lost.clone(), self.lease);
-        let changed = self.changed.clone();
-        let every = lease / 3;
-        self.keepalive = Some(tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                let sent = Instant::now();
-                match client.keepalive(&key, token).await {
-                    // Never believe a renewal longer than the lease granted.
-                    Ok(renewed) => {
-                        *deadline.lock().unwrap_or_else(|p| p.into_inner()) =
-                            sent + renewed.min(lease);
-                        changed.notify_waiters();
-                    }
-                    Err(ClientError::Rejected { .. }) => {
-                        lost.store(true, Ordering::Relaxed);
-                        changed.notify_waiters();
-                        return;
-                    }
-                    Err(e) => tracing::warn!(key, token, error = %e, "keepalive failed; retrying"),
-                }
-            }
+        let what = format!("lock {key} (token {token})");
+        self.keepalive = Some(self.shared.keep(self.lease / 3, self.lease, what, move || {
+            let (client, key) = (client.clone(), key.clone());
+            async move { client.keepalive(&key, token).await }
         }));
     }
 

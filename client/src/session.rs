@@ -9,8 +9,6 @@
 //! a session by id, publish a holding's value (`proclaim`), release one
 //! count of a reentrant holding.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -59,11 +57,7 @@ impl Client {
             client: self.clone(),
             id,
             ttl,
-            shared: Shared {
-                deadline: Arc::new(Mutex::new(sent + ttl)),
-                lost: Arc::new(AtomicBool::new(false)),
-                changed: Arc::new(tokio::sync::Notify::new()),
-            },
+            shared: Shared::until(sent + ttl),
             keepalive: None,
         };
         if self.options().keepalive {
@@ -152,16 +146,12 @@ impl Session {
     /// When the session ends at the earliest, as far as this client
     /// knows (counted from before the request that opened or renewed it).
     pub fn deadline(&self) -> Instant {
-        *self
-            .shared
-            .deadline
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        self.shared.deadline()
     }
 
     /// Still live: before the local deadline and never refused a renewal.
     pub fn is_valid(&self) -> bool {
-        !self.shared.lost.load(Ordering::Relaxed) && Instant::now() < self.deadline()
+        self.shared.is_valid()
     }
 
     /// Take `key` in this session: it lives as long as the session (the
@@ -180,19 +170,7 @@ impl Session {
     /// Resolves once the session is over as far as this client can tell:
     /// a renewal was refused, or the local deadline passed without one.
     pub async fn lost(&self) {
-        loop {
-            let changed = self.shared.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let deadline = self.deadline();
-            if self.shared.lost.load(Ordering::Relaxed) || Instant::now() >= deadline {
-                return;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => {}
-                _ = changed => {}
-            }
-        }
+        self.shared.lost().await
     }
 
     /// Renew the session in the background every third of its TTL (already
@@ -202,28 +180,11 @@ impl Session {
         if self.keepalive.is_some() {
             return;
         }
-        let (client, id, ttl, shared) =
-            (self.client.clone(), self.id, self.ttl, self.shared.clone());
-        self.keepalive = Some(tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(ttl / 3).await;
-                let sent = Instant::now();
-                match client.keep_session(id).await {
-                    Ok(renewed) => {
-                        *shared.deadline.lock().unwrap_or_else(|p| p.into_inner()) =
-                            sent + renewed.min(ttl);
-                        shared.changed.notify_waiters();
-                    }
-                    Err(ClientError::Rejected { .. }) => {
-                        shared.lost.store(true, Ordering::Relaxed);
-                        shared.changed.notify_waiters();
-                        return;
-                    }
-                    Err(e) => {
-                        tracing::warn!(session = id, error = %e, "session keepalive failed; retrying")
-                    }
-                }
-            }
+        let (client, id) = (self.client.clone(), self.id);
+        let what = format!("session {id}");
+        self.keepalive = Some(self.shared.keep(self.ttl / 3, self.ttl, what, move || {
+            let client = client.clone();
+            async move { client.keep_session(id).await }
         }));
     }
 
@@ -231,12 +192,7 @@ impl Session {
     pub async fn keepalive(&self) -> Result<Duration, ClientError> {
         let sent = Instant::now();
         let ttl = self.client.keep_session(self.id).await?;
-        *self
-            .shared
-            .deadline
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = sent + ttl.min(self.ttl);
-        self.shared.changed.notify_waiters();
+        self.shared.renewed(sent, ttl, self.ttl);
         Ok(ttl)
     }
 
@@ -246,8 +202,7 @@ impl Session {
             k.abort();
         }
         let released = self.client.close_session(self.id).await?;
-        self.shared.lost.store(true, Ordering::Relaxed);
-        self.shared.changed.notify_waiters();
+        self.shared.mark_lost();
         Ok(released)
     }
 }

@@ -10,22 +10,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
-use lock_tests::cluster::Cluster;
+use lock_tests::cluster::{wait_for, Cluster};
 use lockd_client::proto::ChangeKind;
 use lockd_client::{Client, WatchEvent};
 
 const WITHIN: Duration = Duration::from_secs(30);
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < WITHIN, "{what}: not within {WITHIN:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_default()
@@ -83,7 +75,7 @@ fn candidates_take_turns_with_rising_epochs_and_observers_see_each_leader_once()
         .stdout(std::fs::File::create(&observed).expect("observed"))
         .spawn()
         .expect("observer");
-    wait_for("the observer starts", || {
+    wait_for("the observer starts", WITHIN, || {
         read(&observed).contains("\"leader\":false")
     });
 
@@ -92,7 +84,7 @@ fn candidates_take_turns_with_rising_epochs_and_observers_see_each_leader_once()
     for v in ["10.0.0.1", "10.0.0.2", "10.0.0.3"] {
         all.push(candidate(&c, dir.path(), v));
         let n = all.len() as u64;
-        wait_for("the candidate leads or queues", || {
+        wait_for("the candidate leads or queues", WITHIN, || {
             !read(&all[0].leads).is_empty()
                 && (n == 1 || c.metric(leader_node, "lockd_lock_waiters").unwrap_or(0) >= n - 1)
         });
@@ -110,7 +102,7 @@ fn candidates_take_turns_with_rising_epochs_and_observers_see_each_leader_once()
     // The leader is SIGKILLed: the second leads once its lease has ended.
     all[0].child.kill().expect("kill");
     let _ = all[0].child.wait();
-    wait_for("the second candidate leads", || {
+    wait_for("the second candidate leads", WITHIN, || {
         !read(&all[1].leads).is_empty()
     });
     let e2 = epoch(&all[1]);
@@ -119,7 +111,7 @@ fn candidates_take_turns_with_rising_epochs_and_observers_see_each_leader_once()
 
     // The second resigns: the third leads (handed over by the release).
     std::fs::write(&all[1].done, "").expect("done");
-    wait_for("the third candidate leads", || {
+    wait_for("the third candidate leads", WITHIN, || {
         !read(&all[2].leads).is_empty()
     });
     let e3 = epoch(&all[2]);
@@ -171,7 +163,7 @@ fn candidates_take_turns_with_rising_epochs_and_observers_see_each_leader_once()
 
     // The observer saw no leader, then each leader once with its value,
     // with a gap only where the first died.
-    wait_for("the observer sees the third leader", || {
+    wait_for("the observer sees the third leader", WITHIN, || {
         read(&observed).contains("10.0.0.3")
     });
     let _ = observer.kill();

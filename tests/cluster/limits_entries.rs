@@ -49,18 +49,11 @@ fn a_module_over_the_bound_is_refused_before_the_log() {
     // Settled: the first module recorded (an upgrade in the status) and
     // everything the leader has committed, so only the refused request
     // could change what is compared below.
-    let start = std::time::Instant::now();
-    let before = loop {
-        let s = c.status(leader).expect("status");
-        if s.module_since_index > 0 && s.commit_index == s.last_log_index {
-            break s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "not settled: {s:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    lock_tests::cluster::wait_for("the first module recorded", Duration::from_secs(20), || {
+        c.status(leader)
+            .is_some_and(|s| s.module_since_index > 0 && s.commit_index == s.last_log_index)
+    });
+    let before = c.status(leader).expect("status");
     let term = before.term;
     // The node answers from the announced length, before the body: an
     // HTTP client that sends the whole body first may see its write cut

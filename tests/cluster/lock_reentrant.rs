@@ -4,9 +4,9 @@
 //! count is replicated state, so it survives a leader change, a snapshot
 //! and a restart from it; at 0 the next waiter gets the lock.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use lock_tests::cluster::{Cluster, Reply};
+use lock_tests::cluster::{wait_for, Cluster, Reply};
 use serde_json::{json, Value};
 
 const WITHIN: Duration = Duration::from_secs(30);
@@ -49,11 +49,9 @@ fn a_reentrant_count_survives_a_leader_change_and_a_snapshot() {
         let http = lock_tests::secure::Http::new(None);
         http.request(&addr, "POST", "/v1/locks/jobs/r/acquire", Some(other))
     });
-    let start = Instant::now();
-    while c.metric(leader, "lockd_lock_waiters").unwrap_or(0) < 1 {
-        assert!(start.elapsed() < WITHIN, "the waiter queues");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for("the waiter queues", WITHIN, || {
+        c.metric(leader, "lockd_lock_waiters").unwrap_or(0) >= 1
+    });
     let again = acquire(&c, leader, "jobs/r", mine.clone());
     assert!(again.ok(), "{again:?}");
     assert_eq!(
@@ -109,29 +107,20 @@ fn a_reentrant_count_survives_a_leader_change_and_a_snapshot() {
     let r = release(&c, leader, "jobs/r", token);
     assert_eq!(r.body["count"], 0, "{r:?}");
     let _ = waiter.join();
-    let start = Instant::now();
-    loop {
-        if let Some((t, n)) = holder(&c, leader, "jobs/r") {
-            assert!(t > token && n == 1, "the waiter's own holding: {t} {n}");
-            break;
-        }
+    wait_for("the lock is free for others", WITHIN, || {
         // The waiter's request went to the old leader and was cut by its
         // death: take it here as another caller would.
-        let r = acquire(
-            &c,
-            leader,
-            "jobs/r",
-            json!({"lease_ms": 60_000, "owner": "other"}),
-        );
-        if r.ok() {
-            continue;
-        }
-        assert!(
-            start.elapsed() < WITHIN,
-            "the lock is free for others: {r:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        holder(&c, leader, "jobs/r").is_some()
+            || acquire(
+                &c,
+                leader,
+                "jobs/r",
+                json!({"lease_ms": 60_000, "owner": "other"}),
+            )
+            .ok()
+    });
+    let (t, n) = holder(&c, leader, "jobs/r").expect("held");
+    assert!(t > token && n == 1, "the waiter's own holding: {t} {n}");
 
     // A reentrant acquire needs an owner or a session.
     let anon = acquire(

@@ -248,27 +248,37 @@ impl LockService {
     /// confirmed, the log applied as far as it reached); the barrier costs
     /// nothing on the path that is supported.
     async fn check_supported(&self, key: &str, spec: &Spec) -> Result<(), ServiceError> {
-        if self.unsupported(key, spec).is_ok() {
-            return Ok(());
-        }
-        match tokio::time::timeout(self.election_max, barrier::confirm(&self.raft, self.id)).await {
-            Ok(Ok(())) => {
-                self.first_module_recorded().await;
-                self.unsupported(key, spec)
-            }
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(ServiceError::Unavailable(format!(
-                "node {} could not confirm its leadership and applied log within {} ms",
-                self.id,
-                self.election_max.as_millis()
-            ))),
-        }
+        self.refusal_stands(|s| s.unsupported(key, spec)).await
     }
 
-    /// The cluster's first module, once recorded ([`barrier::first_module`];
-    /// at most an election's time, then the caller's refusal stands).
-    async fn first_module_recorded(&self) {
+    /// `check` of the active module, and when it refuses, again after the
+    /// read barrier and the cluster's first module (at most an election's
+    /// time each): a refusal stands only then. Free on the path that
+    /// passes.
+    pub(super) async fn refusal_stands(
+        &self,
+        check: impl Fn(&Self) -> Result<(), ServiceError>,
+    ) -> Result<(), ServiceError> {
+        if check(self).is_ok() {
+            return Ok(());
+        }
+        self.confirm_leading().await?;
         barrier::first_module(&self.raft, &self.sm, self.election_max).await;
+        check(self)
+    }
+
+    /// Confirm with a quorum that this node still leads and has applied
+    /// what it committed, within an election's time.
+    pub(super) async fn confirm_leading(&self) -> Result<(), ServiceError> {
+        let limit = self.election_max;
+        match tokio::time::timeout(limit, barrier::confirm(&self.raft, self.id)).await {
+            Ok(r) => r,
+            Err(_) => Err(ServiceError::Unavailable(format!(
+                "node {} could not confirm its leadership with a quorum within {} ms",
+                self.id,
+                limit.as_millis()
+            ))),
+        }
     }
 
     /// The active module's `features` against `spec`'s mode and limit.
@@ -334,18 +344,7 @@ impl LockService {
     ) -> Result<u64, ServiceError> {
         check_key(key)?;
         let from = self.clock.now();
-        let limit = self.election_max;
-        match tokio::time::timeout(limit, barrier::confirm(&self.raft, self.id)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(e),
-            Err(_) => {
-                return Err(ServiceError::Unavailable(format!(
-                    "node {} could not confirm its leadership with a quorum within {} ms",
-                    self.id,
-                    limit.as_millis()
-                )))
-            }
-        }
+        self.confirm_leading().await?;
         let r = self
             .ask(|req, reply| Msg::Extend {
                 req,

@@ -179,27 +179,10 @@ impl LockService {
         }
     }
 
-    async fn confirm_leading(&self) -> Result<(), ServiceError> {
-        let limit = self.election_max;
-        match tokio::time::timeout(limit, barrier::confirm(&self.raft, self.id)).await {
-            Ok(r) => r,
-            Err(_) => Err(ServiceError::Unavailable(format!(
-                "node {} could not confirm its leadership with a quorum within {} ms",
-                self.id,
-                limit.as_millis()
-            ))),
-        }
-    }
-
     /// Whether the active module has `needs`; a refusal stands only after
     /// the read barrier, as for modes ([`LockService::acquire_with`]).
     pub(super) async fn check_feature(&self, key: &str, needs: Needs) -> Result<(), ServiceError> {
-        if self.lacks(key, needs).is_ok() {
-            return Ok(());
-        }
-        self.confirm_leading().await?;
-        barrier::first_module(&self.raft, &self.sm, self.election_max).await;
-        self.lacks(key, needs)
+        self.refusal_stands(|s| s.lacks(key, needs)).await
     }
 
     fn lacks(&self, key: &str, needs: Needs) -> Result<(), ServiceError> {

@@ -31,6 +31,17 @@ use lockd::api::status::Status;
 use serde_json::{json, Value};
 
 pub use crate::secure::Reply;
+
+/// Wait until `done` holds, looking every 20 ms; fail, naming `what`,
+/// when it has not within `within` (a bound far above what it takes on a
+/// loaded machine, so the wait never stands for a time).
+pub fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < within, "{what}: not within {within:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
 use crate::secure::{Http, Secure, Who};
 
 /// Timings short enough for tests, long enough for a loaded 2-core CI box.

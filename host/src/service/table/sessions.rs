@@ -75,6 +75,7 @@ pub(super) enum Extra {
     },
     Proclaim {
         req: ReqId,
+        key: String,
     },
 }
 
@@ -224,24 +225,19 @@ impl Table {
                     self.reply(req, Ok(Answer::SessionClosed(released)));
                 }
             }
-            (Extra::Proclaim { req }, Some(Outcome::Proclaimed)) => {
+            (Extra::Proclaim { req, .. }, Some(Outcome::Proclaimed)) => {
                 self.reply(req, Ok(Answer::Proclaimed));
             }
             (extra, Some(Outcome::Rejected(r))) => {
                 if let Some(req) = extra.reply() {
-                    let e = match r {
-                        super::Reject::NoSession(id) => ServiceError::NoSession { id },
-                        other => ServiceError::Refused {
-                            key: String::new(),
-                            reason: other.to_string(),
-                        },
-                    };
+                    let e = super::settle::refusal(extra.key(), r);
                     self.reply(req, Err(e));
                 }
             }
             (extra, Some(Outcome::NotFound)) => {
                 if let Some(req) = extra.reply() {
-                    self.reply(req, Err(ServiceError::NotHeld { key: String::new() }));
+                    let key = extra.key().to_string();
+                    self.reply(req, Err(ServiceError::NotHeld { key }));
                 }
             }
             (extra, other) => {
@@ -331,7 +327,10 @@ impl Table {
         if let Err(e) = check {
             return self.refuse(req, e);
         }
-        let op = Op::extra(Extra::Proclaim { req });
+        let op = Op::extra(Extra::Proclaim {
+            req,
+            key: key.clone(),
+        });
         self.propose(Why::Proclaim, vec![Cmd::Proclaim { key, token, value }], op);
     }
 
@@ -372,8 +371,16 @@ impl Table {
 impl Extra {
     fn reply(&self) -> Option<ReqId> {
         match self {
-            Extra::Open { req, .. } | Extra::Proclaim { req } => Some(*req),
+            Extra::Open { req, .. } | Extra::Proclaim { req, .. } => Some(*req),
             Extra::End { reply, .. } => *reply,
+        }
+    }
+
+    /// The key it is about (none for a session's).
+    fn key(&self) -> &str {
+        match self {
+            Extra::Proclaim { key, .. } => key,
+            Extra::Open { .. } | Extra::End { .. } => "",
         }
     }
 }

@@ -10,8 +10,9 @@ fn reloaded() -> ServiceError {
     ServiceError::Unavailable("lock table reloaded".into())
 }
 
-/// The caller's error for a grant the module refused (not `busy`).
-fn refusal(key: &str, reject: Reject) -> ServiceError {
+/// The caller's error for a command of `key` the module refused (a
+/// grant's, not `busy`; a session's, with no key).
+pub(super) fn refusal(key: &str, reject: Reject) -> ServiceError {
     let key = key.to_string();
     match reject {
         Reject::Busy => ServiceError::Held { key },
