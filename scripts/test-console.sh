@@ -21,6 +21,6 @@ while [ $# -gt 0 ]; do
 done
 
 . scripts/lib/browser.sh
-browser_setup "pytest>=7"
+browser_setup
 
 exec "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/browser "$@"

@@ -22,9 +22,36 @@ done
 
 cargo fmt --all --check
 
-RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver)" \
-CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" \
-    cargo test --release
+# The steps after the Rust tests need a venv, Python packages and Chromium:
+# fetched during the build, at the lowest CPU and I/O priority, so that
+# they wait on the network while the build has the cores (docs/testing.md,
+# "CI time"). A failure here is not fatal: each step installs what it
+# still lacks and says why it cannot.
+# They are waited for before any test runs, so no test shares the machine
+# with them.
+mkdir -p target
+low=(nice -n 19)
+command -v ionice >/dev/null 2>&1 && low+=(ionice -c 3)
+"${low[@]}" scripts/install-test-deps.sh > target/install-test-deps.log 2>&1 &
+installs=$!
+
+lint_gate() {
+    RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver)" \
+    CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" \
+        "$@"
+}
+lint_gate cargo test --release --no-run
+
+if ! wait "$installs"; then
+    echo "the background installs failed (target/install-test-deps.log); the steps retry them:" >&2
+    tail -5 target/install-test-deps.log >&2
+fi
+
+# Four test threads on any machine: the process tests mostly wait on
+# real clusters (about 0.7 of a core at two threads), and those that
+# measure a time window take the machine alone (tests/src/turns.rs), so
+# four at once cut their time by a fifth (docs/testing.md, "CI time").
+RUST_TEST_THREADS=${RUST_TEST_THREADS:-4} lint_gate cargo test --release
 
 # Beyond Rust, against the binaries the build above left in target/release:
 # the Python client against real 3-node clusters, and the offline checks of

@@ -34,6 +34,9 @@ pub struct Switches {
     /// The WAL acknowledges a batch without syncing it (the negative
     /// control of the simulated disk, whose crashes lose unsynced writes).
     pub ack_before_sync: bool,
+    /// Every session ends after a quarter of its TTL (leases are left
+    /// alone): what the checkers must catch in a session's holdings.
+    pub session_early_expiry: bool,
 }
 
 impl Switches {
@@ -51,6 +54,7 @@ impl Switches {
             token_reset: var("LOCKD_FAULT_TOKEN_RESET").is_some(),
             skip_read_barrier: var("LOCKD_FAULT_SKIP_READ_BARRIER").is_some(),
             ack_before_sync: var("LOCKD_FAULT_ACK_BEFORE_SYNC").is_some(),
+            session_early_expiry: var("LOCKD_FAULT_SESSION_EARLY_EXPIRY").is_some(),
         }
     }
 }

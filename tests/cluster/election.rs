@@ -36,9 +36,12 @@ fn candidate(c: &Cluster, dir: &Path, value: &str) -> Candidate {
         dir.join(format!("{value}.leads")),
         dir.join(format!("{value}.done")),
     );
+    // It also ends when the test's directory is gone: the command of a
+    // SIGKILLed `lockctl` lives on, and must not outlive the test.
     let script = format!(
-        "echo \"$LOCKD_LEADER_EPOCH $LOCKD_ELECTION\" > {}; while [ ! -e {} ]; do sleep 0.05; done",
+        "echo \"$LOCKD_LEADER_EPOCH $LOCKD_ELECTION\" > {}; while [ -d {} ] && [ ! -e {} ]; do sleep 0.05; done",
         leads.display(),
+        dir.display(),
         done.display()
     );
     let child = c

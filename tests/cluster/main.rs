@@ -4,7 +4,8 @@
 //!
 //! One test binary, one module per scenario file (so `lockd` and wasmtime
 //! are linked once, not once per file). Tests run side by side on
-//! `RUST_TEST_THREADS` threads (the number of cores by default): every
+//! `RUST_TEST_THREADS` threads (the number of cores by default; four
+//! under `scripts/test.sh`): every
 //! cluster gets its own temporary directory and ports no other test in the
 //! process is given (`free_port`), and nothing here sets environment
 //! variables of the test process. A test that measures a time window or

@@ -79,8 +79,13 @@ fn wait_settled_leader(c: &Cluster, id: u64, within: Duration) -> Status {
                 && s.last_log_index > 0
                 && s.commit_index == s.last_log_index
                 // The first leader appends the cluster's first module
-                // after its election: settled means that entry is in.
+                // after its election: settled means that entry is in and
+                // applied (the cluster record names the module before
+                // its entry exists, and compiling it can take seconds
+                // on a loaded machine).
                 && s.first_module_hash.is_some()
+                && s.module_since_index > 0
+                && s.applied_index == s.last_log_index
         }) {
             return s;
         }

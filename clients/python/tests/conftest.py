@@ -21,6 +21,17 @@ def _started(tmp: str, **kw) -> Cluster:
         raise
 
 
+def _with_first_module(tmp: str, **kw) -> Cluster:
+    """A new cluster, once every node runs the module it recorded first."""
+    c = _started(tmp, **kw)
+    try:
+        c.wait_first_module()
+    except BaseException:
+        c.stop()
+        raise
+    return c
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _binary() -> None:
     lockd_bin()  # fail at once, with the reason, when it is missing
@@ -39,12 +50,16 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
 def cluster02(tmp_path_factory) -> Iterator[Cluster]:
     """A plaintext 3-node new cluster started on the built-in module of
     world 0.2 (a new cluster's default is world 0.3, a superset)."""
-    c = _started(tmp_path_factory.mktemp("world02"), extra=["--initial-module", "world-0.2"])
-    try:
-        c.wait_first_module()
-    except BaseException:
-        c.stop()
-        raise
+    c = _with_first_module(tmp_path_factory.mktemp("world02"), extra=["--initial-module", "world-0.2"])
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster03(tmp_path_factory) -> Iterator[Cluster]:
+    """A plaintext 3-node new cluster on the default module (world 0.3:
+    sessions, reentrant locks, elections), shared."""
+    c = _with_first_module(tmp_path_factory.mktemp("world03"))
     yield c
     c.stop()
 

@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -314,3 +314,15 @@ class Cluster:
                 return
             assert time.monotonic() < end, f"the first module is not on every node:\n{self.logs()}"
             time.sleep(0.05)
+
+
+def poll(what: str, cond: Callable[[], Any], timeout: float = 15.0, every: float = 0.02) -> Any:
+    """Wait until ``cond()`` is true (and return it), checking every
+    ``every`` seconds; fail naming ``what`` after ``timeout``."""
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        assert time.monotonic() < end, f"{what}: not within {timeout} s"
+        time.sleep(every)

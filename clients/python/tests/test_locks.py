@@ -18,17 +18,7 @@ from lockd_client import (
     Unsupported,
     WrongToken,
 )
-from lockd_cluster import free_port
-
-
-def poll(what, cond, timeout=15.0, every=0.02):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(every)
-    raise AssertionError(f"{what}: not within {timeout} s")
+from lockd_cluster import free_port, poll
 
 
 def test_lock_cycles_give_increasing_tokens(cluster, key):

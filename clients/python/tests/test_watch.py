@@ -27,19 +27,9 @@ from lockd_client import (
 )
 from lockd_client import _core as C
 from lockd_client import _watch as W
-from lockd_cluster import Cluster, free_port
+from lockd_cluster import Cluster, free_port, poll
 
 Seen = Tuple[str, str, Optional[int]]
-
-
-def poll(what: str, cond: Callable[[], Any], timeout: float = 15.0) -> Any:
-    end = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        assert time.monotonic() < end, f"{what}: not within {timeout} s"
-        time.sleep(0.02)
 
 
 def changes_of(events: List[Any]) -> List[Seen]:

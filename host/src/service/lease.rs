@@ -11,7 +11,8 @@
 //! * early expiry: every lease ends after a quarter of its time;
 //! * double grant: one grant in `N` expires at once, so the key can go to
 //!   another client while its holder still holds it;
-//! * never expire: no lease ends by itself (a late expiry without bound).
+//! * never expire: no lease ends by itself (a late expiry without bound);
+//! * session early expiry: every session ends after a quarter of its TTL.
 //!
 //! Their switches: `lockd_core::faults`.
 
@@ -45,4 +46,23 @@ pub(super) fn granted(ms: u64) -> Duration {
         return Duration::ZERO;
     }
     lease(ms)
+}
+
+/// A session's TTL of `ms`, as timed by the leader: a lease (and its
+/// faults), and with the session early expiry fault a quarter of it.
+pub(super) fn session(ms: u64) -> Duration {
+    #[cfg(feature = "faults")]
+    if lockd_core::faults::get().session_early_expiry {
+        return lease(ms / 4);
+    }
+    lease(ms)
+}
+
+/// The TTL of a session that has just opened (see [`granted`]).
+pub(super) fn session_opened(ms: u64) -> Duration {
+    #[cfg(feature = "faults")]
+    if lockd_core::faults::get().session_early_expiry {
+        return granted(ms / 4);
+    }
+    granted(ms)
 }

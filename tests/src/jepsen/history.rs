@@ -11,11 +11,14 @@ pub enum Call {
     /// `limit` holders at once in `mode`: exclusive with limit 1 is a
     /// mutex, exclusive with limit N a semaphore of N, shared with limit N
     /// one of N readers.
+    /// `lease_ms` of an acquire in a session is what was left of the
+    /// session's promise when it was invoked.
     Acquire {
         lease_ms: u64,
         wait_ms: u64,
         mode: LockMode,
         limit: u32,
+        session: bool,
     },
     Release {
         token: u64,
@@ -30,12 +33,19 @@ impl Call {
             wait_ms,
             mode: LockMode::Exclusive,
             limit: 1,
+            session: false,
         }
     }
 
     /// An acquire of anything but a mutex.
     pub fn is_shared_or_counted(&self) -> bool {
         matches!(self, Call::Acquire { mode, limit, .. } if *mode != LockMode::Exclusive || *limit != 1)
+    }
+
+    /// An acquire in a session, whose end moves with the session's
+    /// keepalives (see [`super::sessions`]).
+    pub fn in_session(&self) -> bool {
+        matches!(self, Call::Acquire { session: true, .. })
     }
 }
 

@@ -29,6 +29,7 @@
 //! * [`history`]: operations as recorded.
 //! * [`register`]: the fenced register the clients write through.
 //! * [`workload`]: the clients.
+//! * [`sessions`]: the clients that hold keys in sessions (world 0.3).
 //! * [`nemesis`]: the faults, recorded with their times and effects.
 //! * [`lin`]: the linearizability search.
 //! * [`check`]: the checkers.
@@ -43,6 +44,7 @@ pub mod nemesis;
 pub mod register;
 pub mod rng;
 pub mod run;
+pub mod sessions;
 pub mod workload;
 
 pub use config::{Report, RunConfig, Server};

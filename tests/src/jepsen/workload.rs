@@ -7,6 +7,11 @@
 //! readers-writer keys (`rw*`: a writer increments the register, a reader
 //! only holds) and semaphore keys (`sem*`), all through
 //! [`Client::acquire_with`], whose request ids make its retries safe.
+//!
+//! In a world-0.3 run ([`RunConfig::sessions`]) a worker also campaigns
+//! in elections (`e*` keys: an acquire with a value, a proclaim, the
+//! register written with the epoch, a resignation) and holds keys in
+//! sessions ([`super::sessions`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -64,7 +69,8 @@ pub fn ret_of(e: &ClientError) -> Ret {
     use lockd_proto::ErrorCode as C;
     match e.code() {
         Some(C::Held) => Ret::Held,
-        Some(C::NotHeld | C::WrongToken) => Ret::Refused,
+        // A session that is gone holds nothing any more.
+        Some(C::NotHeld | C::WrongToken | C::NoSession) => Ret::Refused,
         Some(C::Refused | C::Quota | C::Unsupported | C::PolicyRefused) => {
             Ret::Denied(e.to_string())
         }
@@ -80,12 +86,15 @@ struct Want {
     limit: u32,
     /// Through `acquire_with` (mixed runs) rather than the seed's acquire.
     with_options: bool,
+    /// A campaign: published with a value, proclaimed again once held.
+    elect: bool,
 }
 
 const MUTEX: Want = Want {
     mode: LockMode::Exclusive,
     limit: 1,
     with_options: false,
+    elect: false,
 };
 
 /// Acquire `key` and record the operation.
@@ -103,11 +112,14 @@ async fn acquire(
         Duration::from_millis(wait_ms),
     );
     let r = if want.with_options {
-        let opts = AcquireOptions {
+        let mut opts = AcquireOptions {
             mode: want.mode,
             limit: want.limit,
             ..AcquireOptions::exclusive(lease).wait(wait)
         };
+        if want.elect {
+            opts = opts.value(format!("candidate {id}"));
+        }
         client.acquire_with(key, opts).await
     } else {
         // The protocol's first acquire, which has no request id.
@@ -121,6 +133,7 @@ async fn acquire(
             wait_ms,
             mode: want.mode,
             limit: want.limit,
+            session: false,
         },
         invoke,
         complete: history.now(),
@@ -144,7 +157,7 @@ struct Granted {
 }
 
 /// Release `token` on `key` and record the operation.
-async fn release(client: &Client, history: &History, id: usize, key: &str, token: u64) {
+pub(super) async fn release(client: &Client, history: &History, id: usize, key: &str, token: u64) {
     let invoke = history.now();
     let r = client.release(key, token).await;
     history.record(Op {
@@ -193,10 +206,26 @@ pub async fn worker(
             }
             continue;
         }
+        // A world-0.3 run: a quarter of the rounds in a session, a quarter
+        // campaigns (drawn only then, so other runs keep their draws).
+        let round = if cfg.sessions { rng.below(4) } else { 3 };
+        if round == 0 {
+            let shape = (cfg.keys, cfg.lease_ms, cfg.pause_one_in);
+            super::sessions::round(id, shape, &client, &history, &register, &mut rng).await;
+            continue;
+        }
         let n = rng.below(cfg.keys as u64);
         // A mixed run: half mutexes; a quarter readers-writer keys (one
         // writer to two readers); a quarter semaphore slots.
         let (key, want) = match (cfg.mixed, rng.below(12)) {
+            _ if round == 1 => (
+                format!("e{n}"),
+                Want {
+                    with_options: true,
+                    elect: true,
+                    ..MUTEX
+                },
+            ),
             (false, _) | (true, 0..=5) => (format!("j{n}"), mutex),
             (true, 6) => (format!("rw{n}"), mutex),
             (true, 7..=8) => (
@@ -205,6 +234,7 @@ pub async fn worker(
                     mode: LockMode::Shared,
                     limit: READERS,
                     with_options: true,
+                    elect: false,
                 },
             ),
             (true, _) => (
@@ -223,6 +253,10 @@ pub async fn worker(
         };
         let token = granted.guard.token();
         let from = history.now();
+        if want.elect {
+            // The leader publishes a new value; a deposed one is refused.
+            let _ = client.proclaim(&key, token, &format!("leader {id}")).await;
+        }
         // Only a sole holder may write; the others only hold.
         let sole = want.mode == LockMode::Exclusive && want.limit == 1;
         let read = if sole {
@@ -283,6 +317,7 @@ async fn opening(id: usize, cfg: &RunConfig, client: &Client, history: &History)
                 mode: LockMode::Shared,
                 limit: READERS,
                 with_options: true,
+                elect: false,
             },
         )
     } else {

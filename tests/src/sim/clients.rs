@@ -44,11 +44,12 @@ pub(super) async fn clients(
         lease_ms: cfg.lease_ms,
         secure: false,
         mixed: cfg.mixed,
+        sessions: cfg.mixed && cfg.sessions,
         ..RunConfig::default()
     };
     let mut violations = Vec::new();
     if cfg.mixed {
-        upgrade(&target, crate::fixtures::LOCK_SM_WORLD02).await?;
+        upgrade(&target, mixed_module(&cfg)).await?;
     }
     // Its lease outlasts every fault: several at once may leave the
     // cluster without a quorum for most of the faults' time. An acquire
@@ -140,7 +141,7 @@ pub(super) async fn clients(
     let finals = final_state(&target, &history).await;
     tracing::info!("clients: convergence");
     let module = match (cfg.mixed, cfg.upgrade_at) {
-        (true, _) => Some(crate::fixtures::LOCK_SM_WORLD02),
+        (true, _) => Some(mixed_module(&cfg)),
         (false, Some(_)) => Some(crate::fixtures::LOCK_SM_V2),
         (false, None) => None,
     }
@@ -154,6 +155,15 @@ pub(super) async fn clients(
         voter_out,
     };
     Ok(())
+}
+
+/// The module a mixed run puts in before its clients start.
+fn mixed_module(cfg: &SimConfig) -> &'static [u8] {
+    if cfg.sessions {
+        crate::fixtures::LOCK_SM_WORLD03
+    } else {
+        crate::fixtures::LOCK_SM_WORLD02
+    }
 }
 
 /// Put `module` in by a hot upgrade, retried through leader changes and

@@ -90,6 +90,10 @@ pub struct SimConfig {
     /// slots, all retry-safe) on the 0.2 reference module, put in by a hot
     /// upgrade before the clients start; else mutexes on the built-in one.
     pub mixed: bool,
+    /// With `mixed`: world 0.3's built-in module instead of the 0.2 one,
+    /// and clients that also hold keys in sessions and campaign in
+    /// elections (`crate::jepsen::sessions`).
+    pub sessions: bool,
     /// Upgrade the module to version 2 (`guest-sm-v2`, world 0.1) this
     /// long into the faults, retried until it is in; every node must end
     /// on it. Not with `mixed`.
@@ -103,7 +107,9 @@ pub struct SimConfig {
 
 impl SimConfig {
     /// A run of `seed` with the defaults: 3 nodes (5 for one seed in
-    /// four), 4 clients on 2 keys, 12 s of faults; every even seed mixed;
+    /// four), 4 clients on 2 keys, 12 s of faults; every even seed mixed,
+    /// one in two of them (those without an operator) on world 0.3 with
+    /// sessions and elections;
     /// one odd seed in two upgrades the module during the faults; the
     /// operator removes a voter and adds it back in every five-node run,
     /// and runs a shadow of the active module in every other mixed run.
@@ -119,6 +125,7 @@ impl SimConfig {
             max_latency_ms: 10,
             snapshot_threshold: 100,
             mixed: seed.is_multiple_of(2),
+            sessions: seed.is_multiple_of(4),
             upgrade_at: (seed % 4 == 1).then(|| Duration::from_millis(2000 + seed % 7 * 1000)),
             operation: operation(seed),
             control: None,

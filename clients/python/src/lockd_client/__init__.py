@@ -23,13 +23,26 @@ another node when its node goes away)::
             for change in event.changes:
                 print(event.index, change.type, change.key, change.token)
 
+Sessions (one keepalive for many holdings), reentrant locks and leader
+election (docs/sessions.md)::
+
+    with client.open_session(ttl=15) as s:
+        a, b = s.lock("jobs/a"), s.lock("jobs/b")   # both end with the session
+
+    with client.campaign("db-primary", "10.0.0.1", ttl=5) as leadership:
+        serve(epoch=leadership.token)               # resign: the block's end
+
+    for leader in client.observe("db-primary"):
+        print(leader and (leader.epoch, leader.value))
+
 Standard library only. See the README for errors and retries.
 """
 
 from ._core import AUTO, Holder, ListPage, LockInfo, VERSION as __version__
+from ._session import Leader, SessionInfo
 from ._watch import Change, Progress, WatchEvent
-from .aio import AsyncClient, AsyncLock, AsyncWatch
-from .client import Client, Lock, Watch
+from .aio import AsyncClient, AsyncLock, AsyncObserve, AsyncSession, AsyncWatch
+from .client import Client, Lock, Observe, Session, Watch
 from .errors import (
     BadRequest,
     CapacityExceeded,
@@ -37,6 +50,7 @@ from .errors import (
     Held,
     LeaseEnded,
     LockdError,
+    NoSession,
     NotHeld,
     OutcomeUnknown,
     ProtocolError,
@@ -54,6 +68,8 @@ __all__ = [
     "AUTO",
     "AsyncClient",
     "AsyncLock",
+    "AsyncObserve",
+    "AsyncSession",
     "AsyncWatch",
     "BadRequest",
     "CapacityExceeded",
@@ -64,14 +80,19 @@ __all__ = [
     "Holder",
     "LeaseEnded",
     "ListPage",
+    "Leader",
     "Lock",
     "LockInfo",
     "LockdError",
+    "NoSession",
     "NotHeld",
+    "Observe",
     "OutcomeUnknown",
     "Progress",
     "ProtocolError",
     "ServerError",
+    "Session",
+    "SessionInfo",
     "Timeout",
     "TooManyRequests",
     "Unauthenticated",

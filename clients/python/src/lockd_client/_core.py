@@ -56,11 +56,18 @@ _BY_CODE = {
     "overloaded": E.TooManyRequests,
     "capacity": E.CapacityExceeded,
     "internal": E.ServerError,
+    "no_session": E.NoSession,
+    "invalid_ttl": E.BadRequest,
+    "not_session_holder": E.Forbidden,
 }
 
 # The longest single wait one request asks for when the caller waits
 # without a bound (the node's own maximum is 600 s by default).
 WAIT_CHUNK = 30.0
+
+# The longest value a holding may publish (an election's leader value),
+# as the nodes bound it.
+MAX_VALUE_CHARS = 1024
 
 # A node that refused a connection is skipped for this long when another
 # one may be tried.
@@ -709,6 +716,12 @@ class Holder:
     #: (``None`` when the leader has not timed it yet: a grant committed an
     #: instant before, or a holding a new leader has not loaded).
     lease_left: Optional[float] = None
+    #: Times its holder entered it (1 unless reentrant).
+    count: int = 1
+    #: The session it lives in (``None``: on a lease of its own).
+    session: Optional[int] = None
+    #: The value it published (``None``: none), e.g. an election's leader's.
+    value: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -747,6 +760,9 @@ def _holder(h: Any) -> Holder:
         owner=who.get("owner") if isinstance(who, dict) else None,
         request_id=str(h.get("request_id", "")),
         lease_left=float(h["lease_left_ms"]) / 1000.0 if isinstance(h.get("lease_left_ms"), (int, float)) else None,
+        count=int(h.get("count", 1)),
+        session=h["session"] if isinstance(h.get("session"), int) and h["session"] > 0 else None,
+        value=h["value"] if isinstance(h.get("value"), str) else None,
     )
 
 
@@ -802,10 +818,54 @@ class Grant:
     limit: Optional[int]
     owner: str
     request_id: Optional[str]
+    #: Times this holder holds it now (above 1: a reentrant acquire entered
+    #: again, with the same token).
+    count: int = 1
+    #: The session it lives in (``None``: on a lease of its own).
+    session: Optional[int] = None
+    #: The value published with it.
+    value: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Extra:
+    """World 0.3's options of an acquire (docs/sessions.md)."""
+
+    reentrant: bool = False
+    value: Optional[str] = None
+    session: Optional[int] = None
+
+
+NO_EXTRA = Extra()
+
+
+def check_extra(reentrant: Any, value: Any, session: Any) -> Extra:
+    if not isinstance(reentrant, bool):
+        raise TypeError(f"reentrant is a bool, not {reentrant!r}")
+    if value is not None:
+        value = check_text("value", value)
+        if len(value) > MAX_VALUE_CHARS:
+            raise ValueError(f"value is at most {MAX_VALUE_CHARS} characters")
+    if session is not None:
+        session = check_session(session)
+    return Extra(reentrant=reentrant, value=value, session=session)
+
+
+def check_session(session: Any) -> int:
+    if isinstance(session, bool) or not isinstance(session, int) or session < 1:
+        raise ValueError(f"a session id is a positive integer, not {session!r}")
+    return session
 
 
 def acquire_op(
-    key: str, lease_ms_: int, mode: str, limit: Optional[int], owner: str, request_id: Optional[str], wait: float
+    key: str,
+    lease_ms_: int,
+    mode: str,
+    limit: Optional[int],
+    owner: str,
+    request_id: Optional[str],
+    wait: float,
+    extra: Extra = NO_EXTRA,
 ) -> Op:
     def body(wait_left: float) -> Dict[str, Any]:
         b: Dict[str, Any] = {"lease_ms": lease_ms_, "wait_ms": int(wait_left * 1000)}
@@ -821,6 +881,12 @@ def acquire_op(
             # In the body, not as an Idempotency-Key header: a follower
             # forwards the body to the leader, but not that header.
             b["request_id"] = request_id
+        if extra.reentrant:
+            b["reentrant"] = True
+        if extra.value is not None:
+            b["value"] = extra.value
+        if extra.session is not None:
+            b["session"] = extra.session
         return b
 
     return Op(
@@ -913,7 +979,20 @@ def granted(key: str, asked_ms: int, sent: float, data: Mapping[str, Any], **inf
     if ms <= 0:
         raise E.ProtocolError(f"acquire {key!r}: granted token {token} with a lease of {got_ms} ms")
     lease = ms / 1000.0
-    return Grant(key=key, token=token, lease=lease, deadline=sent + lease, **info)
+    count = data.get("count", 1)
+    if not isinstance(count, int) or count < 1:
+        raise E.ProtocolError(f"acquire {key!r}: granted token {token} with a count of {count!r}")
+    return Grant(key=key, token=token, lease=lease, deadline=sent + lease, count=count, **info)
+
+
+def released_count(op: Op, data: Mapping[str, Any]) -> int:
+    """What is left of a holding after a release: 0 when it ended, more
+    for a reentrant holding entered several times (a node that does not
+    say ended it)."""
+    n = data.get("count", 0)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise E.ProtocolError(f"{op.what}: answered a count of {n!r}")
+    return n
 
 
 def renewed_lease(op: Op, data: Mapping[str, Any]) -> float:
@@ -933,6 +1012,7 @@ def acquire_plan(
     limit: Optional[int],
     owner: str,
     request_id: Any,
+    extra: Extra = NO_EXTRA,
 ) -> Plan:
     """Acquire ``key``; returns a :class:`Grant`, or raises :class:`Held`
     (``wait`` was 0) / :class:`Timeout` (still held after ``wait``).
@@ -958,7 +1038,7 @@ def acquire_plan(
     forever = wait_s is None
     while True:
         # Without a bound: one request of WAIT_CHUNK after another.
-        op = acquire_op(key, ms, mode, limit, owner, request_id, WAIT_CHUNK if forever else wait_s)
+        op = acquire_op(key, ms, mode, limit, owner, request_id, WAIT_CHUNK if forever else wait_s, extra)
         sent = time.monotonic()
         try:
             data = yield from call_plan(router, s, op)
@@ -973,7 +1053,10 @@ def acquire_plan(
                     endpoint=e.endpoint,
                 ) from None
             raise
-        g = granted(key, ms, sent, data, mode=mode, limit=limit, owner=owner, request_id=request_id)
+        g = granted(
+            key, ms, sent, data, mode=mode, limit=limit, owner=owner, request_id=request_id,
+            session=extra.session, value=extra.value,
+        )
         break
     if time.monotonic() - sent > g.lease / 3:
         renew_sent = time.monotonic()

@@ -137,6 +137,7 @@ class Change:
     limit: Optional[int] = None
     principal: Optional[str] = None
     owner: Optional[str] = None
+    value: Optional[str] = None
 
     @property
     def lease(self) -> Optional[float]:
@@ -231,6 +232,7 @@ def _change(c: Any, what: str) -> Change:
         limit=_opt(c.get("limit"), int),
         principal=_opt(c.get("principal"), str),
         owner=_opt(c.get("owner"), str),
+        value=_opt(c.get("value"), str),
     )
 
 

@@ -17,13 +17,14 @@ import ssl
 import threading
 import time
 import weakref
-from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Awaitable, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from . import _core as C
+from . import _session as S
 from . import _watch as W
 from . import errors as E
 
-__all__ = ["AsyncClient", "AsyncLock", "AsyncWatch"]
+__all__ = ["AsyncClient", "AsyncLock", "AsyncWatch", "AsyncSession", "AsyncObserve"]
 
 _POOL_PER_NODE = 16
 _MAX_BODY = 64 * 1024 * 1024
@@ -488,6 +489,9 @@ class AsyncClient:
         owner: Optional[str] = None,
         request_id: Any = C.AUTO,
         keepalive: bool = True,
+        reentrant: bool = False,
+        value: Optional[str] = None,
+        session: Union["AsyncSession", int, None] = None,
     ) -> "_PendingLock":
         """Take ``key`` (see :meth:`lockd_client.Client.lock`): use as
         ``async with client.lock(...) as lk`` or ``lk = await client.lock(...)``.
@@ -497,13 +501,20 @@ class AsyncClient:
         C.wait_seconds(wait)
         C.check_mode(mode)
         C.check_acquire_limit(limit)
+        in_session = session if isinstance(session, AsyncSession) else None
+        if in_session is not None:
+            session, owner, lease = in_session.id, in_session.owner, in_session.ttl
+        extra = C.check_extra(reentrant, value, session)
         return _PendingLock(
-            self, (key, lease, wait, mode, limit, self.owner if owner is None else owner, request_id), keepalive
+            self,
+            (key, lease, wait, mode, limit, self.owner if owner is None else owner, request_id, extra),
+            keepalive and extra.session is None,
+            in_session,
         )
 
-    async def _lock(self, args: Tuple[Any, ...], keepalive: bool) -> "AsyncLock":
+    async def _lock(self, args: Tuple[Any, ...], keepalive: bool, session: Optional["AsyncSession"] = None) -> "AsyncLock":
         g = await self._run(C.acquire_plan(self._router, self._settings, *args))
-        return AsyncLock(self, g, keepalive)
+        return AsyncLock(self, g, keepalive, session)
 
     async def try_lock(self, key: str, lease: float, **options: Any) -> Optional["AsyncLock"]:
         """Take ``key`` if it is free now; ``None`` if it is busy."""
@@ -514,8 +525,9 @@ class AsyncClient:
         except E.Held:
             return None
 
-    async def release(self, key: str, token: int) -> None:
-        await self._call(C.release_op(C.check_key(key), C.check_token(token)))
+    async def release(self, key: str, token: int) -> int:
+        op = C.release_op(C.check_key(key), C.check_token(token))
+        return C.released_count(op, await self._call(op))
 
     async def keepalive(self, key: str, token: int) -> float:
         op = C.keepalive_op(C.check_key(key), C.check_token(token), None)
@@ -552,6 +564,42 @@ class AsyncClient:
         C.check_text("prefix", prefix)
         return AsyncWatch(self, prefix, W.check_index("from_index", from_index), C.idle_seconds(idle_timeout))
 
+    # ------------------------------------------ sessions and elections
+
+    async def open_session(
+        self, ttl: float, *, owner: Optional[str] = None, request_id: Any = C.AUTO, keepalive: bool = True
+    ) -> "AsyncSession":
+        """Open a session (see :meth:`lockd_client.Client.open_session`),
+        renewed by a task unless ``keepalive=False``."""
+        ms = C.lease_ms(ttl)
+        owner = C.check_text("owner", self.owner if owner is None else owner)
+        rid = C.random_id() if request_id is C.AUTO else (None if request_id is None else C.check_text("request_id", request_id))
+        sent = time.monotonic()
+        sid, got = S.opened(await self._call(S.open_op(ms, owner, rid)))
+        return AsyncSession(self, sid, min(got, ms / 1000.0), sent, owner, keepalive)
+
+    async def session_info(self, session: int) -> S.SessionInfo:
+        return S.session_info(await self._call(S.get_op(C.check_session(session))))
+
+    async def proclaim(self, key: str, token: int, value: str) -> None:
+        await self._call(S.proclaim_op(C.check_key(key), C.check_token(token), S.check_value(value)))
+
+    def campaign(self, name: str, value: str, ttl: float, wait: Optional[float] = None) -> "_PendingLock":
+        """Campaign in election ``name`` (see :meth:`lockd_client.Client.campaign`)."""
+        return self.lock(name, ttl, wait, value=S.check_value(value))
+
+    async def leader(self, name: str) -> Optional[S.Leader]:
+        return S.leader_of(name, await self.list(C.check_key(name), limit=1))
+
+    async def observe(self, name: str, *, idle_timeout: float = W.WATCH_IDLE) -> "AsyncObserve":
+        """Follow election ``name`` (see :meth:`lockd_client.Client.observe`):
+        ``async for leader in await client.observe(name)``."""
+        page = await self.list(C.check_key(name), limit=1)
+        if page.index is None:
+            raise E.ProtocolError("the node did not say at which index it listed the election")
+        watch = self.watch(name, page.index + 1, idle_timeout=idle_timeout)
+        return AsyncObserve(watch, S.LeaderFold(name, S.leader_of(name, page)))
+
     async def status(self, endpoint: Optional[str] = None) -> Dict[str, Any]:
         op = C.Op(method="GET", path="/v1/status", what="status", kind="read", idempotent=True)
         if endpoint is None:
@@ -564,17 +612,20 @@ class AsyncClient:
 class _PendingLock:
     """What :meth:`AsyncClient.lock` returns: awaitable, and an async context manager."""
 
-    def __init__(self, client: AsyncClient, args: Tuple[Any, ...], keepalive: bool) -> None:
+    def __init__(
+        self, client: AsyncClient, args: Tuple[Any, ...], keepalive: bool, session: Optional["AsyncSession"] = None
+    ) -> None:
         self._client = client
         self._args = args
         self._keepalive = keepalive
+        self._session = session
         self._lock: Optional[AsyncLock] = None
 
     def __await__(self) -> Generator[Any, None, "AsyncLock"]:
-        return self._client._lock(self._args, self._keepalive).__await__()
+        return self._client._lock(self._args, self._keepalive, self._session).__await__()
 
     async def __aenter__(self) -> "AsyncLock":
-        self._lock = await self._client._lock(self._args, self._keepalive)
+        self._lock = await self._client._lock(self._args, self._keepalive, self._session)
         return self._lock
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -586,12 +637,13 @@ class _Renewal:
     """The lease as this process sees it, renewed by a task that holds no
     reference to the :class:`AsyncLock` (dropping the lock stops it)."""
 
-    def __init__(self, client: AsyncClient, g: C.Grant) -> None:
-        self.client = client
-        self.key = g.key
-        self.token = g.token
-        self.lease = g.lease
-        self.deadline = g.deadline
+    def __init__(self, what: str, lease: float, deadline: float, renew: Callable[[float], Awaitable[float]]) -> None:
+        # What is renewed, for messages; the call that renews it (given the
+        # deadline, past which it must not try) and answers the new lease.
+        self.what = what
+        self.renew = renew
+        self.lease = lease
+        self.deadline = deadline
         self.lost = asyncio.Event()
         self.reason: Optional[BaseException] = None
         self.stopped = False
@@ -608,11 +660,10 @@ class _Renewal:
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))
             now = time.monotonic()
             if now >= self.deadline:
-                self.lose(E.LeaseEnded(f"the lease of {self.key!r} (token {self.token}) ended before it was renewed"))
+                self.lose(E.LeaseEnded(f"the lease of {self.what} ended before it was renewed"))
                 return
-            op = C.keepalive_op(self.key, self.token, until=self.deadline)
             try:
-                renewed = C.renewed_lease(op, await self.client._call(op))
+                renewed = await self.renew(self.deadline)
             except E.LockdError as e:
                 if self.stopped:
                     return
@@ -620,7 +671,7 @@ class _Renewal:
                     self.lose(e)
                     return
                 if time.monotonic() >= self.deadline:
-                    self.lose(E.LeaseEnded(f"the lease of {self.key!r} (token {self.token}) ended before it was renewed: {e}"))
+                    self.lose(E.LeaseEnded(f"the lease of {self.what} ended before it was renewed: {e}"))
                     return
                 next_at = time.monotonic() + min(every, 0.05)
                 continue
@@ -633,6 +684,16 @@ class _Renewal:
             next_at = now + every
 
 
+def _start(r: _Renewal, owner: Any) -> "asyncio.Task[None]":
+    """Run ``r`` as a task that ends when ``owner`` is dropped."""
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(r.run(), name=f"lockd-keepalive {r.what}")
+    _TASKS.add(task)
+    task.add_done_callback(_TASKS.discard)
+    weakref.finalize(owner, _cancel, task, loop)
+    return task
+
+
 def _cancel(task: "asyncio.Task[None]", loop: asyncio.AbstractEventLoop) -> None:
     if not task.done() and not loop.is_closed():
         try:
@@ -641,30 +702,11 @@ def _cancel(task: "asyncio.Task[None]", loop: asyncio.AbstractEventLoop) -> None
             pass
 
 
-class AsyncLock:
-    """A held lock (see :class:`lockd_client.Lock`); ``lost`` is an
-    :class:`asyncio.Event`, the keepalive an asyncio task."""
+class _Held:
+    """What a held lock and an open session share (see
+    :class:`lockd_client.client._Held`), for asyncio."""
 
-    def __init__(self, client: AsyncClient, g: C.Grant, keepalive: bool = True) -> None:
-        self._client = client
-        self.key: str = g.key
-        self.token: int = g.token
-        self.lease: float = g.lease
-        self.mode: str = g.mode
-        # None: the server chose it (the mode's default; see lock()).
-        self.limit: Optional[int] = g.limit
-        self.owner: str = g.owner
-        self.request_id: Optional[str] = g.request_id
-        self._r = _Renewal(client, g)
-        self.lost: asyncio.Event = self._r.lost
-        self._released = False
-        self._task: Optional["asyncio.Task[None]"] = None
-        if keepalive:
-            task = asyncio.get_running_loop().create_task(self._r.run(), name=f"lockd-keepalive {self.key} {self.token}")
-            _TASKS.add(task)
-            task.add_done_callback(_TASKS.discard)
-            self._task = task
-            weakref.finalize(self, _cancel, task, asyncio.get_running_loop())
+    _r: _Renewal
 
     @property
     def lost_reason(self) -> Optional[BaseException]:
@@ -674,34 +716,188 @@ class AsyncLock:
     def deadline(self) -> float:
         return self._r.deadline
 
-    def valid(self) -> bool:
-        return not self.lost.is_set() and time.monotonic() < self._r.deadline
-
-    def _stop(self) -> None:
-        self._r.stopped = True
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-
-    async def release(self) -> None:
-        """Stop renewing and release the lock (once; later calls do nothing)."""
-        if self._released:
-            return
-        self._released = True
-        self._stop()
-        await self._client.release(self.key, self.token)
-
-    async def __aenter__(self) -> "AsyncLock":
-        return self
+    async def _end(self) -> None:
+        raise NotImplementedError
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         try:
-            await self.release()
+            await self._end()
         except E.NotHeld as e:
             self._r.lose(e)
         except E.LockdError:
             if exc_type is None:
                 raise
 
+
+class AsyncLock(_Held):
+    """A held lock (see :class:`lockd_client.Lock`); ``lost`` is an
+    :class:`asyncio.Event`, the keepalive an asyncio task."""
+
+    def __init__(
+        self, client: AsyncClient, g: C.Grant, keepalive: bool = True, session: Optional["AsyncSession"] = None
+    ) -> None:
+        self._client = client
+        self.key: str = g.key
+        self.token: int = g.token
+        self.lease: float = g.lease
+        self.mode: str = g.mode
+        # None: the server chose it (the mode's default; see lock()).
+        self.limit: Optional[int] = g.limit
+        self.owner: str = g.owner
+        self.request_id: Optional[str] = g.request_id
+        self.count: int = g.count
+        self.session: Optional[int] = g.session
+        self.value: Optional[str] = g.value
+        self._released = False
+        self._task: Optional["asyncio.Task[None]"] = None
+        if session is not None:
+            # Its session's lease is its lease: lost when the session is.
+            self._r = session._r
+        else:
+            key, token = g.key, g.token
+
+            async def renew(until: float) -> float:
+                op = C.keepalive_op(key, token, until=until)
+                return C.renewed_lease(op, await client._call(op))
+
+            self._r = _Renewal(f"{key!r} (token {token})", g.lease, g.deadline, renew)
+            if keepalive:
+                self._task = _start(self._r, self)
+        self.lost: asyncio.Event = self._r.lost
+
+    def valid(self) -> bool:
+        return not self.lost.is_set() and time.monotonic() < self._r.deadline
+
+    def _stop(self) -> None:
+        if self._task is None:
+            return  # a session's holding, or no keepalive: nothing of its own
+        self._r.stopped = True
+        if not self._task.done():
+            self._task.cancel()
+
+    async def release(self) -> int:
+        """Stop renewing and release the lock (once; later calls do nothing
+        and answer 0); answers what is left (see :meth:`lockd_client.Lock.release`)."""
+        if self._released:
+            return 0
+        self._released = True
+        self._stop()
+        left = await self._client.release(self.key, self.token)
+        self.count = left
+        return left
+
+    async def proclaim(self, value: str) -> None:
+        """Publish ``value`` with this holding (a leader's new value)."""
+        await self._client.proclaim(self.key, self.token, value)
+        self.value = value
+
+    async def __aenter__(self) -> "AsyncLock":
+        return self
+
+    async def _end(self) -> None:
+        await self.release()
+
     def __repr__(self) -> str:
         state = "lost" if self.lost.is_set() else ("released" if self._released else "held")
         return f"<AsyncLock {self.key!r} token {self.token} lease {self.lease:g}s {state}>"
+
+
+class AsyncSession(_Held):
+    """An open session (see :class:`lockd_client.Session`): ``lost`` is an
+    :class:`asyncio.Event`, the keepalive an asyncio task;
+    ``async with`` closes it at the end of the block."""
+
+    def __init__(self, client: AsyncClient, sid: int, ttl: float, sent: float, owner: str, keepalive: bool) -> None:
+        self._client = client
+        self.id: int = sid
+        self.ttl: float = ttl
+        self.owner: str = owner
+
+        async def renew(until: float) -> float:
+            return S.opened(await client._call(S.keepalive_op(sid, until)))[1]
+
+        self._r = _Renewal(f"session {sid}", ttl, sent + ttl, renew)
+        self.lost: asyncio.Event = self._r.lost
+        self._closed = False
+        self._task: Optional["asyncio.Task[None]"] = _start(self._r, self) if keepalive else None
+
+    def valid(self) -> bool:
+        return not self._closed and not self.lost.is_set() and time.monotonic() < self._r.deadline
+
+    def lock(
+        self,
+        key: str,
+        wait: Optional[float] = None,
+        *,
+        mode: str = "exclusive",
+        limit: Optional[int] = None,
+        request_id: Any = C.AUTO,
+        reentrant: bool = False,
+        value: Optional[str] = None,
+    ) -> "_PendingLock":
+        """Hold ``key`` in this session (see :meth:`lockd_client.Session.lock`)."""
+        return self._client.lock(
+            key, self.ttl, wait, mode=mode, limit=limit, request_id=request_id,
+            reentrant=reentrant, value=value, session=self,
+        )
+
+    async def keepalive(self) -> float:
+        now = time.monotonic()
+        ttl = S.opened(await self._client._call(S.keepalive_op(self.id, None)))[1]
+        self._r.deadline = max(self._r.deadline, now + min(ttl, self.ttl))
+        return ttl
+
+    async def info(self) -> S.SessionInfo:
+        return await self._client.session_info(self.id)
+
+    async def close(self) -> None:
+        """Stop renewing and close the session: every holding in it is
+        released (once; later calls do nothing)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._r.stopped = True
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        await self._client._call(S.close_op(self.id))
+
+    async def __aenter__(self) -> "AsyncSession":
+        return self
+
+    async def _end(self) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        state = "lost" if self.lost.is_set() else ("closed" if self._closed else "open")
+        return f"<AsyncSession {self.id} ttl {self.ttl:g}s {state}>"
+
+
+class AsyncObserve:
+    """The leaders of one election (see :class:`lockd_client.Observe`), as
+    an async iterator."""
+
+    def __init__(self, watch: AsyncWatch, fold: S.LeaderFold) -> None:
+        self._watch = watch
+        self._fold = fold
+        self._first = True
+
+    def __aiter__(self) -> "AsyncObserve":
+        return self
+
+    async def __anext__(self) -> Optional[S.Leader]:
+        if self._first:
+            self._first = False
+            return self._fold.current
+        while True:
+            got = self._fold.apply(await self._watch.__anext__())
+            if got is not S.SAME:
+                return got
+
+    async def aclose(self) -> None:
+        await self._watch.aclose()
+
+    async def __aenter__(self) -> "AsyncObserve":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()

@@ -12,13 +12,14 @@ import ssl
 import threading
 import time
 import weakref
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _core as C
+from . import _session as S
 from . import _watch as W
 from . import errors as E
 
-__all__ = ["Client", "Lock", "Watch"]
+__all__ = ["Client", "Lock", "Watch", "Session", "Observe"]
 
 _POOL_PER_NODE = 16
 _READ_MAX = 64 * 1024
@@ -376,6 +377,9 @@ class Client:
         owner: Optional[str] = None,
         request_id: Any = C.AUTO,
         keepalive: bool = True,
+        reentrant: bool = False,
+        value: Optional[str] = None,
+        session: Union["Session", int, None] = None,
     ) -> "Lock":
         """Take ``key`` for ``lease`` seconds, waiting for it up to ``wait``
         seconds (``None``: as long as it takes; ``0``: not at all).
@@ -395,14 +399,25 @@ class Client:
         client's). ``request_id`` makes the acquire safe to repeat after a
         lost answer (default: a fresh random one; ``None`` sends none, and
         a lost answer is then :class:`~lockd_client.errors.OutcomeUnknown`).
+
+        World 0.3 (docs/sessions.md): ``reentrant`` enters again a key this
+        holder (principal, owner, session) holds, with the same token and a
+        count one higher (:attr:`Lock.count`); ``value`` publishes a value
+        with the holding (an election's leader value); ``session`` (a
+        :class:`Session` or its id) holds the key in that session instead
+        of on a lease of its own: ``lease`` is then ignored, and the
+        session's keepalive renews it (prefer :meth:`Session.lock`).
         """
+        if isinstance(session, Session):
+            return session.lock(key, wait, mode=mode, limit=limit, request_id=request_id, reentrant=reentrant, value=value)
+        extra = C.check_extra(reentrant, value, session)
         g = self._run(
             C.acquire_plan(
                 self._router, self._settings, key, lease, wait, mode, limit,
-                self.owner if owner is None else owner, request_id,
+                self.owner if owner is None else owner, request_id, extra,
             )
         )
-        return Lock(self, g, keepalive)
+        return Lock(self, g, keepalive and extra.session is None)
 
     def try_lock(self, key: str, lease: float, **options: Any) -> Optional["Lock"]:
         """Take ``key`` if it is free now; ``None`` if it is busy. Takes the
@@ -414,9 +429,12 @@ class Client:
         except E.Held:
             return None
 
-    def release(self, key: str, token: int) -> None:
-        """Release the holding of ``token`` on ``key`` (what :meth:`Lock.release` does)."""
-        self._call(C.release_op(C.check_key(key), C.check_token(token)))
+    def release(self, key: str, token: int) -> int:
+        """Release the holding of ``token`` on ``key`` (what :meth:`Lock.release`
+        does). Returns what is left of it: 0 when it ended, more when a
+        reentrant holding was entered several times."""
+        op = C.release_op(C.check_key(key), C.check_token(token))
+        return C.released_count(op, self._call(op))
 
     def keepalive(self, key: str, token: int) -> float:
         """Renew the lease of ``token`` on ``key`` once; returns the lease (seconds)."""
@@ -467,6 +485,56 @@ class Client:
         C.check_text("prefix", prefix)
         return Watch(self, prefix, W.check_index("from_index", from_index), C.idle_seconds(idle_timeout))
 
+    # ------------------------------------------ sessions and elections
+
+    def open_session(
+        self, ttl: float, *, owner: Optional[str] = None, request_id: Any = C.AUTO, keepalive: bool = True
+    ) -> "Session":
+        """Open a session of ``ttl`` seconds (docs/sessions.md): one lease
+        for many holdings, renewed by a background thread (unless
+        ``keepalive=False``); closing it, or its expiry, releases every
+        holding in it in one log entry. Use it in a ``with`` block to close
+        it at the end."""
+        ms = C.lease_ms(ttl)
+        owner = C.check_text("owner", self.owner if owner is None else owner)
+        rid = C.random_id() if request_id is C.AUTO else (None if request_id is None else C.check_text("request_id", request_id))
+        sent = time.monotonic()
+        sid, got = S.opened(self._call(S.open_op(ms, owner, rid)))
+        return Session(self, sid, min(got, ms / 1000.0), sent, owner, keepalive)
+
+    def session_info(self, session: int) -> S.SessionInfo:
+        """A session and its holdings, read linearizably."""
+        return S.session_info(self._call(S.get_op(C.check_session(session))))
+
+    def proclaim(self, key: str, token: int, value: str) -> None:
+        """Publish ``value`` for the holding of ``token`` on ``key`` (an
+        election's leader publishing its new value)."""
+        self._call(S.proclaim_op(C.check_key(key), C.check_token(token), S.check_value(value)))
+
+    def campaign(self, name: str, value: str, ttl: float, wait: Optional[float] = None) -> "Lock":
+        """Campaign in election ``name``: wait up to ``wait`` seconds
+        (``None``: as long as it takes) to lead it, publishing ``value``,
+        with a leadership lease of ``ttl`` renewed in the background. The
+        :class:`Lock` is the leadership: its token is the epoch (larger
+        than every earlier leader's), :meth:`Lock.release` resigns.
+        Candidates queue in FIFO order."""
+        return self.lock(name, ttl, wait, value=S.check_value(value))
+
+    def leader(self, name: str) -> Optional[S.Leader]:
+        """The leader of election ``name`` now (read linearizably), or
+        ``None``."""
+        return S.leader_of(name, self.list(C.check_key(name), limit=1))
+
+    def observe(self, name: str, *, idle_timeout: float = W.WATCH_IDLE) -> "Observe":
+        """Follow election ``name``: an iterator of its leaders, first the
+        one now (``None``: no leader), then one per change of leader or of
+        its value, from a watch that starts right after the read, so no
+        change is missed or seen twice."""
+        page = self.list(C.check_key(name), limit=1)
+        if page.index is None:
+            raise E.ProtocolError("the node did not say at which index it listed the election")
+        return Observe(self.watch(name, page.index + 1, idle_timeout=idle_timeout), S.LeaderFold(name, S.leader_of(name, page)))
+
     def status(self, endpoint: Optional[str] = None) -> Dict[str, Any]:
         """``/v1/status`` of one node (``endpoint``), or of any node."""
         op = C.Op(method="GET", path="/v1/status", what="status", kind="read", idempotent=True)
@@ -485,12 +553,13 @@ class _Renewal:
     lease then ends it), as the Rust client's guard does.
     """
 
-    def __init__(self, client: Client, g: C.Grant) -> None:
-        self.client = client
-        self.key = g.key
-        self.token = g.token
-        self.lease = g.lease
-        self.deadline = g.deadline
+    def __init__(self, what: str, lease: float, deadline: float, renew: Callable[[float], float]) -> None:
+        # What is renewed, for messages; the call that renews it (given the
+        # deadline, past which it must not try) and answers the new lease.
+        self.what = what
+        self.renew = renew
+        self.lease = lease
+        self.deadline = deadline
         self.lost = threading.Event()
         self.reason: Optional[BaseException] = None
         self.stop = threading.Event()
@@ -502,9 +571,7 @@ class _Renewal:
             self.lost.set()
 
     def start(self) -> None:
-        self.thread = threading.Thread(
-            target=self.run, name=f"lockd-keepalive {self.key} {self.token}", daemon=True
-        )
+        self.thread = threading.Thread(target=self.run, name=f"lockd-keepalive {self.what}", daemon=True)
         self.thread.start()
 
     def run(self) -> None:
@@ -515,11 +582,10 @@ class _Renewal:
                 return
             now = time.monotonic()
             if now >= self.deadline:
-                self.lose(E.LeaseEnded(f"the lease of {self.key!r} (token {self.token}) ended before it was renewed"))
+                self.lose(E.LeaseEnded(f"the lease of {self.what} ended before it was renewed"))
                 return
-            op = C.keepalive_op(self.key, self.token, until=self.deadline)
             try:
-                renewed = C.renewed_lease(op, self.client._call(op))
+                renewed = self.renew(self.deadline)
             except E.LockdError as e:
                 if self.stop.is_set():
                     return  # released meanwhile: a refusal is expected
@@ -527,7 +593,7 @@ class _Renewal:
                     self.lose(e)
                     return
                 if time.monotonic() >= self.deadline:
-                    self.lose(E.LeaseEnded(f"the lease of {self.key!r} (token {self.token}) ended before it was renewed: {e}"))
+                    self.lose(E.LeaseEnded(f"the lease of {self.what} ended before it was renewed: {e}"))
                     return
                 next_at = time.monotonic() + min(every, 0.05)
                 continue
@@ -539,7 +605,36 @@ class _Renewal:
             next_at = now + every
 
 
-class Lock:
+class _Held:
+    """What a held lock and an open session share: a lease a
+    :class:`_Renewal` keeps, and the end of a ``with`` block, which ends
+    them (one that ended meanwhile, ``NotHeld``, is no error there:
+    ``lost`` is set; other errors are raised unless the block raised)."""
+
+    _r: _Renewal
+
+    @property
+    def lost_reason(self) -> Optional[BaseException]:
+        return self._r.reason
+
+    @property
+    def deadline(self) -> float:
+        return self._r.deadline
+
+    def _end(self) -> None:
+        raise NotImplementedError
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            self._end()
+        except E.NotHeld as e:
+            self._r.lose(e)
+        except E.LockdError:
+            if exc_type is None:
+                raise
+
+
+class Lock(_Held):
     """A held lock.
 
     ``token`` is the fencing token: pass it with every write to the resource
@@ -560,7 +655,7 @@ class Lock:
     itself raised.
     """
 
-    def __init__(self, client: Client, g: C.Grant, keepalive: bool = True) -> None:
+    def __init__(self, client: Client, g: C.Grant, keepalive: bool = True, session: Optional["Session"] = None) -> None:
         self._client = client
         self.key: str = g.key
         self.token: int = g.token
@@ -570,45 +665,179 @@ class Lock:
         self.limit: Optional[int] = g.limit
         self.owner: str = g.owner
         self.request_id: Optional[str] = g.request_id
-        self._r = _Renewal(client, g)
-        self.lost: threading.Event = self._r.lost
+        #: Times this holder holds it (above 1: entered again, reentrant).
+        self.count: int = g.count
+        #: The session it lives in (``None``: a lease of its own).
+        self.session: Optional[int] = g.session
+        #: The value published with it (:meth:`proclaim` changes it).
+        self.value: Optional[str] = g.value
         self._released = False
-        if keepalive:
-            self._r.start()
-        weakref.finalize(self, self._r.stop.set)
+        if session is not None:
+            # Its session's lease is its lease: lost when the session is.
+            self._r = session._r
+        else:
+            key, token = g.key, g.token
 
-    @property
-    def lost_reason(self) -> Optional[BaseException]:
-        return self._r.reason
+            def renew(until: float) -> float:
+                op = C.keepalive_op(key, token, until=until)
+                return C.renewed_lease(op, client._call(op))
 
-    @property
-    def deadline(self) -> float:
-        return self._r.deadline
+            self._r = _Renewal(f"{key!r} (token {token})", g.lease, g.deadline, renew)
+            if keepalive:
+                self._r.start()
+            weakref.finalize(self, self._r.stop.set)
+        self._own = session is None
+        self.lost: threading.Event = self._r.lost
 
     def valid(self) -> bool:
         """Still ours as far as this process knows: not lost, before the deadline."""
         return not self.lost.is_set() and time.monotonic() < self._r.deadline
 
-    def release(self) -> None:
-        """Stop renewing and release the lock (once; later calls do nothing)."""
+    def release(self) -> int:
+        """Stop renewing and release the lock (once; later calls do nothing
+        and answer 0). Answers what is left of the holding: 0 when it
+        ended; for a reentrant holding entered several times, the entries
+        left (each :class:`Lock` of them is one entry, renewed until it is
+        released)."""
         if self._released:
-            return
+            return 0
         self._released = True
-        self._r.stop.set()
-        self._client.release(self.key, self.token)
+        if self._own:
+            self._r.stop.set()
+        left = self._client.release(self.key, self.token)
+        self.count = left
+        return left
+
+    def proclaim(self, value: str) -> None:
+        """Publish ``value`` with this holding (a leader's new value)."""
+        self._client.proclaim(self.key, self.token, value)
+        self.value = value
 
     def __enter__(self) -> "Lock":
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            self.release()
-        except E.NotHeld as e:
-            self._r.lose(e)
-        except E.LockdError:
-            if exc_type is None:
-                raise
+    def _end(self) -> None:
+        self.release()
 
     def __repr__(self) -> str:
         state = "lost" if self.lost.is_set() else ("released" if self._released else "held")
         return f"<Lock {self.key!r} token {self.token} lease {self.lease:g}s {state}>"
+
+
+class Session(_Held):
+    """An open session (:meth:`Client.open_session`): one lease for many
+    holdings. ``id`` names it; :meth:`lock` holds a key in it; a
+    background thread renews it (and so every holding in it) every third
+    of its TTL; :meth:`close` releases them all in one log entry.
+
+    ``lost`` is set when a renewal is refused (the session expired or was
+    closed elsewhere) or its local deadline passed before a renewal got
+    through; the locks taken in it share it. As a context manager it
+    closes the session at the end of the block.
+    """
+
+    def __init__(self, client: Client, sid: int, ttl: float, sent: float, owner: str, keepalive: bool) -> None:
+        self._client = client
+        self.id: int = sid
+        self.ttl: float = ttl
+        self.owner: str = owner
+
+        def renew(until: float) -> float:
+            return S.opened(client._call(S.keepalive_op(sid, until)))[1]
+
+        self._r = _Renewal(f"session {sid}", ttl, sent + ttl, renew)
+        self.lost: threading.Event = self._r.lost
+        self._closed = False
+        if keepalive:
+            self._r.start()
+        weakref.finalize(self, self._r.stop.set)
+
+    def valid(self) -> bool:
+        """Still open as far as this process knows."""
+        return not self._closed and not self.lost.is_set() and time.monotonic() < self._r.deadline
+
+    def lock(
+        self,
+        key: str,
+        wait: Optional[float] = None,
+        *,
+        mode: str = "exclusive",
+        limit: Optional[int] = None,
+        request_id: Any = C.AUTO,
+        reentrant: bool = False,
+        value: Optional[str] = None,
+    ) -> Lock:
+        """Hold ``key`` in this session (the options of :meth:`Client.lock`).
+        It lives until the session ends or it is released: the session's
+        keepalive is its keepalive, and its ``lost`` is the session's."""
+        extra = C.check_extra(reentrant, value, self.id)
+        g = self._client._run(
+            C.acquire_plan(
+                self._client._router, self._client._settings, key, self.ttl, wait, mode, limit,
+                self.owner, request_id, extra,
+            )
+        )
+        return Lock(self._client, g, session=self)
+
+    def keepalive(self) -> float:
+        """Renew the session once; returns its TTL (seconds)."""
+        now = time.monotonic()
+        ttl = S.opened(self._client._call(S.keepalive_op(self.id, None)))[1]
+        self._r.deadline = max(self._r.deadline, now + min(ttl, self.ttl))
+        return ttl
+
+    def info(self) -> S.SessionInfo:
+        """The session and its holdings, read linearizably."""
+        return self._client.session_info(self.id)
+
+    def close(self) -> None:
+        """Stop renewing and close the session: every holding in it is
+        released (once; later calls do nothing)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._r.stop.set()
+        self._client._call(S.close_op(self.id))
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def _end(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "lost" if self.lost.is_set() else ("closed" if self._closed else "open")
+        return f"<Session {self.id} ttl {self.ttl:g}s {state}>"
+
+
+class Observe:
+    """The leaders of one election (:meth:`Client.observe`): an iterator of
+    :class:`~lockd_client.Leader` or ``None`` (no leader), first the one
+    at the read, then one per change. It raises what its watch raises;
+    :meth:`close` ends it (from any thread)."""
+
+    def __init__(self, watch: Watch, fold: S.LeaderFold) -> None:
+        self._watch = watch
+        self._fold = fold
+        self._first = True
+
+    def __iter__(self) -> Iterator[Optional[S.Leader]]:
+        return self
+
+    def __next__(self) -> Optional[S.Leader]:
+        if self._first:
+            self._first = False
+            return self._fold.current
+        while True:
+            got = self._fold.apply(next(self._watch))
+            if got is not S.SAME:
+                return got
+
+    def close(self) -> None:
+        self._watch.close()
+
+    def __enter__(self) -> "Observe":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

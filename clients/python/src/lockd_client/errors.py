@@ -19,6 +19,8 @@ class                  HTTP    meaning
                                 (the lease ended, or the lock was released)
 ``WrongToken``         409     release / keepalive: the key is held under
                                another token (a subclass of ``NotHeld``)
+``NoSession``          404     the session is gone (closed, expired) or was
+                               never opened (a subclass of ``NotHeld``)
 ``Held``               409     acquire: still busy (``try_lock`` returns None)
 ``Timeout``            409     acquire: still busy after the wait asked for
                                (a subclass of ``Held``)
@@ -54,6 +56,7 @@ __all__ = [
     "Forbidden",
     "NotHeld",
     "WrongToken",
+    "NoSession",
     "Held",
     "Timeout",
     "Unsupported",
@@ -118,6 +121,10 @@ class NotHeld(LockdError):
 
 class WrongToken(NotHeld):
     """409 on release or keepalive: the key is held, under another token."""
+
+
+class NoSession(NotHeld):
+    """The session named does not exist: closed, expired, or never opened."""
 
 
 class Held(LockdError):

@@ -121,7 +121,7 @@ impl Table {
         let Some(s) = self.sessions.get_mut(&id) else {
             return Err(ServiceError::NoSession { id });
         };
-        let deadline = from + crate::service::lease::lease(s.ttl_ms);
+        let deadline = from + crate::service::lease::session(s.ttl_ms);
         if deadline > s.deadline {
             self.session_timers.remove(&(s.deadline, id));
             s.deadline = deadline;
@@ -173,7 +173,7 @@ impl Table {
         if self.sessions.contains_key(&id) {
             return; // A retried open: the session is already timed.
         }
-        let deadline = self.now + crate::service::lease::granted(ttl_ms);
+        let deadline = self.now + crate::service::lease::session_opened(ttl_ms);
         self.session_timers.insert((deadline, id));
         self.sessions.insert(
             id,
@@ -352,7 +352,7 @@ impl Table {
     pub(super) fn load_sessions(&mut self, sessions: Vec<LoadedSession>) {
         for s in sessions {
             let deadline =
-                self.now + crate::service::lease::lease(s.ttl_ms) + self.election_timeout;
+                self.now + crate::service::lease::session(s.ttl_ms) + self.election_timeout;
             self.session_timers.insert((deadline, s.id));
             self.sessions.insert(
                 s.id,
