@@ -26,6 +26,10 @@
 //! clear and with client and peer TLS, side by side, written to
 //! `OUT/benchmarks-tls.md` and `.json`.
 //!
+//! `--recipes`: sessions and elections instead (see [`recipes`]): keeping
+//! 100 holdings alive, and election handoff, written to
+//! `OUT/benchmarks-recipes.md` and `.json`.
+//!
 //! Writes `OUT/benchmarks.md`, `OUT/benchmarks.png`, `OUT/benchmarks.json`
 //! and the leader's flamegraph `OUT/leader-profile.svg` (when `perf` is
 //! there). `--only-failover` runs just the failover trials;
@@ -35,6 +39,7 @@
 mod drive;
 mod etcd;
 mod profile;
+mod recipes;
 mod report;
 mod tls;
 
@@ -279,6 +284,10 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     if lock_bench::flag("--tls") {
         return tls::run(&rt, seconds, rounds, &out);
+    }
+    if lock_bench::flag("--recipes") {
+        let keepalive_rounds = lock_bench::arg("--keepalive-rounds", 50);
+        return recipes::run(&rt, keepalive_rounds, trials, &out);
     }
 
     if only_failover {

@@ -29,6 +29,7 @@
 //! * [`history`]: operations as recorded.
 //! * [`register`]: the fenced register the clients write through.
 //! * [`workload`]: the clients.
+//! * [`keeper`]: the lock held through every fault.
 //! * [`sessions`]: the clients that hold keys in sessions (world 0.3).
 //! * [`nemesis`]: the faults, recorded with their times and effects.
 //! * [`lin`]: the linearizability search.
@@ -39,6 +40,7 @@
 pub mod check;
 pub mod config;
 pub mod history;
+pub mod keeper;
 pub mod lin;
 pub mod nemesis;
 pub mod register;

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use super::check::{self, Checker, Final, Violation};
 use super::config::{Report, RunConfig};
 use super::history::{History, LockMode, Ret};
+use super::keeper::{self, Keeper};
 use super::lin::Horizon;
 use super::nemesis;
 use super::register::FencedRegister;
-use super::workload::{self, Keeper, Target};
+use super::workload::{self, Target};
 use crate::cluster::{Cluster, ELECTION_MS};
 use crate::secure::Who;
 
@@ -172,7 +173,7 @@ pub fn run(cfg: RunConfig) -> Report {
             }
         }
     });
-    let keeper_renewals = workload::keeper_outcome(rt.block_on(keeper), &mut violations);
+    let keeper_renewals = keeper::keeper_outcome(rt.block_on(keeper), &mut violations);
     // 5. After healing, every client that waits is served within a bound.
     let bound = Duration::from_millis(cfg.lease_ms * 2 + 4 * ELECTION_MS + 3000);
     let (served, v) = rt.block_on(workload::waiters(

@@ -11,8 +11,9 @@ use super::run::ELECTION_MS;
 use super::SimConfig;
 use crate::jepsen::check::{Checker, Final, Violation};
 use crate::jepsen::history::History;
+use crate::jepsen::keeper::{self, Keeper};
 use crate::jepsen::register::FencedRegister;
-use crate::jepsen::workload::{self, Keeper, Target};
+use crate::jepsen::workload::{self, Target};
 use crate::jepsen::RunConfig;
 
 /// What the clients' host hands back.
@@ -104,7 +105,7 @@ pub(super) async fn clients(
         }
     }
     tracing::info!("clients: the workers stopped");
-    let keeper_renewals = workload::keeper_outcome(keeper.await, &mut violations);
+    let keeper_renewals = keeper::keeper_outcome(keeper.await, &mut violations);
     if let Some(u) = upgraded {
         match u.await {
             Ok(Ok(())) => {}

@@ -60,8 +60,10 @@
 //! which the actor maps onto the replicated types (world 0.2's; the engine
 //! adapts them to a 0.1 module). Holders are kept per `(key, token)`.
 
+mod commands;
 mod holders;
 mod leadership;
+mod queue;
 mod requests;
 #[cfg(test)]
 mod scenario;
@@ -75,11 +77,9 @@ use std::time::Duration;
 
 use crate::raft::NodeId;
 
+pub use commands::{Cmd, Ident, Outcome, Reject, Spec};
 pub use sessions::{LoadedSession, SessionSpec};
-pub use types::{
-    Action, Answer, Cmd, Counters, Event, Held, Ident, Loaded, Outcome, Reject, ReqId, Request,
-    Spec, Why,
-};
+pub use types::{Action, Answer, Counters, Event, Held, Loaded, ReqId, Request, Why};
 pub use waits::WaitLimits;
 
 /// After this many failed loads in a row (about 350 ms of trying), the
