@@ -12,7 +12,8 @@
 //! * [`openapi`]: the OpenAPI document of those routes, from the handlers.
 //! * [`http`]: one HTTP connection, served by the router.
 //! * [`cluster`]: the status, membership, whoami and console routes.
-//! * [`locks`], [`policy`]: the lock routes, and the module's policy data.
+//! * [`locks`], [`lock_json`], [`policy`]: the lock routes, their bodies
+//!   and answers, and the module's policy data.
 //! * [`watch`]: the changes under a prefix as Server-Sent Events.
 //! * [`native_locks`]: the framed protocol's lock requests of world 0.2
 //!   and their answers (what a caller may see of a holding).
@@ -40,6 +41,7 @@ pub mod forward;
 pub mod framed;
 pub mod health;
 pub mod http;
+pub mod lock_json;
 pub mod locks;
 pub mod metrics;
 pub mod native_locks;

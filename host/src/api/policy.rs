@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::body::JsonBody;
 use super::error::{ApiError, ErrorBody};
-use super::locks::Done;
+use super::lock_json::Done;
 use super::services::Services;
 use lockd_core::command::PrefixPolicy;
 

@@ -229,7 +229,7 @@ pub async fn close(
     params(("key" = String, Path, description = "the lock's key (may contain `/`)")),
     request_body = ProclaimBody,
     responses(
-        (status = 200, description = "the value replaced", body = super::locks::Done),
+        (status = 200, description = "the value replaced", body = super::lock_json::Done),
         (status = 400, description = "a bad key, a value above 1024 characters, or a malformed body", body = ErrorBody),
         (status = 403, description = "another principal's holding", body = ErrorBody),
         (status = 404, description = "not held", body = ErrorBody),
@@ -244,5 +244,5 @@ pub async fn proclaim(
 ) -> Result<Response, ApiError> {
     let by = native_locks::bound_to(access);
     node.locks().proclaim(key, req.token, req.value, by).await?;
-    Ok(Json(super::locks::Done {}).into_response())
+    Ok(Json(super::lock_json::Done {}).into_response())
 }
