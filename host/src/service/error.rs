@@ -183,3 +183,42 @@ impl ServiceError {
         }
     }
 }
+
+/// The module capability a request needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Needs {
+    Sessions,
+    Reentrant,
+    Values,
+}
+
+impl Needs {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Needs::Sessions => "sessions",
+            Needs::Reentrant => "reentrant locks",
+            Needs::Values => "holding values",
+        }
+    }
+}
+
+/// A field's bound in characters, counted only past `max` bytes.
+pub(super) fn check_len(field: &'static str, value: &str, max: usize) -> Result<(), ServiceError> {
+    if value.len() > max {
+        let got = value.chars().count();
+        if got > max {
+            return Err(ServiceError::FieldTooLong { field, got, max });
+        }
+    }
+    Ok(())
+}
+
+/// The longest value a holding may publish, in characters: so many always
+/// fit the module's bound in bytes ([`lockd_core::command::MAX_VALUE_BYTES`]), 4 bytes a
+/// character at most, so the API and the module never disagree.
+pub const MAX_VALUE_CHARS: usize = lockd_core::command::MAX_VALUE_BYTES / 4;
+
+/// A holding's value: at most [`MAX_VALUE_CHARS`] characters.
+pub(super) fn check_value(value: &str) -> Result<(), ServiceError> {
+    check_len("value", value, MAX_VALUE_CHARS)
+}

@@ -11,9 +11,11 @@ use tokio::sync::{mpsc, oneshot};
 use super::actor::{self, Msg};
 use super::barrier;
 use super::clock::{LeaseClock, TableClock};
-use super::error::{check_key, Acquired, ServiceError, MAX_OWNER_CHARS, MAX_REQUEST_ID_CHARS};
+use super::error::{
+    check_key, check_len, check_value, Acquired, Needs, ServiceError, MAX_OWNER_CHARS,
+    MAX_REQUEST_ID_CHARS,
+};
 use super::proposer::Proposer;
-use super::sessions::{check_len, check_value, Needs};
 use super::stats::ServiceStats;
 use super::table::{Spec, WaitLimits};
 use crate::raft::state_machine::StateMachineStore;

@@ -4,11 +4,13 @@
 //! before anything is proposed, like acquires ([`super::handle`]); the
 //! table's rules are in [`super::table`]'s `sessions` module.
 
-use lockd_core::command::{HolderInfo, SessionInfo, MAX_VALUE_BYTES};
+use lockd_core::command::{HolderInfo, SessionInfo};
 
 use super::actor::Msg;
 use super::barrier;
-use super::error::{ServiceError, MAX_OWNER_CHARS, MAX_REQUEST_ID_CHARS};
+use super::error::{
+    check_len, check_value, Needs, ServiceError, MAX_OWNER_CHARS, MAX_REQUEST_ID_CHARS,
+};
 use super::handle::LockService;
 use super::table::{Answer, Request, SessionSpec};
 
@@ -20,24 +22,6 @@ pub struct SessionOpen {
     pub principal: String,
     pub owner: String,
     pub request_id: String,
-}
-
-/// The module capability a request needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Needs {
-    Sessions,
-    Reentrant,
-    Values,
-}
-
-impl Needs {
-    fn name(self) -> &'static str {
-        match self {
-            Needs::Sessions => "sessions",
-            Needs::Reentrant => "reentrant locks",
-            Needs::Values => "holding values",
-        }
-    }
 }
 
 fn unexpected(a: Answer) -> ServiceError {
@@ -207,25 +191,4 @@ impl LockService {
             ),
         })
     }
-}
-
-/// A field's bound in characters, counted only past `max` bytes.
-pub(super) fn check_len(field: &'static str, value: &str, max: usize) -> Result<(), ServiceError> {
-    if value.len() > max {
-        let got = value.chars().count();
-        if got > max {
-            return Err(ServiceError::FieldTooLong { field, got, max });
-        }
-    }
-    Ok(())
-}
-
-/// The longest value a holding may publish, in characters: so many always
-/// fit the module's bound in bytes ([`MAX_VALUE_BYTES`]), 4 bytes a
-/// character at most, so the API and the module never disagree.
-pub const MAX_VALUE_CHARS: usize = MAX_VALUE_BYTES / 4;
-
-/// A holding's value: at most [`MAX_VALUE_CHARS`] characters.
-pub(super) fn check_value(value: &str) -> Result<(), ServiceError> {
-    check_len("value", value, MAX_VALUE_CHARS)
 }

@@ -843,12 +843,18 @@ def check_extra(reentrant: Any, value: Any, session: Any) -> Extra:
     if not isinstance(reentrant, bool):
         raise TypeError(f"reentrant is a bool, not {reentrant!r}")
     if value is not None:
-        value = check_text("value", value)
-        if len(value) > MAX_VALUE_CHARS:
-            raise ValueError(f"value is at most {MAX_VALUE_CHARS} characters")
+        value = check_value(value)
     if session is not None:
         session = check_session(session)
     return Extra(reentrant=reentrant, value=value, session=session)
+
+
+def check_value(value: Any) -> str:
+    """A holding's value: text of at most :data:`MAX_VALUE_CHARS` characters."""
+    value = check_text("value", value)
+    if len(value) > MAX_VALUE_CHARS:
+        raise ValueError(f"value is at most {MAX_VALUE_CHARS} characters")
+    return value
 
 
 def check_session(session: Any) -> int:

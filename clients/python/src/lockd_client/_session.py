@@ -78,13 +78,6 @@ def proclaim_op(key: str, token: int, value: str) -> C.Op:
     )
 
 
-def check_value(value: Any) -> str:
-    value = C.check_text("value", value)
-    if len(value) > C.MAX_VALUE_CHARS:
-        raise ValueError(f"value is at most {C.MAX_VALUE_CHARS} characters")
-    return value
-
-
 def opened(data: Mapping[str, Any]) -> Tuple[int, float]:
     """A session's id and TTL (seconds) from an open or keepalive answer."""
     sid, ttl = data.get("id"), data.get("ttl_ms")

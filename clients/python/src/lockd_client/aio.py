@@ -582,11 +582,11 @@ class AsyncClient:
         return S.session_info(await self._call(S.get_op(C.check_session(session))))
 
     async def proclaim(self, key: str, token: int, value: str) -> None:
-        await self._call(S.proclaim_op(C.check_key(key), C.check_token(token), S.check_value(value)))
+        await self._call(S.proclaim_op(C.check_key(key), C.check_token(token), C.check_value(value)))
 
     def campaign(self, name: str, value: str, ttl: float, wait: Optional[float] = None) -> "_PendingLock":
         """Campaign in election ``name`` (see :meth:`lockd_client.Client.campaign`)."""
-        return self.lock(name, ttl, wait, value=S.check_value(value))
+        return self.lock(name, ttl, wait, value=C.check_value(value))
 
     async def leader(self, name: str) -> Optional[S.Leader]:
         return S.leader_of(name, await self.list(C.check_key(name), limit=1))

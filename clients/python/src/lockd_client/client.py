@@ -509,7 +509,7 @@ class Client:
     def proclaim(self, key: str, token: int, value: str) -> None:
         """Publish ``value`` for the holding of ``token`` on ``key`` (an
         election's leader publishing its new value)."""
-        self._call(S.proclaim_op(C.check_key(key), C.check_token(token), S.check_value(value)))
+        self._call(S.proclaim_op(C.check_key(key), C.check_token(token), C.check_value(value)))
 
     def campaign(self, name: str, value: str, ttl: float, wait: Optional[float] = None) -> "Lock":
         """Campaign in election ``name``: wait up to ``wait`` seconds
@@ -518,7 +518,7 @@ class Client:
         :class:`Lock` is the leadership: its token is the epoch (larger
         than every earlier leader's), :meth:`Lock.release` resigns.
         Candidates queue in FIFO order."""
-        return self.lock(name, ttl, wait, value=S.check_value(value))
+        return self.lock(name, ttl, wait, value=C.check_value(value))
 
     def leader(self, name: str) -> Optional[S.Leader]:
         """The leader of election ``name`` now (read linearizably), or
