@@ -203,6 +203,22 @@ async fn lockd_handoff(eps: &[String], name: &str, resign: bool) -> f64 {
     (done - ended).as_secs_f64() * 1e3
 }
 
+/// Campaign in etcd's election `name` on `lease`: its leader key, once
+/// this candidate leads.
+async fn etcd_campaign(
+    c: &mut etcd_client::Client,
+    name: &str,
+    value: &str,
+    lease: i64,
+) -> etcd_client::LeaderKey {
+    c.campaign(name, value, lease)
+        .await
+        .expect("campaign")
+        .leader()
+        .cloned()
+        .expect("a leader key")
+}
+
 /// etcd: the same trial with its election API.
 async fn etcd_handoff(eps: &[String], name: &str, resign: bool) -> f64 {
     let ttl = ELECTION_TTL.as_secs() as i64;
@@ -212,24 +228,12 @@ async fn etcd_handoff(eps: &[String], name: &str, resign: bool) -> f64 {
     let mut b = a.clone();
     let lease_a = a.lease_grant(ttl, None).await.expect("lease").id();
     let (mut keeper_a, mut answers_a) = a.lease_keep_alive(lease_a).await.expect("keepalive a");
-    let leader_a = a
-        .campaign(name, "a", lease_a)
-        .await
-        .expect("campaign a")
-        .leader()
-        .cloned()
-        .expect("a leader key");
+    let leader_a = etcd_campaign(&mut a, name, "a", lease_a).await;
     let next = {
         let name = name.to_string();
         tokio::spawn(async move {
             let lease_b = b.lease_grant(60, None).await.expect("lease").id();
-            let leader_b = b
-                .campaign(name, "b", lease_b)
-                .await
-                .expect("campaign b")
-                .leader()
-                .cloned()
-                .expect("b leader key");
+            let leader_b = etcd_campaign(&mut b, &name, "b", lease_b).await;
             let opts = ProclaimOptions::new().with_leader(leader_b.clone());
             b.proclaim("b leads", Some(opts)).await.expect("proclaim");
             let done = Instant::now();

@@ -54,6 +54,8 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+// One argument per part of the report, each measured on its own.
+#[allow(clippy::too_many_arguments)]
 pub fn write(
     out: &str,
     results: &[Workload],
