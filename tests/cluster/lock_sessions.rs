@@ -35,9 +35,12 @@ fn a_stopped_holder_loses_its_twenty_keys_in_one_entry_and_each_waiter_gets_one(
     let keys: Vec<String> = (0..20).map(|i| format!("s/k{i:02}")).collect();
     let dir = tempfile::tempdir().expect("tempdir");
     let seen = dir.path().join("seen");
+    // It holds until the test's directory is gone: the command of a
+    // killed `lockctl` lives on, and must not outlive the test.
     let script = format!(
-        "echo \"$LOCKD_SESSION $LOCKD_FENCING_TOKENS\" > {}; while true; do sleep 0.05; done",
-        seen.display()
+        "echo \"$LOCKD_SESSION $LOCKD_FENCING_TOKENS\" > {}; while [ -d {} ]; do sleep 0.05; done",
+        seen.display(),
+        dir.path().display()
     );
     let mut lockctl = c
         .lockctl()

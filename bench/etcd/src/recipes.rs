@@ -20,6 +20,7 @@
 use std::time::{Duration, Instant};
 
 use etcd_client::{ProclaimOptions, PutOptions, ResignOptions};
+use lock_tests::cluster::Cluster;
 use lockd_client::{AcquireOptions, Client, ClientOptions};
 
 /// Holdings kept alive per row.
@@ -169,8 +170,9 @@ pub async fn keepalive_rows(
 
 /// lockd: one handoff trial on election `name`; returns the ms from the
 /// leader's end (kill or resignation) to the next leader's first proclaim.
-async fn lockd_handoff(eps: &[String], name: &str, resign: bool) -> f64 {
-    let (a, b) = (lockd_client(eps), lockd_client(eps));
+async fn lockd_handoff(c: &Cluster, name: &str, resign: bool) -> f64 {
+    let eps = c.endpoints();
+    let (a, b) = (lockd_client(&eps), lockd_client(&eps));
     let first = a
         .campaign(name, "a", ELECTION_TTL, Duration::from_secs(10))
         .await
@@ -190,8 +192,15 @@ async fn lockd_handoff(eps: &[String], name: &str, resign: bool) -> f64 {
             done
         })
     };
-    // The second candidate queues behind the first.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The second candidate queues behind the first (the leader's gauge of
+    // waiters; no other key is waited for here).
+    until("the second lockd candidate queues", || {
+        tokio::task::block_in_place(|| {
+            let leader = c.wait_leader(Duration::from_secs(10));
+            c.metric(leader, "lockd_lock_waiters").unwrap_or(0) >= 1
+        })
+    })
+    .await;
     a.keepalive(name, first.token()).await.expect("renew a");
     let ended = Instant::now();
     if resign {
@@ -244,7 +253,21 @@ async fn etcd_handoff(eps: &[String], name: &str, resign: bool) -> f64 {
             done
         })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The second candidate queues: its key is under the election's prefix.
+    let (mut probe, start) = (a.clone(), Instant::now());
+    loop {
+        let opts = etcd_client::GetOptions::new()
+            .with_prefix()
+            .with_count_only();
+        if probe.get(name, Some(opts)).await.expect("etcd get").count() >= 2 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the second etcd candidate did not queue within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     keeper_a.keep_alive().await.expect("renew a");
     answers_a.message().await.expect("renewal answer");
     let ended = Instant::now();
@@ -259,25 +282,34 @@ async fn etcd_handoff(eps: &[String], name: &str, resign: bool) -> f64 {
     (done - ended).as_secs_f64() * 1e3
 }
 
+/// Wait until `done` holds, looking every 5 ms; a bench that never gets
+/// there says what it waited for after 30 s.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{what}: not within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// `trials` handoffs of each kind on each system, alternating which goes
 /// first.
-pub async fn handoff_rows(
-    lockd_eps: &[String],
-    etcd_eps: &[String],
-    trials: usize,
-) -> Vec<HandoffRow> {
+pub async fn handoff_rows(lockd: &Cluster, etcd_eps: &[String], trials: usize) -> Vec<HandoffRow> {
     let mut rows = Vec::new();
     for resign in [false, true] {
         let how = if resign { "resigned" } else { "killed" };
         let (mut l, mut e) = (Vec::new(), Vec::new());
         for t in 0..trials {
             let name = format!("bench/election/{how}/{t}");
-            if t % 2 == 0 {
-                l.push(lockd_handoff(lockd_eps, &name, resign).await);
-                e.push(etcd_handoff(etcd_eps, &name, resign).await);
-            } else {
-                e.push(etcd_handoff(etcd_eps, &name, resign).await);
-                l.push(lockd_handoff(lockd_eps, &name, resign).await);
+            for lockd_now in [t % 2 == 0, t % 2 == 1] {
+                if lockd_now {
+                    l.push(lockd_handoff(lockd, &name, resign).await);
+                } else {
+                    e.push(etcd_handoff(etcd_eps, &name, resign).await);
+                }
             }
         }
         for (system, v) in [("lockd", l), ("etcd", e)] {
@@ -296,12 +328,7 @@ pub async fn handoff_rows(
 /// 0.3 module), written to `OUT/benchmarks-recipes.md` and `.json`.
 pub fn run(rt: &tokio::runtime::Runtime, rounds: usize, trials: usize, out: &str) {
     use std::fmt::Write;
-    let lockd = lock_tests::cluster::Cluster::start_timed(
-        3,
-        &[],
-        crate::HEARTBEAT_MS,
-        crate::election_ms(),
-    );
+    let lockd = Cluster::start_timed(3, &[], crate::HEARTBEAT_MS, crate::election_ms());
     lockd.wait_leader(Duration::from_secs(20));
     let etcd = crate::etcd::EtcdCluster::start(3, crate::HEARTBEAT_MS, crate::election_ms());
     let leader = rt.block_on(etcd.wait_leader(Duration::from_secs(30)));
@@ -310,7 +337,7 @@ pub fn run(rt: &tokio::runtime::Runtime, rounds: usize, trials: usize, out: &str
         vec![etcd.members[leader].client_url.clone()],
     );
     let keepalive = rt.block_on(keepalive_rows(&lockd_eps, &etcd_eps, rounds));
-    let handoff = rt.block_on(handoff_rows(&lockd_eps, &etcd_eps, trials));
+    let handoff = rt.block_on(handoff_rows(&lockd, &etcd_eps, trials));
     let mut md = String::new();
     let _ = writeln!(md, "# Recipes: lockd vs etcd\n");
     let _ = writeln!(

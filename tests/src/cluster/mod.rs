@@ -31,6 +31,7 @@ use lockd::api::status::Status;
 use serde_json::{json, Value};
 
 pub use crate::secure::Reply;
+use crate::secure::{Http, Secure, Who};
 
 /// Wait until `done` holds, looking every 20 ms; fail, naming `what`,
 /// when it has not within `within` (a bound far above what it takes on a
@@ -42,7 +43,6 @@ pub fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
-use crate::secure::{Http, Secure, Who};
 
 /// Timings short enough for tests, long enough for a loaded 2-core CI box.
 pub const HEARTBEAT_MS: u64 = 50;
