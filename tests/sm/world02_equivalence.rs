@@ -31,7 +31,8 @@ fn grant() -> impl Strategy<Value = Command> {
         })
 }
 
-fn rule() -> impl Strategy<Value = PrefixPolicy> {
+/// Policy rules on the keys above (shared with the 0.3 module's test).
+pub(crate) fn rule() -> impl Strategy<Value = PrefixPolicy> {
     (
         prop::sample::select(&["", "p/", "a"][..]),
         prop::bool::weighted(0.2),

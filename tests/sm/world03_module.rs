@@ -11,6 +11,9 @@ use lock_tests::world02::wasm::WasmV2;
 use lock_tests::world02::wasm03::{import_count, WasmV3};
 use proptest::prelude::*;
 
+// The 0.2 equivalence test's policy rules: 0.3 adds none.
+use crate::world02_equivalence::rule;
+
 #[test]
 fn the_0_3_component_imports_nothing_and_describes_itself() {
     assert_eq!(import_count(), 0);
@@ -69,25 +72,6 @@ fn open() -> impl Strategy<Value = Command> {
                     .max_holdings(max_holdings),
             )
         })
-}
-
-fn rule() -> impl Strategy<Value = PrefixPolicy> {
-    (
-        prop::sample::select(&["", "p/", "a"][..]),
-        prop::bool::weighted(0.2),
-        prop::option::of(1u64..500),
-        prop::option::of(1u32..4),
-        prop::option::of(0u64..5),
-    )
-        .prop_map(
-            |(prefix, reserved, max_lease_ms, max_holders, max_held)| PrefixPolicy {
-                prefix: prefix.into(),
-                reserved,
-                max_lease_ms,
-                max_holders,
-                max_held,
-            },
-        )
 }
 
 fn command() -> impl Strategy<Value = Command> {
