@@ -148,6 +148,17 @@ fn main() {
     lock_bench::ensure_binaries_built();
     let c = Cluster::start(3, lock_bench::ON_WORLD_0_1);
     let leader = c.wait_leader(Duration::from_secs(20));
+    // Room for the held locks and the clients' own keys: the default
+    // bound (100 000 holdings) would refuse the cycles of a 100 000-lock run.
+    let room = (locks + clients * 4) as u64 + 1_000;
+    let r = c
+        .put(
+            leader,
+            "/v1/admin/capacity",
+            serde_json::json!({ "max_held": room, "max_key_bytes": room * 64 }),
+        )
+        .expect("capacity");
+    assert!(r.ok(), "raising the capacity bound: {r:?}");
     let endpoints = c.endpoints();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
 
@@ -256,5 +267,12 @@ fn main() {
     assert!(
         statuses.iter().all(|s| s.locks_held as usize >= locks),
         "the held locks survived both migrations"
+    );
+    // A pause measured over refused operations measures nothing.
+    assert!(
+        errors.is_empty(),
+        "{} client operations failed (first: {:?}): the figures above do not measure a swap",
+        errors.len(),
+        errors.first()
     );
 }
