@@ -66,10 +66,11 @@ fi
 # a time window take the test process alone (tests/src/turns.rs). Every
 # other suite runs on simulated time or none (the simulation, the module
 # tests, the unit tests, the doc tests) and goes meanwhile, one after the
-# other, at idle priority: it takes only the cycles the clusters leave
-# and never delays a node's timer.
+# other, at idle CPU and I/O priority: it takes only the cycles and the
+# disk time the clusters leave and never delays a node's timer.
 idle=(nice -n 19)
-command -v chrt >/dev/null 2>&1 && idle=(chrt --idle 0)
+if command -v chrt >/dev/null 2>&1; then idle=(chrt --idle 0); fi
+if command -v ionice >/dev/null 2>&1; then idle+=(ionice -c 3); fi
 failed=()
 cpu_suites() {
     local name dir exe

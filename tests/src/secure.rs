@@ -302,10 +302,14 @@ impl Http {
         })
     }
 
-    /// POST raw bytes (a module).
+    /// POST raw bytes (a module). Answered once the upgrade entry (up to
+    /// the module's size, megabytes) is written and synced on a quorum and
+    /// applied, so it may take longer than other requests on a machine
+    /// whose disk other clusters share: it waits up to a minute.
     pub fn post_bytes(&self, addr: &str, path: &str, body: &[u8]) -> Result<Reply, String> {
         let req = self
             .with_token(self.agent.post(&self.url(addr, path)))
+            .timeout(Duration::from_secs(60))
             .set("content-type", "application/wasm");
         to_reply(req.send_bytes(body))
     }

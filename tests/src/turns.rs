@@ -19,6 +19,10 @@
 //! be alone goes before shared turns asked for after it, so it is not
 //! starved.
 //!
+//! Other test processes are not counted: `scripts/test.sh` runs every
+//! other suite beside this one at idle priority (`SCHED_IDLE`), which only
+//! takes cycles the clusters leave.
+//!
 //! Turns are per thread: a thread that is alone, or already holds a shared
 //! turn, gets further turns at once. A test that is alone must therefore
 //! start its clusters on its own thread (a cluster started on a thread it
