@@ -19,9 +19,9 @@
 //! be alone goes before shared turns asked for after it, so it is not
 //! starved.
 //!
-//! Other test processes are not counted: `scripts/test.sh` runs every
-//! other suite beside this one at idle priority (`SCHED_IDLE`), which only
-//! takes cycles the clusters leave.
+//! Other processes are not counted: nothing must run beside this test
+//! binary (`scripts/test.sh` runs the other suites after it; even at idle
+//! priority, a CPU-bound process beside it slowed these tests by half).
 //!
 //! Turns are per thread: a thread that is alone, or already holds a shared
 //! turn, gets further turns at once. A test that is alone must therefore
