@@ -116,3 +116,22 @@ pub async fn fill(
         t.await.expect("fill task");
     }
 }
+
+/// Raise the cluster's replicated capacity bounds (through `leader`) to
+/// `holdings` holdings of keys up to `key_bytes` long: the defaults
+/// (100 000 holdings) would refuse a benchmark's own operations.
+pub fn raise_capacity(
+    c: &lock_tests::cluster::Cluster,
+    leader: u64,
+    holdings: u64,
+    key_bytes: u64,
+) {
+    let r = c
+        .put(
+            leader,
+            "/v1/admin/capacity",
+            serde_json::json!({ "max_held": holdings, "max_key_bytes": holdings * key_bytes }),
+        )
+        .expect("capacity");
+    assert!(r.ok(), "raising the capacity bounds: {r:?}");
+}

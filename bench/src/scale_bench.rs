@@ -136,15 +136,7 @@ fn main() {
     }
     let mut c = Cluster::start(3, &flags);
     let leader = c.wait_leader(Duration::from_secs(20));
-    let room = locks as u64 + 100_000;
-    let r = c
-        .put(
-            leader,
-            "/v1/admin/capacity",
-            json!({ "max_held": room, "max_key_bytes": room * (key_bytes as u64 + 64) }),
-        )
-        .expect("capacity");
-    assert!(r.ok(), "{r:?}");
+    lock_bench::raise_capacity(&c, leader, locks as u64 + 100_000, key_bytes as u64 + 64);
 
     let empty_mem = c.status(leader).expect("status").guest_memory_bytes;
     let empty_rss = rss(&c, leader);

@@ -150,15 +150,7 @@ fn main() {
     let leader = c.wait_leader(Duration::from_secs(20));
     // Room for the held locks and the clients' own keys: the default
     // bound (100 000 holdings) would refuse the cycles of a 100 000-lock run.
-    let room = (locks + clients * 4) as u64 + 1_000;
-    let r = c
-        .put(
-            leader,
-            "/v1/admin/capacity",
-            serde_json::json!({ "max_held": room, "max_key_bytes": room * 64 }),
-        )
-        .expect("capacity");
-    assert!(r.ok(), "raising the capacity bound: {r:?}");
+    lock_bench::raise_capacity(&c, leader, (locks + clients * 4) as u64 + 1_000, 64);
     let endpoints = c.endpoints();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
 

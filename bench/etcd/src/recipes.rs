@@ -19,7 +19,7 @@
 
 use std::time::{Duration, Instant};
 
-use etcd_client::{ProclaimOptions, PutOptions, ResignOptions};
+use etcd_client::{LeaseKeepAliveStream, LeaseKeeper, ProclaimOptions, PutOptions, ResignOptions};
 use lock_tests::cluster::Cluster;
 use lockd_client::{AcquireOptions, Client, ClientOptions};
 
@@ -124,14 +124,9 @@ pub async fn keepalive_rows(
     let mut etcd_each = Vec::new();
     for _ in 0..rounds {
         let t = Instant::now();
-        let renewals = leases.iter_mut().map(|(keeper, stream)| async move {
-            keeper.keep_alive().await.expect("etcd keepalive");
-            stream
-                .message()
-                .await
-                .expect("etcd keepalive answer")
-                .expect("an answer");
-        });
+        let renewals = leases
+            .iter_mut()
+            .map(|(keeper, stream)| etcd_renew(keeper, stream));
         futures::future::join_all(renewals).await;
         etcd_each.push(t.elapsed().as_secs_f64() * 1e3);
     }
@@ -146,12 +141,7 @@ pub async fn keepalive_rows(
     let mut etcd_shared = Vec::new();
     for _ in 0..rounds {
         let t = Instant::now();
-        keeper.keep_alive().await.expect("etcd keepalive");
-        stream
-            .message()
-            .await
-            .expect("etcd keepalive answer")
-            .expect("an answer");
+        etcd_renew(&mut keeper, &mut stream).await;
         etcd_shared.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let row = |system: &str, way: &str, requests_per_round, ms: Vec<f64>| KeepaliveRow {
@@ -194,7 +184,7 @@ async fn lockd_handoff(c: &Cluster, name: &str, resign: bool) -> f64 {
     };
     // The second candidate queues behind the first (the leader's gauge of
     // waiters; no other key is waited for here).
-    until("the second lockd candidate queues", || {
+    until("the second lockd candidate queues", || async {
         tokio::task::block_in_place(|| {
             let leader = c.wait_leader(Duration::from_secs(10));
             c.metric(leader, "lockd_lock_waiters").unwrap_or(0) >= 1
@@ -254,22 +244,17 @@ async fn etcd_handoff(eps: &[String], name: &str, resign: bool) -> f64 {
         })
     };
     // The second candidate queues: its key is under the election's prefix.
-    let (mut probe, start) = (a.clone(), Instant::now());
-    loop {
-        let opts = etcd_client::GetOptions::new()
-            .with_prefix()
-            .with_count_only();
-        if probe.get(name, Some(opts)).await.expect("etcd get").count() >= 2 {
-            break;
+    until("the second etcd candidate queues", || {
+        let mut probe = a.clone();
+        async move {
+            let opts = etcd_client::GetOptions::new()
+                .with_prefix()
+                .with_count_only();
+            probe.get(name, Some(opts)).await.expect("etcd get").count() >= 2
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the second etcd candidate did not queue within 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    keeper_a.keep_alive().await.expect("renew a");
-    answers_a.message().await.expect("renewal answer");
+    })
+    .await;
+    etcd_renew(&mut keeper_a, &mut answers_a).await;
     let ended = Instant::now();
     if resign {
         a.resign(Some(ResignOptions::new().with_leader(leader_a)))
@@ -282,11 +267,21 @@ async fn etcd_handoff(eps: &[String], name: &str, resign: bool) -> f64 {
     (done - ended).as_secs_f64() * 1e3
 }
 
-/// Wait until `done` holds, looking every 5 ms; a bench that never gets
-/// there says what it waited for after 30 s.
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
+/// One etcd lease renewal, answered.
+async fn etcd_renew(keeper: &mut LeaseKeeper, stream: &mut LeaseKeepAliveStream) {
+    keeper.keep_alive().await.expect("etcd keepalive");
+    stream
+        .message()
+        .await
+        .expect("etcd keepalive answer")
+        .expect("an answer");
+}
+
+/// Wait until `done` answers true, asking every 5 ms; a bench that never
+/// gets there says what it waited for after 30 s.
+async fn until<F: std::future::Future<Output = bool>>(what: &str, mut done: impl FnMut() -> F) {
     let start = Instant::now();
-    while !done() {
+    while !done().await {
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "{what}: not within 30 s"

@@ -13,6 +13,10 @@ use lockd_client::{Client, ClientError};
 use super::check::{Checker, Violation};
 use super::workload::{Target, KEEPER_KEY, KEEPER_LEASE};
 
+/// How often the keeper renews, and retries after a failed renewal.
+const RENEW_EVERY: Duration = Duration::from_millis(1000);
+const RETRY_EVERY: Duration = Duration::from_millis(200);
+
 /// The keeper's lock, taken before the faults start.
 pub struct Keeper {
     client: Client,
@@ -55,12 +59,15 @@ impl Keeper {
         let mut renewals = 0;
         let mut last_error = String::new();
         while !stop.load(Ordering::Relaxed) {
-            tokio::time::sleep(Duration::from_millis(if last_error.is_empty() {
-                1000
+            // The keeper's renewal schedule (it is the client under test,
+            // not a wait for a condition): well inside the lease, sooner
+            // after a failed renewal.
+            let every = if last_error.is_empty() {
+                RENEW_EVERY
             } else {
-                200
-            }))
-            .await;
+                RETRY_EVERY
+            };
+            tokio::time::sleep(every).await;
             let sent = Instant::now();
             match self.client.keepalive(&self.key, self.token).await {
                 Ok(lease) => {
