@@ -195,6 +195,7 @@ impl Client {
             | ClientRequest::Watch(_) => true,
             ClientRequest::AcquireWith(a) => !a.request_id.is_empty(),
             ClientRequest::AcquireIn(a) => !a.base.request_id.is_empty(),
+            ClientRequest::AcquireRanked(a) => !a.base.base.request_id.is_empty(),
             ClientRequest::OpenSession { request_id, .. } => !request_id.is_empty(),
             // A renewal, and a value set again, change nothing twice.
             ClientRequest::KeepSession { .. } | ClientRequest::Proclaim { .. } => true,

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use crate::client::{Client, ClientError, LockGuard};
 use crate::proto::{
-    Acquire3, AcquireRequest, ClientRequest, ClientResponse, Holding, KeyHoldings, LockMode,
+    Acquire3, Acquire4, AcquireRequest, ClientRequest, ClientResponse, Holding, KeyHoldings,
+    LockMode,
 };
 
 /// What [`Client::acquire_with`] asks for.
@@ -43,6 +44,10 @@ pub struct AcquireOptions {
     pub reentrant: bool,
     /// A value published with the holding (an election's leader value).
     pub value: String,
+    /// A priority among the key's waiters: higher asks to go earlier when
+    /// the key frees (0: none; what it means is the module's election
+    /// policy, world 0.4; an older module keeps FIFO).
+    pub priority: u32,
 }
 
 impl AcquireOptions {
@@ -58,6 +63,7 @@ impl AcquireOptions {
             session: 0,
             reentrant: false,
             value: String::new(),
+            priority: 0,
         }
     }
 
@@ -119,6 +125,12 @@ impl AcquireOptions {
         }
     }
 
+    /// Ask to go before other waiters when the key frees (see
+    /// [`AcquireOptions::priority`]).
+    pub fn priority(self, priority: u32) -> AcquireOptions {
+        AcquireOptions { priority, ..self }
+    }
+
     /// Hold it in session `id` (see [`crate::Session::acquire`]).
     pub fn in_session(self, id: u64) -> AcquireOptions {
         AcquireOptions {
@@ -141,15 +153,21 @@ impl AcquireOptions {
             owner: self.owner.unwrap_or_else(|| owner.to_string()),
             request_id: self.request_id.unwrap_or_else(crate::id::random_id),
         };
-        if v3 {
-            ClientRequest::AcquireIn(Acquire3 {
-                base,
-                session: self.session,
-                reentrant: self.reentrant,
-                value: self.value,
+        let with = Acquire3 {
+            base,
+            session: self.session,
+            reentrant: self.reentrant,
+            value: self.value,
+        };
+        if self.priority != 0 {
+            ClientRequest::AcquireRanked(Acquire4 {
+                base: with,
+                priority: self.priority,
             })
+        } else if v3 {
+            ClientRequest::AcquireIn(with)
         } else {
-            ClientRequest::AcquireWith(base)
+            ClientRequest::AcquireWith(with.base)
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The built-in lock state machine components.
 //!
 //! `build.rs` compiles `guest-sm/` (world 0.1), `guest-sm/world02/` (world
-//! 0.2) and `guest-sm/world03/` (world 0.3) for `wasm32-unknown-unknown`,
+//! 0.2), `guest-sm/world03/` (world 0.3) and `guest-sm/world04/` (world
+//! 0.4) for `wasm32-unknown-unknown`,
 //! turns each core module into a component with `wit-component`, and this
 //! module embeds the bytes. Every replica starts from [`LOCK_SM`] at index
 //! 0; a new cluster records the module it starts with ([`first_module`], by
@@ -27,6 +28,10 @@ pub const LOCK_SM_0_2: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_s
 /// values.
 pub const LOCK_SM_0_3: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm_world03.wasm"));
 
+/// The component bytes of the reference module of world 0.4
+/// (`guest-sm/world04`): world 0.3's and its election policy (`pick`).
+pub const LOCK_SM_0_4: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm_world04.wasm"));
+
 /// Which built-in module a new cluster records as its first
 /// (`lockd serve --initial-module`). Only a cluster that has applied
 /// nothing but Raft's own entries records one, so a cluster that served
@@ -40,6 +45,8 @@ pub enum InitialModule {
     /// [`LOCK_SM_0_3`].
     #[default]
     World03,
+    /// [`LOCK_SM_0_4`].
+    World04,
 }
 
 /// The module a new cluster records as its first (docs/lock-modules.md,
@@ -57,5 +64,6 @@ pub fn first_module(initial: InitialModule) -> Cow<'static, [u8]> {
         InitialModule::World01 => LOCK_SM,
         InitialModule::World02 => LOCK_SM_0_2,
         InitialModule::World03 => LOCK_SM_0_3,
+        InitialModule::World04 => LOCK_SM_0_4,
     })
 }

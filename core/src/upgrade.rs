@@ -321,7 +321,7 @@ pub fn capture(
         // A 0.3 state goes to 0.2 in its own snapshot: format 3 while no
         // 0.3 feature was used, which 0.2 reads; format 4 otherwise, which
         // 0.2 refuses, naming it (the upgrade is refused, nothing changes).
-        (World::V02 | World::V03, World::V01) => active
+        (World::V02 | World::V03 | World::V04, World::V01) => active
             .downgrade_snapshot()
             .map_err(MigrateError::OldSnapshot)?
             .map_err(|reason| MigrateError::Downgrade { to, reason })?,

@@ -76,6 +76,9 @@ pub enum ClientRequest {
     Leader {
         key: Vec<u8>,
     },
+    /// [`ClientRequest::AcquireIn`] with a priority among the waiters
+    /// (world 0.4's `pick`): answered [`ClientResponse::Granted`].
+    AcquireRanked(Acquire4),
 }
 
 /// An election's leader: the holding, its published value.
@@ -97,6 +100,15 @@ pub struct Acquire3 {
     pub session: u64,
     pub reentrant: bool,
     pub value: String,
+}
+
+/// An acquire with a priority among the key's waiters: higher asks to go
+/// earlier when the key frees (what it means is the module's `pick`; a
+/// module before world 0.4 keeps FIFO).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Acquire4 {
+    pub base: Acquire3,
+    pub priority: u32,
 }
 
 /// The most readers a shared acquire that gives no limit admits, when the

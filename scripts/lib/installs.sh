@@ -79,7 +79,11 @@ browser_deps() {
     if [ ${#missing[@]} -gt 0 ]; then
         echo "installing ${missing[*]} with apt"
         as_root apt-get update -qq
-        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+        # Without the recommended packages (fonts, audio, udev, …): a
+        # headless test needs none of them, and they doubled what a fresh
+        # machine unpacked beside the build (docs/testing.md, "CI time").
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends "${missing[@]}" >/dev/null
     fi
     venv_ready
     if ! "$py" -c 'import selenium, pytest' 2>/dev/null || [ $# -gt 0 ]; then

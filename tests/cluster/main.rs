@@ -29,6 +29,7 @@ mod cluster_replication;
 mod cluster_snapshot_catchup;
 mod config_layers;
 mod election;
+mod election_policy;
 mod engine_mismatch;
 mod guest_poisoned;
 mod limits_capacity;

@@ -9,8 +9,8 @@ use lockd::raft::network::{PeerRequest, PeerResponse};
 use lockd::raft::{Request, Vote};
 use lockd_client::wire::{Envelope, Hello, HelloReply, Refused, Role, Welcome};
 use lockd_proto::{
-    AcquireRequest, ChangeBatch, ChangeKind, ClientRequest, ClientResponse, ErrorCode, HolderId,
-    LockMode, WatchChange, WatchCut, WatchRequest, WireError,
+    Acquire3, Acquire4, AcquireRequest, ChangeBatch, ChangeKind, ClientRequest, ClientResponse,
+    ErrorCode, HolderId, LockMode, WatchChange, WatchCut, WatchRequest, WireError,
 };
 use openraft::EntryPayload;
 
@@ -161,6 +161,27 @@ fn native_client_requests_are_pinned() {
             ClientRequest::Watch(WatchRequest {
                 prefix: b"jobs/".to_vec(),
                 from: 42,
+            }),
+        ),
+        (
+            // A campaign at priority 7 (world 0.4's election policy).
+            "client_acquire_ranked",
+            ClientRequest::AcquireRanked(Acquire4 {
+                base: Acquire3 {
+                    base: AcquireRequest {
+                        key: b"leader/db".to_vec(),
+                        lease_ms: 10_000,
+                        wait_ms: 600_000,
+                        mode: LockMode::Exclusive,
+                        limit: 1,
+                        owner: "node-a".into(),
+                        request_id: "c-1".into(),
+                    },
+                    session: 0,
+                    reentrant: false,
+                    value: "10.0.0.1:5432".into(),
+                },
+                priority: 7,
             }),
         ),
     ] {

@@ -30,3 +30,4 @@ mod world02_module;
 mod world02_replica;
 mod world02_scenarios;
 mod world03_module;
+mod world04_module;

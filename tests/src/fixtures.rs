@@ -13,9 +13,9 @@ pub const LOCK_SM_V2: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm
 /// test's upgrade to it is to the module a new cluster records first.
 pub const LOCK_SM_WORLD02: &[u8] = lockd_core::builtin::LOCK_SM_0_2;
 
-/// The reference module of world `lock-sm@0.3.0` (`guest-sm/world03/`):
-/// the module a new cluster records first (sessions, reentrancy, values).
-pub const LOCK_SM_WORLD03: &[u8] = lockd_core::builtin::LOCK_SM_0_3;
+/// The reference module of world `lock-sm@0.4.0` (`guest-sm/world04/`):
+/// 0.3's and its election policy (`pick`).
+pub const LOCK_SM_WORLD04: &[u8] = lockd_core::builtin::LOCK_SM_0_4;
 
 /// A complete `lock-sm` component that also imports a host function.
 pub const IMPORT_GUEST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/import_guest.wasm"));

@@ -137,6 +137,12 @@ pub(crate) enum Cmd {
         wait: Duration,
         #[arg(long, value_parser = parse_duration, default_value = "10s")]
         grace: Duration,
+        /// Go before candidates of a lower priority when the leadership
+        /// frees (a module of world 0.4 decides; the reference module:
+        /// the highest priority, then a leader whose lease just ran out
+        /// and who campaigns again, then the oldest).
+        #[arg(long, default_value_t = 0, conflicts_with = "observe")]
+        priority: u32,
         /// Print the leader (value and epoch) now and at every change,
         /// until Ctrl-C or N changes.
         #[arg(long, conflicts_with = "command")]

@@ -5,7 +5,7 @@
 //!         [--mode exclusive|shared] [--limit N] [--owner NAME] [--request-id ID]
 //! lockctl lock KEY [--lease 10s] [--wait 10m] [--grace 10s] -- CMD ARGS…  # run CMD holding KEY
 //! lockctl lock KEY KEY… [--session] [--lease 10s] -- CMD ARGS…    # several keys in one session
-//! lockctl elect NAME [VALUE] [--ttl 10s] -- CMD ARGS…             # run CMD while leader
+//! lockctl elect NAME [VALUE] [--ttl 10s] [--priority N] -- CMD ARGS… # run CMD while leader
 //! lockctl elect NAME --observe [--count N]                       # the leader, and each change
 //! lockctl proclaim KEY VALUE --token T                           # a leader publishes a new value
 //! lockctl release KEY --token T
@@ -162,11 +162,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             wait,
             grace,
             command,
+            priority,
             ..
         } => {
             let opts = lockd_client::AcquireOptions::exclusive(ttl)
                 .wait(wait)
-                .value(value);
+                .value(value)
+                .priority(priority);
             let r = lock::Run {
                 keys: vec![name],
                 session: false,

@@ -65,6 +65,15 @@ def cluster03(tmp_path_factory) -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="session")
+def cluster04(tmp_path_factory) -> Iterator[Cluster]:
+    """A plaintext 3-node new cluster on the built-in module of world 0.4
+    (0.3 and its election policy: priorities, sticky leadership), shared."""
+    c = _with_first_module(tmp_path_factory.mktemp("world04"), extra=["--initial-module", "world-0.4"])
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="session")
 def secure_cluster(tmp_path_factory) -> Iterator[Cluster]:
     """A 3-node cluster with TLS everywhere and an auth file (see lockd_cluster.Secure)."""
     c = _started(tmp_path_factory.mktemp("secure"), secure=True)

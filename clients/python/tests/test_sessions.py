@@ -142,6 +142,32 @@ def test_candidates_lead_in_turn_and_an_observer_sees_each_leader_once(cluster03
     ]
 
 
+def test_a_higher_priority_leads_first_on_world_0_4(cluster04, key):
+    name = key + "/election"
+    first = Client(cluster04.endpoints, owner="first").campaign(name, "a", ttl=10)
+    led: List[Any] = []
+
+    def campaign(owner: str, priority: int) -> threading.Thread:
+        c = Client(cluster04.endpoints, owner=owner)
+        t = threading.Thread(target=lambda: led.append((owner, c.campaign(name, owner, ttl=10, wait=30, priority=priority))))
+        t.start()
+        return t
+
+    waiters = lambda: cluster04.metric(cluster04.wait_leader(), "lockd_lock_waiters") or 0  # noqa: E731
+    low = campaign("low", 0)
+    poll("the first candidate queues", lambda: waiters() >= 1)
+    high = campaign("high", 7)
+    poll("the second candidate queues", lambda: waiters() >= 2)
+    first.release()
+    high.join(30)
+    assert [o for o, _ in led] == ["high"], "priority 7 goes before the older priority 0"
+    led[0][1].release()
+    low.join(30)
+    assert [o for o, _ in led] == ["high", "low"]
+    assert led[1][1].token > led[0][1].token > first.token
+    led[1][1].release()
+
+
 def test_bad_session_arguments_are_refused_before_sending(cluster03):
     c = Client(cluster03.endpoints)
     with pytest.raises(ValueError):
@@ -150,6 +176,9 @@ def test_bad_session_arguments_are_refused_before_sending(cluster03):
         c.lock("k", lease=1, value="x" * 1025)
     with pytest.raises(ValueError):
         c.open_session(ttl=0)
+    for bad in (-1, 2**32, True, 1.5):
+        with pytest.raises(ValueError):
+            c.campaign("k", "v", ttl=1, priority=bad)
     with pytest.raises(NoSession):
         c.session_info(987654321)
     with pytest.raises(NotHeld):  # a NoSession is a NotHeld

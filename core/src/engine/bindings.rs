@@ -1,4 +1,4 @@
-//! Rust types and typed exports generated from the three worlds in `wit/`.
+//! Rust types and typed exports generated from the four worlds in `wit/`.
 //!
 //! * [`v01`]: world `lockd:sm/lock-sm@0.1.0` (`wit/lock-sm.wit`), the seed's
 //!   three commands (docs/architecture.md, "The lock commands (world
@@ -9,6 +9,10 @@
 //! * [`v03`]: world `lockd:sm/lock-sm@0.3.0` (`wit/lock-sm-0.3.wit`): 0.2
 //!   and sessions, reentrant holdings and values (docs/writing-a-lock-module.md,
 //!   "What 0.3 adds"). The host's own command types are these.
+//! * [`v04`]: world `lockd:sm/lock-sm@0.4.0` (`wit/lock-sm-0.4.wit`): 0.3
+//!   and `pick`, the module's election policy. Only `pick` is called
+//!   through these bindings; everything else a 0.4 module exports is 0.3's
+//!   and called through [`v03`] on the same instance.
 //!
 //! The command and outcome types get serde derives so the log and the wire
 //! can carry them unchanged; [`crate::command`] adds constructors and
@@ -38,6 +42,14 @@ pub mod v03 {
         world: "lock-sm",
         path: "../wit/lock-sm-0.3.wit",
         additional_derives: [serde::Serialize, serde::Deserialize, PartialEq, Eq],
+    });
+}
+
+/// World `lock-sm@0.4.0` (for `pick`; its types are 0.3's).
+pub mod v04 {
+    wasmtime::component::bindgen!({
+        world: "lock-sm",
+        path: "../wit/lock-sm-0.4.wit",
     });
 }
 

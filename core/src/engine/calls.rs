@@ -23,7 +23,7 @@ impl GuestInstance {
         f: Call<'_, v03::LockSm, R>,
     ) -> Result<R, EngineError> {
         self.call(name, |b, s| match b {
-            Bound::V03(sm) => f(sm, s),
+            Bound::V03(sm, _) => f(sm, s),
             _ => Err(wasmtime::Error::msg("not a module of world 0.3")),
         })
     }
@@ -56,7 +56,7 @@ impl GuestInstance {
     /// one outcome per command, in order.
     pub fn apply(&mut self, entries: &[Vec<Command>]) -> Result<Vec<Vec<Outcome>>, EngineError> {
         match self.world() {
-            World::V03 => {
+            World::V03 | World::V04 => {
                 let out = self.v03("apply", Box::new(|sm, s| sm.call_apply(s, entries)))?;
                 self.check_shape(entries, out)
             }
@@ -195,7 +195,7 @@ impl GuestInstance {
                 let entry: Vec<Command> = batch.iter().map(Command::from_legacy).collect();
                 Ok(self.apply(&as_run(entry))?.pop().unwrap_or_default())
             }
-            World::V02 | World::V03 => {
+            World::V02 | World::V03 | World::V04 => {
                 let mut out = Vec::with_capacity(batch.len());
                 for c in batch {
                     let cmd = match c {

@@ -1,16 +1,18 @@
-//! A loaded lock module and a running instance of it, of any of the three
+//! A loaded lock module and a running instance of it, of any of the four
 //! worlds.
 //!
-//! A component is of the newest world whose functions it exports (0.3,
-//! else 0.2, else 0.1); the typed calls that hide the difference are in
-//! [`super::calls`] and [`super::queries`].
+//! A component is of the newest world whose functions it exports (0.4,
+//! else 0.3, else 0.2, else 0.1); the typed calls that hide the difference
+//! are in [`super::calls`] and [`super::queries`]. A 0.4 module is a 0.3
+//! module with one more export, `pick`: it is run through the 0.3
+//! bindings, with `pick` bound beside them on the same instance.
 
 use std::fmt;
 use std::sync::Arc;
 
 use wasmtime::{Store, Trap};
 
-use super::bindings::{v01, v02, v03};
+use super::bindings::{v01, v02, v03, v04};
 use super::cache::{self, Compiled};
 use super::error::EngineError;
 use super::hash::ModuleHash;
@@ -29,6 +31,9 @@ pub enum World {
     /// `lockd:sm/lock-sm@0.3.0`: 0.2 with sessions, reentrant grants and
     /// values (docs/writing-a-lock-module.md, "What 0.3 adds").
     V03,
+    /// `lockd:sm/lock-sm@0.4.0`: 0.3 and `pick`, the module's election
+    /// policy (docs/writing-a-lock-module.md, "What 0.4 adds").
+    V04,
 }
 
 impl World {
@@ -37,6 +42,7 @@ impl World {
             World::V01 => "lockd:sm/lock-sm@0.1.0",
             World::V02 => "lockd:sm/lock-sm@0.2.0",
             World::V03 => "lockd:sm/lock-sm@0.3.0",
+            World::V04 => "lockd:sm/lock-sm@0.4.0",
         }
     }
 }
@@ -51,14 +57,16 @@ impl fmt::Display for World {
 enum Pre {
     V01(v01::LockSmPre<StoreState>),
     V02(v02::LockSmPre<StoreState>),
-    V03(v03::LockSmPre<StoreState>),
+    /// With `pick`'s indices for a module of world 0.4.
+    V03(v03::LockSmPre<StoreState>, Option<Box<v04::LockSmIndices>>),
 }
 
 /// The typed exports of a running instance.
 pub(super) enum Bound {
     V01(v01::LockSm),
     V02(v02::LockSm),
-    V03(v03::LockSm),
+    /// With `pick` for a module of world 0.4.
+    V03(v03::LockSm, Option<Box<v04::LockSm>>),
 }
 
 /// A checked, compiled component of one of the `lock-sm` worlds.
@@ -99,7 +107,8 @@ impl GuestModule {
         // Newest world first; the error names what 0.1 lacks, since a
         // module that is neither is most often an outdated build.
         let pre = if let Ok(pre) = v03::LockSmPre::new(instance_pre.clone()) {
-            Pre::V03(pre)
+            let pick = v04::LockSmIndices::new(&instance_pre).ok().map(Box::new);
+            Pre::V03(pre, pick)
         } else if let Ok(pre) = v02::LockSmPre::new(instance_pre.clone()) {
             Pre::V02(pre)
         } else {
@@ -128,7 +137,8 @@ impl GuestModule {
         match self.pre {
             Pre::V01(_) => World::V01,
             Pre::V02(_) => World::V02,
-            Pre::V03(_) => World::V03,
+            Pre::V03(_, None) => World::V03,
+            Pre::V03(_, Some(_)) => World::V04,
         }
     }
 
@@ -179,7 +189,17 @@ impl GuestInstance {
         let bindings = match &module.pre {
             Pre::V01(pre) => pre.instantiate(&mut store).map(Bound::V01),
             Pre::V02(pre) => pre.instantiate(&mut store).map(Bound::V02),
-            Pre::V03(pre) => pre.instantiate(&mut store).map(Bound::V03),
+            Pre::V03(pre, None) => pre.instantiate(&mut store).map(|sm| Bound::V03(sm, None)),
+            // One instance, both bindings: 0.3's for everything, and `pick`.
+            Pre::V03(pre, Some(pick)) => {
+                pre.instance_pre()
+                    .instantiate(&mut store)
+                    .and_then(|instance| {
+                        let picker = pick.load(&mut store, &instance)?;
+                        let sm = v03::LockSm::new(&mut store, &instance)?;
+                        Ok(Bound::V03(sm, Some(Box::new(picker))))
+                    })
+            }
         }
         .map_err(|e| classify("instantiate", e, &store, settings.fuel_per_call))?;
         Ok(GuestInstance {
@@ -203,7 +223,8 @@ impl GuestInstance {
         match self.bindings {
             Bound::V01(_) => World::V01,
             Bound::V02(_) => World::V02,
-            Bound::V03(_) => World::V03,
+            Bound::V03(_, None) => World::V03,
+            Bound::V03(_, Some(_)) => World::V04,
         }
     }
 
@@ -222,6 +243,12 @@ impl GuestInstance {
     /// also the peak).
     pub fn memory_bytes(&self) -> u64 {
         self.store.data().limiter.used
+    }
+
+    /// Lower this instance's fuel budget per call to at most `fuel` (a
+    /// leader's `pick` instance, whose calls hold up the lock table).
+    pub(super) fn cap_fuel(&mut self, fuel: u64) {
+        self.fuel_per_call = self.fuel_per_call.min(fuel);
     }
 
     /// Run `f` (one call that moves the whole state) with the state budget.

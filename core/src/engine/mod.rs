@@ -27,13 +27,15 @@
 //!   fingerprint). Artifacts are only ever produced locally; a peer's
 //!   precompiled bytes are never accepted.
 //! * [`guest`]: [`GuestModule`] (a loaded, checked component of any of the
-//!   three worlds, [`World`]) and [`GuestInstance`] (its running state).
+//!   four worlds, [`World`]) and [`GuestInstance`] (its running state).
 //! * [`calls`]: the instance's apply calls, and [`queries`] its read-only
 //!   and whole-state calls, in world 0.3's types for a module of any world.
 //! * [`world02`]: the adapter that runs 0.3 commands on a 0.2 module;
 //!   [`world01`]: the one for a 0.1 module.
 //! * [`wasm`]: [`WasmEngine`], the engine those settings build.
-//! * [`bindings`]: the types and calls generated from the three `lock-sm`
+//! * [`pick`]: `pick`, a 0.4 module's election policy, on a [`Picker`]
+//!   instance of its own.
+//! * [`bindings`]: the types and calls generated from the four `lock-sm`
 //!   worlds.
 //! * [`store`]: per-instance store data (the memory limiter).
 //! * [`hash`]: [`ModuleHash`], a module's identity.
@@ -58,6 +60,7 @@ pub mod calls;
 pub mod error;
 pub mod guest;
 pub mod hash;
+pub mod pick;
 pub mod queries;
 pub mod settings;
 pub mod store;
@@ -69,5 +72,6 @@ pub use cache::ComponentCache;
 pub use error::EngineError;
 pub use guest::{GuestInstance, GuestModule, World};
 pub use hash::ModuleHash;
+pub use pick::{Candidate, Picker};
 pub use settings::{EngineFingerprint, EngineSettings};
 pub use wasm::WasmEngine;

@@ -14,7 +14,9 @@ impl GuestInstance {
     /// The holdings of `key`, in token order.
     pub fn holders(&mut self, key: &str) -> Result<Vec<HolderInfo>, EngineError> {
         match self.world() {
-            World::V03 => self.v03("holders", Box::new(|sm, s| sm.call_holders(s, key))),
+            World::V03 | World::V04 => {
+                self.v03("holders", Box::new(|sm, s| sm.call_holders(s, key)))
+            }
             World::V02 => Ok(self
                 .v02("holders", Box::new(|sm, s| sm.call_holders(s, key)))?
                 .into_iter()
@@ -36,7 +38,7 @@ impl GuestInstance {
         limit: u32,
     ) -> Result<Vec<KeyHolders>, EngineError> {
         match self.world() {
-            World::V03 => self.v03(
+            World::V03 | World::V04 => self.v03(
                 "list-keys",
                 Box::new(|sm, s| sm.call_list_keys(s, prefix, after, limit)),
             ),
@@ -103,7 +105,9 @@ impl GuestInstance {
     /// The live session `id`, if any (none before world 0.3).
     pub fn session(&mut self, id: u64) -> Result<Option<SessionInfo>, EngineError> {
         match self.world() {
-            World::V03 => self.v03("session", Box::new(|sm, s| sm.call_session(s, id))),
+            World::V03 | World::V04 => {
+                self.v03("session", Box::new(|sm, s| sm.call_session(s, id)))
+            }
             World::V02 | World::V01 => Ok(None),
         }
     }
@@ -116,7 +120,7 @@ impl GuestInstance {
         limit: u32,
     ) -> Result<Vec<SessionInfo>, EngineError> {
         match self.world() {
-            World::V03 => self.v03(
+            World::V03 | World::V04 => self.v03(
                 "list-sessions",
                 Box::new(|sm, s| sm.call_list_sessions(s, after, limit)),
             ),
@@ -127,7 +131,7 @@ impl GuestInstance {
     /// The policy data (none in a 0.1 module).
     pub fn policy(&mut self) -> Result<Vec<PrefixPolicy>, EngineError> {
         match self.world() {
-            World::V03 => self.v03("policy", Box::new(|sm, s| sm.call_policy(s))),
+            World::V03 | World::V04 => self.v03("policy", Box::new(|sm, s| sm.call_policy(s))),
             World::V02 => Ok(self
                 .v02("policy", Box::new(|sm, s| sm.call_policy(s)))?
                 .into_iter()
@@ -144,7 +148,9 @@ impl GuestInstance {
             return Ok(f.clone());
         }
         let f = match self.world() {
-            World::V03 => self.v03("features", Box::new(|sm, s| sm.call_features(s)))?,
+            World::V03 | World::V04 => {
+                self.v03("features", Box::new(|sm, s| sm.call_features(s)))?
+            }
             World::V02 => {
                 world02::features(self.v02("features", Box::new(|sm, s| sm.call_features(s)))?)
             }
@@ -156,7 +162,7 @@ impl GuestInstance {
 
     pub fn counters(&mut self) -> Result<TableCounters, EngineError> {
         match self.world() {
-            World::V03 => self.v03("counters", Box::new(|sm, s| sm.call_counters(s))),
+            World::V03 | World::V04 => self.v03("counters", Box::new(|sm, s| sm.call_counters(s))),
             World::V02 => Ok(world02::counters(
                 self.v02("counters", Box::new(|sm, s| sm.call_counters(s)))?,
             )),
@@ -170,7 +176,7 @@ impl GuestInstance {
     /// The whole state (with the state budget, as the next two).
     pub fn snapshot(&mut self) -> Result<Vec<u8>, EngineError> {
         self.state_call(|g| match g.world() {
-            World::V03 => g.v03("snapshot", Box::new(|sm, s| sm.call_snapshot(s))),
+            World::V03 | World::V04 => g.v03("snapshot", Box::new(|sm, s| sm.call_snapshot(s))),
             World::V02 => g.v02("snapshot", Box::new(|sm, s| sm.call_snapshot(s))),
             World::V01 => g.v01("snapshot", Box::new(|sm, s| sm.call_snapshot(s))),
         })
@@ -181,7 +187,7 @@ impl GuestInstance {
     /// module's own snapshot is already that format.
     pub fn downgrade_snapshot(&mut self) -> Result<Result<Vec<u8>, String>, EngineError> {
         match self.world() {
-            World::V03 => self.state_call(|g| {
+            World::V03 | World::V04 => self.state_call(|g| {
                 g.v03(
                     "downgrade-snapshot",
                     Box::new(|sm, s| sm.call_downgrade_snapshot(s)),
@@ -201,7 +207,9 @@ impl GuestInstance {
     /// [`EngineError::RestoreRejected`] and leaves the instance usable.
     pub fn restore(&mut self, bytes: &[u8]) -> Result<(), EngineError> {
         let answer = self.state_call(|g| match g.world() {
-            World::V03 => g.v03("restore", Box::new(|sm, s| sm.call_restore(s, bytes))),
+            World::V03 | World::V04 => {
+                g.v03("restore", Box::new(|sm, s| sm.call_restore(s, bytes)))
+            }
             World::V02 => g.v02("restore", Box::new(|sm, s| sm.call_restore(s, bytes))),
             World::V01 => g.v01("restore", Box::new(|sm, s| sm.call_restore(s, bytes))),
         })?;
@@ -210,7 +218,9 @@ impl GuestInstance {
 
     pub fn state_hash(&mut self) -> Result<[u8; 32], EngineError> {
         let bytes = match self.world() {
-            World::V03 => self.v03("state-hash", Box::new(|sm, s| sm.call_state_hash(s)))?,
+            World::V03 | World::V04 => {
+                self.v03("state-hash", Box::new(|sm, s| sm.call_state_hash(s)))?
+            }
             World::V02 => self.v02("state-hash", Box::new(|sm, s| sm.call_state_hash(s)))?,
             World::V01 => self.v01("state-hash", Box::new(|sm, s| sm.call_state_hash(s)))?,
         };
@@ -232,7 +242,7 @@ impl GuestInstance {
             return Ok(v.clone());
         }
         let v = match self.world() {
-            World::V03 => self.v03("version", Box::new(|sm, s| sm.call_version(s)))?,
+            World::V03 | World::V04 => self.v03("version", Box::new(|sm, s| sm.call_version(s)))?,
             World::V02 => self.v02("version", Box::new(|sm, s| sm.call_version(s)))?,
             World::V01 => self.v01("version", Box::new(|sm, s| sm.call_version(s)))?,
         };

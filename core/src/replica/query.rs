@@ -9,7 +9,7 @@ use super::Replica;
 use crate::command::{
     FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, SessionInfo, TableCounters,
 };
-use crate::engine::{EngineError, ModuleHash, World};
+use crate::engine::{EngineError, GuestModule, ModuleHash, World};
 use crate::entry::{LogId, StoredMembership};
 use crate::signature::{ModuleSignature, TrustedKeys};
 use crate::upgrade::{capture, MigrateError, UpgradeRecord};
@@ -69,6 +69,11 @@ impl Replica {
             last_membership: self.membership.clone(),
             snapshot_id,
         }
+    }
+
+    /// The active module (loaded and compiled).
+    pub fn module(&self) -> &GuestModule {
+        &self.module
     }
 
     pub fn module_hash(&self) -> ModuleHash {

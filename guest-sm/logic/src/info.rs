@@ -14,6 +14,9 @@ pub enum World {
     V0_2,
     /// `lockd:sm/lock-sm@0.3.0`: everything, snapshot formats 1 to 4.
     V0_3,
+    /// `lockd:sm/lock-sm@0.4.0`: 0.3 and its election policy
+    /// ([`crate::pick`]); the same state and formats.
+    V0_4,
 }
 
 impl World {
@@ -22,6 +25,7 @@ impl World {
         match self {
             World::V0_2 => "lockd:sm/lock-sm@0.2.0",
             World::V0_3 => "lockd:sm/lock-sm@0.3.0",
+            World::V0_4 => "lockd:sm/lock-sm@0.4.0",
         }
     }
 }
@@ -89,7 +93,7 @@ pub struct Features {
 impl Features {
     /// What a module of `world` built on this logic supports.
     pub fn of(world: World) -> Features {
-        let v0_3 = world == World::V0_3;
+        let v0_3 = world != World::V0_2;
         Features {
             world_id: world.id().into(),
             modes: vec![Mode::Exclusive, Mode::Shared],

@@ -40,6 +40,9 @@
 //! * **Values** (0.3): a holding carries up to 4096 bytes its holder
 //!   publishes, set by the grant and replaced by `proclaim` — with an
 //!   exclusive key, a leader election's announcement.
+//! * **Election policy** (0.4): which waiting candidate takes a key that
+//!   frees: the highest priority, then a leader whose lease just ran out,
+//!   then the oldest ([`pick`]; a leader's query, never a command).
 //! * **Fencing tokens** strictly increase across all grants and are never
 //!   reused: one counter in the state, carried through snapshots and
 //!   migrations. Token `u64::MAX` is never issued; a grant that would need
@@ -65,6 +68,7 @@
 //! * [`snapshot`]: format 3 and `restore`; [`format4`]: format 4;
 //!   [`legacy`]: formats 1 and 2 and the downgrade; [`parts`]: what every
 //!   format decodes into, and the shared checks.
+//! * [`pick`]: the election policy of the 0.4 module.
 //! * [`error`]: the snapshot and downgrade errors, each with a precise
 //!   message ([`PolicyError`] lives with the policy).
 //!
@@ -83,6 +87,7 @@ pub mod holdings;
 pub mod info;
 pub mod legacy;
 pub mod parts;
+pub mod pick;
 pub mod policy;
 pub mod session_ops;
 pub mod sessions;
@@ -95,6 +100,7 @@ mod tests;
 
 pub use error::{DowngradeError, SnapshotError};
 pub use info::{Counters, Features, HolderInfo, KeyHolders, PolicyKinds, SessionInfo, World};
+pub use pick::{pick, Candidate};
 pub use policy::PolicyError;
 pub use state::LockState;
 pub use types::{

@@ -108,7 +108,7 @@ impl LockState {
 pub fn newest_format(world: World) -> u8 {
     match world {
         World::V0_2 => FORMAT,
-        World::V0_3 => format4::FORMAT,
+        World::V0_3 | World::V0_4 => format4::FORMAT,
     }
 }
 

@@ -53,6 +53,13 @@ pub struct AcquireBody {
     #[serde(default)]
     #[schema(max_length = 1024)]
     pub(super) value: String,
+    /// Asks to go before other waiters when the key frees (higher goes
+    /// earlier; 0, the default, is none). The module's election policy
+    /// decides what it means (world 0.4's `pick`; the reference module:
+    /// the highest priority first, then a leader whose lease just ran
+    /// out, then the oldest); a module of an older world keeps FIFO.
+    #[serde(default)]
+    pub(super) priority: u32,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -185,6 +185,7 @@ pub async fn acquire(
         session: req.session,
         reentrant: req.reentrant,
         value: req.value,
+        priority: req.priority,
     };
     let wait = Duration::from_millis(req.wait_ms);
     let a = l.node.locks().acquire_with(l.key, spec, wait).await?;

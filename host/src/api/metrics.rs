@@ -200,7 +200,7 @@ fn registry(node: &Services) -> Registry {
     labelled(
         r,
         "lockd_lock_events",
-        "Lock events committed by this node as leader: grants, releases for callers, expiries, grants pipelined behind a release or expiry (handoff), grants released because the caller left (phantom_release), leases extended (keepalive).",
+        "Lock events committed by this node as leader: grants, releases for callers, expiries, grants pipelined behind a release or expiry (handoff), grants released because the caller left (phantom_release), leases extended (keepalive), keys handed to a waiter other than the oldest by the module's election policy (picked).",
         &[
             (Event { event: "grant" }, n(&ls.grants)),
             (Event { event: "release" }, n(&ls.releases)),
@@ -208,6 +208,7 @@ fn registry(node: &Services) -> Registry {
             (Event { event: "handoff" }, n(&ls.handoffs)),
             (Event { event: "phantom_release" }, n(&ls.phantom_releases)),
             (Event { event: "keepalive" }, n(&ls.keepalives)),
+            (Event { event: "picked" }, n(&ls.picked)),
         ],
     );
     gauge(

@@ -79,6 +79,7 @@ pub async fn acquire(
             reentrant: false,
             value: String::new(),
         },
+        0,
         access,
     )
     .await?;
@@ -90,10 +91,11 @@ pub async fn acquire(
     })
 }
 
-/// An acquire with world 0.3's options.
+/// An acquire with world 0.3's options, and a priority among the waiters.
 pub async fn acquire3(
     node: &Services,
     r: Acquire3,
+    priority: u32,
     access: &Access,
 ) -> Result<ClientResponse, ServiceError> {
     let Acquire3 {
@@ -115,6 +117,7 @@ pub async fn acquire3(
         session,
         reentrant,
         value,
+        priority,
     };
     let a = node
         .locks()
@@ -136,7 +139,8 @@ pub async fn session_request(
     let by = bound_to(access);
     let locks = node.locks();
     match req {
-        ClientRequest::AcquireIn(a) => acquire3(node, a, access).await,
+        ClientRequest::AcquireIn(a) => acquire3(node, a, 0, access).await,
+        ClientRequest::AcquireRanked(a) => acquire3(node, a.base, a.priority, access).await,
         ClientRequest::OpenSession {
             ttl_ms,
             owner,

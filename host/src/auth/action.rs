@@ -62,6 +62,7 @@ pub fn of_native(req: &ClientRequest) -> Action {
         | ClientRequest::Keepalive { key: k, .. } => key(k, Action::Lock),
         ClientRequest::AcquireWith(a) => key(&a.key, Action::Lock),
         ClientRequest::AcquireIn(a) => key(&a.base.key, Action::Lock),
+        ClientRequest::AcquireRanked(a) => key(&a.base.base.key, Action::Lock),
         ClientRequest::Proclaim { key: k, .. } | ClientRequest::ReleaseCount { key: k, .. } => {
             key(k, Action::Lock)
         }

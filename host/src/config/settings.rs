@@ -53,6 +53,8 @@ pub struct Identity {
     pub join: bool,
     /// The lock module a new cluster records as its first: world-0.3
     /// (world-0.2's and sessions, reentrant locks, values for elections),
+    /// world-0.4 (world-0.3's and its election policy: priorities, sticky
+    /// leadership),
     /// world-0.2 (shared locks, semaphores, holders, policy) or world-0.1
     /// (the exclusive locks of the first releases). Ignored by a cluster
     /// that has served anything: it keeps its module.
@@ -69,6 +71,8 @@ pub enum InitialModuleArg {
     World02,
     #[value(name = "world-0.3")]
     World03,
+    #[value(name = "world-0.4")]
+    World04,
 }
 
 impl From<InitialModuleArg> for lockd_core::builtin::InitialModule {
@@ -77,6 +81,7 @@ impl From<InitialModuleArg> for lockd_core::builtin::InitialModule {
             InitialModuleArg::World01 => lockd_core::builtin::InitialModule::World01,
             InitialModuleArg::World02 => lockd_core::builtin::InitialModule::World02,
             InitialModuleArg::World03 => lockd_core::builtin::InitialModule::World03,
+            InitialModuleArg::World04 => lockd_core::builtin::InitialModule::World04,
         }
     }
 }

@@ -7,6 +7,7 @@
 //!   the actor.
 //! * `actor`: the shell that drives the table: channels, timers, replies,
 //!   proposals, read-index for refusals and loads, leadership changes.
+//! * `picker`: the table's election policy, the active module's `pick`.
 //! * `lease`: how long a lease lasts on the leader's clock (and the
 //!   test-only faults that end leases early).
 //! * `stats`: [`ServiceStats`], the counters for metrics.
@@ -30,6 +31,7 @@ pub mod error;
 mod fault;
 mod handle;
 mod lease;
+mod picker;
 pub mod proposer;
 mod reads;
 mod sessions;

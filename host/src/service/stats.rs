@@ -15,6 +15,8 @@ pub struct ServiceStats {
     pub phantom_releases: AtomicU64,
     pub keepalives: AtomicU64,
     pub waiting: AtomicU64,
+    /// Keys handed to a waiter other than the oldest (the module's `pick`).
+    pub picked: AtomicU64,
     /// How long acquires took, from the request's checks to its answer,
     /// by outcome.
     pub acquire_latency: crate::telemetry::ByResult,
@@ -30,5 +32,6 @@ impl ServiceStats {
         self.phantom_releases.store(c.phantom_releases, r);
         self.keepalives.store(c.keepalives, r);
         self.waiting.store(c.waiting, r);
+        self.picked.store(c.picked, r);
     }
 }

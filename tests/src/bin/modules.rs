@@ -5,12 +5,18 @@
 //! cargo run --release -p lock-tests --bin modules -- DIR
 //! ```
 //!
-//! * `lock_sm_v1.wasm`: the built-in module (`guest-sm/`), what a new
-//!   cluster runs;
+//! * `lock_sm_v1.wasm`: the built-in module of world 0.1 (`guest-sm/`),
+//!   index 0 of every log;
 //! * `lock_sm_v2.wasm`: version 2 (`tests/fixtures/guest-sm-v2/`): snapshot format 2 and
 //!   keys under `reserved/` refused;
 //! * `lock_sm_0_2.wasm`: the reference module of world `lock-sm@0.2.0`
 //!   (`guest-sm/world02/`, package `guest-sm-world02`): shared locks, semaphores, holders, policy data;
+//! * `lock_sm_0_3.wasm`: the reference module of world `lock-sm@0.3.0`
+//!   (`guest-sm/world03/`): 0.2's and sessions, reentrant locks, values;
+//!   what a new cluster runs;
+//! * `lock_sm_0_4.wasm`: the reference module of world `lock-sm@0.4.0`
+//!   (`guest-sm/world04/`): 0.3's and its election policy (priorities,
+//!   sticky leadership);
 //! * `chaos_guest.wasm`: the hostile test fixture (see its docs), for
 //!   seeing a rejected upgrade.
 
@@ -28,6 +34,8 @@ fn main() {
         ("lock_sm_v1.wasm", lockd_core::builtin::LOCK_SM),
         ("lock_sm_v2.wasm", lock_tests::fixtures::LOCK_SM_V2),
         ("lock_sm_0_2.wasm", lock_tests::fixtures::LOCK_SM_WORLD02),
+        ("lock_sm_0_3.wasm", lockd_core::builtin::LOCK_SM_0_3),
+        ("lock_sm_0_4.wasm", lock_tests::fixtures::LOCK_SM_WORLD04),
         ("chaos_guest.wasm", lock_tests::fixtures::CHAOS_GUEST),
     ] {
         let path = dir.join(name);

@@ -45,9 +45,10 @@ pub struct RunConfig {
     /// 0.2, put in by an upgrade before the clients start. Not with
     /// `upgrade_at`, whose version 2 is of world 0.1.
     pub mixed: bool,
-    /// With `mixed`: the module is world 0.3's built-in one (a superset of
-    /// 0.2) instead, and the workers also hold keys in sessions
-    /// ([`super::sessions`]) and campaign in elections.
+    /// With `mixed`: the module is world 0.4's built-in one (0.3's, a
+    /// superset of 0.2, with the election policy) instead, and the workers
+    /// also hold keys in sessions ([`super::sessions`]) and campaign in
+    /// elections at three priorities.
     pub sessions: bool,
     /// TLS between every node and client, and authentication on (the
     /// clients present the `worker` token, see [`crate::secure`]).

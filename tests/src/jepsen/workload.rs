@@ -8,8 +8,10 @@
 //! only holds) and semaphore keys (`sem*`), all through
 //! [`Client::acquire_with`], whose request ids make its retries safe.
 //!
-//! In a world-0.3 run ([`RunConfig::sessions`]) a worker also campaigns
-//! in elections (`e*` keys: an acquire with a value, a proclaim, the
+//! In a world-0.3 run ([`RunConfig::sessions`], on the module of world
+//! 0.4, 0.3's with the election policy) a worker also campaigns in
+//! elections at one of three priorities (`e*` keys: an acquire with a
+//! value, a proclaim, the
 //! register written with the epoch, a resignation) and holds keys in
 //! sessions ([`super::sessions`]).
 
@@ -118,7 +120,12 @@ async fn acquire(
             ..AcquireOptions::exclusive(lease).wait(wait)
         };
         if want.elect {
-            opts = opts.value(format!("candidate {id}"));
+            // Three ranks of candidates (no draw from the run's RNG: the
+            // other draws stay where they were), so the module's pick
+            // reorders waiters under the faults.
+            opts = opts
+                .value(format!("candidate {id}"))
+                .priority((id % 3) as u32);
         }
         client.acquire_with(key, opts).await
     } else {

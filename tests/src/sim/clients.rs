@@ -158,10 +158,12 @@ pub(super) async fn clients(
     Ok(())
 }
 
-/// The module a mixed run puts in before its clients start.
+/// The module a mixed run puts in before its clients start: with
+/// sessions and elections, world 0.4's (0.3's and the election policy, so
+/// campaigns' priorities are picked under the faults too).
 fn mixed_module(cfg: &SimConfig) -> &'static [u8] {
     if cfg.sessions {
-        crate::fixtures::LOCK_SM_WORLD03
+        crate::fixtures::LOCK_SM_WORLD04
     } else {
         crate::fixtures::LOCK_SM_WORLD02
     }

@@ -834,19 +834,26 @@ class Extra:
     reentrant: bool = False
     value: Optional[str] = None
     session: Optional[int] = None
+    #: A priority among the key's waiters (world 0.4's election policy).
+    priority: int = 0
 
 
 NO_EXTRA = Extra()
 
+#: The largest priority (the server's is a 32-bit unsigned integer).
+MAX_PRIORITY = 2**32 - 1
 
-def check_extra(reentrant: Any, value: Any, session: Any) -> Extra:
+
+def check_extra(reentrant: Any, value: Any, session: Any, priority: Any = 0) -> Extra:
     if not isinstance(reentrant, bool):
         raise TypeError(f"reentrant is a bool, not {reentrant!r}")
     if value is not None:
         value = check_value(value)
     if session is not None:
         session = check_session(session)
-    return Extra(reentrant=reentrant, value=value, session=session)
+    if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= MAX_PRIORITY:
+        raise ValueError(f"a priority is an integer from 0 to {MAX_PRIORITY}, not {priority!r}")
+    return Extra(reentrant=reentrant, value=value, session=session, priority=priority)
 
 
 def check_value(value: Any) -> str:
@@ -893,6 +900,8 @@ def acquire_op(
             b["value"] = extra.value
         if extra.session is not None:
             b["session"] = extra.session
+        if extra.priority:
+            b["priority"] = extra.priority
         return b
 
     return Op(

@@ -492,6 +492,7 @@ class AsyncClient:
         reentrant: bool = False,
         value: Optional[str] = None,
         session: Union["AsyncSession", int, None] = None,
+        priority: int = 0,
     ) -> "_PendingLock":
         """Take ``key`` (see :meth:`lockd_client.Client.lock`): use as
         ``async with client.lock(...) as lk`` or ``lk = await client.lock(...)``.
@@ -504,7 +505,7 @@ class AsyncClient:
         in_session = session if isinstance(session, AsyncSession) else None
         if in_session is not None:
             session, owner, lease = in_session.id, in_session.owner, in_session.ttl
-        extra = C.check_extra(reentrant, value, session)
+        extra = C.check_extra(reentrant, value, session, priority)
         return _PendingLock(
             self,
             (key, lease, wait, mode, limit, self.owner if owner is None else owner, request_id, extra),
@@ -584,9 +585,11 @@ class AsyncClient:
     async def proclaim(self, key: str, token: int, value: str) -> None:
         await self._call(S.proclaim_op(C.check_key(key), C.check_token(token), C.check_value(value)))
 
-    def campaign(self, name: str, value: str, ttl: float, wait: Optional[float] = None) -> "_PendingLock":
+    def campaign(
+        self, name: str, value: str, ttl: float, wait: Optional[float] = None, *, priority: int = 0
+    ) -> "_PendingLock":
         """Campaign in election ``name`` (see :meth:`lockd_client.Client.campaign`)."""
-        return self.lock(name, ttl, wait, value=C.check_value(value))
+        return self.lock(name, ttl, wait, value=C.check_value(value), priority=priority)
 
     async def leader(self, name: str) -> Optional[S.Leader]:
         return S.leader_of(name, await self.list(C.check_key(name), limit=1))

@@ -380,6 +380,7 @@ class Client:
         reentrant: bool = False,
         value: Optional[str] = None,
         session: Union["Session", int, None] = None,
+        priority: int = 0,
     ) -> "Lock":
         """Take ``key`` for ``lease`` seconds, waiting for it up to ``wait``
         seconds (``None``: as long as it takes; ``0``: not at all).
@@ -407,10 +408,14 @@ class Client:
         :class:`Session` or its id) holds the key in that session instead
         of on a lease of its own: ``lease`` is then ignored, and the
         session's keepalive renews it (prefer :meth:`Session.lock`).
+
+        World 0.4: ``priority`` asks to go before waiters of a lower one
+        when the key frees (the module's election policy decides; an older
+        module keeps FIFO).
         """
         if isinstance(session, Session):
             return session.lock(key, wait, mode=mode, limit=limit, request_id=request_id, reentrant=reentrant, value=value)
-        extra = C.check_extra(reentrant, value, session)
+        extra = C.check_extra(reentrant, value, session, priority)
         g = self._run(
             C.acquire_plan(
                 self._router, self._settings, key, lease, wait, mode, limit,
@@ -511,14 +516,18 @@ class Client:
         election's leader publishing its new value)."""
         self._call(S.proclaim_op(C.check_key(key), C.check_token(token), C.check_value(value)))
 
-    def campaign(self, name: str, value: str, ttl: float, wait: Optional[float] = None) -> "Lock":
+    def campaign(
+        self, name: str, value: str, ttl: float, wait: Optional[float] = None, *, priority: int = 0
+    ) -> "Lock":
         """Campaign in election ``name``: wait up to ``wait`` seconds
         (``None``: as long as it takes) to lead it, publishing ``value``,
         with a leadership lease of ``ttl`` renewed in the background. The
         :class:`Lock` is the leadership: its token is the epoch (larger
         than every earlier leader's), :meth:`Lock.release` resigns.
-        Candidates queue in FIFO order."""
-        return self.lock(name, ttl, wait, value=C.check_value(value))
+        Candidates queue in FIFO order; with a module of world 0.4 a
+        higher ``priority`` goes first, and a leader whose lease ran out
+        and who campaigns again leads again before the others."""
+        return self.lock(name, ttl, wait, value=C.check_value(value), priority=priority)
 
     def leader(self, name: str) -> Optional[S.Leader]:
         """The leader of election ``name`` now (read linearizably), or

@@ -248,6 +248,7 @@ async fn handle_client(
             limit,
         } => native_locks::list(node, prefix, after, limit, access).await,
         r @ (ClientRequest::AcquireIn(_)
+        | ClientRequest::AcquireRanked(_)
         | ClientRequest::OpenSession { .. }
         | ClientRequest::KeepSession { .. }
         | ClientRequest::CloseSession { .. }

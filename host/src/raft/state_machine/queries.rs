@@ -4,7 +4,7 @@
 use lockd_core::command::{
     FeatureSet, HolderInfo, KeyHolders, PrefixPolicy, SessionInfo, TableCounters,
 };
-use lockd_core::engine::{EngineError, ModuleHash, World};
+use lockd_core::engine::{EngineError, GuestModule, ModuleHash, World};
 use lockd_core::replica::ShadowModule;
 use lockd_core::signature::TrustedKeys;
 use lockd_core::upgrade::MigrateError;
@@ -23,6 +23,18 @@ impl StateMachineStore {
 
     pub fn world(&self) -> World {
         self.with(|r| r.world())
+    }
+
+    /// The active module (for a leader's `pick`).
+    pub fn module(&self) -> GuestModule {
+        self.with(|r| r.module().clone())
+    }
+
+    /// Without waiting: `None` when the state lock is held; `Some(None)`
+    /// when the active module is still `seen`; else the active module.
+    pub fn try_module_unless(&self, seen: Option<ModuleHash>) -> Option<Option<GuestModule>> {
+        let r = self.shared.replica.try_lock().ok()?;
+        Some((Some(r.module_hash()) != seen).then(|| r.module().clone()))
     }
 
     pub fn holders(&self, key: &str) -> Result<Vec<HolderInfo>, EngineError> {

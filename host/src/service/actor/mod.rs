@@ -144,6 +144,8 @@ pub(super) fn spawn(
     // The proposer's tasks are the service's.
     let tasks = proposer.tasks().clone();
     let (tx, rx) = mpsc::unbounded_channel();
+    let mut table = Table::new(id, timing.election_timeout, limits);
+    table.set_picker(Box::new(super::picker::ModulePick::new(sm.clone())));
     let actor = Actor {
         id,
         raft: raft.clone(),
@@ -151,7 +153,7 @@ pub(super) fn spawn(
         proposer,
         tx: tx.clone(),
         stats,
-        table: Table::new(id, timing.election_timeout, limits),
+        table,
         clock: timing.clock,
         pending: HashMap::new(),
         tasks: tasks.clone(),

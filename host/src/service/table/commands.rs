@@ -36,6 +36,10 @@ pub struct Spec {
     pub reentrant: bool,
     /// The holding's published value (elections).
     pub value: String,
+    /// The priority asked for (0: none): what the module's `pick` weighs
+    /// when the key frees and several wait ([`super::pick`]). The leader's
+    /// alone: not part of the grant.
+    pub priority: u32,
 }
 
 /// Who holds a holding and under which request id (kept only for grants
@@ -62,6 +66,7 @@ impl Spec {
             session: 0,
             reentrant: false,
             value: String::new(),
+            priority: 0,
         }
     }
 
@@ -120,6 +125,9 @@ impl fmt::Debug for Spec {
         }
         if self.reentrant {
             f.write_str(" reentrant")?;
+        }
+        if self.priority != 0 {
+            write!(f, " priority={}", self.priority)?;
         }
         Ok(())
     }

@@ -33,6 +33,9 @@
 //!   leaves room for, all of one mode. The module answers them in order
 //!   and, from the first `busy` on, answers `busy`: those go back to the
 //!   head of the queue, in order. A contended handoff costs one commit.
+//!   Which waiter is the head when a key frees with several waiting is the
+//!   module's election policy where it has one (`pick`, world 0.4; see
+//!   [`pick`]), else the oldest.
 //! * **Leases** end only by a committed `Expire { key, token }`, proposed
 //!   when the leader's deadline for that `(key, token)` passes (again with
 //!   the next waiter's `Grant` behind it).
@@ -63,6 +66,7 @@
 mod commands;
 mod holders;
 mod leadership;
+mod pick;
 mod queue;
 mod requests;
 #[cfg(test)]
@@ -78,6 +82,7 @@ use std::time::Duration;
 use crate::raft::NodeId;
 
 pub use commands::{Cmd, Ident, Outcome, Reject, Spec};
+pub use pick::PickOrder;
 pub use sessions::{LoadedSession, SessionSpec};
 pub use types::{Action, Answer, Counters, Event, Held, Loaded, ReqId, Request, Why};
 pub use waits::WaitLimits;
@@ -225,6 +230,7 @@ pub struct Table {
     counters: Counters,
     now: Duration,
     out: Vec<Action>,
+    picker: pick::Picker,
 }
 
 impl Table {
@@ -247,6 +253,7 @@ impl Table {
             counters: Counters::default(),
             now: Duration::ZERO,
             out: Vec::new(),
+            picker: pick::Picker::default(),
         }
     }
 

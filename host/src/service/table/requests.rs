@@ -232,6 +232,13 @@ impl Table {
         if let Some(k) = self.keys.get_mut(&key) {
             k.inflight += 1;
         }
+        // A holder whose lease ran out may be waiting again (sticky
+        // leadership); one that releases steps down.
+        let leaving = expired.then(|| lockd_core::command::Holder {
+            principal: h.principal.clone(),
+            owner: h.owner.clone(),
+        });
+        self.pick_head(&key, leaving);
         let grants = self.next_batch(&key);
         let (why, first) = match (expired, phantom) {
             (true, _) => (

@@ -12,7 +12,7 @@
 //!   [sessions=ID:TTL[:PRINCIPAL],...] [error=TEXT]`
 //! * `acquire r=R key=K lease=MS [wait=MS] [mode=shared]
 //!   [limit=N|default:N] [owner=O] [request=ID] [principal=P] [session=ID]
-//!   [reentrant] [value=V]`
+//!   [reentrant] [value=V] [priority=N]`
 //! * sessions: `open-session r=R ttl=MS [owner=O] [principal=P]`,
 //!   `close-session r=R id=ID [by=P]`, `keep-session r=R id=ID [from=MS]
 //!   [by=P]`, `proclaim r=R key=K token=T value=V [by=P]`
@@ -32,6 +32,9 @@
 //! * `state`, `stats`: print the table (not an event)
 //! * `limits per_key=N total=M`: set the bounds on waiters (not an event;
 //!   the node's configuration)
+//! * `picker module|fifo`: who picks the waiter that goes first when a
+//!   key frees: the built-in module of world 0.4 (`pick`), or nobody
+//!   (FIFO, the default; not an event)
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -42,6 +45,7 @@ use crate::service::error::ServiceError;
 use lockd_core::command::Mode;
 
 mod files;
+mod picker;
 mod sessions;
 mod values;
 use files::args;
@@ -115,6 +119,7 @@ impl Runner {
                         session: opt(&a, "session")?.unwrap_or(0),
                         reentrant: a.contains_key("reentrant"),
                         value: a.get("value").cloned().unwrap_or_default(),
+                        priority: opt(&a, "priority")?.unwrap_or(0) as u32,
                         ..Spec::exclusive(num(&a, "lease")?)
                     },
                     wait: ms(opt(&a, "wait")?.unwrap_or(0)),
@@ -184,6 +189,11 @@ impl Runner {
                     per_key: num(&a, "per_key")? as usize,
                     total: num(&a, "total")? as usize,
                 };
+                return Ok(Vec::new());
+            }
+            "picker" => {
+                let name = a.keys().next().ok_or("picker: module or fifo?")?;
+                self.table.picker.0 = picker::order(name)?;
                 return Ok(Vec::new());
             }
             "state" => return Ok(self.state()),

@@ -361,6 +361,7 @@ impl Table {
         let grants = if wait_for_free {
             Vec::new()
         } else {
+            self.pick_head(&key, None);
             self.next_batch(&key)
         };
         if grants.is_empty() {

@@ -217,6 +217,9 @@ pub struct Counters {
     pub phantom_releases: u64,
     pub keepalives: u64,
     pub waiting: u64,
+    /// Keys that freed and went to a waiter other than the first, as the
+    /// module's `pick` chose ([`super::pick`]).
+    pub picked: u64,
 }
 
 impl fmt::Display for Why {
