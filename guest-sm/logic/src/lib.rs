@@ -1,6 +1,7 @@
 //! The lock logic of the reference modules of worlds `lockd:sm@0.2.0`
-//! (`guest-sm/world02`) and `lockd:sm@0.3.0` (`guest-sm/world03`): the
-//! superset of both, in plain, pure Rust with no export layer. Each module
+//! (`guest-sm/world02`), `lockd:sm@0.3.0` (`guest-sm/world03`) and
+//! `lockd:sm@0.4.0` (`guest-sm/world04`, 0.3's and [`pick`]): the
+//! superset of them, in plain, pure Rust with no export layer. Each module
 //! is this crate plus its own `component.rs`, which converts its world's
 //! WIT values to these types; a crate of its own because two modules that
 //! shared an rlib with `wit-bindgen` exports would export `apply` twice.
