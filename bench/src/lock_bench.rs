@@ -21,6 +21,14 @@
 //! cluster then the other (which goes first alternates), then the ratio
 //! TLS ÷ plaintext per row: the median of the rounds' ratios.
 //!
+//! `--pick N`: the cost of the election policy, side by side. Two
+//! clusters run at once, one on the built-in module of world 0.3 (FIFO,
+//! never asked) and one on world 0.4's (its `pick` asked at every
+//! handoff); N rounds of 16 clients contending for one key (every cycle a
+//! handoff, up to 15 waiting), each round on one cluster then the other
+//! (which goes first alternates), then the ratio 0.4 ÷ 0.3: the median of
+//! the rounds' ratios.
+//!
 //! Starts three `lockd` processes (fsync on) and runs `lockctl bench` against
 //! them for each workload: 1 and 64 clients on their own keys, and 16
 //! clients contending for one key (every cycle is a handoff), on the
@@ -43,6 +51,10 @@ fn main() {
     let tls_rounds: usize = lock_bench::arg("--tls", 0);
     if tls_rounds > 0 {
         return tls_against_plaintext(seconds, tls_rounds, &kept);
+    }
+    let pick_rounds: usize = lock_bench::arg("--pick", 0);
+    if pick_rounds > 0 {
+        return pick_against_fifo(seconds, pick_rounds);
     }
     let c = Cluster::start(3, lock_bench::ON_WORLD_0_1);
     c.wait_leader(Duration::from_secs(20));
@@ -133,6 +145,46 @@ fn tls_against_plaintext(seconds: f64, rounds: usize, kept: &dyn Fn(usize) -> bo
             each.join(", ")
         );
     }
+}
+
+/// The contended row on a 0.3 and a 0.4 cluster, taking turns, and
+/// 0.4 ÷ 0.3.
+fn pick_against_fifo(seconds: f64, rounds: usize) {
+    let fifo = Cluster::start(3, &["--initial-module", "world-0.3"]);
+    let pick = Cluster::start(3, &["--initial-module", "world-0.4"]);
+    fifo.wait_leader(Duration::from_secs(20));
+    pick.wait_leader(Duration::from_secs(20));
+    println!("two 3-node clusters (separate processes, fsync on), native protocol, 16 clients on one key, {seconds} s per row\n");
+    println!("| round | module | cycles/s | acquire p50 ms | p99 ms | p999 ms | errors |");
+    println!("|---:|---|---:|---:|---:|---:|---:|");
+    let mut ratios = Vec::new();
+    for round in 1..=rounds {
+        let mut order = [("0.3 (FIFO)", &fifo), ("0.4 (pick)", &pick)];
+        if round % 2 == 0 {
+            order.reverse();
+        }
+        let mut got = [0.0f64; 2];
+        for (name, c) in order {
+            let r = measure(c, seconds, 16, true, "exclusive", 1);
+            println!("| {round} | {name} | {} |", r.cells());
+            got[usize::from(c.dir.path() == pick.dir.path())] = r.cycles;
+        }
+        if got[0] > 0.0 {
+            ratios.push(got[1] / got[0]);
+        }
+    }
+    ratios.sort_by(f64::total_cmp);
+    let each: Vec<String> = ratios.iter().map(|x| format!("{x:.2}")).collect();
+    println!(
+        "\n0.4 ÷ 0.3, cycles/s: {:.2} (median of {rounds} rounds: {})",
+        lock_bench::percentile(&ratios, 0.5).unwrap_or(f64::NAN),
+        each.join(", ")
+    );
+    let leader = pick.wait_leader(Duration::from_secs(20));
+    println!(
+        "keys handed to another than the oldest on the 0.4 cluster: {:?} (all ask for priority 0)",
+        pick.metric(leader, "lockd_lock_events_total{event=\"picked\"}")
+    );
 }
 
 /// What one `lockctl bench` run measured.
