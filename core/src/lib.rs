@@ -61,6 +61,7 @@ pub mod engine;
 pub mod entry;
 #[cfg(feature = "faults")]
 pub mod faults;
+pub mod invariants;
 pub mod precompile;
 pub mod replica;
 pub mod shadow;

@@ -228,6 +228,26 @@ pub enum MigrateError {
     LostSessions { before: u64, after: u64 },
     #[error("the migration would move the session counter back from {before} to {after}; session ids must never repeat")]
     SessionsBack { before: u64, after: u64 },
+    #[error("the active module's holdings could not be listed: {0}")]
+    OldHoldings(String),
+    #[error("the new module's holdings could not be listed: {0}")]
+    NewHoldings(String),
+    #[error("the migration would change the holding of {key:?} with token {token}: it {what}")]
+    HoldingChanged {
+        key: String,
+        token: u64,
+        what: String,
+    },
+}
+
+/// What [`capture`] read of the active module besides its state: the
+/// counters and every holding, which [`migrate`] checks the new module
+/// against ([`crate::invariants`]).
+#[derive(Debug, Clone)]
+pub struct Before {
+    pub world: World,
+    pub counters: TableCounters,
+    pub holdings: Vec<crate::command::KeyHolders>,
 }
 
 /// The new module, running, with the old state migrated into it.
@@ -243,8 +263,9 @@ pub fn migrate(
     engine: &WasmEngine,
     module: &GuestModule,
     state: &[u8],
-    before: &TableCounters,
+    seen: &Before,
 ) -> Result<Migrated, MigrateError> {
+    let before = &seen.counters;
     let mut instance = engine.instantiate(module).map_err(MigrateError::Restore)?;
     instance.restore(state).map_err(MigrateError::Restore)?;
     let after = instance.counters().map_err(MigrateError::After)?;
@@ -274,6 +295,13 @@ pub fn migrate(
             after: after.next_session,
         });
     }
+    // Holding by holding: what counts cannot see (a new token, another
+    // holder).
+    let now = crate::invariants::all_holdings(&mut instance).map_err(MigrateError::NewHoldings)?;
+    let changed = crate::invariants::first_change(&seen.holdings, seen.world, &now, module.world());
+    if let Some((key, token, what)) = changed {
+        return Err(MigrateError::HoldingChanged { key, token, what });
+    }
     let version = instance.version().map_err(MigrateError::After)?;
     Ok(Migrated { instance, version })
 }
@@ -287,8 +315,8 @@ pub fn switch_to(
     active: &mut GuestInstance,
 ) -> Result<(GuestModule, Migrated), MigrateError> {
     let module = loaded.map_err(MigrateError::Load)?;
-    let (state, counters) = capture(active, module.world())?;
-    let migrated = migrate(engine, &module, &state, &counters)?;
+    let (state, before) = capture(active, module.world())?;
+    let migrated = migrate(engine, &module, &state, &before)?;
     Ok((module, migrated))
 }
 
@@ -312,11 +340,9 @@ pub fn apply_upgrade(
 }
 
 /// The active module's state, as a module of world `to` can read it, and
-/// its counters: the input to [`migrate`].
-pub fn capture(
-    active: &mut GuestInstance,
-    to: World,
-) -> Result<(Vec<u8>, TableCounters), MigrateError> {
+/// what the new module must keep of it ([`Before`]): the input to
+/// [`migrate`].
+pub fn capture(active: &mut GuestInstance, to: World) -> Result<(Vec<u8>, Before), MigrateError> {
     let state = match (active.world(), to) {
         // A 0.3 state goes to 0.2 in its own snapshot: format 3 while no
         // 0.3 feature was used, which 0.2 reads; format 4 otherwise, which
@@ -328,5 +354,13 @@ pub fn capture(
         _ => active.snapshot().map_err(MigrateError::OldSnapshot)?,
     };
     let counters = active.counters().map_err(MigrateError::OldSnapshot)?;
-    Ok((state, counters))
+    let holdings = crate::invariants::all_holdings(active).map_err(MigrateError::OldHoldings)?;
+    Ok((
+        state,
+        Before {
+            world: active.world(),
+            counters,
+            holdings,
+        },
+    ))
 }

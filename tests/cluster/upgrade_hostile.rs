@@ -90,6 +90,14 @@ fn cases() -> Vec<Case> {
             reason: "would drop held locks",
         },
         Case {
+            name: "migration that gives a lock a new token",
+            module: CHAOS_GUEST,
+            hold: Some("chaos:restore:retoken"),
+            query: "",
+            precheck_status: 422,
+            reason: "would change the holding of \"chaos:restore:retoken\"",
+        },
+        Case {
             name: "stale replaces hash",
             module: LOCK_SM_V2,
             hold: None,

@@ -133,9 +133,12 @@ impl Replica {
         self.guest.version()
     }
 
-    /// The active state (as a module of world `to` reads it) and counters,
-    /// as input to a migration dry run.
-    pub fn capture(&mut self, to: World) -> Result<(Vec<u8>, TableCounters), MigrateError> {
+    /// The active state (as a module of world `to` reads it) and what a
+    /// migration must keep of it, as input to a migration dry run.
+    pub fn capture(
+        &mut self,
+        to: World,
+    ) -> Result<(Vec<u8>, crate::upgrade::Before), MigrateError> {
         capture(&mut self.guest, to)
     }
 

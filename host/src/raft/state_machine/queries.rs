@@ -105,7 +105,10 @@ impl StateMachineStore {
         self.with(|r| r.policy())
     }
 
-    pub fn capture(&self, to: World) -> Result<(Vec<u8>, TableCounters), MigrateError> {
+    pub fn capture(
+        &self,
+        to: World,
+    ) -> Result<(Vec<u8>, lockd_core::upgrade::Before), MigrateError> {
         self.with(|r| r.capture(to))
     }
 

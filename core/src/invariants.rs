@@ -1,0 +1,101 @@
+//! What every migration to a new lock module must preserve, holding by
+//! holding: each holding keeps its key, token, mode, limit and lease, and
+//! (where both worlds record them) its holder and request id, and its
+//! session, count and value. The counters' checks (no holding dropped, no
+//! counter moved back) are in [`crate::upgrade::migrate`]; these catch what
+//! counts cannot, such as a holding given a new token.
+//!
+//! Both sides are read through `list-keys`, page by page, in key order; a
+//! listing that does not move forward is refused rather than followed, so a
+//! module cannot keep the check busy. The result is part of the replicated
+//! outcome: it is built from the two modules' answers only.
+
+use crate::command::{HolderInfo, KeyHolders};
+use crate::engine::{GuestInstance, World};
+
+/// Holdings read per `list-keys` call.
+const PAGE: u32 = 1024;
+
+/// Every holding of `g`, in key order; why not, as text.
+pub fn all_holdings(g: &mut GuestInstance) -> Result<Vec<KeyHolders>, String> {
+    let mut out: Vec<KeyHolders> = Vec::new();
+    loop {
+        let after = out.last().map(|k| k.key.clone());
+        let page = g
+            .list_keys("", after.as_deref(), PAGE)
+            .map_err(|e| e.to_string())?;
+        let full = page.len() >= PAGE as usize;
+        for k in page {
+            if after.as_ref().is_some_and(|a| k.key <= *a)
+                || out.last().is_some_and(|l| k.key <= l.key)
+            {
+                return Err(format!("list-keys went back to key {:?}", k.key));
+            }
+            out.push(k);
+        }
+        if !full {
+            return Ok(out);
+        }
+    }
+}
+
+/// The first difference between the holdings before (of a module of world
+/// `from`) and after (of world `to`): `(key, token, what)`.
+pub fn first_change(
+    before: &[KeyHolders],
+    from: World,
+    after: &[KeyHolders],
+    to: World,
+) -> Option<(String, u64, String)> {
+    let flat = |ks: &[KeyHolders]| -> Vec<(String, HolderInfo)> {
+        ks.iter()
+            .flat_map(|k| k.holders.iter().map(|h| (k.key.clone(), h.clone())))
+            .collect()
+    };
+    let (b, a) = (flat(before), flat(after));
+    let at_least = |w: World, of: World| rank(w) >= rank(of);
+    let holders = at_least(from, World::V02) && at_least(to, World::V02);
+    let sessions = at_least(from, World::V03) && at_least(to, World::V03);
+    for (i, (key, old)) in b.iter().enumerate() {
+        let Some((k2, new)) = a.get(i) else {
+            return Some((key.clone(), old.token, "is gone".into()));
+        };
+        if k2 != key || new.token != old.token {
+            return Some((
+                key.clone(),
+                old.token,
+                format!("became {k2:?} token {}", new.token),
+            ));
+        }
+        let what = [
+            (new.mode != old.mode, "its mode"),
+            (new.limit != old.limit, "its limit"),
+            (new.lease_ms != old.lease_ms, "its lease"),
+            (holders && new.holder != old.holder, "its holder"),
+            (
+                holders && new.request_id != old.request_id,
+                "its request id",
+            ),
+            (sessions && new.session != old.session, "its session"),
+            (sessions && new.count != old.count, "its count"),
+            (sessions && new.value != old.value, "its value"),
+        ]
+        .into_iter()
+        .find(|(changed, _)| *changed)
+        .map(|(_, what)| format!("changed {what}"));
+        if let Some(what) = what {
+            return Some((key.clone(), old.token, what));
+        }
+    }
+    a.get(b.len())
+        .map(|(key, new)| (key.clone(), new.token, "appeared".into()))
+}
+
+fn rank(w: World) -> u8 {
+    match w {
+        World::V01 => 1,
+        World::V02 => 2,
+        World::V03 => 3,
+        World::V04 => 4,
+    }
+}
