@@ -5,8 +5,10 @@
 //! counter moved back) are in [`crate::upgrade::migrate`]; these catch what
 //! counts cannot, such as a holding given a new token.
 //!
-//! Both sides are read through `list-keys`, page by page, in key order; a
-//! listing that does not move forward is refused rather than followed, so a
+//! Both sides are read through `list-keys`, page by page, in key order,
+//! until a page comes back empty (a module may answer fewer than asked); a
+//! listing that does not move forward, or lists more holdings than the
+//! module's counters say it has, is refused rather than followed, so a
 //! module cannot keep the check busy. The result is part of the replicated
 //! outcome: it is built from the two modules' answers only.
 
@@ -16,25 +18,32 @@ use crate::engine::{GuestInstance, World};
 /// Holdings read per `list-keys` call.
 const PAGE: u32 = 1024;
 
-/// Every holding of `g`, in key order; why not, as text.
-pub fn all_holdings(g: &mut GuestInstance) -> Result<Vec<KeyHolders>, String> {
+/// Every holding of `g`, which counts `holders` of them, in key order; why
+/// not, as text.
+pub fn all_holdings(g: &mut GuestInstance, holders: u64) -> Result<Vec<KeyHolders>, String> {
     let mut out: Vec<KeyHolders> = Vec::new();
+    let mut listed: u64 = 0;
     loop {
         let after = out.last().map(|k| k.key.clone());
         let page = g
             .list_keys("", after.as_deref(), PAGE)
             .map_err(|e| e.to_string())?;
-        let full = page.len() >= PAGE as usize;
+        if page.is_empty() {
+            return Ok(out);
+        }
         for k in page {
+            listed = listed.saturating_add(k.holders.len() as u64);
+            if listed > holders {
+                return Err(format!(
+                    "list-keys listed more than the {holders} holdings its counters report"
+                ));
+            }
             if after.as_ref().is_some_and(|a| k.key <= *a)
                 || out.last().is_some_and(|l| k.key <= l.key)
             {
                 return Err(format!("list-keys went back to key {:?}", k.key));
             }
             out.push(k);
-        }
-        if !full {
-            return Ok(out);
         }
     }
 }

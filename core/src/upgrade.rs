@@ -297,7 +297,8 @@ pub fn migrate(
     }
     // Holding by holding: what counts cannot see (a new token, another
     // holder).
-    let now = crate::invariants::all_holdings(&mut instance).map_err(MigrateError::NewHoldings)?;
+    let now = crate::invariants::all_holdings(&mut instance, after.holders)
+        .map_err(MigrateError::NewHoldings)?;
     let changed = crate::invariants::first_change(&seen.holdings, seen.world, &now, module.world());
     if let Some((key, token, what)) = changed {
         return Err(MigrateError::HoldingChanged { key, token, what });
@@ -354,7 +355,8 @@ pub fn capture(active: &mut GuestInstance, to: World) -> Result<(Vec<u8>, Before
         _ => active.snapshot().map_err(MigrateError::OldSnapshot)?,
     };
     let counters = active.counters().map_err(MigrateError::OldSnapshot)?;
-    let holdings = crate::invariants::all_holdings(active).map_err(MigrateError::OldHoldings)?;
+    let holdings = crate::invariants::all_holdings(active, counters.holders)
+        .map_err(MigrateError::OldHoldings)?;
     Ok((
         state,
         Before {
