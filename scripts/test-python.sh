@@ -25,4 +25,6 @@ if [ "$(cat "$venv/.lockd-client-stamp" 2>/dev/null)" != "$stamp" ]; then
     echo "$stamp" > "$venv/.lockd-client-stamp"
 fi
 
-exec "$py" -m pytest clients/python/tests -q -p no:cacheprovider "$@"
+# Two workers, one test file each at a time (each worker starts its own
+# shared clusters, on its own ports): the tests mostly wait on clusters.
+exec "$py" -m pytest clients/python/tests -q -p no:cacheprovider -n 2 --dist loadfile "$@"

@@ -56,6 +56,7 @@ python_client_deps() {
     venv_ready
     local missing=()
     "$py" -c 'import pytest' 2>/dev/null || missing+=(pytest)
+    "$py" -c 'import xdist' 2>/dev/null || missing+=('pytest-xdist>=3.5,<4')
     "$py" -c 'import setuptools.command.bdist_wheel' 2>/dev/null || missing+=('setuptools>=70.1')
     if [ ${#missing[@]} -gt 0 ]; then
         venv_install "${missing[@]}"

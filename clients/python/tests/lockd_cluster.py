@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -41,15 +42,39 @@ def lockd_bin() -> Path:
     return path
 
 
+def _ports() -> range:
+    """This test process's ports: below the kernel's ephemeral range (where
+    outgoing connections take their local ports, so a stopped node's port
+    cannot be taken by one), as the Rust harness does, and split between
+    pytest-xdist workers so two workers never try the same port."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            first, last = (int(p) for p in f.read().split())
+    except (OSError, ValueError):
+        first, last = 32768, 60999
+    lo, hi = (20000, first) if first >= 21000 else (last + 1, 65536) if last <= 64000 else (20000, 32768)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    worker = int((os.environ.get("PYTEST_XDIST_WORKER") or "gw0")[2:] or 0)
+    span = (hi - lo) // max(workers, 1)
+    return range(lo + worker * span, lo + (worker + 1) * span)
+
+
 def free_port() -> int:
     """A port nobody listens on now, never the same one twice in a run."""
-    while True:
+    ports = _ports()
+    start = random.randrange(len(ports))
+    for i in range(len(ports)):
+        port = ports[(start + i) % len(ports)]
+        if port in _handed_out:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _handed_out:
-            _handed_out.add(port)
-            return port
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free port left in {ports}")
 
 
 def run(args: List[str], **kw: Any) -> subprocess.CompletedProcess:
