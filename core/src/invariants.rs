@@ -62,9 +62,8 @@ pub fn first_change(
             .collect()
     };
     let (b, a) = (flat(before), flat(after));
-    let at_least = |w: World, of: World| rank(w) >= rank(of);
-    let holders = at_least(from, World::V02) && at_least(to, World::V02);
-    let sessions = at_least(from, World::V03) && at_least(to, World::V03);
+    let holders = from.min(to) >= World::V02;
+    let sessions = from.min(to) >= World::V03;
     for (i, (key, old)) in b.iter().enumerate() {
         let Some((k2, new)) = a.get(i) else {
             return Some((key.clone(), old.token, "is gone".into()));
@@ -98,13 +97,4 @@ pub fn first_change(
     }
     a.get(b.len())
         .map(|(key, new)| (key.clone(), new.token, "appeared".into()))
-}
-
-fn rank(w: World) -> u8 {
-    match w {
-        World::V01 => 1,
-        World::V02 => 2,
-        World::V03 => 3,
-        World::V04 => 4,
-    }
 }

@@ -20,7 +20,10 @@ use super::store::{MemoryLimiter, StoreState};
 use super::wasm::WasmEngine;
 
 /// The world a module implements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// Ordered oldest first: a later world has everything of an earlier one.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum World {
     /// `lockd:sm/lock-sm@0.1.0`: the seed's exclusive locks
     /// (docs/architecture.md, "The lock commands (world 0.1)").

@@ -108,11 +108,10 @@ impl Replica {
                 self.module = module;
                 self.guest = migrated.instance;
                 self.module_since = log_id.index;
-                // A migration may keep or drop holdings: count them again.
-                match self.measure_usage() {
-                    Ok(usage) => self.usage = usage,
-                    Err(e) => tracing::error!(error = %e, "cannot count the new module's holdings"),
-                }
+                // The capacity's use is unchanged: `migrate` checked that
+                // the new module holds exactly the old holdings, key by
+                // key (crate::invariants), so counting them again is not
+                // needed.
                 if let Ok(hash) = hash {
                     self.audit
                         .record(log_id.index, &hash, new_hash, AuditKind::Upgrade);
