@@ -73,6 +73,13 @@ impl Drop for InActor<'_> {
 /// The most keys one page of a listing returns.
 pub const MAX_LIST: u32 = 1000;
 
+/// How long a request the active module would refuse waits for this node
+/// to confirm it leads before the refusal stands. Longer than a
+/// keepalive's bound: on a new cluster the first requests may come while
+/// its first leader commits its first entries, which under load takes more
+/// than an election's time; they wait for that rather than fail.
+const REFUSAL_CONFIRM: Duration = Duration::from_secs(10);
+
 fn gone() -> ServiceError {
     ServiceError::Unavailable("the node is shutting down".into())
 }
@@ -254,9 +261,9 @@ impl LockService {
     }
 
     /// `check` of the active module, and when it refuses, again after the
-    /// read barrier and the cluster's first module (at most an election's
-    /// time each): a refusal stands only then. Free on the path that
-    /// passes.
+    /// read barrier (within [`REFUSAL_CONFIRM`]) and the cluster's first
+    /// module (within an election's time): a refusal stands only then.
+    /// Free on the path that passes.
     pub(super) async fn refusal_stands(
         &self,
         check: impl Fn(&Self) -> Result<(), ServiceError>,
@@ -264,15 +271,19 @@ impl LockService {
         if check(self).is_ok() {
             return Ok(());
         }
-        self.confirm_leading().await?;
+        self.confirm_leading_within(REFUSAL_CONFIRM).await?;
         barrier::first_module(&self.raft, &self.sm, self.election_max).await;
         check(self)
     }
 
     /// Confirm with a quorum that this node still leads and has applied
-    /// what it committed, within an election's time.
+    /// what it committed, within an election's time: a keepalive's answer,
+    /// which its lease is waiting for.
     pub(super) async fn confirm_leading(&self) -> Result<(), ServiceError> {
-        let limit = self.election_max;
+        self.confirm_leading_within(self.election_max).await
+    }
+
+    async fn confirm_leading_within(&self, limit: Duration) -> Result<(), ServiceError> {
         match tokio::time::timeout(limit, barrier::confirm(&self.raft, self.id)).await {
             Ok(r) => r,
             Err(_) => Err(ServiceError::Unavailable(format!(

@@ -22,9 +22,11 @@ use crate::transport::listener::stopping;
 use lockd_client::wire::{self as frame, Envelope};
 
 /// A client connection: requests run concurrently, answers go back as they
-/// finish, paired by id. When the connection closes, every request still
-/// running on it is dropped — an acquire still waiting leaves the queue, and a
-/// grant that lands after that is released at once (no phantom lock).
+/// finish, paired by id. When the connection ends, every request still
+/// running on it is dropped before the node closes its side — an acquire
+/// still waiting leaves its queue ahead of any request sent after the
+/// close was seen, and a grant that lands after that is released at once
+/// (no phantom lock).
 ///
 /// At most `max_in_flight` requests run at once: past it the connection is
 /// not read until one finishes (TCP then slows the sender). With nothing in
@@ -69,7 +71,7 @@ pub(super) async fn serve(
                             if let Ok(bytes) = frame::encode(&Envelope { id: env.id, body }) {
                                 let _ = sink.send(bytes).await;
                             }
-                            return;
+                            break;
                         };
                         let (node, tx) = (node.clone(), tx.clone());
                         let peer = peer.clone();
@@ -108,14 +110,14 @@ pub(super) async fn serve(
                     if let Ok(bytes) = frame::encode(&Envelope { id: 0, body }) {
                         let _ = sink.send(bytes).await;
                     }
-                    return;
+                    break;
                 }
-                None => return,
+                None => break,
             },
             Some(out) = rx.recv() => {
                 let Ok(bytes) = out.encode() else { continue };
                 if sink.send(bytes.into()).await.is_err() {
-                    return;
+                    break;
                 }
                 if let Some(written) = out.written {
                     let _ = written.send(());
@@ -126,18 +128,22 @@ pub(super) async fn serve(
             }
             _ = idle_timer.as_mut(), if tasks.is_empty() => {
                 tracing::debug!(id = node.id(), "idle client connection closed");
-                return;
+                break;
             }
             // The node shuts down: requests in flight are dropped (an
             // acquire still waiting leaves its queue), the client retries
             // elsewhere.
-            () = stopping(&mut shutdown) => return,
+            () = stopping(&mut shutdown) => break,
             _ = unauthenticated.as_mut(), if !authenticated => {
                 tracing::debug!(id = node.id(), %peer, "unauthenticated client connection closed at its deadline");
-                return;
+                break;
             }
         }
     }
+    // Drop every request still running before the socket closes (its
+    // halves drop after this): a client that sees its connection end knows
+    // its waiting acquires have left their queues.
+    tasks.shutdown().await;
 }
 
 fn wire_error(node: &Services, e: ServiceError) -> WireError {
