@@ -61,6 +61,45 @@ pub fn is_capacity(reason: &str) -> bool {
     reason.starts_with(CAPACITY_REASON)
 }
 
+/// What the reason of every command the module failed on starts with (an
+/// `unsupported` refusal the host, not the module, gives; see
+/// [`crate::replica`], "Trap isolation").
+pub const MODULE_FAILED_REASON: &str = "module failed";
+
+/// The outcome of a command the module failed on, alone, with `why`.
+pub fn module_failed(why: &str) -> Outcome {
+    Outcome::Rejected(Reason::Unsupported(format!(
+        "{MODULE_FAILED_REASON}: {why}"
+    )))
+}
+
+/// Whether an `unsupported` refusal is the host's answer to a command the
+/// module failed on.
+pub fn is_module_failed(reason: &str) -> bool {
+    reason.starts_with(MODULE_FAILED_REASON)
+}
+
+/// A module's outcome with the host's reserved reasons taken back: a
+/// refusal of the module's own whose reason starts as the host's do
+/// (capacity, module failed) is prefixed with `module: `, so that no
+/// module can pass its refusals off as the host's.
+pub fn unforged(o: Outcome) -> Outcome {
+    let reserved = |r: &str| is_capacity(r) || is_module_failed(r);
+    let own = |r: String| format!("module: {r}");
+    match o {
+        Outcome::Rejected(Reason::Quota(r)) if reserved(&r) => {
+            Outcome::Rejected(Reason::Quota(own(r)))
+        }
+        Outcome::Rejected(Reason::Unsupported(r)) if reserved(&r) => {
+            Outcome::Rejected(Reason::Unsupported(own(r)))
+        }
+        Outcome::Rejected(Reason::Policy(r)) if reserved(&r) => {
+            Outcome::Rejected(Reason::Policy(own(r)))
+        }
+        o => o,
+    }
+}
+
 impl From<v02::Command> for Command {
     /// A 0.2 command means the same in 0.3 with the new fields at their
     /// defaults.

@@ -6,10 +6,12 @@
 //! node that installs it runs exactly the module that was active at that
 //! index. It also carries the index the module has been active since and the
 //! last upgrade records, so status survives a restart, the replicated
-//! settings (the capacity bounds and the trusted module keys), and the
-//! module the cluster started with.
+//! settings (the capacity bounds and the trusted module keys), the
+//! module the cluster started with, and the commands its modules failed
+//! on.
 //!
-//! Format: an 8-byte magic, then the postcard body. `LKDSNAP5` is written;
+//! Format: an 8-byte magic, then the postcard body. `LKDSNAP6` is written;
+//! `LKDSNAP5` (before module failures were isolated: none recorded),
 //! `LKDSNAP4` (before the first module was kept: known only while no
 //! module has been swapped in since index 0),
 //! `LKDSNAP3` (before signed modules: no key is trusted), `LKDSNAP2`
@@ -21,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::ModuleHash;
 use crate::entry::SnapshotMeta;
 use crate::replica::capacity::Capacity;
+use crate::replica::isolate::{FailureLog, KEEP_FAILURES};
 use crate::signature::TrustedKeys;
 use crate::upgrade::UpgradeRecord;
 
@@ -28,7 +31,8 @@ const SNAPSHOT_MAGIC_V1: &[u8; 8] = b"LKDSNAP1";
 const SNAPSHOT_MAGIC_V2: &[u8; 8] = b"LKDSNAP2";
 const SNAPSHOT_MAGIC_V3: &[u8; 8] = b"LKDSNAP3";
 const SNAPSHOT_MAGIC_V4: &[u8; 8] = b"LKDSNAP4";
-const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP5";
+const SNAPSHOT_MAGIC_V5: &[u8; 8] = b"LKDSNAP5";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP6";
 
 /// The snapshot blob: what is stored on disk and sent to peers.
 #[derive(Serialize, Deserialize)]
@@ -50,12 +54,22 @@ pub struct SnapshotBlob {
     /// or the one its first entry recorded ([`crate::upgrade::Genesis`]).
     /// `None`: not known (read from format 4 after an upgrade).
     pub first_module: Option<ModuleHash>,
+    /// The commands the cluster's modules failed on (see
+    /// `crate::replica`, "Trap isolation").
+    pub failures: FailureLog,
 }
 
 // The earlier formats, read and never written. Each is the one before it
 // and the fields it added: postcard writes a nested struct as its fields in
 // order, so these read exactly what the flat structs of their time wrote
 // (the golden files in tests/sm/golden_formats.rs hold them).
+
+/// Format 5, before module failures were isolated.
+#[derive(Deserialize)]
+struct SnapshotBlobV5 {
+    v4: SnapshotBlobV4,
+    first_module: Option<ModuleHash>,
+}
 
 /// Format 4, before the first module was kept.
 #[derive(Deserialize)]
@@ -101,6 +115,7 @@ impl SnapshotBlobV1 {
             capacity: crate::replica::capacity::DEFAULT_CAPACITY,
             module_keys: TrustedKeys::default(),
             first_module: None,
+            failures: FailureLog::default(),
         }
     }
 }
@@ -133,6 +148,15 @@ impl SnapshotBlobV4 {
     }
 }
 
+impl SnapshotBlobV5 {
+    fn current(self) -> SnapshotBlob {
+        SnapshotBlob {
+            first_module: self.first_module,
+            ..self.v4.current()
+        }
+    }
+}
+
 impl SnapshotBlob {
     pub fn encode(&self) -> Result<Vec<u8>, postcard::Error> {
         let mut out = SNAPSHOT_MAGIC.to_vec();
@@ -142,6 +166,10 @@ impl SnapshotBlob {
 
     pub fn decode(bytes: &[u8]) -> Result<SnapshotBlob, String> {
         let mut blob = Self::decode_any(bytes)?;
+        // The disk is not trusted to keep the bound the writer kept.
+        while blob.failures.recent.len() > KEEP_FAILURES {
+            blob.failures.recent.pop_front();
+        }
         blob.module_keys = std::mem::take(&mut blob.module_keys)
             .validated()
             .map_err(|e| format!("snapshot's trusted module keys: {e}"))?;
@@ -159,6 +187,7 @@ impl SnapshotBlob {
         let magic = <&[u8; 8]>::try_from(magic).map_err(|_| "not a lockd snapshot")?;
         let old = match magic {
             SNAPSHOT_MAGIC => return read::<SnapshotBlob>(body),
+            SNAPSHOT_MAGIC_V5 => return Ok(read::<SnapshotBlobV5>(body)?.current()),
             SNAPSHOT_MAGIC_V4 => read::<SnapshotBlobV4>(body)?.current(),
             SNAPSHOT_MAGIC_V3 => read::<SnapshotBlobV3>(body)?.current(),
             SNAPSHOT_MAGIC_V2 => read::<SnapshotBlobV2>(body)?.current(),

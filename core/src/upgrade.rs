@@ -254,6 +254,9 @@ pub struct Before {
 pub struct Migrated {
     pub instance: GuestInstance,
     pub version: String,
+    /// The state it was restored from: a rebuild of the instance starts
+    /// there (see `crate::replica`, "Trap isolation").
+    pub state: Vec<u8>,
 }
 
 /// Start `module` from `state` (what [`capture`] took for its world, with
@@ -304,7 +307,11 @@ pub fn migrate(
         return Err(MigrateError::HoldingChanged { key, token, what });
     }
     let version = instance.version().map_err(MigrateError::After)?;
-    Ok(Migrated { instance, version })
+    Ok(Migrated {
+        instance,
+        version,
+        state: state.to_vec(),
+    })
 }
 
 /// Switch to a loaded module: capture the active instance's state and

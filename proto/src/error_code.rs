@@ -146,6 +146,10 @@ codes! {
     InvalidTtl = "invalid_ttl",
     /// The session is another principal's.
     NotSessionHolder = "not_session_holder",
+    /// The lock module failed on this command (a trap, its fuel budget,
+    /// its memory limit): refused on every node, the cluster serving on.
+    /// The same command on the same state fails again; status names it.
+    ModuleFailed = "module_failed",
 }
 
 impl std::fmt::Display for ErrorCode {

@@ -157,6 +157,30 @@ pub struct Status {
     /// before this was kept, after an upgrade). Appended last: a reply's
     /// new fields go at its end, which older clients do not read.
     pub first_module_hash: Option<String>,
+    /// Commands the cluster's lock modules failed on (each refused with
+    /// `module_failed`, the rest applied), since the cluster began.
+    /// Replicated: every node reports the same at the same index.
+    #[serde(default)]
+    pub module_failures_total: u64,
+    /// The most recent of them, oldest first.
+    #[serde(default)]
+    pub module_failures: Vec<ModuleFailure>,
+}
+
+/// A command the lock module failed on: refused with `module_failed` on
+/// every node, the cluster serving on.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ModuleFailure {
+    /// The log index of the command's entry.
+    pub index: u64,
+    /// SHA-256 of the module that failed.
+    pub module_hash: String,
+    /// The command, e.g. `grant "k" …`.
+    pub command: String,
+    /// The failure: a trap, the fuel budget, the memory limit, a malformed
+    /// answer.
+    pub reason: String,
 }
 
 /// A node whose state hash differed from the others' at an index.

@@ -31,7 +31,7 @@ mod config_layers;
 mod election;
 mod election_policy;
 mod engine_mismatch;
-mod guest_poisoned;
+mod guest_isolated;
 mod limits_capacity;
 mod limits_connections;
 mod limits_entries;

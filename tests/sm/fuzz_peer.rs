@@ -128,6 +128,7 @@ proptest! {
             capacity: Capacity { max_held: n, max_key_bytes: n },
             module_keys: Default::default(),
             first_module: None,
+            failures: Default::default(),
         };
         let mut bytes = blob.encode().unwrap();
         mutate(&mut bytes, &flips);

@@ -19,6 +19,7 @@ use lockd_core::command::legacy;
 use lockd_core::engine::ModuleHash;
 use lockd_core::entry::SnapshotMeta;
 use lockd_core::replica::capacity::Capacity;
+use lockd_core::replica::isolate::{FailureLog, ModuleFailure};
 use lockd_core::signature::TrustedKeys;
 use lockd_core::signature::{KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart};
 use lockd_core::snapshot::SnapshotBlob;
@@ -286,8 +287,28 @@ fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
         },
         module_keys: Default::default(),
         first_module: Some(ModuleHash([0x44; 32])),
+        failures: Default::default(),
     };
+    // Format 5 is read, no longer written: it holds everything but the
+    // module failures, read as none.
     for name in ["snapshot_v5_no_keys", "snapshot_v5_one_key"] {
+        let gold = golden(name, b"");
+        let old = SnapshotBlob::decode(&gold).expect("format 5 decodes");
+        assert_eq!(old.first_module, blob.first_module, "{name}");
+        assert_eq!(
+            old.module_keys.len(),
+            usize::from(name.ends_with("one_key"))
+        );
+        assert_eq!(old.failures, FailureLog::default(), "{name}");
+    }
+    blob.failures.total = 3;
+    blob.failures.recent.push_back(ModuleFailure {
+        index: 41,
+        module: ModuleHash([0x55; 32]),
+        command: "grant \"k\"".into(),
+        reason: "guest trapped in `apply`: unreachable".into(),
+    });
+    for name in ["snapshot_v6_no_keys", "snapshot_v6_one_key"] {
         if name.ends_with("one_key") {
             blob.module_keys
                 .apply(&KeyEntry::Trust(ModuleKey([0x33; 32])))
@@ -295,7 +316,7 @@ fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
         }
         let now = blob.encode().expect("encode");
         let gold = golden(name, &now);
-        assert_eq!(hex(&now), hex(&gold), "{name}: snapshot format 5 changed");
+        assert_eq!(hex(&now), hex(&gold), "{name}: snapshot format 6 changed");
         let back = SnapshotBlob::decode(&gold).expect("decodes");
         assert_eq!(back.encode().expect("encode"), gold, "{name}");
     }

@@ -251,55 +251,148 @@ mod replica {
     }
 }
 
+/// The outcomes of `r` for `entries` cut into committed ranges at `cut`
+/// (positions in `entries`), one list per entry.
+fn apply_cut(
+    r: &mut lockd_core::replica::Replica,
+    entries: &[lockd_core::entry::Entry],
+    cut: &[(usize, usize)],
+) -> Vec<lockd_core::entry::Response> {
+    cut.iter()
+        .flat_map(|&(from, to)| {
+            r.apply(entries[from..to].to_vec())
+                .unwrap_or_else(|e| panic!("{cut:?}: the replica stopped: {e}"))
+        })
+        .collect()
+}
+
 #[test]
-fn a_trap_in_apply_stops_the_replica_before_the_failed_entries() {
-    use lockd_proto::PoisonedAt;
-    // Entries 2..=5: blank, grant `b`, the trap, blank. However they are
-    // cut into committed ranges, as long as the failing call holds entries
-    // 3 and 4: entry 2 is applied, nothing from 3 on is, and the failed
-    // entries are named.
-    // Each cut: (from, to) positions in those four entries.
-    let cuts: [&[(usize, usize)]; 2] = [&[(0, 4)], &[(0, 1), (1, 3), (3, 4)]];
+fn a_failing_command_is_refused_alone_however_the_entries_are_cut() {
+    use lockd_core::command::{is_module_failed, Outcome, Reason};
+    use lockd_core::entry::Response;
+    // Entries 2..=8: blank, grant `b`, the trap, grant `c`, the runaway
+    // loop, the memory bomb, grant `d`. Each cut: committed ranges, as
+    // (from, to) positions in those entries.
+    let keys = [
+        None,
+        Some("b"),
+        Some("chaos:trap"),
+        Some("c"),
+        Some("chaos:loop"),
+        Some("chaos:bomb"),
+        Some("d"),
+    ];
+    let cuts: [&[(usize, usize)]; 3] = [
+        &[(0, 7)],
+        &[(0, 1), (1, 3), (3, 5), (5, 7)],
+        &[(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7)],
+    ];
+    let mut seen: Option<(Vec<Response>, [u8; 32], lockd_core::replica::ReplicaView)> = None;
     for cut in cuts {
         let mut r = replica::chaos();
         r.apply(replica::entries(1, &[Some("a")])).unwrap();
-        let rest = replica::entries(2, &[None, Some("b"), Some("chaos:trap"), None]);
-        let results: Vec<_> = cut
-            .iter()
-            .map(|&(from, to)| r.apply(rest[from..to].to_vec()))
-            .collect();
-        // The range holding the trap fails; any later one is refused.
-        let failed = results.iter().position(Result::is_err).expect("a failure");
-        assert!(
-            cut[failed].0 <= 2 && 2 < cut[failed].1,
-            "{cut:?}: {results:?}"
-        );
-        assert!(
-            matches!(
-                results[failed],
-                Err(EngineError::Trap { call: "apply", .. })
-            ),
-            "{cut:?}: {results:?}"
-        );
-        assert!(
-            results[failed + 1..]
-                .iter()
-                .all(|res| matches!(res, Err(EngineError::Poisoned(_)))),
-            "{cut:?}: {results:?}"
-        );
+        let rest = replica::entries(2, &keys);
+        let out = apply_cut(&mut r, &rest, cut);
+        // The three hostile grants are refused by the host, naming why;
+        // every other entry is applied as if they had not been there.
+        for (i, (key, resp)) in keys.iter().zip(&out).enumerate() {
+            let Response::Lock(groups) = resp else {
+                panic!("{cut:?}: entry {i}: {resp:?}")
+            };
+            let o = &groups[0][0];
+            match key {
+                Some(k) if k.starts_with("chaos:") => assert!(
+                    matches!(o, Outcome::Rejected(Reason::Unsupported(w)) if is_module_failed(w)),
+                    "{cut:?}: {k}: {o:?}"
+                ),
+                Some(k) => assert!(matches!(o, Outcome::Granted(_)), "{cut:?}: {k}: {o:?}"),
+                None => assert_eq!(o, &Outcome::Noop),
+            }
+        }
         let v = r.view(false);
-        assert_eq!(v.applied_index, 2, "{cut:?}");
-        assert_eq!(
-            v.poisoned_at,
-            Some(PoisonedAt { first: 3, last: 4 }),
-            "{cut:?}"
-        );
-        assert!(v.poisoned.is_some_and(|p| p.contains("trapped in `apply`")));
-        // Nothing more is applied, not even a blank entry.
-        assert!(matches!(
-            r.apply(replica::entries(6, &[None])),
-            Err(EngineError::Poisoned(_))
-        ));
-        assert_eq!(r.view(false).applied_index, 2);
+        assert_eq!(v.applied_index, 8, "{cut:?}");
+        assert_eq!(v.poisoned, None, "{cut:?}");
+        assert_eq!(v.poisoned_at, None, "{cut:?}");
+        assert_eq!(v.module_failures_total, 3, "{cut:?}");
+        let why: Vec<(u64, &str)> = v
+            .module_failures
+            .iter()
+            .map(|f| (f.index, f.reason.as_str()))
+            .collect();
+        assert_eq!(why.len(), 3);
+        assert_eq!(why[0].0, 4);
+        assert!(why[0].1.contains("trapped in `apply`"), "{why:?}");
+        assert_eq!(why[1].0, 6);
+        assert!(why[1].1.contains("ran out of fuel"), "{why:?}");
+        assert_eq!(why[2].0, 7);
+        assert!(why[2].1.contains("memory limit"), "{why:?}");
+        assert!(v.module_failures[0].command.contains("chaos:trap"));
+        // And it goes on.
+        let next = r.apply(replica::entries(9, &[Some("e")])).unwrap();
+        assert!(matches!(&next[0], Response::Lock(g) if matches!(g[0][0], Outcome::Granted(_))));
+        let hash = r.state_hash().unwrap();
+        match &seen {
+            None => seen = Some((out, hash, v)),
+            Some((o, h, first)) => {
+                assert_eq!(&out, o, "{cut:?}: outcomes differ by cut");
+                assert_eq!(&hash, h, "{cut:?}: state differs by cut");
+                assert_eq!(v.module_failures, first.module_failures, "{cut:?}");
+            }
+        }
     }
+    // The state is the one without the hostile grants at all.
+    let mut clean = replica::chaos();
+    clean
+        .apply(replica::entries(
+            1,
+            &[
+                Some("a"),
+                None,
+                Some("b"),
+                None,
+                Some("c"),
+                None,
+                None,
+                Some("d"),
+                Some("e"),
+            ],
+        ))
+        .unwrap();
+    let (_, hash, _) = seen.expect("cuts ran");
+    assert_eq!(clean.state_hash().unwrap(), hash);
+}
+
+#[test]
+fn failures_survive_a_snapshot_and_a_restored_replica_isolates_too() {
+    use lockd_core::entry::SnapshotMeta;
+    use lockd_core::replica::Replica;
+    let mut r = replica::chaos();
+    r.apply(replica::entries(
+        1,
+        &[Some("a"), Some("chaos:trap"), Some("b")],
+    ))
+    .unwrap();
+    let blob = r.snapshot_blob(SnapshotMeta::default()).unwrap();
+    let bytes = blob.encode().unwrap();
+    let back = lockd_core::snapshot::SnapshotBlob::decode(&bytes).unwrap();
+    let loader = {
+        let engine = std::sync::Arc::new(WasmEngine::new(settings(), None).unwrap());
+        lockd_core::precompile::Precompiler::new(engine)
+    };
+    let mut restored = Replica::from_snapshot(2, loader, &back, 1000).unwrap();
+    let v = restored.view(false);
+    assert_eq!(v.module_failures_total, 1);
+    assert_eq!(v.module_failures[0].index, 2);
+    // Its checkpoint is the snapshot: a failure rebuilds from there.
+    restored
+        .apply(replica::entries(4, &[Some("chaos:trap"), Some("c")]))
+        .unwrap();
+    r.apply(replica::entries(4, &[Some("chaos:trap"), Some("c")]))
+        .unwrap();
+    assert_eq!(restored.state_hash().unwrap(), r.state_hash().unwrap());
+    assert_eq!(
+        restored.view(false).module_failures,
+        r.view(false).module_failures
+    );
+    assert_eq!(r.view(false).module_failures_total, 2);
 }

@@ -261,6 +261,7 @@ impl LockMachine for WasmMachine {
             capacity: lockd_core::replica::capacity::DEFAULT_CAPACITY,
             module_keys: Default::default(),
             first_module: Some(module.hash()),
+            failures: Default::default(),
         };
         match Replica::from_snapshot(0, loader(), &blob, AUDIT_INTERVAL) {
             Ok(mut installed) => {

@@ -254,8 +254,9 @@ impl GuestInstance {
         self.fuel_per_call = self.fuel_per_call.min(fuel);
     }
 
-    /// Run `f` (one call that moves the whole state) with the state budget.
-    pub(super) fn state_call<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+    /// Run `f` (one call that moves the whole state, or a replay of what
+    /// was applied once) with the state budget.
+    pub fn state_call<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         let normal = std::mem::replace(&mut self.fuel_per_call, self.fuel_per_state_call);
         let r = f(self);
         self.fuel_per_call = normal;

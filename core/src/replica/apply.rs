@@ -19,9 +19,13 @@ impl Replica {
         entries: impl IntoIterator<Item = Entry>,
     ) -> Result<Vec<Response>, EngineError> {
         // Stopped: nothing more is applied, not even entries without commands.
-        if let Some(first) = self.guest.poisoned() {
-            return Err(EngineError::Poisoned(first.to_string()));
+        if let Some(at) = self.stopped {
+            return Err(EngineError::Poisoned(format!(
+                "applying stopped at entries {}..={}",
+                at.first, at.last
+            )));
         }
+        self.heal()?;
         let mut run = Run::default();
         let mut responses: Vec<Option<Response>> = Vec::new();
         for entry in entries {
@@ -41,6 +45,7 @@ impl Replica {
                 Payload::Normal(Request::Lock(commands)) => {
                     self.flush(&mut run, &mut responses)?;
                     let outcomes = self.apply_legacy(log_id, &commands)?;
+                    self.record_failures(|_| log_id.index);
                     responses.push(Some(Response::Lock(vec![outcomes])));
                 }
                 Payload::Membership(m) => {
@@ -124,7 +129,7 @@ impl Replica {
         log_id: LogId,
         commands: &[legacy::Command],
     ) -> Result<Vec<Outcome>, EngineError> {
-        match self.guest.apply_legacy(commands) {
+        match self.isolated_legacy(commands) {
             Ok(outcomes) => {
                 let as_v02: Vec<Command> = commands.iter().map(Command::from_legacy).collect();
                 self.usage.account(&as_v02, &outcomes);
@@ -141,6 +146,7 @@ impl Replica {
                 Ok(outcomes)
             }
             Err(e) => {
+                self.failed.clear();
                 let mut alone = Run {
                     before: self.last_applied,
                     ..Run::default()
@@ -177,11 +183,14 @@ impl Replica {
             match self.apply_groups(&run.groups) {
                 Ok(applied) => applied,
                 Err(e) => {
+                    self.failed.clear();
                     self.stop_at(&run);
                     return Err(e);
                 }
             }
         };
+        self.record_failures(|g| run.index_of(g));
+        self.maybe_checkpoint();
         if let Some(shadow) = self.shadow.as_mut() {
             // The shadow sees what the module saw: not the grants the
             // capacity bound refused.
@@ -280,9 +289,10 @@ impl Replica {
         if last.is_some_and(|l| l.index >= at) && !self.fault_done {
             self.fault_done = true;
             tracing::warn!(node = self.id, "FAULT: planting a state divergence");
-            let _ = self
-                .guest
-                .apply(&[vec![crate::command::Command::grant("fault/diverged", 1)]]);
+            let planted = [vec![crate::command::Command::grant("fault/diverged", 1)]];
+            if self.guest.apply(&planted).is_ok() {
+                self.checkpoint.record(&planted);
+            }
         }
     }
 }

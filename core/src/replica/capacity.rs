@@ -276,7 +276,7 @@ impl Replica {
             let part = &groups[at..at + n];
             match refused {
                 None => {
-                    let outcomes = self.guest.apply(part)?;
+                    let outcomes = self.isolated_apply(part, at)?;
                     for (g, o) in part.iter().zip(&outcomes) {
                         self.usage.account(g, o);
                     }
@@ -291,7 +291,7 @@ impl Replica {
                     let answers = if rest.is_empty() {
                         Vec::new()
                     } else {
-                        let mut o = self.guest.apply(std::slice::from_ref(&rest))?;
+                        let mut o = self.isolated_apply(std::slice::from_ref(&rest), at)?;
                         let answers = o.pop().unwrap_or_default();
                         self.usage.account(&rest, &answers);
                         answers

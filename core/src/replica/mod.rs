@@ -14,12 +14,16 @@
 //!
 //! Layout: this file holds the state; `apply.rs` the apply path; `swap.rs` the
 //! upgrade, shadow and module-key entries; `run.rs` the batch of one guest call;
-//! `capacity.rs` the capacity bound; `query.rs` the reads of the state.
+//! `capacity.rs` the capacity bound; `isolate.rs` trap isolation (the
+//! checkpoint, the journal, the failures recorded); `query.rs` the reads
+//! of the state.
 //!
-//! A guest call that fails (see [`crate::engine`]) stops the replica for
-//! good: the applied index stays at the entry before the call's first lock
-//! entry, the call's lock entries are reported as where it stopped
-//! ([`ReplicaView::poisoned_at`]), and every later `apply` is refused.
+//! A guest call that fails fails its commands, not the replica: see
+//! `isolate.rs` ("Trap isolation"). Only a failure that rebuilding the
+//! instance cannot get past stops the replica for good: the applied index
+//! stays at the entry before the call's first lock entry, the call's lock
+//! entries are reported as where it stopped ([`ReplicaView::poisoned_at`]),
+//! and every later `apply` is refused.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -39,6 +43,7 @@ use capacity::Capacity;
 
 mod apply;
 pub mod capacity;
+pub mod isolate;
 mod query;
 mod run;
 mod swap;
@@ -47,6 +52,7 @@ pub use query::{ReplicaView, ShadowModule};
 pub use swap::record_of;
 
 use capacity::Usage;
+use isolate::{Checkpoint, Failed, FailureLog};
 
 /// The cluster a replica belongs to, as bound signatures name it: its
 /// id's 16 bytes, zeros while the node knows none (a cluster of builds
@@ -100,6 +106,14 @@ pub struct Replica {
     /// Set when a guest call in `apply` failed: the entries of that call
     /// that carry commands. Nothing is applied after.
     stopped: Option<PoisonedAt>,
+    /// What rebuilds the instance after a failed call (not replicated).
+    checkpoint: Checkpoint,
+    /// The commands of the run being applied that the module failed on.
+    failed: Vec<Failed>,
+    /// Every command the module failed on (replicated, in snapshots).
+    failures: FailureLog,
+    /// Instances rebuilt on this node (not replicated).
+    rebuilds: u64,
     /// Nothing but Raft's blank and membership entries applied since index
     /// 0 (a replica from a snapshot never is): its leader records the
     /// cluster's first module ([`crate::upgrade::Genesis`]).
@@ -140,6 +154,10 @@ impl Replica {
             module_keys: TrustedKeys::default(),
             cluster: Arc::new(Unnamed),
             stopped: None,
+            checkpoint: Checkpoint::default(),
+            failed: Vec::new(),
+            failures: FailureLog::default(),
+            rebuilds: 0,
             fresh: true,
             changes: None,
             #[cfg(feature = "faults")]
@@ -157,6 +175,8 @@ impl Replica {
         let module = loader.load(&blob.module)?;
         let mut replica = Replica::new(id, loader, module, audit_interval)?;
         replica.guest.restore(&blob.guest_state)?;
+        replica.checkpoint_at(blob.guest_state.as_slice());
+        replica.failures = blob.failures.clone();
         replica.last_applied = blob.meta.last_log_id;
         replica.membership = blob.meta.last_membership.clone();
         replica.module_since = blob.module_since;
@@ -176,6 +196,8 @@ impl Replica {
     pub fn install(&mut self, other: Replica, hash: [u8; 32]) {
         self.module = other.module;
         self.guest = other.guest;
+        self.checkpoint = other.checkpoint;
+        self.failures = other.failures;
         self.last_applied = other.last_applied;
         self.membership = other.membership;
         self.module_since = other.module_since;
@@ -218,6 +240,7 @@ impl Replica {
             capacity: self.capacity,
             module_keys: self.module_keys.clone(),
             first_module: self.first_module,
+            failures: self.failures.clone(),
         })
     }
 }

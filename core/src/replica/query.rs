@@ -49,6 +49,12 @@ pub struct ReplicaView {
     pub guest_memory_bytes: u64,
     /// The trusted module keys, hex, in key order.
     pub trusted_module_keys: Vec<String>,
+    /// Commands the modules failed on (replicated), and the last ones.
+    pub module_failures_total: u64,
+    pub module_failures: Vec<lockd_proto::ModuleFailure>,
+    /// Guest instances this node rebuilt from its checkpoint (after a
+    /// failed call; not replicated).
+    pub instance_rebuilds: u64,
 }
 
 impl Replica {
@@ -86,6 +92,7 @@ impl Replica {
 
     /// The holdings of `key`, in token order.
     pub fn holders(&mut self, key: &str) -> Result<Vec<HolderInfo>, EngineError> {
+        self.heal()?;
         self.guest.holders(key)
     }
 
@@ -96,15 +103,18 @@ impl Replica {
         after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<KeyHolders>, EngineError> {
+        self.heal()?;
         self.guest.list_keys(prefix, after, limit)
     }
 
     pub fn counters(&mut self) -> Result<TableCounters, EngineError> {
+        self.heal()?;
         self.guest.counters()
     }
 
     /// The live session `id`, if any.
     pub fn session(&mut self, id: u64) -> Result<Option<SessionInfo>, EngineError> {
+        self.heal()?;
         self.guest.session(id)
     }
 
@@ -114,22 +124,27 @@ impl Replica {
         after: Option<u64>,
         limit: u32,
     ) -> Result<Vec<SessionInfo>, EngineError> {
+        self.heal()?;
         self.guest.list_sessions(after, limit)
     }
 
     pub fn features(&mut self) -> Result<FeatureSet, EngineError> {
+        self.heal()?;
         self.guest.features()
     }
 
     pub fn policy(&mut self) -> Result<Vec<PrefixPolicy>, EngineError> {
+        self.heal()?;
         self.guest.policy()
     }
 
     pub fn state_hash(&mut self) -> Result<[u8; 32], EngineError> {
+        self.heal()?;
         self.guest.state_hash()
     }
 
     pub fn version(&mut self) -> Result<String, EngineError> {
+        self.heal()?;
         self.guest.version()
     }
 
@@ -165,6 +180,7 @@ impl Replica {
     /// `hash` is set.
     pub fn view(&mut self, hash: bool) -> ReplicaView {
         let unavailable = |e: EngineError| format!("unavailable: {e}");
+        let _ = self.heal();
         ReplicaView {
             applied_index: self.last_applied.map_or(0, |l| l.index),
             module_hash: self.module.hash().to_string(),
@@ -189,6 +205,9 @@ impl Replica {
             capacity: self.usage.status(self.capacity),
             guest_memory_bytes: self.guest.memory_bytes(),
             trusted_module_keys: self.module_keys.hex(),
+            module_failures_total: self.failures.total,
+            module_failures: self.failures.recent.iter().map(|f| f.status()).collect(),
+            instance_rebuilds: self.rebuilds,
         }
     }
 }

@@ -107,6 +107,7 @@ impl Replica {
                 let hash = migrated.instance.state_hash();
                 self.module = module;
                 self.guest = migrated.instance;
+                self.checkpoint_at(migrated.state);
                 self.module_since = log_id.index;
                 // The capacity's use is unchanged: `migrate` checked that
                 // the new module holds exactly the old holdings, key by

@@ -141,7 +141,9 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotLeader { .. }
             | ServiceError::Unavailable(_)
             | ServiceError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ServiceError::StateMachine(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ServiceError::StateMachine(_) | ServiceError::ModuleFailed { .. } => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
         };
         let leader = match &e {
             ServiceError::NotLeader { leader, .. } => *leader,

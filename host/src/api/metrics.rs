@@ -244,6 +244,18 @@ fn registry(node: &Services) -> Registry {
         "1 when the guest failed and applying stopped.",
         s.poisoned.is_some() as u64,
     );
+    counter(
+        r,
+        "lockd_module_failures",
+        "Commands the lock modules failed on, each refused with module_failed while the rest applied (replicated: every node counts the same).",
+        s.module_failures_total,
+    );
+    counter(
+        r,
+        "lockd_guest_rebuilds",
+        "Guest instances this node rebuilt from its checkpoint after a failed call.",
+        upgrades.rebuilds,
+    );
     labelled(
         r,
         "lockd_upgrades",

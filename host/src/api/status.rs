@@ -15,8 +15,10 @@ pub fn role_of(state: ServerState) -> Role {
     }
 }
 
-/// Upgrade entries applied since start: swapped, rejected.
+/// Upgrade entries applied since start: swapped, rejected; and guest
+/// instances rebuilt after a failed call.
 pub struct UpgradeCounts {
     pub swapped: u64,
     pub rejected: u64,
+    pub rebuilds: u64,
 }

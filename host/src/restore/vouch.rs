@@ -89,6 +89,7 @@ mod tests {
             capacity: lockd_core::replica::capacity::DEFAULT_CAPACITY,
             module_keys: trusted,
             first_module: None,
+            failures: Default::default(),
         }
     }
 

@@ -62,6 +62,10 @@ pub enum ServiceError {
     Capacity { key: String, reason: String },
     #[error("the active lock module cannot grant {key:?} as asked: {reason}")]
     Unsupported { key: String, reason: String },
+    /// The module failed on the command (trap, fuel, memory): refused on
+    /// every node while everything else goes on.
+    #[error("the lock module failed on this command for {key:?}: {reason}")]
+    ModuleFailed { key: String, reason: String },
     #[error("token {given} does not hold lock {key:?}")]
     WrongToken { key: String, given: u64 },
     /// The holding is another principal's: only it (or an admin) may
@@ -133,7 +137,7 @@ impl ServiceError {
             NoSession { .. } | NotSessionHolder { .. } => "no_session",
             NotLeader { .. } => "not_leader",
             Unavailable(_) => "unavailable",
-            StateMachine(_) => "error",
+            StateMachine(_) | ModuleFailed { .. } => "error",
         }
     }
 
@@ -153,6 +157,7 @@ impl ServiceError {
             Quota { .. } => ErrorCode::Quota,
             Capacity { .. } => ErrorCode::Capacity,
             Unsupported { .. } => ErrorCode::Unsupported,
+            ModuleFailed { .. } => ErrorCode::ModuleFailed,
             TooManyWaiters { .. } => ErrorCode::TooManyWaiters,
             Overloaded(_) => ErrorCode::Overloaded,
             NotHeld { .. } => ErrorCode::NotHeld,

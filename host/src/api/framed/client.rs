@@ -181,7 +181,10 @@ fn wire_error(node: &Services, e: ServiceError) -> WireError {
             }
         }
         ServiceError::Unavailable(_) | ServiceError::Overloaded(_) => WireError::Unavailable(msg),
-        ServiceError::StateMachine(_) => WireError::Internal(msg),
+        // The code (`module_failed`) travels beside it.
+        ServiceError::StateMachine(_) | ServiceError::ModuleFailed { .. } => {
+            WireError::Internal(msg)
+        }
     }
 }
 

@@ -103,10 +103,13 @@ impl Services {
             engine_implementation: self.engine.fingerprint().implementation(),
             cluster_id: self.cluster.get().map(|c| c.to_string()),
             first_module_hash: v.first_module_hash,
+            module_failures_total: v.module_failures_total,
+            module_failures: v.module_failures,
         };
         let counts = UpgradeCounts {
             swapped: v.upgrades_swapped,
             rejected: v.upgrades_rejected,
+            rebuilds: v.instance_rebuilds,
         };
         (status, counts)
     }

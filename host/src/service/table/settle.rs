@@ -21,6 +21,9 @@ pub(super) fn refusal(key: &str, reject: Reject) -> ServiceError {
             ServiceError::Capacity { key, reason }
         }
         Reject::Quota(reason) => ServiceError::Quota { key, reason },
+        Reject::Unsupported(reason) if lockd_core::command::is_module_failed(&reason) => {
+            ServiceError::ModuleFailed { key, reason }
+        }
         Reject::Unsupported(reason) => ServiceError::Unsupported { key, reason },
         Reject::NoSession(id) => ServiceError::NoSession { id },
     }

@@ -1,0 +1,341 @@
+//! Trap isolation: a guest call that fails fails its commands, not the
+//! replica.
+//!
+//! The replica keeps a [`Checkpoint`] of its guest: the state at some
+//! point (the module's `snapshot()` bytes, or nothing for an empty table)
+//! and a journal of every batch the instance applied since. When an apply
+//! call fails — a trap, the fuel budget, the memory limit, a malformed
+//! answer — the instance is rebuilt to the state before that call (a new
+//! instance, the checkpoint restored, the journal replayed) and the
+//! call's commands are applied one at a time, each in a call of its own
+//! with the full budget. A command that fails alone is answered
+//! `rejected(unsupported("module failed: …"))` (the host's reason,
+//! [`crate::command::module_failed`]; HTTP and the native protocol answer
+//! it with the code `module_failed`), the instance is rebuilt again, and
+//! the next command goes on. Every failure is recorded in the replicated
+//! state ([`FailureLog`]: which module, which index, which command, why).
+//!
+//! Why every node answers alike: whether a command fails alone depends on
+//! the state before it, which every node shares, and not on how a node's
+//! committed ranges were cut into calls — a call that fails only because
+//! it carried many commands falls back to one command per call, where
+//! nothing fails. A trap or a runaway loop fails everywhere. Fuel and
+//! memory also depend slightly on the instance's history (a restored table
+//! is laid out differently from one built entry by entry): a command
+//! within that noise of a budget could fail on one node only, which the
+//! determinism audit reports; the reference modules stay at least ten
+//! times inside both budgets (docs/configuration.md, "Limits").
+//!
+//! A failure that rebuilding cannot get past (the checkpoint's restore or
+//! the journal's replay fails, or the host's own error) still stops the
+//! replica, as before isolation existed.
+//!
+//! Cost when nothing fails: the journal's copy of each batch, and a new
+//! checkpoint (one `snapshot()`) whenever the journal has grown past the
+//! checkpoint's size and at least [`MIN_JOURNAL_BYTES`]: amortised, about
+//! one byte copied and one serialised per byte applied; memory at most
+//! the state's size twice plus [`MIN_JOURNAL_BYTES`].
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::Replica;
+use crate::command::{legacy, module_failed, unforged, Command, Outcome};
+use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEngine};
+
+/// The journal may grow to the checkpoint's size, and at least this, before
+/// a new checkpoint is taken.
+pub const MIN_JOURNAL_BYTES: usize = 4 << 20;
+
+/// Failures kept by name (in status and snapshots); the count is total.
+pub const KEEP_FAILURES: usize = 16;
+
+/// One batch the instance applied, as it was sent.
+enum Journaled {
+    Groups(Vec<Vec<Command>>),
+    Legacy(Vec<legacy::Command>),
+}
+
+/// A state of the guest and the batches applied since: enough to rebuild
+/// the instance as it is now.
+#[derive(Default)]
+pub(super) struct Checkpoint {
+    /// `None`: the empty table of a new instance.
+    state: Option<Arc<[u8]>>,
+    journal: Vec<Journaled>,
+    journal_bytes: usize,
+}
+
+impl Checkpoint {
+    /// The instance holds `state` and nothing since.
+    pub(super) fn at(state: impl Into<Arc<[u8]>>) -> Checkpoint {
+        Checkpoint {
+            state: Some(state.into()),
+            ..Checkpoint::default()
+        }
+    }
+
+    pub(super) fn record(&mut self, groups: &[Vec<Command>]) {
+        self.journal_bytes += groups
+            .iter()
+            .flatten()
+            .map(Command::wire_bytes)
+            .sum::<usize>();
+        self.journal.push(Journaled::Groups(groups.to_vec()));
+    }
+
+    fn record_legacy(&mut self, commands: &[legacy::Command]) {
+        self.journal_bytes += commands
+            .iter()
+            .map(|c| Command::from_legacy(c).wire_bytes())
+            .sum::<usize>();
+        self.journal.push(Journaled::Legacy(commands.to_vec()));
+    }
+
+    /// Whether a new checkpoint is due.
+    fn due(&self) -> bool {
+        let size = self.state.as_ref().map_or(0, |s| s.len());
+        self.journal_bytes > size.max(MIN_JOURNAL_BYTES)
+    }
+
+    /// A new instance of `module` in the state this checkpoint describes.
+    /// Replayed with the state budget: these batches were applied once.
+    fn rebuild(
+        &self,
+        engine: &WasmEngine,
+        module: &GuestModule,
+    ) -> Result<GuestInstance, EngineError> {
+        let mut guest = engine.instantiate(module)?;
+        if let Some(state) = &self.state {
+            guest.restore(state)?;
+        }
+        for batch in &self.journal {
+            match batch {
+                Journaled::Groups(groups) => guest.state_call(|g| g.apply(groups).map(drop))?,
+                Journaled::Legacy(cmds) => guest.state_call(|g| g.apply_legacy(cmds).map(drop))?,
+            }
+        }
+        Ok(guest)
+    }
+}
+
+/// A command the module failed on, as the replicated state records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleFailure {
+    /// The log index of the command's entry.
+    pub index: u64,
+    /// The module that failed.
+    pub module: ModuleHash,
+    /// The command, as [`Command`]'s `Display` shows it.
+    pub command: String,
+    /// The failure (trap, fuel, memory, a malformed answer).
+    pub reason: String,
+}
+
+impl ModuleFailure {
+    pub fn status(&self) -> lockd_proto::ModuleFailure {
+        lockd_proto::ModuleFailure {
+            index: self.index,
+            module_hash: self.module.to_string(),
+            command: self.command.clone(),
+            reason: self.reason.clone(),
+        }
+    }
+}
+
+/// The failures of the cluster's modules: how many, and the last
+/// [`KEEP_FAILURES`]. Replicated (applied identically, kept in snapshots).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureLog {
+    pub total: u64,
+    pub recent: VecDeque<ModuleFailure>,
+}
+
+impl FailureLog {
+    fn push(&mut self, failure: ModuleFailure) {
+        self.total += 1;
+        self.recent.push_back(failure);
+        while self.recent.len() > KEEP_FAILURES {
+            self.recent.pop_front();
+        }
+    }
+}
+
+/// Whether `e` is the module's failure (isolated) rather than the host's.
+fn is_module_fault(e: &EngineError) -> bool {
+    matches!(
+        e,
+        EngineError::Trap { .. }
+            | EngineError::FuelExhausted { .. }
+            | EngineError::MemoryLimit { .. }
+            | EngineError::OutcomeCount { .. }
+            | EngineError::Poisoned(_)
+    )
+}
+
+/// A command of the current run that failed: its group in the run, what
+/// it was and why.
+pub(super) struct Failed {
+    pub(super) group: usize,
+    pub(super) command: String,
+    pub(super) reason: String,
+}
+
+impl Replica {
+    /// Apply `groups` (the `first`-th group of the run onwards) on the
+    /// guest, isolating a failure: one outcome list per group, the
+    /// commands the module failed on answered `module failed` and noted
+    /// for [`Replica::record_failures`].
+    pub(super) fn isolated_apply(
+        &mut self,
+        groups: &[Vec<Command>],
+        first: usize,
+    ) -> Result<Vec<Vec<Outcome>>, EngineError> {
+        match self.guest.apply(groups) {
+            Ok(out) => {
+                self.checkpoint.record(groups);
+                Ok(out
+                    .into_iter()
+                    .map(|g| g.into_iter().map(unforged).collect())
+                    .collect())
+            }
+            Err(e) if is_module_fault(&e) => {
+                tracing::warn!(node = self.id, error = %e, commands = groups.iter().map(Vec::len).sum::<usize>(), "a guest call failed; applying its commands one at a time");
+                self.rebuild()?;
+                let mut out = Vec::with_capacity(groups.len());
+                for (g, group) in groups.iter().enumerate() {
+                    let mut answers = Vec::with_capacity(group.len());
+                    for cmd in group {
+                        let one = [vec![cmd.clone()]];
+                        match self.guest.apply(&one) {
+                            Ok(mut o) => {
+                                self.checkpoint.record(&one);
+                                let o = o.pop().and_then(|mut g| g.pop()).unwrap_or(Outcome::Noop);
+                                answers.push(unforged(o));
+                            }
+                            Err(e) if is_module_fault(&e) => {
+                                let reason = e.to_string();
+                                self.failed.push(Failed {
+                                    group: first + g,
+                                    command: cmd.to_string(),
+                                    reason: reason.clone(),
+                                });
+                                answers.push(module_failed(&reason));
+                                self.rebuild()?;
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    out.push(answers);
+                }
+                Ok(out)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A world-0.1 log entry's commands, isolated as
+    /// [`Replica::isolated_apply`] does.
+    pub(super) fn isolated_legacy(
+        &mut self,
+        commands: &[legacy::Command],
+    ) -> Result<Vec<Outcome>, EngineError> {
+        match self.guest.apply_legacy(commands) {
+            Ok(out) => {
+                self.checkpoint.record_legacy(commands);
+                Ok(out.into_iter().map(unforged).collect())
+            }
+            Err(e) if is_module_fault(&e) => {
+                self.rebuild()?;
+                let mut out = Vec::with_capacity(commands.len());
+                for cmd in commands {
+                    let one = std::slice::from_ref(cmd);
+                    match self.guest.apply_legacy(one) {
+                        Ok(mut o) => {
+                            self.checkpoint.record_legacy(one);
+                            out.push(unforged(o.pop().unwrap_or(Outcome::Noop)));
+                        }
+                        Err(e) if is_module_fault(&e) => {
+                            let reason = e.to_string();
+                            self.failed.push(Failed {
+                                group: 0,
+                                command: cmd.to_string(),
+                                reason: reason.clone(),
+                            });
+                            out.push(module_failed(&reason));
+                            self.rebuild()?;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(out)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Record the failures noted since the last call; `index_of` gives the
+    /// log index of a group of the run.
+    pub(super) fn record_failures(&mut self, index_of: impl Fn(usize) -> u64) {
+        let module = self.module.hash();
+        for f in std::mem::take(&mut self.failed) {
+            let index = index_of(f.group);
+            tracing::error!(node = self.id, index, module = %module, command = %f.command, reason = %f.reason, "the lock module failed on a command; it was refused, the rest applied");
+            self.failures.push(ModuleFailure {
+                index,
+                module,
+                command: f.command,
+                reason: f.reason,
+            });
+        }
+    }
+
+    /// Replace the instance by one rebuilt from the checkpoint.
+    pub(super) fn rebuild(&mut self) -> Result<(), EngineError> {
+        let started = std::time::Instant::now();
+        let guest = self
+            .checkpoint
+            .rebuild(self.loader.engine(), &self.module)?;
+        self.guest = guest;
+        self.rebuilds += 1;
+        tracing::info!(
+            node = self.id,
+            took_ms = started.elapsed().as_millis() as u64,
+            "guest instance rebuilt from its checkpoint"
+        );
+        Ok(())
+    }
+
+    /// An instance a read left failed is rebuilt before anything else
+    /// uses it (reads are not replicated: one node's failed read must not
+    /// stop its replica). A stopped replica is left as it stopped.
+    pub(super) fn heal(&mut self) -> Result<(), EngineError> {
+        if self.stopped.is_none() && self.guest.poisoned().is_some() {
+            self.rebuild()?;
+        }
+        Ok(())
+    }
+
+    /// Take a new checkpoint when the journal has grown enough. A failure
+    /// here is the module's and leaves the old checkpoint in place.
+    pub(super) fn maybe_checkpoint(&mut self) {
+        if !self.checkpoint.due() {
+            return;
+        }
+        match self.guest.snapshot() {
+            Ok(state) => self.checkpoint = Checkpoint::at(state),
+            Err(e) => {
+                tracing::warn!(node = self.id, error = %e, "a checkpoint of the guest failed; keeping the last one");
+                let _ = self.heal();
+            }
+        }
+    }
+
+    /// A new checkpoint of the instance as it is now (after it was
+    /// replaced by one whose state is `state`).
+    pub(super) fn checkpoint_at(&mut self, state: impl Into<Arc<[u8]>>) {
+        self.checkpoint = Checkpoint::at(state);
+    }
+}
