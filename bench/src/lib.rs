@@ -13,8 +13,11 @@
 //!   cycles/s against an empty table, memory per lock, snapshot build,
 //!   transfer and install, restart.
 //! * `upgrade-bench`: the client-visible pause of a hot upgrade with 100k
-//!   held locks, compile included and excluded.
+//!   held locks, compile included and excluded; with `--isolate`, the cost
+//!   of one failing command at 100k and 1M held locks ([`isolate`]).
 //! * this library: what the binaries share.
+
+pub mod isolate;
 
 /// The value after `--name` on the command line, or `default`.
 pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {

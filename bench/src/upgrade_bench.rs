@@ -26,6 +26,9 @@
 //! same migration on a table of `--locks` locks: compiling version 2, the
 //! old module's `snapshot`, the new one's `restore` (with the checks), and
 //! the state hash recorded at the swap.
+//!
+//! `upgrade-bench --isolate` prints instead what one command the module
+//! fails on costs with 100 000 and 1 000 000 locks held (trap isolation).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -141,6 +144,10 @@ fn breakdown(locks: usize) {
 }
 
 fn main() {
+    if lock_bench::flag("--isolate") {
+        lock_bench::isolate::table(&[100_000, 1_000_000]);
+        return;
+    }
     let locks: usize = lock_bench::arg("--locks", 100_000);
     let clients: usize = lock_bench::arg("--clients", 8);
     let seconds: f64 = lock_bench::arg("--seconds", 4.0);

@@ -159,12 +159,11 @@ pub struct Status {
     pub first_module_hash: Option<String>,
     /// Commands the cluster's lock modules failed on (each refused with
     /// `module_failed`, the rest applied), since the cluster began.
-    /// Replicated: every node reports the same at the same index.
-    #[serde(default)]
-    pub module_failures_total: u64,
-    /// The most recent of them, oldest first.
-    #[serde(default)]
-    pub module_failures: Vec<ModuleFailure>,
+    /// Replicated: every node reports the same at the same index. `None`
+    /// (absent): a node of a build before trap isolation.
+    pub module_failures_total: Option<u64>,
+    /// The most recent of them, oldest first (`None` as above).
+    pub module_failures: Option<Vec<ModuleFailure>>,
 }
 
 /// A command the lock module failed on: refused with `module_failed` on

@@ -47,7 +47,7 @@ fn agreed(c: &Cluster, failures: u64) -> Status {
         let all: Vec<Status> = c.running().iter().filter_map(|id| c.status(*id)).collect();
         if all.len() == c.running().len()
             && all.iter().all(|x| {
-                x.module_failures_total == failures
+                x.module_failures_total == Some(failures)
                     && x.state_hash == s.state_hash
                     && x.module_failures == s.module_failures
             })
@@ -109,15 +109,15 @@ fn a_module_failing_on_one_key_fails_that_command_and_the_cluster_serves_on() {
 
     let s = agreed(&c, 3);
     assert_eq!(s.locks_held, 3, "only k0..k2 are held: {s:?}");
-    let reasons: Vec<&str> = s
+    let failed = s
         .module_failures
-        .iter()
-        .map(|f| f.reason.as_str())
-        .collect();
-    assert_eq!(s.module_failures.len(), 3, "{reasons:?}");
-    assert!(s.module_failures[0].command.contains("chaos:trap"), "{s:?}");
-    assert!(s.module_failures[1].command.contains("chaos:loop"), "{s:?}");
-    assert!(s.module_failures.iter().all(|f| f.module_hash == chaos));
+        .clone()
+        .expect("this build reports failures");
+    let reasons: Vec<&str> = failed.iter().map(|f| f.reason.as_str()).collect();
+    assert_eq!(failed.len(), 3, "{reasons:?}");
+    assert!(failed[0].command.contains("chaos:trap"), "{s:?}");
+    assert!(failed[1].command.contains("chaos:loop"), "{s:?}");
+    assert!(failed.iter().all(|f| f.module_hash == chaos));
     for id in 1..=3 {
         let st = c.status(id).expect("status");
         assert_eq!(st.poisoned, None, "node {id}");

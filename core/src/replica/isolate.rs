@@ -31,10 +31,11 @@
 //! replica, as before isolation existed.
 //!
 //! Cost when nothing fails: the journal's copy of each batch, and a new
-//! checkpoint (one `snapshot()`) whenever the journal has grown past the
-//! checkpoint's size and at least [`MIN_JOURNAL_BYTES`]: amortised, about
-//! one byte copied and one serialised per byte applied; memory at most
-//! the state's size twice plus [`MIN_JOURNAL_BYTES`].
+//! checkpoint (one `snapshot()`) whenever the journal's commands, counted
+//! as the log counts them ([`Command::wire_bytes`]), pass the checkpoint's
+//! size and [`MIN_JOURNAL_BYTES`]: amortised, each applied byte is copied
+//! once and serialised about once. Memory: the checkpoint (the state's
+//! size) and the journal (as Rust values, a few times its log size).
 
 use std::collections::VecDeque;
 use std::sync::Arc;

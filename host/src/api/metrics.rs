@@ -248,7 +248,7 @@ fn registry(node: &Services) -> Registry {
         r,
         "lockd_module_failures",
         "Commands the lock modules failed on, each refused with module_failed while the rest applied (replicated: every node counts the same).",
-        s.module_failures_total,
+        s.module_failures_total.unwrap_or(0),
     );
     counter(
         r,

@@ -47,6 +47,42 @@ pub(crate) async fn confirm(raft: &Raft, id: NodeId) -> Result<(), ServiceError>
     Ok(())
 }
 
+/// How long a request the active module would refuse waits for this node
+/// to confirm it leads before the refusal stands, and a new cluster's
+/// first requests for its first module. Longer than a keepalive's bound:
+/// on a new cluster the first requests may come while its first leader
+/// commits its first entries, which under load takes more than an
+/// election's time; they wait for that rather than fail.
+pub(crate) const SETTLE_LIMIT: Duration = Duration::from_secs(10);
+
+/// On a new cluster whose first module is not applied yet (a request that
+/// came first), confirm leadership and wait for it, within
+/// [`SETTLE_LIMIT`] each; at once otherwise.
+pub(crate) async fn cluster_module(
+    raft: &Raft,
+    sm: &StateMachineStore,
+    id: NodeId,
+) -> Result<(), ServiceError> {
+    if sm.genesis_needed().is_none() {
+        return Ok(());
+    }
+    tokio::time::timeout(SETTLE_LIMIT, confirm(raft, id))
+        .await
+        .map_err(|_| {
+            ServiceError::Unavailable(format!(
+                "node {id} could not confirm its leadership with a quorum within {} s",
+                SETTLE_LIMIT.as_secs()
+            ))
+        })??;
+    if first_module(raft, sm, SETTLE_LIMIT).await {
+        Ok(())
+    } else {
+        Err(ServiceError::Unavailable(format!(
+            "node {id}: the cluster's first module is not applied yet"
+        )))
+    }
+}
+
 /// A new cluster's first leader records the cluster's first module after
 /// its read barrier; until that entry applies, this node runs the index-0
 /// module, which is not the cluster's. Waits for it, at most `within`;

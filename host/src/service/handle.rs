@@ -73,13 +73,6 @@ impl Drop for InActor<'_> {
 /// The most keys one page of a listing returns.
 pub const MAX_LIST: u32 = 1000;
 
-/// How long a request the active module would refuse waits for this node
-/// to confirm it leads before the refusal stands. Longer than a
-/// keepalive's bound: on a new cluster the first requests may come while
-/// its first leader commits its first entries, which under load takes more
-/// than an election's time; they wait for that rather than fail.
-const REFUSAL_CONFIRM: Duration = Duration::from_secs(10);
-
 fn gone() -> ServiceError {
     ServiceError::Unavailable("the node is shutting down".into())
 }
@@ -221,6 +214,11 @@ impl LockService {
         self.check_lease(spec.lease_ms)?;
         self.check_wait(wait)?;
         check_spec(&spec)?;
+        if spec.limit == 0 && spec.mode != Mode::Exclusive {
+            // The default limit is the cluster's module's, not the index-0
+            // module's (whose largest is 1).
+            barrier::cluster_module(&self.raft, &self.sm, self.id).await?;
+        }
         self.settle_limit(key, &mut spec)?;
         if spec.mode != Mode::Exclusive || spec.limit != 1 {
             self.check_supported(key, &spec).await?;
@@ -261,7 +259,7 @@ impl LockService {
     }
 
     /// `check` of the active module, and when it refuses, again after the
-    /// read barrier (within [`REFUSAL_CONFIRM`]) and the cluster's first
+    /// read barrier (within [`barrier::SETTLE_LIMIT`]) and the cluster's first
     /// module (within an election's time): a refusal stands only then.
     /// Free on the path that passes.
     pub(super) async fn refusal_stands(
@@ -271,7 +269,7 @@ impl LockService {
         if check(self).is_ok() {
             return Ok(());
         }
-        self.confirm_leading_within(REFUSAL_CONFIRM).await?;
+        self.confirm_leading_within(barrier::SETTLE_LIMIT).await?;
         barrier::first_module(&self.raft, &self.sm, self.election_max).await;
         check(self)
     }

@@ -70,9 +70,16 @@ pub(super) async fn clients(
     let keeper = keeper?;
     let upgraded = cfg.upgrade_at.map(|at| {
         let target = target.clone();
+        let stop = stop.clone();
+        let module = upgrade_module(&cfg);
+        let hostile = cfg.hostile;
         tokio::spawn(async move {
             tokio::time::sleep(at).await;
-            upgrade(&target, crate::fixtures::LOCK_SM_V2).await
+            upgrade(&target, module).await?;
+            if hostile {
+                traps(&target, &stop).await?;
+            }
+            Ok::<(), String>(())
         })
     });
     let operated = cfg.operation.map(|(at, op)| {
@@ -143,7 +150,7 @@ pub(super) async fn clients(
     tracing::info!("clients: convergence");
     let module = match (cfg.mixed, cfg.upgrade_at) {
         (true, _) => Some(mixed_module(&cfg)),
-        (false, Some(_)) => Some(crate::fixtures::LOCK_SM_V2),
+        (false, Some(_)) => Some(upgrade_module(&cfg)),
         (false, None) => None,
     }
     .map(|m| lockd_core::engine::ModuleHash::of(m).to_string());
@@ -167,6 +174,41 @@ fn mixed_module(cfg: &SimConfig) -> &'static [u8] {
     } else {
         crate::fixtures::LOCK_SM_WORLD02
     }
+}
+
+/// The module a run with `upgrade_at` upgrades to.
+fn upgrade_module(cfg: &SimConfig) -> &'static [u8] {
+    if cfg.hostile {
+        crate::fixtures::CHAOS_GUEST
+    } else {
+        crate::fixtures::LOCK_SM_V2
+    }
+}
+
+/// Grants of the key the chaos module traps on, through the faults until
+/// `stop`: each is refused (`module_failed`, or an error of the faults);
+/// one granted is a violation.
+async fn traps(target: &Target, stop: &AtomicBool) -> Result<(), String> {
+    let client = target.client(Duration::from_secs(2), Duration::from_secs(1));
+    let mut refused = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        match client
+            .acquire_once("chaos:trap", Duration::from_secs(1), Duration::ZERO)
+            .await
+        {
+            Ok(g) => {
+                return Err(format!(
+                    "a grant the module traps on was granted: token {}",
+                    g.token()
+                ))
+            }
+            Err(e) if e.code() == Some(lockd_proto::ErrorCode::ModuleFailed) => refused += 1,
+            Err(_) => {}
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    tracing::info!(refused, "clients: the trapping grants were refused");
+    Ok(())
 }
 
 /// Put `module` in by a hot upgrade, retried through leader changes and
@@ -218,9 +260,16 @@ async fn converged(target: &Target, module: Option<String>) -> Vec<Violation> {
         let mut seen = Vec::new();
         for e in &target.endpoints {
             match client.status_of(e).await {
+                // The module failures are replicated state: equal too.
                 Ok(s) => seen.push((
                     s.applied_index,
-                    format!("{} module {}", s.state_hash, s.module_hash),
+                    format!(
+                        "{} failures {:?} module {}",
+                        s.state_hash,
+                        s.module_failures
+                            .map(|f| (f.len(), f.last().map(|l| l.index))),
+                        s.module_hash
+                    ),
                     s.commit_index,
                 )),
                 Err(err) => last = format!("{e}: {err}"),

@@ -98,6 +98,11 @@ pub struct SimConfig {
     /// long into the faults, retried until it is in; every node must end
     /// on it. Not with `mixed`.
     pub upgrade_at: Option<Duration>,
+    /// With `upgrade_at`: upgrade to the chaos fixture instead (version 1
+    /// and a trap on the key `chaos:trap`), and send grants of that key
+    /// through the faults: none may be granted, and every node must
+    /// record the same module failures (trap isolation).
+    pub hostile: bool,
     /// What the operator does this long into the faults: a voter removed
     /// and added back, or a shadow started and stopped.
     pub operation: Option<(Duration, operator::Operation)>,
@@ -110,7 +115,8 @@ impl SimConfig {
     /// four), 4 clients on 2 keys, 12 s of faults; every even seed mixed,
     /// one in two of them (those without an operator) on world 0.3 with
     /// sessions and elections;
-    /// one odd seed in two upgrades the module during the faults; the
+    /// one odd seed in two upgrades the module during the faults (one of
+    /// those in two to a module that traps on a key it is then sent); the
     /// operator removes a voter and adds it back in every five-node run,
     /// and runs a shadow of the active module in every other mixed run.
     pub fn seed(seed: u64) -> SimConfig {
@@ -127,6 +133,7 @@ impl SimConfig {
             mixed: seed.is_multiple_of(2),
             sessions: seed.is_multiple_of(4),
             upgrade_at: (seed % 4 == 1).then(|| Duration::from_millis(2000 + seed % 7 * 1000)),
+            hostile: seed % 8 == 5,
             operation: operation(seed),
             control: None,
         }

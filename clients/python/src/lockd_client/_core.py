@@ -59,6 +59,7 @@ _BY_CODE = {
     "no_session": E.NoSession,
     "invalid_ttl": E.BadRequest,
     "not_session_holder": E.Forbidden,
+    "module_failed": E.ServerError,
 }
 
 # The longest single wait one request asks for when the caller waits

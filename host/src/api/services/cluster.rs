@@ -103,8 +103,8 @@ impl Services {
             engine_implementation: self.engine.fingerprint().implementation(),
             cluster_id: self.cluster.get().map(|c| c.to_string()),
             first_module_hash: v.first_module_hash,
-            module_failures_total: v.module_failures_total,
-            module_failures: v.module_failures,
+            module_failures_total: Some(v.module_failures_total),
+            module_failures: Some(v.module_failures),
         };
         let counts = UpgradeCounts {
             swapped: v.upgrades_swapped,
