@@ -214,12 +214,17 @@ impl LockService {
         self.check_lease(spec.lease_ms)?;
         self.check_wait(wait)?;
         check_spec(&spec)?;
-        if spec.limit == 0 && spec.mode != Mode::Exclusive {
-            // The default limit is the cluster's module's, not the index-0
-            // module's (whose largest is 1).
-            barrier::cluster_module(&self.raft, &self.sm, self.id).await?;
-        }
+        let defaulted = spec.limit == 0 && spec.mode != Mode::Exclusive;
         self.settle_limit(key, &mut spec)?;
+        if defaulted && spec.limit == 1 {
+            // Maybe the index-0 module's largest limit on a new cluster
+            // whose first module is not applied yet: the default is the
+            // cluster's module's. (Checked only here: it takes the state
+            // machine's lock.)
+            barrier::cluster_module(&self.raft, &self.sm, self.id).await?;
+            (spec.limit, spec.adopt) = (0, None);
+            self.settle_limit(key, &mut spec)?;
+        }
         if spec.mode != Mode::Exclusive || spec.limit != 1 {
             self.check_supported(key, &spec).await?;
         }
