@@ -98,10 +98,10 @@ fn a_module_failing_on_one_key_fails_that_command_and_the_cluster_serves_on() {
                 i += 1;
             }
         });
-        refused(&c, leader, "chaos:trap", "guest trapped in `apply`");
+        refused(&c, leader, "chaos:trap", "the module trapped in `apply`");
         refused(&c, leader, "chaos:loop", "ran out of fuel");
         // The same command fails again the same way: the state decides.
-        refused(&c, leader, "chaos:trap", "guest trapped in `apply`");
+        refused(&c, leader, "chaos:trap", "the module trapped in `apply`");
         stop.store(true, Ordering::Relaxed);
         load.join().expect("the load ran without an error");
     });
@@ -152,7 +152,7 @@ fn a_module_failing_on_one_key_fails_that_command_and_the_cluster_serves_on() {
     // is made the leader).
     let behind = c.status(lagging).expect("status").applied_index;
     c.kill(lagging);
-    refused(&c, leader, "chaos:trap", "guest trapped in `apply`");
+    refused(&c, leader, "chaos:trap", "the module trapped in `apply`");
     for i in 0..60 {
         let key = format!("snap/{i}");
         let r = c.acquire(leader, &key, 60_000).expect("acquire");

@@ -363,6 +363,45 @@ fn a_failing_command_is_refused_alone_however_the_entries_are_cut() {
 }
 
 #[test]
+fn a_group_that_fails_is_refused_whole_and_the_other_groups_apply() {
+    use lockd_core::command::{is_module_failed, Outcome, Reason};
+    use lockd_core::entry::{Entry, LogId, Payload, Request, Response};
+    let mut r = replica::chaos();
+    // One entry, three groups: the middle one holds the trap beside a
+    // grant of its own; the module decides a group together, so both of
+    // its commands are refused, and nothing of it is held.
+    let groups = vec![
+        vec![Command::grant("a", 5)],
+        vec![Command::grant("b", 5), Command::grant("chaos:trap", 5)],
+        vec![Command::grant("c", 5)],
+    ];
+    let out = r
+        .apply([Entry {
+            log_id: LogId::new(1, 0, 1),
+            payload: Payload::Normal(Request::commands(groups)),
+        }])
+        .unwrap();
+    let Response::Lock(answers) = &out[0] else {
+        panic!("{out:?}")
+    };
+    let failed =
+        |o: &Outcome| matches!(o, Outcome::Rejected(Reason::Unsupported(w)) if is_module_failed(w));
+    assert!(matches!(answers[0][0], Outcome::Granted(_)), "{answers:?}");
+    assert!(answers[1].iter().all(failed), "{answers:?}");
+    assert!(matches!(answers[2][0], Outcome::Granted(_)), "{answers:?}");
+    assert!(r.holders("b").unwrap().is_empty());
+    let v = r.view(false);
+    assert_eq!(v.module_failures_total, 1);
+    let f = &v.module_failures[0];
+    assert_eq!(f.index, 1);
+    assert!(
+        f.command.contains("\"b\"") && f.command.contains("chaos:trap"),
+        "{f:?}"
+    );
+    assert_eq!(f.reason, "the module trapped in `apply`");
+}
+
+#[test]
 fn failures_survive_a_snapshot_and_a_restored_replica_isolates_too() {
     use lockd_core::entry::SnapshotMeta;
     use lockd_core::replica::Replica;

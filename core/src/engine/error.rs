@@ -22,6 +22,11 @@ pub enum EngineError {
     MemoryLimit { call: &'static str, limit: u64 },
     #[error("guest trapped in `{call}`: {trap}")]
     Trap { call: &'static str, trap: String },
+    /// Not isolated like other traps: how deep a guest may recurse
+    /// depends on the machine's native stack and the wasmtime build, so
+    /// nodes could disagree on which command fails.
+    #[error("guest exhausted the native call stack in `{call}`")]
+    StackOverflow { call: &'static str },
     #[error("guest instance is poisoned by an earlier failure ({0}); restore a snapshot into a fresh instance")]
     Poisoned(String),
     #[error("guest refused the snapshot: {0}")]

@@ -307,6 +307,7 @@ fn classify(
 ) -> EngineError {
     match e.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => EngineError::FuelExhausted { call, budget },
+        Some(Trap::StackOverflow) => EngineError::StackOverflow { call },
         _ if store.data().limiter.refused => EngineError::MemoryLimit {
             call,
             limit: store.data().limiter.limit,

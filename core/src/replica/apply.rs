@@ -26,6 +26,11 @@ impl Replica {
             )));
         }
         self.heal()?;
+        if self.checkpoint.over_cap() {
+            return Err(EngineError::Poisoned(
+                "the guest's checkpoints keep failing (its `snapshot`): the journal of what it applied since is full".into(),
+            ));
+        }
         let mut run = Run::default();
         let mut responses: Vec<Option<Response>> = Vec::new();
         for entry in entries {
@@ -46,6 +51,7 @@ impl Replica {
                     self.flush(&mut run, &mut responses)?;
                     let outcomes = self.apply_legacy(log_id, &commands)?;
                     self.record_failures(|_| log_id.index);
+                    self.maybe_checkpoint();
                     responses.push(Some(Response::Lock(vec![outcomes])));
                 }
                 Payload::Membership(m) => {
@@ -164,6 +170,10 @@ impl Replica {
         run: &mut Run,
         responses: &mut [Option<Response>],
     ) -> Result<(), EngineError> {
+        // Every entry that is not a lock entry comes after a flush: a guest
+        // a failed call outside isolation left (an upgrade's capture, an
+        // audit point's hash) is rebuilt before it is used again.
+        self.heal()?;
         if run.entries.is_empty() {
             return Ok(());
         }

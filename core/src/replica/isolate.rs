@@ -7,19 +7,22 @@
 //! call fails — a trap, the fuel budget, the memory limit, a malformed
 //! answer — the instance is rebuilt to the state before that call (a new
 //! instance, the checkpoint restored, the journal replayed) and the
-//! call's commands are applied one at a time, each in a call of its own
-//! with the full budget. A command that fails alone is answered
-//! `rejected(unsupported("module failed: …"))` (the host's reason,
-//! [`crate::command::module_failed`]; HTTP and the native protocol answer
-//! it with the code `module_failed`), the instance is rebuilt again, and
-//! the next command goes on. Every failure is recorded in the replicated
+//! call's groups are applied one at a time, each in a call of its own
+//! with the full budget (a group is what the module decides together,
+//! so it is never split). Every command of a group that fails alone is
+//! answered `rejected(unsupported("module failed: …"))` (the host's
+//! reason, [`crate::command::module_failed`], naming only the kind of
+//! failure and the call; HTTP and the native protocol answer it with the
+//! code `module_failed`), the instance is rebuilt again, and the next
+//! group goes on. Every failure is recorded in the replicated
 //! state ([`FailureLog`]: which module, which index, which command, why).
 //!
-//! Why every node answers alike: whether a command fails alone depends on
+//! Why every node answers alike: whether a group fails alone depends on
 //! the state before it, which every node shares, and not on how a node's
 //! committed ranges were cut into calls — a call that fails only because
-//! it carried many commands falls back to one command per call, where
-//! nothing fails. A trap or a runaway loop fails everywhere. Fuel and
+//! it carried many groups falls back to one group per call, where
+//! nothing fails. A trap or a runaway loop fails everywhere. A stack
+//! overflow is not isolated: its depth depends on the machine. Fuel and
 //! memory also depend slightly on the instance's history (a restored table
 //! is laid out differently from one built entry by entry): a command
 //! within that noise of a budget could fail on one node only, which the
@@ -50,6 +53,13 @@ use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEng
 /// a new checkpoint is taken.
 pub const MIN_JOURNAL_BYTES: usize = 4 << 20;
 
+/// ... and at most this, whatever size the module's snapshot has.
+pub const MAX_JOURNAL_BYTES: usize = 64 << 20;
+
+/// A journal this long means checkpoints keep failing (the module's
+/// `snapshot` does): the replica stops rather than grow it further.
+pub const JOURNAL_CAP: usize = 16 * MAX_JOURNAL_BYTES;
+
 /// Failures kept by name (in status and snapshots); the count is total.
 pub const KEEP_FAILURES: usize = 16;
 
@@ -67,6 +77,8 @@ pub(super) struct Checkpoint {
     state: Option<Arc<[u8]>>,
     journal: Vec<Journaled>,
     journal_bytes: usize,
+    /// After a failed checkpoint, the next is tried only at this size.
+    retry_at: usize,
 }
 
 impl Checkpoint {
@@ -98,7 +110,13 @@ impl Checkpoint {
     /// Whether a new checkpoint is due.
     fn due(&self) -> bool {
         let size = self.state.as_ref().map_or(0, |s| s.len());
-        self.journal_bytes > size.max(MIN_JOURNAL_BYTES)
+        self.journal_bytes > size.clamp(MIN_JOURNAL_BYTES, MAX_JOURNAL_BYTES)
+            && self.journal_bytes >= self.retry_at
+    }
+
+    /// Whether the journal passed [`JOURNAL_CAP`].
+    pub(super) fn over_cap(&self) -> bool {
+        self.journal_bytes > JOURNAL_CAP
     }
 
     /// A new instance of `module` in the state this checkpoint describes.
@@ -176,8 +194,41 @@ fn is_module_fault(e: &EngineError) -> bool {
     )
 }
 
-/// A command of the current run that failed: its group in the run, what
-/// it was and why.
+/// The failure as the replicated state records it, from the kind of
+/// failure and the node's settings alone (the same on every node, whatever
+/// wasmtime says in its own words); `None`: not isolated (a stack
+/// overflow, whose depth differs between machines, and the host's own
+/// errors stop the replica as before).
+fn failure_kind(e: &EngineError) -> Option<String> {
+    match e {
+        EngineError::Trap { call, .. } => Some(format!("the module trapped in `{call}`")),
+        EngineError::FuelExhausted { call, budget } => Some(format!(
+            "the module ran out of fuel in `{call}` (budget {budget} per call)"
+        )),
+        EngineError::MemoryLimit { call, limit } => Some(format!(
+            "the module passed the memory limit of {limit} bytes in `{call}`"
+        )),
+        EngineError::OutcomeCount { want, got } => Some(format!(
+            "the module answered {got} outcomes for {want} commands"
+        )),
+        _ => None,
+    }
+}
+
+/// How a failed group is named in the record: its first commands, and
+/// how many more.
+fn describe(commands: impl ExactSizeIterator<Item = String>) -> String {
+    const SHOWN: usize = 3;
+    let n = commands.len();
+    let mut out: Vec<String> = commands.take(SHOWN).collect();
+    if n > SHOWN {
+        out.push(format!("and {} more", n - SHOWN));
+    }
+    out.join("; ")
+}
+
+/// A group of the current run that failed: its place in the run, what it
+/// held and why.
 pub(super) struct Failed {
     pub(super) group: usize,
     pub(super) command: String,
@@ -186,94 +237,91 @@ pub(super) struct Failed {
 
 impl Replica {
     /// Apply `groups` (the `first`-th group of the run onwards) on the
-    /// guest, isolating a failure: one outcome list per group, the
-    /// commands the module failed on answered `module failed` and noted
-    /// for [`Replica::record_failures`].
+    /// guest, isolating a failure: one outcome list per group. After a
+    /// failed call every group goes alone (a group is one entry for the
+    /// module, which decides its commands together: a grant refused busy
+    /// keeps the later grants of its key in the group out); a group that
+    /// fails alone has every command answered `module failed`, and is
+    /// noted for [`Replica::record_failures`].
     pub(super) fn isolated_apply(
         &mut self,
         groups: &[Vec<Command>],
         first: usize,
     ) -> Result<Vec<Vec<Outcome>>, EngineError> {
-        match self.guest.apply(groups) {
+        let e = match self.guest.apply(groups) {
             Ok(out) => {
                 self.checkpoint.record(groups);
-                Ok(out
+                return Ok(out
                     .into_iter()
                     .map(|g| g.into_iter().map(unforged).collect())
-                    .collect())
+                    .collect());
             }
-            Err(e) if is_module_fault(&e) => {
-                tracing::warn!(node = self.id, error = %e, commands = groups.iter().map(Vec::len).sum::<usize>(), "a guest call failed; applying its commands one at a time");
-                self.rebuild()?;
-                let mut out = Vec::with_capacity(groups.len());
-                for (g, group) in groups.iter().enumerate() {
-                    let mut answers = Vec::with_capacity(group.len());
-                    for cmd in group {
-                        let one = [vec![cmd.clone()]];
-                        match self.guest.apply(&one) {
-                            Ok(mut o) => {
-                                self.checkpoint.record(&one);
-                                let o = o.pop().and_then(|mut g| g.pop()).unwrap_or(Outcome::Noop);
-                                answers.push(unforged(o));
-                            }
-                            Err(e) if is_module_fault(&e) => {
-                                let reason = e.to_string();
-                                self.failed.push(Failed {
-                                    group: first + g,
-                                    command: cmd.to_string(),
-                                    reason: reason.clone(),
-                                });
-                                answers.push(module_failed(&reason));
-                                self.rebuild()?;
-                            }
-                            Err(e) => return Err(e),
-                        }
-                    }
-                    out.push(answers);
+            Err(e) if is_module_fault(&e) => e,
+            Err(e) => return Err(e),
+        };
+        tracing::warn!(node = self.id, error = %e, groups = groups.len(), "a guest call failed; applying its groups one at a time");
+        self.rebuild()?;
+        let mut out = Vec::with_capacity(groups.len());
+        for (g, group) in groups.iter().enumerate() {
+            let alone = std::slice::from_ref(group);
+            match self.guest.apply(alone) {
+                Ok(mut o) => {
+                    self.checkpoint.record(alone);
+                    let o = o.pop().unwrap_or_default();
+                    out.push(o.into_iter().map(unforged).collect());
                 }
-                Ok(out)
+                Err(e) => {
+                    let Some(reason) = failure_kind(&e) else {
+                        return Err(e);
+                    };
+                    tracing::warn!(node = self.id, error = %e, "a group failed alone");
+                    self.failed.push(Failed {
+                        group: first + g,
+                        command: describe(group.iter().map(Command::to_string)),
+                        reason: reason.clone(),
+                    });
+                    out.push(vec![module_failed(&reason); group.len()]);
+                    self.rebuild()?;
+                }
             }
-            Err(e) => Err(e),
         }
+        Ok(out)
     }
 
-    /// A world-0.1 log entry's commands, isolated as
+    /// A world-0.1 log entry's commands (one group), isolated as
     /// [`Replica::isolated_apply`] does.
     pub(super) fn isolated_legacy(
         &mut self,
         commands: &[legacy::Command],
     ) -> Result<Vec<Outcome>, EngineError> {
+        let e = match self.guest.apply_legacy(commands) {
+            Ok(out) => {
+                self.checkpoint.record_legacy(commands);
+                return Ok(out.into_iter().map(unforged).collect());
+            }
+            Err(e) if is_module_fault(&e) => e,
+            Err(e) => return Err(e),
+        };
+        tracing::warn!(node = self.id, error = %e, "a legacy entry failed; again on a rebuilt instance");
+        self.rebuild()?;
         match self.guest.apply_legacy(commands) {
             Ok(out) => {
                 self.checkpoint.record_legacy(commands);
                 Ok(out.into_iter().map(unforged).collect())
             }
-            Err(e) if is_module_fault(&e) => {
+            Err(e) => {
+                let Some(reason) = failure_kind(&e) else {
+                    return Err(e);
+                };
+                tracing::warn!(node = self.id, error = %e, "a legacy entry failed");
+                self.failed.push(Failed {
+                    group: 0,
+                    command: describe(commands.iter().map(legacy::Command::to_string)),
+                    reason: reason.clone(),
+                });
                 self.rebuild()?;
-                let mut out = Vec::with_capacity(commands.len());
-                for cmd in commands {
-                    let one = std::slice::from_ref(cmd);
-                    match self.guest.apply_legacy(one) {
-                        Ok(mut o) => {
-                            self.checkpoint.record_legacy(one);
-                            out.push(unforged(o.pop().unwrap_or(Outcome::Noop)));
-                        }
-                        Err(e) if is_module_fault(&e) => {
-                            let reason = e.to_string();
-                            self.failed.push(Failed {
-                                group: 0,
-                                command: cmd.to_string(),
-                                reason: reason.clone(),
-                            });
-                            out.push(module_failed(&reason));
-                            self.rebuild()?;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(out)
+                Ok(vec![module_failed(&reason); commands.len()])
             }
-            Err(e) => Err(e),
         }
     }
 
@@ -328,6 +376,9 @@ impl Replica {
         match self.guest.snapshot() {
             Ok(state) => self.checkpoint = Checkpoint::at(state),
             Err(e) => {
+                // Not again before the journal has grown by as much: each
+                // try costs a snapshot and a rebuild.
+                self.checkpoint.retry_at = self.checkpoint.journal_bytes + MIN_JOURNAL_BYTES;
                 tracing::warn!(node = self.id, error = %e, "a checkpoint of the guest failed; keeping the last one");
                 let _ = self.heal();
             }

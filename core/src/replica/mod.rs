@@ -198,6 +198,8 @@ impl Replica {
         self.guest = other.guest;
         self.checkpoint = other.checkpoint;
         self.failures = other.failures;
+        // Whatever stopped this replica is behind the installed state.
+        self.stopped = None;
         self.last_applied = other.last_applied;
         self.membership = other.membership;
         self.module_since = other.module_since;
@@ -234,7 +236,10 @@ impl Replica {
         Ok(SnapshotBlob {
             meta,
             module: self.module.bytes().to_vec(),
-            guest_state: self.guest.snapshot()?,
+            guest_state: {
+                self.heal()?;
+                self.guest.snapshot()?
+            },
             module_since: self.module_since,
             upgrades: self.upgrades.iter().cloned().collect(),
             capacity: self.capacity,

@@ -154,6 +154,7 @@ impl Replica {
         &mut self,
         to: World,
     ) -> Result<(Vec<u8>, crate::upgrade::Before), MigrateError> {
+        self.heal().map_err(MigrateError::OldSnapshot)?;
         capture(&mut self.guest, to)
     }
 

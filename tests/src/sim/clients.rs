@@ -266,8 +266,7 @@ async fn converged(target: &Target, module: Option<String>) -> Vec<Violation> {
                     format!(
                         "{} failures {:?} module {}",
                         s.state_hash,
-                        s.module_failures
-                            .map(|f| (f.len(), f.last().map(|l| l.index))),
+                        (s.module_failures_total, s.module_failures),
                         s.module_hash
                     ),
                     s.commit_index,
