@@ -12,9 +12,9 @@
 //! behind a snapshot gets them with it; both reach the same state.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
+use lock_tests::cluster::{wait_for, Cluster};
 use lock_tests::fixtures::CHAOS_GUEST;
 use lockd_core::engine::ModuleHash;
 use lockd_proto::Status;
@@ -41,25 +41,24 @@ fn refused(c: &Cluster, id: u64, key: &str, why: &str) {
 /// Every running node has applied the same index with the same state hash
 /// and recorded `failures` failures.
 fn agreed(c: &Cluster, failures: u64) -> Status {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let s = c.wait_converged(Duration::from_secs(30));
-        let all: Vec<Status> = c.running().iter().filter_map(|id| c.status(*id)).collect();
-        if all.len() == c.running().len()
-            && all.iter().all(|x| {
-                x.module_failures_total == Some(failures)
-                    && x.state_hash == s.state_hash
-                    && x.module_failures == s.module_failures
-            })
-        {
-            return s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the nodes did not agree on {failures} failures: {all:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut agreed = None;
+    wait_for(
+        &format!("every node agreeing on {failures} failures"),
+        Duration::from_secs(30),
+        || {
+            let s = c.wait_converged(Duration::from_secs(30));
+            let all: Vec<Status> = c.running().iter().filter_map(|id| c.status(*id)).collect();
+            let same = all.len() == c.running().len()
+                && all.iter().all(|x| {
+                    x.module_failures_total == Some(failures)
+                        && x.state_hash == s.state_hash
+                        && x.module_failures == s.module_failures
+                });
+            agreed = same.then_some(s);
+            same
+        },
+    );
+    agreed.expect("agreed")
 }
 
 #[test]
@@ -161,18 +160,12 @@ fn a_module_failing_on_one_key_fails_that_command_and_the_cluster_serves_on() {
         assert!(c.release(leader, &key, token).expect("release").ok());
     }
     let done = c.status(leader).expect("leader status");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let st = c.status(restarted).expect("status");
-        if st.applied_index >= done.applied_index && st.purged_index.unwrap_or(0) > behind {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "node {restarted} did not catch up, snapshot and purge: {st:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    c.wait_purged_past(
+        restarted,
+        done.applied_index,
+        behind,
+        Duration::from_secs(30),
+    );
     c.kill(leader);
     c.spawn(lagging);
     assert_eq!(c.wait_leader(Duration::from_secs(30)), restarted);

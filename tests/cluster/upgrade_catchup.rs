@@ -8,7 +8,7 @@
 //! upgrade index against the leader's), then makes it the leader and has it
 //! serve: only its own instance of version 2 answers then.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lock_tests::cluster::{Cluster, ELECTION_MS};
 use lock_tests::fixtures::LOCK_SM_V2;
@@ -157,18 +157,12 @@ fn node_down_during_upgrade_catches_up_by_snapshot() {
     let index = upgrade(&c, leader);
     traffic(&c, leader, "b", 120);
     let done = c.status(leader).expect("status");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let st = c.status(survivor).expect("status");
-        if st.applied_index >= done.applied_index && st.purged_index.unwrap_or(0) > index + 5 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "node {survivor} did not snapshot and purge: {st:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    c.wait_purged_past(
+        survivor,
+        done.applied_index,
+        index + 5,
+        Duration::from_secs(20),
+    );
     c.kill(leader);
     c.spawn(lagging);
     assert_eq!(c.wait_leader(Duration::from_secs(30)), survivor);

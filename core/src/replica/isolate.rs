@@ -271,17 +271,8 @@ impl Replica {
                     out.push(o.into_iter().map(unforged).collect());
                 }
                 Err(e) => {
-                    let Some(reason) = failure_kind(&e) else {
-                        return Err(e);
-                    };
-                    tracing::warn!(node = self.id, error = %e, "a group failed alone");
-                    self.failed.push(Failed {
-                        group: first + g,
-                        command: describe(group.iter().map(Command::to_string)),
-                        reason: reason.clone(),
-                    });
-                    out.push(vec![module_failed(&reason); group.len()]);
-                    self.rebuild()?;
+                    let command = describe(group.iter().map(Command::to_string));
+                    out.push(self.failed_alone(e, first + g, command, group.len())?);
                 }
             }
         }
@@ -310,19 +301,35 @@ impl Replica {
                 Ok(out.into_iter().map(unforged).collect())
             }
             Err(e) => {
-                let Some(reason) = failure_kind(&e) else {
-                    return Err(e);
-                };
-                tracing::warn!(node = self.id, error = %e, "a legacy entry failed");
-                self.failed.push(Failed {
-                    group: 0,
-                    command: describe(commands.iter().map(legacy::Command::to_string)),
-                    reason: reason.clone(),
-                });
-                self.rebuild()?;
-                Ok(vec![module_failed(&reason); commands.len()])
+                let command = describe(commands.iter().map(legacy::Command::to_string));
+                self.failed_alone(e, 0, command, commands.len())
             }
         }
+    }
+
+    /// A group (the run's `group`-th, `command` as recorded, `n` commands)
+    /// failed alone with `e`: noted, the instance rebuilt, and each of its
+    /// commands answered `module failed`; `e` itself when it is not the
+    /// module's to isolate.
+    fn failed_alone(
+        &mut self,
+        e: EngineError,
+        group: usize,
+        command: String,
+        n: usize,
+    ) -> Result<Vec<Outcome>, EngineError> {
+        let Some(reason) = failure_kind(&e) else {
+            return Err(e);
+        };
+        tracing::warn!(node = self.id, error = %e, "a group failed alone");
+        let answer = module_failed(&reason);
+        self.failed.push(Failed {
+            group,
+            command,
+            reason,
+        });
+        self.rebuild()?;
+        Ok(vec![answer; n])
     }
 
     /// Record the failures noted since the last call; `index_of` gives the
@@ -355,6 +362,13 @@ impl Replica {
             "guest instance rebuilt from its checkpoint"
         );
         Ok(())
+    }
+
+    /// The instance, rebuilt first if a failed call left it unusable
+    /// (what every read goes through).
+    pub(super) fn healthy(&mut self) -> Result<&mut GuestInstance, EngineError> {
+        self.heal()?;
+        Ok(&mut self.guest)
     }
 
     /// An instance a read left failed is rebuilt before anything else

@@ -236,10 +236,7 @@ impl Replica {
         Ok(SnapshotBlob {
             meta,
             module: self.module.bytes().to_vec(),
-            guest_state: {
-                self.heal()?;
-                self.guest.snapshot()?
-            },
+            guest_state: self.healthy()?.snapshot()?,
             module_since: self.module_since,
             upgrades: self.upgrades.iter().cloned().collect(),
             capacity: self.capacity,

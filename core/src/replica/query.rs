@@ -92,8 +92,7 @@ impl Replica {
 
     /// The holdings of `key`, in token order.
     pub fn holders(&mut self, key: &str) -> Result<Vec<HolderInfo>, EngineError> {
-        self.heal()?;
-        self.guest.holders(key)
+        self.healthy()?.holders(key)
     }
 
     /// Up to `limit` held keys under `prefix` after `after`, in key order.
@@ -103,19 +102,16 @@ impl Replica {
         after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<KeyHolders>, EngineError> {
-        self.heal()?;
-        self.guest.list_keys(prefix, after, limit)
+        self.healthy()?.list_keys(prefix, after, limit)
     }
 
     pub fn counters(&mut self) -> Result<TableCounters, EngineError> {
-        self.heal()?;
-        self.guest.counters()
+        self.healthy()?.counters()
     }
 
     /// The live session `id`, if any.
     pub fn session(&mut self, id: u64) -> Result<Option<SessionInfo>, EngineError> {
-        self.heal()?;
-        self.guest.session(id)
+        self.healthy()?.session(id)
     }
 
     /// Up to `limit` live sessions after `after`, in id order.
@@ -124,28 +120,23 @@ impl Replica {
         after: Option<u64>,
         limit: u32,
     ) -> Result<Vec<SessionInfo>, EngineError> {
-        self.heal()?;
-        self.guest.list_sessions(after, limit)
+        self.healthy()?.list_sessions(after, limit)
     }
 
     pub fn features(&mut self) -> Result<FeatureSet, EngineError> {
-        self.heal()?;
-        self.guest.features()
+        self.healthy()?.features()
     }
 
     pub fn policy(&mut self) -> Result<Vec<PrefixPolicy>, EngineError> {
-        self.heal()?;
-        self.guest.policy()
+        self.healthy()?.policy()
     }
 
     pub fn state_hash(&mut self) -> Result<[u8; 32], EngineError> {
-        self.heal()?;
-        self.guest.state_hash()
+        self.healthy()?.state_hash()
     }
 
     pub fn version(&mut self) -> Result<String, EngineError> {
-        self.heal()?;
-        self.guest.version()
+        self.healthy()?.version()
     }
 
     /// The active state (as a module of world `to` reads it) and what a
@@ -154,8 +145,7 @@ impl Replica {
         &mut self,
         to: World,
     ) -> Result<(Vec<u8>, crate::upgrade::Before), MigrateError> {
-        self.heal().map_err(MigrateError::OldSnapshot)?;
-        capture(&mut self.guest, to)
+        capture(self.healthy().map_err(MigrateError::OldSnapshot)?, to)
     }
 
     /// The running shadow: what a promote needs.

@@ -66,14 +66,7 @@ pub(crate) async fn cluster_module(
     if sm.genesis_needed().is_none() {
         return Ok(());
     }
-    tokio::time::timeout(SETTLE_LIMIT, confirm(raft, id))
-        .await
-        .map_err(|_| {
-            ServiceError::Unavailable(format!(
-                "node {id} could not confirm its leadership with a quorum within {} s",
-                SETTLE_LIMIT.as_secs()
-            ))
-        })??;
+    confirm_within(raft, id, SETTLE_LIMIT).await?;
     if first_module(raft, sm, SETTLE_LIMIT).await {
         Ok(())
     } else {
@@ -81,6 +74,22 @@ pub(crate) async fn cluster_module(
             "node {id}: the cluster's first module is not applied yet"
         )))
     }
+}
+
+/// [`confirm`], or unavailable when it takes longer than `limit`.
+pub(crate) async fn confirm_within(
+    raft: &Raft,
+    id: NodeId,
+    limit: Duration,
+) -> Result<(), ServiceError> {
+    tokio::time::timeout(limit, confirm(raft, id))
+        .await
+        .unwrap_or_else(|_| {
+            Err(ServiceError::Unavailable(format!(
+                "node {id} could not confirm its leadership with a quorum within {} ms",
+                limit.as_millis()
+            )))
+        })
 }
 
 /// A new cluster's first leader records the cluster's first module after

@@ -287,14 +287,7 @@ impl LockService {
     }
 
     async fn confirm_leading_within(&self, limit: Duration) -> Result<(), ServiceError> {
-        match tokio::time::timeout(limit, barrier::confirm(&self.raft, self.id)).await {
-            Ok(r) => r,
-            Err(_) => Err(ServiceError::Unavailable(format!(
-                "node {} could not confirm its leadership with a quorum within {} ms",
-                self.id,
-                limit.as_millis()
-            ))),
-        }
+        barrier::confirm_within(&self.raft, self.id, limit).await
     }
 
     /// The active module's `features` against `spec`'s mode and limit.

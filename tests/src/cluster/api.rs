@@ -153,6 +153,21 @@ impl Cluster {
         }
     }
 
+    /// Wait until node `id` has applied `applied` and purged its log past
+    /// `index` (it snapshotted: a node behind `index` can only catch up
+    /// from it by a snapshot install).
+    pub fn wait_purged_past(&self, id: u64, applied: u64, index: u64, timeout: Duration) {
+        wait_for(
+            &format!("node {id} applying {applied} and purging past {index}"),
+            timeout,
+            || {
+                self.status(id).is_some_and(|st| {
+                    st.applied_index >= applied && st.purged_index.unwrap_or(0) > index
+                })
+            },
+        );
+    }
+
     /// Try once to take `key` on node `id`.
     pub fn acquire(&self, id: u64, key: &str, lease_ms: u64) -> Result<Reply, String> {
         self.post(

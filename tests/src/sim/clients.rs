@@ -205,6 +205,7 @@ async fn traps(target: &Target, stop: &AtomicBool) -> Result<(), String> {
             Err(e) if e.code() == Some(lockd_proto::ErrorCode::ModuleFailed) => refused += 1,
             Err(_) => {}
         }
+        // The client's pace (simulated time), not a wait for a condition.
         tokio::time::sleep(Duration::from_millis(700)).await;
     }
     tracing::info!(refused, "clients: the trapping grants were refused");
