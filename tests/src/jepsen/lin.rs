@@ -19,10 +19,12 @@
 //!     and the leader releases such a grant at once.
 //!   - **never late beyond the documented bound.** A holder is gone once
 //!     [`Horizon::latest_end`] has passed: its lease, armed no later than
-//!     the answer (or, for an unknown outcome, the client giving up), plus
-//!     the bound on a leader change; a leader change inside a fault window
-//!     may re-arm it up to that window's end. An operation invoked after
-//!     that point cannot see the holder.
+//!     the answer (or, for an unknown outcome, the client giving up, or
+//!     the end of a hold its request may have sat in:
+//!     [`Horizon::delivered_by`]), plus the bound on a leader change; a
+//!     leader change inside a fault window may re-arm it up to that
+//!     window's end. An operation invoked after that point cannot see the
+//!     holder.
 //!
 //! Operations whose outcome is unknown may be linearized anywhere after their
 //! invocation, or not at all.
@@ -33,9 +35,9 @@
 //! is the request's only while it lasts (docs/architecture.md, "Retries
 //! cannot strand a lock"), so once it has ended a later try of the same request is
 //! granted anew, with a new token. The model therefore gives such an
-//! acquire, beside its answer, one optional earlier grant of unknown token
-//! that must take effect before the operation completes: the grant no
-//! answer showed.
+//! acquire, beside its answer, one optional other grant of unknown token
+//! that must take effect before the operation completes (or, for a try a
+//! link held, when the hold ends): the grant no answer showed.
 
 use std::collections::HashSet;
 
@@ -68,9 +70,28 @@ pub struct Horizon {
     /// granted acquire may also have been granted by an earlier try whose
     /// answer was lost (see the module docs).
     pub retried_grants: bool,
+    /// Windows (from, to) in which some link held its messages (a paused
+    /// node, a slow link), sorted by `from`. A request sent before one
+    /// ends may arrive, and take effect, only when it ends: long after its
+    /// client gave up.
+    pub held: Vec<(f64, f64)>,
 }
 
 impl Horizon {
+    /// The latest a request sent between `sent` and `gave_up` (its
+    /// client's invoke and giving up) can take effect: at once, or when
+    /// the last hold it can have been caught in ends (a hold it is released
+    /// into may catch it again).
+    pub fn delivered_by(&self, sent: f64, gave_up: f64) -> f64 {
+        let mut by = gave_up;
+        for &(from, to) in &self.held {
+            if from <= by && to >= sent {
+                by = by.max(to);
+            }
+        }
+        by
+    }
+
     /// The latest a lease of `lease_ms` armed at or before `armed` ends.
     pub fn latest_end(&self, armed: f64, lease_ms: f64) -> f64 {
         let lease_ms = lease_ms * (1.0 + self.stretch);
@@ -142,7 +163,11 @@ fn step(s: State, op: &Op, frontier: f64, horizon: &Horizon) -> Vec<State> {
             (Call::Acquire { .. }, Ret::Held) if s.holder.is_some() => out.push(s),
             (Call::Acquire { lease_ms, .. }, Ret::Unknown) if s.holder.is_none() => {
                 out.push(State {
-                    holder: Some(holder(None, *lease_ms, op.complete)),
+                    holder: Some(holder(
+                        None,
+                        *lease_ms,
+                        horizon.delivered_by(op.invoke, op.complete),
+                    )),
                     ..s
                 });
             }
@@ -194,9 +219,13 @@ pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Res
                 ..o.clone()
             })
             .collect();
-        deadline.extend(lost.iter().map(|o| o.complete));
+        deadline.extend(
+            lost.iter()
+                .map(|o| horizon.delivered_by(o.invoke, o.complete)),
+        );
         ops.extend(lost);
     }
+    let (ops, deadline) = drop_idle_unknown_acquires(ops, deadline, horizon);
     let mut order: Vec<usize> = (0..ops.len()).collect();
     order.sort_by(|&a, &b| ops[a].invoke.total_cmp(&ops[b].invoke));
     let deadline: Vec<f64> = order.iter().map(|&i| deadline[i]).collect();
@@ -245,6 +274,40 @@ pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Res
     )))
 }
 
+/// Leaves out the acquires of unknown outcome (lost grants included) that
+/// no answer "held" can lie beside. Such an acquire, if placed, makes a
+/// holder of unknown token that may end at once: it helps place an
+/// answer "held" while it lasts and nothing else (a grant needs the key
+/// free, a release its own token), and leaving it out only frees the key
+/// and lowers the frontier, which never forbids a placement. So the
+/// verdict is the same, and the search is spared every subset of them:
+/// the space it walks grows with the number of unknown operations.
+fn drop_idle_unknown_acquires(
+    ops: Vec<Op>,
+    deadline: Vec<f64>,
+    horizon: &Horizon,
+) -> (Vec<Op>, Vec<f64>) {
+    let held: Vec<(f64, f64)> = ops
+        .iter()
+        .filter(|o| matches!((&o.call, &o.ret), (Call::Acquire { .. }, Ret::Held)))
+        .map(|o| (o.invoke, o.complete))
+        .collect();
+    ops.into_iter()
+        .zip(deadline)
+        .filter(|(o, _)| match (&o.call, &o.ret) {
+            (Call::Acquire { lease_ms, .. }, Ret::Unknown) => {
+                // Its holding starts after its invoke and is gone by its
+                // latest end (as `step` arms it); a "held" beside it is
+                // placed inside its own [invoke, complete].
+                let armed = horizon.delivered_by(o.invoke, o.complete);
+                let gone = horizon.latest_end(armed, *lease_ms as f64);
+                held.iter().any(|&(i, c)| c >= o.invoke && i <= gone)
+            }
+            _ => true,
+        })
+        .unzip()
+}
+
 struct Search<'a> {
     /// Sorted by invoke.
     ops: &'a [Op],
@@ -267,6 +330,20 @@ struct Search<'a> {
 impl Search<'_> {
     fn is_done(&self, i: usize) -> bool {
         self.done[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    /// The placed set as the memo knows it: a lost grant whose deadline
+    /// the frontier has passed can no longer be placed, so whether it was
+    /// is told by the state alone. Counting it as placed either way spares
+    /// the search every subset of the lost grants behind it.
+    fn key(&self, frontier: f64) -> Vec<u64> {
+        let mut key = self.done.clone();
+        for (i, until) in self.deadline.iter().enumerate() {
+            if frontier > *until {
+                key[i / 64] |= 1 << (i % 64);
+            }
+        }
+        key
     }
 
     fn run(&mut self, s: State, count: usize, frontier: f64) -> bool {
@@ -294,11 +371,10 @@ impl Search<'_> {
             if frontier.max(op.invoke) > self.deadline[i] {
                 continue;
             }
+            let after = frontier.max(op.invoke);
             for next in step(s, op, frontier, self.horizon) {
                 self.done[i / 64] |= 1 << (i % 64);
-                if self.seen.insert((self.done.clone(), next))
-                    && self.run(next, count + 1, frontier.max(op.invoke))
-                {
+                if self.seen.insert((self.key(after), next)) && self.run(next, count + 1, after) {
                     return true;
                 }
                 self.done[i / 64] &= !(1 << (i % 64));

@@ -32,6 +32,9 @@ fn horizon(log: &nemesis::Log, mixed: bool) -> Horizon {
         // Mixed runs' acquires carry request ids and are retried; the
         // seed's acquire is not retried once its outcome is unknown.
         retried_grants: mixed,
+        // A paused node's requests arrive when it resumes: inside its
+        // fault window, which `unstable` already counts.
+        held: Vec::new(),
     }
 }
 
