@@ -10,7 +10,9 @@
 //! module the cluster started with, and the commands its modules failed
 //! on.
 //!
-//! Format: an 8-byte magic, then the postcard body. `LKDSNAP6` is written;
+//! Format: an 8-byte magic, then the postcard body. `LKDSNAP7` is written;
+//! `LKDSNAP6` (before a module could be taken out of service: its failures
+//! have no kinds, and none is out of service),
 //! `LKDSNAP5` (before module failures were isolated: none recorded),
 //! `LKDSNAP4` (before the first module was kept: known only while no
 //! module has been swapped in since index 0),
@@ -23,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::ModuleHash;
 use crate::entry::SnapshotMeta;
 use crate::replica::capacity::Capacity;
-use crate::replica::isolate::{FailureLog, KEEP_FAILURES};
+use crate::replica::failures::{FailureLog, FailureLogV6, KEEP_FAILURES};
 use crate::signature::TrustedKeys;
 use crate::upgrade::UpgradeRecord;
 
@@ -32,7 +34,8 @@ const SNAPSHOT_MAGIC_V2: &[u8; 8] = b"LKDSNAP2";
 const SNAPSHOT_MAGIC_V3: &[u8; 8] = b"LKDSNAP3";
 const SNAPSHOT_MAGIC_V4: &[u8; 8] = b"LKDSNAP4";
 const SNAPSHOT_MAGIC_V5: &[u8; 8] = b"LKDSNAP5";
-const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP6";
+const SNAPSHOT_MAGIC_V6: &[u8; 8] = b"LKDSNAP6";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP7";
 
 /// The snapshot blob: what is stored on disk and sent to peers.
 #[derive(Serialize, Deserialize)]
@@ -63,6 +66,13 @@ pub struct SnapshotBlob {
 // and the fields it added: postcard writes a nested struct as its fields in
 // order, so these read exactly what the flat structs of their time wrote
 // (the golden files in tests/sm/golden_formats.rs hold them).
+
+/// Format 6, before a module could be taken out of service.
+#[derive(Deserialize)]
+struct SnapshotBlobV6 {
+    v5: SnapshotBlobV5,
+    failures: FailureLogV6,
+}
 
 /// Format 5, before module failures were isolated.
 #[derive(Deserialize)]
@@ -102,7 +112,7 @@ struct SnapshotBlobV1 {
 }
 
 impl SnapshotBlobV1 {
-    /// As format 5 holds it: what a format did not have, as it was then
+    /// As the current format holds it: what a format did not have, as it was then
     /// (no upgrade, the default bounds, no key; the first module is
     /// derived once the chain is read, in `decode_any`).
     fn current(self) -> SnapshotBlob {
@@ -157,6 +167,15 @@ impl SnapshotBlobV5 {
     }
 }
 
+impl SnapshotBlobV6 {
+    fn current(self) -> SnapshotBlob {
+        SnapshotBlob {
+            failures: self.failures.current(),
+            ..self.v5.current()
+        }
+    }
+}
+
 impl SnapshotBlob {
     pub fn encode(&self) -> Result<Vec<u8>, postcard::Error> {
         let mut out = SNAPSHOT_MAGIC.to_vec();
@@ -187,6 +206,7 @@ impl SnapshotBlob {
         let magic = <&[u8; 8]>::try_from(magic).map_err(|_| "not a lockd snapshot")?;
         let old = match magic {
             SNAPSHOT_MAGIC => return read::<SnapshotBlob>(body),
+            SNAPSHOT_MAGIC_V6 => return Ok(read::<SnapshotBlobV6>(body)?.current()),
             SNAPSHOT_MAGIC_V5 => return Ok(read::<SnapshotBlobV5>(body)?.current()),
             SNAPSHOT_MAGIC_V4 => read::<SnapshotBlobV4>(body)?.current(),
             SNAPSHOT_MAGIC_V3 => read::<SnapshotBlobV3>(body)?.current(),

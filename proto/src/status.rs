@@ -164,6 +164,29 @@ pub struct Status {
     pub module_failures_total: Option<u64>,
     /// The most recent of them, oldest first (`None` as above).
     pub module_failures: Option<Vec<ModuleFailure>>,
+    /// The active module, when it failed so often that it is out of
+    /// service for the kinds of command it failed on (those are refused
+    /// with `module_failed` until another module is swapped in).
+    /// Replicated. Absent: in service, or a node of an earlier build.
+    pub module_out_of_service: Option<ModuleOutOfService>,
+}
+
+/// A lock module taken out of service (docs/writing-a-lock-module.md,
+/// "When a module fails").
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ModuleOutOfService {
+    /// SHA-256 of the module.
+    pub module_hash: String,
+    /// The log index at which it was taken out: commands after it are
+    /// refused.
+    pub since: u64,
+    /// Its failures within the window then.
+    pub failures: u64,
+    /// The kinds of command refused: `grant`, `release`, `expire`, …
+    pub kinds: Vec<String>,
+    /// The reason each refused command is given.
+    pub reason: String,
 }
 
 /// A command the lock module failed on: refused with `module_failed` on

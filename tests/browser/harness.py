@@ -44,11 +44,13 @@ def wait_for(what, fn, timeout=30.0, every=0.1):
 
 
 def http(addr, method, path, body=None, token=None, timeout=5.0):
-    """(status, parsed JSON or text) of one request to a node."""
-    data = None if body is None else json.dumps(body).encode()
+    """(status, parsed JSON or text) of one request to a node; a body of
+    bytes is sent as a module (application/wasm), any other as JSON."""
+    raw = isinstance(body, bytes)
+    data = body if raw else None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(f"http://{addr}{path}", data=data, method=method)
     if data is not None:
-        req.add_header("content-type", "application/json")
+        req.add_header("content-type", "application/wasm" if raw else "application/json")
     if token:
         req.add_header("authorization", f"Bearer {token}")
     try:

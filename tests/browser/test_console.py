@@ -38,6 +38,10 @@ return {
   series: q('#sparks [data-series]').map(e => e.dataset.series),
   audit: byId('audit-status') ? byId('audit-status').dataset.state : undefined,
   moduleHash: (document.querySelector('[data-testid=module-hash]') || {}).textContent || '',
+  failures: (document.querySelector('[data-testid=module-failures]') || {dataset: {}}).dataset.total,
+  failuresText: (document.querySelector('[data-testid=module-failures]') || {}).textContent || '',
+  outOfService: byId('out-of-service') && !byId('out-of-service').classList.contains('hidden')
+    ? byId('out-of-service').textContent : '',
   clusterId: (document.querySelector('[data-testid=cluster-id]') || {}).textContent || '',
   engineImpl: (document.querySelector('[data-testid=engine-implementation]') || {}).textContent || '',
   adminActions: byId('admin-actions') ? byId('admin-actions').tBodies[0].textContent : '',
@@ -513,4 +517,39 @@ def test_a_cut_watch_reads_the_list_and_resumes_from_its_index(cluster_factory, 
         .filter(u => u.pathname === '/v1/watch').map(u => u.searchParams.get('from'));""")
     assert froms[0] is None, froms
     assert re.search(r"^lockd_watchers_cut_total(?:\{[^}]*\})? [1-9]", http(node.addr, "GET", "/metrics")[1], re.M)
+    no_page_errors(browser)
+
+
+def chaos_module():
+    """The hostile fixture module (built with the tests: tests/build.rs):
+    a lock module that traps on a grant of `chaos:trap`."""
+    found = sorted(ROOT.glob("target/*/build/lock-tests-*/out/chaos_guest.wasm"),
+                   key=lambda p: p.stat().st_mtime)
+    assert found, "the chaos fixture is built by the test build (tests/build.rs)"
+    return found[-1].read_bytes()
+
+
+def test_module_failures_and_a_module_out_of_service_are_shown(cluster_factory, console, browser):
+    cluster = cluster_factory(1)
+    node = cluster.nodes[cluster.leader()]
+    code, body = http(node.addr, "POST", "/v1/admin/upgrade", chaos_module(), timeout=60.0)
+    assert code == 200, (code, body)
+    console(node.addr)
+    wait_page(browser, "no failure yet", lambda s: s["failures"] == "0" and not s["outOfService"])
+    # Eight grants the module traps on, each refused alone; then enough
+    # entries to reach the next index the threshold is judged at (64).
+    for _ in range(8):
+        code, body = http(node.addr, "POST", "/v1/locks/chaos:trap/acquire", {"lease_ms": 1000})
+        assert code == 500 and body["code"] == "module_failed", (code, body)
+    s = wait_page(browser, "the failures", lambda s: s["failures"] == "8")
+    assert "chaos:trap" in s["failuresText"] and "trapped" in s["failuresText"], s["failuresText"]
+    assert not s["outOfService"], s["outOfService"]
+    for i in range(64):
+        code, body = http(node.addr, "POST", f"/v1/locks/k{i}/acquire", {"lease_ms": 60_000})
+        if code != 200:
+            break
+    assert code == 500 and body["code"] == "module_failed" and "out of service" in body["error"], (code, body)
+    s = wait_page(browser, "the out-of-service banner", lambda s: s["outOfService"])
+    assert "grant" in s["outOfService"] and "8 failures" in s["outOfService"], s["outOfService"]
+    shot(browser, "out-of-service.png")
     no_page_errors(browser)

@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 
 use lock_tests::golden::{commands, commands_0_3, core_meta, entry, golden, hex, log_id, pinned};
 use lockd::raft::{Request, Vote};
-use lockd_core::command::legacy;
+use lockd_core::command::{legacy, Command};
 use lockd_core::engine::ModuleHash;
 use lockd_core::entry::SnapshotMeta;
 use lockd_core::replica::capacity::Capacity;
-use lockd_core::replica::isolate::{FailureLog, ModuleFailure};
+use lockd_core::replica::failures::{FailureLog, Kinds, ModuleFailure, OutOfService};
 use lockd_core::signature::TrustedKeys;
 use lockd_core::signature::{KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart};
 use lockd_core::snapshot::SnapshotBlob;
@@ -301,14 +301,37 @@ fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
         );
         assert_eq!(old.failures, FailureLog::default(), "{name}");
     }
+    // Format 6 is read, no longer written: its failures have no kinds,
+    // and no module is out of service.
+    for name in ["snapshot_v6_no_keys", "snapshot_v6_one_key"] {
+        let gold = golden(name, b"");
+        let old = SnapshotBlob::decode(&gold).expect("format 6 decodes");
+        assert_eq!(old.first_module, blob.first_module, "{name}");
+        assert_eq!(
+            old.module_keys.len(),
+            usize::from(name.ends_with("one_key"))
+        );
+        assert_eq!(old.failures.total, 3, "{name}");
+        assert_eq!(old.failures.recent.len(), 1, "{name}");
+        assert_eq!(old.failures.recent[0].index, 41, "{name}");
+        assert!(old.failures.recent[0].kinds.is_empty(), "{name}");
+        assert_eq!(old.failures.out_of_service, None, "{name}");
+    }
     blob.failures.total = 3;
     blob.failures.recent.push_back(ModuleFailure {
         index: 41,
         module: ModuleHash([0x55; 32]),
         command: "grant \"k\"".into(),
         reason: "guest trapped in `apply`: unreachable".into(),
+        kinds: Kinds::of(&[Command::grant("k", 1), Command::release("k", 1)]),
     });
-    for name in ["snapshot_v6_no_keys", "snapshot_v6_one_key"] {
+    blob.failures.out_of_service = Some(OutOfService {
+        module: ModuleHash([0x55; 32]),
+        since: 64,
+        failures: 8,
+        kinds: Kinds::of(&[Command::grant("k", 1)]),
+    });
+    for name in ["snapshot_v7_no_keys", "snapshot_v7_one_key"] {
         if name.ends_with("one_key") {
             blob.module_keys
                 .apply(&KeyEntry::Trust(ModuleKey([0x33; 32])))
@@ -316,9 +339,10 @@ fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
         }
         let now = blob.encode().expect("encode");
         let gold = golden(name, &now);
-        assert_eq!(hex(&now), hex(&gold), "{name}: snapshot format 6 changed");
+        assert_eq!(hex(&now), hex(&gold), "{name}: snapshot format 7 changed");
         let back = SnapshotBlob::decode(&gold).expect("decodes");
         assert_eq!(back.encode().expect("encode"), gold, "{name}");
+        assert_eq!(back.failures, blob.failures, "{name}");
     }
 
     // Formats 1 to 4 are read, never written: their golden files decode,

@@ -6,7 +6,7 @@ use lockd_core::command::{Command, Granted, Outcome, Reason};
 use lockd_core::engine::{EngineError, EngineSettings, GuestInstance, WasmEngine};
 
 /// Small limits so a hostile guest is stopped quickly.
-fn settings() -> EngineSettings {
+pub(crate) fn settings() -> EngineSettings {
     EngineSettings {
         fuel_per_call: 200_000_000,
         fuel_per_state_call: 400_000_000,
@@ -218,7 +218,7 @@ fn the_builtin_module_loads_and_has_no_imports() {
 
 /// A replica on the chaos guest, and log entries for it (term 1): a grant
 /// of each key, or a blank entry for `None`.
-mod replica {
+pub(crate) mod replica {
     use std::sync::Arc;
 
     use lock_tests::fixtures::CHAOS_GUEST;
@@ -253,7 +253,7 @@ mod replica {
 
 /// The outcomes of `r` for `entries` cut into committed ranges at `cut`
 /// (positions in `entries`), one list per entry.
-fn apply_cut(
+pub(crate) fn apply_cut(
     r: &mut lockd_core::replica::Replica,
     entries: &[lockd_core::entry::Entry],
     cut: &[(usize, usize)],

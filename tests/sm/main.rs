@@ -20,6 +20,7 @@ mod hostile_modules;
 mod module_v2;
 mod no_serde_default;
 mod node_shutdown;
+mod out_of_service;
 mod signed_formats;
 mod signed_modules;
 mod sm_equivalence;

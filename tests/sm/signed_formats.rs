@@ -146,7 +146,7 @@ fn snapshots_of_earlier_formats_decode_and_restore_with_no_key_trusted() {
         })
         .unwrap();
     let bytes = now.encode().unwrap();
-    assert_eq!(&bytes[..8], b"LKDSNAP6");
+    assert_eq!(&bytes[..8], b"LKDSNAP7");
     let hash = r.state_hash().unwrap();
     let cap = Capacity {
         max_held: 7,
@@ -216,11 +216,12 @@ fn a_snapshot_whose_keys_break_the_rules_does_not_decode() {
         .encode()
         .unwrap();
     // The key set comes before the last two fields, the first module
-    // (`Some` and 32 bytes) and the module failures (none: two zeros):
-    // its length (0) is the byte before those.
-    let (body, first) = bytes.split_at(bytes.len() - 35);
+    // (`Some` and 32 bytes) and the module failures (none, none recent,
+    // none out of service: three zeros): its length (0) is the byte
+    // before those.
+    let (body, first) = bytes.split_at(bytes.len() - 36);
     assert_eq!((body.last(), first[0]), (Some(&0), 1));
-    assert_eq!(first[33..], [0, 0]);
+    assert_eq!(first[33..], [0, 0, 0]);
     let with_keys = |keys: &[[u8; 32]]| {
         let mut b = body[..body.len() - 1].to_vec();
         b.push(keys.len() as u8);

@@ -3,6 +3,7 @@
 //! entries and at audit points); where a failed guest call stops the
 //! replica.
 
+use super::failures;
 use super::run::Run;
 use super::Replica;
 use crate::command::{legacy, Command, Outcome};
@@ -119,6 +120,10 @@ impl Replica {
             if self.audit.due(log_id.index) {
                 self.flush(&mut run, &mut responses)?;
                 self.audit_point(log_id.index);
+            }
+            if failures::judged_at(log_id.index) {
+                self.flush(&mut run, &mut responses)?;
+                self.judge_failures(log_id.index);
             }
         }
         self.flush(&mut run, &mut responses)?;

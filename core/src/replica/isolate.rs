@@ -1,7 +1,7 @@
 //! Trap isolation: a guest call that fails fails its commands, not the
 //! replica.
 //!
-//! The replica keeps a [`Checkpoint`] of its guest: the state at some
+//! The replica keeps a `Checkpoint` (`checkpoint.rs`) of its guest: the state at some
 //! point (the module's `snapshot()` bytes, or nothing for an empty table)
 //! and a journal of every batch the instance applied since. When an apply
 //! call fails — a trap, the fuel budget, the memory limit, a malformed
@@ -15,7 +15,9 @@
 //! failure and the call; HTTP and the native protocol answer it with the
 //! code `module_failed`), the instance is rebuilt again, and the next
 //! group goes on. Every failure is recorded in the replicated
-//! state ([`FailureLog`]: which module, which index, which command, why).
+//! state ([`super::failures::FailureLog`]: which module, which index,
+//! which command, why); a module that keeps failing is taken out of
+//! service for the kinds of command it fails on (`failures.rs`).
 //!
 //! Why every node answers alike: whether a group fails alone depends on
 //! the state before it, which every node shares, and not on how a node's
@@ -36,151 +38,17 @@
 //! Cost when nothing fails: the journal's copy of each batch, and a new
 //! checkpoint (one `snapshot()`) whenever the journal's commands, counted
 //! as the log counts them ([`Command::wire_bytes`]), pass the checkpoint's
-//! size and [`MIN_JOURNAL_BYTES`]: amortised, each applied byte is copied
+//! size and `checkpoint::MIN_JOURNAL_BYTES`: amortised, each applied byte is copied
 //! once and serialised about once. Memory: the checkpoint (the state's
 //! size) and the journal (as Rust values, a few times its log size).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
+use super::checkpoint::Checkpoint;
+use super::failures::{Kinds, ModuleFailure};
 use super::Replica;
 use crate::command::{legacy, module_failed, unforged, Command, Outcome};
-use crate::engine::{EngineError, GuestInstance, GuestModule, ModuleHash, WasmEngine};
-
-/// The journal may grow to the checkpoint's size, and at least this, before
-/// a new checkpoint is taken.
-pub const MIN_JOURNAL_BYTES: usize = 4 << 20;
-
-/// ... and at most this, whatever size the module's snapshot has.
-pub const MAX_JOURNAL_BYTES: usize = 64 << 20;
-
-/// A journal this long means checkpoints keep failing (the module's
-/// `snapshot` does): the replica stops rather than grow it further.
-pub const JOURNAL_CAP: usize = 16 * MAX_JOURNAL_BYTES;
-
-/// Failures kept by name (in status and snapshots); the count is total.
-pub const KEEP_FAILURES: usize = 16;
-
-/// One batch the instance applied, as it was sent.
-enum Journaled {
-    Groups(Vec<Vec<Command>>),
-    Legacy(Vec<legacy::Command>),
-}
-
-/// A state of the guest and the batches applied since: enough to rebuild
-/// the instance as it is now.
-#[derive(Default)]
-pub(super) struct Checkpoint {
-    /// `None`: the empty table of a new instance.
-    state: Option<Arc<[u8]>>,
-    journal: Vec<Journaled>,
-    journal_bytes: usize,
-    /// After a failed checkpoint, the next is tried only at this size.
-    retry_at: usize,
-}
-
-impl Checkpoint {
-    /// The instance holds `state` and nothing since.
-    pub(super) fn at(state: impl Into<Arc<[u8]>>) -> Checkpoint {
-        Checkpoint {
-            state: Some(state.into()),
-            ..Checkpoint::default()
-        }
-    }
-
-    pub(super) fn record(&mut self, groups: &[Vec<Command>]) {
-        self.journal_bytes += groups
-            .iter()
-            .flatten()
-            .map(Command::wire_bytes)
-            .sum::<usize>();
-        self.journal.push(Journaled::Groups(groups.to_vec()));
-    }
-
-    fn record_legacy(&mut self, commands: &[legacy::Command]) {
-        self.journal_bytes += commands
-            .iter()
-            .map(|c| Command::from_legacy(c).wire_bytes())
-            .sum::<usize>();
-        self.journal.push(Journaled::Legacy(commands.to_vec()));
-    }
-
-    /// Whether a new checkpoint is due.
-    fn due(&self) -> bool {
-        let size = self.state.as_ref().map_or(0, |s| s.len());
-        self.journal_bytes > size.clamp(MIN_JOURNAL_BYTES, MAX_JOURNAL_BYTES)
-            && self.journal_bytes >= self.retry_at
-    }
-
-    /// Whether the journal passed [`JOURNAL_CAP`].
-    pub(super) fn over_cap(&self) -> bool {
-        self.journal_bytes > JOURNAL_CAP
-    }
-
-    /// A new instance of `module` in the state this checkpoint describes.
-    /// Replayed with the state budget: these batches were applied once.
-    fn rebuild(
-        &self,
-        engine: &WasmEngine,
-        module: &GuestModule,
-    ) -> Result<GuestInstance, EngineError> {
-        let mut guest = engine.instantiate(module)?;
-        if let Some(state) = &self.state {
-            guest.restore(state)?;
-        }
-        for batch in &self.journal {
-            match batch {
-                Journaled::Groups(groups) => guest.state_call(|g| g.apply(groups).map(drop))?,
-                Journaled::Legacy(cmds) => guest.state_call(|g| g.apply_legacy(cmds).map(drop))?,
-            }
-        }
-        Ok(guest)
-    }
-}
-
-/// A command the module failed on, as the replicated state records it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModuleFailure {
-    /// The log index of the command's entry.
-    pub index: u64,
-    /// The module that failed.
-    pub module: ModuleHash,
-    /// The command, as [`Command`]'s `Display` shows it.
-    pub command: String,
-    /// The failure (trap, fuel, memory, a malformed answer).
-    pub reason: String,
-}
-
-impl ModuleFailure {
-    pub fn status(&self) -> lockd_proto::ModuleFailure {
-        lockd_proto::ModuleFailure {
-            index: self.index,
-            module_hash: self.module.to_string(),
-            command: self.command.clone(),
-            reason: self.reason.clone(),
-        }
-    }
-}
-
-/// The failures of the cluster's modules: how many, and the last
-/// [`KEEP_FAILURES`]. Replicated (applied identically, kept in snapshots).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FailureLog {
-    pub total: u64,
-    pub recent: VecDeque<ModuleFailure>,
-}
-
-impl FailureLog {
-    fn push(&mut self, failure: ModuleFailure) {
-        self.total += 1;
-        self.recent.push_back(failure);
-        while self.recent.len() > KEEP_FAILURES {
-            self.recent.pop_front();
-        }
-    }
-}
+use crate::engine::{EngineError, GuestInstance};
 
 /// Whether `e` is the module's failure (isolated) rather than the host's.
 fn is_module_fault(e: &EngineError) -> bool {
@@ -233,6 +101,7 @@ pub(super) struct Failed {
     pub(super) group: usize,
     pub(super) command: String,
     pub(super) reason: String,
+    pub(super) kinds: Kinds,
 }
 
 impl Replica {
@@ -243,10 +112,35 @@ impl Replica {
     /// keeps the later grants of its key in the group out); a group that
     /// fails alone has every command answered `module failed`, and is
     /// noted for [`Replica::record_failures`].
+    ///
+    /// While the module is out of service (`failures.rs`), the commands of
+    /// the kinds it failed on are refused without entering it, and the
+    /// rest of each group is applied as above (as the capacity bound takes
+    /// a group's grants out): a release handed off to a waiter's grant
+    /// still releases.
     pub(super) fn isolated_apply(
         &mut self,
         groups: &[Vec<Command>],
         first: usize,
+    ) -> Result<Vec<Vec<Outcome>>, EngineError> {
+        let Some(off) = self.failures.refusing(&self.module.hash()).cloned() else {
+            return self.in_service(groups, |g| first + g);
+        };
+        let (sent, places) = off.split(groups);
+        let answered = if sent.is_empty() {
+            Vec::new()
+        } else {
+            self.in_service(&sent, |i| first + places[i])?
+        };
+        Ok(off.merge(groups, &places, answered))
+    }
+
+    /// [`Replica::isolated_apply`] for groups the module is in service for;
+    /// `place` gives a group's place in the run.
+    fn in_service(
+        &mut self,
+        groups: &[Vec<Command>],
+        place: impl Fn(usize) -> usize,
     ) -> Result<Vec<Vec<Outcome>>, EngineError> {
         let e = match self.guest.apply(groups) {
             Ok(out) => {
@@ -272,7 +166,8 @@ impl Replica {
                 }
                 Err(e) => {
                     let command = describe(group.iter().map(Command::to_string));
-                    out.push(self.failed_alone(e, first + g, command, group.len())?);
+                    let kinds = Kinds::of(group);
+                    out.push(self.failed_alone(e, place(g), command, kinds, group.len())?);
                 }
             }
         }
@@ -282,6 +177,39 @@ impl Replica {
     /// A world-0.1 log entry's commands (one group), isolated as
     /// [`Replica::isolated_apply`] does.
     pub(super) fn isolated_legacy(
+        &mut self,
+        commands: &[legacy::Command],
+    ) -> Result<Vec<Outcome>, EngineError> {
+        let Some(off) = self.failures.refusing(&self.module.hash()).cloned() else {
+            return self.legacy_in_service(commands);
+        };
+        let kept: Vec<bool> = commands
+            .iter()
+            .map(|c| !off.kinds.has(&Command::from_legacy(c)))
+            .collect();
+        let sent: Vec<legacy::Command> = commands
+            .iter()
+            .zip(&kept)
+            .filter(|(_, k)| **k)
+            .map(|(c, _)| c.clone())
+            .collect();
+        let mut answered = if sent.is_empty() {
+            Vec::new()
+        } else {
+            self.legacy_in_service(&sent)?
+        }
+        .into_iter();
+        let refused = module_failed(&off.reason());
+        Ok(kept
+            .iter()
+            .map(|k| match k {
+                true => answered.next().unwrap_or(Outcome::Noop),
+                false => refused.clone(),
+            })
+            .collect())
+    }
+
+    fn legacy_in_service(
         &mut self,
         commands: &[legacy::Command],
     ) -> Result<Vec<Outcome>, EngineError> {
@@ -302,20 +230,27 @@ impl Replica {
             }
             Err(e) => {
                 let command = describe(commands.iter().map(legacy::Command::to_string));
-                self.failed_alone(e, 0, command, commands.len())
+                let kinds = Kinds::of(
+                    &commands
+                        .iter()
+                        .map(Command::from_legacy)
+                        .collect::<Vec<_>>(),
+                );
+                self.failed_alone(e, 0, command, kinds, commands.len())
             }
         }
     }
 
-    /// A group (the run's `group`-th, `command` as recorded, `n` commands)
-    /// failed alone with `e`: noted, the instance rebuilt, and each of its
-    /// commands answered `module failed`; `e` itself when it is not the
-    /// module's to isolate.
+    /// A group (the run's `group`-th, `command` as recorded, of `kinds`,
+    /// `n` commands) failed alone with `e`: noted, the instance rebuilt,
+    /// and each of its commands answered `module failed`; `e` itself when
+    /// it is not the module's to isolate.
     fn failed_alone(
         &mut self,
         e: EngineError,
         group: usize,
         command: String,
+        kinds: Kinds,
         n: usize,
     ) -> Result<Vec<Outcome>, EngineError> {
         let Some(reason) = failure_kind(&e) else {
@@ -327,6 +262,7 @@ impl Replica {
             group,
             command,
             reason,
+            kinds,
         });
         self.rebuild()?;
         Ok(vec![answer; n])
@@ -344,7 +280,18 @@ impl Replica {
                 module,
                 command: f.command,
                 reason: f.reason,
+                kinds: f.kinds,
             });
+        }
+    }
+
+    /// Judge, at `index` (every entry up to it applied), whether the
+    /// active module has failed often enough to be taken out of service
+    /// (`failures.rs`).
+    pub(super) fn judge_failures(&mut self, index: u64) {
+        let module = self.module.hash();
+        if let Some(off) = self.failures.judge(index, module, self.module_since) {
+            tracing::error!(node = self.id, index, module = %module, kinds = %off.kinds, failures = off.failures, "the lock module is out of service for the kinds of command it keeps failing on");
         }
     }
 
@@ -390,9 +337,7 @@ impl Replica {
         match self.guest.snapshot() {
             Ok(state) => self.checkpoint = Checkpoint::at(state),
             Err(e) => {
-                // Not again before the journal has grown by as much: each
-                // try costs a snapshot and a rebuild.
-                self.checkpoint.retry_at = self.checkpoint.journal_bytes + MIN_JOURNAL_BYTES;
+                self.checkpoint.back_off();
                 tracing::warn!(node = self.id, error = %e, "a checkpoint of the guest failed; keeping the last one");
                 let _ = self.heal();
             }

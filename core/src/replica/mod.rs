@@ -12,11 +12,12 @@
 //! without entering the guest. When a shadow module is running, the same
 //! batch goes to it next and the outcomes are compared.
 //!
-//! Layout: this file holds the state; `apply.rs` the apply path; `swap.rs` the
-//! upgrade, shadow and module-key entries; `run.rs` the batch of one guest call;
-//! `capacity.rs` the capacity bound; `isolate.rs` trap isolation (the
-//! checkpoint, the journal, the failures recorded); `query.rs` the reads
-//! of the state.
+//! Layout: this file holds the state; `apply.rs` the apply path; `swap.rs`
+//! the upgrade, shadow and module-key entries; `run.rs` the batch of one
+//! guest call; `capacity.rs` the capacity bound; `isolate.rs` trap
+//! isolation; `checkpoint.rs` the checkpoint and journal it rebuilds from;
+//! `failures.rs` the failures recorded and a module taken out of service;
+//! `query.rs` the reads of the state.
 //!
 //! A guest call that fails fails its commands, not the replica: see
 //! `isolate.rs` ("Trap isolation"). Only a failure that rebuilding the
@@ -43,6 +44,8 @@ use capacity::Capacity;
 
 mod apply;
 pub mod capacity;
+mod checkpoint;
+pub mod failures;
 pub mod isolate;
 mod query;
 mod run;
@@ -52,7 +55,9 @@ pub use query::{ReplicaView, ShadowModule};
 pub use swap::record_of;
 
 use capacity::Usage;
-use isolate::{Checkpoint, Failed, FailureLog};
+use checkpoint::Checkpoint;
+use failures::FailureLog;
+use isolate::Failed;
 
 /// The cluster a replica belongs to, as bound signatures name it: its
 /// id's 16 bytes, zeros while the node knows none (a cluster of builds

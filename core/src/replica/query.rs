@@ -52,6 +52,9 @@ pub struct ReplicaView {
     /// Commands the modules failed on (replicated), and the last ones.
     pub module_failures_total: u64,
     pub module_failures: Vec<lockd_proto::ModuleFailure>,
+    /// The active module, when it is out of service for the kinds of
+    /// command it kept failing on (replicated).
+    pub module_out_of_service: Option<lockd_proto::ModuleOutOfService>,
     /// Guest instances this node rebuilt from its checkpoint (after a
     /// failed call; not replicated).
     pub instance_rebuilds: u64,
@@ -198,6 +201,10 @@ impl Replica {
             trusted_module_keys: self.module_keys.hex(),
             module_failures_total: self.failures.total,
             module_failures: self.failures.recent.iter().map(|f| f.status()).collect(),
+            module_out_of_service: self
+                .failures
+                .refusing(&self.module.hash())
+                .map(|o| o.status()),
             instance_rebuilds: self.rebuilds,
         }
     }

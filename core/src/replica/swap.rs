@@ -109,6 +109,9 @@ impl Replica {
                 self.guest = migrated.instance;
                 self.checkpoint_at(migrated.state);
                 self.module_since = log_id.index;
+                // A module swapped in is in service, even one that was
+                // taken out before (a rollback to it).
+                self.failures.out_of_service = None;
                 // The capacity's use is unchanged: `migrate` checked that
                 // the new module holds exactly the old holdings, key by
                 // key (crate::invariants), so counting them again is not

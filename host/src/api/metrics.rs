@@ -250,6 +250,12 @@ fn registry(node: &Services) -> Registry {
         "Commands the lock modules failed on, each refused with module_failed while the rest applied (replicated: every node counts the same).",
         s.module_failures_total.unwrap_or(0),
     );
+    gauge(
+        r,
+        "lockd_module_out_of_service",
+        "1 when the active lock module failed so often that the kinds of command it failed on are refused until another module is swapped in (replicated).",
+        s.module_out_of_service.is_some() as u64,
+    );
     counter(
         r,
         "lockd_guest_rebuilds",

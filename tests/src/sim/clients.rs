@@ -77,9 +77,9 @@ pub(super) async fn clients(
             tokio::time::sleep(at).await;
             upgrade(&target, module).await?;
             if hostile {
-                traps(&target, &stop).await?;
+                return traps(&target, &stop).await.map(Some);
             }
-            Ok::<(), String>(())
+            Ok::<_, String>(None)
         })
     });
     let operated = cfg.operation.map(|(at, op)| {
@@ -113,9 +113,12 @@ pub(super) async fn clients(
     }
     tracing::info!("clients: the workers stopped");
     let keeper_renewals = keeper::keeper_outcome(keeper.await, &mut violations);
+    // The module the run ends on: the one the operator replaced a module
+    // out of service with, if it did.
+    let mut replaced = None;
     if let Some(u) = upgraded {
         match u.await {
-            Ok(Ok(())) => {}
+            Ok(Ok(r)) => replaced = r,
             Ok(Err(e)) => violations.push(Violation::new(Checker::Harness, e)),
             Err(e) => violations.push(Violation::new(
                 Checker::Harness,
@@ -149,6 +152,7 @@ pub(super) async fn clients(
     let finals = final_state(&target, &history).await;
     tracing::info!("clients: convergence");
     let module = match (cfg.mixed, cfg.upgrade_at) {
+        _ if replaced.is_some() => replaced,
         (true, _) => Some(mixed_module(&cfg)),
         (false, Some(_)) => Some(upgrade_module(&cfg)),
         (false, None) => None,
@@ -185,13 +189,20 @@ fn upgrade_module(cfg: &SimConfig) -> &'static [u8] {
     }
 }
 
-/// Grants of the key the chaos module traps on, through the faults until
-/// `stop`: each is refused (`module_failed`, or an error of the faults);
-/// one granted is a violation.
-async fn traps(target: &Target, stop: &AtomicBool) -> Result<(), String> {
+/// Grants of the key the chaos module traps on, through the faults and
+/// on after them until the module is out of service: each is refused
+/// (`module_failed`, or an error of the faults); one granted is a
+/// violation. Once every grant is refused as out of service (the module
+/// failed too often), the operator's move: a module that works is swapped
+/// in, and returned. Every hostile run so checks that a module that keeps
+/// failing is taken out of service, and that a new one brings it back.
+async fn traps(target: &Target, stop: &AtomicBool) -> Result<&'static [u8], String> {
+    /// Tries after the faults: the trapping grants are log entries of
+    /// their own, so the next index the threshold is judged at comes.
+    const AFTER: usize = 300;
     let client = target.client(Duration::from_secs(2), Duration::from_secs(1));
-    let mut refused = 0;
-    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+    let (mut refused, mut after) = (0, 0);
+    while after < AFTER {
         match client
             .acquire_once("chaos:trap", Duration::from_secs(1), Duration::ZERO)
             .await
@@ -202,14 +213,33 @@ async fn traps(target: &Target, stop: &AtomicBool) -> Result<(), String> {
                     g.token()
                 ))
             }
-            Err(e) if e.code() == Some(lockd_proto::ErrorCode::ModuleFailed) => refused += 1,
+            Err(e) if e.code() == Some(lockd_proto::ErrorCode::ModuleFailed) => {
+                refused += 1;
+                if e.to_string().contains("out of service") {
+                    tracing::info!(
+                        refused,
+                        "clients: the module is out of service; replacing it"
+                    );
+                    let good = crate::fixtures::LOCK_SM_V2;
+                    upgrade(target, good).await?;
+                    return Ok(good);
+                }
+            }
             Err(_) => {}
         }
-        // The client's pace (simulated time), not a wait for a condition.
-        tokio::time::sleep(Duration::from_millis(700)).await;
+        // The client's pace (simulated time), not a wait for a condition:
+        // slow through the faults, quick after them.
+        let pace = if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            after += 1;
+            50
+        } else {
+            700
+        };
+        tokio::time::sleep(Duration::from_millis(pace)).await;
     }
-    tracing::info!(refused, "clients: the trapping grants were refused");
-    Ok(())
+    Err(format!(
+        "the module failed {refused} trapping grants and was not taken out of service"
+    ))
 }
 
 /// Put `module` in by a hot upgrade, retried through leader changes and

@@ -105,6 +105,7 @@ impl Services {
             first_module_hash: v.first_module_hash,
             module_failures_total: Some(v.module_failures_total),
             module_failures: Some(v.module_failures),
+            module_out_of_service: v.module_out_of_service,
         };
         let counts = UpgradeCounts {
             swapped: v.upgrades_swapped,

@@ -104,6 +104,20 @@ impl Table {
                 (_, other) => {
                     // The mirror said held and the table said otherwise:
                     // answer what the table says, and rebuild the mirror.
+                    // A release the module failed on (or that a module out
+                    // of service refused) released nothing: its caller is
+                    // told so, not that the key was not held.
+                    let answer = match &other {
+                        Some(Outcome::Rejected(Reject::Unsupported(why)))
+                            if lockd_core::command::is_module_failed(why) =>
+                        {
+                            ServiceError::ModuleFailed {
+                                key: key.clone(),
+                                reason: why.clone(),
+                            }
+                        }
+                        _ => ServiceError::NotHeld { key: key.clone() },
+                    };
                     tracing::error!(
                         node = self.id,
                         key,
@@ -112,7 +126,7 @@ impl Table {
                         "unexpected outcome ending a holding; reloading the lock table"
                     );
                     if let Some(r) = end.reply {
-                        self.reply(r, Err(ServiceError::NotHeld { key: key.clone() }));
+                        self.reply(r, Err(answer));
                     }
                     for w in grants.iter().filter(|w| !w.gone) {
                         self.reply(w.req, Err(reloaded()));
