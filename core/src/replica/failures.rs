@@ -147,7 +147,7 @@ impl ModuleFailure {
 }
 
 /// A module taken out of service: from the entry after `since`, the
-/// groups holding a command of `kinds` are refused without entering it.
+/// commands of `kinds` are refused without entering it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutOfService {
     pub module: ModuleHash,
