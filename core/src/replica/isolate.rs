@@ -183,30 +183,27 @@ impl Replica {
         let Some(off) = self.failures.refusing(&self.module.hash()).cloned() else {
             return self.legacy_in_service(commands);
         };
-        let kept: Vec<bool> = commands
+        // One group, kept back and answered as a group of the current
+        // world would be; what goes to the module goes in its own types.
+        let group = [commands
             .iter()
-            .map(|c| !off.kinds.has(&Command::from_legacy(c)))
-            .collect();
+            .map(Command::from_legacy)
+            .collect::<Vec<_>>()];
         let sent: Vec<legacy::Command> = commands
             .iter()
-            .zip(&kept)
-            .filter(|(_, k)| **k)
-            .map(|(c, _)| c.clone())
+            .zip(&group[0])
+            .filter(|(_, c)| !off.kinds.has(c))
+            .map(|(l, _)| l.clone())
             .collect();
-        let mut answered = if sent.is_empty() {
-            Vec::new()
+        let (places, answered) = if sent.is_empty() {
+            (&[][..], Vec::new())
         } else {
-            self.legacy_in_service(&sent)?
-        }
-        .into_iter();
-        let refused = module_failed(&off.reason());
-        Ok(kept
-            .iter()
-            .map(|k| match k {
-                true => answered.next().unwrap_or(Outcome::Noop),
-                false => refused.clone(),
-            })
-            .collect())
+            (&[0][..], vec![self.legacy_in_service(&sent)?])
+        };
+        Ok(off
+            .merge(&group, places, answered)
+            .pop()
+            .unwrap_or_default())
     }
 
     fn legacy_in_service(

@@ -243,6 +243,7 @@ pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Res
                 }
             })
             .collect(),
+        lost: (0..n).filter(|&i| deadline[i].is_finite()).collect(),
         deadline,
         ops: &ops,
         horizon,
@@ -318,6 +319,9 @@ struct Search<'a> {
     /// The latest point an operation may take: a lost try's grant goes
     /// before its request's answer; infinite for the others.
     deadline: Vec<f64>,
+    /// The operations with a finite deadline (the lost tries), which the
+    /// memo's key looks at.
+    lost: Vec<usize>,
     /// Bit set of the operations placed so far.
     done: Vec<u64>,
     /// (placed, state) pairs already explored. The frontier is a function
@@ -338,8 +342,8 @@ impl Search<'_> {
     /// the search every subset of the lost grants behind it.
     fn key(&self, frontier: f64) -> Vec<u64> {
         let mut key = self.done.clone();
-        for (i, until) in self.deadline.iter().enumerate() {
-            if frontier > *until {
+        for &i in &self.lost {
+            if frontier > self.deadline[i] {
                 key[i / 64] |= 1 << (i % 64);
             }
         }

@@ -38,12 +38,12 @@ pub(super) fn horizon(
         .filter(|k| k.leads)
         .map(|k| (k.at, k.at + settle))
         .collect();
-    // Walk every change of the links or the leader, in order.
+    // Walk every change of the links or the leader, in order: the spans in
+    // which no leader could commit.
     let mut points: Vec<f64> = timeline.iter().map(|l| l.at).collect();
     points.extend(leads.iter().map(|k| k.at));
     points.sort_by(f64::total_cmp);
-    let mut lost_since = None;
-    for &t in &points {
+    unstable.extend(spans(points.iter().map(|&t| {
         // The latest takeover, unless its leader was deposed since.
         let took = leads.iter().rev().find(|k| k.leads && k.at <= t);
         let deposed = took.is_some_and(|k| {
@@ -57,18 +57,8 @@ pub(super) fn horizon(
             (Some(k), Some(links)) => links.quorum(k.node, nodes),
             _ => true,
         };
-        match (ok, lost_since) {
-            (false, None) => lost_since = Some(t),
-            (true, Some(from)) => {
-                unstable.push((from, t));
-                lost_since = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(from) = lost_since {
-        unstable.push((from, f64::INFINITY));
-    }
+        (t, !ok)
+    })));
     unstable.extend_from_slice(voter_out);
     unstable.sort_by(|a, b| a.0.total_cmp(&b.0));
     Horizon {
@@ -86,13 +76,19 @@ pub(super) fn horizon(
 /// paused for 4.9 s was granted 1.9 s after its client's 3 s timeout, and
 /// its holding outlived a leader change).
 fn held(timeline: &[Links]) -> Vec<(f64, f64)> {
+    spans(timeline.iter().map(|l| (l.at, !l.held.is_empty())))
+}
+
+/// The spans (from, to) in which a condition held, from its value at each
+/// point of a timeline, in order; one still holding at the end is open.
+fn spans(points: impl IntoIterator<Item = (f64, bool)>) -> Vec<(f64, f64)> {
     let mut out = Vec::new();
     let mut since = None;
-    for links in timeline {
-        match (links.held.is_empty(), since) {
-            (false, None) => since = Some(links.at),
-            (true, Some(from)) => {
-                out.push((from, links.at));
+    for (t, on) in points {
+        match (on, since) {
+            (true, None) => since = Some(t),
+            (false, Some(from)) => {
+                out.push((from, t));
                 since = None;
             }
             _ => {}

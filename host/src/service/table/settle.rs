@@ -108,13 +108,10 @@ impl Table {
                     // of service refused) released nothing: its caller is
                     // told so, not that the key was not held.
                     let answer = match &other {
-                        Some(Outcome::Rejected(Reject::Unsupported(why)))
+                        Some(Outcome::Rejected(r @ Reject::Unsupported(why)))
                             if lockd_core::command::is_module_failed(why) =>
                         {
-                            ServiceError::ModuleFailed {
-                                key: key.clone(),
-                                reason: why.clone(),
-                            }
+                            refusal(&key, r.clone())
                         }
                         _ => ServiceError::NotHeld { key: key.clone() },
                     };

@@ -182,17 +182,32 @@ fn a_known_grant_cannot_hold_past_its_latest_end() {
     assert_eq!(check(&inside), Ok(()));
 }
 
+/// Tokens that go down (no linearization), with forty acquires of unknown
+/// outcome invoked beside the first.
+fn tokens_down_behind_forty_unknowns() -> Vec<Op> {
+    let mut h = vec![
+        acq(0.0, 10.0, Ret::Granted(2)),
+        acq(60_000.0, 60_010.0, Ret::Granted(1)),
+    ];
+    h.extend((0..40).map(|i| acq(f64::from(i) * 0.1, 50_000.0, Ret::Unknown)));
+    h
+}
+
+/// `h` is found not linearizable within `bound` search states.
+fn violated_within(h: &[Op], horizon: &Horizon, bound: usize) {
+    match check_key_within(h, horizon, bound) {
+        Err(NotShown::Violated(_)) => {}
+        other => panic!("expected a violation, got {other:?}"),
+    }
+}
+
 /// Rule: a search that reaches its bound says undecided, never
 /// linearizable: here the tokens go down (no linearization), and forty
 /// acquires of unknown outcome make the space of placements too big to
 /// search through.
 #[test]
 fn a_search_past_its_bound_is_undecided() {
-    let mut h = vec![
-        acq(0.0, 10.0, Ret::Granted(2)),
-        acq(60_000.0, 60_010.0, Ret::Granted(1)),
-    ];
-    h.extend((0..40).map(|i| acq(f64::from(i) * 0.1, 50_000.0, Ret::Unknown)));
+    let mut h = tokens_down_behind_forty_unknowns();
     // A "held" they may all explain, so none can be left out.
     h.push(acq(49_000.0, 49_001.0, Ret::Held));
     match check_key_within(&h, &calm(), 20_000) {
@@ -261,15 +276,8 @@ fn a_lost_grant_cannot_follow_its_requests_answer() {
 /// it within a small bound instead of trying every subset of them.
 #[test]
 fn unknown_acquires_that_explain_nothing_do_not_hide_a_violation() {
-    let mut h = vec![
-        acq(0.0, 10.0, Ret::Granted(2)),
-        acq(60_000.0, 60_010.0, Ret::Granted(1)),
-    ];
-    h.extend((0..40).map(|i| acq(f64::from(i) * 0.1, 50_000.0, Ret::Unknown)));
-    match check_key_within(&h, &calm(), 20_000) {
-        Err(NotShown::Violated(_)) => {}
-        other => panic!("expected a violation, got {other:?}"),
-    }
+    let h = tokens_down_behind_forty_unknowns();
+    violated_within(&h, &calm(), 20_000);
 }
 
 /// Seed 3146's lesson: every granted retry-safe acquire brings a possible
@@ -297,10 +305,7 @@ fn lost_grants_behind_the_search_do_not_hide_a_violation() {
         retried_grants: true,
         ..calm()
     };
-    match check_key_within(&h, &retried, 20_000) {
-        Err(NotShown::Violated(_)) => {}
-        other => panic!("expected a violation, got {other:?}"),
-    }
+    violated_within(&h, &retried, 20_000);
 }
 
 /// Seed 3146's shape: an acquire whose client gave up at 3000 sat in a
