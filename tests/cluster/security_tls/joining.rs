@@ -126,7 +126,10 @@ fn a_rogue_node_with_a_cluster_certificate_cannot_vouch_for_itself() {
     let leader = c.wait_leader(Duration::from_secs(20));
     c.acquire_on_leader("jobs/before", 60_000, Duration::from_secs(10));
     let target = (1..=3).find(|i| *i != leader).expect("a follower");
-    let before = c.wait_converged(Duration::from_secs(20));
+    c.wait_converged(Duration::from_secs(20));
+    // The target's own reading, its log and applied index agreeing: what
+    // "nothing moved" is checked against.
+    let before = c.wait_settled(target, Duration::from_secs(20));
     let cluster = before.cluster_id.clone().expect("a cluster id");
     let s = c.secure();
     // Node 9: a certificate from the cluster's CA (a node removed, or one

@@ -153,6 +153,23 @@ impl Cluster {
         }
     }
 
+    /// Node `id`'s status once its log, commit and applied indexes agree
+    /// in one reading: the Raft metrics a status reports (the last log
+    /// index among them) may trail what the state machine has applied for
+    /// a moment, so a status read just after a write can be behind itself.
+    pub fn wait_settled(&self, id: u64, timeout: Duration) -> Status {
+        let mut settled = None;
+        wait_for(&format!("node {id} settled"), timeout, || {
+            settled = self.status(id).filter(|s| {
+                s.last_log_index > 0
+                    && s.commit_index == s.last_log_index
+                    && s.applied_index == s.last_log_index
+            });
+            settled.is_some()
+        });
+        settled.expect("settled")
+    }
+
     /// Wait until node `id` has applied `applied` and purged its log past
     /// `index` (it snapshotted: a node behind `index` can only catch up
     /// from it by a snapshot install).
