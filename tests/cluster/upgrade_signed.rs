@@ -118,8 +118,9 @@ fn signed_modules_from_keygen_to_untrust() {
     let again = ok(&c, &["module", "trust", &ops]);
     assert!(again.contains("already-trusted"), "{again}");
 
-    // The leader refuses, and nothing reaches the log.
-    let before = c.status(leader).expect("status");
+    // The leader refuses, and nothing reaches the log (compared with a
+    // reading in which its log and applied index agree).
+    let before = c.wait_settled(leader, Duration::from_secs(20));
     let out = refused(&c, &["upgrade", p(&v2)]);
     assert!(out.contains("unsigned: no --signature"), "{out}");
     assert!(
