@@ -149,6 +149,17 @@ fn metrics_parse_as_prometheus_text_and_the_histograms_move_under_load() {
         let text = c.metrics_text(id).expect("metrics");
         metrics::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
     };
+    // The first leader appends the cluster's first module after its
+    // election: scrape once it is the active one, or the build labels and
+    // the status read after them may name two modules.
+    lock_tests::cluster::wait_for(
+        "the cluster's first module",
+        Duration::from_secs(30),
+        || {
+            c.status(leader)
+                .is_some_and(|s| s.first_module_hash.as_deref() == Some(s.module_hash.as_str()))
+        },
+    );
     let before = scrape(leader);
     for s in &before.samples {
         assert_eq!(
