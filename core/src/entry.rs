@@ -134,6 +134,11 @@ pub enum Request {
     /// proposes when a command needs 0.3 (a session, a reentrant grant, a
     /// value).
     Commands03(Vec<Vec<Command>>),
+    /// An upgrade (or a promote) with versions and a way back (see
+    /// [`crate::way_back`]): what a leader proposes since versions.
+    VersionedUpgrade(crate::way_back::VersionedUpgrade),
+    /// Return to the previous module (see [`crate::way_back`]).
+    Rollback(crate::way_back::RollbackEntry),
 }
 
 /// What applying an entry returns to the proposer.
@@ -205,7 +210,8 @@ impl Request {
                     s.module.len() + s.signature.0.len()
                 }
                 Request::BoundUpgrade(s) => s.upgrade.module.len() + s.signature.0.len(),
-                Request::ModuleKeys(_) => 32,
+                Request::VersionedUpgrade(v) => v.upgrade.module.len() + 64,
+                Request::ModuleKeys(_) | Request::Rollback(_) => 64,
                 Request::Shadow(ShadowEntry::Stop) | Request::Capacity(_) => 0,
             }
     }
@@ -220,7 +226,9 @@ impl Request {
             Request::Shadow(ShadowEntry::Start { module }) => Some(module),
             Request::SignedShadow(s) | Request::BoundShadow(s) => Some(&s.module),
             Request::BoundUpgrade(s) => Some(&s.upgrade.module),
+            Request::VersionedUpgrade(v) => Some(&v.upgrade.module),
             Request::Lock(_)
+            | Request::Rollback(_)
             | Request::Commands(_)
             | Request::Commands03(_)
             | Request::Capacity(_)
@@ -269,6 +277,18 @@ impl std::fmt::Display for Request {
                 s.upgrade, s.signature, s.signed_for
             ),
             Request::BoundShadow(s) => write!(f, "bound {s:?}"),
+            Request::VersionedUpgrade(v) => write!(
+                f,
+                "{:?} for {:?}{}{}, on failure {}",
+                v.upgrade,
+                v.signed_for,
+                v.signature
+                    .map(|s| format!(" signed {s}"))
+                    .unwrap_or_default(),
+                if v.rollback { ", as a rollback" } else { "" },
+                v.on_failure.as_str()
+            ),
+            Request::Rollback(r) => write!(f, "rollback from {} to {}", r.replaces, r.to),
             Request::ModuleKeys(KeyEntry::Trust(k)) => write!(f, "trust module key {k}"),
             Request::ModuleKeys(KeyEntry::Untrust(k)) => write!(f, "untrust module key {k}"),
             Request::Capacity(c) => write!(

@@ -68,3 +68,4 @@ pub mod shadow;
 pub mod signature;
 pub mod snapshot;
 pub mod upgrade;
+pub mod way_back;

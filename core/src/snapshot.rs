@@ -7,10 +7,11 @@
 //! index. It also carries the index the module has been active since and the
 //! last upgrade records, so status survives a restart, the replicated
 //! settings (the capacity bounds and the trusted module keys), the
-//! module the cluster started with, and the commands its modules failed
-//! on.
+//! module the cluster started with, the commands its modules failed
+//! on, and the way back (the previous module and what to do on failure).
 //!
-//! Format: an 8-byte magic, then the postcard body. `LKDSNAP7` is written;
+//! Format: an 8-byte magic, then the postcard body. `LKDSNAP8` is written;
+//! `LKDSNAP7` (before versions and the way back: none recorded),
 //! `LKDSNAP6` (before a module could be taken out of service: its failures
 //! have no kinds, and none is out of service),
 //! `LKDSNAP5` (before module failures were isolated: none recorded),
@@ -28,6 +29,7 @@ use crate::replica::capacity::Capacity;
 use crate::replica::failures::{FailureLog, FailureLogV6, KEEP_FAILURES};
 use crate::signature::TrustedKeys;
 use crate::upgrade::UpgradeRecord;
+use crate::way_back::WayBack;
 
 const SNAPSHOT_MAGIC_V1: &[u8; 8] = b"LKDSNAP1";
 const SNAPSHOT_MAGIC_V2: &[u8; 8] = b"LKDSNAP2";
@@ -35,7 +37,8 @@ const SNAPSHOT_MAGIC_V3: &[u8; 8] = b"LKDSNAP3";
 const SNAPSHOT_MAGIC_V4: &[u8; 8] = b"LKDSNAP4";
 const SNAPSHOT_MAGIC_V5: &[u8; 8] = b"LKDSNAP5";
 const SNAPSHOT_MAGIC_V6: &[u8; 8] = b"LKDSNAP6";
-const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP7";
+const SNAPSHOT_MAGIC_V7: &[u8; 8] = b"LKDSNAP7";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP8";
 
 /// The snapshot blob: what is stored on disk and sent to peers.
 #[derive(Serialize, Deserialize)]
@@ -60,12 +63,22 @@ pub struct SnapshotBlob {
     /// The commands the cluster's modules failed on (see
     /// `crate::replica`, "Trap isolation").
     pub failures: FailureLog,
+    /// The previous module and what to do on failure (see
+    /// [`crate::way_back`]).
+    pub way_back: WayBack,
 }
 
 // The earlier formats, read and never written. Each is the one before it
 // and the fields it added: postcard writes a nested struct as its fields in
 // order, so these read exactly what the flat structs of their time wrote
 // (the golden files in tests/sm/golden_formats.rs hold them).
+
+/// Format 7, before versions and the way back.
+#[derive(Deserialize)]
+struct SnapshotBlobV7 {
+    v5: SnapshotBlobV5,
+    failures: FailureLog,
+}
 
 /// Format 6, before a module could be taken out of service.
 #[derive(Deserialize)]
@@ -126,6 +139,7 @@ impl SnapshotBlobV1 {
             module_keys: TrustedKeys::default(),
             first_module: None,
             failures: FailureLog::default(),
+            way_back: WayBack::default(),
         }
     }
 }
@@ -176,6 +190,15 @@ impl SnapshotBlobV6 {
     }
 }
 
+impl SnapshotBlobV7 {
+    fn current(self) -> SnapshotBlob {
+        SnapshotBlob {
+            failures: self.failures,
+            ..self.v5.current()
+        }
+    }
+}
+
 impl SnapshotBlob {
     pub fn encode(&self) -> Result<Vec<u8>, postcard::Error> {
         let mut out = SNAPSHOT_MAGIC.to_vec();
@@ -206,6 +229,7 @@ impl SnapshotBlob {
         let magic = <&[u8; 8]>::try_from(magic).map_err(|_| "not a lockd snapshot")?;
         let old = match magic {
             SNAPSHOT_MAGIC => return read::<SnapshotBlob>(body),
+            SNAPSHOT_MAGIC_V7 => return Ok(read::<SnapshotBlobV7>(body)?.current()),
             SNAPSHOT_MAGIC_V6 => return Ok(read::<SnapshotBlobV6>(body)?.current()),
             SNAPSHOT_MAGIC_V5 => return Ok(read::<SnapshotBlobV5>(body)?.current()),
             SNAPSHOT_MAGIC_V4 => read::<SnapshotBlobV4>(body)?.current(),

@@ -238,6 +238,17 @@ pub enum MigrateError {
         token: u64,
         what: String,
     },
+    #[error("the new module declares no version (its version is {version:?}, not `name/MAJOR.MINOR.PATCH`); only a swap marked as a rollback lets it in")]
+    Unversioned { version: String },
+    #[error("the new module's version {new} is not above the active module's {active}; a swap to an older or equal version must be marked as a rollback")]
+    NotNewer { active: String, new: String },
+    #[error("there is no previous module to return to (the active module is the cluster's first, came by a rollback, or by an upgrade written before versions)")]
+    NoPrevious,
+    #[error("stale rollback: it returns to module {to}, but the previous module is {previous}")]
+    NotThePrevious {
+        to: ModuleHash,
+        previous: ModuleHash,
+    },
 }
 
 /// What [`capture`] read of the active module besides its state: the
@@ -246,6 +257,7 @@ pub enum MigrateError {
 #[derive(Debug, Clone)]
 pub struct Before {
     pub world: World,
+
     pub counters: TableCounters,
     pub holdings: Vec<crate::command::KeyHolders>,
 }

@@ -150,6 +150,11 @@ codes! {
     /// its memory limit): refused on every node, the cluster serving on.
     /// The same command on the same state fails again; status names it.
     ModuleFailed = "module_failed",
+    /// An upgrade to a module whose version is not above the active
+    /// module's, or that declares none, not marked as a rollback.
+    ModuleNotNewer = "module_not_newer",
+    /// A rollback with no previous module to return to.
+    NoPreviousModule = "no_previous_module",
 }
 
 impl std::fmt::Display for ErrorCode {

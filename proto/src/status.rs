@@ -169,6 +169,78 @@ pub struct Status {
     /// with `module_failed` until another module is swapped in).
     /// Replicated. Absent: in service, or a node of an earlier build.
     pub module_out_of_service: Option<ModuleOutOfService>,
+    /// The way back from the active module: the module a rollback returns
+    /// to, and what the cluster does when the active module goes out of
+    /// service (docs/writing-a-lock-module.md, "Versions and the way
+    /// back"). Replicated. Absent: a node of an earlier build.
+    pub module_way_back: Option<ModuleWayBack>,
+}
+
+/// What the cluster does when its active module goes out of service,
+/// chosen with each upgrade (kebab-case in JSON and on the command line).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum OnModuleFailure {
+    /// Refuse the kinds of command it kept failing on, until an operator
+    /// replaces it.
+    #[default]
+    Refuse,
+    /// Return to the previous module at the index it went out of service
+    /// (refuse as above if that swap fails).
+    Rollback,
+}
+
+impl OnModuleFailure {
+    /// The one parser of the choice's text (`refuse`, `rollback`): the
+    /// query parameter and `lockctl upgrade --on-failure`.
+    pub fn parse(text: &str) -> Option<OnModuleFailure> {
+        match text {
+            "refuse" => Some(OnModuleFailure::Refuse),
+            "rollback" => Some(OnModuleFailure::Rollback),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnModuleFailure::Refuse => "refuse",
+            OnModuleFailure::Rollback => "rollback",
+        }
+    }
+}
+
+/// The way back from the active module (see [`Status::module_way_back`]).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ModuleWayBack {
+    /// SHA-256 of the module the active one replaced, which `lockctl
+    /// upgrade --rollback` returns to; `None`: no way back (the first
+    /// module, a rollback's result, or an upgrade written before
+    /// versions).
+    pub previous_module_hash: Option<String>,
+    /// What happens when the active module goes out of service.
+    pub on_failure: OnModuleFailure,
+    /// The last time the cluster fell back on its own, if it did.
+    pub fell_back: Option<ModuleFellBack>,
+}
+
+/// A return to the previous module that the cluster made on its own,
+/// when the active module went out of service with `on_failure`
+/// `rollback`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ModuleFellBack {
+    /// The log index at which it went out of service and the swap was made.
+    pub index: u64,
+    /// SHA-256 of the module that failed.
+    pub from: String,
+    /// SHA-256 of the module returned to.
+    pub to: String,
+    /// Whether the swap happened; when not, why (the failing module then
+    /// stays, out of service).
+    pub swapped: bool,
+    pub reason: Option<String>,
 }
 
 /// A lock module taken out of service (docs/writing-a-lock-module.md,

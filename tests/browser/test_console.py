@@ -40,6 +40,8 @@ return {
   moduleHash: (document.querySelector('[data-testid=module-hash]') || {}).textContent || '',
   failures: (document.querySelector('[data-testid=module-failures]') || {dataset: {}}).dataset.total,
   failuresText: (document.querySelector('[data-testid=module-failures]') || {}).textContent || '',
+  wayBack: (document.querySelector('[data-testid=module-way-back]') || {}).textContent || '',
+  previous: (document.querySelector('[data-testid=module-way-back]') || {dataset: {}}).dataset.previous,
   outOfService: byId('out-of-service') && !byId('out-of-service').classList.contains('hidden')
     ? byId('out-of-service').textContent : '',
   clusterId: (document.querySelector('[data-testid=cluster-id]') || {}).textContent || '',
@@ -551,5 +553,11 @@ def test_module_failures_and_a_module_out_of_service_are_shown(cluster_factory, 
     assert code == 500 and body["code"] == "module_failed" and "out of service" in body["error"], (code, body)
     s = wait_page(browser, "the out-of-service banner", lambda s: s["outOfService"])
     assert "grant" in s["outOfService"] and "8 failures" in s["outOfService"], s["outOfService"]
+    assert s["previous"] and "on failure: refuse" in s["wayBack"], s["wayBack"]
     shot(browser, "out-of-service.png")
+    # The operator's way back: the module before, in service, no way back.
+    code, body = http(node.addr, "POST", "/v1/admin/rollback", timeout=60.0)
+    assert code == 200 and body["result"] == "swapped", (code, body)
+    s = wait_page(browser, "back in service", lambda s: not s["outOfService"] and s["previous"] == "")
+    assert "none (no previous module)" in s["wayBack"], s["wayBack"]
     no_page_errors(browser)

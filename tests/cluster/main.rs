@@ -67,6 +67,7 @@ mod upgrade_catchup;
 mod upgrade_hostile;
 mod upgrade_live;
 mod upgrade_replay;
+mod upgrade_rollback;
 mod upgrade_shadow;
 mod upgrade_signed;
 mod watch_stream;

@@ -111,7 +111,8 @@ fn upgrade(c: &Cluster, via: u64) -> u64 {
 
 #[test]
 fn node_down_during_upgrade_catches_up_by_log() {
-    let mut c = Cluster::start(3, &[]);
+    // On world 0.1's module, which version 2 is above.
+    let mut c = Cluster::start(3, &["--initial-module", "world-0.1"]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let down = (1..=3).find(|i| *i != leader).expect("follower");
     traffic(&c, leader, "a", 10);
@@ -143,7 +144,14 @@ fn node_down_during_upgrade_catches_up_by_snapshot() {
     // brought up to date by a snapshot.
     let mut c = Cluster::start(
         3,
-        &["--snapshot-threshold", "40", "--keep-after-snapshot", "0"],
+        &[
+            "--snapshot-threshold",
+            "40",
+            "--keep-after-snapshot",
+            "0",
+            "--initial-module",
+            "world-0.1",
+        ],
     );
     let leader = c.wait_leader(Duration::from_secs(20));
     let mut followers = (1..=3).filter(|id| *id != leader);

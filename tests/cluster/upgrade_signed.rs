@@ -372,7 +372,10 @@ fn signed_modules_from_keygen_to_untrust() {
         )
         .expect("policy");
     assert!(cleared.ok(), "{cleared:?}");
-    let out = ok(&c, &["upgrade", p(&v2)]);
+    // Version 2 is below version 3: only as a swap marked a rollback.
+    let out = fails(&c, &["upgrade", p(&v2)]);
+    assert!(out.contains("not above the active module's"), "{out}");
+    let out = ok(&c, &["upgrade", p(&v2), "--rollback"]);
     assert!(
         out.contains("unsigned") && out.contains("upgraded at index"),
         "{out}"

@@ -129,6 +129,7 @@ proptest! {
             module_keys: Default::default(),
             first_module: None,
             failures: Default::default(),
+            way_back: Default::default(),
         };
         let mut bytes = blob.encode().unwrap();
         mutate(&mut bytes, &flips);

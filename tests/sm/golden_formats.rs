@@ -26,6 +26,7 @@ use lockd_core::snapshot::SnapshotBlob;
 use lockd_core::upgrade::{BoundUpgrade, SignedUpgrade};
 use lockd_core::upgrade::{Genesis, ShadowEntry, UpgradeEntry};
 use lockd_core::upgrade::{UpgradeRecord, UpgradeResult};
+use lockd_core::way_back::{FellBack, OnModuleFailure, RollbackEntry, VersionedUpgrade, WayBack};
 use openraft::EntryPayload;
 use serde::Serialize;
 
@@ -114,6 +115,33 @@ fn requests() -> Vec<(&'static str, Request)> {
         ),
         // Appended: a sample's index is its position.
         ("commands_0_3", Request::commands(commands_0_3())),
+        (
+            "versioned_upgrade",
+            Request::VersionedUpgrade(VersionedUpgrade {
+                upgrade: upgrade(),
+                signature: Some(signature),
+                signed_for: SignedFor::Upgrade,
+                rollback: true,
+                on_failure: OnModuleFailure::Rollback,
+            }),
+        ),
+        (
+            "versioned_upgrade_unsigned",
+            Request::VersionedUpgrade(VersionedUpgrade {
+                upgrade: upgrade(),
+                signature: None,
+                signed_for: SignedFor::Shadow,
+                rollback: false,
+                on_failure: OnModuleFailure::Refuse,
+            }),
+        ),
+        (
+            "rollback",
+            Request::Rollback(RollbackEntry {
+                replaces: ModuleHash([0x11; 32]),
+                to: ModuleHash([0x22; 32]),
+            }),
+        ),
     ]
 }
 
@@ -288,6 +316,7 @@ fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
         module_keys: Default::default(),
         first_module: Some(ModuleHash([0x44; 32])),
         failures: Default::default(),
+        way_back: Default::default(),
     };
     // Formats 5 and 6 are read, no longer written: 5 holds everything but
     // the module failures, read as none; 6's failures have no kinds, and
@@ -330,7 +359,25 @@ fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
         failures: 8,
         kinds: Kinds::of(&[Command::grant("k", 1)]),
     });
+    // Format 7 is read, no longer written: everything but the way back,
+    // read as none.
     for name in ["snapshot_v7_no_keys", "snapshot_v7_one_key"] {
+        let old = SnapshotBlob::decode(&golden(name, b"")).expect("format 7 decodes");
+        assert_eq!(old.failures, blob.failures, "{name}");
+        assert_eq!(old.way_back, WayBack::default(), "{name}");
+        assert_eq!(old.first_module, blob.first_module, "{name}");
+    }
+    blob.way_back = WayBack {
+        previous: Some(vec![0, 0x61, 0x73, 0x6d, 1]),
+        on_failure: OnModuleFailure::Rollback,
+        fell_back: Some(FellBack {
+            index: 128,
+            from: ModuleHash([0x55; 32]),
+            to: ModuleHash([0x66; 32]),
+            reason: Some("refused".into()),
+        }),
+    };
+    for name in ["snapshot_v8_no_keys", "snapshot_v8_one_key"] {
         if name.ends_with("one_key") {
             blob.module_keys
                 .apply(&KeyEntry::Trust(ModuleKey([0x33; 32])))
@@ -338,10 +385,11 @@ fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
         }
         let now = blob.encode().expect("encode");
         let gold = golden(name, &now);
-        assert_eq!(hex(&now), hex(&gold), "{name}: snapshot format 7 changed");
+        assert_eq!(hex(&now), hex(&gold), "{name}: snapshot format 8 changed");
         let back = SnapshotBlob::decode(&gold).expect("decodes");
         assert_eq!(back.encode().expect("encode"), gold, "{name}");
         assert_eq!(back.failures, blob.failures, "{name}");
+        assert_eq!(back.way_back, blob.way_back, "{name}");
     }
 
     // Formats 1 to 4 are read, never written: their golden files decode,

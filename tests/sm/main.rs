@@ -25,6 +25,7 @@ mod signed_formats;
 mod signed_modules;
 mod sm_equivalence;
 mod sm_scenarios;
+mod way_back;
 mod world02_differential;
 mod world02_equivalence;
 mod world02_module;

@@ -262,6 +262,7 @@ impl LockMachine for WasmMachine {
             module_keys: Default::default(),
             first_module: Some(module.hash()),
             failures: Default::default(),
+            way_back: Default::default(),
         };
         match Replica::from_snapshot(0, loader(), &blob, AUDIT_INTERVAL) {
             Ok(mut installed) => {

@@ -252,6 +252,16 @@ pub(crate) enum Cmd {
         /// Skip the leader's dry run; every node still checks at apply.
         #[arg(long)]
         no_precheck: bool,
+        /// Without FILE: return to the module the active one replaced.
+        /// With FILE: let it in whatever its version (a swap back to an
+        /// older or equal version).
+        #[arg(long, conflicts_with_all = ["shadow", "promote", "abort"])]
+        rollback: bool,
+        /// What the cluster does if this module goes out of service:
+        /// `refuse` the kinds of command it keeps failing on (default), or
+        /// `rollback` to the module it replaces.
+        #[arg(long, value_parser = on_failure, conflicts_with_all = ["shadow", "promote", "abort"])]
+        on_failure: Option<lockd_client::proto::OnModuleFailure>,
     },
     /// Signed modules: make and use signing keys, and manage the keys the
     /// cluster trusts.
@@ -359,4 +369,10 @@ pub(crate) fn acquire_options(
 /// milliseconds ([`lockd_client::proto::duration`]).
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     lockd_client::proto::duration::parse(s)
+}
+
+/// `--on-failure`, through the one parser of the choice.
+fn on_failure(text: &str) -> Result<lockd_client::proto::OnModuleFailure, String> {
+    lockd_client::proto::OnModuleFailure::parse(text)
+        .ok_or_else(|| format!("{text:?}: expected refuse or rollback"))
 }

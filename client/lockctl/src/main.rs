@@ -216,11 +216,17 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             signature,
             replaces,
             no_precheck,
+            rollback,
+            on_failure,
         } => {
             let what = if promote {
                 upgrade::Upgrade::Promote
             } else if abort {
                 upgrade::Upgrade::Abort
+            } else if rollback && file.is_none() {
+                upgrade::Upgrade::Rollback {
+                    precheck: !no_precheck,
+                }
             } else {
                 upgrade::Upgrade::Install {
                     file,
@@ -228,6 +234,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     signature,
                     replaces,
                     precheck: !no_precheck,
+                    rollback,
+                    on_failure: on_failure.unwrap_or_default(),
                 }
             };
             upgrade::run(&admin, j, what).await

@@ -1,8 +1,10 @@
 //! `lockctl upgrade FILE [--signature FILE.sig] [--replaces HASH]
-//! [--no-precheck]`, `upgrade --shadow FILE [--signature FILE.sig]`,
-//! `upgrade --promote`, `upgrade --abort`: replace the lock module through
-//! the log, or run one beside it first. Prints what the leader did (with
-//! `--json`, its answer as sent).
+//! [--no-precheck] [--rollback] [--on-failure refuse|rollback]`,
+//! `upgrade --rollback` (back to the previous module), `upgrade --shadow
+//! FILE [--signature FILE.sig]`, `upgrade --promote`, `upgrade --abort`:
+//! replace the lock module through the log, return to the one before, or
+//! run one beside it first. Prints what the leader did (with `--json`, its
+//! answer as sent).
 //!
 //! The module's signature (`lockctl module sign`) is sent with it: the one
 //! `--signature` names, else `FILE.sig` when it exists; lockctl says which
@@ -12,7 +14,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
-use lockd_client::admin::Admin;
+use lockd_client::admin::{Admin, UpgradeHow};
+use lockd_client::proto::OnModuleFailure;
 
 use crate::output::{print, Failure};
 
@@ -26,7 +29,12 @@ pub enum Upgrade {
         signature: Option<PathBuf>,
         replaces: Option<String>,
         precheck: bool,
+        /// Whatever its version.
+        rollback: bool,
+        on_failure: OnModuleFailure,
     },
+    /// Return to the module the active one replaced.
+    Rollback { precheck: bool },
     /// Upgrade to the running shadow module.
     Promote,
     /// Stop the running shadow module.
@@ -37,12 +45,15 @@ pub async fn run(admin: &Admin, j: bool, what: Upgrade) -> Result<(), Failure> {
     let r = match what {
         Upgrade::Promote => admin.promote_shadow().await?,
         Upgrade::Abort => admin.abort_shadow().await?,
+        Upgrade::Rollback { precheck } => admin.rollback(precheck).await?,
         Upgrade::Install {
             file,
             shadow,
             signature,
             replaces,
             precheck,
+            rollback,
+            on_failure,
         } => {
             let file =
                 file.ok_or_else(|| anyhow!("give the component file (or --promote / --abort)"))?;
@@ -63,16 +74,24 @@ pub async fn run(admin: &Admin, j: bool, what: Upgrade) -> Result<(), Failure> {
             }
             let sig = sig.map(|(_, s)| s);
             if shadow {
-                if replaces.is_some() {
-                    return Err(anyhow!("--replaces applies to upgrades, not --shadow").into());
+                if replaces.is_some() || on_failure != OnModuleFailure::Refuse {
+                    return Err(anyhow!(
+                        "--replaces and --on-failure apply to upgrades, not --shadow"
+                    )
+                    .into());
                 }
                 admin
                     .start_shadow_signed(module, sig.as_deref(), precheck)
                     .await?
             } else {
-                admin
-                    .upgrade_signed(module, replaces.as_deref(), sig.as_deref(), precheck)
-                    .await?
+                let how = UpgradeHow {
+                    replaces: replaces.as_deref(),
+                    signature: sig.as_deref(),
+                    precheck,
+                    rollback,
+                    on_failure,
+                };
+                admin.upgrade_how(module, how).await?
             }
         }
     };

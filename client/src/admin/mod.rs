@@ -5,7 +5,8 @@
 //! * [`Http`]: plain requests to one node, such as [`Http::get_json`] with a
 //!   timeout (also what a node uses to read its peers' audit points).
 //! * [`Admin`]: a cluster seen through a list of endpoints; finds the leader
-//!   with the native [`Client`] and posts admin requests to it.
+//!   with the native [`Client`] and posts admin requests to it; its module
+//!   requests (upgrade, rollback, shadow, module keys) are in `modules`.
 //!
 //! Admin answers come back as the leader's JSON, unchanged, so that a
 //! command line can print exactly what the node said.
@@ -18,13 +19,14 @@ use hyper::{Method, Request, StatusCode};
 use serde_json::{json, Value};
 
 use crate::proto::{AuditReport, Capacity, CapacityStatus, Member, Status};
-use crate::signature::{ModuleKeyReply, ModuleKeys};
 use crate::{Client, ClientError};
 
 mod health;
 mod http;
+mod modules;
 pub use health::Probe;
 pub use http::{connector, Http};
+pub use modules::UpgradeHow;
 
 /// How long [`Http::get_json`] waits for a whole answer by default: these
 /// are quick reads, and a node that takes longer is as good as unreachable.
@@ -170,101 +172,6 @@ impl Admin {
     pub async fn remove_member(&self, id: u64) -> Result<Value, AdminError> {
         self.post_json("/v1/members/remove", &json!({ "id": id }))
             .await
-    }
-
-    /// Replace the lock module with the component `module`. `replaces`
-    /// guards against a concurrent upgrade (default: the active module);
-    /// `precheck` false skips the leader's dry run (every node still checks
-    /// at apply).
-    pub async fn upgrade(
-        &self,
-        module: Vec<u8>,
-        replaces: Option<&str>,
-        precheck: bool,
-    ) -> Result<Value, AdminError> {
-        self.upgrade_signed(module, replaces, None, precheck).await
-    }
-
-    /// [`Admin::upgrade`] carrying the module's `signature` (128 hex
-    /// digits, see [`crate::signature`]): required while the cluster trusts
-    /// module keys.
-    pub async fn upgrade_signed(
-        &self,
-        module: Vec<u8>,
-        replaces: Option<&str>,
-        signature: Option<&str>,
-        precheck: bool,
-    ) -> Result<Value, AdminError> {
-        let mut query = Vec::new();
-        if let Some(r) = replaces {
-            query.push(format!("replaces={r}"));
-        }
-        if let Some(s) = signature {
-            query.push(format!("signature={s}"));
-        }
-        if !precheck {
-            query.push("precheck=false".to_string());
-        }
-        self.post_wasm(&with_query("/v1/admin/upgrade", &query), module.into())
-            .await
-    }
-
-    /// Start `module` as a shadow beside the active module.
-    pub async fn start_shadow(&self, module: Vec<u8>, precheck: bool) -> Result<Value, AdminError> {
-        self.start_shadow_signed(module, None, precheck).await
-    }
-
-    /// [`Admin::start_shadow`] carrying the module's `signature`; a promote
-    /// then carries it too.
-    pub async fn start_shadow_signed(
-        &self,
-        module: Vec<u8>,
-        signature: Option<&str>,
-        precheck: bool,
-    ) -> Result<Value, AdminError> {
-        let mut query = Vec::new();
-        if let Some(s) = signature {
-            query.push(format!("signature={s}"));
-        }
-        if !precheck {
-            query.push("precheck=false".to_string());
-        }
-        self.post_wasm(&with_query("/v1/admin/shadow", &query), module.into())
-            .await
-    }
-
-    /// The module keys the cluster trusts, from the leader.
-    pub async fn module_keys(&self) -> Result<ModuleKeys, AdminError> {
-        let addr = self.leader_addr().await?;
-        self.http.get_json(&addr, "/v1/admin/module-keys").await
-    }
-
-    /// Trust `key` (64 hex digits) for module signatures: one log entry.
-    pub async fn trust_module_key(&self, key: &str) -> Result<ModuleKeyReply, AdminError> {
-        let v = self
-            .post_json("/v1/admin/module-keys", &json!({ "key": key }))
-            .await?;
-        Ok(serde_json::from_value(v)?)
-    }
-
-    /// Stop trusting `key` (64 hex digits): one log entry.
-    pub async fn untrust_module_key(&self, key: &str) -> Result<ModuleKeyReply, AdminError> {
-        let path = format!("/v1/admin/module-keys/{key}");
-        let v = self
-            .send(Method::DELETE, &path, "application/json", Bytes::new())
-            .await?;
-        Ok(serde_json::from_value(v)?)
-    }
-
-    /// Upgrade to the running shadow module.
-    pub async fn promote_shadow(&self) -> Result<Value, AdminError> {
-        self.post_wasm("/v1/admin/shadow/promote", Bytes::new())
-            .await
-    }
-
-    /// Stop the running shadow module.
-    pub async fn abort_shadow(&self) -> Result<Value, AdminError> {
-        self.post_wasm("/v1/admin/shadow/abort", Bytes::new()).await
     }
 
     /// The audit points of the node at `addr` (asked directly: audit

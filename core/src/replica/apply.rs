@@ -88,6 +88,16 @@ impl Replica {
                         self.upgrade(log_id, s.upgrade, Some(s.signature), Some(s.signed_for));
                     responses.push(Some(Response::Upgrade(outcome)));
                 }
+                Payload::Normal(Request::VersionedUpgrade(v)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let outcome = self.versioned_upgrade(log_id, v);
+                    responses.push(Some(Response::Upgrade(outcome)));
+                }
+                Payload::Normal(Request::Rollback(r)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let outcome = self.rollback(log_id, r);
+                    responses.push(Some(Response::Upgrade(outcome)));
+                }
                 Payload::Normal(Request::Shadow(sh)) => {
                     self.flush(&mut run, &mut responses)?;
                     let outcome = self.shadow_entry(log_id, sh, None, true);
@@ -123,7 +133,7 @@ impl Replica {
             }
             if failures::judged_at(log_id.index) {
                 self.flush(&mut run, &mut responses)?;
-                self.judge_failures(log_id.index);
+                self.judge_failures(log_id);
             }
         }
         self.flush(&mut run, &mut responses)?;

@@ -285,10 +285,14 @@ impl Replica {
     /// Judge, at `index` (every entry up to it applied), whether the
     /// active module has failed often enough to be taken out of service
     /// (`failures.rs`).
-    pub(super) fn judge_failures(&mut self, index: u64) {
-        let module = self.module.hash();
-        if let Some(off) = self.failures.judge(index, module, self.module_since) {
-            tracing::error!(node = self.id, index, module = %module, kinds = %off.kinds, failures = off.failures, "the lock module is out of service for the kinds of command it keeps failing on");
+    pub(super) fn judge_failures(&mut self, log_id: crate::entry::LogId) {
+        let (index, module) = (log_id.index, self.module.hash());
+        let Some(off) = self.failures.judge(index, module, self.module_since) else {
+            return;
+        };
+        tracing::error!(node = self.id, index, module = %module, kinds = %off.kinds, failures = off.failures, "the lock module is out of service for the kinds of command it keeps failing on");
+        if self.way_back.falls_back() {
+            self.fall_back(log_id);
         }
     }
 

@@ -17,6 +17,7 @@
 //! guest call; `capacity.rs` the capacity bound; `isolate.rs` trap
 //! isolation; `checkpoint.rs` the checkpoint and journal it rebuilds from;
 //! `failures.rs` the failures recorded and a module taken out of service;
+//! `way_back.rs` the rollback to the previous module;
 //! `query.rs` the reads of the state.
 //!
 //! A guest call that fails fails its commands, not the replica: see
@@ -40,6 +41,7 @@ use crate::shadow::Shadow;
 use crate::signature::TrustedKeys;
 use crate::snapshot::SnapshotBlob;
 use crate::upgrade::UpgradeRecord;
+use crate::way_back::WayBack;
 use capacity::Capacity;
 
 mod apply;
@@ -50,6 +52,7 @@ pub mod isolate;
 mod query;
 mod run;
 mod swap;
+mod way_back;
 
 pub use query::{ReplicaView, ShadowModule};
 pub use swap::record_of;
@@ -119,6 +122,9 @@ pub struct Replica {
     failures: FailureLog,
     /// Instances rebuilt on this node (not replicated).
     rebuilds: u64,
+    /// The previous module and what to do on failure (replicated, in
+    /// snapshots; see [`crate::way_back`]).
+    way_back: WayBack,
     /// Nothing but Raft's blank and membership entries applied since index
     /// 0 (a replica from a snapshot never is): its leader records the
     /// cluster's first module ([`crate::upgrade::Genesis`]).
@@ -163,6 +169,7 @@ impl Replica {
             failed: Vec::new(),
             failures: FailureLog::default(),
             rebuilds: 0,
+            way_back: WayBack::default(),
             fresh: true,
             changes: None,
             #[cfg(feature = "faults")]
@@ -182,6 +189,7 @@ impl Replica {
         replica.guest.restore(&blob.guest_state)?;
         replica.checkpoint_at(blob.guest_state.as_slice());
         replica.failures = blob.failures.clone();
+        replica.way_back = blob.way_back.clone();
         replica.last_applied = blob.meta.last_log_id;
         replica.membership = blob.meta.last_membership.clone();
         replica.module_since = blob.module_since;
@@ -203,6 +211,7 @@ impl Replica {
         self.guest = other.guest;
         self.checkpoint = other.checkpoint;
         self.failures = other.failures;
+        self.way_back = other.way_back;
         // Whatever stopped this replica is behind the installed state.
         self.stopped = None;
         self.last_applied = other.last_applied;
@@ -248,6 +257,7 @@ impl Replica {
             module_keys: self.module_keys.clone(),
             first_module: self.first_module,
             failures: self.failures.clone(),
+            way_back: self.way_back.clone(),
         })
     }
 }

@@ -58,6 +58,8 @@ pub struct ReplicaView {
     /// Guest instances this node rebuilt from its checkpoint (after a
     /// failed call; not replicated).
     pub instance_rebuilds: u64,
+    /// The way back from the active module (replicated).
+    pub module_way_back: lockd_proto::ModuleWayBack,
 }
 
 impl Replica {
@@ -161,6 +163,21 @@ impl Replica {
         })
     }
 
+    /// Whether applying the indices `first..=last` may leave the active
+    /// module for the previous one on its own (a judged index among them,
+    /// with `rollback` chosen): such an apply may run as long as a swap.
+    pub fn may_fall_back(&self, first: u64, last: u64) -> bool {
+        self.way_back.falls_back()
+            && (first..=last).any(super::failures::judged_at)
+            && !self.failures.recent.is_empty()
+    }
+
+    /// The module a rollback would return to, if any: its hash and bytes.
+    pub fn previous_module(&self) -> Option<(ModuleHash, Vec<u8>)> {
+        let bytes = self.way_back.previous.clone()?;
+        Some((ModuleHash::of(&bytes), bytes))
+    }
+
     /// The module keys in force at the applied index.
     pub fn module_keys(&self) -> TrustedKeys {
         self.module_keys.clone()
@@ -206,6 +223,7 @@ impl Replica {
                 .refusing(&self.module.hash())
                 .map(|o| o.status()),
             instance_rebuilds: self.rebuilds,
+            module_way_back: self.way_back.status(),
         }
     }
 }

@@ -22,6 +22,30 @@ use crate::upgrade::{
     apply_upgrade, switch_to, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry,
     UpgradeOutcome, UpgradeRecord, UpgradeResult,
 };
+use crate::way_back::{check_order, OnModuleFailure, VersionedUpgrade, WayBack};
+
+/// How an upgrade's module is let in.
+pub(super) enum Admit {
+    /// An entry written before versions: its signature checked as its
+    /// kind says (`bound` `None`: over the hash alone), no version rule,
+    /// no way back recorded.
+    Legacy {
+        signature: Option<ModuleSignature>,
+        bound: Option<SignedFor>,
+    },
+    /// A versioned upgrade (see [`crate::way_back`]).
+    Versioned {
+        signature: Option<ModuleSignature>,
+        signed_for: SignedFor,
+        rollback: bool,
+        on_failure: OnModuleFailure,
+    },
+    /// The recorded previous module.
+    Previous,
+    /// Refused before anything is loaded (a rollback with no way back):
+    /// recorded as a rejected swap to `to`.
+    Refused { to: ModuleHash, why: MigrateError },
+}
 
 impl Replica {
     /// Apply an upgrade entry: check its signature, migrate and swap, or
@@ -74,8 +98,34 @@ impl Replica {
         signature: Option<ModuleSignature>,
         bound: Option<SignedFor>,
     ) -> UpgradeOutcome {
+        self.swap(log_id, up, Admit::Legacy { signature, bound })
+    }
+
+    /// Apply a versioned upgrade entry: as [`Replica::upgrade`], and the
+    /// version must go up unless it is marked as a rollback; a swap
+    /// records the module replaced as the way back (see
+    /// [`crate::way_back`]).
+    pub(super) fn versioned_upgrade(
+        &mut self,
+        log_id: LogId,
+        v: VersionedUpgrade,
+    ) -> UpgradeOutcome {
+        let admit = Admit::Versioned {
+            signature: v.signature,
+            signed_for: v.signed_for,
+            rollback: v.rollback,
+            on_failure: v.on_failure,
+        };
+        self.swap(log_id, v.upgrade, admit)
+    }
+
+    /// Swap in `up`'s module, let in as `admit` says.
+    pub(super) fn swap(&mut self, log_id: LogId, up: UpgradeEntry, admit: Admit) -> UpgradeOutcome {
         let started = Instant::now();
-        let new_hash = ModuleHash::of(&up.module);
+        let new_hash = match &admit {
+            Admit::Refused { to, .. } => *to,
+            _ => ModuleHash::of(&up.module),
+        };
         let span = tracing::info_span!(
             "upgrade",
             node = self.id,
@@ -90,19 +140,60 @@ impl Replica {
             .shadow
             .as_ref()
             .is_some_and(|s| s.module.hash() == new_hash);
-        let checked = match bound {
-            Some(SignedFor::Shadow) if !promotes_shadow => {
+        let (signature, bound) = match &admit {
+            Admit::Legacy { signature, bound } => (*signature, *bound),
+            Admit::Versioned {
+                signature,
+                signed_for,
+                ..
+            } => (*signature, Some(*signed_for)),
+            Admit::Previous | Admit::Refused { .. } => (None, None),
+        };
+        let checked = match (&admit, bound) {
+            (Admit::Refused { why, .. }, _) => Err(why.clone()),
+            // Let in by this cluster before (see crate::way_back).
+            (Admit::Previous, _) => Ok(()),
+            (_, Some(SignedFor::Shadow)) if !promotes_shadow => {
                 Err(MigrateError::Signature(SignatureError::NotTheShadow))
             }
-            _ => self.signed(&new_hash, signature.as_ref(), bound.map(SignedFor::purpose)),
+            _ => self
+                .signed(&new_hash, signature.as_ref(), bound.map(SignedFor::purpose))
+                .map(|_| ()),
+        };
+        // Read before the swap: the version a versioned upgrade must pass.
+        let must_pass = match &admit {
+            Admit::Versioned {
+                rollback: false, ..
+            } => Some(self.healthy().and_then(|g| g.version())),
+            _ => None,
         };
         let result = checked.and_then(|_| {
-            apply_upgrade(loader.engine(), &up, active, &mut self.guest, |b| {
-                loader.load(b)
-            })
+            let (module, migrated) =
+                apply_upgrade(loader.engine(), &up, active, &mut self.guest, |b| {
+                    loader.load(b)
+                })?;
+            match must_pass {
+                Some(Ok(now)) => check_order(&now, &migrated.version)?,
+                Some(Err(e)) => return Err(MigrateError::OldSnapshot(e)),
+                None => {}
+            }
+            Ok((module, migrated))
         });
         let outcome = match result {
             Ok((module, mut migrated)) => {
+                self.way_back = match &admit {
+                    Admit::Versioned { on_failure, .. } => WayBack {
+                        previous: Some(self.module.bytes().to_vec()),
+                        on_failure: *on_failure,
+                        fell_back: self.way_back.fell_back.take(),
+                    },
+                    // One step back only; and an entry written before
+                    // versions leaves what it left then: no way back.
+                    Admit::Legacy { .. } | Admit::Previous | Admit::Refused { .. } => WayBack {
+                        fell_back: self.way_back.fell_back.take(),
+                        ..WayBack::default()
+                    },
+                };
                 let version = migrated.version.clone();
                 let hash = migrated.instance.state_hash();
                 self.module = module;

@@ -200,6 +200,15 @@ impl From<UpgradeError> for ApiError {
             U::Refused(MigrateError::Signature(_)) => {
                 (StatusCode::FORBIDDEN, ErrorCode::BadSignature)
             }
+            U::Refused(MigrateError::NotNewer { .. } | MigrateError::Unversioned { .. }) => {
+                (StatusCode::CONFLICT, ErrorCode::ModuleNotNewer)
+            }
+            U::Refused(MigrateError::NoPrevious) => {
+                (StatusCode::NOT_FOUND, ErrorCode::NoPreviousModule)
+            }
+            U::Refused(MigrateError::NotThePrevious { .. }) => {
+                (StatusCode::CONFLICT, ErrorCode::StaleModule)
+            }
             // Well-formed (64 hex digits) but not a usable key.
             U::Key(KeyError::NotAKey { .. }) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::BadModuleKey)

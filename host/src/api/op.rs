@@ -153,6 +153,7 @@ pub fn parse(method: &Method, uri: &Uri) -> Result<Op, ApiError> {
             | "/v1/admin/module-keys"
             | "/v1/admin/snapshot"
             | "/v1/admin/upgrade"
+            | "/v1/admin/rollback"
             | "/v1/admin/shadow"
             | "/v1/admin/shadow/promote"
             | "/v1/admin/shadow/abort"
@@ -184,6 +185,7 @@ pub fn answered_by_leader(method: &Method, path: &str) -> bool {
         | "/v1/admin/capacity"
         | "/v1/admin/module-keys"
         | "/v1/admin/upgrade"
+        | "/v1/admin/rollback"
         | "/v1/admin/shadow"
         | "/v1/admin/shadow/promote"
         | "/v1/admin/shadow/abort" => true,
@@ -214,6 +216,7 @@ const KNOWN: &[&str] = &[
     "/v1/admin/module-keys",
     "/v1/admin/snapshot",
     "/v1/admin/upgrade",
+    "/v1/admin/rollback",
     "/v1/admin/shadow",
     "/v1/admin/shadow/promote",
     "/v1/admin/shadow/abort",

@@ -71,6 +71,7 @@ pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/ui", "/v1/openapi.json"]
         admin::module_keys_post,
         admin::module_keys_delete,
         admin::upgrade,
+        admin::rollback,
         admin::shadow_start,
         admin::shadow_promote,
         admin::shadow_abort,

@@ -110,6 +110,7 @@ pub const ROUTES: &[Route] = &[
         l.json(delete(admin::module_keys_delete))
     }),
     ("/v1/admin/upgrade", |l| l.module(post(admin::upgrade))),
+    ("/v1/admin/rollback", |l| l.json(post(admin::rollback))),
     ("/v1/admin/shadow", |l| l.module(post(admin::shadow_start))),
     ("/v1/admin/shadow/promote", |l| {
         l.module(post(admin::shadow_promote))

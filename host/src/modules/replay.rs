@@ -165,7 +165,13 @@ pub fn replay(
             openraft::EntryPayload::Normal(Request::Lock(commands)) => {
                 Some(Batch::Legacy(commands.clone()))
             }
-            openraft::EntryPayload::Normal(Request::Upgrade(_) | Request::SignedUpgrade(_)) => {
+            openraft::EntryPayload::Normal(
+                Request::Upgrade(_)
+                | Request::SignedUpgrade(_)
+                | Request::BoundUpgrade(_)
+                | Request::VersionedUpgrade(_)
+                | Request::Rollback(_),
+            ) => {
                 report.upgrades += 1;
                 None
             }

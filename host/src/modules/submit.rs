@@ -4,8 +4,12 @@
 //! [`super::migrate`] the apply path will run, on its current state: the
 //! component must load (valid, of the `lock-sm` world, no imports), restore
 //! the current state within the fuel and memory limits, keep every held
-//! lock and not move the token counter back. A module that fails is refused
-//! with the reason and nothing reaches the log. The state may still change
+//! lock and not move the token counter back; and, unless the upgrade is
+//! marked as a rollback, its version must be above the active module's
+//! (`lockd_core::way_back`). A module that fails is refused
+//! with the reason and nothing reaches the log. What is proposed is a
+//! versioned upgrade entry; a rollback (`rollback.rs`) is an entry of its
+//! own, naming the previous module every node keeps. The state may still change
 //! between this dry run and the entry's apply, which is why apply checks
 //! everything again (deterministically, on every node).
 //!
@@ -37,11 +41,18 @@ use lockd_proto::signature::Purpose;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{leader_hint, NodeId, Raft, Request, Response};
 use lockd_core::engine::ModuleHash;
-use lockd_core::signature::{KeyError, ModuleSignature, SignedFor, SignedShadowStart};
-use lockd_core::upgrade::BoundUpgrade;
-use lockd_core::upgrade::{
-    migrate, MigrateError, ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome,
-};
+use lockd_core::signature::{KeyError, ModuleSignature, SignedFor};
+use lockd_core::upgrade::{migrate, MigrateError, UpgradeEntry, UpgradeOutcome};
+use lockd_core::way_back::{check_order, OnModuleFailure, VersionedUpgrade};
+
+/// How an upgrade is let in (see `lockd_core::way_back`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct How {
+    /// Marked as a rollback: whatever its version.
+    pub rollback: bool,
+    /// What the cluster does if it goes out of service.
+    pub on_failure: OnModuleFailure,
+}
 
 #[derive(Debug, Error)]
 pub enum UpgradeError {
@@ -167,7 +178,7 @@ impl Upgrader {
 
     /// The dry run: load `module` (compiling it once, for the apply path too)
     /// and migrate the current state into it.
-    async fn precheck(&self, module: &[u8]) -> Result<Precheck, UpgradeError> {
+    async fn precheck(&self, module: &[u8]) -> Result<(Precheck, String), UpgradeError> {
         let _turn = self
             .prechecks
             .try_acquire()
@@ -189,14 +200,17 @@ impl Upgrader {
             .map_err(UpgradeError::Refused)?;
         let engine = self.sm.engine().clone();
         let started = Instant::now();
-        crate::blocking::run(move || migrate(&engine, &loaded, &state, &stats).map(|_| ()))
-            .await
-            .map_err(|e| UpgradeError::Internal(format!("migrate task: {e}")))?
-            .map_err(UpgradeError::Refused)?;
-        Ok(Precheck {
+        let version = crate::blocking::run(move || {
+            migrate(&engine, &loaded, &state, &stats).map(|m| m.version)
+        })
+        .await
+        .map_err(|e| UpgradeError::Internal(format!("migrate task: {e}")))?
+        .map_err(UpgradeError::Refused)?;
+        let timings = Precheck {
             compile_us,
             migrate_us: started.elapsed().as_micros() as u64,
-        })
+        };
+        Ok((timings, version))
     }
 
     async fn propose(&self, request: Request) -> Result<(u64, Response), UpgradeError> {
@@ -237,6 +251,8 @@ impl Upgrader {
     /// the index of the entry and whether the swap happened there.
     /// `signed_for`: an upgrade's signature, or (promoting the shadow) the
     /// shadow's.
+    /// `how`: whether it is marked as a rollback (any version comes in),
+    /// and what to do if it goes out of service.
     pub async fn upgrade(
         &self,
         module: Vec<u8>,
@@ -244,6 +260,7 @@ impl Upgrader {
         signature: Option<ModuleSignature>,
         precheck_first: bool,
         signed_for: SignedFor,
+        how: How,
     ) -> Result<UpgradeReply, UpgradeError> {
         self.check_leader()?;
         self.settle().await?;
@@ -261,19 +278,35 @@ impl Upgrader {
             if ModuleHash::of(&module) == active {
                 return Err(UpgradeError::AlreadyActive(active));
             }
-            timings = Some(self.precheck(&module).await?);
+            let (checked, version) = self.precheck(&module).await?;
+            if !how.rollback {
+                let active = self
+                    .sm
+                    .version()
+                    .map_err(|e| UpgradeError::Refused(MigrateError::OldSnapshot(e)))?;
+                check_order(&active, &version).map_err(UpgradeError::Refused)?;
+            }
+            timings = Some(checked);
         }
-        let upgrade = UpgradeEntry { module, replaces };
-        let request = match signature {
-            Some(signature) => Request::BoundUpgrade(BoundUpgrade {
-                upgrade,
-                signature,
-                signed_for,
-            }),
-            None => Request::Upgrade(upgrade),
-        };
+        let request = Request::VersionedUpgrade(VersionedUpgrade {
+            upgrade: UpgradeEntry { module, replaces },
+            signature,
+            signed_for,
+            rollback: how.rollback,
+            on_failure: how.on_failure,
+        });
+        self.answer_swap(request, &replaces, timings.as_ref()).await
+    }
+
+    /// Propose an entry that swaps the module, and answer what it did.
+    async fn answer_swap(
+        &self,
+        request: Request,
+        replaces: &ModuleHash,
+        timings: Option<&Precheck>,
+    ) -> Result<UpgradeReply, UpgradeError> {
         let (index, response) = self.propose(request).await?;
-        let mut reply = reply_at(index, &replaces, timings.as_ref());
+        let mut reply = reply_at(index, replaces, timings);
         match response {
             Response::Upgrade(UpgradeOutcome::Swapped {
                 module, version, ..
@@ -291,85 +324,8 @@ impl Upgrader {
             ))),
         }
     }
-
-    /// Start `module` as a shadow on every node, from the state at the entry.
-    pub async fn shadow_start(
-        &self,
-        module: Vec<u8>,
-        signature: Option<ModuleSignature>,
-        precheck_first: bool,
-    ) -> Result<UpgradeReply, UpgradeError> {
-        self.check_leader()?;
-        self.settle().await?;
-        let timings = if precheck_first {
-            self.check_signature(&module, signature.as_ref(), Purpose::Shadow)?;
-            Some(self.precheck(&module).await?)
-        } else {
-            None
-        };
-        let active = self.sm.module_hash();
-        let request = match signature {
-            Some(signature) => Request::BoundShadow(SignedShadowStart { module, signature }),
-            None => Request::Shadow(ShadowEntry::Start { module }),
-        };
-        let (index, response) = self.propose(request).await?;
-        let mut reply = reply_at(index, &active, timings.as_ref());
-        match response {
-            Response::Shadow(ShadowOutcome::Started { module, version }) => {
-                reply.result = UpgradeResult::ShadowStarted;
-                reply.module_hash = module.to_string();
-                reply.version = Some(version);
-                Ok(reply)
-            }
-            Response::Shadow(ShadowOutcome::Failed { module, reason }) => {
-                Err(rejected(reply, module, reason))
-            }
-            other => Err(UpgradeError::Internal(format!(
-                "a shadow entry was answered {other:?}"
-            ))),
-        }
-    }
-
-    /// Promote the running shadow: a normal upgrade entry with its bytes
-    /// and the signature it was started with.
-    pub async fn shadow_promote(&self) -> Result<UpgradeReply, UpgradeError> {
-        self.check_leader()?;
-        let shadow = self.sm.shadow_module().ok_or(UpgradeError::NoShadow)?;
-        if let Some(f) = shadow.failed {
-            return Err(UpgradeError::ShadowFailed(f));
-        }
-        self.upgrade(
-            shadow.bytes.to_vec(),
-            None,
-            shadow.signature,
-            true,
-            SignedFor::Shadow,
-        )
-        .await
-    }
-
-    /// Stop shadow mode on every node.
-    pub async fn shadow_abort(&self) -> Result<UpgradeReply, UpgradeError> {
-        self.check_leader()?;
-        if self.sm.shadow_module().is_none() {
-            return Err(UpgradeError::NoShadow);
-        }
-        let active = self.sm.module_hash();
-        let (index, response) = self.propose(Request::Shadow(ShadowEntry::Stop)).await?;
-        let module = match response {
-            Response::Shadow(ShadowOutcome::Stopped { module }) => module,
-            other => {
-                return Err(UpgradeError::Internal(format!(
-                    "a shadow entry was answered {other:?}"
-                )))
-            }
-        };
-        Ok(UpgradeReply {
-            result: UpgradeResult::ShadowStopped,
-            module_hash: module.map(|m| m.to_string()).unwrap_or_default(),
-            ..reply_at(index, &active, None)
-        })
-    }
 }
 
+mod rollback;
 mod settings;
+mod shadow;

@@ -90,6 +90,7 @@ mod tests {
             module_keys: trusted,
             first_module: None,
             failures: Default::default(),
+            way_back: Default::default(),
         }
     }
 

@@ -226,7 +226,9 @@ fn roles_are_read_again_on_sighup_and_a_bad_file_keeps_the_old_rules() {
 
 #[test]
 fn admin_actions_are_recorded_with_who_what_and_where() {
-    let c = Cluster::start_secure(3, &[]);
+    // On world 0.1's module: version 2 of it is an upgrade (a version
+    // above), not a swap back.
+    let c = Cluster::start_secure(3, &["--initial-module", "world-0.1"]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let r = c
         .post_bytes(

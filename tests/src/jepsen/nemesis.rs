@@ -131,14 +131,16 @@ impl Log {
 
 /// Submit the upgrade to `module` (named `name`) until it is in: answered
 /// "swapped", or "already the active module" (an earlier attempt committed
-/// although its answer was lost).
+/// although its answer was lost). Marked as a rollback: the runs swap
+/// across worlds either way (version 2 of world 0.1's module is below the
+/// built-in module's version).
 pub fn upgrade(c: &Cluster, module: &[u8], name: &str) -> Option<String> {
     for attempt in 1..=20 {
         let Some((_, leader)) = leader_of(c) else {
             std::thread::sleep(Duration::from_millis(300));
             continue;
         };
-        match c.post_bytes(leader, "/v1/admin/upgrade", module) {
+        match c.post_bytes(leader, "/v1/admin/upgrade?rollback=true", module) {
             Ok(r) if r.ok() => {
                 return Some(format!(
                     "upgraded to {name} at index {} (attempt {attempt})",

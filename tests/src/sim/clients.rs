@@ -2,12 +2,14 @@
 //! faults, a module upgrade when the run has one, then the waiters, the
 //! final reads and the convergence check.
 
+use lockd_proto::OnModuleFailure;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::run::ELECTION_MS;
+use super::swaps::{mixed_module, roll_back, traps, upgrade, upgrade_module};
 use super::SimConfig;
 use crate::jepsen::check::{Checker, Final, Violation};
 use crate::jepsen::history::History;
@@ -50,7 +52,7 @@ pub(super) async fn clients(
     };
     let mut violations = Vec::new();
     if cfg.mixed {
-        upgrade(&target, mixed_module(&cfg)).await?;
+        upgrade(&target, mixed_module(&cfg), OnModuleFailure::Refuse).await?;
     }
     // Its lease outlasts every fault: several at once may leave the
     // cluster without a quorum for most of the faults' time. An acquire
@@ -72,12 +74,22 @@ pub(super) async fn clients(
         let target = target.clone();
         let stop = stop.clone();
         let module = upgrade_module(&cfg);
-        let hostile = cfg.hostile;
+        let (hostile, rollback) = (cfg.hostile, cfg.rollback);
         tokio::spawn(async move {
             tokio::time::sleep(at).await;
-            upgrade(&target, module).await?;
+            let on_failure = match hostile && rollback {
+                true => OnModuleFailure::Rollback,
+                false => OnModuleFailure::Refuse,
+            };
+            upgrade(&target, module, on_failure).await?;
             if hostile {
-                return traps(&target, &stop).await.map(Some);
+                return traps(&target, &stop, rollback).await.map(Some);
+            }
+            if rollback {
+                // The operator's pace (simulated time), then back.
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                roll_back(&target, module).await?;
+                return Ok(Some(lockd_core::builtin::LOCK_SM));
             }
             Ok::<_, String>(None)
         })
@@ -167,97 +179,6 @@ pub(super) async fn clients(
         voter_out,
     };
     Ok(())
-}
-
-/// The module a mixed run puts in before its clients start: with
-/// sessions and elections, world 0.4's (0.3's and the election policy, so
-/// campaigns' priorities are picked under the faults too).
-fn mixed_module(cfg: &SimConfig) -> &'static [u8] {
-    if cfg.sessions {
-        crate::fixtures::LOCK_SM_WORLD04
-    } else {
-        crate::fixtures::LOCK_SM_WORLD02
-    }
-}
-
-/// The module a run with `upgrade_at` upgrades to.
-fn upgrade_module(cfg: &SimConfig) -> &'static [u8] {
-    if cfg.hostile {
-        crate::fixtures::CHAOS_GUEST
-    } else {
-        crate::fixtures::LOCK_SM_V2
-    }
-}
-
-/// Grants of the key the chaos module traps on, through the faults and
-/// on after them until the module is out of service: each is refused
-/// (`module_failed`, or an error of the faults); one granted is a
-/// violation. Once every grant is refused as out of service (the module
-/// failed too often), the operator's move: a module that works is swapped
-/// in, and returned. Every hostile run so checks that a module that keeps
-/// failing is taken out of service, and that a new one brings it back.
-async fn traps(target: &Target, stop: &AtomicBool) -> Result<&'static [u8], String> {
-    /// Tries after the faults: the trapping grants are log entries of
-    /// their own, so the next index the threshold is judged at comes.
-    const AFTER: usize = 300;
-    let client = target.client(Duration::from_secs(2), Duration::from_secs(1));
-    let (mut refused, mut after) = (0, 0);
-    while after < AFTER {
-        match client
-            .acquire_once("chaos:trap", Duration::from_secs(1), Duration::ZERO)
-            .await
-        {
-            Ok(g) => {
-                return Err(format!(
-                    "a grant the module traps on was granted: token {}",
-                    g.token()
-                ))
-            }
-            Err(e) if e.code() == Some(lockd_proto::ErrorCode::ModuleFailed) => {
-                refused += 1;
-                if e.to_string().contains("out of service") {
-                    tracing::info!(
-                        refused,
-                        "clients: the module is out of service; replacing it"
-                    );
-                    let good = crate::fixtures::LOCK_SM_V2;
-                    upgrade(target, good).await?;
-                    return Ok(good);
-                }
-            }
-            Err(_) => {}
-        }
-        // The client's pace (simulated time), not a wait for a condition:
-        // slow through the faults, quick after them.
-        let pace = if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            after += 1;
-            50
-        } else {
-            700
-        };
-        tokio::time::sleep(Duration::from_millis(pace)).await;
-    }
-    Err(format!(
-        "the module failed {refused} trapping grants and was not taken out of service"
-    ))
-}
-
-/// Put `module` in by a hot upgrade, retried through leader changes and
-/// faults (each try may meet a node cut off, or a dying leader).
-async fn upgrade(target: &Target, module: &[u8]) -> Result<(), String> {
-    let client = target.client(Duration::from_secs(3), Duration::from_secs(2));
-    let admin = lockd_client::admin::Admin::new(client, target.endpoints.clone());
-    let mut last = String::new();
-    for _ in 0..100 {
-        match admin.upgrade(module.to_vec(), None, true).await {
-            Ok(_) => return Ok(()),
-            Err(e) if e.to_string().contains("already the active module") => return Ok(()),
-            Err(e) => last = e.to_string(),
-        }
-        tracing::info!(error = %last, "clients: the upgrade did not go in; again");
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    Err(format!("the upgrade did not go in: {last}"))
 }
 
 /// Each mutex key's holder, read through the leader after the run.

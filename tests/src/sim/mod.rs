@@ -62,6 +62,7 @@ pub mod net;
 mod nodes;
 pub mod operator;
 mod run;
+mod swaps;
 
 use std::time::Duration;
 
@@ -103,6 +104,13 @@ pub struct SimConfig {
     /// through the faults: none may be granted, and every node must
     /// record the same module failures (trap isolation).
     pub hostile: bool,
+    /// With `upgrade_at`: not hostile, the upgrade goes to the 0.2
+    /// reference module and, once in, the operator returns to the module
+    /// before (`lockctl upgrade --rollback`) during the faults; hostile,
+    /// the upgrade chooses `on_failure` `rollback`, so the cluster leaves
+    /// the chaos module on its own once it is out of service. Either way
+    /// every node must end on the built-in module.
+    pub rollback: bool,
     /// What the operator does this long into the faults: a voter removed
     /// and added back, or a shadow started and stopped.
     pub operation: Option<(Duration, operator::Operation)>,
@@ -116,7 +124,9 @@ impl SimConfig {
     /// one in two of them (those without an operator) on world 0.3 with
     /// sessions and elections;
     /// one odd seed in two upgrades the module during the faults (one of
-    /// those in two to a module that traps on a key it is then sent); the
+    /// those in two to a module that traps on a key it is then sent; one
+    /// in two of each kind returns to the module before, see
+    /// [`SimConfig::rollback`]); the
     /// operator removes a voter and adds it back in every five-node run,
     /// and runs a shadow of the active module in every other mixed run.
     pub fn seed(seed: u64) -> SimConfig {
@@ -134,6 +144,7 @@ impl SimConfig {
             sessions: seed.is_multiple_of(4),
             upgrade_at: (seed % 4 == 1).then(|| Duration::from_millis(2000 + seed % 7 * 1000)),
             hostile: seed % 8 == 5,
+            rollback: seed % 16 >= 8,
             operation: operation(seed),
             control: None,
         }

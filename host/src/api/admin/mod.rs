@@ -40,8 +40,9 @@ use super::authorize::AdminOutcome;
 use super::body::ModuleBody;
 use super::error::{ApiError, ErrorBody};
 use super::services::Services;
-use crate::modules::submit::UpgradeError;
+use crate::modules::submit::{How, UpgradeError};
 use lockd_core::engine::ModuleHash;
+use lockd_core::way_back::OnModuleFailure;
 
 /// An upgrade or shadow answer, with what it did for the admin audit
 /// trail: the entry's index and module, or (refused before proposing)
@@ -75,6 +76,18 @@ struct Options {
     replaces: Option<ModuleHash>,
     signature: Option<ModuleSignature>,
     precheck: bool,
+    how: How,
+}
+
+/// `true`/`1` or `false`/`0`.
+fn flag(name: &str, v: &str) -> Result<bool, ApiError> {
+    match v {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(ApiError::bad_request(format!(
+            "{name}={v:?}: expected true or false"
+        ))),
+    }
 }
 
 fn options(uri: &Uri) -> Result<Options, ApiError> {
@@ -82,6 +95,7 @@ fn options(uri: &Uri) -> Result<Options, ApiError> {
         replaces: None,
         signature: None,
         precheck: true,
+        how: How::default(),
     };
     for pair in uri
         .query()
@@ -104,16 +118,12 @@ fn options(uri: &Uri) -> Result<Options, ApiError> {
                         .map_err(|e| ApiError::bad_request(format!("signature=: {e}")))?,
                 )
             }
-            "precheck" => {
-                o.precheck = match v {
-                    "true" | "1" => true,
-                    "false" | "0" => false,
-                    _ => {
-                        return Err(ApiError::bad_request(format!(
-                            "precheck={v:?}: expected true or false"
-                        )))
-                    }
-                }
+            "precheck" => o.precheck = flag(k, v)?,
+            "rollback" => o.how.rollback = flag(k, v)?,
+            "on_failure" => {
+                o.how.on_failure = OnModuleFailure::parse(v).ok_or_else(|| {
+                    ApiError::bad_request(format!("on_failure={v:?}: expected refuse or rollback"))
+                })?
             }
             other => {
                 return Err(ApiError::bad_request(format!(
@@ -136,6 +146,22 @@ struct ModuleQuery {
     signature: Option<String>,
     /// Compile and migrate on the leader before proposing (default true).
     precheck: Option<bool>,
+    /// Upgrades only: let the module in whatever its version (an older or
+    /// equal one, or none); default false.
+    rollback: Option<bool>,
+    /// Upgrades only: when the module goes out of service, `refuse` the
+    /// kinds of command it fails on (default) or `rollback` to the module
+    /// it replaces.
+    on_failure: Option<OnModuleFailure>,
+}
+
+/// Query parameters of a rollback.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read by `options`, which also refuses unknown ones
+struct RollbackQuery {
+    /// Migrate back on the leader before proposing (default true).
+    precheck: Option<bool>,
 }
 
 /// Replace the lock module through the log.
@@ -145,7 +171,7 @@ struct ModuleQuery {
         (status = 200, description = "swapped at `index` on every node", body = UpgradeReply),
         (status = 400, description = "not a valid lock module, or a bad query parameter", body = ErrorBody),
         (status = 403, description = "the cluster trusts module keys and this module is not signed by one", body = ErrorBody),
-        (status = 409, description = "`replaces` is not the active module", body = ErrorBody),
+        (status = 409, description = "`replaces` is not the active module (`stale_module`), or the module's version is not above the active one's and `rollback` is not set (`module_not_newer`)", body = ErrorBody),
         (status = 413, description = "bigger than --max-module-bytes", body = ErrorBody),
         (status = 422, description = "the migration fails (with `index` when at apply)", body = ErrorBody),
         (status = 503, description = "no leader, or another upgrade in flight", body = ErrorBody)))]
@@ -164,9 +190,33 @@ pub async fn upgrade(
             o.signature,
             o.precheck,
             lockd_core::signature::SignedFor::Upgrade,
+            o.how,
         )
         .await;
     Ok(audited(r, Some(sent)))
+}
+
+/// Return to the module the active one replaced (docs/writing-a-lock-module.md,
+/// "Versions and the way back").
+#[utoipa::path(post, path = "/v1/admin/rollback", tag = "admin", params(RollbackQuery),
+    responses(
+        (status = 200, description = "swapped back at `index` on every node", body = UpgradeReply),
+        (status = 400, description = "a bad query parameter", body = ErrorBody),
+        (status = 404, description = "no previous module (`no_previous_module`)", body = ErrorBody),
+        (status = 422, description = "the migration back fails (with `index` when at apply)", body = ErrorBody),
+        (status = 503, description = "no leader, or another upgrade in flight", body = ErrorBody)))]
+pub async fn rollback(State(node): State<Arc<Services>>, uri: Uri) -> Result<Response, ApiError> {
+    let o = options(&uri)?;
+    if o.replaces.is_some()
+        || o.signature.is_some()
+        || o.how.rollback
+        || o.how.on_failure != OnModuleFailure::Refuse
+    {
+        return Err(ApiError::bad_request(
+            "a rollback takes only precheck=: it returns to the recorded previous module",
+        ));
+    }
+    Ok(audited(node.upgrader().rollback(o.precheck).await, None))
 }
 
 /// Run a candidate module in shadow beside the active one.
@@ -185,9 +235,9 @@ pub async fn shadow_start(
     ModuleBody(body): ModuleBody,
 ) -> Result<Response, ApiError> {
     let o = options(&uri)?;
-    if o.replaces.is_some() {
+    if o.replaces.is_some() || o.how.rollback || o.how.on_failure != OnModuleFailure::Refuse {
         return Err(ApiError::bad_request(
-            "replaces= applies to upgrades, not to shadow mode",
+            "replaces=, rollback= and on_failure= apply to upgrades, not to shadow mode",
         ));
     }
     let sent = ModuleHash::of(&body);

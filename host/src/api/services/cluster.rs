@@ -106,6 +106,7 @@ impl Services {
             module_failures_total: Some(v.module_failures_total),
             module_failures: Some(v.module_failures),
             module_out_of_service: v.module_out_of_service,
+            module_way_back: Some(v.module_way_back),
         };
         let counts = UpgradeCounts {
             swapped: v.upgrades_swapped,

@@ -332,16 +332,25 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         // `replica::capacity::MAX_COMMANDS_PER_CALL`).
         let entries: Vec<Entry> = entries.into_iter().collect();
         let first = entries.first().map(|e| e.log_id.index);
+        let last = entries.last().map(|e| e.log_id.index);
+        // A rollback swaps without carrying a module; so may a batch that
+        // reaches the index where the active module would be left for the
+        // previous one (crate::way_back, "On failure").
         let long = entries.iter().any(
-            |e| matches!(&e.payload, openraft::EntryPayload::Normal(r) if r.module_bytes().is_some()),
-        );
-        // An upgrade carries a module, so only a long batch can swap: lock
-        // batches are walked once.
+            |e| matches!(&e.payload, openraft::EntryPayload::Normal(r) if r.module_bytes().is_some() || matches!(r, Request::Rollback(_))),
+        ) || matches!((first, last), (Some(a), Some(b)) if self.with(|r| r.may_fall_back(a, b)));
+        // Only a long batch can swap: lock batches are walked once.
         let swap = long
             && entries.iter().any(|e| {
                 matches!(
                     &e.payload,
-                    openraft::EntryPayload::Normal(Request::Upgrade(_) | Request::SignedUpgrade(_))
+                    openraft::EntryPayload::Normal(
+                        Request::Upgrade(_)
+                            | Request::SignedUpgrade(_)
+                            | Request::BoundUpgrade(_)
+                            | Request::VersionedUpgrade(_)
+                            | Request::Rollback(_)
+                    )
                 )
             });
         let started = std::time::Instant::now();

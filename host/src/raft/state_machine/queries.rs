@@ -112,6 +112,11 @@ impl StateMachineStore {
         self.with(|r| r.capture(to))
     }
 
+    /// The module a rollback returns to: its hash and bytes.
+    pub fn previous_module(&self) -> Option<(ModuleHash, Vec<u8>)> {
+        self.with(|r| r.previous_module())
+    }
+
     /// The running shadow: its hash, why it failed (if it did), its bytes
     /// and signature.
     pub fn shadow_module(&self) -> Option<ShadowModule> {
