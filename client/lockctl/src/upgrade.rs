@@ -74,11 +74,10 @@ pub async fn run(admin: &Admin, j: bool, what: Upgrade) -> Result<(), Failure> {
             }
             let sig = sig.map(|(_, s)| s);
             if shadow {
-                if replaces.is_some() || on_failure != OnModuleFailure::Refuse {
-                    return Err(anyhow!(
-                        "--replaces and --on-failure apply to upgrades, not --shadow"
-                    )
-                    .into());
+                // (`--on-failure` and `--rollback` with `--shadow` are
+                // refused by the parser.)
+                if replaces.is_some() {
+                    return Err(anyhow!("--replaces applies to upgrades, not --shadow").into());
                 }
                 admin
                     .start_shadow_signed(module, sig.as_deref(), precheck)
