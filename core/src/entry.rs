@@ -216,6 +216,19 @@ impl Request {
             }
     }
 
+    /// Whether applying the entry may swap the active module (an upgrade
+    /// of any kind, or a rollback, which carries no bytes).
+    pub fn swaps_module(&self) -> bool {
+        matches!(
+            self,
+            Request::Upgrade(_)
+                | Request::SignedUpgrade(_)
+                | Request::BoundUpgrade(_)
+                | Request::VersionedUpgrade(_)
+                | Request::Rollback(_)
+        )
+    }
+
     /// The component bytes an entry carries, if any (upgrade, shadow start):
     /// what the log store hands to the precompiler on append.
     pub fn module_bytes(&self) -> Option<&[u8]> {

@@ -294,6 +294,11 @@ pub fn judged_at(index: u64) -> bool {
     index > 0 && index.is_multiple_of(JUDGED_EVERY)
 }
 
+/// Whether one of `first..=last` is judged (without walking the range).
+pub fn judged_within(first: u64, last: u64) -> bool {
+    first <= last && last / JUDGED_EVERY > first.saturating_sub(1) / JUDGED_EVERY
+}
+
 /// Format 6's record, before kinds and out of service (read, never
 /// written).
 #[derive(Deserialize)]
@@ -326,6 +331,23 @@ impl FailureLogV6 {
                 })
                 .collect(),
             out_of_service: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn judged_within_agrees_with_walking_the_range() {
+        for first in 0..300u64 {
+            for last in first.saturating_sub(2)..first + 200 {
+                let walked = first <= last && (first..=last).any(super::judged_at);
+                assert_eq!(
+                    super::judged_within(first, last),
+                    walked,
+                    "{first}..={last}"
+                );
+            }
         }
     }
 }

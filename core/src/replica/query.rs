@@ -168,7 +168,7 @@ impl Replica {
     /// with `rollback` chosen): such an apply may run as long as a swap.
     pub fn may_fall_back(&self, first: u64, last: u64) -> bool {
         self.way_back.falls_back()
-            && (first..=last).any(super::failures::judged_at)
+            && super::failures::judged_within(first, last)
             && !self.failures.recent.is_empty()
     }
 

@@ -165,13 +165,7 @@ pub fn replay(
             openraft::EntryPayload::Normal(Request::Lock(commands)) => {
                 Some(Batch::Legacy(commands.clone()))
             }
-            openraft::EntryPayload::Normal(
-                Request::Upgrade(_)
-                | Request::SignedUpgrade(_)
-                | Request::BoundUpgrade(_)
-                | Request::VersionedUpgrade(_)
-                | Request::Rollback(_),
-            ) => {
+            openraft::EntryPayload::Normal(r) if r.swaps_module() => {
                 report.upgrades += 1;
                 None
             }

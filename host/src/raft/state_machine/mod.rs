@@ -28,8 +28,7 @@ use openraft::{AnyError, RaftSnapshotBuilder, StorageIOError};
 
 use super::snapshot::{self, SnapshotFileError};
 use super::{
-    convert, Entry, LogId, Request, Response, SnapshotMeta, StorageError, StoredMembership,
-    TypeConfig,
+    convert, Entry, LogId, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
 };
 use lockd_core::engine::{EngineError, WasmEngine};
 use lockd_core::precompile::Precompiler;
@@ -337,22 +336,13 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         // reaches the index where the active module would be left for the
         // previous one (crate::way_back, "On failure").
         let long = entries.iter().any(
-            |e| matches!(&e.payload, openraft::EntryPayload::Normal(r) if r.module_bytes().is_some() || matches!(r, Request::Rollback(_))),
+            |e| matches!(&e.payload, openraft::EntryPayload::Normal(r) if r.module_bytes().is_some() || r.swaps_module()),
         ) || matches!((first, last), (Some(a), Some(b)) if self.with(|r| r.may_fall_back(a, b)));
         // Only a long batch can swap: lock batches are walked once.
         let swap = long
-            && entries.iter().any(|e| {
-                matches!(
-                    &e.payload,
-                    openraft::EntryPayload::Normal(
-                        Request::Upgrade(_)
-                            | Request::SignedUpgrade(_)
-                            | Request::BoundUpgrade(_)
-                            | Request::VersionedUpgrade(_)
-                            | Request::Rollback(_)
-                    )
-                )
-            });
+            && entries.iter().any(
+                |e| matches!(&e.payload, openraft::EntryPayload::Normal(r) if r.swaps_module()),
+            );
         let started = std::time::Instant::now();
         let applied = if long {
             off_runtime(|| {
