@@ -11,6 +11,9 @@
 //!           └─ module-cache.key the key that authenticates them (0600)
 //! ```
 //!
+//! `--module-cache` puts the last two elsewhere (nodes of one machine may
+//! share them).
+//!
 //! Start order: bind the address (so a busy port fails first), check the
 //! data dir against this binary's engine, open the state machine (restoring
 //! the snapshot) and the log (recovering the WAL), start Raft, serve, and on
@@ -174,7 +177,12 @@ impl Node {
             Some(shared) => shared,
             None => Arc::new(WasmEngine::new(
                 config.engine.clone(),
-                Some(dir.join("module-cache")),
+                Some(
+                    config
+                        .module_cache
+                        .clone()
+                        .unwrap_or_else(|| dir.join("module-cache")),
+                ),
             )?),
         };
         let first_start = check_meta(&dir, config.id, engine.fingerprint())?;

@@ -71,8 +71,12 @@ class Node:
 
     def start(self):
         out = open(self.log, "ab")
+        # One compiled-module cache for every node (as the other suites
+        # share theirs): a module is compiled once, not at every start.
+        env = dict(os.environ)
+        env.setdefault("LOCKD_MODULE_CACHE", str(LOCKD.parent / "test-module-cache"))
         self.proc = subprocess.Popen([str(LOCKD), *self.args], stdout=out, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, env=env)
         out.close()
 
     def kill(self):

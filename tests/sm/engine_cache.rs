@@ -196,3 +196,54 @@ fn an_artifact_renamed_to_another_module_is_recompiled() {
         Compiled::Cached
     );
 }
+
+/// Nodes sharing one cache (`--module-cache`) start at once: they all end
+/// with the one key, so what one compiled, every other loads. Opened many
+/// times over, since the race is between the key's creation and its
+/// reading.
+#[test]
+fn engines_opening_one_new_cache_at_once_share_its_key() {
+    let open_at_once = |cache: &std::path::Path| -> Vec<WasmEngine> {
+        let barrier = std::sync::Barrier::new(8);
+        std::thread::scope(|s| {
+            let opened: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        WasmEngine::new(EngineSettings::default(), Some(cache.to_path_buf()))
+                    })
+                })
+                .collect();
+            opened
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap()
+                        .expect("every engine opens the shared cache")
+                })
+                .collect()
+        })
+    };
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("shared-cache");
+        let engines = open_at_once(&cache);
+        // One key, whole, and no temporary file left beside it.
+        let mut beside: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        beside.sort();
+        assert_eq!(beside, ["shared-cache", "shared-cache.key"]);
+        // Compiling takes a while: what one engine compiled, the others
+        // load, checked in one round.
+        if round == 0 {
+            let first = engines[0].load(lockd_core::builtin::LOCK_SM).unwrap();
+            assert_eq!(first.compiled(), Compiled::Fresh);
+            for other in &engines[1..] {
+                let loaded = other.load(lockd_core::builtin::LOCK_SM).unwrap();
+                assert_eq!(loaded.compiled(), Compiled::Cached);
+            }
+        }
+    }
+}

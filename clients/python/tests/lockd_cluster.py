@@ -193,6 +193,10 @@ class Cluster:
         node = self.nodes[i]
         assert node.proc is None, f"node {i} runs already"
         env = dict(os.environ, RUST_LOG=os.environ.get("LOCKD_TEST_LOG", "info,openraft=warn"))
+        # One compiled-module cache for every node of the suite (as the Rust
+        # process tests share theirs): a module is compiled once, not at
+        # every node start.
+        env.setdefault("LOCKD_MODULE_CACHE", os.path.join(os.path.dirname(self.bin), "test-module-cache"))
         with open(node.log, "ab") as log:
             node.proc = subprocess.Popen([self.bin] + node.args, stdout=subprocess.DEVNULL, stderr=log, env=env)
 

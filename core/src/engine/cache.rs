@@ -196,40 +196,58 @@ fn key_path(dir: &Path) -> PathBuf {
     dir.with_file_name(name)
 }
 
-/// The cache key at `path`: read, or made once (32 random bytes, 0600,
-/// created exclusively). A key file that is not a plain file of 32 bytes
-/// is refused: the cache would be trusting bytes it cannot account for.
+/// The cache key at `path`: read, or made once (32 random bytes, 0600).
+/// A key file that is not a plain file of 32 bytes is refused: the cache
+/// would be trusting bytes it cannot account for.
+///
+/// Nodes sharing a cache may start at once: a new key is written whole
+/// to a file of this process's own and then linked to `path`, which fails
+/// if another node's key got there first (that key is then read). So a
+/// key is never read half-written, and never replaced.
 fn cache_key(path: &Path) -> Result<[u8; 32], EngineError> {
+    if std::fs::symlink_metadata(path).is_err() {
+        make_key(path)?;
+    }
     let mut key = [0u8; 32];
-    match OpenOptions::new()
+    let meta = std::fs::symlink_metadata(path).map_err(|e| cache_err(path, e))?;
+    if !meta.file_type().is_file() || meta.len() != 32 {
+        return Err(cache_err(
+            path,
+            "the cache key must be a plain file of 32 bytes",
+        ));
+    }
+    let mut f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| cache_err(path, e))?;
+    f.read_exact(&mut key).map_err(|e| cache_err(path, e))?;
+    Ok(key)
+}
+
+/// Write a new key and link it to `path`, unless a key is there already.
+fn make_key(path: &Path) -> Result<(), EngineError> {
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| cache_err(path, e))?;
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let tmp = path.with_extension(format!(
+        "key.tmp.{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    // Only a dead process of this pid can have left one: ours now.
+    let _ = std::fs::remove_file(&tmp);
+    let written = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(path)
-    {
-        Ok(mut f) => {
-            getrandom::fill(&mut key).map_err(|e| cache_err(path, e))?;
-            f.write_all(&key)
-                .and_then(|()| f.sync_all())
-                .map_err(|e| cache_err(path, e))?;
-            Ok(key)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let meta = std::fs::symlink_metadata(path).map_err(|e| cache_err(path, e))?;
-            if !meta.file_type().is_file() || meta.len() != 32 {
-                return Err(cache_err(
-                    path,
-                    "the cache key must be a plain file of 32 bytes",
-                ));
-            }
-            let mut f = OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(path)
-                .map_err(|e| cache_err(path, e))?;
-            f.read_exact(&mut key).map_err(|e| cache_err(path, e))?;
-            Ok(key)
-        }
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(&key).and_then(|()| f.sync_all()));
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(cache_err(path, e)),
     }
 }

@@ -53,6 +53,8 @@ pub struct NodeConfig {
     /// What to bind, when not `addr`.
     pub listen: Option<String>,
     pub data_dir: PathBuf,
+    /// Where compiled modules are kept, when not `<data_dir>/module-cache`.
+    pub module_cache: Option<PathBuf>,
     /// Empty with `join` set: wait to be added as a learner.
     pub initial_cluster: BTreeMap<u64, String>,
     pub join: bool,

@@ -43,6 +43,13 @@ pub struct Identity {
     /// Where the log, snapshots and compiled modules live.
     #[arg(long, env = "LOCKD_DATA_DIR", default_value = DEFAULT_DATA_DIR)]
     pub data_dir: PathBuf,
+    /// Where compiled lock modules are kept (default: `module-cache` in
+    /// the data dir), with their key beside it (`<dir>.key`). Nodes of
+    /// one machine and one user may share one: each then compiles a
+    /// module only if none of them has (docs/lock-modules.md, "Compiled
+    /// modules").
+    #[arg(long, env = "LOCKD_MODULE_CACHE")]
+    pub module_cache: Option<PathBuf>,
     /// Members of a new cluster, as ID=ADDR,...; ignored once the data dir
     /// is initialised.
     #[arg(long, env = "LOCKD_INITIAL_CLUSTER")]
@@ -378,6 +385,7 @@ impl Tuning {
             addr: DEFAULT_ADDR.into(),
             listen: None,
             data_dir: DEFAULT_DATA_DIR.into(),
+            module_cache: None,
             initial_cluster: BTreeMap::new(),
             join: false,
             initial_module: Default::default(),
@@ -433,6 +441,7 @@ impl ServeSettings {
             listen,
             advertise_addr,
             data_dir,
+            module_cache,
             initial_cluster,
             join,
             initial_module,
@@ -447,6 +456,7 @@ impl ServeSettings {
         c.listen = listen.filter(|_| origins.of("listen").rank() >= addr_rank);
         c.id = id;
         c.data_dir = data_dir;
+        c.module_cache = module_cache;
         if let Some(m) = initial_cluster {
             c.initial_cluster = parse_members(&m).map_err(|e| ConfigError::Refused {
                 origin: origins.of("initial_cluster"),

@@ -67,6 +67,19 @@ pub fn lockd_bin() -> PathBuf {
     bin
 }
 
+/// The compiled-module cache every node of the process tests shares
+/// (`--module-cache`): the `test-module-cache` directory beside the node's
+/// binary, unless `LOCKD_MODULE_CACHE` names another. A node then compiles
+/// a module only when no node of any earlier test has (half a second of
+/// CPU each, at every node start otherwise); the compile path itself is
+/// tested by the module tests (`tests/sm/engine_cache.rs`).
+pub fn shared_module_cache() -> PathBuf {
+    match std::env::var_os("LOCKD_MODULE_CACHE") {
+        Some(p) => PathBuf::from(p),
+        None => lockd_bin().with_file_name("test-module-cache"),
+    }
+}
+
 /// The binary the fault tests run: the suite's own `lockd`, which carries
 /// the test-only faults (the `faults` feature, this package's default, so
 /// `cargo test` builds it once, with everything else); each fault acts only when a test sets its environment variable on

@@ -97,6 +97,7 @@ impl Cluster {
         };
         let child = cmd
             .args(&node.args)
+            .env("LOCKD_MODULE_CACHE", super::shared_module_cache())
             .envs(node.env.iter().map(|(k, v)| (k, v)))
             .env(
                 "RUST_LOG",
