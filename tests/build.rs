@@ -1,4 +1,5 @@
-//! Builds the hostile guest fixtures and version 2 of the lock module for
+//! Builds the hostile guest fixtures, the module with its own invariants
+//! and version 2 of the lock module for
 //! wasm32 and componentises them into `OUT_DIR`, where the tests include
 //! them (the reference module of world 0.2 is `lockd-core`'s built-in).
 
@@ -12,9 +13,16 @@ fn main() {
         "guest-sm/src",
         "guest-sm/key",
         "tests/fixtures/guest-sm-v2/src",
+        "guest-sm/logic/src",
+        "guest-sm/world03/src",
         "wit",
     ];
-    let guests = ["chaos-guest", "import-guest", "guest-sm-v2"];
+    let guests = [
+        "chaos-guest",
+        "import-guest",
+        "guest-sm-v2",
+        "checked-guest",
+    ];
     if let Err(e) = guest_build::build_components(workspace, &guests, &watch) {
         panic!("cannot build the test fixture guests:\n{e}");
     }

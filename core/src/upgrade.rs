@@ -238,6 +238,10 @@ pub enum MigrateError {
         token: u64,
         what: String,
     },
+    #[error("the new module's own check-invariants refused the migrated state: {0}")]
+    OwnCheck(String),
+    #[error("the new module's own check-invariants failed: {0}")]
+    OwnCheckFailed(EngineError),
     #[error("the new module declares no version (its version is {version:?}, not `name/MAJOR.MINOR.PATCH`); only a swap marked as a rollback lets it in")]
     Unversioned { version: String },
     #[error("the new module's version {new} is not above the active module's {active}; a swap to an older or equal version must be marked as a rollback")]
@@ -317,6 +321,12 @@ pub fn migrate(
     let changed = crate::invariants::first_change(&seen.holdings, seen.world, &now, module.world());
     if let Some((key, token, what)) = changed {
         return Err(MigrateError::HoldingChanged { key, token, what });
+    }
+    // Then the module's own rules, if it exports any.
+    match instance.state_call(|i| i.check_invariants()) {
+        Ok(None | Some(Ok(()))) => {}
+        Ok(Some(Err(reason))) => return Err(MigrateError::OwnCheck(reason)),
+        Err(e) => return Err(MigrateError::OwnCheckFailed(e)),
     }
     let version = instance.version().map_err(MigrateError::After)?;
     Ok(Migrated {

@@ -21,6 +21,7 @@ mod module_v2;
 mod no_serde_default;
 mod node_shutdown;
 mod out_of_service;
+mod own_checks;
 mod signed_formats;
 mod signed_modules;
 mod sm_equivalence;

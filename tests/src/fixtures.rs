@@ -17,6 +17,11 @@ pub const LOCK_SM_WORLD02: &[u8] = lockd_core::builtin::LOCK_SM_0_2;
 /// 0.3's and its election policy (`pick`).
 pub const LOCK_SM_WORLD04: &[u8] = lockd_core::builtin::LOCK_SM_0_4;
 
+/// The 0.3 reference module with its own `check-invariants`
+/// (`tests/fixtures/checked-guest`): it refuses a state holding a key under
+/// `checked:refuse/`, and traps when `checked:trap` is held.
+pub const CHECKED_GUEST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/checked_guest.wasm"));
+
 /// A complete `lock-sm` component that also imports a host function.
 pub const IMPORT_GUEST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/import_guest.wasm"));
 

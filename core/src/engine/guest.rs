@@ -78,6 +78,9 @@ pub struct GuestModule {
     hash: ModuleHash,
     bytes: Arc<[u8]>,
     pre: Pre,
+    /// Its own `check-invariants`, for a module of world 0.3 or later
+    /// (see [`super::checks`]).
+    checks: Option<wasmtime::component::ComponentExportIndex>,
     compiled: Compiled,
 }
 
@@ -109,7 +112,9 @@ impl GuestModule {
             .map_err(|e| EngineError::WrongWorld(format!("{e:#}")))?;
         // Newest world first; the error names what 0.1 lacks, since a
         // module that is neither is most often an outdated build.
+        let mut checks = None;
         let pre = if let Ok(pre) = v03::LockSmPre::new(instance_pre.clone()) {
+            checks = super::checks::find(&engine.engine, &component)?;
             let pick = v04::LockSmIndices::new(&instance_pre).ok().map(Box::new);
             Pre::V03(pre, pick)
         } else if let Ok(pre) = v02::LockSmPre::new(instance_pre.clone()) {
@@ -124,6 +129,7 @@ impl GuestModule {
             hash,
             bytes: bytes.into(),
             pre,
+            checks,
             compiled,
         })
     }
@@ -165,6 +171,8 @@ pub struct GuestInstance {
     /// The module's `version()` and `features()`, once asked.
     pub(super) version: Option<String>,
     pub(super) features: Option<crate::command::FeatureSet>,
+    /// Its own `check-invariants`, if it exports one.
+    pub(super) checks: Option<super::checks::CheckFn>,
 }
 
 impl GuestInstance {
@@ -189,18 +197,28 @@ impl GuestInstance {
         store
             .set_fuel(settings.fuel_per_call)
             .map_err(|e| EngineError::Config(format!("{e:#}")))?;
+        let mut checks = None;
         let bindings = match &module.pre {
             Pre::V01(pre) => pre.instantiate(&mut store).map(Bound::V01),
             Pre::V02(pre) => pre.instantiate(&mut store).map(Bound::V02),
-            Pre::V03(pre, None) => pre.instantiate(&mut store).map(|sm| Bound::V03(sm, None)),
-            // One instance, both bindings: 0.3's for everything, and `pick`.
-            Pre::V03(pre, Some(pick)) => {
+            Pre::V03(pre, None) if module.checks.is_none() => {
+                pre.instantiate(&mut store).map(|sm| Bound::V03(sm, None))
+            }
+            // One instance, every binding: 0.3's for everything, `pick`
+            // and `check-invariants` where the module has them.
+            Pre::V03(pre, pick) => {
                 pre.instance_pre()
                     .instantiate(&mut store)
                     .and_then(|instance| {
-                        let picker = pick.load(&mut store, &instance)?;
+                        let picker = match pick {
+                            Some(p) => Some(Box::new(p.load(&mut store, &instance)?)),
+                            None => None,
+                        };
+                        if let Some(index) = &module.checks {
+                            checks = Some(super::checks::bind(&mut store, &instance, index)?);
+                        }
                         let sm = v03::LockSm::new(&mut store, &instance)?;
-                        Ok(Bound::V03(sm, Some(Box::new(picker))))
+                        Ok(Bound::V03(sm, picker))
                     })
             }
         }
@@ -215,6 +233,7 @@ impl GuestInstance {
             last_fuel_used: 0,
             version: None,
             features: None,
+            checks,
         })
     }
 

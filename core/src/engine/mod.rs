@@ -57,6 +57,7 @@
 pub mod bindings;
 pub mod cache;
 pub mod calls;
+pub mod checks;
 pub mod error;
 pub mod guest;
 pub mod hash;
