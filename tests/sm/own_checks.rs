@@ -12,14 +12,13 @@ use std::sync::Arc;
 use lock_tests::fixtures::{CHECKED_GUEST, LOCK_SM_WORLD02, LOCK_SM_WORLD04};
 use lockd_core::command::{Command, Outcome};
 use lockd_core::engine::{ModuleHash, WasmEngine};
-use lockd_core::entry::{Entry, LogId, Payload, Request, Response};
+use lockd_core::entry::{Request, Response};
 use lockd_core::precompile::Precompiler;
 use lockd_core::replica::Replica;
-use lockd_core::signature::SignedFor;
-use lockd_core::upgrade::{migrate, MigrateError, UpgradeEntry, UpgradeOutcome};
-use lockd_core::way_back::{OnModuleFailure, VersionedUpgrade};
+use lockd_core::upgrade::{migrate, MigrateError};
 
 use super::hostile_modules::settings;
+use super::way_back::{at, grants, one, refused, swapped, up};
 
 fn engine() -> Arc<WasmEngine> {
     Arc::new(WasmEngine::new(settings(), None).unwrap())
@@ -29,48 +28,6 @@ fn replica_on(engine: &Arc<WasmEngine>, module: &[u8]) -> Replica {
     let loader = Precompiler::new(engine.clone());
     let module = loader.load(module).unwrap();
     Replica::new(1, loader, module, 1000).unwrap()
-}
-
-fn at(index: u64, request: Request) -> Entry {
-    Entry {
-        log_id: LogId::new(1, 0, index),
-        payload: Payload::Normal(request),
-    }
-}
-
-fn up(module: &[u8], replaces: ModuleHash) -> Request {
-    Request::VersionedUpgrade(VersionedUpgrade {
-        upgrade: UpgradeEntry {
-            module: module.to_vec(),
-            replaces,
-        },
-        signature: None,
-        signed_for: SignedFor::Upgrade,
-        rollback: false,
-        on_failure: OnModuleFailure::Refuse,
-    })
-}
-
-fn grants(keys: &[&str]) -> Request {
-    Request::commands(vec![keys
-        .iter()
-        .map(|k| Command::grant(*k, 60_000))
-        .collect()])
-}
-
-fn one(r: &mut Replica, index: u64, request: Request) -> Response {
-    r.apply([at(index, request)]).unwrap().remove(0)
-}
-
-fn refused(resp: &Response) -> String {
-    match resp {
-        Response::Upgrade(UpgradeOutcome::Rejected { reason, .. }) => reason.clone(),
-        other => panic!("not refused: {other:?}"),
-    }
-}
-
-fn swapped(resp: &Response) -> bool {
-    matches!(resp, Response::Upgrade(UpgradeOutcome::Swapped { .. }))
 }
 
 /// The leader's dry run of an upgrade to `module`: the one migration path.

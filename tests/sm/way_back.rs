@@ -33,14 +33,14 @@ fn replica_on(module: &[u8]) -> Replica {
     Replica::new(1, loader, module, 1000).unwrap()
 }
 
-fn at(index: u64, request: Request) -> Entry {
+pub(crate) fn at(index: u64, request: Request) -> Entry {
     Entry {
         log_id: LogId::new(1, 0, index),
         payload: Payload::Normal(request),
     }
 }
 
-fn versioned(
+pub(crate) fn versioned(
     module: &[u8],
     replaces: ModuleHash,
     rollback: bool,
@@ -58,7 +58,7 @@ fn versioned(
     })
 }
 
-fn up(module: &[u8], replaces: ModuleHash) -> Request {
+pub(crate) fn up(module: &[u8], replaces: ModuleHash) -> Request {
     versioned(module, replaces, false, OnModuleFailure::Refuse)
 }
 
@@ -66,7 +66,7 @@ fn rollback(replaces: ModuleHash, to: ModuleHash) -> Request {
     Request::Rollback(RollbackEntry { replaces, to })
 }
 
-fn grants(keys: &[&str]) -> Request {
+pub(crate) fn grants(keys: &[&str]) -> Request {
     Request::commands(vec![keys
         .iter()
         .map(|k| Command::grant(*k, 60_000))
@@ -74,15 +74,15 @@ fn grants(keys: &[&str]) -> Request {
 }
 
 /// The one response of applying `request` at `index`.
-fn one(r: &mut Replica, index: u64, request: Request) -> Response {
+pub(crate) fn one(r: &mut Replica, index: u64, request: Request) -> Response {
     r.apply([at(index, request)]).unwrap().remove(0)
 }
 
-fn swapped(resp: &Response) -> bool {
+pub(crate) fn swapped(resp: &Response) -> bool {
     matches!(resp, Response::Upgrade(UpgradeOutcome::Swapped { .. }))
 }
 
-fn refused(resp: &Response) -> String {
+pub(crate) fn refused(resp: &Response) -> String {
     match resp {
         Response::Upgrade(UpgradeOutcome::Rejected { reason, .. }) => reason.clone(),
         other => panic!("not refused: {other:?}"),
