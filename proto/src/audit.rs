@@ -41,7 +41,12 @@ impl Comparison {
 
 /// Compare the reports of several nodes at every index two or more share.
 /// At an index where the hashes differ, the nodes outside a strict majority
-/// are named; with no strict majority, every node at that index is.
+/// are named; with no strict majority, every node at that index is, but
+/// only once every node that reported has reached that index: while one
+/// of them still lags behind it, its hash may yet make a majority (a node
+/// checking while it lags must not name a healthy peer), so the index
+/// waits. A node that never gets there keeps such an index undecided;
+/// one whose majority is clear is named at once.
 pub fn compare(reports: &[AuditReport]) -> Comparison {
     let mut at: BTreeMap<u64, BTreeMap<u64, String>> = BTreeMap::new();
     for r in reports {
@@ -51,6 +56,12 @@ pub fn compare(reports: &[AuditReport]) -> Comparison {
                 .insert(r.id, rec.state_hash.clone());
         }
     }
+    // The newest index each node has recorded (0: none yet).
+    let reached = reports
+        .iter()
+        .map(|r| r.records.iter().map(|rec| rec.index).max().unwrap_or(0))
+        .min()
+        .unwrap_or(0);
     let mut out = Comparison::default();
     for (index, hashes) in at {
         if hashes.len() < 2 {
@@ -69,6 +80,9 @@ pub fn compare(reports: &[AuditReport]) -> Comparison {
             .iter()
             .find(|(_, &n)| n * 2 > hashes.len())
             .map(|(h, _)| h.to_string());
+        if majority.is_none() && index > reached {
+            continue;
+        }
         for (node, hash) in &hashes {
             if majority.as_deref() != Some(hash.as_str()) {
                 out.divergences.push(Divergence {
@@ -124,5 +138,30 @@ mod tests {
         let c = compare(&[report(1, &[(10, "a")]), report(2, &[(10, "a"), (20, "z")])]);
         assert!(c.divergences.is_empty());
         assert_eq!(c.common_indices, 1);
+    }
+
+    /// The race a node's own checker met: it compares before it has
+    /// recorded index 30 itself, so only two hashes stand there, and they
+    /// differ. Nobody is named until it reaches 30; then the one odd node.
+    #[test]
+    fn a_node_behind_an_index_without_majority_keeps_it_undecided() {
+        let lagging = report(1, &[(10, "a"), (20, "b")]);
+        let others = [
+            report(2, &[(10, "a"), (20, "b"), (30, "x")]),
+            report(3, &[(10, "a"), (20, "b"), (30, "c")]),
+        ];
+        let c = compare(&[lagging, others[0].clone(), others[1].clone()]);
+        assert!(c.divergences.is_empty(), "{:?}", c.divergences);
+        let caught_up = report(1, &[(10, "a"), (20, "b"), (30, "c")]);
+        let c = compare(&[caught_up, others[0].clone(), others[1].clone()]);
+        assert_eq!(c.divergent_nodes(), BTreeSet::from([2]));
+        // Where the majority is clear, a lagging node holds nothing back.
+        let c = compare(&[
+            report(1, &[(10, "a")]),
+            report(2, &[(10, "a"), (20, "x")]),
+            report(3, &[(10, "a"), (20, "b")]),
+            report(4, &[(10, "a"), (20, "b")]),
+        ]);
+        assert_eq!(c.divergent_nodes(), BTreeSet::from([2]));
     }
 }
