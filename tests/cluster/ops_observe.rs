@@ -150,14 +150,18 @@ fn metrics_parse_as_prometheus_text_and_the_histograms_move_under_load() {
         metrics::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
     };
     // The first leader appends the cluster's first module after its
-    // election: scrape once it is the active one, or the build labels and
-    // the status read after them may name two modules.
+    // election: scrape once it is swapped in, or the build labels and the
+    // status read after them may name two modules. (Before that swap the
+    // built-in module a node starts on counts as the first, so the hashes
+    // alone would agree too early.)
     lock_tests::cluster::wait_for(
         "the cluster's first module",
         Duration::from_secs(30),
         || {
-            c.status(leader)
-                .is_some_and(|s| s.first_module_hash.as_deref() == Some(s.module_hash.as_str()))
+            c.status(leader).is_some_and(|s| {
+                s.module_since_index > 0
+                    && s.first_module_hash.as_deref() == Some(s.module_hash.as_str())
+            })
         },
     );
     let before = scrape(leader);
