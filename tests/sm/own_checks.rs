@@ -7,41 +7,28 @@
 //! has no check of its own, swaps in over the very state the fixture
 //! refuses, so the refusal is the module's and not the host's.
 
-use std::sync::Arc;
-
 use lock_tests::fixtures::{CHECKED_GUEST, LOCK_SM_WORLD02, LOCK_SM_WORLD04};
 use lockd_core::command::{Command, Outcome};
 use lockd_core::engine::{ModuleHash, WasmEngine};
 use lockd_core::entry::{Request, Response};
-use lockd_core::precompile::Precompiler;
 use lockd_core::replica::Replica;
 use lockd_core::upgrade::{migrate, MigrateError};
 
 use super::hostile_modules::settings;
-use super::way_back::{at, grants, one, refused, swapped, up};
-
-fn engine() -> Arc<WasmEngine> {
-    Arc::new(WasmEngine::new(settings(), None).unwrap())
-}
-
-fn replica_on(engine: &Arc<WasmEngine>, module: &[u8]) -> Replica {
-    let loader = Precompiler::new(engine.clone());
-    let module = loader.load(module).unwrap();
-    Replica::new(1, loader, module, 1000).unwrap()
-}
+use super::way_back::{at, grants, one, refused, replica_on, swapped, up};
 
 /// The leader's dry run of an upgrade to `module`: the one migration path.
-fn dry_run(engine: &WasmEngine, r: &mut Replica, module: &[u8]) -> Result<(), MigrateError> {
+fn dry_run(r: &mut Replica, module: &[u8]) -> Result<(), MigrateError> {
+    let engine = WasmEngine::new(settings(), None).unwrap();
     let module = engine.load(module).unwrap();
     let (state, before) = r.capture(module.world())?;
-    migrate(engine, &module, &state, &before).map(|_| ())
+    migrate(&engine, &module, &state, &before).map(|_| ())
 }
 
 #[test]
 fn a_modules_own_check_refuses_the_swap_at_the_dry_run_and_at_apply_alike() {
-    let engine = engine();
     let v04 = ModuleHash::of(LOCK_SM_WORLD04);
-    let mut r = replica_on(&engine, LOCK_SM_WORLD04);
+    let mut r = replica_on(LOCK_SM_WORLD04);
     let Response::Lock(g) = one(&mut r, 1, grants(&["a", "checked:refuse/x"])) else {
         panic!("not a lock response")
     };
@@ -49,7 +36,7 @@ fn a_modules_own_check_refuses_the_swap_at_the_dry_run_and_at_apply_alike() {
         panic!("{g:?}")
     };
 
-    let dry = dry_run(&engine, &mut r, CHECKED_GUEST);
+    let dry = dry_run(&mut r, CHECKED_GUEST);
     let Err(MigrateError::OwnCheck(why)) = &dry else {
         panic!("the dry run let it in: {dry:?}")
     };
@@ -68,7 +55,7 @@ fn a_modules_own_check_refuses_the_swap_at_the_dry_run_and_at_apply_alike() {
     );
     assert_eq!(r.module_hash(), v04);
     assert_eq!(r.state_hash().unwrap(), hash);
-    let mut other = replica_on(&engine, LOCK_SM_WORLD04);
+    let mut other = replica_on(LOCK_SM_WORLD04);
     let both = other
         .apply([
             at(1, grants(&["a", "checked:refuse/x"])),
@@ -85,7 +72,7 @@ fn a_modules_own_check_refuses_the_swap_at_the_dry_run_and_at_apply_alike() {
         3,
         Request::commands(vec![vec![Command::release("checked:refuse/x", x.token)]]),
     );
-    assert!(dry_run(&engine, &mut r, CHECKED_GUEST).is_ok());
+    assert!(dry_run(&mut r, CHECKED_GUEST).is_ok());
     assert!(swapped(&one(&mut r, 4, up(CHECKED_GUEST, v04))));
     assert_eq!(r.module_hash(), ModuleHash::of(CHECKED_GUEST));
     let held = r.list_keys("", None, 10).unwrap();
@@ -95,12 +82,11 @@ fn a_modules_own_check_refuses_the_swap_at_the_dry_run_and_at_apply_alike() {
 
 #[test]
 fn a_check_that_traps_refuses_the_swap_and_a_module_without_one_is_not_asked() {
-    let engine = engine();
     let v02 = ModuleHash::of(LOCK_SM_WORLD02);
-    let mut r = replica_on(&engine, LOCK_SM_WORLD02);
+    let mut r = replica_on(LOCK_SM_WORLD02);
     one(&mut r, 1, grants(&["checked:trap", "checked:refuse/y"]));
 
-    let dry = dry_run(&engine, &mut r, CHECKED_GUEST);
+    let dry = dry_run(&mut r, CHECKED_GUEST);
     assert!(
         matches!(&dry, Err(MigrateError::OwnCheckFailed(e)) if e.to_string().contains("check-invariants")),
         "{dry:?}"
@@ -114,7 +100,7 @@ fn a_check_that_traps_refuses_the_swap_and_a_module_without_one_is_not_asked() {
 
     // The negative control: the 0.4 reference module has no check of its
     // own, and the host's checks find nothing wrong with this state.
-    assert!(dry_run(&engine, &mut r, LOCK_SM_WORLD04).is_ok());
+    assert!(dry_run(&mut r, LOCK_SM_WORLD04).is_ok());
     assert!(swapped(&one(&mut r, 3, up(LOCK_SM_WORLD04, v02))));
     assert_eq!(r.list_keys("", None, 10).unwrap().len(), 2);
 }

@@ -27,7 +27,7 @@ fn loader() -> Arc<Precompiler> {
 }
 
 /// A replica on `module`, nothing applied.
-fn replica_on(module: &[u8]) -> Replica {
+pub(crate) fn replica_on(module: &[u8]) -> Replica {
     let loader = loader();
     let module = loader.load(module).unwrap();
     Replica::new(1, loader, module, 1000).unwrap()

@@ -163,25 +163,39 @@ impl ComponentCache {
         let artifact = component.serialize().map_err(|e| cache_err(path, e))?;
         let mut file = self.tag(path, &artifact).finalize().into_bytes().to_vec();
         file.extend_from_slice(&artifact);
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let tmp = path.with_extension(format!(
-            "tmp.{}.{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        // Exclusive: fails on anything already there, a symlink included.
-        let mut out = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| cache_err(&tmp, e))?;
-        let written = out.write_all(&file).and_then(|()| out.sync_all());
-        if let Err(e) = written {
+        let tmp = write_beside(path, &file)?;
+        let renamed = std::fs::rename(&tmp, path);
+        if renamed.is_err() {
             let _ = std::fs::remove_file(&tmp);
-            return Err(cache_err(&tmp, e));
         }
-        std::fs::rename(&tmp, path).map_err(|e| cache_err(path, e))
+        renamed.map_err(|e| cache_err(path, e))
+    }
+}
+
+/// `bytes` written and synced to a new temporary file beside `path`, of
+/// this process and this call alone (created exclusively, mode 0600, so
+/// never through a planted symlink), for the caller to move into place.
+fn write_beside(path: &Path, bytes: &[u8]) -> Result<PathBuf, EngineError> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let tmp = path.with_extension(format!(
+        "tmp.{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    // Only a dead process of this pid can have left one: ours now.
+    let _ = std::fs::remove_file(&tmp);
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()));
+    match written {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(cache_err(&tmp, e))
+        }
     }
 }
 
@@ -229,21 +243,8 @@ fn cache_key(path: &Path) -> Result<[u8; 32], EngineError> {
 fn make_key(path: &Path) -> Result<(), EngineError> {
     let mut key = [0u8; 32];
     getrandom::fill(&mut key).map_err(|e| cache_err(path, e))?;
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let tmp = path.with_extension(format!(
-        "key.tmp.{}.{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    // Only a dead process of this pid can have left one: ours now.
-    let _ = std::fs::remove_file(&tmp);
-    let written = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(&key).and_then(|()| f.sync_all()));
-    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let tmp = write_beside(path, &key)?;
+    let linked = std::fs::hard_link(&tmp, path);
     let _ = std::fs::remove_file(&tmp);
     match linked {
         Ok(()) => Ok(()),

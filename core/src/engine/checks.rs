@@ -24,6 +24,9 @@ use super::store::StoreState;
 /// The export's name.
 pub const EXPORT: &str = "check-invariants";
 
+/// The export's type, as the errors name it.
+const SIGNATURE: &str = "func() -> result<_, string>";
+
 /// The most of a module's reason kept, in bytes.
 pub const MAX_REASON: usize = 1024;
 
@@ -50,7 +53,7 @@ pub(super) fn find(
     };
     if !typed {
         return Err(EngineError::WrongWorld(format!(
-            "its export `{EXPORT}` must be `func() -> result<_, string>`"
+            "its export `{EXPORT}` must be `{SIGNATURE}`"
         )));
     }
     Ok(component.get_export_index(None, EXPORT))
@@ -65,15 +68,10 @@ pub(super) fn bind(
 ) -> wasmtime::Result<CheckFn> {
     instance
         .get_typed_func::<(), (Result<(), String>,)>(store, index)
-        .map_err(|e| e.context(format!("`{EXPORT}` must be `func() -> result<_, string>`")))
+        .map_err(|e| e.context(format!("`{EXPORT}` must be `{SIGNATURE}`")))
 }
 
 impl GuestInstance {
-    /// Whether the module exports `check-invariants`.
-    pub fn has_own_checks(&self) -> bool {
-        self.checks.is_some()
-    }
-
     /// The module's own verdict on its state: `None` when it has no
     /// `check-invariants`, `Some(Err(reason))` when it refuses. A trap or
     /// fuel exhaustion is an [`EngineError`] (and poisons the instance,
