@@ -139,6 +139,9 @@ pub enum Request {
     VersionedUpgrade(crate::way_back::VersionedUpgrade),
     /// Return to the previous module (see [`crate::way_back`]).
     Rollback(crate::way_back::RollbackEntry),
+    /// Every voter's verdict on a candidate module, written before the
+    /// candidate is proposed (see [`crate::precheck`]).
+    Precheck(crate::precheck::PrecheckRecord),
 }
 
 /// What applying an entry returns to the proposer.
@@ -154,6 +157,8 @@ pub enum Response {
     Capacity(lockd_proto::CapacityStatus),
     /// What a module-key entry did, and the keys trusted after it.
     ModuleKeys(Result<KeyChange, KeyError>, TrustedKeys),
+    /// A pre-check record kept: whether it lets its module in.
+    Precheck(bool),
 }
 
 impl Request {
@@ -212,6 +217,12 @@ impl Request {
                 Request::BoundUpgrade(s) => s.upgrade.module.len() + s.signature.0.len(),
                 Request::VersionedUpgrade(v) => v.upgrade.module.len() + 64,
                 Request::ModuleKeys(_) | Request::Rollback(_) => 64,
+                Request::Precheck(p) => p
+                    .verdicts
+                    .iter()
+                    .map(|v| 24 + v.reason.as_ref().map_or(0, String::len))
+                    .sum::<usize>()
+                    .saturating_add(64),
                 Request::Shadow(ShadowEntry::Stop) | Request::Capacity(_) => 0,
             }
     }
@@ -246,6 +257,7 @@ impl Request {
             | Request::Commands03(_)
             | Request::Capacity(_)
             | Request::ModuleKeys(_)
+            | Request::Precheck(_)
             | Request::Shadow(ShadowEntry::Stop) => None,
         }
     }
@@ -302,6 +314,14 @@ impl std::fmt::Display for Request {
                 v.on_failure.as_str()
             ),
             Request::Rollback(r) => write!(f, "rollback from {} to {}", r.replaces, r.to),
+            Request::Precheck(p) => write!(
+                f,
+                "pre-check of {}: {} of {} voters accepted{}",
+                p.module,
+                p.verdicts.iter().filter(|v| v.accepted).count(),
+                p.verdicts.len(),
+                if p.enacted { ", enacted" } else { "" }
+            ),
             Request::ModuleKeys(KeyEntry::Trust(k)) => write!(f, "trust module key {k}"),
             Request::ModuleKeys(KeyEntry::Untrust(k)) => write!(f, "untrust module key {k}"),
             Request::Capacity(c) => write!(

@@ -37,6 +37,9 @@ pub struct Switches {
     /// Every session ends after a quarter of its TTL (leases are left
     /// alone): what the checkers must catch in a session's holdings.
     pub session_early_expiry: bool,
+    /// The node runs a module over its own `--max-module-bytes` instead of
+    /// stopping before it (`crate::replica`, "Cannot run").
+    pub ignore_module_bound: bool,
 }
 
 impl Switches {
@@ -55,6 +58,7 @@ impl Switches {
             skip_read_barrier: var("LOCKD_FAULT_SKIP_READ_BARRIER").is_some(),
             ack_before_sync: var("LOCKD_FAULT_ACK_BEFORE_SYNC").is_some(),
             session_early_expiry: var("LOCKD_FAULT_SESSION_EARLY_EXPIRY").is_some(),
+            ignore_module_bound: var("LOCKD_FAULT_IGNORE_MODULE_BOUND").is_some(),
         }
     }
 }

@@ -34,7 +34,8 @@
 //!   module every replica starts from, and the one a new cluster records.
 //! * [`upgrade`]: upgrade, shadow and first-module entries, their outcomes,
 //!   and the one migration path; [`precompile`] compiles a module when its
-//!   entry is appended; [`shadow`] runs a candidate beside the active
+//!   entry is appended; [`precheck`] keeps every voter's verdict on a
+//!   candidate; [`shadow`] runs a candidate beside the active
 //!   module; [`signature`] checks signed modules; [`audit`] keeps the
 //!   (index, state hash) points every node records.
 //!
@@ -62,6 +63,7 @@ pub mod entry;
 #[cfg(feature = "faults")]
 pub mod faults;
 pub mod invariants;
+pub mod precheck;
 pub mod precompile;
 pub mod replica;
 pub mod shadow;

@@ -38,16 +38,32 @@ pub struct Precompiler {
     compiling: Arc<Mutex<()>>,
     /// Background compiles started and not finished.
     pending: Arc<AtomicUsize>,
+    /// The largest module this node runs (its `--max-module-bytes`);
+    /// `None`: no bound of its own. Read at a swap
+    /// (`crate::replica`, "Cannot run"), not by `load`.
+    max_module_bytes: Option<usize>,
 }
 
 impl Precompiler {
     pub fn new(engine: Arc<WasmEngine>) -> Arc<Precompiler> {
+        Self::limited(engine, None)
+    }
+
+    /// As [`Precompiler::new`], on a node that runs modules of at most
+    /// `max_module_bytes`.
+    pub fn limited(engine: Arc<WasmEngine>, max_module_bytes: Option<usize>) -> Arc<Precompiler> {
         Arc::new(Precompiler {
             engine,
             slots: Mutex::new(VecDeque::new()),
             compiling: Arc::new(Mutex::new(())),
             pending: Arc::new(AtomicUsize::new(0)),
+            max_module_bytes,
         })
+    }
+
+    /// The largest module this node runs, if it has a bound of its own.
+    pub fn max_module_bytes(&self) -> Option<usize> {
+        self.max_module_bytes
     }
 
     pub fn engine(&self) -> &Arc<WasmEngine> {

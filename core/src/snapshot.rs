@@ -8,9 +8,11 @@
 //! last upgrade records, so status survives a restart, the replicated
 //! settings (the capacity bounds and the trusted module keys), the
 //! module the cluster started with, the commands its modules failed
-//! on, and the way back (the previous module and what to do on failure).
+//! on, the way back (the previous module and what to do on failure), and
+//! the last quorum pre-check's verdicts.
 //!
-//! Format: an 8-byte magic, then the postcard body. `LKDSNAP8` is written;
+//! Format: an 8-byte magic, then the postcard body. `LKDSNAP9` is written;
+//! `LKDSNAP8` (before the quorum pre-check: none recorded),
 //! `LKDSNAP7` (before versions and the way back: none recorded),
 //! `LKDSNAP6` (before a module could be taken out of service: its failures
 //! have no kinds, and none is out of service),
@@ -25,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::ModuleHash;
 use crate::entry::SnapshotMeta;
+use crate::precheck::PrecheckSeen;
 use crate::replica::capacity::Capacity;
 use crate::replica::failures::{FailureLog, FailureLogV6, KEEP_FAILURES};
 use crate::signature::TrustedKeys;
@@ -38,7 +41,8 @@ const SNAPSHOT_MAGIC_V4: &[u8; 8] = b"LKDSNAP4";
 const SNAPSHOT_MAGIC_V5: &[u8; 8] = b"LKDSNAP5";
 const SNAPSHOT_MAGIC_V6: &[u8; 8] = b"LKDSNAP6";
 const SNAPSHOT_MAGIC_V7: &[u8; 8] = b"LKDSNAP7";
-const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP8";
+const SNAPSHOT_MAGIC_V8: &[u8; 8] = b"LKDSNAP8";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"LKDSNAP9";
 
 /// The snapshot blob: what is stored on disk and sent to peers.
 #[derive(Serialize, Deserialize)]
@@ -66,12 +70,21 @@ pub struct SnapshotBlob {
     /// The previous module and what to do on failure (see
     /// [`crate::way_back`]).
     pub way_back: WayBack,
+    /// The last quorum pre-check (see [`crate::precheck`]).
+    pub precheck: Option<PrecheckSeen>,
 }
 
 // The earlier formats, read and never written. Each is the one before it
 // and the fields it added: postcard writes a nested struct as its fields in
 // order, so these read exactly what the flat structs of their time wrote
-// (the golden files in tests/sm/golden_formats.rs hold them).
+// (the golden files of tests/sm/golden_snapshots.rs hold them).
+
+/// Format 8, before the quorum pre-check.
+#[derive(Deserialize)]
+struct SnapshotBlobV8 {
+    v7: SnapshotBlobV7,
+    way_back: WayBack,
+}
 
 /// Format 7, before versions and the way back.
 #[derive(Deserialize)]
@@ -140,6 +153,7 @@ impl SnapshotBlobV1 {
             first_module: None,
             failures: FailureLog::default(),
             way_back: WayBack::default(),
+            precheck: None,
         }
     }
 }
@@ -199,6 +213,15 @@ impl SnapshotBlobV7 {
     }
 }
 
+impl SnapshotBlobV8 {
+    fn current(self) -> SnapshotBlob {
+        SnapshotBlob {
+            way_back: self.way_back,
+            ..self.v7.current()
+        }
+    }
+}
+
 impl SnapshotBlob {
     pub fn encode(&self) -> Result<Vec<u8>, postcard::Error> {
         let mut out = SNAPSHOT_MAGIC.to_vec();
@@ -212,6 +235,10 @@ impl SnapshotBlob {
         while blob.failures.recent.len() > KEEP_FAILURES {
             blob.failures.recent.pop_front();
         }
+        blob.precheck = blob.precheck.take().map(|p| PrecheckSeen {
+            record: p.record.bounded(),
+            ..p
+        });
         blob.module_keys = std::mem::take(&mut blob.module_keys)
             .validated()
             .map_err(|e| format!("snapshot's trusted module keys: {e}"))?;
@@ -229,6 +256,7 @@ impl SnapshotBlob {
         let magic = <&[u8; 8]>::try_from(magic).map_err(|_| "not a lockd snapshot")?;
         let old = match magic {
             SNAPSHOT_MAGIC => return read::<SnapshotBlob>(body),
+            SNAPSHOT_MAGIC_V8 => return Ok(read::<SnapshotBlobV8>(body)?.current()),
             SNAPSHOT_MAGIC_V7 => return Ok(read::<SnapshotBlobV7>(body)?.current()),
             SNAPSHOT_MAGIC_V6 => return Ok(read::<SnapshotBlobV6>(body)?.current()),
             SNAPSHOT_MAGIC_V5 => return Ok(read::<SnapshotBlobV5>(body)?.current()),

@@ -193,7 +193,7 @@ impl Node {
             .map(|m| ClusterId::at_bootstrap(&m));
         let cluster = Arc::new(ClusterIdentity::open(&dir, bootstrap_id)?);
 
-        let precompiler = Precompiler::new(engine.clone());
+        let precompiler = Precompiler::limited(engine.clone(), Some(config.max_module_bytes));
         let sm = StateMachineStore::open(
             config.id,
             precompiler.clone(),
@@ -241,6 +241,7 @@ impl Node {
             cluster: cluster.clone(),
             standing: standing.clone(),
         };
+        let peers = network.clone();
         let raft = Raft::new(
             config.id,
             Arc::new(raft_config),
@@ -289,7 +290,13 @@ impl Node {
             log: log.clone(),
             engine: engine.clone(),
             locks,
-            upgrader: Upgrader::new(config.id, raft.clone(), sm.clone()),
+            upgrader: Upgrader::new(
+                config.id,
+                raft.clone(),
+                sm.clone(),
+                peers,
+                config.max_module_bytes,
+            ),
             membership: Membership::new(
                 config.id,
                 raft.clone(),

@@ -155,6 +155,10 @@ codes! {
     ModuleNotNewer = "module_not_newer",
     /// A rollback with no previous module to return to.
     NoPreviousModule = "no_previous_module",
+    /// A voter refused the module at the quorum pre-check, or too few
+    /// accepted it: nothing was swapped; the details give each voter's
+    /// verdict.
+    PrecheckRefused = "precheck_refused",
 }
 
 impl std::fmt::Display for ErrorCode {

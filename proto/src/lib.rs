@@ -9,7 +9,9 @@
 //!   to decode as a frame.
 //! * `status` (re-exported here): the answers of the HTTP API and of the
 //!   native status request: status, members, capacity, upgrades, shadow,
-//!   audit points.
+//!   audit points; `module_status` (re-exported here) what it reports of
+//!   its modules beyond the active one (the way back, failures, the
+//!   pre-check).
 //! * `error_code` (re-exported here): [`ErrorCode`], the stable code of
 //!   every error answer.
 //! * `watch` (re-exported here): the watch stream on the native protocol.
@@ -33,6 +35,7 @@
 pub mod audit;
 pub mod duration;
 mod error_code;
+mod module_status;
 mod request;
 pub mod signature;
 mod status;
@@ -40,6 +43,7 @@ mod watch;
 pub mod wire;
 
 pub use error_code::ErrorCode;
+pub use module_status::*;
 pub use request::*;
 pub use status::*;
 pub use watch::*;

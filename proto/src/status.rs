@@ -3,6 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::module_status::{
+    ModuleCannotRun, ModuleFailure, ModuleOutOfService, ModulePrecheck, ModuleWayBack,
+    PrecheckVerdict,
+};
+
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Member {
@@ -174,107 +179,16 @@ pub struct Status {
     /// service (docs/writing-a-lock-module.md, "Versions and the way
     /// back"). Replicated. Absent: a node of an earlier build.
     pub module_way_back: Option<ModuleWayBack>,
-}
-
-/// What the cluster does when its active module goes out of service,
-/// chosen with each upgrade (kebab-case in JSON and on the command line).
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub enum OnModuleFailure {
-    /// Refuse the kinds of command it kept failing on, until an operator
-    /// replaces it.
-    #[default]
-    Refuse,
-    /// Return to the previous module at the index it went out of service
-    /// (refuse as above if that swap fails).
-    Rollback,
-}
-
-impl OnModuleFailure {
-    /// The one parser of the choice's text (`refuse`, `rollback`): the
-    /// query parameter and `lockctl upgrade --on-failure`.
-    pub fn parse(text: &str) -> Option<OnModuleFailure> {
-        match text {
-            "refuse" => Some(OnModuleFailure::Refuse),
-            "rollback" => Some(OnModuleFailure::Rollback),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OnModuleFailure::Refuse => "refuse",
-            OnModuleFailure::Rollback => "rollback",
-        }
-    }
-}
-
-/// The way back from the active module (see [`Status::module_way_back`]).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct ModuleWayBack {
-    /// SHA-256 of the module the active one replaced, which `lockctl
-    /// upgrade --rollback` returns to; `None`: no way back (the first
-    /// module, a rollback's result, or an upgrade written before
-    /// versions).
-    pub previous_module_hash: Option<String>,
-    /// What happens when the active module goes out of service.
-    pub on_failure: OnModuleFailure,
-    /// The last time the cluster fell back on its own, if it did.
-    pub fell_back: Option<ModuleFellBack>,
-}
-
-/// A return to the previous module that the cluster made on its own,
-/// when the active module went out of service with `on_failure`
-/// `rollback`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct ModuleFellBack {
-    /// The log index at which it went out of service and the swap was made.
-    pub index: u64,
-    /// SHA-256 of the module that failed.
-    pub from: String,
-    /// SHA-256 of the module returned to.
-    pub to: String,
-    /// Whether the swap happened; when not, why (the failing module then
-    /// stays, out of service).
-    pub swapped: bool,
-    pub reason: Option<String>,
-}
-
-/// A lock module taken out of service (docs/writing-a-lock-module.md,
-/// "When a module fails").
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct ModuleOutOfService {
-    /// SHA-256 of the module.
-    pub module_hash: String,
-    /// The log index at which it was taken out: commands after it are
-    /// refused.
-    pub since: u64,
-    /// Its failures within the window then.
-    pub failures: u64,
-    /// The kinds of command refused: `grant`, `release`, `expire`, …
-    pub kinds: Vec<String>,
-    /// The reason each refused command is given.
-    pub reason: String,
-}
-
-/// A command the lock module failed on: refused with `module_failed` on
-/// every node, the cluster serving on.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct ModuleFailure {
-    /// The log index of the command's entry.
-    pub index: u64,
-    /// SHA-256 of the module that failed.
-    pub module_hash: String,
-    /// The command, e.g. `grant "k" …`.
-    pub command: String,
-    /// The failure: a trap, the fuel budget, the memory limit, a malformed
-    /// answer.
-    pub reason: String,
+    /// The last quorum pre-check of a module: each voter's verdict, as the
+    /// leader wrote them through the log (docs/writing-a-lock-module.md,
+    /// "The quorum pre-check"). Replicated. Absent: none yet, or a node
+    /// of an earlier build.
+    pub module_precheck: Option<ModulePrecheck>,
+    /// Set when this node cannot run the module the cluster swapped in
+    /// (it refused it at the pre-check, or cannot load it now): it
+    /// stopped applying at that index and stands for no election until it
+    /// is restarted with what can run it. Not replicated.
+    pub module_cannot_run: Option<ModuleCannotRun>,
 }
 
 /// A node whose state hash differed from the others' at an index.
@@ -460,4 +374,7 @@ pub struct UpgradeReply {
     pub precheck_compile_us: Option<u64>,
     /// Leader-side check: dry-run migration time in µs, if checked.
     pub precheck_migrate_us: Option<u64>,
+    /// Every voter's pre-check verdict, in node order (`None`: not
+    /// pre-checked, as with `precheck=false` or a rollback).
+    pub verdicts: Option<Vec<PrecheckVerdict>>,
 }

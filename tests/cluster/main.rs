@@ -66,6 +66,7 @@ mod upgrade_binary;
 mod upgrade_catchup;
 mod upgrade_hostile;
 mod upgrade_live;
+mod upgrade_precheck;
 mod upgrade_replay;
 mod upgrade_rollback;
 mod upgrade_shadow;

@@ -130,6 +130,7 @@ proptest! {
             first_module: None,
             failures: Default::default(),
             way_back: Default::default(),
+            precheck: None,
         };
         let mut bytes = blob.encode().unwrap();
         mutate(&mut bytes, &flips);

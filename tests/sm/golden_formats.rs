@@ -1,9 +1,9 @@
 //! Every persisted format pinned by golden bytes (`lock_tests::golden`):
 //! log entries of every kind (blank, membership and every request
 //! variant, each world-0.2 command), the log's vote and purge mark, a log
-//! segment and the atomic small files around them, snapshot files (format
-//! 5 written; formats 1 to 4 read), and the cluster record. What nodes and
-//! clients say to each other: `golden_wire`.
+//! segment and the atomic small files around them, and the cluster
+//! record. Snapshot files: `golden_snapshots`. What nodes and clients say
+//! to each other: `golden_wire`.
 //!
 //! For each sample the current code must encode it to exactly the golden
 //! bytes, and decode the golden bytes and encode them again to the same
@@ -13,22 +13,17 @@
 
 use std::collections::BTreeMap;
 
-use lock_tests::golden::{commands, commands_0_3, core_meta, entry, golden, hex, log_id, pinned};
+use lock_tests::golden::{commands, commands_0_3, entry, golden, hex, log_id, pinned};
 use lockd::raft::{Request, Vote};
-use lockd_core::command::{legacy, Command};
+use lockd_core::command::legacy;
 use lockd_core::engine::ModuleHash;
-use lockd_core::entry::SnapshotMeta;
+use lockd_core::precheck::{NodeVerdict, PrecheckRecord};
 use lockd_core::replica::capacity::Capacity;
-use lockd_core::replica::failures::{FailureLog, Kinds, ModuleFailure, OutOfService};
-use lockd_core::signature::TrustedKeys;
 use lockd_core::signature::{KeyEntry, ModuleKey, ModuleSignature, SignedFor, SignedShadowStart};
-use lockd_core::snapshot::SnapshotBlob;
 use lockd_core::upgrade::{BoundUpgrade, SignedUpgrade};
 use lockd_core::upgrade::{Genesis, ShadowEntry, UpgradeEntry};
-use lockd_core::upgrade::{UpgradeRecord, UpgradeResult};
-use lockd_core::way_back::{FellBack, OnModuleFailure, RollbackEntry, VersionedUpgrade, WayBack};
+use lockd_core::way_back::{OnModuleFailure, RollbackEntry, VersionedUpgrade};
 use openraft::EntryPayload;
-use serde::Serialize;
 
 fn upgrade() -> UpgradeEntry {
     UpgradeEntry {
@@ -142,7 +137,37 @@ fn requests() -> Vec<(&'static str, Request)> {
                 to: ModuleHash([0x22; 32]),
             }),
         ),
+        ("precheck", Request::Precheck(precheck_record())),
     ]
+}
+
+/// A pre-check record: one voter accepted, one did not answer, one refused.
+pub(crate) fn precheck_record() -> PrecheckRecord {
+    PrecheckRecord {
+        module: ModuleHash([0x77; 32]),
+        quorum: true,
+        enacted: true,
+        verdicts: vec![
+            NodeVerdict {
+                node: 1,
+                accepted: true,
+                answered: true,
+                reason: None,
+            },
+            NodeVerdict {
+                node: 2,
+                accepted: false,
+                answered: false,
+                reason: Some("unreachable".into()),
+            },
+            NodeVerdict {
+                node: 3,
+                accepted: false,
+                answered: true,
+                reason: Some("too big".into()),
+            },
+        ],
+    }
 }
 
 #[test]
@@ -228,216 +253,6 @@ fn the_log_segment_and_the_atomic_files_are_pinned() {
     assert_eq!(hex(&now), hex(&gold), "the atomic file format changed");
     std::fs::write(&file, &gold).expect("write gold");
     assert_eq!(read_atomic(&file).expect("reads"), Some(vote));
-}
-
-fn record() -> UpgradeRecord {
-    UpgradeRecord {
-        index: 30,
-        replaces: "11".repeat(32),
-        module_hash: "22".repeat(32),
-        result: UpgradeResult::Swapped,
-        version: Some("0.2.0".into()),
-        reason: None,
-        swap_us: 1234,
-    }
-}
-
-/// Formats 1 to 3, as they were written (read now, never written).
-#[derive(Serialize)]
-struct V1 {
-    meta: SnapshotMeta,
-    module: Vec<u8>,
-    guest_state: Vec<u8>,
-}
-
-#[derive(Serialize)]
-struct V2 {
-    v1: V1,
-    module_since: u64,
-    upgrades: Vec<UpgradeRecord>,
-}
-
-#[derive(Serialize)]
-struct V3 {
-    v2: V2,
-    capacity: Capacity,
-}
-
-#[derive(Serialize)]
-struct V4 {
-    v3: V3,
-    module_keys: TrustedKeys,
-}
-
-fn v3() -> V3 {
-    V3 {
-        v2: v2(),
-        capacity: Capacity {
-            max_held: 7,
-            max_key_bytes: 70,
-        },
-    }
-}
-
-fn v1() -> V1 {
-    V1 {
-        meta: core_meta(),
-        module: vec![0, 0x61, 0x73, 0x6d],
-        guest_state: b"guest state".to_vec(),
-    }
-}
-
-fn v2() -> V2 {
-    V2 {
-        v1: v1(),
-        module_since: 30,
-        upgrades: vec![record()],
-    }
-}
-
-fn file(magic: &[u8], body: &impl Serialize) -> Vec<u8> {
-    let mut out = magic.to_vec();
-    out.extend(postcard::to_allocvec(body).expect("encode"));
-    out
-}
-
-#[test]
-fn snapshot_files_are_pinned_and_earlier_formats_still_read() {
-    let mut blob = SnapshotBlob {
-        meta: core_meta(),
-        module: vec![0, 0x61, 0x73, 0x6d],
-        guest_state: b"guest state".to_vec(),
-        module_since: 30,
-        upgrades: vec![record()],
-        capacity: Capacity {
-            max_held: 7,
-            max_key_bytes: 70,
-        },
-        module_keys: Default::default(),
-        first_module: Some(ModuleHash([0x44; 32])),
-        failures: Default::default(),
-        way_back: Default::default(),
-    };
-    // Formats 5 and 6 are read, no longer written: 5 holds everything but
-    // the module failures, read as none; 6's failures have no kinds, and
-    // no module is out of service.
-    for (format, name) in [
-        (5, "snapshot_v5_no_keys"),
-        (5, "snapshot_v5_one_key"),
-        (6, "snapshot_v6_no_keys"),
-        (6, "snapshot_v6_one_key"),
-    ] {
-        let gold = golden(name, b"");
-        let old = SnapshotBlob::decode(&gold)
-            .unwrap_or_else(|e| panic!("format {format} no longer decodes: {e}"));
-        assert_eq!(old.first_module, blob.first_module, "{name}");
-        assert_eq!(
-            old.module_keys.len(),
-            usize::from(name.ends_with("one_key"))
-        );
-        if format == 5 {
-            assert_eq!(old.failures, FailureLog::default(), "{name}");
-            continue;
-        }
-        assert_eq!(old.failures.total, 3, "{name}");
-        assert_eq!(old.failures.recent.len(), 1, "{name}");
-        assert_eq!(old.failures.recent[0].index, 41, "{name}");
-        assert!(old.failures.recent[0].kinds.is_empty(), "{name}");
-        assert_eq!(old.failures.out_of_service, None, "{name}");
-    }
-    blob.failures.total = 3;
-    blob.failures.recent.push_back(ModuleFailure {
-        index: 41,
-        module: ModuleHash([0x55; 32]),
-        command: "grant \"k\"".into(),
-        reason: "guest trapped in `apply`: unreachable".into(),
-        kinds: Kinds::of(&[Command::grant("k", 1), Command::release("k", 1)]),
-    });
-    blob.failures.out_of_service = Some(OutOfService {
-        module: ModuleHash([0x55; 32]),
-        since: 64,
-        failures: 8,
-        kinds: Kinds::of(&[Command::grant("k", 1)]),
-    });
-    // Format 7 is read, no longer written: everything but the way back,
-    // read as none.
-    for name in ["snapshot_v7_no_keys", "snapshot_v7_one_key"] {
-        let old = SnapshotBlob::decode(&golden(name, b"")).expect("format 7 decodes");
-        assert_eq!(old.failures, blob.failures, "{name}");
-        assert_eq!(old.way_back, WayBack::default(), "{name}");
-        assert_eq!(old.first_module, blob.first_module, "{name}");
-    }
-    blob.way_back = WayBack {
-        previous: Some(vec![0, 0x61, 0x73, 0x6d, 1]),
-        on_failure: OnModuleFailure::Rollback,
-        fell_back: Some(FellBack {
-            index: 128,
-            from: ModuleHash([0x55; 32]),
-            to: ModuleHash([0x66; 32]),
-            reason: Some("refused".into()),
-        }),
-    };
-    for name in ["snapshot_v8_no_keys", "snapshot_v8_one_key"] {
-        if name.ends_with("one_key") {
-            blob.module_keys
-                .apply(&KeyEntry::Trust(ModuleKey([0x33; 32])))
-                .expect("trust");
-        }
-        let now = blob.encode().expect("encode");
-        let gold = golden(name, &now);
-        assert_eq!(hex(&now), hex(&gold), "{name}: snapshot format 8 changed");
-        let back = SnapshotBlob::decode(&gold).expect("decodes");
-        assert_eq!(back.encode().expect("encode"), gold, "{name}");
-        assert_eq!(back.failures, blob.failures, "{name}");
-        assert_eq!(back.way_back, blob.way_back, "{name}");
-    }
-
-    // Formats 1 to 4 are read, never written: their golden files decode,
-    // with what they hold. (Nested structs encode as their fields in
-    // order, as the flat ones of the time did.)
-    let old = [
-        ("snapshot_v1", file(b"LKDSNAP1", &v1()), 0, 0),
-        ("snapshot_v2", file(b"LKDSNAP2", &v2()), 30, 1),
-        ("snapshot_v3", file(b"LKDSNAP3", &v3()), 30, 1),
-        (
-            "snapshot_v4_no_keys",
-            file(
-                b"LKDSNAP4",
-                &V4 {
-                    v3: v3(),
-                    module_keys: TrustedKeys::default(),
-                },
-            ),
-            30,
-            1,
-        ),
-    ];
-    for (name, written, since, upgrades) in old {
-        let gold = golden(name, &written);
-        assert_eq!(hex(&written), hex(&gold), "{name}");
-        let old =
-            SnapshotBlob::decode(&gold).unwrap_or_else(|e| panic!("{name} no longer decodes: {e}"));
-        assert_eq!(old.meta, core_meta(), "{name}");
-        assert_eq!(old.guest_state, b"guest state", "{name}");
-        assert_eq!(
-            (old.module_since, old.upgrades.len()),
-            (since, upgrades),
-            "{name}"
-        );
-        assert!(old.module_keys.is_empty(), "{name}: no key");
-        // Swapped since index 0: which module came first is not known;
-        // else the active one came first.
-        let first = (since == 0).then(|| ModuleHash::of(&v1().module));
-        assert_eq!(old.first_module, first, "{name}");
-    }
-    let gold = golden("snapshot_v4_one_key", b"");
-    let old = SnapshotBlob::decode(&gold).expect("format 4 with a key decodes");
-    assert_eq!(old.module_keys.len(), 1, "the trusted key kept");
-    // Nothing swapped in since index 0: the active module came first.
-    let mut unswapped = v1();
-    unswapped.module = b"the first".to_vec();
-    let old = SnapshotBlob::decode(&file(b"LKDSNAP1", &unswapped)).expect("decodes");
-    assert_eq!(old.first_module, Some(ModuleHash::of(b"the first")));
 }
 
 #[test]

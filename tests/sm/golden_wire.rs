@@ -1,10 +1,12 @@
 //! The formats nodes and clients speak to each other, pinned by golden
 //! bytes like the ones on disk (`golden_formats`): the peer hello and its
-//! answers, peer RPC envelopes (append, vote, install snapshot, error), and
+//! answers, peer RPC envelopes (append, vote, install snapshot, error, the
+//! quorum pre-check's question and answer), and
 //! the native client protocol's requests, and the watch stream's
 //! responses.
 
 use lock_tests::golden::{commands, entry, log_id, meta, pinned};
+use lockd::modules::precheck::{PrecheckAnswer, PrecheckAsk};
 use lockd::raft::network::{PeerRequest, PeerResponse};
 use lockd::raft::{Request, Vote};
 use lockd_client::wire::{Envelope, Hello, HelloReply, Refused, Role, Welcome};
@@ -107,6 +109,29 @@ fn the_peer_hello_and_peer_messages_are_pinned() {
             body: PeerResponse::NotMember(
                 "node 1 refused the request: node 5 is not a member".into(),
             ),
+        },
+    );
+    pinned(
+        "peer_precheck",
+        &Envelope {
+            id: 11,
+            body: PeerRequest::Precheck(PrecheckAsk {
+                vote: Vote::new_committed(3, 2),
+                module: vec![0, 0x61, 0x73, 0x6d],
+                rollback: true,
+            }),
+        },
+    );
+    pinned(
+        "peer_answer_precheck",
+        &Envelope {
+            id: 11,
+            body: PeerResponse::Precheck(PrecheckAnswer {
+                accepted: false,
+                reason: Some("too big".into()),
+                compile_us: 450_000,
+                migrate_us: 3_000,
+            }),
         },
     );
 }

@@ -9,12 +9,14 @@
 //! `cargo test --release --test sm -- <name>` runs one.
 
 mod bound_signatures;
+mod cannot_run;
 mod capacity;
 mod engine_cache;
 mod first_module;
 mod fuzz_inputs;
 mod fuzz_peer;
 mod golden_formats;
+mod golden_snapshots;
 mod golden_wire;
 mod hostile_modules;
 mod module_v2;

@@ -146,7 +146,7 @@ fn snapshots_of_earlier_formats_decode_and_restore_with_no_key_trusted() {
         })
         .unwrap();
     let bytes = now.encode().unwrap();
-    assert_eq!(&bytes[..8], b"LKDSNAP8");
+    assert_eq!(&bytes[..8], b"LKDSNAP9");
     let hash = r.state_hash().unwrap();
     let cap = Capacity {
         max_held: 7,
@@ -215,14 +215,14 @@ fn a_snapshot_whose_keys_break_the_rules_does_not_decode() {
         .unwrap()
         .encode()
         .unwrap();
-    // The key set comes before the last three fields, the first module
+    // The key set comes before the last four fields, the first module
     // (`Some` and 32 bytes), the module failures (none, none recent,
-    // none out of service: three zeros) and the way back (no previous
-    // module, `refuse`, no fall back: three zeros): its length (0) is the
-    // byte before those.
-    let (body, first) = bytes.split_at(bytes.len() - 39);
+    // none out of service: three zeros), the way back (no previous
+    // module, `refuse`, no fall back: three zeros) and the last pre-check
+    // (none: one zero): its length (0) is the byte before those.
+    let (body, first) = bytes.split_at(bytes.len() - 40);
     assert_eq!((body.last(), first[0]), (Some(&0), 1));
-    assert_eq!(first[33..], [0; 6]);
+    assert_eq!(first[33..], [0; 7]);
     let with_keys = |keys: &[[u8; 32]]| {
         let mut b = body[..body.len() - 1].to_vec();
         b.push(keys.len() as u8);

@@ -263,6 +263,7 @@ impl LockMachine for WasmMachine {
             first_module: Some(module.hash()),
             failures: Default::default(),
             way_back: Default::default(),
+            precheck: None,
         };
         match Replica::from_snapshot(0, loader(), &blob, AUDIT_INTERVAL) {
             Ok(mut installed) => {

@@ -262,6 +262,12 @@ pub(crate) enum Cmd {
         /// `rollback` to the module it replaces.
         #[arg(long, value_parser = on_failure, conflicts_with_all = ["shadow", "promote", "abort"])]
         on_failure: Option<lockd_client::proto::OnModuleFailure>,
+        /// Enact the module once a majority of voters accepted it at the
+        /// pre-check, even if a voter refused it (by default a refusal
+        /// blocks it); a voter that cannot run it stops before the swap
+        /// until it can.
+        #[arg(long, conflicts_with_all = ["shadow", "promote", "abort", "no_precheck"])]
+        quorum: bool,
     },
     /// Signed modules: make and use signing keys, and manage the keys the
     /// cluster trusts.

@@ -218,6 +218,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             no_precheck,
             rollback,
             on_failure,
+            quorum,
         } => {
             let what = if promote {
                 upgrade::Upgrade::Promote
@@ -236,6 +237,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     precheck: !no_precheck,
                     rollback,
                     on_failure: on_failure.unwrap_or_default(),
+                    quorum,
                 }
             };
             upgrade::run(&admin, j, what).await

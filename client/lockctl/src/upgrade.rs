@@ -1,10 +1,11 @@
 //! `lockctl upgrade FILE [--signature FILE.sig] [--replaces HASH]
-//! [--no-precheck] [--rollback] [--on-failure refuse|rollback]`,
+//! [--no-precheck] [--rollback] [--on-failure refuse|rollback] [--quorum]`,
 //! `upgrade --rollback` (back to the previous module), `upgrade --shadow
 //! FILE [--signature FILE.sig]`, `upgrade --promote`, `upgrade --abort`:
 //! replace the lock module through the log, return to the one before, or
-//! run one beside it first. Prints what the leader did (with `--json`, its
-//! answer as sent).
+//! run one beside it first. Prints what the leader did and each voter's
+//! pre-check verdict (with `--json`, its answer as sent); a refusal names
+//! each voter that refused, and why.
 //!
 //! The module's signature (`lockctl module sign`) is sent with it: the one
 //! `--signature` names, else `FILE.sig` when it exists; lockctl says which
@@ -32,6 +33,8 @@ pub enum Upgrade {
         /// Whatever its version.
         rollback: bool,
         on_failure: OnModuleFailure,
+        /// Enacted once a majority of voters accepted it.
+        quorum: bool,
     },
     /// Return to the module the active one replaced.
     Rollback { precheck: bool },
@@ -54,6 +57,7 @@ pub async fn run(admin: &Admin, j: bool, what: Upgrade) -> Result<(), Failure> {
             precheck,
             rollback,
             on_failure,
+            quorum,
         } => {
             let file =
                 file.ok_or_else(|| anyhow!("give the component file (or --promote / --abort)"))?;
@@ -89,6 +93,7 @@ pub async fn run(admin: &Admin, j: bool, what: Upgrade) -> Result<(), Failure> {
                     precheck,
                     rollback,
                     on_failure,
+                    quorum,
                 };
                 admin.upgrade_how(module, how).await?
             }
@@ -116,8 +121,26 @@ pub async fn run(admin: &Admin, j: bool, what: Upgrade) -> Result<(), Failure> {
         ),
         other => format!("{other}: {r}"),
     };
+    let human = match r["verdicts"].as_array() {
+        Some(verdicts) => std::iter::once(human)
+            .chain(verdicts.iter().map(verdict_line))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => human,
+    };
     print(j, r.clone(), human);
     Ok(())
+}
+
+/// One voter's pre-check verdict, as a line.
+fn verdict_line(v: &serde_json::Value) -> String {
+    let node = &v["node"];
+    let why = v["reason"].as_str().unwrap_or("");
+    match (v["accepted"].as_bool(), v["answered"].as_bool()) {
+        (Some(true), _) => format!("  node {node}: accepted"),
+        (_, Some(false)) => format!("  node {node}: no answer: {why}"),
+        _ => format!("  node {node}: refused: {why}"),
+    }
 }
 
 /// The signature to send with `file`, and the file it came from: `given`,

@@ -64,6 +64,9 @@ impl Admin {
         if how.on_failure != OnModuleFailure::Refuse {
             query.push(format!("on_failure={}", how.on_failure.as_str()));
         }
+        if how.quorum {
+            query.push("quorum=true".to_string());
+        }
         self.post_wasm(&with_query("/v1/admin/upgrade", &query), module.into())
             .await
     }
@@ -151,6 +154,9 @@ pub struct UpgradeHow<'a> {
     pub rollback: bool,
     /// What the cluster does if the module goes out of service.
     pub on_failure: OnModuleFailure,
+    /// Enact it once a majority of voters accepted it at the pre-check,
+    /// even if one refused (by default a refusal blocks it).
+    pub quorum: bool,
 }
 
 impl Default for UpgradeHow<'_> {
@@ -161,6 +167,7 @@ impl Default for UpgradeHow<'_> {
             precheck: true,
             rollback: false,
             on_failure: OnModuleFailure::Refuse,
+            quorum: false,
         }
     }
 }

@@ -85,8 +85,9 @@ impl GuestInstance {
     }
 }
 
-/// `reason` cut to at most [`MAX_REASON`] bytes, at a character boundary.
-fn cut(mut reason: String) -> String {
+/// `reason` cut to at most [`MAX_REASON`] bytes, at a character boundary
+/// (also a pre-check verdict's, `crate::precheck`).
+pub fn cut(mut reason: String) -> String {
     if reason.len() > MAX_REASON {
         let mut end = MAX_REASON;
         while !reason.is_char_boundary(end) {

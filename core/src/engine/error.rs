@@ -33,6 +33,11 @@ pub enum EngineError {
     RestoreRejected(String),
     #[error("guest returned {got} outcomes for a batch of {want} commands")]
     OutcomeCount { want: usize, got: usize },
+    /// This node cannot run a module the cluster swaps in (its own
+    /// limits or engine; `crate::replica`, "Cannot run"): it stops
+    /// applying rather than reject a swap its peers make.
+    #[error("this node cannot run the module the cluster swapped in: {0}")]
+    CannotRun(String),
     #[error("component cache at {path}: {reason}")]
     Cache { path: String, reason: String },
 }

@@ -70,6 +70,7 @@ pub mod world01;
 pub mod world02;
 
 pub use cache::ComponentCache;
+pub use checks::{cut as cut_reason, MAX_REASON};
 pub use error::EngineError;
 pub use guest::{GuestInstance, GuestModule, World};
 pub use hash::ModuleHash;

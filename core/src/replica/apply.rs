@@ -3,6 +3,7 @@
 //! entries and at audit points); where a failed guest call stops the
 //! replica.
 
+use super::cannot_run;
 use super::failures;
 use super::run::Run;
 use super::Replica;
@@ -26,6 +27,12 @@ impl Replica {
                 at.first, at.last
             )));
         }
+        if let Some(c) = &self.cannot_run {
+            return Err(EngineError::CannotRun(format!(
+                "applying stopped before index {}: {}",
+                c.index, c.reason
+            )));
+        }
         self.heal()?;
         if self.checkpoint.over_cap() {
             return Err(EngineError::Poisoned(
@@ -38,6 +45,12 @@ impl Replica {
             let log_id = entry.log_id;
             if matches!(entry.payload, Payload::Normal(_)) {
                 self.fresh = false;
+            }
+            if let Payload::Normal(req) = &entry.payload {
+                if let Some(module) = cannot_run::swapped_in(req) {
+                    self.flush(&mut run, &mut responses)?;
+                    self.runnable_here(log_id, module)?;
+                }
             }
             let slot = responses.len();
             if run.entries.is_empty() {
@@ -119,6 +132,11 @@ impl Replica {
                     self.flush(&mut run, &mut responses)?;
                     let result = self.module_keys_entry(log_id, &k);
                     responses.push(Some(Response::ModuleKeys(result, self.module_keys.clone())));
+                }
+                Payload::Normal(Request::Precheck(record)) => {
+                    self.flush(&mut run, &mut responses)?;
+                    let passes = self.keep_precheck(log_id, record);
+                    responses.push(Some(Response::Precheck(passes)));
                 }
                 Payload::Normal(Request::Capacity(bounds)) => {
                     self.flush(&mut run, &mut responses)?;

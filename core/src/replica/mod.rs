@@ -17,7 +17,8 @@
 //! guest call; `capacity.rs` the capacity bound; `isolate.rs` trap
 //! isolation; `checkpoint.rs` the checkpoint and journal it rebuilds from;
 //! `failures.rs` the failures recorded and a module taken out of service;
-//! `way_back.rs` the rollback to the previous module;
+//! `way_back.rs` the rollback to the previous module; `cannot_run.rs` a
+//! module this node cannot run, and the pre-check record that tells;
 //! `query.rs` the reads of the state.
 //!
 //! A guest call that fails fails its commands, not the replica: see
@@ -45,6 +46,7 @@ use crate::way_back::WayBack;
 use capacity::Capacity;
 
 mod apply;
+mod cannot_run;
 pub mod capacity;
 mod checkpoint;
 pub mod failures;
@@ -125,6 +127,13 @@ pub struct Replica {
     /// The previous module and what to do on failure (replicated, in
     /// snapshots; see [`crate::way_back`]).
     way_back: WayBack,
+    /// The last quorum pre-check (replicated, in snapshots; see
+    /// [`crate::precheck`]).
+    precheck: Option<crate::precheck::PrecheckSeen>,
+    /// Set when this node cannot run a module the cluster swaps in: the
+    /// swap's index, the module and why. Nothing is applied after (not
+    /// replicated).
+    cannot_run: Option<lockd_proto::ModuleCannotRun>,
     /// Nothing but Raft's blank and membership entries applied since index
     /// 0 (a replica from a snapshot never is): its leader records the
     /// cluster's first module ([`crate::upgrade::Genesis`]).
@@ -170,6 +179,8 @@ impl Replica {
             failures: FailureLog::default(),
             rebuilds: 0,
             way_back: WayBack::default(),
+            precheck: None,
+            cannot_run: None,
             fresh: true,
             changes: None,
             #[cfg(feature = "faults")]
@@ -190,6 +201,7 @@ impl Replica {
         replica.checkpoint_at(blob.guest_state.as_slice());
         replica.failures = blob.failures.clone();
         replica.way_back = blob.way_back.clone();
+        replica.precheck = blob.precheck.clone();
         replica.last_applied = blob.meta.last_log_id;
         replica.membership = blob.meta.last_membership.clone();
         replica.module_since = blob.module_since;
@@ -212,6 +224,7 @@ impl Replica {
         self.checkpoint = other.checkpoint;
         self.failures = other.failures;
         self.way_back = other.way_back;
+        self.precheck = other.precheck;
         // Whatever stopped this replica is behind the installed state.
         self.stopped = None;
         self.last_applied = other.last_applied;
@@ -258,6 +271,7 @@ impl Replica {
             first_module: self.first_module,
             failures: self.failures.clone(),
             way_back: self.way_back.clone(),
+            precheck: self.precheck.clone(),
         })
     }
 }

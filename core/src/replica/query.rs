@@ -60,6 +60,11 @@ pub struct ReplicaView {
     pub instance_rebuilds: u64,
     /// The way back from the active module (replicated).
     pub module_way_back: lockd_proto::ModuleWayBack,
+    /// The last quorum pre-check (replicated).
+    pub module_precheck: Option<lockd_proto::ModulePrecheck>,
+    /// A module this node cannot run, if it stopped for one (not
+    /// replicated).
+    pub module_cannot_run: Option<lockd_proto::ModuleCannotRun>,
 }
 
 impl Replica {
@@ -224,6 +229,8 @@ impl Replica {
                 .map(|o| o.status()),
             instance_rebuilds: self.rebuilds,
             module_way_back: self.way_back.status(),
+            module_precheck: self.precheck.as_ref().map(|p| p.record.status(p.index)),
+            module_cannot_run: self.cannot_run.clone(),
         }
     }
 }

@@ -229,6 +229,8 @@ impl From<UpgradeError> for ApiError {
             U::ShadowFailed(_) | U::AlreadyActive(_) => {
                 (StatusCode::CONFLICT, ErrorCode::ShadowConflict)
             }
+            U::PrecheckRefused { .. } => (StatusCode::CONFLICT, ErrorCode::PrecheckRefused),
+            U::OverNodeBound { .. } => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::BodyTooLarge),
             U::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal),
         };
         let mut err = ApiError::new(status, e.to_string()).with_code(code);
@@ -241,6 +243,12 @@ impl From<UpgradeError> for ApiError {
                 err.details
                     .insert("module_hash".into(), json!(reply.module_hash));
                 err.details.insert("reason".into(), json!(reply.reason));
+            }
+            UpgradeError::PrecheckRefused {
+                index, verdicts, ..
+            } => {
+                err.details.insert("index".into(), json!(index));
+                err.details.insert("verdicts".into(), json!(verdicts));
             }
             _ => {}
         }

@@ -176,7 +176,9 @@ pub struct Limits {
           default_value_t = crate::raft::peer_check::DEFAULT_MAX_SNAPSHOT_BYTES)]
     pub max_snapshot_bytes: u64,
     /// The largest lock module an upgrade or shadow may carry, in bytes (at
-    /// most 32 MiB); a bigger one is refused with 413.
+    /// most 32 MiB); a bigger one is refused with 413. Also the largest
+    /// this node runs: it refuses a bigger one at the quorum pre-check,
+    /// and stops before a swap to one.
     #[arg(long, env = "LOCKD_MAX_MODULE_BYTES",
           default_value_t = crate::api::body::DEFAULT_MAX_MODULE)]
     pub max_module_bytes: usize,

@@ -1,5 +1,10 @@
 //! The leader's side of an upgrade: validate, then propose.
 //!
+//! Then every voter checks it too (the quorum pre-check,
+//! [`super::precheck`]): each one's verdict goes through the log before
+//! the upgrade does, and the upgrade is proposed only once every voter
+//! (or, with [`How::quorum`], a majority) accepted.
+//!
 //! Before an upgrade or shadow entry is proposed, the leader runs the same
 //! [`super::migrate`] the apply path will run, on its current state: the
 //! component must load (valid, of the `lock-sm` world, no imports), restore
@@ -38,6 +43,7 @@ use thiserror::Error;
 
 use lockd_proto::signature::Purpose;
 
+use crate::raft::network::NetworkFactory;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{leader_hint, NodeId, Raft, Request, Response};
 use lockd_core::engine::ModuleHash;
@@ -52,6 +58,9 @@ pub struct How {
     pub rollback: bool,
     /// What the cluster does if it goes out of service.
     pub on_failure: OnModuleFailure,
+    /// Enacted once a majority of voters accepted it at the pre-check,
+    /// even if one refused; otherwise a refusal blocks it.
+    pub quorum: bool,
 }
 
 #[derive(Debug, Error)]
@@ -80,6 +89,18 @@ pub enum UpgradeError {
     /// (refused before proposing, or by every node at apply).
     #[error("{0}")]
     Key(KeyError),
+    /// A voter refused the module at the quorum pre-check; the verdicts
+    /// are in the log at `index` and nothing was swapped.
+    #[error("the pre-check at index {index} did not let the module in ({}): {}", if *.quorum { "a majority of voters must accept it" } else { "a majority of voters must accept it and none refuse it" }, .refusals.join("; "))]
+    PrecheckRefused {
+        index: u64,
+        quorum: bool,
+        refusals: Vec<String>,
+        verdicts: Vec<lockd_proto::PrecheckVerdict>,
+    },
+    /// A module above this node's `--max-module-bytes`.
+    #[error("the module takes {len} bytes, above this node's bound of {max} (--max-module-bytes)")]
+    OverNodeBound { len: usize, max: usize },
     #[error("{0}")]
     Internal(String),
 }
@@ -89,9 +110,9 @@ pub enum UpgradeError {
 const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Timings of a dry run, in µs.
-struct Precheck {
-    compile_us: u64,
-    migrate_us: u64,
+pub(super) struct Precheck {
+    pub(super) compile_us: u64,
+    pub(super) migrate_us: u64,
 }
 
 /// The answer to an entry at `index` replacing `replaces`, its result and
@@ -106,6 +127,7 @@ fn reply_at(index: u64, replaces: &ModuleHash, timings: Option<&Precheck>) -> Up
         reason: None,
         precheck_compile_us: timings.map(|t| t.compile_us),
         precheck_migrate_us: timings.map(|t| t.migrate_us),
+        verdicts: None,
     }
 }
 
@@ -120,20 +142,32 @@ fn rejected(mut reply: UpgradeReply, module: ModuleHash, reason: String) -> Upgr
 /// The leader's upgrade and shadow requests.
 #[derive(Clone)]
 pub struct Upgrader {
-    id: NodeId,
-    raft: Raft,
+    pub(super) id: NodeId,
+    pub(super) raft: Raft,
     sm: StateMachineStore,
     /// One dry run at a time.
     prechecks: Arc<tokio::sync::Semaphore>,
+    /// Reaches the voters for the quorum pre-check.
+    pub(super) peers: NetworkFactory,
+    /// `--max-module-bytes`: the largest module this node runs.
+    max_module_bytes: usize,
 }
 
 impl Upgrader {
-    pub fn new(id: NodeId, raft: Raft, sm: StateMachineStore) -> Upgrader {
+    pub fn new(
+        id: NodeId,
+        raft: Raft,
+        sm: StateMachineStore,
+        peers: NetworkFactory,
+        max_module_bytes: usize,
+    ) -> Upgrader {
         Upgrader {
             id,
             raft,
             sm,
             prechecks: Arc::new(tokio::sync::Semaphore::new(1)),
+            peers,
+            max_module_bytes,
         }
     }
 
@@ -213,7 +247,33 @@ impl Upgrader {
         Ok((timings, version))
     }
 
-    async fn propose(&self, request: Request) -> Result<(u64, Response), UpgradeError> {
+    /// This node's dry run of `module`: its own bound on size, then load,
+    /// compile and migrate the live state (`precheck`), then, unless
+    /// `rollback`, the version order. The leader's check and a voter's
+    /// answer ([`super::precheck`]) alike.
+    pub(super) async fn dry_run(
+        &self,
+        module: &[u8],
+        rollback: bool,
+    ) -> Result<Precheck, UpgradeError> {
+        if module.len() > self.max_module_bytes {
+            return Err(UpgradeError::OverNodeBound {
+                len: module.len(),
+                max: self.max_module_bytes,
+            });
+        }
+        let (checked, version) = self.precheck(module).await?;
+        if !rollback {
+            let active = self
+                .sm
+                .version()
+                .map_err(|e| UpgradeError::Refused(MigrateError::OldSnapshot(e)))?;
+            check_order(&active, &version).map_err(UpgradeError::Refused)?;
+        }
+        Ok(checked)
+    }
+
+    pub(super) async fn propose(&self, request: Request) -> Result<(u64, Response), UpgradeError> {
         match self.raft.client_write(request).await {
             Ok(r) => Ok((r.log_id.index, r.data)),
             Err(e) => Err(match leader_hint(&e) {
@@ -267,6 +327,7 @@ impl Upgrader {
         let active = self.sm.module_hash();
         let replaces = replaces.unwrap_or(active);
         let mut timings = None;
+        let mut verdicts = None;
         if precheck_first {
             self.check_signature(&module, signature.as_ref(), signed_for.purpose())?;
             if replaces != active {
@@ -278,15 +339,8 @@ impl Upgrader {
             if ModuleHash::of(&module) == active {
                 return Err(UpgradeError::AlreadyActive(active));
             }
-            let (checked, version) = self.precheck(&module).await?;
-            if !how.rollback {
-                let active = self
-                    .sm
-                    .version()
-                    .map_err(|e| UpgradeError::Refused(MigrateError::OldSnapshot(e)))?;
-                check_order(&active, &version).map_err(UpgradeError::Refused)?;
-            }
-            timings = Some(checked);
+            timings = Some(self.dry_run(&module, how.rollback).await?);
+            verdicts = Some(self.quorum_check(&module, how.rollback, how.quorum).await?);
         }
         let request = Request::VersionedUpgrade(VersionedUpgrade {
             upgrade: UpgradeEntry { module, replaces },
@@ -295,7 +349,11 @@ impl Upgrader {
             rollback: how.rollback,
             on_failure: how.on_failure,
         });
-        self.answer_swap(request, &replaces, timings.as_ref()).await
+        let mut reply = self.answer_swap(request, &replaces, timings.as_ref()).await;
+        if let Ok(r) = reply.as_mut() {
+            r.verdicts = verdicts;
+        }
+        reply
     }
 
     /// Propose an entry that swaps the module, and answer what it did.

@@ -79,7 +79,9 @@ impl Node {
     /// Except when the lock module is poisoned (a guest trap at apply):
     /// every replica stops at the same entry by design, a restart would
     /// meet it again, and the node stays up to report it (status, audit,
-    /// replay) until an operator acts. Then this never resolves.
+    /// replay) until an operator acts. So does a node that cannot run the
+    /// module its peers swapped in (`module_cannot_run`): a restart with
+    /// the same settings stops at the same swap. Then this never resolves.
     #[inline(never)]
     pub fn failed(&self) -> BoxFuture<'_, String> {
         Box::pin(self.failed_inner())
@@ -95,8 +97,9 @@ impl Node {
                 break "Raft stopped without a reason".to_string();
             }
         };
-        if self.sm.view(false).poisoned.is_some() {
-            tracing::error!(error = %why, "raft stopped: the lock module is poisoned; staying up to report it");
+        let view = self.sm.view(false);
+        if view.poisoned.is_some() || view.module_cannot_run.is_some() {
+            tracing::error!(error = %why, "raft stopped: the lock module is poisoned, or this node cannot run it; staying up to report it");
             std::future::pending::<()>().await;
         }
         why

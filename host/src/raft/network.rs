@@ -27,6 +27,9 @@ pub enum PeerRequest {
     AppendEntries(AppendEntriesRequest<TypeConfig>),
     Vote(VoteRequest<NodeId>),
     InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
+    /// The leader asks a voter to pre-check a candidate module
+    /// (`modules::precheck`).
+    Precheck(crate::modules::precheck::PrecheckAsk),
 }
 
 /// The answer to a [`PeerRequest`]; `Error` when the request itself could
@@ -44,6 +47,8 @@ pub enum PeerResponse {
     ),
     Error(String),
     NotMember(String),
+    /// A voter's verdict on a candidate module.
+    Precheck(crate::modules::precheck::PrecheckAnswer),
 }
 
 /// Makes a [`PeerClient`] per replication target.
@@ -189,6 +194,22 @@ pub fn entries_that_fit(entries: &[crate::raft::Entry]) -> usize {
         }
     }
     entries.len()
+}
+
+impl PeerClient {
+    /// Ask this peer to pre-check a module, within `timeout`.
+    pub async fn precheck(
+        &mut self,
+        ask: crate::modules::precheck::PrecheckAsk,
+        timeout: Duration,
+    ) -> Result<crate::modules::precheck::PrecheckAnswer, String> {
+        match self.call(PeerRequest::Precheck(ask), timeout).await {
+            Ok(PeerResponse::Precheck(answer)) => Ok(answer),
+            Ok(PeerResponse::Error(why) | PeerResponse::NotMember(why)) => Err(why),
+            Ok(other) => Err(format!("answered {other:?}")),
+            Err(e) => Err(format!("unreachable: {e}")),
+        }
+    }
 }
 
 impl RaftNetwork<TypeConfig> for PeerClient {

@@ -86,6 +86,7 @@ impl PeerGate {
             PeerRequest::AppendEntries(r) => &r.vote,
             PeerRequest::Vote(r) => &r.vote,
             PeerRequest::InstallSnapshot(r) => &r.vote,
+            PeerRequest::Precheck(r) => &r.vote,
         };
         let term = vote.leader_id.term;
         if term > MAX_TERM {

@@ -91,6 +91,7 @@ mod tests {
             first_module: None,
             failures: Default::default(),
             way_back: Default::default(),
+            precheck: None,
         }
     }
 

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::run::ELECTION_MS;
-use super::swaps::{mixed_module, roll_back, traps, upgrade, upgrade_module};
+use super::swaps::{
+    mixed_module, roll_back, traps, upgrade, upgrade_module, upgrade_refused_by, Swap,
+};
 use super::SimConfig;
 use crate::jepsen::check::{Checker, Final, Violation};
 use crate::jepsen::history::History;
@@ -75,13 +77,20 @@ pub(super) async fn clients(
         let stop = stop.clone();
         let module = upgrade_module(&cfg);
         let (hostile, rollback) = (cfg.hostile, cfg.rollback);
+        let (refusing, quorum) = (cfg.refusing, cfg.quorum);
         tokio::spawn(async move {
             tokio::time::sleep(at).await;
             let on_failure = match hostile && rollback {
                 true => OnModuleFailure::Rollback,
                 false => OnModuleFailure::Refuse,
             };
-            upgrade(&target, module, on_failure).await?;
+            let refusing = refusing.map(|node| (node, quorum));
+            if let Swap::Kept(why) =
+                upgrade_refused_by(&target, module, on_failure, refusing).await?
+            {
+                tracing::info!(%why, "clients: the module was kept out");
+                return Ok(Some(lockd_core::builtin::LOCK_SM));
+            }
             if hostile {
                 return traps(&target, &stop, rollback).await.map(Some);
             }
@@ -170,7 +179,7 @@ pub(super) async fn clients(
         (false, None) => None,
     }
     .map(|m| lockd_core::engine::ModuleHash::of(m).to_string());
-    violations.extend(converged(&target, module).await);
+    violations.extend(converged(&target, module, cfg.refusing).await);
     *outcome.lock().unwrap_or_else(|p| p.into_inner()) = Outcome {
         violations,
         finals,
@@ -179,6 +188,11 @@ pub(super) async fn clients(
         voter_out,
     };
     Ok(())
+}
+
+/// The built-in module's hash, hex.
+fn builtin_hash() -> String {
+    lockd_core::engine::ModuleHash::of(lockd_core::builtin::LOCK_SM).to_string()
 }
 
 /// Each mutex key's holder, read through the leader after the run.
@@ -204,14 +218,34 @@ async fn final_state(target: &Target, history: &History) -> BTreeMap<String, Fin
 }
 
 /// Every node on the same applied index, state hash and module (`module`
-/// when given), within a bound.
-async fn converged(target: &Target, module: Option<String>) -> Vec<Violation> {
+/// when given), within a bound. But for `refusing` (see
+/// [`SimConfig::refusing`]) once the cluster runs a module it cannot: it
+/// must say so (`module_cannot_run`, naming that module), and is left out.
+/// No other node may say it cannot run a module.
+async fn converged(
+    target: &Target,
+    module: Option<String>,
+    refusing: Option<u64>,
+) -> Vec<Violation> {
     let client = target.client(Duration::from_secs(2), Duration::from_secs(1));
     let mut last = String::new();
     for _ in 0..100 {
-        let mut seen = Vec::new();
-        for e in &target.endpoints {
-            match client.status_of(e).await {
+        let (mut seen, mut left_out) = (Vec::new(), 0);
+        for (node, e) in (1u64..).zip(&target.endpoints) {
+            let status = client.status_of(e).await;
+            if let Ok(s) = &status {
+                if let Some(c) = &s.module_cannot_run {
+                    if refusing == Some(node) && module.as_ref() == Some(&c.module_hash) {
+                        left_out += 1;
+                        continue;
+                    }
+                    return vec![Violation::new(
+                        Checker::Convergence,
+                        format!("node {node} cannot run a module: {c:?}"),
+                    )];
+                }
+            }
+            match status {
                 // The module failures are replicated state: equal too.
                 Ok(s) => seen.push((
                     s.applied_index,
@@ -226,9 +260,19 @@ async fn converged(target: &Target, module: Option<String>) -> Vec<Violation> {
                 Err(err) => last = format!("{e}: {err}"),
             }
         }
-        if seen.len() == target.endpoints.len() {
+        // The module went in, and the refusing node applied as far as
+        // the others, running it: it ignored its own bound.
+        let over_bound = refusing
+            .filter(|_| left_out == 0 && module.as_ref().is_some_and(|m| *m != builtin_hash()));
+        if seen.len() + left_out == target.endpoints.len() {
             let (applied, hash, _) = &seen[0];
             let caught_up = seen.iter().all(|(a, _, c)| a == applied && c == applied);
+            if let (true, Some(node)) = (caught_up, over_bound) {
+                return vec![Violation::new(
+                    Checker::Convergence,
+                    format!("node {node} runs a module over its own --max-module-bytes: {seen:?}"),
+                )];
+            }
             if caught_up {
                 let wrong_module = module
                     .as_ref()

@@ -30,10 +30,13 @@ pub enum Control {
     FastClock,
     /// Every session ends after a quarter of its TTL (leases do not).
     SessionEarlyExpiry,
+    /// A node runs a module over its own `--max-module-bytes` instead of
+    /// stopping before the swap (see `SimConfig::refusing`).
+    RunOverBound,
 }
 
 impl Control {
-    pub const ALL: [Control; 9] = [
+    pub const ALL: [Control; 10] = [
         Control::EarlyExpiry,
         Control::DoubleGrant,
         Control::NeverExpire,
@@ -43,6 +46,7 @@ impl Control {
         Control::AckBeforeSync,
         Control::FastClock,
         Control::SessionEarlyExpiry,
+        Control::RunOverBound,
     ];
 
     /// Its name on the `simulate` command line.
@@ -57,6 +61,7 @@ impl Control {
             Control::AckBeforeSync => "ack-before-sync",
             Control::FastClock => "fast-clock",
             Control::SessionEarlyExpiry => "session-early-expiry",
+            Control::RunOverBound => "run-over-bound",
         }
     }
 
@@ -80,6 +85,7 @@ impl Control {
             // model (their end moves with every session keepalive): the
             // holders' windows, from the session's promise, catch it.
             Control::SessionEarlyExpiry => Checker::MutualExclusion,
+            Control::RunOverBound => Checker::Convergence,
         }
     }
 
@@ -116,6 +122,10 @@ impl Control {
             },
             Control::SessionEarlyExpiry => Switches {
                 session_early_expiry: true,
+                ..off
+            },
+            Control::RunOverBound => Switches {
+                ignore_module_bound: true,
                 ..off
             },
             // Not a switch of the node: the simulation's clocks (`drifts`).

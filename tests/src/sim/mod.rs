@@ -111,6 +111,17 @@ pub struct SimConfig {
     /// the chaos module on its own once it is out of service. Either way
     /// every node must end on the built-in module.
     pub rollback: bool,
+    /// With `upgrade_at`, not hostile, no rollback: this node runs with
+    /// `--max-module-bytes` one byte below the upgrade's module, so it
+    /// refuses it at the quorum pre-check and cannot run it. Either the
+    /// module stays out (its refusal blocks it, or it leads and refuses
+    /// the upload) and every node ends on the built-in module, or it goes
+    /// in and this node stops before the swap, saying so, while the others
+    /// converge on it.
+    pub refusing: Option<u64>,
+    /// With `refusing`: the upgrade asks for `quorum` (a refusal does not
+    /// block it).
+    pub quorum: bool,
     /// What the operator does this long into the faults: a voter removed
     /// and added back, or a shadow started and stopped.
     pub operation: Option<(Duration, operator::Operation)>,
@@ -126,7 +137,8 @@ impl SimConfig {
     /// one odd seed in two upgrades the module during the faults (one of
     /// those in two to a module that traps on a key it is then sent; one
     /// in two of each kind returns to the module before, see
-    /// [`SimConfig::rollback`]); the
+    /// [`SimConfig::rollback`]; one plain upgrade in two with a node that
+    /// cannot run its module, see [`SimConfig::refusing`]); the
     /// operator removes a voter and adds it back in every five-node run,
     /// and runs a shadow of the active module in every other mixed run.
     pub fn seed(seed: u64) -> SimConfig {
@@ -145,6 +157,8 @@ impl SimConfig {
             upgrade_at: (seed % 4 == 1).then(|| Duration::from_millis(2000 + seed % 7 * 1000)),
             hostile: seed % 8 == 5,
             rollback: seed % 16 >= 8,
+            refusing: (seed % 32 == 17).then_some(1 + seed / 64 % 3),
+            quorum: seed % 64 == 17,
             operation: operation(seed),
             control: None,
         }

@@ -63,6 +63,10 @@ fn node_config(cfg: &SimConfig, id: u64) -> NodeConfig {
         // and reshuffles every seed's schedule (the operators upgrade to
         // 0.2 themselves).
         initial_module: lockd_core::builtin::InitialModule::World01,
+        max_module_bytes: match cfg.refusing {
+            Some(node) if node == id => super::swaps::upgrade_module(cfg).len() - 1,
+            _ => NodeConfig::default().max_module_bytes,
+        },
         ..NodeConfig::default()
     }
 }

@@ -114,22 +114,67 @@ pub(super) async fn upgrade(
     module: &[u8],
     on_failure: OnModuleFailure,
 ) -> Result<(), String> {
+    match upgrade_refused_by(target, module, on_failure, None).await? {
+        Swap::In => Ok(()),
+        Swap::Kept(why) => Err(format!("the upgrade was refused: {why}")),
+    }
+}
+
+/// How an upgrade ended.
+#[derive(Debug)]
+pub(super) enum Swap {
+    In,
+    /// Kept out for good, by the node that cannot run it (`refusing`).
+    Kept(String),
+}
+
+/// [`upgrade`], with `refusing` the node that cannot run `module` (see
+/// [`SimConfig::refusing`]) and whether the upgrade asks for `quorum`: its
+/// refusal at the pre-check (not with `quorum`), or its refusal of the
+/// upload while it leads, keeps the module out for good.
+pub(super) async fn upgrade_refused_by(
+    target: &Target,
+    module: &[u8],
+    on_failure: OnModuleFailure,
+    refusing: Option<(u64, bool)>,
+) -> Result<Swap, String> {
     let admin = admin(target);
     let mut last = String::new();
     for _ in 0..100 {
         let how = UpgradeHow {
             on_failure,
+            quorum: refusing.is_some_and(|(_, quorum)| quorum),
             ..UpgradeHow::default()
         };
         match admin.upgrade_how(module.to_vec(), how).await {
-            Ok(_) => return Ok(()),
-            Err(e) if e.to_string().contains("already the active module") => return Ok(()),
+            Ok(_) => return Ok(Swap::In),
+            Err(e) if e.to_string().contains("already the active module") => return Ok(Swap::In),
+            Err(lockd_client::admin::AdminError::Refused { status, message })
+                if refusing.is_some() && kept_out(status.as_u16(), &message, refusing) =>
+            {
+                return Ok(Swap::Kept(message))
+            }
             Err(e) => last = e.to_string(),
         }
         tracing::info!(error = %last, "clients: the upgrade did not go in; again");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     Err(format!("the upgrade did not go in: {last}"))
+}
+
+/// Whether a refusal is the refusing node's own, for good: it leads and
+/// refuses the upload (413), or it refused at the pre-check and a refusal
+/// blocks (no `quorum`).
+fn kept_out(status: u16, message: &str, refusing: Option<(u64, bool)>) -> bool {
+    let Some((node, quorum)) = refusing else {
+        return false;
+    };
+    let bound = "(--max-module-bytes)";
+    match status {
+        413 => true,
+        409 => !quorum && message.contains(&format!("node {node}: ")) && message.contains(bound),
+        _ => false,
+    }
 }
 
 /// Return from `from` to the module before (the built-in one), retried

@@ -120,6 +120,7 @@ fn options(uri: &Uri) -> Result<Options, ApiError> {
             }
             "precheck" => o.precheck = flag(k, v)?,
             "rollback" => o.how.rollback = flag(k, v)?,
+            "quorum" => o.how.quorum = flag(k, v)?,
             "on_failure" => {
                 o.how.on_failure = OnModuleFailure::parse(v).ok_or_else(|| {
                     ApiError::bad_request(format!("on_failure={v:?}: expected refuse or rollback"))
@@ -153,6 +154,11 @@ struct ModuleQuery {
     /// kinds of command it fails on (default) or `rollback` to the module
     /// it replaces.
     on_failure: Option<OnModuleFailure>,
+    /// Upgrades only: enact the module once a majority of voters accepted
+    /// it at the pre-check, even if a voter refused it (default false: a
+    /// refusal blocks it). A voter that cannot run it then stops before
+    /// the swap until it can.
+    quorum: Option<bool>,
 }
 
 /// Query parameters of a rollback.
@@ -171,7 +177,7 @@ struct RollbackQuery {
         (status = 200, description = "swapped at `index` on every node", body = UpgradeReply),
         (status = 400, description = "not a valid lock module, or a bad query parameter", body = ErrorBody),
         (status = 403, description = "the cluster trusts module keys and this module is not signed by one", body = ErrorBody),
-        (status = 409, description = "`replaces` is not the active module (`stale_module`), or the module's version is not above the active one's and `rollback` is not set (`module_not_newer`)", body = ErrorBody),
+        (status = 409, description = "`replaces` is not the active module (`stale_module`), the module's version is not above the active one's and `rollback` is not set (`module_not_newer`), or a voter refused it at the pre-check (`precheck_refused`, with `verdicts`)", body = ErrorBody),
         (status = 413, description = "bigger than --max-module-bytes", body = ErrorBody),
         (status = 422, description = "the migration fails (with `index` when at apply)", body = ErrorBody),
         (status = 503, description = "no leader, or another upgrade in flight", body = ErrorBody)))]
@@ -211,6 +217,7 @@ pub async fn rollback(State(node): State<Arc<Services>>, uri: Uri) -> Result<Res
         || o.signature.is_some()
         || o.how.rollback
         || o.how.on_failure != OnModuleFailure::Refuse
+        || o.how.quorum
     {
         return Err(ApiError::bad_request(
             "a rollback takes only precheck=: it returns to the recorded previous module",
@@ -226,6 +233,7 @@ pub async fn rollback(State(node): State<Arc<Services>>, uri: Uri) -> Result<Res
         (status = 200, description = "the shadow runs from `index`", body = UpgradeReply),
         (status = 400, description = "not a valid lock module, a bad query parameter, or `replaces`", body = ErrorBody),
         (status = 403, description = "not signed by a trusted key", body = ErrorBody),
+        (status = 409, description = "a voter refused it at the pre-check (`precheck_refused`, with `verdicts`)", body = ErrorBody),
         (status = 413, description = "bigger than --max-module-bytes", body = ErrorBody),
         (status = 422, description = "the migration fails", body = ErrorBody),
         (status = 503, description = "no leader known", body = ErrorBody)))]
@@ -235,9 +243,13 @@ pub async fn shadow_start(
     ModuleBody(body): ModuleBody,
 ) -> Result<Response, ApiError> {
     let o = options(&uri)?;
-    if o.replaces.is_some() || o.how.rollback || o.how.on_failure != OnModuleFailure::Refuse {
+    if o.replaces.is_some()
+        || o.how.rollback
+        || o.how.on_failure != OnModuleFailure::Refuse
+        || o.how.quorum
+    {
         return Err(ApiError::bad_request(
-            "replaces=, rollback= and on_failure= apply to upgrades, not to shadow mode",
+            "replaces=, rollback=, on_failure= and quorum= apply to upgrades, not to shadow mode",
         ));
     }
     let sent = ModuleHash::of(&body);

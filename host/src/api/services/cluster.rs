@@ -107,6 +107,8 @@ impl Services {
             module_failures: Some(v.module_failures),
             module_out_of_service: v.module_out_of_service,
             module_way_back: Some(v.module_way_back),
+            module_precheck: v.module_precheck,
+            module_cannot_run: v.module_cannot_run,
         };
         let counts = UpgradeCounts {
             swapped: v.upgrades_swapped,
@@ -281,7 +283,7 @@ impl Services {
             let leads = match &req {
                 PeerRequest::AppendEntries(r) => r.vote.is_committed(),
                 PeerRequest::InstallSnapshot(r) => r.vote.is_committed(),
-                PeerRequest::Vote(_) => false,
+                PeerRequest::Vote(_) | PeerRequest::Precheck(_) => false,
             };
             if leads && matches!(why, Refusal::NotMember(_)) {
                 self.vouches.want(from);
@@ -306,6 +308,9 @@ impl Services {
             PeerRequest::Vote(r) => PeerResponse::Vote(self.raft.vote(r).await),
             PeerRequest::InstallSnapshot(r) => {
                 PeerResponse::InstallSnapshot(self.raft.install_snapshot(r).await)
+            }
+            PeerRequest::Precheck(ask) => {
+                PeerResponse::Precheck(self.upgrader.answer_precheck(from, ask).await)
             }
         }
     }

@@ -23,10 +23,13 @@ impl Upgrader {
         self.settle().await?;
         let timings = if precheck_first {
             self.check_signature(&module, signature.as_ref(), Purpose::Shadow)?;
-            Some(self.precheck(&module).await?.0)
+            let checked = self.precheck(&module).await?.0;
+            // A shadow is no upgrade: every voter must run it.
+            Some((checked, self.quorum_check(&module, true, false).await?))
         } else {
             None
         };
+        let (timings, verdicts) = timings.unzip();
         let active = self.sm.module_hash();
         let request = match signature {
             Some(signature) => Request::BoundShadow(SignedShadowStart { module, signature }),
@@ -39,6 +42,7 @@ impl Upgrader {
                 reply.result = UpgradeResult::ShadowStarted;
                 reply.module_hash = module.to_string();
                 reply.version = Some(version);
+                reply.verdicts = verdicts;
                 Ok(reply)
             }
             Response::Shadow(ShadowOutcome::Failed { module, reason }) => {

@@ -85,6 +85,12 @@ impl StateMachineStore {
                 "snapshot body names a different last log id than its metadata",
             ));
         }
+        // A module this node cannot run: it stops rather than run it
+        // (lockd_core::replica, "Cannot run").
+        let index = meta.last_log_id.map_or(0, |l| l.index);
+        self.replica()
+            .runnable_snapshot(index, &blob.module)
+            .map_err(|e| snap_err(Some(meta), e))?;
         // Build the new state fully before touching the live one.
         let loader = self.shared.precompiler.clone();
         let mut installed =

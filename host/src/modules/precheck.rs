@@ -1,0 +1,192 @@
+//! The quorum pre-check: before an upgrade or a shadow start is proposed,
+//! every voter loads, compiles and dry-runs the candidate against its own
+//! live state (docs/writing-a-lock-module.md, "The quorum pre-check").
+//!
+//! The leader sends [`PrecheckAsk`] to each other voter over the peer
+//! transport (a peer RPC, checked by the peer gate like the others) and
+//! runs the same check itself. A voter answers [`PrecheckAnswer`]: the
+//! same dry run as the leader's (`submit`: its own bound on module size,
+//! load and compile with its own engine, the one migration path with the
+//! host's and the module's own checks, the version order unless marked as
+//! a rollback). A voter that cannot be reached or does not answer within
+//! [`DEADLINE`] gives no verdict ("unreachable", "no answer").
+//!
+//! The leader then writes every verdict through the log
+//! ([`lockd_core::precheck::PrecheckRecord`]) and proposes the candidate
+//! at a later index only if a majority of voters accepted and, unless
+//! `quorum`, none refused (one that did not answer does not block: it
+//! checks at the swap like any node); otherwise it answers
+//! `precheck_refused` naming each refusal, and nothing is swapped. A node
+//! that cannot run a module its peers swapped in stops before the swap
+//! (`lockd_core::replica`, "Cannot run").
+
+use std::time::{Duration, Instant};
+
+use lockd_core::engine::ModuleHash;
+use lockd_core::precheck::{NodeVerdict, PrecheckRecord};
+use openraft::RaftNetworkFactory;
+use serde::{Deserialize, Serialize};
+
+use super::submit::{UpgradeError, Upgrader};
+use crate::raft::{NodeId, Request, Response, Vote};
+
+/// How long a voter has to answer: a compile takes about half a second,
+/// a migration of a million held locks a few.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// The leader's question to a voter. A peer message: new fields only
+/// through a new variant (the wire is pinned by `tests/sm/golden_wire.rs`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PrecheckAsk {
+    /// The asking leader's vote (the peer gate checks term and sender).
+    pub vote: Vote,
+    /// The candidate's component bytes.
+    pub module: Vec<u8>,
+    /// Marked as a rollback: no version order.
+    pub rollback: bool,
+}
+
+/// A voter's verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrecheckAnswer {
+    pub accepted: bool,
+    /// Why it refused.
+    pub reason: Option<String>,
+    /// Time to load (compile or take from the cache), µs.
+    pub compile_us: u64,
+    /// Time to migrate the live state, µs.
+    pub migrate_us: u64,
+}
+
+impl PrecheckAnswer {
+    fn refused(reason: String) -> PrecheckAnswer {
+        PrecheckAnswer {
+            accepted: false,
+            reason: Some(reason),
+            compile_us: 0,
+            migrate_us: 0,
+        }
+    }
+}
+
+/// The outcome of asking every voter.
+pub struct Gathered {
+    pub record: PrecheckRecord,
+    /// Each voter's verdict as status shows it.
+    pub verdicts: Vec<lockd_proto::PrecheckVerdict>,
+}
+
+impl Upgrader {
+    /// Answer a leader's pre-check (on a voter).
+    pub async fn answer_precheck(&self, from: NodeId, ask: PrecheckAsk) -> PrecheckAnswer {
+        let started = Instant::now();
+        let answer = match self.dry_run(&ask.module, ask.rollback).await {
+            Ok(t) => PrecheckAnswer {
+                accepted: true,
+                reason: None,
+                compile_us: t.compile_us,
+                migrate_us: t.migrate_us,
+            },
+            Err(e) => PrecheckAnswer::refused(e.to_string()),
+        };
+        tracing::info!(
+            from,
+            module = %ModuleHash::of(&ask.module),
+            accepted = answer.accepted,
+            reason = answer.reason.as_deref().unwrap_or(""),
+            ms = started.elapsed().as_millis() as u64,
+            "pre-checked a module for the leader"
+        );
+        answer
+    }
+
+    /// Ask every other voter (this node, the leader, accepted already:
+    /// its own dry run passed) and decide; the record is what the leader
+    /// writes.
+    pub(super) async fn gather(&self, module: &[u8], rollback: bool, quorum: bool) -> Gathered {
+        let (voters, vote) = {
+            let m = self.raft.metrics();
+            let m = m.borrow();
+            let voters: Vec<(NodeId, openraft::BasicNode)> = m
+                .membership_config
+                .membership()
+                .voter_ids()
+                .filter_map(|id| {
+                    let node = m.membership_config.membership().get_node(&id)?.clone();
+                    Some((id, node))
+                })
+                .collect();
+            (voters, m.vote)
+        };
+        let asks = voters.into_iter().map(|(id, node)| {
+            let ask = PrecheckAsk {
+                vote,
+                module: module.to_vec(),
+                rollback,
+            };
+            let mut peers = self.peers.clone();
+            async move {
+                if id == self.id {
+                    return (id, Ok(()));
+                }
+                let mut client = peers.new_client(id, &node).await;
+                let answer = tokio::time::timeout(DEADLINE, client.precheck(ask, DEADLINE))
+                    .await
+                    .unwrap_or_else(|_| Err(format!("no answer in {} s", DEADLINE.as_secs())));
+                let verdict = match answer {
+                    Ok(a) if a.accepted => Ok(()),
+                    Ok(a) => Err((true, a.reason.unwrap_or_default())),
+                    Err(why) => Err((false, why)),
+                };
+                (id, verdict)
+            }
+        });
+        let mut answers = futures::future::join_all(asks).await;
+        answers.sort_by_key(|(id, _)| *id);
+        let verdicts: Vec<NodeVerdict> = answers
+            .into_iter()
+            .map(|(node, v)| NodeVerdict {
+                node,
+                accepted: v.is_ok(),
+                answered: v.as_ref().err().is_none_or(|(answered, _)| *answered),
+                reason: v.err().map(|(_, why)| why),
+            })
+            .collect();
+        let mut record = PrecheckRecord {
+            module: ModuleHash::of(module),
+            quorum,
+            enacted: false,
+            verdicts,
+        }
+        .bounded();
+        record.enacted = record.passes();
+        let verdicts = record.status(0).verdicts;
+        Gathered { record, verdicts }
+    }
+
+    /// Ask every voter, write the verdicts through the log, and answer
+    /// whether the candidate may be proposed (`Err`: refused, naming
+    /// each refusal).
+    pub(super) async fn quorum_check(
+        &self,
+        module: &[u8],
+        rollback: bool,
+        quorum: bool,
+    ) -> Result<Vec<lockd_proto::PrecheckVerdict>, UpgradeError> {
+        let Gathered { record, verdicts } = self.gather(module, rollback, quorum).await;
+        let refusals = record.refusals();
+        let (index, response) = self.propose(Request::Precheck(record)).await?;
+        match response {
+            Response::Precheck(true) => Ok(verdicts),
+            Response::Precheck(false) => Err(UpgradeError::PrecheckRefused {
+                index,
+                quorum,
+                refusals,
+                verdicts,
+            }),
+            other => Err(UpgradeError::Internal(format!(
+                "a pre-check record was answered {other:?}"
+            ))),
+        }
+    }
+}
