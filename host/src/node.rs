@@ -219,8 +219,8 @@ impl Node {
         let raft_config = openraft::Config {
             cluster_name: "lockd".into(),
             heartbeat_interval: config.heartbeat_ms,
-            election_timeout_min: config.raft_timeouts().0,
-            election_timeout_max: config.raft_timeouts().1,
+            election_timeout_min: config.election_timeout_ms,
+            election_timeout_max: config.election_max_ms(),
             // Snapshots are triggered by `raft::snapshot_policy`, which
             // also weighs the log against the state's size.
             snapshot_policy: SnapshotPolicy::Never,
@@ -232,7 +232,6 @@ impl Node {
         .validate()
         .map_err(|e| NodeError::Raft(e.to_string()))?;
         let standing = crate::raft::standing::Standing::new();
-        let silence = crate::raft::stand::Silence::new();
         let vouches = crate::raft::vouch::Vouches::new();
         let network = NetworkFactory {
             my_id: config.id,
@@ -241,7 +240,6 @@ impl Node {
             tls: peer_tls.clone(),
             cluster: cluster.clone(),
             standing: standing.clone(),
-            silence: silence.clone(),
         };
         let peers = network.clone();
         let raft = Raft::new(
@@ -317,7 +315,6 @@ impl Node {
             ),
             peer_gate: crate::raft::peer_check::PeerGate::new(config.max_snapshot_bytes),
             standing: standing.clone(),
-            silence: silence.clone(),
             vouches: vouches.clone(),
             max_module_bytes: config.max_module_bytes,
             conn: gate.clone(),
@@ -361,14 +358,7 @@ impl Node {
             tasks.clone(),
         ));
 
-        tasks.spawn(standing.clone().run(raft.clone(), shutdown_rx.clone()));
-        tasks.spawn(silence.run(
-            raft.clone(),
-            config.id,
-            Duration::from_millis(config.election_timeout_ms),
-            standing,
-            shutdown_rx.clone(),
-        ));
+        tasks.spawn(standing.run(raft.clone(), shutdown_rx.clone()));
         tasks.spawn(vouches.run(
             raft.clone(),
             config.id,

@@ -183,17 +183,6 @@ impl NodeConfig {
         self.election_timeout_ms * 3 / 2
     }
 
-    /// openraft's `(election_timeout_min, election_timeout_max)`. Its
-    /// leader lease (a voter refuses other candidates for that long after
-    /// its leader's last message) is the max: `--election-timeout-ms`, the
-    /// silence after which a node stands (`raft::stand`), so that a
-    /// candidate is not refused for a lease still running. openraft's own
-    /// timer then fires after the lease plus `[min, max)`, later than the
-    /// node stands: a fallback.
-    pub fn raft_timeouts(&self) -> (u64, u64) {
-        (self.election_timeout_ms / 2, self.election_timeout_ms)
-    }
-
     /// Check what a bad flag combination would otherwise turn into a
     /// confusing failure later.
     pub fn validate(&self) -> Result<(), ConfigError> {

@@ -99,10 +99,8 @@ pub struct Raft {
     /// Leader heartbeat period, in ms.
     #[arg(long, env = "LOCKD_HEARTBEAT_MS", value_parser = duration_ms, default_value_t = 40)]
     pub heartbeat_ms: u64,
-    /// Election timeout, in ms: a node that hears nothing from a leader
-    /// for this long (plus up to 5/32 more, at random) stands for
-    /// election, and a voter refuses other candidates for this long after
-    /// its leader's last message; more than twice the heartbeat.
+    /// Election timeout, in ms: each node picks its timeout in [this, 1.5 ×
+    /// this); must be more than twice the heartbeat.
     #[arg(long, env = "LOCKD_ELECTION_TIMEOUT_MS", value_parser = duration_ms, default_value_t = 200)]
     pub election_timeout_ms: u64,
     /// Build a snapshot after this many log entries since the last one,

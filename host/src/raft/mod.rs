@@ -26,8 +26,7 @@
 //! * [`network`]: `RaftNetworkFactory` over [`crate::transport`].
 //! * [`peer_check`]: what a peer's RPC must satisfy before openraft sees it.
 //! * [`standing`]: a node its peers refuse as a non-member stops starting
-//!   elections; [`stand`]: a node stands as soon as its leader falls
-//!   silent, not after openraft 0.9's lease and timeout.
+//!   elections.
 //! * [`vouch`]: a leader this node's membership does not name yet, vouched
 //!   for by a member.
 //! * [`runtime`]: the async runtime openraft runs on: tokio's, with the
@@ -40,7 +39,6 @@ pub mod peer_check;
 pub mod runtime;
 pub mod snapshot;
 pub mod snapshot_policy;
-pub mod stand;
 pub mod standing;
 pub mod state_machine;
 pub mod vouch;

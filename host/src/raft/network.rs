@@ -64,8 +64,6 @@ pub struct NetworkFactory {
     pub cluster: std::sync::Arc<crate::cluster_id::ClusterIdentity>,
     /// Paused when a peer refuses this node's vote as a non-member.
     pub standing: std::sync::Arc<super::standing::Standing>,
-    /// Told when a voter refuses this node for a longer log.
-    pub silence: std::sync::Arc<super::stand::Silence>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
@@ -269,18 +267,12 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, Node, RaftError<NodeId>>> {
-        let ours = rpc.last_log_id;
         match self
             .call(PeerRequest::Vote(rpc), option.hard_ttl())
             .await
             .map_err(Self::unreachable)?
         {
             PeerResponse::Vote(r) => {
-                if let Ok(v) = &r {
-                    if !v.vote_granted && v.last_log_id > ours {
-                        self.factory.silence.refused_for_a_shorter_log();
-                    }
-                }
                 r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
             }
             PeerResponse::NotMember(why) => {

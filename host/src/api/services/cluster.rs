@@ -215,7 +215,7 @@ impl Services {
     /// How recently a quorum must have answered this node for it to name
     /// itself the leader: the election timeout ([`known_leader`]).
     fn quorum_within_ms(&self) -> u64 {
-        self.raft.config().election_timeout_max
+        self.raft.config().election_timeout_min
     }
 
     /// Where a request for the leader goes now ([`LeaderRoute`]).
@@ -297,38 +297,17 @@ impl Services {
         match req {
             PeerRequest::AppendEntries(r) => {
                 let answer = self.raft.append_entries(r).await;
-                match &answer {
-                    Ok(
-                        AppendEntriesResponse::Success | AppendEntriesResponse::PartialSuccess(_),
-                    ) => {
-                        self.standing.followed();
-                        self.silence.heard();
-                    }
-                    // The leader is alive, though its log and ours differ.
-                    Ok(AppendEntriesResponse::Conflict) => self.silence.heard(),
-                    _ => {}
+                if let Ok(
+                    AppendEntriesResponse::Success | AppendEntriesResponse::PartialSuccess(_),
+                ) = &answer
+                {
+                    self.standing.followed();
                 }
                 PeerResponse::AppendEntries(answer)
             }
-            PeerRequest::Vote(r) => {
-                let (theirs, term) = (r.last_log_id, r.vote.leader_id().term);
-                // Before the answer: this node must not stand over the
-                // candidate while it counts its votes.
-                self.silence.asked_to_vote();
-                let answer = self.raft.vote(r).await;
-                if let Ok(v) = &answer {
-                    if !v.vote_granted && v.last_log_id > theirs {
-                        self.silence.refused_a_shorter_log(term);
-                    }
-                }
-                PeerResponse::Vote(answer)
-            }
+            PeerRequest::Vote(r) => PeerResponse::Vote(self.raft.vote(r).await),
             PeerRequest::InstallSnapshot(r) => {
-                let answer = self.raft.install_snapshot(r).await;
-                if answer.as_ref().is_ok_and(|a| a.vote.is_committed()) {
-                    self.silence.heard();
-                }
-                PeerResponse::InstallSnapshot(answer)
+                PeerResponse::InstallSnapshot(self.raft.install_snapshot(r).await)
             }
             PeerRequest::Precheck(ask) => {
                 PeerResponse::Precheck(self.upgrader.answer_precheck(from, ask).await)

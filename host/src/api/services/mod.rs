@@ -34,7 +34,6 @@ use crate::membership::Membership;
 use crate::modules::submit::Upgrader;
 use crate::raft::log_store::LogStore;
 use crate::raft::peer_check::PeerGate;
-use crate::raft::stand::Silence;
 use crate::raft::standing::Standing;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::vouch::Vouches;
@@ -63,8 +62,6 @@ pub struct Services {
     peer_gate: PeerGate,
     /// Whether this node's elections are paused (refused as a non-member).
     standing: Arc<Standing>,
-    /// When this node last heard from a leader (it stands after silence).
-    silence: Arc<Silence>,
     /// Leaders outside this node's membership that a member vouched for.
     vouches: Arc<Vouches>,
     /// `--max-module-bytes`: the largest module an upgrade may carry.
@@ -99,7 +96,6 @@ pub struct Parts {
     pub membership: Membership,
     pub peer_gate: PeerGate,
     pub standing: Arc<Standing>,
-    pub silence: Arc<Silence>,
     pub vouches: Arc<Vouches>,
     pub max_module_bytes: usize,
     pub conn: Gate,
@@ -126,7 +122,6 @@ impl Services {
             membership: p.membership,
             peer_gate: p.peer_gate,
             standing: p.standing,
-            silence: p.silence,
             vouches: p.vouches,
             max_module_bytes: p.max_module_bytes,
             conn: p.conn,
