@@ -61,9 +61,18 @@ impl Precompiler {
         })
     }
 
-    /// The largest module this node runs, if it has a bound of its own.
-    pub fn max_module_bytes(&self) -> Option<usize> {
-        self.max_module_bytes
+    /// Why this node will not run `module` for its size (its own
+    /// `--max-module-bytes`), if it will not: the one check of the bound,
+    /// for a voter's dry run and for a swap (`crate::replica`, "Cannot
+    /// run").
+    pub fn over_bound(&self, module: &[u8]) -> Option<String> {
+        let max = self.max_module_bytes?;
+        (module.len() > max).then(|| {
+            format!(
+                "the module takes {} bytes, above this node's bound of {max} (--max-module-bytes)",
+                module.len()
+            )
+        })
     }
 
     pub fn engine(&self) -> &Arc<WasmEngine> {

@@ -290,13 +290,7 @@ impl Node {
             log: log.clone(),
             engine: engine.clone(),
             locks,
-            upgrader: Upgrader::new(
-                config.id,
-                raft.clone(),
-                sm.clone(),
-                peers,
-                config.max_module_bytes,
-            ),
+            upgrader: Upgrader::new(config.id, raft.clone(), sm.clone(), peers),
             membership: Membership::new(
                 config.id,
                 raft.clone(),

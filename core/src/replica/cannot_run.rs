@@ -10,8 +10,8 @@
 //!
 //! So before a swap, a node checks that it can run the module:
 //!
-//! * a module over this node's own bound (the precompiler's
-//!   `max_module_bytes`) is one it cannot run, whatever the log says;
+//! * a module over this node's own bound ([`crate::precompile::Precompiler::over_bound`])
+//!   is one it cannot run, whatever the log says;
 //! * a module the last pre-check record admits ([`crate::precheck`]: a
 //!   quorum of voters loaded and dry-ran it) must load here; if it does
 //!   not, the failure is this node's.
@@ -73,6 +73,8 @@ impl Replica {
             .as_ref()
             .is_some_and(|p| p.record.admits(&hash));
         if why.is_none() && admitted {
+            // Prepared, so the swap's own load takes this one's result.
+            self.loader.prepare(module);
             if let Err(e) = self.loader.load(module) {
                 why = Some(format!(
                     "it does not load here, though a quorum of voters loaded it: {e}"
@@ -101,13 +103,7 @@ impl Replica {
         if crate::faults::get().ignore_module_bound {
             return None;
         }
-        let max = self.loader.max_module_bytes()?;
-        (module.len() > max).then(|| {
-            format!(
-                "the module takes {} bytes, above this node's bound of {max} (--max-module-bytes)",
-                module.len()
-            )
-        })
+        self.loader.over_bound(module)
     }
 
     /// Stop applying at `index`, for `module`, because of `reason`.

@@ -69,13 +69,6 @@ impl PrecheckAnswer {
     }
 }
 
-/// The outcome of asking every voter.
-pub struct Gathered {
-    pub record: PrecheckRecord,
-    /// Each voter's verdict as status shows it.
-    pub verdicts: Vec<lockd_proto::PrecheckVerdict>,
-}
-
 impl Upgrader {
     /// Answer a leader's pre-check (on a voter).
     pub async fn answer_precheck(&self, from: NodeId, ask: PrecheckAsk) -> PrecheckAnswer {
@@ -103,7 +96,12 @@ impl Upgrader {
     /// Ask every other voter (this node, the leader, accepted already:
     /// its own dry run passed) and decide; the record is what the leader
     /// writes.
-    pub(super) async fn gather(&self, module: &[u8], rollback: bool, quorum: bool) -> Gathered {
+    pub(super) async fn gather(
+        &self,
+        module: &[u8],
+        rollback: bool,
+        quorum: bool,
+    ) -> PrecheckRecord {
         let (voters, vote) = {
             let m = self.raft.metrics();
             let m = m.borrow();
@@ -119,16 +117,16 @@ impl Upgrader {
             (voters, m.vote)
         };
         let asks = voters.into_iter().map(|(id, node)| {
-            let ask = PrecheckAsk {
-                vote,
-                module: module.to_vec(),
-                rollback,
-            };
             let mut peers = self.peers.clone();
             async move {
                 if id == self.id {
                     return (id, Ok(()));
                 }
+                let ask = PrecheckAsk {
+                    vote,
+                    module: module.to_vec(),
+                    rollback,
+                };
                 let mut client = peers.new_client(id, &node).await;
                 let answer = tokio::time::timeout(DEADLINE, client.precheck(ask, DEADLINE))
                     .await
@@ -160,8 +158,7 @@ impl Upgrader {
         }
         .bounded();
         record.enacted = record.passes();
-        let verdicts = record.status(0).verdicts;
-        Gathered { record, verdicts }
+        record
     }
 
     /// Ask every voter, write the verdicts through the log, and answer
@@ -173,8 +170,9 @@ impl Upgrader {
         rollback: bool,
         quorum: bool,
     ) -> Result<Vec<lockd_proto::PrecheckVerdict>, UpgradeError> {
-        let Gathered { record, verdicts } = self.gather(module, rollback, quorum).await;
+        let record = self.gather(module, rollback, quorum).await;
         let refusals = record.refusals();
+        let verdicts = record.status(0).verdicts;
         let (index, response) = self.propose(Request::Precheck(record)).await?;
         match response {
             Response::Precheck(true) => Ok(verdicts),

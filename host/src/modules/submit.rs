@@ -2,8 +2,9 @@
 //!
 //! Then every voter checks it too (the quorum pre-check,
 //! [`super::precheck`]): each one's verdict goes through the log before
-//! the upgrade does, and the upgrade is proposed only once every voter
-//! (or, with [`How::quorum`], a majority) accepted.
+//! the upgrade does, and the upgrade is proposed only once a majority of
+//! voters accepted and none refused (with [`How::quorum`], a refusal does
+//! not block).
 //!
 //! Before an upgrade or shadow entry is proposed, the leader runs the same
 //! [`super::migrate`] the apply path will run, on its current state: the
@@ -98,9 +99,10 @@ pub enum UpgradeError {
         refusals: Vec<String>,
         verdicts: Vec<lockd_proto::PrecheckVerdict>,
     },
-    /// A module above this node's `--max-module-bytes`.
-    #[error("the module takes {len} bytes, above this node's bound of {max} (--max-module-bytes)")]
-    OverNodeBound { len: usize, max: usize },
+    /// A module above this node's `--max-module-bytes` (why, as the
+    /// precompiler says it).
+    #[error("{0}")]
+    OverNodeBound(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -149,25 +151,16 @@ pub struct Upgrader {
     prechecks: Arc<tokio::sync::Semaphore>,
     /// Reaches the voters for the quorum pre-check.
     pub(super) peers: NetworkFactory,
-    /// `--max-module-bytes`: the largest module this node runs.
-    max_module_bytes: usize,
 }
 
 impl Upgrader {
-    pub fn new(
-        id: NodeId,
-        raft: Raft,
-        sm: StateMachineStore,
-        peers: NetworkFactory,
-        max_module_bytes: usize,
-    ) -> Upgrader {
+    pub fn new(id: NodeId, raft: Raft, sm: StateMachineStore, peers: NetworkFactory) -> Upgrader {
         Upgrader {
             id,
             raft,
             sm,
             prechecks: Arc::new(tokio::sync::Semaphore::new(1)),
             peers,
-            max_module_bytes,
         }
     }
 
@@ -256,11 +249,8 @@ impl Upgrader {
         module: &[u8],
         rollback: bool,
     ) -> Result<Precheck, UpgradeError> {
-        if module.len() > self.max_module_bytes {
-            return Err(UpgradeError::OverNodeBound {
-                len: module.len(),
-                max: self.max_module_bytes,
-            });
+        if let Some(why) = self.sm.precompiler().over_bound(module) {
+            return Err(UpgradeError::OverNodeBound(why));
         }
         let (checked, version) = self.precheck(module).await?;
         if !rollback {

@@ -228,6 +228,8 @@ async fn converged(
     refusing: Option<u64>,
 ) -> Vec<Violation> {
     let client = target.client(Duration::from_secs(2), Duration::from_secs(1));
+    // The module went in (not the built-in one it started on).
+    let swapped = module.as_ref().is_some_and(|m| *m != builtin_hash());
     let mut last = String::new();
     for _ in 0..100 {
         let (mut seen, mut left_out) = (Vec::new(), 0);
@@ -262,8 +264,7 @@ async fn converged(
         }
         // The module went in, and the refusing node applied as far as
         // the others, running it: it ignored its own bound.
-        let over_bound = refusing
-            .filter(|_| left_out == 0 && module.as_ref().is_some_and(|m| *m != builtin_hash()));
+        let over_bound = refusing.filter(|_| left_out == 0 && swapped);
         if seen.len() + left_out == target.endpoints.len() {
             let (applied, hash, _) = &seen[0];
             let caught_up = seen.iter().all(|(a, _, c)| a == applied && c == applied);

@@ -150,7 +150,7 @@ pub(super) async fn upgrade_refused_by(
             Ok(_) => return Ok(Swap::In),
             Err(e) if e.to_string().contains("already the active module") => return Ok(Swap::In),
             Err(lockd_client::admin::AdminError::Refused { status, message })
-                if refusing.is_some() && kept_out(status.as_u16(), &message, refusing) =>
+                if kept_out(status.as_u16(), &message, refusing) =>
             {
                 return Ok(Swap::Kept(message))
             }

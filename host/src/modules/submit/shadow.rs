@@ -24,7 +24,7 @@ impl Upgrader {
         let timings = if precheck_first {
             self.check_signature(&module, signature.as_ref(), Purpose::Shadow)?;
             let checked = self.precheck(&module).await?.0;
-            // A shadow is no upgrade: every voter must run it.
+            // A shadow is no upgrade: a refusal always blocks it.
             Some((checked, self.quorum_check(&module, true, false).await?))
         } else {
             None
