@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# lockd against etcd, side by side in one run.
+# lockd against etcd and ZooKeeper, side by side in one run (the name is
+# from when it compared two).
 #
 #   scripts/bench-vs-etcd.sh [--seconds 5] [--rounds 2] [--out docs]
+#                            [--systems lockd,etcd,zookeeper] [--warmup 5]
 #
-# Installs what it needs from Debian when missing (etcd-server, protoc for
-# etcd's gRPC client, a font for the chart), builds lockd, the lockd
-# benchmarks and the etcd comparison, and writes docs/benchmarks.md,
-# docs/benchmarks.png and docs/benchmarks.json. See bench/etcd/src/main.rs.
+# Installs what it needs from Debian when missing (etcd-server; zookeeper
+# and a Java runtime for it; protoc for etcd's gRPC client; a font for the
+# chart), builds lockd, the lockd benchmarks and the comparison, and writes
+# docs/benchmarks.md, docs/benchmarks.png and docs/benchmarks.json. See
+# bench/etcd/src/main.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 command -v etcd >/dev/null || need+=(etcd-server)
+# Debian's zookeeper: the server's jars (/usr/share/java/zookeeper.jar and
+# what its manifest names); it depends on default-jre, which brings `java`.
+[ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
+command -v java >/dev/null || need+=(default-jre-headless)
 command -v protoc >/dev/null || need+=(protobuf-compiler)
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 if [ ${#need[@]} -gt 0 ]; then
@@ -23,4 +30,4 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 cargo build --release -p lockd -p lock-bench -p etcd-bench --bins
-exec target/release/vs-etcd "$@"
+exec "${CARGO_TARGET_DIR:-target}/release/vs-etcd" "$@"

@@ -1,5 +1,6 @@
-//! The two drivers: the same loop against lockd (native protocol, the
-//! `lockd-client` crate) and against etcd (its v3 gRPC lock API), one
+//! The drivers: the same loop against lockd (native protocol, the
+//! `lockd-client` crate), against etcd (its v3 gRPC lock API) and against
+//! ZooKeeper (the Curator lock recipe, see [`crate::zk_drive`]), one
 //! connection per client.
 //!
 //! A cycle is acquire + release. Uncontended, each client has its own key;
@@ -16,13 +17,34 @@ use etcd_client::LockOptions;
 pub enum System {
     Lockd,
     Etcd,
+    Zookeeper,
 }
 
 impl System {
+    /// Every system, in the report's order.
+    pub const ALL: [System; 3] = [System::Lockd, System::Etcd, System::Zookeeper];
+
     pub fn name(self) -> &'static str {
         match self {
             System::Lockd => "lockd",
             System::Etcd => "etcd",
+            System::Zookeeper => "zookeeper",
+        }
+    }
+
+    /// The name in prose and in the report's headings.
+    pub fn display(self) -> &'static str {
+        match self {
+            System::Zookeeper => "ZooKeeper",
+            s => s.name(),
+        }
+    }
+
+    /// The system called `name` (as [`System::name`] spells it; `zk` too).
+    pub fn parse(name: &str) -> Option<System> {
+        match name.trim() {
+            "zk" => Some(System::Zookeeper),
+            n => System::ALL.into_iter().find(|s| s.name() == n),
         }
     }
 }
@@ -70,14 +92,22 @@ impl Progress {
 /// lock may have been taken, e.g. its leader died while answering), an
 /// uncontended client moves on to a fresh key rather than wait for its own
 /// orphaned lock's lease.
-struct Keys {
+pub struct Keys {
     client: usize,
     contended: bool,
     generation: u64,
 }
 
 impl Keys {
-    fn current(&self) -> String {
+    pub fn new(client: usize, contended: bool) -> Keys {
+        Keys {
+            client,
+            contended,
+            generation: 0,
+        }
+    }
+
+    pub fn current(&self) -> String {
         if self.contended {
             "bench/contended".into()
         } else {
@@ -85,7 +115,7 @@ impl Keys {
         }
     }
 
-    fn next(&mut self) -> String {
+    pub fn next(&mut self) -> String {
         self.generation += 1;
         self.current()
     }
@@ -93,13 +123,13 @@ impl Keys {
 
 impl ClientRun {
     /// An acquire that started at `start` holds the lock now.
-    fn acquired(&mut self, start: Instant, progress: &Progress) {
+    pub fn acquired(&mut self, start: Instant, progress: &Progress) {
         self.acquired.push((start, Instant::now()));
         progress.record(start);
     }
 
     /// A failed operation; the first few that `log` are kept with a time.
-    fn fail(&mut self, error: String, log: bool) {
+    pub fn fail(&mut self, error: String, log: bool) {
         self.errors += 1;
         if log && self.error_log.len() < 20 {
             self.error_log.push((Instant::now(), error.clone()));
@@ -151,6 +181,10 @@ pub async fn run(
                         .map(|t| etcd_client::ConnectOptions::new().with_tls(t));
                     etcd_client_loop(endpoints, options, i, contended, until, stop, progress).await
                 }
+                System::Zookeeper => {
+                    crate::zk_drive::client_loop(endpoints, i, contended, until, stop, progress)
+                        .await
+                }
             }
         }));
     }
@@ -161,7 +195,7 @@ pub async fn run(
     out
 }
 
-fn done(until: Instant, stop: &AtomicBool) -> bool {
+pub fn done(until: Instant, stop: &AtomicBool) -> bool {
     Instant::now() >= until || stop.load(Ordering::Relaxed)
 }
 
@@ -173,11 +207,7 @@ async fn lockd_client_loop(
     stop: Arc<AtomicBool>,
     progress: Arc<Progress>,
 ) -> ClientRun {
-    let mut keys = Keys {
-        client: i,
-        contended,
-        generation: 0,
-    };
+    let mut keys = Keys::new(i, contended);
     let mut key = keys.current();
     let wait = if contended {
         Duration::from_secs(10)
@@ -221,11 +251,7 @@ async fn etcd_client_loop(
     progress: Arc<Progress>,
 ) -> ClientRun {
     let mut r = ClientRun::default();
-    let mut keys = Keys {
-        client: i,
-        contended,
-        generation: 0,
-    };
+    let mut keys = Keys::new(i, contended);
     let mut name = keys.current();
     let mut client = None;
     let mut lease = 0;

@@ -1,26 +1,37 @@
-//! lockd against etcd, side by side in one run.
+//! lockd against etcd and ZooKeeper, side by side in one run.
 //!
 //! ```text
-//! scripts/bench-vs-etcd.sh            # installs etcd + protoc when missing, then runs this
+//! scripts/bench-vs-etcd.sh            # installs etcd, ZooKeeper, protoc when missing, then runs this
 //! cargo run --release -p etcd-bench --bin vs-etcd -- [--seconds 5] [--rounds 2] [--out docs]
+//!     [--systems lockd,etcd,zookeeper] [--warmup 5]
 //! ```
 //!
-//! Starts a 3-member etcd (Debian's 3.4) and a 3-node lockd on loopback,
-//! both with fsync on and the same Raft timings (heartbeat 40 ms, election
-//! timeout 200 ms: lockd's defaults; etcd needs election ≥ 5 × heartbeat), data in temporary directories, and runs
-//! the same workloads against both, **interleaved**: every round runs each
-//! workload on lockd and on etcd back to back (alternating which goes
-//! first), so both see the same machine state. Workloads: 1 client, 64
-//! clients on their own keys, 16 clients on one key. lockd is driven over
-//! its native protocol (`lockd-client`), etcd over its v3 gRPC lock API
-//! (`etcd-client`): one lease per client, Lock + Unlock per cycle, each
-//! client connected to etcd's leader (its best case: no forwarding).
+//! Starts a 3-member etcd (Debian's 3.4), a 3-server ZooKeeper ensemble
+//! (Debian's 3.8, see [`zk`]) and a 3-node lockd on loopback, all with
+//! fsync on and the same failure-detection timings (heartbeat 40 ms,
+//! election timeout 200 ms: lockd's defaults; etcd needs election ≥ 5 ×
+//! heartbeat; ZooKeeper counts in ticks, see [`zk::ZkTimings`]), data in
+//! temporary directories, and runs the same workloads against each,
+//! **interleaved**: every round runs each workload on every system back to
+//! back (the order rotating from round to round), so all see the same
+//! machine state. Before the first round each system gets `--warmup`
+//! seconds of the 64-client workload, not measured (ZooKeeper's JIT).
+//! Workloads: 1 client, 64 clients on their own keys, 16 clients on one
+//! key. lockd is driven over its native protocol (`lockd-client`), etcd
+//! over its v3 gRPC lock API (`etcd-client`): one lease per client, Lock +
+//! Unlock per cycle; ZooKeeper with the `zookeeper-client` crate's Curator
+//! lock recipe, one session per client (see [`zk_drive`]). etcd's and
+//! ZooKeeper's clients are connected to the leader (their best case: no
+//! forwarding).
 //!
-//! Then: leader failover (the leader SIGKILLed under load from 8 clients;
-//! time to the first acquire that starts after the kill and succeeds — here
-//! etcd's clients know every endpoint), and the two benchmarks of lockd
-//! alone that belong in the report: wasm vs native apply (`sm-bench`) and
-//! the upgrade pause (`upgrade-bench`), run as the already built binaries.
+//! Then: leader failover (see [`failover`]), and the two benchmarks of
+//! lockd alone that belong in the report: wasm vs native apply
+//! (`sm-bench`) and the upgrade pause (`upgrade-bench`), run as the
+//! already built binaries.
+//!
+//! `--systems`: which of lockd, etcd and zookeeper to run (default all
+//! three; `zk` names ZooKeeper too). `--tls` and `--recipes` compare lockd
+//! and etcd only.
 //!
 //! `--tls`: the cost of TLS instead (see [`tls`]): both systems in the
 //! clear and with client and peer TLS, side by side, written to
@@ -33,30 +44,42 @@
 //! Writes `OUT/benchmarks.md`, `OUT/benchmarks.png`, `OUT/benchmarks.json`
 //! and the leader's flamegraph `OUT/leader-profile.svg` (when `perf` is
 //! there). `--only-failover` runs just the failover trials;
-//! `VS_ETCD_KEEP=1` keeps each lockd trial's node logs (and prints where),
-//! `VS_ETCD_DEBUG=1` prints the clients' errors around each kill.
+//! `VS_ETCD_KEEP=1` keeps each lockd and ZooKeeper trial's logs (and
+//! prints where), `VS_ETCD_DEBUG=1` prints the clients' errors around each
+//! kill.
 
+mod chart;
+mod compare;
 mod drive;
 mod etcd;
+mod failover;
 mod profile;
 mod recipes;
 mod report;
 mod tls;
+mod zk;
+mod zk_drive;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use drive::System;
-use lock_tests::cluster::Cluster;
 
-/// The Raft timings of both clusters: lockd's defaults.
+/// The Raft timings of the clusters: lockd's defaults (ZooKeeper's
+/// follow them: [`zk_timings`]).
 pub const HEARTBEAT_MS: u64 = 40;
 pub const ELECTION_MS: u64 = 200;
 
 /// The election timeout this run uses (`--election-ms`, default lockd's).
 pub fn election_ms() -> u64 {
     lock_bench::arg("--election-ms", ELECTION_MS)
+}
+
+/// ZooKeeper's ticks for this run's heartbeat and election timeout.
+pub fn zk_timings() -> zk::ZkTimings {
+    zk::ZkTimings::from_raft(HEARTBEAT_MS, election_ms())
 }
 
 /// One workload's measurements on one system, over all rounds.
@@ -75,26 +98,18 @@ pub struct Workload {
     pub name: String,
     pub clients: usize,
     pub contended: bool,
-    pub lockd: Measured,
-    pub etcd: Measured,
+    /// By system name ("lockd", "etcd", "zookeeper"): in the JSON, one
+    /// key per system beside `name`, as before ZooKeeper joined.
+    #[serde(flatten)]
+    pub measured: BTreeMap<String, Measured>,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct Failover {
-    pub system: String,
-    /// Kill → first acquire that started after the kill and succeeded, one
-    /// per trial (NaN: none within the window).
-    pub trials_ms: Vec<f64>,
-    pub median_ms: f64,
-    pub max_ms: f64,
-    /// Failed client operations, over all trials.
-    pub errors: u64,
-    /// The last error a client saw, for the report.
-    pub sample_error: Option<String>,
+impl Workload {
+    /// What `system` measured, when it ran.
+    pub fn get(&self, system: System) -> Option<&Measured> {
+        self.measured.get(system.name())
+    }
 }
-
-/// How long after the kill a failover trial waits for service to return.
-const FAILOVER_WINDOW: Duration = Duration::from_secs(10);
 
 pub fn measure(runs: &[(Vec<drive::ClientRun>, Duration)]) -> Measured {
     let mut lat: Vec<f64> = Vec::new();
@@ -150,109 +165,6 @@ pub async fn one_run(
     (runs, start.elapsed())
 }
 
-/// One trial: SIGKILL the leader under load from 8 clients; the time to
-/// the first acquire that started after the kill and succeeded.
-async fn failover_once(
-    system: System,
-    kill: impl FnOnce(),
-    endpoints: Vec<String>,
-) -> (f64, u64, Option<String>) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let progress = drive::Progress::new();
-    let until = Instant::now() + Duration::from_secs(60);
-    let load = tokio::spawn(drive::run(
-        system,
-        endpoints,
-        drive::Security::default(),
-        8,
-        false,
-        until,
-        stop.clone(),
-        progress.clone(),
-    ));
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let killed = Instant::now();
-    kill();
-    while !progress.succeeded_since(killed) && killed.elapsed() < FAILOVER_WINDOW {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    stop.store(true, Ordering::Relaxed);
-    let runs = load.await.expect("the failover load task panicked");
-    if std::env::var_os("VS_ETCD_DEBUG").is_some() {
-        for (i, r) in runs.iter().enumerate() {
-            for (t, e) in &r.error_log {
-                eprintln!("client {i} +{:?}: {e}", t.saturating_duration_since(killed));
-            }
-        }
-    }
-    let first = runs
-        .iter()
-        .flat_map(|r| r.acquired.iter())
-        .filter(|(start, _)| *start >= killed)
-        .map(|(_, held)| *held - killed)
-        .min();
-    (
-        first.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
-        runs.iter().map(|r| r.errors).sum(),
-        runs.iter().find_map(|r| r.last_error.clone()),
-    )
-}
-
-/// `trials` failovers, each on a fresh 3-member cluster.
-fn failover(rt: &tokio::runtime::Runtime, system: System, trials: usize) -> Failover {
-    let mut out = Failover {
-        system: system.name().into(),
-        trials_ms: Vec::new(),
-        median_ms: f64::NAN,
-        max_ms: f64::NAN,
-        errors: 0,
-        sample_error: None,
-    };
-    for _ in 0..trials {
-        let (ms, errors, sample) = match system {
-            System::Lockd => {
-                let mut c =
-                    Cluster::start_timed(3, lock_bench::ON_WORLD_0_1, HEARTBEAT_MS, election_ms());
-                let leader = c.wait_leader(Duration::from_secs(20));
-                let eps = c.endpoints();
-                let r = rt.block_on(failover_once(system, || c.kill(leader), eps));
-                if std::env::var_os("VS_ETCD_KEEP").is_some() {
-                    let dir = std::mem::replace(&mut c.dir, tempfile::tempdir().expect("tempdir"));
-                    eprintln!(
-                        "trial {:.0} ms, leader {leader}, logs in {}",
-                        r.0,
-                        dir.keep().display()
-                    );
-                }
-                r
-            }
-            System::Etcd => {
-                let mut e = etcd::EtcdCluster::start(3, HEARTBEAT_MS, election_ms());
-                let leader = rt.block_on(e.wait_leader(Duration::from_secs(30)));
-                let eps = e.endpoints();
-                rt.block_on(failover_once(system, || e.kill(leader), eps))
-            }
-        };
-        eprintln!("failover {}: {ms:.0} ms", system.name());
-        out.trials_ms.push(ms);
-        out.errors += errors;
-        if sample.is_some() {
-            out.sample_error = sample;
-        }
-    }
-    let mut sorted: Vec<f64> = out
-        .trials_ms
-        .iter()
-        .map(|v| if v.is_nan() { f64::INFINITY } else { *v })
-        .collect();
-    sorted.sort_by(|a, b| a.total_cmp(b));
-    if !sorted.is_empty() {
-        out.median_ms = sorted[sorted.len() / 2];
-        out.max_ms = sorted[sorted.len() - 1];
-    }
-    out
-}
-
 fn run_bin(name: &str, args: &[&str]) -> String {
     let exe = std::env::current_exe().expect("current exe");
     let bin = exe.with_file_name(name);
@@ -273,6 +185,22 @@ fn run_bin(name: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The systems named by `--systems` (default all), in the report's order.
+fn systems() -> Vec<System> {
+    let names: String = lock_bench::arg("--systems", "lockd,etcd,zookeeper".to_string());
+    let mut chosen = Vec::new();
+    for name in names.split(',').filter(|n| !n.trim().is_empty()) {
+        match System::parse(name) {
+            Some(s) => chosen.push(s),
+            None => panic!("--systems: unknown system {name:?} (lockd, etcd, zookeeper)"),
+        }
+    }
+    System::ALL
+        .into_iter()
+        .filter(|s| chosen.contains(s))
+        .collect()
+}
+
 fn main() {
     let seconds: f64 = lock_bench::arg("--seconds", 5.0);
     let rounds: usize = lock_bench::arg("--rounds", 2);
@@ -280,6 +208,7 @@ fn main() {
     let skip_extras = lock_bench::flag("--skip-extras");
     let trials: usize = lock_bench::arg("--failover-trials", 5);
     let only_failover = lock_bench::flag("--only-failover");
+    let systems = systems();
     lock_bench::ensure_binaries_built();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     if lock_bench::flag("--tls") {
@@ -291,8 +220,8 @@ fn main() {
     }
 
     if only_failover {
-        for system in [System::Lockd, System::Etcd] {
-            let f = failover(&rt, system, trials);
+        for system in systems {
+            let f = failover::failover(&rt, system, trials);
             println!(
                 "{}: trials {:?} median {:.0} max {:.0}",
                 f.system, f.trials_ms, f.median_ms, f.max_ms
@@ -300,117 +229,34 @@ fn main() {
         }
         return;
     }
-    let lockd = Cluster::start_timed(3, lock_bench::ON_WORLD_0_1, HEARTBEAT_MS, election_ms());
-    let lockd_leader = lockd.wait_leader(Duration::from_secs(20));
-    let etcd = etcd::EtcdCluster::start(3, HEARTBEAT_MS, election_ms());
-    let etcd_leader = rt.block_on(etcd.wait_leader(Duration::from_secs(30)));
-    let lockd_eps = lockd.endpoints();
-    let etcd_leader_ep = vec![etcd.members[etcd_leader].client_url.clone()];
-    eprintln!(
-        "lockd leader node {lockd_leader}; etcd leader {}",
-        etcd.members[etcd_leader].name
-    );
-
-    let workloads = [
-        ("1 client", 1usize, false),
-        ("64 clients, own keys", 64, false),
-        ("16 clients, one key", 16, true),
-    ];
-    let mut results = Vec::new();
-    for (name, clients, contended) in workloads {
-        let mut l = Vec::new();
-        let mut e = Vec::new();
-        for round in 0..rounds {
-            let order = if round % 2 == 0 {
-                [System::Lockd, System::Etcd]
-            } else {
-                [System::Etcd, System::Lockd]
-            };
-            for system in order {
-                let eps = match system {
-                    System::Lockd => lockd_eps.clone(),
-                    System::Etcd => etcd_leader_ep.clone(),
-                };
-                let plain = drive::Security::default();
-                let r = rt.block_on(one_run(system, eps, plain, clients, contended, seconds));
-                eprintln!(
-                    "{name} round {round} {}: {} cycles",
-                    system.name(),
-                    r.0.iter().map(|c| c.cycles).sum::<u64>()
-                );
-                match system {
-                    System::Lockd => l.push(r),
-                    System::Etcd => e.push(r),
-                }
-            }
-        }
-        results.push(Workload {
-            name: name.into(),
-            clients,
-            contended,
-            lockd: measure(&l),
-            etcd: measure(&e),
-        });
-    }
-
-    // Where lockd's time goes at 64 clients: perf on the machine while the
-    // leader serves them (skipped when perf is missing).
-    let have_perf = std::process::Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let profile = if have_perf && !lock_bench::flag("--no-profile") {
-        let stop = Arc::new(AtomicBool::new(false));
-        let load = rt.spawn(drive::run(
-            System::Lockd,
-            lockd_eps.clone(),
-            drive::Security::default(),
-            64,
-            false,
-            Instant::now() + Duration::from_secs(30),
-            stop.clone(),
-            drive::Progress::new(),
-        ));
-        std::thread::sleep(Duration::from_millis(1500));
-        let pid = lockd.nodes[&lockd_leader]
-            .child
-            .as_ref()
-            .map_or(0, |c| c.id());
-        std::fs::create_dir_all(&out).expect("create the output directory");
-        let p = profile::record(std::path::Path::new(&out), pid, 4);
-        stop.store(true, Ordering::Relaxed);
-        let _ = rt.block_on(load);
-        match p {
-            Ok(p) => Some(p),
-            Err(e) => {
-                eprintln!("no profile: {e}");
-                None
-            }
-        }
-    } else {
-        None
-    };
-    drop(lockd);
-    drop(etcd);
+    let warmup: f64 = lock_bench::arg("--warmup", 5.0);
+    let compared = compare::run(&rt, &systems, seconds, rounds, warmup, &out);
     // Failover: fresh clusters, one trial at a time.
-    let lockd_failover = failover(&rt, System::Lockd, trials);
-    let etcd_failover = failover(&rt, System::Etcd, trials);
+    let failovers: Vec<failover::Failover> = systems
+        .iter()
+        .map(|s| failover::failover(&rt, *s, trials))
+        .collect();
 
-    let (sm, upgrade) = if skip_extras {
+    let (sm, upgrade) = if skip_extras || !systems.contains(&System::Lockd) {
         (String::new(), String::new())
     } else {
         (run_bin("sm-bench", &[]), run_bin("upgrade-bench", &[]))
     };
-    let failovers = vec![lockd_failover, etcd_failover];
-    report::write(
-        &out,
-        &results,
-        &failovers,
-        profile.as_ref(),
-        &sm,
-        &upgrade,
+    let setup = report::Setup {
+        systems: &systems,
         seconds,
         rounds,
+        warmup,
+        zk: zk_timings(),
+    };
+    report::write(
+        &out,
+        &setup,
+        &compared.workloads,
+        &failovers,
+        compared.profile.as_ref(),
+        &sm,
+        &upgrade,
     );
     println!(
         "{}",
