@@ -16,7 +16,8 @@
 //!    swap waits for the compiler;
 //! 2. **compile excluded**: to version 2 (snapshot format 2, so `restore`
 //!    migrates every lock) through the normal route — the leader compiles
-//!    and dry-runs before proposing, the followers compile at append.
+//!    and dry-runs before proposing, the followers compile at append (a
+//!    rollback by the version order: the chaos fixture's is higher).
 //!
 //! For each, it prints acquire latency p50/p99/max over the steady second
 //! before the upgrade and over the second from the moment it was
@@ -194,7 +195,13 @@ fn main() {
             CHAOS_GUEST,
             "/v1/admin/upgrade?precheck=false",
         ),
-        ("compile excluded", LOCK_SM_V2, "/v1/admin/upgrade"),
+        // The chaos fixture names a version above every real one (leaving
+        // it is a rollback, which the version order requires to be said).
+        (
+            "compile excluded",
+            LOCK_SM_V2,
+            "/v1/admin/upgrade?rollback=true",
+        ),
     ] {
         std::thread::sleep(settle);
         let submitted = Instant::now();

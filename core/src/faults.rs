@@ -40,6 +40,9 @@ pub struct Switches {
     /// The node runs a module over its own `--max-module-bytes` instead of
     /// stopping before it (`crate::replica`, "Cannot run").
     pub ignore_module_bound: bool,
+    /// A node that wants to stand does so without a pre-vote round
+    /// (`lockd::raft::stand`), as openraft 0.9 alone would.
+    pub skip_prevote: bool,
 }
 
 impl Switches {
@@ -59,6 +62,7 @@ impl Switches {
             ack_before_sync: var("LOCKD_FAULT_ACK_BEFORE_SYNC").is_some(),
             session_early_expiry: var("LOCKD_FAULT_SESSION_EARLY_EXPIRY").is_some(),
             ignore_module_bound: var("LOCKD_FAULT_IGNORE_MODULE_BOUND").is_some(),
+            skip_prevote: var("LOCKD_FAULT_SKIP_PREVOTE").is_some(),
         }
     }
 }

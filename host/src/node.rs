@@ -103,6 +103,8 @@ pub struct Node {
     /// The lock service's tasks (its actor, the proposer, proposals in
     /// flight): stopped after Raft, which ends what they wait on.
     service_tasks: crate::service::ServiceTasks,
+    /// A leader that stops hands over first.
+    handoff: crate::raft::handoff::Handoff,
 }
 
 /// How long [`Node::shutdown`] waits for connections to finish what they
@@ -219,8 +221,10 @@ impl Node {
         let raft_config = openraft::Config {
             cluster_name: "lockd".into(),
             heartbeat_interval: config.heartbeat_ms,
-            election_timeout_min: config.election_timeout_ms,
-            election_timeout_max: config.election_max_ms(),
+            election_timeout_min: config.raft_timeouts().0,
+            election_timeout_max: config.raft_timeouts().1,
+            // `raft::stand` decides when a node stands (after a pre-vote).
+            enable_elect: false,
             // Snapshots are triggered by `raft::snapshot_policy`, which
             // also weighs the log against the state's size.
             snapshot_policy: SnapshotPolicy::Never,
@@ -232,6 +236,10 @@ impl Node {
         .validate()
         .map_err(|e| NodeError::Raft(e.to_string()))?;
         let standing = crate::raft::standing::Standing::new();
+        let silence = crate::raft::stand::Silence::new(crate::raft::prevote::Waits {
+            election: Duration::from_millis(config.election_timeout_ms),
+            lease: Duration::from_millis(config.raft_timeouts().1),
+        });
         let vouches = crate::raft::vouch::Vouches::new();
         let network = NetworkFactory {
             my_id: config.id,
@@ -242,6 +250,8 @@ impl Node {
             standing: standing.clone(),
         };
         let peers = network.clone();
+        let voters = network.clone();
+        let successors = network.clone();
         let raft = Raft::new(
             config.id,
             Arc::new(raft_config),
@@ -309,6 +319,9 @@ impl Node {
             ),
             peer_gate: crate::raft::peer_check::PeerGate::new(config.max_snapshot_bytes),
             standing: standing.clone(),
+            silence: silence.clone(),
+            election_timeout_ms: config.election_timeout_ms,
+            election_max_ms: config.election_max_ms(),
             vouches: vouches.clone(),
             max_module_bytes: config.max_module_bytes,
             conn: gate.clone(),
@@ -328,6 +341,12 @@ impl Node {
             shutdown,
             tasks: TaskTracker::new(),
             service_tasks,
+            handoff: crate::raft::handoff::Handoff {
+                id: config.id,
+                raft: raft.clone(),
+                peers: successors,
+                election: Duration::from_millis(config.election_timeout_ms),
+            },
         });
         let span = tracing::info_span!("node", id = node.id);
         tracing::info!(parent: &span, addr = %config.addr, listen = %config.listen_addr(), data_dir = %dir.display(), fingerprint = %engine.fingerprint().short(), cluster = %cluster.get().map_or("(none yet)".into(), |c| c.to_string()), tls = tls_server.is_some(), auth = auth.is_on(), "node started");
@@ -352,7 +371,14 @@ impl Node {
             tasks.clone(),
         ));
 
-        tasks.spawn(standing.run(raft.clone(), shutdown_rx.clone()));
+        tasks.spawn(silence.run(
+            raft.clone(),
+            config.id,
+            log.clone(),
+            voters,
+            standing,
+            shutdown_rx.clone(),
+        ));
         tasks.spawn(vouches.run(
             raft.clone(),
             config.id,

@@ -57,6 +57,7 @@ mod native_client;
 mod ops_observe;
 mod ops_recovery;
 mod peer_hostile;
+mod raft_handoff;
 mod security_roles;
 mod security_routes;
 mod security_tls;

@@ -7,7 +7,9 @@
 
 use lock_tests::golden::{commands, entry, log_id, meta, pinned};
 use lockd::modules::precheck::{PrecheckAnswer, PrecheckAsk};
+use lockd::raft::handoff::ResignNotice;
 use lockd::raft::network::{PeerRequest, PeerResponse};
+use lockd::raft::prevote::{PreVoteAnswer, PreVoteAsk};
 use lockd::raft::{Request, Vote};
 use lockd_client::wire::{Envelope, Hello, HelloReply, Refused, Role, Welcome};
 use lockd_proto::{
@@ -132,6 +134,40 @@ fn the_peer_hello_and_peer_messages_are_pinned() {
                 compile_us: 450_000,
                 migrate_us: 3_000,
             }),
+        },
+    );
+    pinned(
+        "peer_prevote",
+        &Envelope {
+            id: 12,
+            body: PeerRequest::PreVote(PreVoteAsk {
+                vote: Vote::new(4, 2),
+                last_log_id: Some(log_id(3, 41)),
+            }),
+        },
+    );
+    pinned(
+        "peer_answer_prevote",
+        &Envelope {
+            id: 12,
+            body: PeerResponse::PreVote(PreVoteAnswer::LeaderHeard { wait_ms: 57 }),
+        },
+    );
+    pinned(
+        "peer_resign",
+        &Envelope {
+            id: 13,
+            body: PeerRequest::Resign(ResignNotice {
+                vote: Vote::new_committed(3, 2),
+                successor: 1,
+            }),
+        },
+    );
+    pinned(
+        "peer_answer_resigned",
+        &Envelope {
+            id: 13,
+            body: PeerResponse::Resigned,
         },
     );
 }

@@ -122,6 +122,16 @@ fn registry(node: &Services) -> Registry {
         "Times the leader this node knows changed (to another node or to none).",
         node.leader_changes(),
     );
+    let (won, lost) = node.prevote_rounds();
+    labelled(
+        r,
+        "lockd_raft_prevotes",
+        "Pre-vote rounds this node asked, wanting to stand: won (a quorum said yes; it stood), or lost.",
+        &[
+            (Outcome { result: "won" }, won),
+            (Outcome { result: "lost" }, lost),
+        ],
+    );
     gauge(
         r,
         "lockd_raft_commit_index",

@@ -177,10 +177,25 @@ impl NodeConfig {
         self.listen.as_deref().unwrap_or(&self.addr)
     }
 
-    /// The largest election timeout a node may pick; also openraft's leader
-    /// lease, and what a new leader adds to every lease it inherits.
+    /// The longest an election may take (a node stands after at most
+    /// `--election-timeout-ms` and 5/32 of it, and a split vote costs a
+    /// retry): what a new leader adds to every lease it inherits, and how
+    /// long a request waits for a leader to become known.
     pub fn election_max_ms(&self) -> u64 {
         self.election_timeout_ms * 3 / 2
+    }
+
+    /// openraft's `(election_timeout_min, election_timeout_max)`. Its own
+    /// election timer is off (`raft::stand` decides when a node stands);
+    /// what is left of them: the min bounds a vote request's time, and the
+    /// max is the leader lease, during which a voter refuses the real vote
+    /// after its leader's last message. Half the election timeout: a
+    /// voter that knows its leader's process is gone (its connection
+    /// closed) grants that soon, and a voter that does not is held by the
+    /// pre-vote's rule for the whole timeout (`raft::prevote`).
+    pub fn raft_timeouts(&self) -> (u64, u64) {
+        let half = self.election_timeout_ms / 2;
+        (half, half + 1)
     }
 
     /// Check what a bad flag combination would otherwise turn into a

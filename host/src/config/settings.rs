@@ -99,8 +99,10 @@ pub struct Raft {
     /// Leader heartbeat period, in ms.
     #[arg(long, env = "LOCKD_HEARTBEAT_MS", value_parser = duration_ms, default_value_t = 40)]
     pub heartbeat_ms: u64,
-    /// Election timeout, in ms: each node picks its timeout in [this, 1.5 ×
-    /// this); must be more than twice the heartbeat.
+    /// Election timeout, in ms: a node that hears no leader for this long
+    /// (plus up to 5/32 more), or half of it once the leader's connection
+    /// closed, asks the voters for a pre-vote and stands if a quorum says
+    /// yes; more than twice the heartbeat.
     #[arg(long, env = "LOCKD_ELECTION_TIMEOUT_MS", value_parser = duration_ms, default_value_t = 200)]
     pub election_timeout_ms: u64,
     /// Build a snapshot after this many log entries since the last one,

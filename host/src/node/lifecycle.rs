@@ -42,6 +42,9 @@ impl Node {
 
     async fn shutdown_inner(&self) {
         let _ = self.shutdown.send(true);
+        // A leader hands over before anything else: the requests it still
+        // serves fail over to its successor rather than wait for it.
+        let handed_over = self.handoff.hand_over().await.is_some();
         // Watch streams end at once (with where to resume), so the
         // connections serving them close within the grace.
         if let Some(hub) = self.sm.watch() {
@@ -58,8 +61,10 @@ impl Node {
                 "shutdown: tasks still running after the grace period"
             );
         }
-        if let Err(e) = self.raft.shutdown().await {
-            tracing::warn!(error = %e, "raft shutdown");
+        if !handed_over {
+            if let Err(e) = self.raft.shutdown().await {
+                tracing::warn!(error = %e, "raft shutdown");
+            }
         }
         let left = self.service_tasks.stop(SHUTDOWN_GRACE).await;
         if left > 0 {

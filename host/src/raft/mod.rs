@@ -25,6 +25,10 @@
 //! * [`snapshot`]: the snapshot file (its format is the core's).
 //! * [`network`]: `RaftNetworkFactory` over [`crate::transport`].
 //! * [`peer_check`]: what a peer's RPC must satisfy before openraft sees it.
+//! * [`stand`]: a node stands as soon as its leader is gone (silent, or
+//!   its connection closed), and only once a quorum granted a pre-vote
+//!   ([`prevote`]).
+//! * [`handoff`]: a stopping leader names its successor.
 //! * [`standing`]: a node its peers refuse as a non-member stops starting
 //!   elections.
 //! * [`vouch`]: a leader this node's membership does not name yet, vouched
@@ -33,12 +37,15 @@
 //!   random numbers it draws seedable per thread (for a simulation).
 
 pub mod convert;
+pub mod handoff;
 pub mod log_store;
 pub mod network;
 pub mod peer_check;
+pub mod prevote;
 pub mod runtime;
 pub mod snapshot;
 pub mod snapshot_policy;
+pub mod stand;
 pub mod standing;
 pub mod state_machine;
 pub mod vouch;
@@ -107,12 +114,19 @@ pub fn members(raft: &Raft) -> Vec<lockd_proto::Member> {
 /// answers it again (see docs/operations.md, "Who is the leader").
 /// Callers pass the election timeout: by then the others may have
 /// elected someone else (etcd's check-quorum uses the same bound).
+///
+/// A follower names its leader only while it has heard from it within the
+/// same bound (`leader_silent_ms`: since its last message, `raft::stand`):
+/// openraft keeps the last leader it knew until a node stands, and a node
+/// that alone lost its leader does not stand (the pre-vote).
 pub fn known_leader(
     m: &openraft::RaftMetrics<NodeId, Node>,
     quorum_within_ms: u64,
+    leader_silent_ms: u64,
 ) -> Option<NodeId> {
     match m.current_leader {
         Some(l) if l == m.id && leading_unconfirmed(m, quorum_within_ms) => None,
+        Some(l) if l != m.id && leader_silent_ms > quorum_within_ms => None,
         other => other,
     }
 }
@@ -135,21 +149,21 @@ mod leader_tests {
         m.state = openraft::ServerState::Leader;
         m.current_leader = Some(3);
         assert_eq!(
-            known_leader(&m, 400),
+            known_leader(&m, 400, 0),
             None,
             "restored as leader, no ack yet"
         );
         m.millis_since_quorum_ack = Some(0);
-        assert_eq!(known_leader(&m, 400), Some(3));
+        assert_eq!(known_leader(&m, 400, 0), Some(3));
         m.millis_since_quorum_ack = Some(400);
         assert_eq!(
-            known_leader(&m, 400),
+            known_leader(&m, 400, 0),
             Some(3),
             "acknowledged within the bound"
         );
         m.millis_since_quorum_ack = Some(401);
         assert_eq!(
-            known_leader(&m, 400),
+            known_leader(&m, 400, 0),
             None,
             "no quorum for an election timeout"
         );
@@ -157,6 +171,12 @@ mod leader_tests {
         m.state = openraft::ServerState::Follower;
         m.millis_since_quorum_ack = None;
         m.current_leader = Some(1);
-        assert_eq!(known_leader(&m, 400), Some(1));
+        assert_eq!(known_leader(&m, 400, 0), Some(1));
+        assert_eq!(known_leader(&m, 400, 400), Some(1));
+        assert_eq!(
+            known_leader(&m, 400, 401),
+            None,
+            "not heard from for an election timeout"
+        );
     }
 }

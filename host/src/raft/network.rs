@@ -30,6 +30,11 @@ pub enum PeerRequest {
     /// The leader asks a voter to pre-check a candidate module
     /// (`modules::precheck`).
     Precheck(crate::modules::precheck::PrecheckAsk),
+    /// A node that wants to stand asks whether a voter would vote for it
+    /// (`raft::prevote`).
+    PreVote(super::prevote::PreVoteAsk),
+    /// A stopping leader names its successor (`raft::handoff`).
+    Resign(super::handoff::ResignNotice),
 }
 
 /// The answer to a [`PeerRequest`]; `Error` when the request itself could
@@ -49,6 +54,10 @@ pub enum PeerResponse {
     NotMember(String),
     /// A voter's verdict on a candidate module.
     Precheck(crate::modules::precheck::PrecheckAnswer),
+    /// A voter's answer to a pre-vote.
+    PreVote(super::prevote::PreVoteAnswer),
+    /// A resign notice was read.
+    Resigned,
 }
 
 /// Makes a [`PeerClient`] per replication target.
@@ -206,6 +215,42 @@ impl PeerClient {
         match self.call(PeerRequest::Precheck(ask), timeout).await {
             Ok(PeerResponse::Precheck(answer)) => Ok(answer),
             Ok(PeerResponse::Error(why) | PeerResponse::NotMember(why)) => Err(why),
+            Ok(other) => Err(format!("answered {other:?}")),
+            Err(e) => Err(format!("unreachable: {e}")),
+        }
+    }
+}
+
+impl PeerClient {
+    /// Ask this peer whether it would vote for this node, within
+    /// `timeout`.
+    pub async fn pre_vote(
+        &mut self,
+        ask: super::prevote::PreVoteAsk,
+        timeout: Duration,
+    ) -> Result<super::prevote::PreVoteAnswer, String> {
+        match self.call(PeerRequest::PreVote(ask), timeout).await {
+            Ok(PeerResponse::PreVote(answer)) => Ok(answer),
+            Ok(PeerResponse::NotMember(why)) => {
+                self.factory.standing.refused(self.target);
+                Err(why)
+            }
+            Ok(PeerResponse::Error(why)) => Err(why),
+            Ok(other) => Err(format!("answered {other:?}")),
+            Err(e) => Err(format!("unreachable: {e}")),
+        }
+    }
+}
+
+impl PeerClient {
+    /// Tell this peer its leader resigns, within `timeout`.
+    pub async fn resign(
+        &mut self,
+        notice: super::handoff::ResignNotice,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        match self.call(PeerRequest::Resign(notice), timeout).await {
+            Ok(PeerResponse::Resigned) => Ok(()),
             Ok(other) => Err(format!("answered {other:?}")),
             Err(e) => Err(format!("unreachable: {e}")),
         }

@@ -87,6 +87,8 @@ impl PeerGate {
             PeerRequest::Vote(r) => &r.vote,
             PeerRequest::InstallSnapshot(r) => &r.vote,
             PeerRequest::Precheck(r) => &r.vote,
+            PeerRequest::PreVote(r) => &r.vote,
+            PeerRequest::Resign(r) => &r.vote,
         };
         let term = vote.leader_id.term;
         if term > MAX_TERM {

@@ -9,9 +9,9 @@
 //! never settles (found by the simulation's membership changes, seed 979).
 //!
 //! etcd stops a removed member outright. Here the node stays up, so it can
-//! be added back without a restart, but stops campaigning (openraft's
-//! `runtime_config().elect(false)`) as soon as one peer answers a vote
-//! request with [`PeerResponse::NotMember`](super::network::PeerResponse).
+//! be added back without a restart, but stops campaigning (`raft::stand`
+//! asks [`Standing::is_paused`]) as soon as one peer answers a vote or a
+//! pre-vote with [`PeerResponse::NotMember`](super::network::PeerResponse).
 //! It starts again once a leader's AppendEntries succeeds on it: its vote
 //! is then the leader's and its log follows the leader's membership, in
 //! which openraft itself decides whether it may campaign (a learner never
@@ -21,8 +21,6 @@
 use std::sync::Arc;
 
 use tokio::sync::watch;
-
-use super::Raft;
 
 /// Whether this node's elections are paused; shared by the peer client
 /// (which pauses) and the peer server (which resumes).
@@ -68,22 +66,5 @@ impl Standing {
 
     pub fn is_paused(&self) -> bool {
         *self.paused.borrow()
-    }
-
-    /// Apply every change to `raft` until `shutdown` (or the last sender).
-    pub async fn run(self: Arc<Self>, raft: Raft, mut shutdown: watch::Receiver<bool>) {
-        let mut paused = self.paused.subscribe();
-        loop {
-            tokio::select! {
-                changed = paused.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                    let now = *paused.borrow_and_update();
-                    raft.runtime_config().elect(!now);
-                }
-                _ = shutdown.changed() => return,
-            }
-        }
     }
 }

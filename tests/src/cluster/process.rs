@@ -119,6 +119,26 @@ impl Cluster {
         }
     }
 
+    /// SIGTERM node `id` (a graceful stop) and wait for it to exit, up to
+    /// `within`; its exit status.
+    pub fn stop(&mut self, id: u64, within: Duration) -> std::process::ExitStatus {
+        self.signal(id, "-TERM");
+        let node = self.nodes.get_mut(&id).expect("known node");
+        let mut child = node.child.take().expect("node is running");
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = child.try_wait().expect("wait for lockd") {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("node {id} did not exit within {within:?} of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// SIGSTOP node `id`: it stops answering but keeps its state and
     /// sockets. Returns once the whole node has stopped: `kill` returns
     /// before that (one thread takes the signal and stops the others when

@@ -46,6 +46,8 @@ pub(super) async fn serve(
     from: u64,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    // Dropped on every way out: the node learns the connection closed.
+    let conn = node.peer_connection();
     loop {
         let bytes = tokio::select! {
             next = framed.next() => match next {
@@ -55,7 +57,7 @@ pub(super) async fn serve(
             () = stopping(&mut shutdown) => return,
         };
         let (id, response) = match frame::decode::<Envelope<PeerRequest>>(&bytes) {
-            Ok(env) => (env.id, node.answer_peer(from, env.body).await),
+            Ok(env) => (env.id, node.answer_peer(from, conn.id(), env.body).await),
             Err(e) => (
                 0,
                 PeerResponse::Error(format!("request does not decode: {e}")),

@@ -14,6 +14,8 @@ use crate::api::status::{role_of, UpgradeCounts};
 use crate::membership::MembershipError;
 use crate::raft::network::{PeerRequest, PeerResponse};
 use crate::raft::peer_check::Refusal;
+use crate::raft::prevote::{PreVoteAnswer, PreVoteAsk, VoterView};
+use crate::raft::stand::PeerConn;
 use crate::raft::{known_leader, leading_unconfirmed, members, NodeId};
 use crate::transport::tls::Identity;
 
@@ -69,9 +71,9 @@ impl Services {
             } else {
                 role_of(m.state)
             },
-            leader: known_leader(&m, self.quorum_within_ms()),
+            leader: known_leader(&m, self.quorum_within_ms(), self.silence.silent_ms()),
             term: m.current_term,
-            commit_index: self.log.committed().map_or(0, |l| l.index),
+            commit_index: self.commit_index(v.applied_index),
             applied_index: v.applied_index,
             last_log_index: m.last_log_index.unwrap_or(0),
             snapshot_index: m.snapshot.map(|l| l.index),
@@ -125,7 +127,7 @@ impl Services {
             let m = self.raft.metrics();
             let m = m.borrow();
             (
-                known_leader(&m, self.quorum_within_ms()),
+                known_leader(&m, self.quorum_within_ms(), self.silence.silent_ms()),
                 m.running_state.as_ref().err().map(|e| e.to_string()),
             )
         };
@@ -133,7 +135,7 @@ impl Services {
         judge(Seen {
             leader,
             applied_index: view.applied_index,
-            commit_index: self.log.committed().map_or(0, |l| l.index),
+            commit_index: self.commit_index(view.applied_index),
             poisoned: view.poisoned,
             stopped,
         })
@@ -212,17 +214,28 @@ impl Services {
             .map(|n| n.addr.clone())
     }
 
+    /// The commit index this node knows: the one openraft last saved,
+    /// or the applied index if that is further (what is applied was
+    /// committed; a snapshot installed from the leader moves the applied
+    /// index without a save, and an idle leader sends no new one).
+    fn commit_index(&self, applied: u64) -> u64 {
+        self.log.committed().map_or(0, |l| l.index).max(applied)
+    }
+
     /// How recently a quorum must have answered this node for it to name
     /// itself the leader: the election timeout ([`known_leader`]).
     fn quorum_within_ms(&self) -> u64 {
-        self.raft.config().election_timeout_min
+        self.election_timeout_ms
     }
 
     /// Where a request for the leader goes now ([`LeaderRoute`]).
     fn leader_route(&self) -> LeaderRoute {
         // Borrow, do not clone, the metrics: this runs on every request.
-        let Some(leader) = known_leader(&self.raft.metrics().borrow(), self.quorum_within_ms())
-        else {
+        let Some(leader) = known_leader(
+            &self.raft.metrics().borrow(),
+            self.quorum_within_ms(),
+            self.silence.silent_ms(),
+        ) else {
             return LeaderRoute::Unknown;
         };
         if leader == self.id {
@@ -247,8 +260,7 @@ impl Services {
             return route.elsewhere();
         }
         let mut metrics = self.raft.metrics();
-        let deadline = tokio::time::Instant::now()
-            + Duration::from_millis(self.raft.config().election_timeout_max);
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(self.election_max_ms);
         loop {
             // The metrics change when a leader becomes known; the quorum
             // acknowledgement of a leader restored in its old term ages
@@ -276,14 +288,41 @@ impl Services {
         self.cluster.meet_peer(theirs)
     }
 
-    /// Answer a peer's Raft RPC, once the peer gate lets it through.
-    pub async fn answer_peer(&self, from: NodeId, req: PeerRequest) -> PeerResponse {
+    /// Whether this node would vote for `from` (`raft::prevote`).
+    fn answer_pre_vote(&self, from: NodeId, ask: &PreVoteAsk) -> PreVoteAnswer {
+        let (view, followed) = {
+            let metrics = self.raft.metrics();
+            let m = metrics.borrow();
+            let view = VoterView {
+                votes: m.running_state.is_ok(),
+                leads: m.current_leader == Some(self.id),
+                last_log_id: self.log.last_log_id(),
+                silent_for: Duration::ZERO,
+                leader_gone: false,
+            };
+            (view, m.vote.is_committed())
+        };
+        self.silence.answer(self.id, from, ask, view, followed)
+    }
+
+    /// A peer's connection opens: served until the guard drops
+    /// (`raft::stand` learns when the leader's closes).
+    pub fn peer_connection(&self) -> PeerConn {
+        self.silence.connection()
+    }
+
+    /// Answer a peer's Raft RPC, once the peer gate lets it through; `conn`
+    /// is the connection it came on ([`Services::peer_connection`]).
+    pub async fn answer_peer(&self, from: NodeId, conn: u64, req: PeerRequest) -> PeerResponse {
         if let Err(why) = self.peer_gate.check(from, &req, |id| self.may_send(id)) {
             tracing::warn!(id = self.id, from, %why, "refused a peer request");
             let leads = match &req {
                 PeerRequest::AppendEntries(r) => r.vote.is_committed(),
                 PeerRequest::InstallSnapshot(r) => r.vote.is_committed(),
-                PeerRequest::Vote(_) | PeerRequest::Precheck(_) => false,
+                PeerRequest::Vote(_)
+                | PeerRequest::Precheck(_)
+                | PeerRequest::PreVote(_)
+                | PeerRequest::Resign(_) => false,
             };
             if leads && matches!(why, Refusal::NotMember(_)) {
                 self.vouches.want(from);
@@ -297,17 +336,46 @@ impl Services {
         match req {
             PeerRequest::AppendEntries(r) => {
                 let answer = self.raft.append_entries(r).await;
-                if let Ok(
-                    AppendEntriesResponse::Success | AppendEntriesResponse::PartialSuccess(_),
-                ) = &answer
-                {
-                    self.standing.followed();
+                match &answer {
+                    Ok(
+                        AppendEntriesResponse::Success | AppendEntriesResponse::PartialSuccess(_),
+                    ) => {
+                        self.standing.followed();
+                        self.silence.heard(conn);
+                    }
+                    // The leader is alive, though its log and ours differ.
+                    Ok(AppendEntriesResponse::Conflict) => self.silence.heard(conn),
+                    _ => {}
                 }
                 PeerResponse::AppendEntries(answer)
             }
-            PeerRequest::Vote(r) => PeerResponse::Vote(self.raft.vote(r).await),
+            PeerRequest::Vote(r) => {
+                // Before the answer: this node must not stand over the
+                // candidate while it counts its votes.
+                let theirs = r.last_log_id;
+                let before = self.silence.asked_to_vote();
+                let answer = self.raft.vote(r).await;
+                if let Ok(v) = &answer {
+                    if !v.vote_granted && v.last_log_id > theirs {
+                        self.silence.outranks(before);
+                    }
+                }
+                PeerResponse::Vote(answer)
+            }
             PeerRequest::InstallSnapshot(r) => {
-                PeerResponse::InstallSnapshot(self.raft.install_snapshot(r).await)
+                let answer = self.raft.install_snapshot(r).await;
+                if answer.as_ref().is_ok_and(|a| a.vote.is_committed()) {
+                    self.silence.heard(conn);
+                }
+                PeerResponse::InstallSnapshot(answer)
+            }
+            PeerRequest::PreVote(ask) => PeerResponse::PreVote(self.answer_pre_vote(from, &ask)),
+            PeerRequest::Resign(notice) => {
+                // Only from the leader this node follows, of this term.
+                if self.raft.metrics().borrow().vote == notice.vote {
+                    self.silence.resigned(notice.successor == self.id);
+                }
+                PeerResponse::Resigned
             }
             PeerRequest::Precheck(ask) => {
                 PeerResponse::Precheck(self.upgrader.answer_precheck(from, ask).await)

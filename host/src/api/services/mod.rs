@@ -34,6 +34,7 @@ use crate::membership::Membership;
 use crate::modules::submit::Upgrader;
 use crate::raft::log_store::LogStore;
 use crate::raft::peer_check::PeerGate;
+use crate::raft::stand::Silence;
 use crate::raft::standing::Standing;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::vouch::Vouches;
@@ -62,6 +63,12 @@ pub struct Services {
     peer_gate: PeerGate,
     /// Whether this node's elections are paused (refused as a non-member).
     standing: Arc<Standing>,
+    /// What this node knows of its leader's liveness (`raft::stand`).
+    silence: Arc<Silence>,
+    /// `--election-timeout-ms`, and the longest an election may take
+    /// (`NodeConfig::election_max_ms`).
+    election_timeout_ms: u64,
+    election_max_ms: u64,
     /// Leaders outside this node's membership that a member vouched for.
     vouches: Arc<Vouches>,
     /// `--max-module-bytes`: the largest module an upgrade may carry.
@@ -96,6 +103,9 @@ pub struct Parts {
     pub membership: Membership,
     pub peer_gate: PeerGate,
     pub standing: Arc<Standing>,
+    pub silence: Arc<Silence>,
+    pub election_timeout_ms: u64,
+    pub election_max_ms: u64,
     pub vouches: Arc<Vouches>,
     pub max_module_bytes: usize,
     pub conn: Gate,
@@ -122,6 +132,9 @@ impl Services {
             membership: p.membership,
             peer_gate: p.peer_gate,
             standing: p.standing,
+            silence: p.silence,
+            election_timeout_ms: p.election_timeout_ms,
+            election_max_ms: p.election_max_ms,
             vouches: p.vouches,
             max_module_bytes: p.max_module_bytes,
             conn: p.conn,

@@ -100,6 +100,11 @@ impl Services {
         self.leader_changes.load(Ordering::Relaxed)
     }
 
+    /// Pre-vote rounds this node asked: (won, lost) (`raft::stand`).
+    pub fn prevote_rounds(&self) -> (u64, u64) {
+        self.silence.rounds()
+    }
+
     /// The log's counters and fsync latency.
     pub fn wal_stats(&self) -> &LogStats {
         self.log.stats()

@@ -144,6 +144,21 @@ impl LogStore {
         &self.shared.stats
     }
 
+    /// The id of the last entry in the log (or of the last purged one),
+    /// as openraft's `get_log_state` reports it; a pre-vote compares it
+    /// (`raft::prevote`).
+    pub fn last_log_id(&self) -> Option<LogId> {
+        let last = self
+            .shared
+            .entries
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .next_back()
+            .map(|e| e.log_id);
+        last.or(*self.shared.purged.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
     /// The last committed log id openraft reported.
     pub fn committed(&self) -> Option<LogId> {
         *self
@@ -252,17 +267,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
         let purged = *self.shared.purged.read().unwrap_or_else(|p| p.into_inner());
-        let last = self
-            .shared
-            .entries
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .next_back()
-            .map(|e| e.log_id);
         Ok(LogState {
             last_purged_log_id: purged,
-            last_log_id: last.or(purged),
+            last_log_id: self.last_log_id(),
         })
     }
 
