@@ -105,15 +105,7 @@ impl Upgrader {
         let (voters, vote) = {
             let m = self.raft.metrics();
             let m = m.borrow();
-            let voters: Vec<(NodeId, openraft::BasicNode)> = m
-                .membership_config
-                .membership()
-                .voter_ids()
-                .filter_map(|id| {
-                    let node = m.membership_config.membership().get_node(&id)?.clone();
-                    Some((id, node))
-                })
-                .collect();
+            let voters = crate::raft::voters(&m);
             (voters, m.vote)
         };
         let asks = voters.into_iter().map(|(id, node)| {

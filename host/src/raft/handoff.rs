@@ -55,12 +55,8 @@ impl Handoff {
             if m.current_leader != Some(self.id) || !m.vote.is_committed() {
                 return None;
             }
-            let membership = m.membership_config.membership();
-            let voters: Vec<(NodeId, super::Node)> = membership
-                .voter_ids()
-                .filter(|v| *v != self.id)
-                .filter_map(|v| Some((v, membership.get_node(&v)?.clone())))
-                .collect();
+            let mut voters = super::voters(&m);
+            voters.retain(|(v, _)| *v != self.id);
             (m.last_log_index, voters)
         };
         if voters.is_empty() {

@@ -131,6 +131,17 @@ pub fn known_leader(
     }
 }
 
+/// The voters of `m`'s membership with their addresses (one whose node
+/// is missing is left out): who a pre-vote, a handover or a module
+/// pre-check asks.
+pub fn voters(m: &openraft::RaftMetrics<NodeId, Node>) -> Vec<(NodeId, Node)> {
+    let membership = m.membership_config.membership();
+    membership
+        .voter_ids()
+        .filter_map(|v| Some((v, membership.get_node(&v)?.clone())))
+        .collect()
+}
+
 /// This node holds the leader's office but no quorum has acknowledged it
 /// within `quorum_within_ms`.
 pub fn leading_unconfirmed(m: &openraft::RaftMetrics<NodeId, Node>, quorum_within_ms: u64) -> bool {

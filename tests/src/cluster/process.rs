@@ -123,20 +123,17 @@ impl Cluster {
     /// `within`; its exit status.
     pub fn stop(&mut self, id: u64, within: Duration) -> std::process::ExitStatus {
         self.signal(id, "-TERM");
+        // The child stays registered while it is awaited: a node that
+        // never exits is killed with the cluster.
         let node = self.nodes.get_mut(&id).expect("known node");
-        let mut child = node.child.take().expect("node is running");
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = child.try_wait().expect("wait for lockd") {
-                return status;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("node {id} did not exit within {within:?} of SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let child = node.child.as_mut().expect("node is running");
+        let mut exited = None;
+        wait_for(&format!("node {id} to exit on SIGTERM"), within, || {
+            exited = child.try_wait().expect("wait for lockd");
+            exited.is_some()
+        });
+        node.child = None;
+        exited.expect("it exited")
     }
 
     /// SIGSTOP node `id`: it stops answering but keeps its state and

@@ -41,14 +41,10 @@ impl Clients {
         let (configs, voters, term) = {
             let m = raft.metrics();
             let m = m.borrow();
-            let membership = m.membership_config.membership();
-            let voters: Vec<(NodeId, super::super::Node)> = membership
-                .voter_ids()
-                .filter(|v| *v != id)
-                .filter_map(|v| Some((v, membership.get_node(&v)?.clone())))
-                .collect();
+            let mut voters = super::super::voters(&m);
+            voters.retain(|(v, _)| *v != id);
             (
-                membership.get_joint_config().clone(),
+                m.membership_config.membership().get_joint_config().clone(),
                 voters,
                 m.vote.leader_id().term,
             )
