@@ -92,8 +92,8 @@ fn simulate_any(seed: u64, control: Option<&str>) -> Run {
 
 /// Seeds outside the CI's range that once found a bug (docs/testing.md,
 /// "What it found"), run in every CI run too.
-const ONCE_FOUND: [u64; 11] = [
-    642, 888, 979, 1059, 1283, 1399, 1799, 7270, 7577, 9259, 9743,
+const ONCE_FOUND: [u64; 14] = [
+    642, 888, 979, 1059, 1283, 1399, 1799, 7270, 7577, 9259, 9743, 33452, 55569, 61372,
 ];
 
 /// Run `seeds`, one process per core at a time; the runs that found
@@ -187,6 +187,37 @@ fn each_negative_control_is_caught_by_its_own_checker() {
         };
         eprintln!("{control} caught by {checker:?} at seed {seed}: {what}");
     }
+}
+
+/// Run the scenario `name` (with `control`) in a process of its own, as
+/// `simulate --scenario` does; its output.
+fn scenario(name: &str, control: Option<&str>) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_simulate"));
+    cmd.args(["--scenario", name]);
+    cmd.env(sim::MODULE_CACHE_VAR, module_cache());
+    if let Some(c) = control {
+        cmd.args(["--control", c]);
+    }
+    let out = cmd.output().expect("the simulate binary runs");
+    assert!(out.status.success(), "simulate --scenario {name}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A snapshot sent into a partition on a connection the partition made
+/// dead: once the link is back (and the third node cut off, so the
+/// follower is needed for a quorum), the follower catches up and a write
+/// commits within `CATCH_UP_BOUND_MS` (seeds 33452 and 55569 waited out a
+/// 10 s deadline). Its negative control, a stream held on its dead
+/// connection, does not.
+#[test]
+fn a_snapshot_sent_into_a_partition_goes_through_soon_after_the_heal() {
+    let name = "snapshot-into-partition";
+    let out = scenario(name, None);
+    eprintln!("{out}");
+    assert!(out.contains(&format!("scenario {name}: within")), "{out}");
+    let held = scenario(name, Some("stuck-stream"));
+    eprintln!("{held}");
+    assert!(held.contains(&format!("scenario {name}: beyond")), "{held}");
 }
 
 /// The simulated disk, made this process's once (the tests below share it,

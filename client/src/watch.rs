@@ -5,7 +5,10 @@
 //! not hold back the answers of other requests). Every node yields the
 //! same sequence, so when the connection breaks or the node shuts down,
 //! the watch goes on from the index after the last one it delivered, on
-//! the next endpoint that answers, without a gap or a duplicate. A cut
+//! the next endpoint that answers, without a gap or a duplicate. A node
+//! says where a quiet stream is every 5 s, so a stream silent for
+//! [`SILENT_FOR`] is taken for broken too (a partition that left its
+//! connection dead, a node that hangs) and resumed the same way. A cut
 //! that resuming cannot mend (`compacted`, `watch_behind`) ends the stream
 //! with [`ClientError::WatchCut`]: list the prefix and watch again from
 //! the list's index.
@@ -22,6 +25,11 @@ use tokio::time::Instant;
 use crate::client::{Client, ClientError};
 use crate::conn::Conn;
 use crate::proto::{ChangeBatch, ClientRequest, ClientResponse, WatchRequest};
+
+/// How long a watch's stream may stay silent before it is taken for
+/// broken and resumed elsewhere: three of the node's progress intervals
+/// (5 s, docs/watch.md).
+pub const SILENT_FOR: Duration = Duration::from_secs(15);
 
 /// What a watch yields.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,7 +120,7 @@ async fn follow(
         match stream {
             Err(e) => last = e.to_string(),
             Ok((_conn, mut rx)) => {
-                while let Some(resp) = rx.recv().await {
+                while let Ok(Some(resp)) = tokio::time::timeout(SILENT_FOR, rx.recv()).await {
                     let event = match resp {
                         ClientResponse::Changes(b) => WatchEvent::Changes(b),
                         ClientResponse::Progress { index } => WatchEvent::Progress(index),
@@ -142,7 +150,10 @@ async fn follow(
                     }
                 }
                 if last.is_empty() {
-                    last = format!("the connection to {addr} ended");
+                    last = format!(
+                        "the stream from {addr} ended or stayed silent for {} s",
+                        SILENT_FOR.as_secs()
+                    );
                 }
             }
         }

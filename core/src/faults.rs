@@ -43,6 +43,12 @@ pub struct Switches {
     /// A node that wants to stand does so without a pre-vote round
     /// (`lockd::raft::stand`), as openraft 0.9 alone would.
     pub skip_prevote: bool,
+    /// A replication stream is held: a peer call waits for its deadline
+    /// however long its connection makes no progress
+    /// (`lockd::transport::peer`; a snapshot's is ten minutes), and after
+    /// an unreachable peer the stream waits 10 s before it tries again
+    /// (`lockd::raft::network`).
+    pub stuck_stream: bool,
 }
 
 impl Switches {
@@ -63,6 +69,7 @@ impl Switches {
             session_early_expiry: var("LOCKD_FAULT_SESSION_EARLY_EXPIRY").is_some(),
             ignore_module_bound: var("LOCKD_FAULT_IGNORE_MODULE_BOUND").is_some(),
             skip_prevote: var("LOCKD_FAULT_SKIP_PREVOTE").is_some(),
+            stuck_stream: var("LOCKD_FAULT_STUCK_STREAM").is_some(),
         }
     }
 }

@@ -93,6 +93,10 @@ pub struct Membership {
     gate: PromoteGate,
     /// Named in the hello to a new learner, which adopts it.
     cluster: Arc<ClusterIdentity>,
+    /// A change is abandoned once this leader goes this long without a
+    /// quorum's acknowledgement (ten election timeouts: a leader cut off
+    /// stays cut off, a slow follower catches up).
+    quorum_within_ms: u64,
 }
 
 /// What a promotion of a learner of another implementation is checked
@@ -132,6 +136,7 @@ impl Membership {
         tls: Option<lockd_client::tls::TlsClient>,
         gate: PromoteGate,
         cluster: Arc<ClusterIdentity>,
+        quorum_within_ms: u64,
     ) -> Membership {
         Membership {
             id,
@@ -140,6 +145,23 @@ impl Membership {
             tls,
             gate,
             cluster,
+            quorum_within_ms,
+        }
+    }
+
+    /// Propose `change` and wait for it, until this leader loses its
+    /// quorum or its office (`raft::leadership_fails`).
+    async fn change(&self, change: ChangeMembers<u64, RaftNode>) -> Result<(), MembershipError> {
+        tokio::select! {
+            changed = self.raft.change_membership(change, false) => changed
+                .map(|_| ())
+                .map_err(|e| MembershipError::Raft(e.to_string())),
+            () = crate::raft::leadership_fails(&self.raft, self.id, self.quorum_within_ms) => {
+                Err(MembershipError::Raft(format!(
+                    "node {} lost its quorum (or its leadership) before the change committed: it may or may not take effect (see the members)",
+                    self.id
+                )))
+            }
         }
     }
 
@@ -208,11 +230,8 @@ impl Membership {
             return Err(MembershipError::NotLearner(id));
         }
         self.check_audited(id).await?;
-        self.raft
-            .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false)
+        self.change(ChangeMembers::AddVoterIds(BTreeSet::from([id])))
             .await
-            .map(|_| ())
-            .map_err(|e| MembershipError::Raft(e.to_string()))
     }
 
     /// A learner of another implementation must have matched this node's
@@ -286,11 +305,7 @@ impl Membership {
         } else {
             ChangeMembers::RemoveNodes(BTreeSet::from([id]))
         };
-        self.raft
-            .change_membership(change, false)
-            .await
-            .map(|_| ())
-            .map_err(|e| MembershipError::Raft(e.to_string()))
+        self.change(change).await
     }
 }
 

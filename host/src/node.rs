@@ -230,7 +230,8 @@ impl Node {
             snapshot_policy: SnapshotPolicy::Never,
             max_in_snapshot_log_to_keep: config.keep_after_snapshot,
             purge_batch_size: 1,
-            install_snapshot_timeout: 10_000,
+            // Not read: `raft::snapshot_send` bounds each chunk by its
+            // progress instead of one deadline for the transfer.
             ..Default::default()
         }
         .validate()
@@ -241,6 +242,7 @@ impl Node {
             lease: Duration::from_millis(config.raft_timeouts().1),
         });
         let vouches = crate::raft::vouch::Vouches::new();
+        let snapshot_sends = Arc::new(crate::raft::snapshot_send::SendCounts::default());
         let network = NetworkFactory {
             my_id: config.id,
             fingerprint: engine.fingerprint().text.clone(),
@@ -248,6 +250,9 @@ impl Node {
             tls: peer_tls.clone(),
             cluster: cluster.clone(),
             standing: standing.clone(),
+            stall: Duration::from_millis(config.election_timeout_ms),
+            retry: Duration::from_millis(config.heartbeat_ms),
+            snapshot_sends: snapshot_sends.clone(),
         };
         let peers = network.clone();
         let voters = network.clone();
@@ -316,6 +321,7 @@ impl Node {
                     audit_points: config.promote_audit_points,
                 },
                 cluster.clone(),
+                10 * config.election_timeout_ms,
             ),
             peer_gate: crate::raft::peer_check::PeerGate::new(config.max_snapshot_bytes),
             standing: standing.clone(),
@@ -329,6 +335,7 @@ impl Node {
             auth: auth.clone(),
             forwarder: crate::transport::http::Forwarder::new(as_node.clone()),
             leader_changes: leader_changes.clone(),
+            snapshot_sends,
             cluster: cluster.clone(),
         }));
         let node = Arc::new(Node {

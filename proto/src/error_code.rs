@@ -159,6 +159,9 @@ codes! {
     /// accepted it: nothing was swapped; the details give each voter's
     /// verdict.
     PrecheckRefused = "precheck_refused",
+    /// The caller stopped sending a request's body (nothing of it arrived
+    /// for 30 s): nothing was done.
+    RequestTimeout = "request_timeout",
 }
 
 impl std::fmt::Display for ErrorCode {

@@ -27,7 +27,8 @@ fn native_keepalive(addr: &str, key: &str, token: u64) -> ClientResponse {
             key: key.as_bytes().to_vec(),
             token,
         };
-        conn.call(&req, Duration::from_secs(10))
+        let wait = Duration::from_secs(10);
+        conn.call(&req, wait, wait, || async { false })
             .await
             .expect("keepalive answered")
     })

@@ -170,6 +170,28 @@ fn the_peer_hello_and_peer_messages_are_pinned() {
             body: PeerResponse::Resigned,
         },
     );
+    pinned(
+        "peer_keep_alive",
+        &Envelope {
+            id: 1,
+            body: PeerRequest::KeepAlive { every_ms: 100 },
+        },
+    );
+    pinned(
+        "peer_answer_keep_alive",
+        &Envelope {
+            id: 1,
+            body: PeerResponse::KeepAlive { every_ms: 100 },
+        },
+    );
+    // A keep-alive (id 0: a request still arriving).
+    pinned(
+        "peer_answer_working",
+        &Envelope {
+            id: 0,
+            body: PeerResponse::Working,
+        },
+    );
 }
 
 #[test]

@@ -32,6 +32,7 @@
 //! * [`sse`]: a watch stream (`GET /v1/watch`) read as a caller reads it.
 //! * [`sim`]: the deterministic simulation: real nodes and clients in one
 //!   thread on simulated time, under one seed, with the same checkers.
+//! * [`throttle`]: a slow link, a proxy that forwards at a given rate.
 //! * [`turns`]: which tests may run side by side in one test process, and
 //!   which must have the machine alone.
 //! * [`world02`]: the same for lock modules of world `lock-sm@0.2.0`: their
@@ -54,5 +55,6 @@ pub mod secure;
 #[cfg(feature = "faults")]
 pub mod sim;
 pub mod sse;
+pub mod throttle;
 pub mod turns;
 pub mod world02;

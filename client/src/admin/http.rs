@@ -86,6 +86,17 @@ impl Http {
         addr: &str,
         path: &str,
     ) -> Result<T, AdminError> {
+        Ok(serde_json::from_slice(&self.get(addr, path).await?)?)
+    }
+
+    /// GET `path` from the node at `addr` as text (the metrics); any
+    /// status but 200 is an error carrying the body.
+    pub async fn get_text(&self, addr: &str, path: &str) -> Result<String, AdminError> {
+        let bytes = self.get(addr, path).await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    async fn get(&self, addr: &str, path: &str) -> Result<Bytes, AdminError> {
         let request = Request::builder()
             .method(Method::GET)
             .uri(self.url(addr, path))
@@ -98,7 +109,7 @@ impl Http {
                     body: String::from_utf8_lossy(&bytes).into_owned(),
                 });
             }
-            Ok(serde_json::from_slice(&bytes)?)
+            Ok(bytes)
         };
         tokio::time::timeout(self.timeout, fetch)
             .await

@@ -11,8 +11,12 @@ use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 
+use http_body_util::BodyExt;
+use lockd_proto::ErrorCode;
+
 use super::error::ApiError;
 use super::services::Services;
+use crate::transport::limits::CLIENT_STALL;
 
 /// The largest JSON request body accepted.
 pub const MAX_BODY: usize = 64 << 10;
@@ -26,20 +30,42 @@ pub const MAX_MODULE: usize = 32 << 20;
 /// 30 MiB one starved heartbeats until the leader lost its lease.
 pub const DEFAULT_MAX_MODULE: usize = 4 << 20;
 
-/// The body's bytes, at most `limit` of them (`what` names it in the error).
+/// The body's bytes, at most `limit` of them (`what` names it in the
+/// error), each part within [`CLIENT_STALL`] of the one before: a body may
+/// come slowly, but a sender that stops is refused (408), not waited for.
 pub async fn read(body: Body, limit: usize, what: &str) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let too_large = std::error::Error::source(&e)
-            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-        if too_large {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("{what} is over {limit} bytes"),
-            )
-        } else {
-            ApiError::bad_request(format!("cannot read request body: {e}"))
+    let limited = http_body_util::Limited::new(body, limit);
+    let mut body = std::pin::pin!(limited);
+    let mut bytes = Vec::new();
+    loop {
+        let frame = match tokio::time::timeout(CLIENT_STALL, body.frame()).await {
+            Err(_) => {
+                return Err(ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "{what}: nothing of it arrived for {} s",
+                        CLIENT_STALL.as_secs()
+                    ),
+                )
+                .with_code(ErrorCode::RequestTimeout))
+            }
+            Ok(None) => return Ok(Bytes::from(bytes)),
+            Ok(Some(frame)) => frame,
+        };
+        let frame = frame.map_err(|e| {
+            if e.is::<http_body_util::LengthLimitError>() {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("{what} is over {limit} bytes"),
+                )
+            } else {
+                ApiError::bad_request(format!("cannot read request body: {e}"))
+            }
+        })?;
+        if let Ok(data) = frame.into_data() {
+            bytes.extend_from_slice(&data);
         }
-    })
+    }
 }
 
 /// A JSON body, parsed strictly (unknown fields are refused by the types).
@@ -103,5 +129,53 @@ impl FromRequest<Arc<Services>> for ModuleBody {
             ));
         }
         Ok(ModuleBody(bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use futures::StreamExt;
+
+    use super::*;
+
+    /// A body that sends `first`, then nothing, never ending.
+    fn stalled(first: &'static [u8]) -> Body {
+        let parts = futures::stream::iter([Ok::<_, std::io::Error>(Bytes::from_static(first))])
+            .chain(futures::stream::pending());
+        Body::from_stream(parts)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_stops_coming_is_refused_at_the_stall_bound() {
+        let started = tokio::time::Instant::now();
+        let e = read(stalled(b"{\"lease_ms\":"), MAX_BODY, "request body")
+            .await
+            .expect_err("a body that never ends");
+        assert_eq!(e.status, StatusCode::REQUEST_TIMEOUT, "{e:?}");
+        assert_eq!(e.code, ErrorCode::RequestTimeout, "{e:?}");
+        assert_eq!(started.elapsed(), CLIENT_STALL);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_body_that_keeps_coming_is_read_whole() {
+        // A part every 20 s: each within the bound, the whole far past it.
+        let parts = futures::stream::iter(0..4).then(|i| async move {
+            if i > 0 {
+                tokio::time::sleep(Duration::from_secs(20)).await;
+            }
+            Ok::<_, std::io::Error>(Bytes::from(vec![b'a'; 10]))
+        });
+        let bytes = read(Body::from_stream(parts), MAX_BODY, "request body")
+            .await
+            .expect("read whole");
+        assert_eq!(bytes.len(), 40);
+        // And the size bound still holds.
+        let big = Body::from(vec![0u8; MAX_BODY + 1]);
+        let e = read(big, MAX_BODY, "request body")
+            .await
+            .expect_err("too big");
+        assert_eq!(e.status, StatusCode::PAYLOAD_TOO_LARGE, "{e:?}");
     }
 }

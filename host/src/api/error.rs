@@ -70,6 +70,7 @@ fn code_of_status(status: StatusCode) -> ErrorCode {
         403 => ErrorCode::Forbidden,
         404 => ErrorCode::NotFound,
         405 => ErrorCode::MethodNotAllowed,
+        408 => ErrorCode::RequestTimeout,
         413 => ErrorCode::BodyTooLarge,
         415 => ErrorCode::BadContentType,
         429 => ErrorCode::Overloaded,

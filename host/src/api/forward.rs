@@ -8,7 +8,9 @@
 //! and a node never forwards such a request again (a stale view of the
 //! leader costs one 503 with a leader hint, not a loop). If the caller
 //! disconnects, the forwarded request is dropped with it, so the leader
-//! sees the caller leave.
+//! sees the caller leave; and once this node stops naming that leader (it
+//! has not heard from it for an election timeout), the forwarded request
+//! is abandoned with a 503, so a hung or cut-off leader holds no caller.
 
 use std::sync::Arc;
 
@@ -115,7 +117,19 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
         Ok(r) => r,
         Err(e) => return unavailable(e.to_string()),
     };
-    match node.forwarder().send(forwarded).await {
+    // Bounded by the leader's life, not by a deadline: an acquire may wait
+    // minutes at a live leader, but not a moment past the point this node
+    // stops hearing it (a hung or cut-off leader; the caller retries at the
+    // next one). Dropping the request closes its connection, so the leader,
+    // if it lives, sees the caller leave.
+    let answer = tokio::select! {
+        answer = node.forwarder().send(forwarded) => answer,
+        () = node.leader_gone(leader) => Err(format!(
+            "node {} stopped hearing from it, so the request was abandoned (it may or may not have taken effect)",
+            node.id()
+        )),
+    };
+    match answer {
         Ok(response) => {
             let mut r = response.into_response();
             r.extensions_mut().insert(Forwarded);

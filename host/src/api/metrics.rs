@@ -122,6 +122,23 @@ fn registry(node: &Services) -> Registry {
         "Times the leader this node knows changed (to another node or to none).",
         node.leader_changes(),
     );
+    let (installed, failed, abandoned) = node.snapshot_sends();
+    labelled(
+        r,
+        "lockd_raft_snapshot_sends",
+        "Snapshots this node sent to a follower as leader: installed, failed (unreachable or refused; retried after a heartbeat), or abandoned (it stopped replicating to that follower).",
+        &[
+            (Outcome { result: "installed" }, installed),
+            (Outcome { result: "failed" }, failed),
+            (Outcome { result: "abandoned" }, abandoned),
+        ],
+    );
+    gauge(
+        r,
+        "lockd_raft_snapshot_sends_in_flight",
+        "Snapshots this node is sending to followers now.",
+        node.snapshot_sends_in_flight(),
+    );
     let (won, lost) = node.prevote_rounds();
     labelled(
         r,

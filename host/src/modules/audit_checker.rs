@@ -35,20 +35,33 @@ pub async fn run(
             _ = stop.wait_for(|s| *s) => return,
         }
         let mut reports = vec![sm.audit_report()];
-        for m in members(&raft) {
-            if m.id == id {
-                continue;
+        // Every peer at once, each within the client's timeout, and the
+        // node's stop heard meanwhile: dead peers cost a round one timeout.
+        let peers: Vec<_> = members(&raft).into_iter().filter(|m| m.id != id).collect();
+        let asks = peers.iter().map(|m| {
+            let http = &http;
+            async move {
+                (
+                    m.id,
+                    http.get_json::<AuditReport>(&m.addr, "/v1/audit").await,
+                )
             }
-            match http.get_json::<AuditReport>(&m.addr, "/v1/audit").await {
-                Ok(r) if r.id == m.id => reports.push(r),
+        });
+        let answers = tokio::select! {
+            answers = futures::future::join_all(asks) => answers,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        for (peer, answer) in answers {
+            match answer {
+                Ok(r) if r.id == peer => reports.push(r),
                 Ok(r) => tracing::warn!(
                     node = id,
-                    peer = m.id,
+                    peer,
                     answered = r.id,
                     "audit: a peer answered with another id"
                 ),
                 Err(e) => {
-                    tracing::debug!(node = id, peer = m.id, error = %e, "audit: peer unreachable")
+                    tracing::debug!(node = id, peer, error = %e, "audit: peer unreachable")
                 }
             }
         }

@@ -264,7 +264,20 @@ impl Upgrader {
     }
 
     pub(super) async fn propose(&self, request: Request) -> Result<(u64, Response), UpgradeError> {
-        match self.raft.client_write(request).await {
+        // Ten election timeouts: a big module's entry may keep the
+        // followers from answering heartbeats for a while; a leader cut
+        // off stays cut off.
+        let quorum_within = 10 * self.peers.stall.as_millis() as u64;
+        let written = tokio::select! {
+            written = self.raft.client_write(request) => written,
+            () = crate::raft::leadership_fails(&self.raft, self.id, quorum_within) => {
+                return Err(UpgradeError::Unavailable(format!(
+                    "node {} lost its quorum (or its leadership) before the entry committed: it may or may not take effect",
+                    self.id
+                )));
+            }
+        };
+        match written {
             Ok(r) => Ok((r.log_id.index, r.data)),
             Err(e) => Err(match leader_hint(&e) {
                 Some(leader) => UpgradeError::NotLeader {

@@ -45,6 +45,7 @@ pub mod prevote;
 pub mod runtime;
 pub mod snapshot;
 pub mod snapshot_policy;
+pub mod snapshot_send;
 pub mod stand;
 pub mod standing;
 pub mod state_machine;
@@ -140,6 +141,49 @@ pub fn voters(m: &openraft::RaftMetrics<NodeId, Node>) -> Vec<(NodeId, Node)> {
         .voter_ids()
         .filter_map(|v| Some((v, membership.get_node(&v)?.clone())))
         .collect()
+}
+
+/// Returns once this node, which led when it was called, no longer leads
+/// in that term, or leads without a quorum's acknowledgement within
+/// `quorum_within_ms` ([`leading_unconfirmed`]); at once if it did not lead.
+/// A write proposed meanwhile cannot be known to commit: an admin write
+/// (a membership change, an upgrade) is abandoned then, with an answer
+/// that says it may or may not take effect, instead of waiting for a
+/// quorum that may never come back.
+pub async fn leadership_fails(raft: &Raft, id: NodeId, quorum_within_ms: u64) {
+    let mut metrics = raft.metrics();
+    let term = {
+        let m = metrics.borrow_and_update();
+        if m.current_leader != Some(id) {
+            return;
+        }
+        m.current_term
+    };
+    // openraft reports no acknowledgement at all for a moment after a
+    // membership change: only one that lasts the bound counts.
+    let mut unconfirmed_since = None;
+    loop {
+        {
+            let m = metrics.borrow_and_update();
+            if m.current_leader != Some(id) || m.current_term != term {
+                return;
+            }
+            if leading_unconfirmed(&m, quorum_within_ms) {
+                let since = *unconfirmed_since.get_or_insert_with(tokio::time::Instant::now);
+                let aged = m.millis_since_quorum_ack.is_some();
+                if aged || since.elapsed().as_millis() as u64 > quorum_within_ms {
+                    return;
+                }
+            } else {
+                unconfirmed_since = None;
+            }
+        }
+        // The quorum's acknowledgement ages without a change: recheck.
+        let recheck = std::time::Duration::from_millis(20);
+        if let Ok(Err(_)) = tokio::time::timeout(recheck, metrics.changed()).await {
+            return;
+        }
+    }
 }
 
 /// This node holds the leader's office but no quorum has acknowledged it

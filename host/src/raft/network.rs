@@ -3,7 +3,18 @@
 //! Each replication stream (one per target) gets its own [`PeerClient`] with
 //! its own connection, so a slow snapshot to one node never delays heartbeats
 //! to another. A connection is opened lazily, re-opened after any error, and
-//! every call has a deadline (openraft's hard TTL for the RPC).
+//! every call has a deadline (openraft's hard TTL for the RPC) and a bound
+//! on how long it may go without progress ([`NetworkFactory::stall`]): the
+//! answering node sends keep-alive frames while it reads or works on a
+//! long request, so a connection that went dead (a partition dropped its
+//! packets) fails within that bound however long the request may take.
+//!
+//! After a failed call openraft waits a backoff before it tries again;
+//! ours is one heartbeat ([`NetworkFactory::retry`]), not openraft's
+//! 500 ms, so replication resumes within a heartbeat of a link coming
+//! back. A peer that stays unreachable costs one connection attempt per
+//! heartbeat (each bounded by the heartbeat too). Snapshots are sent by
+//! `raft::snapshot_send`.
 
 use std::time::Duration;
 
@@ -35,6 +46,13 @@ pub enum PeerRequest {
     PreVote(super::prevote::PreVoteAsk),
     /// A stopping leader names its successor (`raft::handoff`).
     Resign(super::handoff::ResignNotice),
+    /// On this connection, while reading or answering a request, send a
+    /// [`PeerResponse::Working`] frame at least every `every_ms` (clamped
+    /// by the answering node); answered [`PeerResponse::KeepAlive`]. A
+    /// connection setting, answered by the connection, never by Raft.
+    KeepAlive {
+        every_ms: u64,
+    },
 }
 
 /// The answer to a [`PeerRequest`]; `Error` when the request itself could
@@ -58,6 +76,19 @@ pub enum PeerResponse {
     PreVote(super::prevote::PreVoteAnswer),
     /// A resign notice was read.
     Resigned,
+    /// Still reading or working on the request of this frame's id (id 0:
+    /// a request not read whole yet).
+    Working,
+    /// To `KeepAlive`: keep-alive frames will come every `every_ms`.
+    KeepAlive {
+        every_ms: u64,
+    },
+}
+
+impl crate::transport::peer::Reply for PeerResponse {
+    fn is_keep_alive(&self) -> bool {
+        matches!(self, PeerResponse::Working)
+    }
 }
 
 /// Makes a [`PeerClient`] per replication target.
@@ -73,6 +104,14 @@ pub struct NetworkFactory {
     pub cluster: std::sync::Arc<crate::cluster_id::ClusterIdentity>,
     /// Paused when a peer refuses this node's vote as a non-member.
     pub standing: std::sync::Arc<super::standing::Standing>,
+    /// How long a call may go without a byte moving before its connection
+    /// is abandoned as dead (the election timeout: a peer silent that long
+    /// is gone for every other purpose too).
+    pub stall: Duration,
+    /// openraft's backoff after an unreachable peer: one heartbeat.
+    pub retry: Duration,
+    /// Snapshot sends and how they ended (`raft::snapshot_send`).
+    pub snapshot_sends: std::sync::Arc<super::snapshot_send::SendCounts>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
@@ -104,7 +143,16 @@ struct WrongReply {
 }
 
 impl PeerClient {
-    async fn call(
+    /// The node this client calls.
+    pub fn target(&self) -> NodeId {
+        self.target
+    }
+
+    pub(super) fn snapshot_counts(&self) -> &std::sync::Arc<super::snapshot_send::SendCounts> {
+        &self.factory.snapshot_sends
+    }
+
+    pub(super) async fn call(
         &mut self,
         req: PeerRequest,
         timeout: Duration,
@@ -120,7 +168,10 @@ impl PeerClient {
             None => self.connect(timeout).await?,
         };
         let started = std::time::Instant::now();
-        let result = conn.call(&req, timeout).await;
+        // A quiet call gives up sooner when a new connection opens (its
+        // own is dead): `transport::peer`.
+        let probe = || async { self.connect(timeout).await.is_ok() };
+        let result = conn.call(&req, timeout, self.factory.stall, probe).await;
         tracing::trace!(
             target = self.target,
             micros = started.elapsed().as_micros() as u64,
@@ -156,6 +207,18 @@ impl PeerClient {
                 ),
             });
         }
+        let mut conn = conn;
+        let ask = PeerRequest::KeepAlive {
+            every_ms: keep_alive_every(self.factory.stall).as_millis() as u64,
+        };
+        let bound = self.factory.connect_timeout.min(timeout);
+        // A node before keep-alives answers `Error` (it cannot read the
+        // ask): its calls then end at their deadlines only.
+        if let PeerResponse::KeepAlive { .. } =
+            conn.call(&ask, bound, bound, || async { false }).await?
+        {
+            conn.keep_alive();
+        }
         Ok(conn)
     }
 
@@ -174,6 +237,12 @@ impl PeerClient {
             got: format!("{got:?}"),
         }))
     }
+}
+
+/// How often a peer is asked to send keep-alive frames: four per stall
+/// bound, so one lost or late frame never looks like a dead connection.
+pub fn keep_alive_every(stall: Duration) -> Duration {
+    (stall / 4).max(Duration::from_millis(5))
 }
 
 /// The most bytes of entries one AppendEntries carries (one entry alone
@@ -258,6 +327,29 @@ impl PeerClient {
 }
 
 impl RaftNetwork<TypeConfig> for PeerClient {
+    fn backoff(&self) -> openraft::network::Backoff {
+        #[cfg(feature = "faults")]
+        if lockd_core::faults::get().stuck_stream {
+            return openraft::network::Backoff::new(std::iter::repeat(Duration::from_secs(10)));
+        }
+        openraft::network::Backoff::new(std::iter::repeat(self.factory.retry))
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: openraft::Vote<NodeId>,
+        snapshot: openraft::Snapshot<TypeConfig>,
+        cancel: impl std::future::Future<Output = openraft::error::ReplicationClosed>
+            + openraft::OptionalSend
+            + 'static,
+        _option: RPCOption,
+    ) -> Result<
+        openraft::raft::SnapshotResponse<NodeId>,
+        openraft::error::StreamingError<TypeConfig, openraft::error::Fatal<NodeId>>,
+    > {
+        super::snapshot_send::send(self, vote, snapshot, cancel).await
+    }
+
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,

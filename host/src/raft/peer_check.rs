@@ -89,6 +89,8 @@ impl PeerGate {
             PeerRequest::Precheck(r) => &r.vote,
             PeerRequest::PreVote(r) => &r.vote,
             PeerRequest::Resign(r) => &r.vote,
+            // A setting of the connection it comes on: nothing for Raft.
+            PeerRequest::KeepAlive { .. } => return Ok(()),
         };
         let term = vote.leader_id.term;
         if term > MAX_TERM {

@@ -94,19 +94,39 @@ impl Vouches {
                     .map(|(id, n)| (*id, n.addr.clone()))
                     .collect()
             };
+            if wanted.is_empty() {
+                continue;
+            }
+            // Every member at once, each within the client's timeout: a
+            // dead member costs the round one timeout, not one each.
+            let asks = members.iter().map(|(member, addr)| {
+                let http = &http;
+                async move {
+                    (
+                        *member,
+                        http.get_json::<Status>(addr, "/v1/status").await.ok(),
+                    )
+                }
+            });
+            let answers = tokio::select! {
+                answers = futures::future::join_all(asks) => answers,
+                _ = shutdown.wait_for(|s| *s) => return,
+            };
             for id in wanted {
-                for (member, addr) in &members {
-                    let Ok(status) = http.get_json::<Status>(addr, "/v1/status").await else {
-                        continue;
-                    };
-                    if status.members.iter().any(|m| m.id == id) {
-                        tracing::info!(id, member, "a member vouches for a leader this node's membership does not name yet");
-                        self.admitted
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(id, asked_under);
-                        break;
-                    }
+                let vouching = answers.iter().find_map(|(member, status)| {
+                    let status = status.as_ref()?;
+                    status.members.iter().any(|m| m.id == id).then_some(*member)
+                });
+                if let Some(member) = vouching {
+                    tracing::info!(
+                        id,
+                        member,
+                        "a member vouches for a leader this node's membership does not name yet"
+                    );
+                    self.admitted
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(id, asked_under);
                 }
             }
             tokio::select! {

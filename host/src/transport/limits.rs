@@ -41,6 +41,13 @@ pub const MAX_HELLO_FRAME: usize = 64 << 10;
 /// frames up to the protocol's limit (log entries, snapshot chunks).
 pub const MAX_CLIENT_FRAME: usize = 64 << 10;
 
+/// How long a client may go without moving a byte of what it is in the
+/// middle of: sending a request's body (HTTP), or taking what the node
+/// sends it (a native answer or watch frame). Past it the connection is
+/// closed: a client that died mid-request, or stopped reading, holds no
+/// slot (a watcher's among them) longer than this.
+pub const CLIENT_STALL: Duration = Duration::from_secs(30);
+
 /// The bounds, from `lockd serve`'s flags.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnLimits {

@@ -8,7 +8,11 @@
 //! cargo run --release -p lock-tests --bin simulate -- --seed 3 --control early-expiry
 //! cargo run --release -p lock-tests --bin simulate -- --seed 42 --trim      # the shortest run that still fails
 //! cargo run --release -p lock-tests --bin simulate -- --seed 42 --duration 3000   # faults for 3 s only
+//! cargo run --release -p lock-tests --bin simulate -- --scenario snapshot-into-partition
 //! ```
+//!
+//! A scenario is a scripted run (`lock_tests::sim::scenario`): one fault
+//! placed on purpose, and what it measured, with its bound.
 //!
 //! Trimming: the nemesis draws its faults from the seed in time order,
 //! and everything before a moment depends only on the seed, so a run whose
@@ -37,7 +41,8 @@ const USAGE: &str =
     "usage: simulate --seed N [--control NAME] [--duration MS]   replay one seed, print its history
        simulate --seed N --trim [--control NAME]  the shortest fault time that still fails
        simulate --seeds A..B [--control NAME]  run seeds A to B-1, a process each
-       simulate --minutes N [--control NAME]   run seeds for N minutes";
+       simulate --minutes N [--control NAME]   run seeds for N minutes
+       simulate --scenario snapshot-into-partition [--control NAME]   a scripted run";
 
 fn control(name: &str) -> anyhow::Result<Control> {
     Control::named(name).with_context(|| {
@@ -63,6 +68,7 @@ fn main() -> anyhow::Result<()> {
     let mut one = None;
     let mut duration = None;
     let mut trim = false;
+    let mut scenario = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().with_context(|| format!("{a} needs a value"));
@@ -81,6 +87,7 @@ fn main() -> anyhow::Result<()> {
             "--control" => ctl = Some(control(value()?)?),
             "--duration" => duration = Some(std::time::Duration::from_millis(value()?.parse()?)),
             "--trim" => trim = true,
+            "--scenario" => scenario = Some(value()?.clone()),
             "--help" | "-h" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -96,6 +103,9 @@ fn main() -> anyhow::Result<()> {
             ..base
         }
     };
+    if let Some(name) = scenario {
+        return run_scenario(&name, ctl);
+    }
     if let (Some(seed), true) = (one, trim) {
         return trim_run(seed, ctl, cfg(seed).duration);
     }
@@ -262,6 +272,37 @@ fn trim_run(seed: u64, ctl: Option<Control>, full: std::time::Duration) -> anyho
     println!(
         "trimmed to faults for {found} ms; replay: {} --duration {found}{control}",
         sim::replay_command(seed)
+    );
+    Ok(())
+}
+
+/// Run the scenario `name` and print what it measured; its last line says
+/// whether the bound held (`scenario NAME: within` or `: beyond`).
+fn run_scenario(name: &str, ctl: Option<Control>) -> anyhow::Result<()> {
+    if name != "snapshot-into-partition" {
+        bail!("unknown scenario {name:?}; one of snapshot-into-partition");
+    }
+    let bound = sim::scenario::CATCH_UP_BOUND_MS;
+    let r = sim::scenario::snapshot_into_partition(ctl);
+    let (l, f, o) = r.nodes;
+    println!("leader {l}, follower {f} (sent the snapshot), node {o} cut off at the heal");
+    println!("healed at {:.0} ms", r.healed_at);
+    let after = |t: Option<f64>| {
+        t.map_or("never".into(), |t| {
+            format!("{:.0} ms after the heal", t - r.healed_at)
+        })
+    };
+    println!("the follower caught up: {}", after(r.caught_up_at));
+    println!("a write committed: {}", after(r.committed_at));
+    if let Some(e) = &r.error {
+        println!("the script stopped: {e}");
+    }
+    let within = r.error.is_none()
+        && r.caught_up_ms().is_some_and(|ms| ms <= bound)
+        && r.committed_at.is_some();
+    println!(
+        "scenario {name}: {} (bound {bound:.0} ms)",
+        if within { "within" } else { "beyond" }
     );
     Ok(())
 }

@@ -289,7 +289,7 @@ impl Cluster {
     }
 
     /// Register nodes 1..=n on free loopback ports, bootstrapping together.
-    fn add_loopback_members(&mut self, n: u64) {
+    pub fn add_loopback_members(&mut self, n: u64) {
         self.add_members(
             (1..=n)
                 .map(|id| (id, format!("127.0.0.1:{}", free_port())))

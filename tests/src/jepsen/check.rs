@@ -27,6 +27,10 @@ pub enum Checker {
     Durability,
     /// Waiting clients served within a bound after the faults healed.
     Liveness,
+    /// While a majority of the nodes ran on working disks and could all
+    /// talk both ways, the cluster elected a leader and committed what it
+    /// had within a bound (the simulation's `progress`).
+    Progress,
     /// Equal state (and module) on every node at the end.
     Convergence,
     /// The run itself broke: a client task panicked, a fault did not happen.

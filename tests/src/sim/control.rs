@@ -33,10 +33,15 @@ pub enum Control {
     /// A node runs a module over its own `--max-module-bytes` instead of
     /// stopping before the swap (see `SimConfig::refusing`).
     RunOverBound,
+    /// A replication stream is held: a peer call on a dead connection
+    /// waits for its deadline (a snapshot's is ten minutes) instead of
+    /// ending once nothing moves, and a stream that met an unreachable
+    /// peer waits 10 s before it tries again.
+    StuckStream,
 }
 
 impl Control {
-    pub const ALL: [Control; 10] = [
+    pub const ALL: [Control; 11] = [
         Control::EarlyExpiry,
         Control::DoubleGrant,
         Control::NeverExpire,
@@ -47,6 +52,7 @@ impl Control {
         Control::FastClock,
         Control::SessionEarlyExpiry,
         Control::RunOverBound,
+        Control::StuckStream,
     ];
 
     /// Its name on the `simulate` command line.
@@ -62,6 +68,7 @@ impl Control {
             Control::FastClock => "fast-clock",
             Control::SessionEarlyExpiry => "session-early-expiry",
             Control::RunOverBound => "run-over-bound",
+            Control::StuckStream => "stuck-stream",
         }
     }
 
@@ -86,6 +93,7 @@ impl Control {
             // holders' windows, from the session's promise, catch it.
             Control::SessionEarlyExpiry => Checker::MutualExclusion,
             Control::RunOverBound => Checker::Convergence,
+            Control::StuckStream => Checker::Progress,
         }
     }
 
@@ -126,6 +134,10 @@ impl Control {
             },
             Control::RunOverBound => Switches {
                 ignore_module_bound: true,
+                ..off
+            },
+            Control::StuckStream => Switches {
+                stuck_stream: true,
                 ..off
             },
             // Not a switch of the node: the simulation's clocks (`drifts`).

@@ -2,7 +2,7 @@
 
 use super::faults::Links;
 use super::nodes::Lead;
-use super::run::ELECTION_MS;
+use super::run::{ELECTION_MS, HEARTBEAT_MS};
 use crate::jepsen::lin::Horizon;
 use lockd::service::table::MAX_RETRY_DELAY;
 
@@ -26,6 +26,12 @@ use lockd::service::table::MAX_RETRY_DELAY;
 /// While the operator had a voter out (`voter_out`), a quorum was a
 /// majority of the others, which the links' view does not follow: those
 /// windows count as unstable too.
+///
+/// A leader whose quorum is back replicates again within [`RESUME_MS`]
+/// (docs/architecture.md, "Replication after a fault"): a connection the
+/// fault left dead is dropped once quiet for the stall bound, and the next
+/// try comes a heartbeat later. The spans without a quorum end that much
+/// after the links heal.
 pub(super) fn horizon(
     leads: &[Lead],
     timeline: &[Links],
@@ -43,7 +49,7 @@ pub(super) fn horizon(
     let mut points: Vec<f64> = timeline.iter().map(|l| l.at).collect();
     points.extend(leads.iter().map(|k| k.at));
     points.sort_by(f64::total_cmp);
-    unstable.extend(spans(points.iter().map(|&t| {
+    let cut_off = spans(points.iter().map(|&t| {
         // The latest takeover, unless its leader was deposed since.
         let took = leads.iter().rev().find(|k| k.leads && k.at <= t);
         let deposed = took.is_some_and(|k| {
@@ -58,7 +64,8 @@ pub(super) fn horizon(
             _ => true,
         };
         (t, !ok)
-    })));
+    }));
+    unstable.extend(cut_off.into_iter().map(|(from, to)| (from, to + RESUME_MS)));
     unstable.extend_from_slice(voter_out);
     unstable.sort_by(|a, b| a.0.total_cmp(&b.0));
     Horizon {
@@ -69,6 +76,11 @@ pub(super) fn horizon(
         held: held(timeline),
     }
 }
+
+/// The longest replication to a follower whose link is back may take to
+/// resume, ms: the stall bound on a peer call (an election timeout,
+/// checked every eighth of it) and a heartbeat's backoff.
+pub const RESUME_MS: f64 = (ELECTION_MS * 9 / 8 + HEARTBEAT_MS) as f64;
 
 /// When some link held its messages (a paused node, a slow link): a
 /// request caught there arrives when the hold ends, and an acquire its

@@ -49,6 +49,8 @@
 //! * `clients`: the clients' host (workload, upgrade, waiters, final
 //!   reads, convergence).
 //! * `horizon`: the latest a lease may end, from what the run saw.
+//! * [`progress`]: whether the cluster committed while it could.
+//! * [`scenario`]: scripted runs, one fault placed on purpose.
 //! * [`operator`]: membership changes and shadows during the faults.
 
 mod clients;
@@ -56,12 +58,14 @@ pub mod clock;
 pub mod control;
 pub mod disk;
 pub mod faults;
-mod horizon;
+pub mod horizon;
 pub mod log_trial;
 pub mod net;
 mod nodes;
 pub mod operator;
+pub mod progress;
 mod run;
+pub mod scenario;
 mod swaps;
 
 use std::time::Duration;

@@ -33,17 +33,28 @@ pub struct Lead {
 
 /// Every change of leadership the nodes saw, in order.
 pub type Takeovers = Arc<Mutex<Vec<Lead>>>;
+/// Every node's Raft metrics as they changed, in order (the progress
+/// checker's input, `super::progress`).
+pub type Samples = Arc<Mutex<Vec<super::progress::Sample>>>;
 /// Stops no fault explains.
 pub type Stops = Arc<Mutex<Vec<Violation>>>;
 
 /// What a node's host reports to, and the disk it runs on.
 pub struct Watch {
     pub takeovers: Takeovers,
+    pub samples: Samples,
     pub stops: Stops,
     pub disk: Arc<SimDisk>,
 }
 
 impl Watch {
+    fn sample(&self, s: super::progress::Sample) {
+        self.samples
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(s);
+    }
+
     fn stopped(&self, config: &NodeConfig, checker: Checker, what: String) {
         if self.disk.tripped(&config.data_dir) {
             return;
@@ -84,6 +95,7 @@ pub async fn node(
     loop {
         {
             let m = metrics.borrow_and_update();
+            watch.sample(super::progress::Sample::of(sim_ms(), &m));
             let now = (m.current_leader == Some(id)).then_some(m.current_term);
             if now != leading {
                 let (term, leads) = match (now, leading) {
@@ -102,6 +114,7 @@ pub async fn node(
             }
         }
         if metrics.changed().await.is_err() {
+            watch.sample(super::progress::Sample::down(sim_ms(), id));
             let why = node.failed().await;
             let storage = matches!(metrics.borrow().running_state, Err(Fatal::StorageError(_)));
             let checker = if storage {

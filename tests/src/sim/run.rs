@@ -15,7 +15,7 @@ use lockd_core::engine::WasmEngine;
 use super::clients::{clients, Outcome};
 use super::faults::{host, node_dir, Nemesis, CLIENTS};
 use super::horizon::horizon;
-use super::nodes::{node, Stops, Takeovers, Watch};
+use super::nodes::{node, Samples, Stops, Takeovers, Watch};
 use super::{SimConfig, SimReport};
 use crate::jepsen::check::{self, Checker, Violation};
 use crate::jepsen::history::{History, Ret};
@@ -45,7 +45,7 @@ pub(super) fn sim_ms() -> f64 {
     turmoil::sim_elapsed().map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
-fn node_config(cfg: &SimConfig, id: u64) -> NodeConfig {
+pub(super) fn node_config(cfg: &SimConfig, id: u64) -> NodeConfig {
     NodeConfig {
         id,
         addr: node_addr(id),
@@ -100,7 +100,7 @@ pub fn open_module_cache(dir: &Path) -> WasmEngine {
         .expect("the wasm engine and its module cache")
 }
 
-fn engine() -> Arc<WasmEngine> {
+pub(super) fn engine() -> Arc<WasmEngine> {
     ENGINE.with(|(e, _)| e.clone())
 }
 
@@ -117,14 +117,16 @@ fn drifts(cfg: &SimConfig) -> Vec<i64> {
         .collect()
 }
 
-pub fn run(cfg: &SimConfig) -> SimReport {
+/// This thread made ready for a run of `cfg` (the seams, the faults, the
+/// seeds), and the simulation to run it in.
+pub(super) fn simulation<'a>(cfg: &SimConfig) -> (turmoil::Sim<'a>, Arc<super::disk::SimDisk>) {
     super::net::install();
     let disk = super::disk::install();
     super::control::set(cfg.control);
     lockd::raft::runtime::seed(cfg.seed);
     lockd_client::id::seed(cfg.seed);
     lockd::blocking::inline_on_this_thread(true);
-    let mut sim = turmoil::Builder::new()
+    let sim = turmoil::Builder::new()
         .simulation_duration(LIMIT)
         .tick_duration(TICK)
         // turmoil's accept queue and receive buffers, in segments: a held
@@ -134,12 +136,19 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         .max_message_latency(Duration::from_millis(cfg.max_latency_ms))
         .rng_seed(cfg.seed)
         .build();
+    (sim, disk)
+}
+
+pub fn run(cfg: &SimConfig) -> SimReport {
+    let (mut sim, disk) = simulation(cfg);
     let takeovers: Takeovers = Arc::default();
+    let samples: Samples = Arc::default();
     let stops: Stops = Arc::default();
     let drift = drifts(cfg);
     for id in 1..=cfg.nodes {
         let config = node_config(cfg, id);
         let (takeovers, stops, disk) = (takeovers.clone(), stops.clone(), disk.clone());
+        let samples = samples.clone();
         let ppm = drift[id as usize - 1];
         sim.host(host(id), move || {
             let seams = Seams {
@@ -149,6 +158,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
             };
             let watch = Watch {
                 takeovers: takeovers.clone(),
+                samples: samples.clone(),
                 stops: stops.clone(),
                 disk: disk.clone(),
             };
@@ -211,6 +221,14 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     let ops = history.ops();
     let regs = register.snapshot();
     let takeovers = takeovers.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    violations.extend(super::progress::check(
+        &samples.lock().unwrap_or_else(|p| p.into_inner()),
+        &nemesis.events,
+        &nemesis.timeline,
+        cfg.nodes,
+        &out.voter_out,
+        sim.elapsed().as_secs_f64() * 1e3,
+    ));
     violations.extend(check::lost_updates(&regs));
     violations.extend(check::tokens(&ops));
     violations.extend(check::linearizable(

@@ -17,7 +17,7 @@ use crate::api::native_watch::{self, Outgoing};
 use crate::api::services::Services;
 use crate::auth::{Access, Denied};
 use crate::service::ServiceError;
-use crate::transport::limits::{ConnLimits, Slot, MAX_CLIENT_FRAME};
+use crate::transport::limits::{ConnLimits, Slot, CLIENT_STALL, MAX_CLIENT_FRAME};
 use crate::transport::listener::stopping;
 use lockd_client::wire::{self as frame, Envelope};
 
@@ -116,7 +116,13 @@ pub(super) async fn serve(
             },
             Some(out) = rx.recv() => {
                 let Ok(bytes) = out.encode() else { continue };
-                if sink.send(bytes.into()).await.is_err() {
+                // A client that takes nothing for a while is gone, or
+                // holds its slot (a watcher's) for nothing: closed.
+                let sent = tokio::time::timeout(CLIENT_STALL, sink.send(bytes.into())).await;
+                if !matches!(sent, Ok(Ok(()))) {
+                    if sent.is_err() {
+                        tracing::debug!(id = node.id(), %peer, "client took nothing for {} s; connection closed", CLIENT_STALL.as_secs());
+                    }
                     break;
                 }
                 if let Some(written) = out.written {

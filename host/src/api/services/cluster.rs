@@ -276,6 +276,24 @@ impl Services {
         }
     }
 
+    /// Returns once this node no longer names `leader` as the leader (it
+    /// has not heard from it for an election timeout, another node leads,
+    /// or Raft stopped): a request passed on to it is then abandoned
+    /// (`api::forward`), whatever its own deadline.
+    pub async fn leader_gone(&self, leader: NodeId) {
+        let mut metrics = self.raft.metrics();
+        loop {
+            match self.leader_route() {
+                LeaderRoute::Elsewhere(id, _) if id == leader => {}
+                _ => return,
+            }
+            // Silence ages without a change of the metrics: recheck.
+            if let Ok(Err(_)) = tokio::time::timeout(RECHECK, metrics.changed()).await {
+                return;
+            }
+        }
+    }
+
     /// How a peer's wasm engine differs from this node's in what guests
     /// compute (empty: it may serve beside this one).
     pub fn engine_differences(&self, theirs: &EngineFingerprint) -> Vec<String> {
@@ -322,7 +340,8 @@ impl Services {
                 PeerRequest::Vote(_)
                 | PeerRequest::Precheck(_)
                 | PeerRequest::PreVote(_)
-                | PeerRequest::Resign(_) => false,
+                | PeerRequest::Resign(_)
+                | PeerRequest::KeepAlive { .. } => false,
             };
             if leads && matches!(why, Refusal::NotMember(_)) {
                 self.vouches.want(from);
@@ -379,6 +398,10 @@ impl Services {
             }
             PeerRequest::Precheck(ask) => {
                 PeerResponse::Precheck(self.upgrader.answer_precheck(from, ask).await)
+            }
+            // The connection answers it (`api::framed::peer`).
+            PeerRequest::KeepAlive { .. } => {
+                PeerResponse::Error("keep-alive is a setting of the connection".into())
             }
         }
     }

@@ -85,6 +85,7 @@ pub struct Services {
     admin_log: AdminLog,
     /// Times the leader this node knows changed, for metrics.
     leader_changes: Arc<AtomicU64>,
+    snapshot_sends: Arc<crate::raft::snapshot_send::SendCounts>,
     /// Which cluster this node belongs to; peers of another are refused.
     cluster: Arc<ClusterIdentity>,
 }
@@ -114,6 +115,8 @@ pub struct Parts {
     pub forwarder: Forwarder,
     /// Counted by a task of the node; read here for metrics.
     pub leader_changes: Arc<AtomicU64>,
+    /// Counted by the snapshot sender; read here for metrics.
+    pub snapshot_sends: Arc<crate::raft::snapshot_send::SendCounts>,
     pub cluster: Arc<ClusterIdentity>,
 }
 
@@ -143,6 +146,7 @@ impl Services {
             forwarder: p.forwarder,
             admin_log: AdminLog::default(),
             leader_changes: p.leader_changes,
+            snapshot_sends: p.snapshot_sends,
             cluster: p.cluster,
         }
     }

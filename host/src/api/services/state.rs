@@ -100,6 +100,17 @@ impl Services {
         self.leader_changes.load(Ordering::Relaxed)
     }
 
+    /// Snapshot sends this node made as leader: (installed, failed,
+    /// abandoned) (`raft::snapshot_send`).
+    pub fn snapshot_sends(&self) -> (u64, u64, u64) {
+        self.snapshot_sends.read()
+    }
+
+    /// Snapshot sends under way now.
+    pub fn snapshot_sends_in_flight(&self) -> u64 {
+        self.snapshot_sends.in_flight()
+    }
+
     /// Pre-vote rounds this node asked: (won, lost) (`raft::stand`).
     pub fn prevote_rounds(&self) -> (u64, u64) {
         self.silence.rounds()

@@ -1,0 +1,233 @@
+//! Scripted runs: one fault, placed on purpose, and a figure measured.
+//!
+//! [`snapshot_into_partition`]: a leader starts sending a snapshot to a
+//! follower on a connection a partition has just made dead; the partition
+//! heals at once while the third node is cut off, so the leader and that
+//! follower are the only majority. How soon after the heal does the
+//! follower hold the leader's state and does a write commit? Before the
+//! stall bound on peer calls, the send waited out a 10 s deadline on the
+//! dead connection and nothing committed meanwhile (simulation seeds 33452
+//! and 55569).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lockd::node::Seams;
+use lockd::raft::log_store::Writer;
+use lockd_client::admin::Http;
+use lockd_proto::{Role, Status};
+
+use super::faults::host;
+use super::horizon::RESUME_MS;
+use super::nodes::{node, Watch};
+use super::run::{engine, node_addr, node_config, sim_ms, simulation, HEARTBEAT_MS};
+use super::{Control, SimConfig};
+use crate::jepsen::workload::Target;
+
+/// The longest the follower may take to catch up after the heal:
+/// replication resumes within `RESUME_MS` (the dead connection is dropped
+/// once quiet for the stall bound, then a heartbeat's backoff at most),
+/// and the small snapshot's transfer, install and the write's commit take
+/// a few round trips: three heartbeats' time.
+pub const CATCH_UP_BOUND_MS: f64 = RESUME_MS + (HEARTBEAT_MS * 3) as f64;
+
+/// How long the script waits for anything before it gives up (simulated).
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// What the run measured, ms of simulated time.
+#[derive(Clone, Debug, Default)]
+pub struct CatchUp {
+    /// The leader, the follower the snapshot went to, the node cut off.
+    pub nodes: (u64, u64, u64),
+    pub healed_at: f64,
+    /// The follower applied what the leader had applied at the heal.
+    pub caught_up_at: Option<f64>,
+    /// A write made after the heal was acknowledged.
+    pub committed_at: Option<f64>,
+    /// Why the script stopped early, if it did.
+    pub error: Option<String>,
+}
+
+impl CatchUp {
+    /// The follower's catch-up after the heal, ms, if it caught up.
+    pub fn caught_up_ms(&self) -> Option<f64> {
+        self.caught_up_at.map(|t| t - self.healed_at)
+    }
+}
+
+/// Run the scenario (with `control`, a broken variant) and report it.
+pub fn snapshot_into_partition(control: Option<Control>) -> CatchUp {
+    let cfg = SimConfig {
+        nodes: 3,
+        snapshot_threshold: 20,
+        refusing: None,
+        control,
+        ..SimConfig::seed(2)
+    };
+    let (mut sim, disk) = simulation(&cfg);
+    for id in 1..=cfg.nodes {
+        let config = node_config(&cfg, id);
+        let disk = disk.clone();
+        sim.host(host(id), move || {
+            let seams = Seams {
+                log_writer: Writer::Inline,
+                engine: Some(engine()),
+                lease_clock: None,
+            };
+            let watch = Watch {
+                takeovers: Arc::default(),
+                samples: Arc::default(),
+                stops: Arc::default(),
+                disk: disk.clone(),
+            };
+            node(config.clone(), seams, 0, watch)
+        });
+    }
+    let report = Arc::new(Mutex::new(CatchUp::default()));
+    let done = Arc::new(AtomicBool::new(false));
+    let (r, d) = (report.clone(), done.clone());
+    sim.client(super::faults::CLIENTS, async move {
+        if let Err(e) = script(&r).await {
+            r.lock().unwrap_or_else(|p| p.into_inner()).error = Some(e);
+        }
+        d.store(true, Ordering::Relaxed);
+        Ok(())
+    });
+    while !done.load(Ordering::Relaxed) {
+        if let Err(e) = sim.step() {
+            report.lock().unwrap_or_else(|p| p.into_inner()).error = Some(e.to_string());
+            break;
+        }
+    }
+    let out = report.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    out
+}
+
+async fn script(report: &Mutex<CatchUp>) -> Result<(), String> {
+    let target = Target {
+        endpoints: (1..=3).map(node_addr).collect(),
+        credentials: Default::default(),
+    };
+    let client = target.client(Duration::from_secs(5), Duration::from_secs(1));
+    let http = Http::with_timeout(Duration::from_secs(1));
+    let leader = until("a leader", || async {
+        for id in 1..=3 {
+            if let Ok(s) = status(&http, id).await {
+                if s.role == Role::Leader {
+                    return Some(id);
+                }
+            }
+        }
+        None
+    })
+    .await?;
+    let (l, f, o) = (leader, leader % 3 + 1, (leader + 1) % 3 + 1);
+    report.lock().unwrap_or_else(|p| p.into_inner()).nodes = (l, f, o);
+
+    // A first snapshot to the follower, so that its snapshot connection
+    // is open before the next partition.
+    turmoil::partition(host(l), host(f));
+    behind(&client, &http, l, f, "first").await?;
+    turmoil::repair(host(l), host(f));
+    until("the first snapshot installed", || async {
+        let s = status(&http, f).await.ok()?;
+        (s.snapshots_installed >= 1).then_some(())
+    })
+    .await?;
+
+    // The second goes into the partition, on that connection.
+    turmoil::partition(host(l), host(f));
+    behind(&client, &http, l, f, "second").await?;
+    until("a snapshot send under way", || async {
+        (in_flight(&http, l).await? >= 1).then_some(())
+    })
+    .await?;
+    let target_index = status(&http, l).await?.applied_index;
+    turmoil::partition(host(o), host(l));
+    turmoil::partition(host(o), host(f));
+    turmoil::repair(host(l), host(f));
+    let healed = sim_ms();
+    report.lock().unwrap_or_else(|p| p.into_inner()).healed_at = healed;
+
+    let write = async {
+        let key = "after-the-heal";
+        let g = client
+            .acquire(key, Duration::from_secs(5), Duration::ZERO)
+            .await;
+        g.map(|_| sim_ms()).map_err(|e| e.to_string())
+    };
+    let caught_up = until("the follower caught up", || async {
+        let s = status(&http, f).await.ok()?;
+        (s.applied_index >= target_index).then(sim_ms)
+    });
+    let (write, caught_up) = tokio::join!(write, caught_up);
+    let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
+    r.committed_at = write.ok();
+    r.caught_up_at = caught_up.ok();
+    Ok(())
+}
+
+/// Write until the leader `l` has purged its log past what follower `f`
+/// holds (`f` is cut off from `l`), so that `l` must send it a snapshot.
+async fn behind(
+    client: &lockd_client::Client,
+    http: &Http,
+    l: u64,
+    f: u64,
+    which: &str,
+) -> Result<(), String> {
+    let follower_last = status(http, f).await?.last_log_index;
+    for i in 0..400 {
+        let purged = status(http, l).await?.purged_index.unwrap_or(0);
+        if purged > follower_last {
+            return Ok(());
+        }
+        let key = format!("{which}-{i}");
+        let g = client
+            .acquire(&key, Duration::from_secs(30), Duration::ZERO)
+            .await
+            .map_err(|e| format!("a write before the {which} snapshot: {e}"))?;
+        client
+            .release(&key, g.token())
+            .await
+            .map_err(|e| format!("a release before the {which} snapshot: {e}"))?;
+    }
+    Err(format!("the leader never purged past node {f}'s log"))
+}
+
+async fn status(http: &Http, id: u64) -> Result<Status, String> {
+    http.get_json(&node_addr(id), "/v1/status")
+        .await
+        .map_err(|e| format!("status of node {id}: {e}"))
+}
+
+/// The leader's snapshot sends under way, from its metrics.
+async fn in_flight(http: &Http, id: u64) -> Option<u64> {
+    let text = http.get_text(&node_addr(id), "/metrics").await.ok()?;
+    text.lines()
+        .find(|l| l.starts_with("lockd_raft_snapshot_sends_in_flight"))?
+        .rsplit(' ')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Poll `what` every few ms of simulated time until it answers, for at
+/// most [`PATIENCE`].
+async fn until<T, F, Fut>(what: &str, mut f: F) -> Result<T, String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let give_up = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(v) = f().await {
+            return Ok(v);
+        }
+        if tokio::time::Instant::now() >= give_up {
+            return Err(format!("{what}: not within {PATIENCE:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(4)).await;
+    }
+}
