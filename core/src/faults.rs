@@ -49,6 +49,10 @@ pub struct Switches {
     /// an unreachable peer the stream waits 10 s before it tries again
     /// (`lockd::raft::network`).
     pub stuck_stream: bool,
+    /// Pre-votes and votes are answered whoever asks, and every claimed log
+    /// is believed (`lockd::raft::stand`): a learner can then hold the
+    /// voters back (the negative control of `tests/cluster/prevote_flood.rs`).
+    pub any_voter: bool,
 }
 
 impl Switches {
@@ -70,6 +74,7 @@ impl Switches {
             ignore_module_bound: var("LOCKD_FAULT_IGNORE_MODULE_BOUND").is_some(),
             skip_prevote: var("LOCKD_FAULT_SKIP_PREVOTE").is_some(),
             stuck_stream: var("LOCKD_FAULT_STUCK_STREAM").is_some(),
+            any_voter: var("LOCKD_FAULT_ANY_VOTER").is_some(),
         }
     }
 }

@@ -154,6 +154,13 @@ fn the_peer_hello_and_peer_messages_are_pinned() {
         },
     );
     pinned(
+        "peer_answer_prevote_not_voter",
+        &Envelope {
+            id: 12,
+            body: PeerResponse::PreVote(PreVoteAnswer::NotVoter),
+        },
+    );
+    pinned(
         "peer_resign",
         &Envelope {
             id: 13,

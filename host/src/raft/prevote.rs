@@ -56,6 +56,9 @@ pub enum PreVoteAnswer {
     Leads,
     /// It is not a voter, or its Raft has stopped.
     CannotVote,
+    /// The asker is not a voter of the membership it has committed (a
+    /// learner, or a node removed since): it may not stand.
+    NotVoter,
 }
 
 /// What a voter sees of itself when asked.

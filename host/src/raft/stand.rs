@@ -52,10 +52,11 @@ use tokio::time::Instant;
 
 use super::log_store::LogStore;
 use super::network::NetworkFactory;
-use super::prevote::{judge, PreVoteAnswer, PreVoteAsk, VoterView, Waits};
+use super::prevote::Waits;
 use super::standing::Standing;
 use super::{NodeId, Raft};
 
+mod asked;
 mod round;
 use round::{eligible, random_up_to, Clients, Eligible, Tally};
 
@@ -90,6 +91,9 @@ struct State {
     /// Not before this (and a random part): another node stands, or was
     /// named successor.
     hold: Option<Instant>,
+    /// The furthest log id a leader's accepted message showed: a pre-vote
+    /// claiming more is not believed (it holds no one back).
+    heard_log: Option<super::LogId>,
 }
 
 impl State {
@@ -150,9 +154,11 @@ impl Silence {
         }
     }
 
-    /// A leader's message, on connection `conn`, was let in.
-    pub fn heard(&self, conn: u64) {
+    /// A leader's message, on connection `conn`, was let in; it showed
+    /// the log up to `log`.
+    pub fn heard(&self, conn: u64, log: Option<super::LogId>) {
         let mut s = self.state();
+        s.heard_log = s.heard_log.max(log);
         s.heard = Some(Instant::now());
         s.leader_conn = conn;
         s.closed = None;
@@ -218,28 +224,6 @@ impl Silence {
         }
     }
 
-    /// Another node asks for this node's real vote: it stands now, and
-    /// gets the time to win: half a timeout and a random part of up to
-    /// another half (two candidates of one term, each refused by the
-    /// other, must not stand again at the same moment). Held before the
-    /// answer (this node must not stand over it while it counts); given
-    /// back with [`Silence::outranks`] if this node refused it for a
-    /// shorter log (it cannot win, and must not hold anyone back).
-    pub fn asked_to_vote(&self) -> Option<Instant> {
-        let half = self.waits.election / 2;
-        let until = Instant::now() + half + random_up_to(half);
-        let mut s = self.state();
-        let before = s.hold;
-        s.hold_until(until);
-        before
-    }
-
-    /// This node refused a vote for a log shorter than its own: the hold
-    /// is as before.
-    pub fn outranks(&self, before: Option<Instant>) {
-        self.state().hold = before;
-    }
-
     /// How long since this node last heard its leader (or started), in
     /// ms: a follower names no leader past the election timeout
     /// ([`super::known_leader`]).
@@ -247,55 +231,6 @@ impl Silence {
         let s = self.state();
         let since = s.heard.unwrap_or(self.started);
         u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    /// The leader this node follows resigned (`raft::handoff`), naming
-    /// this node its successor or not.
-    pub fn resigned(&self, successor: bool) {
-        let now = Instant::now();
-        {
-            let mut s = self.state();
-            if s.heard.is_none() {
-                return;
-            }
-            s.gone = Some(now);
-            s.successor = successor;
-            if !successor {
-                // Time for the successor to win, before this node guesses.
-                s.hold_until(now + self.waits.election);
-            }
-        }
-        tracing::info!(successor, "the leader resigned");
-        self.changed.notify_one();
-    }
-
-    /// Answer node `from`'s pre-vote. `view` is what the caller knows of
-    /// this node's Raft; the silence is filled in here. `followed`: this
-    /// node's vote is a leader's (it counts its start as a message from
-    /// that leader, see `raft::prevote`).
-    pub fn answer(
-        &self,
-        me: NodeId,
-        from: NodeId,
-        ask: &PreVoteAsk,
-        mut view: VoterView,
-        followed: bool,
-    ) -> PreVoteAnswer {
-        let now = Instant::now();
-        let mut s = self.state();
-        view.silent_for = match s.heard {
-            Some(at) => now - at,
-            None if followed => now - self.started,
-            None => Duration::MAX,
-        };
-        view.leader_gone = s.gone.is_some();
-        let answer = judge(&view, ask, self.waits);
-        let better =
-            (ask.last_log_id, std::cmp::Reverse(from)) > (view.last_log_id, std::cmp::Reverse(me));
-        if answer == PreVoteAnswer::Granted && better {
-            s.hold_until(now + self.waits.election / 4);
-        }
-        answer
     }
 
     /// When this node should next try to stand (`spread`: its random

@@ -70,7 +70,9 @@ pub enum ServiceError {
     WrongToken { key: String, given: u64 },
     /// The holding is another principal's: only it (or an admin) may
     /// release or renew it, whoever knows the token.
-    #[error("token {token} of lock {key:?} is held by principal {holder:?}, not {caller:?}; only the holder or an admin may release or renew it")]
+    /// `holder` is for the node's log only: a refusal never names another
+    /// principal (docs/security.md, "What a refusal says").
+    #[error("token {token} of lock {key:?} is held by another principal, not {caller:?}; only its holder or an admin may release or renew it")]
     NotHolder {
         key: String,
         token: u64,
@@ -95,8 +97,8 @@ pub enum ServiceError {
     #[error("session TTL must be 1 ms to {max} ms, not {got} ms")]
     BadTtl { got: u64, max: u64 },
     /// The session is another principal's: only it (or an admin) may
-    /// use, renew or close it.
-    #[error("session {id} is principal {holder:?}'s, not {caller:?}'s; only its principal or an admin may use, renew or close it")]
+    /// use, renew or close it. `holder` is for the node's log only.
+    #[error("session {id} is another principal's, not {caller:?}'s; only its principal or an admin may use, renew or close it")]
     NotSessionHolder {
         id: u64,
         holder: String,

@@ -210,10 +210,11 @@ impl FramedConn {
         let bytes = frame::encode(&Envelope { id, body })
             .map_err(|e| TransportError::Encode(e.to_string()))?;
         let moved = self.moved.clone();
+        // A call whose deadline comes before its first probe (an append:
+        // a heartbeat's time) needs no watch, and gets no timer.
+        let watched = self.keep_alive && timeout > stall / 2;
         #[cfg(feature = "faults")]
-        let watched = self.keep_alive && !lockd_core::faults::get().stuck_stream;
-        #[cfg(not(feature = "faults"))]
-        let watched = self.keep_alive;
+        let watched = watched && !lockd_core::faults::get().stuck_stream;
         let exchange = async {
             self.framed
                 .send(bytes)

@@ -1,21 +1,16 @@
 //! What this node knows of the cluster, read from Raft's metrics and the
 //! state machine together: its status, its readiness, the members and
-//! the leader; the membership changes; and the answer to a peer's RPC.
+//! the leader; the membership changes.
 
 use std::time::Duration;
 
 use lockd_core::engine::EngineFingerprint;
 use lockd_proto::{Member, Role, Status};
-use openraft::raft::AppendEntriesResponse;
 
 use super::Services;
 use crate::api::health::{judge, Readiness, Seen};
 use crate::api::status::{role_of, UpgradeCounts};
 use crate::membership::MembershipError;
-use crate::raft::network::{PeerRequest, PeerResponse};
-use crate::raft::peer_check::Refusal;
-use crate::raft::prevote::{PreVoteAnswer, PreVoteAsk, VoterView};
-use crate::raft::stand::PeerConn;
 use crate::raft::{known_leader, leading_unconfirmed, members, NodeId};
 use crate::transport::tls::Identity;
 
@@ -186,7 +181,7 @@ impl Services {
 
     /// Whether a peer RPC from `id` may reach openraft: [`Services::is_member`],
     /// or a leader a member vouched for (`raft::vouch`).
-    fn may_send(&self, id: NodeId) -> Option<bool> {
+    pub(super) fn may_send(&self, id: NodeId) -> Option<bool> {
         match self.is_member(id) {
             Some(false) => Some(
                 self.vouches
@@ -304,105 +299,5 @@ impl Services {
     /// this node knows its cluster, adopt it); `Err` says why not.
     pub fn meet_cluster(&self, theirs: Option<&str>) -> Result<(), String> {
         self.cluster.meet_peer(theirs)
-    }
-
-    /// Whether this node would vote for `from` (`raft::prevote`).
-    fn answer_pre_vote(&self, from: NodeId, ask: &PreVoteAsk) -> PreVoteAnswer {
-        let (view, followed) = {
-            let metrics = self.raft.metrics();
-            let m = metrics.borrow();
-            let view = VoterView {
-                votes: m.running_state.is_ok(),
-                leads: m.current_leader == Some(self.id),
-                last_log_id: self.log.last_log_id(),
-                silent_for: Duration::ZERO,
-                leader_gone: false,
-            };
-            (view, m.vote.is_committed())
-        };
-        self.silence.answer(self.id, from, ask, view, followed)
-    }
-
-    /// A peer's connection opens: served until the guard drops
-    /// (`raft::stand` learns when the leader's closes).
-    pub fn peer_connection(&self) -> PeerConn {
-        self.silence.connection()
-    }
-
-    /// Answer a peer's Raft RPC, once the peer gate lets it through; `conn`
-    /// is the connection it came on ([`Services::peer_connection`]).
-    pub async fn answer_peer(&self, from: NodeId, conn: u64, req: PeerRequest) -> PeerResponse {
-        if let Err(why) = self.peer_gate.check(from, &req, |id| self.may_send(id)) {
-            tracing::warn!(id = self.id, from, %why, "refused a peer request");
-            let leads = match &req {
-                PeerRequest::AppendEntries(r) => r.vote.is_committed(),
-                PeerRequest::InstallSnapshot(r) => r.vote.is_committed(),
-                PeerRequest::Vote(_)
-                | PeerRequest::Precheck(_)
-                | PeerRequest::PreVote(_)
-                | PeerRequest::Resign(_)
-                | PeerRequest::KeepAlive { .. } => false,
-            };
-            if leads && matches!(why, Refusal::NotMember(_)) {
-                self.vouches.want(from);
-            }
-            let text = format!("node {} refused the request: {why}", self.id);
-            return match why {
-                Refusal::NotMember(_) => PeerResponse::NotMember(text),
-                Refusal::Invalid(_) => PeerResponse::Error(text),
-            };
-        }
-        match req {
-            PeerRequest::AppendEntries(r) => {
-                let answer = self.raft.append_entries(r).await;
-                match &answer {
-                    Ok(
-                        AppendEntriesResponse::Success | AppendEntriesResponse::PartialSuccess(_),
-                    ) => {
-                        self.standing.followed();
-                        self.silence.heard(conn);
-                    }
-                    // The leader is alive, though its log and ours differ.
-                    Ok(AppendEntriesResponse::Conflict) => self.silence.heard(conn),
-                    _ => {}
-                }
-                PeerResponse::AppendEntries(answer)
-            }
-            PeerRequest::Vote(r) => {
-                // Before the answer: this node must not stand over the
-                // candidate while it counts its votes.
-                let theirs = r.last_log_id;
-                let before = self.silence.asked_to_vote();
-                let answer = self.raft.vote(r).await;
-                if let Ok(v) = &answer {
-                    if !v.vote_granted && v.last_log_id > theirs {
-                        self.silence.outranks(before);
-                    }
-                }
-                PeerResponse::Vote(answer)
-            }
-            PeerRequest::InstallSnapshot(r) => {
-                let answer = self.raft.install_snapshot(r).await;
-                if answer.as_ref().is_ok_and(|a| a.vote.is_committed()) {
-                    self.silence.heard(conn);
-                }
-                PeerResponse::InstallSnapshot(answer)
-            }
-            PeerRequest::PreVote(ask) => PeerResponse::PreVote(self.answer_pre_vote(from, &ask)),
-            PeerRequest::Resign(notice) => {
-                // Only from the leader this node follows, of this term.
-                if self.raft.metrics().borrow().vote == notice.vote {
-                    self.silence.resigned(notice.successor == self.id);
-                }
-                PeerResponse::Resigned
-            }
-            PeerRequest::Precheck(ask) => {
-                PeerResponse::Precheck(self.upgrader.answer_precheck(from, ask).await)
-            }
-            // The connection answers it (`api::framed::peer`).
-            PeerRequest::KeepAlive { .. } => {
-                PeerResponse::Error("keep-alive is a setting of the connection".into())
-            }
-        }
     }
 }

@@ -13,8 +13,8 @@
 //!   is, its connection limits, and the two subsystems handlers drive
 //!   whole (the lock service, the upgrader).
 //! * `cluster`: what this node knows of the cluster — status, readiness,
-//!   members and their changes, the leader to forward to — and the answer
-//!   to a peer's Raft RPC.
+//!   members and their changes, the leader to forward to.
+//! * `peer`: the answer to a peer's Raft RPC.
 //! * `access`: who a caller is, what it may do, and the admin audit trail.
 //! * `state`: reads of the state machine for the admin routes (audit,
 //!   capacity, module keys), snapshots built or exported on request, and
@@ -22,6 +22,7 @@
 
 mod access;
 mod cluster;
+mod peer;
 mod state;
 
 use std::sync::atomic::AtomicU64;

@@ -1,0 +1,199 @@
+//! A learner (or a node removed from the cluster) floods the voters with
+//! pre-votes claiming a far longer log while the leader is killed: the
+//! voters count only voters of the membership they have committed and
+//! believe no log longer than a leader showed them, so a new leader is
+//! elected in the usual time. The negative control
+//! (`LOCKD_FAULT_ANY_VOTER`: every ask answered and believed) shows the
+//! flood holding every voter back: no leader while it lasts.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use lock_tests::cluster::{free_port, Cluster};
+use lockd::raft::network::{PeerRequest, PeerResponse};
+use lockd::raft::prevote::PreVoteAsk;
+use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
+use openraft::{CommittedLeaderId, LogId, Vote};
+use serde_json::json;
+
+/// The flooder: node `from`'s peer connection to each of `targets`, a
+/// pre-vote ask on each as soon as the last is answered, until `stop`.
+fn flood(c: &Cluster, targets: &[u64], from: u64, stop: &AtomicBool) {
+    std::thread::scope(|s| {
+        for &to in targets {
+            s.spawn(move || {
+                let status = c.status(to).expect("status");
+                let cluster = status.cluster_id.expect("a cluster id");
+                let mut conn = peer(c.addr(to), to, &cluster, from);
+                let leader = status.leader.unwrap_or(to);
+                let ask = PreVoteAsk {
+                    vote: Vote::new(status.term + 1, from),
+                    // A log far longer than any leader wrote.
+                    last_log_id: Some(LogId::new(
+                        CommittedLeaderId::new(status.term, leader),
+                        1 << 40,
+                    )),
+                };
+                let mut id = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    id += 1;
+                    let bytes = wire::encode(&Envelope {
+                        id,
+                        body: PeerRequest::PreVote(ask.clone()),
+                    })
+                    .expect("encode");
+                    if write_frame(&mut conn, &bytes).is_err() {
+                        conn = peer(c.addr(to), to, &cluster, from);
+                        continue;
+                    }
+                    let Ok(reply) = read_frame(&mut conn) else {
+                        conn = peer(c.addr(to), to, &cluster, from);
+                        continue;
+                    };
+                    let _: Envelope<PeerResponse> = wire::decode(&reply).expect("an answer");
+                }
+            });
+        }
+    });
+}
+
+fn read_frame(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len)?;
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body)?;
+    Ok(body)
+}
+
+fn write_frame(s: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+    s.write_all(&(bytes.len() as u32).to_be_bytes())?;
+    s.write_all(bytes)
+}
+
+/// A peer connection to node `to`, introduced as node `from`.
+fn peer(addr: &str, to: u64, cluster: &str, from: u64) -> TcpStream {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    // A flood: each ask at once, not held back for the last one's ack.
+    s.set_nodelay(true).expect("nodelay");
+    s.write_all(&wire::PREFACE).expect("preface");
+    let fingerprint = lockd_core::engine::EngineSettings::default()
+        .fingerprint()
+        .text;
+    let hello = wire::encode(&Hello {
+        role: Role::PeerInCluster {
+            from,
+            to,
+            fingerprint,
+            cluster: cluster.to_string(),
+        },
+    })
+    .expect("hello");
+    write_frame(&mut s, &hello).expect("hello");
+    let reply: HelloReply = wire::decode(&read_frame(&mut s).expect("reply")).expect("reply");
+    assert!(matches!(reply, HelloReply::Welcome(_)), "{reply:?}");
+    s
+}
+
+/// Three voters and node 4, a learner; `env` on every node.
+fn cluster_with_learner(env: &[(&str, &str)]) -> Cluster {
+    let mut c = Cluster::configure(3, &[]);
+    let addr4 = format!("127.0.0.1:{}", free_port());
+    c.add_proc(4, addr4.clone(), &["--join"]);
+    for node in c.nodes.values_mut() {
+        node.env
+            .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    }
+    for id in 1..=3 {
+        c.spawn(id);
+    }
+    let leader = c.wait_leader(Duration::from_secs(20));
+    c.spawn(4);
+    c.wait_up(4, Duration::from_secs(20));
+    let r = c
+        .post(leader, "/v1/members/add", json!({"id": 4, "addr": addr4}))
+        .expect("add the learner");
+    assert!(r.ok(), "{r:?}");
+    c
+}
+
+/// Kill the leader while node `from` floods the other voters; how long
+/// until one of them leads, if one does within `limit`.
+fn failover_under_flood(c: &mut Cluster, from: u64, limit: Duration) -> Option<Duration> {
+    let leader = c.wait_leader(Duration::from_secs(20));
+    let voters: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
+    let stop = AtomicBool::new(false);
+    let killed = std::thread::scope(|s| {
+        let (cref, voters_ref, stop_ref) = (&*c, &voters, &stop);
+        s.spawn(move || flood(cref, voters_ref, from, stop_ref));
+        // The flood is under way before the leader dies.
+        std::thread::sleep(Duration::from_millis(200));
+        let killed = Instant::now();
+        // The flood borrows the cluster: the kill goes by pid (the
+        // cluster reaps the process below).
+        let pid = cref.nodes[&leader].child.as_ref().expect("running").id();
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        let elected = loop {
+            let led = voters_ref.iter().any(|id| {
+                cref.status(*id)
+                    .is_some_and(|st| st.role == lockd_proto::Role::Leader)
+            });
+            if led {
+                break Some(killed.elapsed());
+            }
+            if killed.elapsed() > limit {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        stop_ref.store(true, Ordering::Relaxed);
+        elected
+    });
+    c.kill(leader); // reap it
+    killed
+}
+
+#[test]
+fn a_flood_of_pre_votes_from_a_learner_or_a_removed_node_holds_no_voter_back() {
+    // Alone: the failover time is the subject.
+    let _alone = lock_tests::turns::alone();
+    let mut c = cluster_with_learner(&[]);
+    let bound = Duration::from_millis(5 * c.election_ms);
+    let took = failover_under_flood(&mut c, 4, Duration::from_secs(10));
+    let took = took.expect("a new leader while the learner floods");
+    assert!(took < bound, "elected only {took:?} after the kill");
+    eprintln!("learner flooding: a new leader {took:?} after the kill");
+
+    // Node 4 removed, the killed node back: node 4 floods again.
+    let down = (1..=3)
+        .find(|id| !c.nodes[id].is_running())
+        .expect("the killed node");
+    c.spawn(down);
+    let leader = c.wait_leader(Duration::from_secs(20));
+    let r = c
+        .post(leader, "/v1/members/remove", json!({"id": 4}))
+        .expect("remove node 4");
+    assert!(r.ok(), "{r:?}");
+    // Its process is not needed: the flood speaks as node 4.
+    c.kill(4);
+    c.wait_converged(Duration::from_secs(20));
+    let took = failover_under_flood(&mut c, 4, Duration::from_secs(10));
+    let took = took.expect("a new leader while the removed node floods");
+    assert!(took < bound, "elected only {took:?} after the kill");
+    eprintln!("removed node flooding: a new leader {took:?} after the kill");
+}
+
+#[test]
+fn without_the_checks_a_learners_flood_stalls_the_election() {
+    // Alone: it measures that no election happens for a while.
+    let _alone = lock_tests::turns::alone();
+    let mut c = cluster_with_learner(&[("LOCKD_FAULT_ANY_VOTER", "1")]);
+    let limit = Duration::from_millis(10 * c.election_ms);
+    let took = failover_under_flood(&mut c, 4, limit);
+    assert_eq!(took, None, "the flood did not hold the voters back");
+}
