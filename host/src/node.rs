@@ -177,7 +177,7 @@ impl Node {
         crate::log::create_dir_durably(&dir).map_err(|e| data_err(&dir, e))?;
         let engine = match seams.engine {
             Some(shared) => shared,
-            None => Arc::new(WasmEngine::new(
+            None => Arc::new(WasmEngine::bounded(
                 config.engine.clone(),
                 Some(
                     config
@@ -185,6 +185,7 @@ impl Node {
                         .clone()
                         .unwrap_or_else(|| dir.join("module-cache")),
                 ),
+                config.module_cache_bound,
             )?),
         };
         let first_start = check_meta(&dir, config.id, engine.fingerprint())?;

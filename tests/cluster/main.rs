@@ -60,6 +60,7 @@ mod native_client;
 mod ops_observe;
 mod ops_recovery;
 mod peer_hostile;
+mod precheck_asks;
 mod prevote_flood;
 mod raft_handoff;
 mod security_roles;

@@ -121,9 +121,40 @@ fn a_rollback_from_0_2_to_0_1_keeps_every_holding_and_serves_the_waiters() {
         });
     }
 
+    // While a module key is trusted, the route back is refused: the
+    // previous module may have been signed by a key untrusted since
+    // (docs/security.md, "Signed modules").
+    let key = hex::encode(
+        ed25519_dalek::SigningKey::from_bytes(&[3; 32])
+            .verifying_key()
+            .to_bytes(),
+    );
+    let r = c
+        .post(leader, "/v1/admin/module-keys", json!({ "key": key }))
+        .expect("trust");
+    assert!(r.ok(), "{r:?}");
+    let r = c
+        .post(leader, "/v1/admin/rollback", json!({}))
+        .expect("rollback");
+    assert_eq!(r.status, 403, "{r:?}");
+    assert_eq!(r.body["code"], "bad_signature", "{r:?}");
+    assert!(r.error().contains("with --rollback"), "{r:?}");
+    assert_eq!(c.status(leader).expect("status").module_hash, v02);
+    let r = c
+        .delete(leader, &format!("/v1/admin/module-keys/{key}"))
+        .expect("untrust");
+    assert!(r.ok(), "{r:?}");
+
+    // The way back is pre-checked by every voter, as an upgrade is.
     let (code, out) = lockctl_upgrade(&c, None, &["--rollback"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains(&v01), "{out}");
+    for id in 1..=3 {
+        assert!(
+            out.contains(&format!("node {id}")),
+            "a verdict of node {id}: {out}"
+        );
+    }
     let s = c.status(leader).expect("status");
     assert_eq!(s.module_hash, v01);
     assert_eq!(

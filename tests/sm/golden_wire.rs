@@ -125,6 +125,21 @@ fn the_peer_hello_and_peer_messages_are_pinned() {
         },
     );
     pinned(
+        "peer_signed_precheck",
+        &Envelope {
+            id: 11,
+            body: PeerRequest::SignedPrecheck(lockd::modules::precheck::SignedPrecheckAsk {
+                ask: PrecheckAsk {
+                    vote: Vote::new_committed(3, 2),
+                    module: vec![0, 0x61, 0x73, 0x6d],
+                    rollback: false,
+                },
+                signature: Some(lockd_core::signature::ModuleSignature([9; 64])),
+                signed_for: lockd_core::signature::SignedFor::Shadow,
+            }),
+        },
+    );
+    pinned(
         "peer_answer_precheck",
         &Envelope {
             id: 11,

@@ -12,6 +12,7 @@ mod bound_signatures;
 mod cannot_run;
 mod capacity;
 mod engine_cache;
+mod engine_cache_trust;
 mod first_module;
 mod fuzz_inputs;
 mod fuzz_peer;

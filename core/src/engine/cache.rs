@@ -21,7 +21,16 @@
 //! Files are made safely: the directory with mode 0700, artifacts through a
 //! temporary file created exclusively (never through a planted symlink)
 //! and renamed into place; a cache entry that is not a regular file, or is
-//! implausibly big, is ignored.
+//! implausibly big, is ignored. An existing directory or key file is used
+//! only if this node's user owns it and no one else may write it (and the
+//! key, read it) ([`trust`], ssh's rule for its files): anyone who could
+//! plant a key could make this node map native code of their choosing.
+//!
+//! Only a module that passed admission is stored (the caller checks, then
+//! [`ComponentCache::put`]), and the cache is bounded in entries and bytes
+//! ([`CacheBound`]): past either, the artifacts used longest ago go first
+//! ([`bound`]). An artifact evicted is only compiled again when next
+//! needed.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,12 +47,18 @@ use super::error::EngineError;
 use super::hash::ModuleHash;
 use super::settings::EngineFingerprint;
 
+mod bound;
+mod trust;
+
+pub use bound::CacheBound;
+
 /// The biggest artifact read back (a compiled lock module is a few MiB).
 const MAX_ARTIFACT: u64 = 512 << 20;
 
 pub struct ComponentCache {
     dir: PathBuf,
     key: [u8; 32],
+    bound: CacheBound,
     fingerprint_short: String,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -59,16 +74,26 @@ pub enum Compiled {
 }
 
 impl ComponentCache {
-    pub fn open(dir: PathBuf, fingerprint: &EngineFingerprint) -> Result<Self, EngineError> {
+    pub fn open(
+        dir: PathBuf,
+        fingerprint: &EngineFingerprint,
+        bound: CacheBound,
+    ) -> Result<Self, EngineError> {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&dir)
             .map_err(|e| cache_err(&dir, e))?;
-        let key = cache_key(&key_path(&dir))?;
+        trust::check_dir(&dir)?;
+        let key_path = key_path(&dir);
+        if let Some(parent) = key_path.parent() {
+            trust::check_parent(parent)?;
+        }
+        let key = cache_key(&key_path)?;
         Ok(ComponentCache {
             dir,
             key,
+            bound,
             fingerprint_short: fingerprint.short().to_string(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -92,26 +117,33 @@ impl ComponentCache {
         )
     }
 
-    /// The compiled component for `bytes`, from disk when a sound artifact is
-    /// there, otherwise compiled and stored.
-    pub fn get_or_compile(
-        &self,
-        engine: &wasmtime::Engine,
-        module: &ModuleHash,
-        bytes: &[u8],
-    ) -> Result<(Component, Compiled), EngineError> {
+    /// The compiled component of `module`, from disk, when a sound artifact
+    /// is there (its time of use renewed, for the bound).
+    pub fn get(&self, engine: &wasmtime::Engine, module: &ModuleHash) -> Option<Component> {
         let path = self.path_for(module);
-        if let Some(component) = self.load(engine, &path) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok((component, Compiled::Cached));
+        match self.load(engine, &path) {
+            Some(component) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                bound::used(&path);
+                Some(component)
+            }
+            None => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                None
+            }
         }
-        self.misses.fetch_add(1, Ordering::Relaxed);
-        let component = compile(engine, bytes)?;
-        // A cache that cannot be written only costs a compile next time.
-        if let Err(e) = self.store(&component, &path) {
+    }
+
+    /// Keep `component`, compiled here from `module` and admitted, then
+    /// keep the cache within its bound. A cache that cannot be written only
+    /// costs a compile next time.
+    pub fn put(&self, component: &Component, module: &ModuleHash) {
+        let path = self.path_for(module);
+        if let Err(e) = self.store(component, &path) {
             tracing::warn!(path = %path.display(), error = %e, "could not write compiled component to cache");
+            return;
         }
-        Ok((component, Compiled::Fresh))
+        bound::keep_within(&self.dir, &self.bound, &path);
     }
 
     /// The tag of `artifact` stored at `path`: over its file name too.
@@ -230,6 +262,7 @@ fn cache_key(path: &Path) -> Result<[u8; 32], EngineError> {
             "the cache key must be a plain file of 32 bytes",
         ));
     }
+    trust::check_key(path, &meta)?;
     let mut f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)

@@ -93,9 +93,12 @@ impl GuestModule {
         if bytes[4..8] == [1, 0, 0, 0] {
             return Err(EngineError::NotAComponent);
         }
+        // Imports and the lock world's functions, read before a compile.
+        super::admit::check(bytes)?;
         let hash = ModuleHash::of(bytes);
-        let (component, compiled) = match engine.cache() {
-            Some(c) => c.get_or_compile(&engine.engine, &hash, bytes)?,
+        let cached = engine.cache().and_then(|c| c.get(&engine.engine, &hash));
+        let (component, compiled) = match cached {
+            Some(c) => (c, Compiled::Cached),
             None => (cache::compile(&engine.engine, bytes)?, Compiled::Fresh),
         };
         let imports: Vec<String> = component
@@ -125,6 +128,10 @@ impl GuestModule {
                     .map_err(|e| EngineError::WrongWorld(format!("{e:#}")))?,
             )
         };
+        // Admitted: now, and only now, kept for the next load.
+        if let (Some(cache), Compiled::Fresh) = (engine.cache(), compiled) {
+            cache.put(&component, &hash);
+        }
         Ok(GuestModule {
             hash,
             bytes: bytes.into(),

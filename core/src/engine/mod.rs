@@ -23,9 +23,12 @@
 //!
 //! * [`settings`]: [`EngineSettings`], the wasmtime `Config` built from them,
 //!   and the [`EngineFingerprint`].
+//! * [`admit`]: a component's imports and exports, read before any
+//!   compile.
 //! * [`cache`]: compiled components on local disk, keyed by (module hash,
-//!   fingerprint). Artifacts are only ever produced locally; a peer's
-//!   precompiled bytes are never accepted.
+//!   fingerprint), bounded. Artifacts are only ever produced locally (and
+//!   only of admitted modules); a peer's precompiled bytes are never
+//!   accepted.
 //! * [`guest`]: [`GuestModule`] (a loaded, checked component of any of the
 //!   four worlds, [`World`]) and [`GuestInstance`] (its running state).
 //! * [`calls`]: the instance's apply calls, and [`queries`] its read-only
@@ -54,6 +57,7 @@
 //! `restore` a snapshot into it. A `restore` that the guest refuses with an
 //! error value (not a trap) leaves the instance and its state untouched.
 
+pub mod admit;
 pub mod bindings;
 pub mod cache;
 pub mod calls;
@@ -69,7 +73,7 @@ pub mod wasm;
 pub mod world01;
 pub mod world02;
 
-pub use cache::ComponentCache;
+pub use cache::{CacheBound, ComponentCache};
 pub use checks::{cut as cut_reason, MAX_REASON};
 pub use error::EngineError;
 pub use guest::{GuestInstance, GuestModule, World};

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use wasmtime::component::Linker;
 
-use super::cache::ComponentCache;
+use super::cache::{CacheBound, ComponentCache};
 use super::error::EngineError;
 use super::settings::{EngineFingerprint, EngineSettings};
 use super::store::StoreState;
@@ -26,11 +26,20 @@ impl WasmEngine {
     /// Build the engine. `cache_dir` is where compiled components are kept
     /// between runs; `None` compiles every module on load.
     pub fn new(settings: EngineSettings, cache_dir: Option<PathBuf>) -> Result<Self, EngineError> {
+        Self::bounded(settings, cache_dir, CacheBound::default())
+    }
+
+    /// [`WasmEngine::new`] with the cache kept within `bound`.
+    pub fn bounded(
+        settings: EngineSettings,
+        cache_dir: Option<PathBuf>,
+        bound: CacheBound,
+    ) -> Result<Self, EngineError> {
         let engine = wasmtime::Engine::new(&settings.wasmtime_config())
             .map_err(|e| EngineError::Config(format!("{e:#}")))?;
         let fingerprint = settings.fingerprint();
         let cache = match cache_dir {
-            Some(dir) => Some(ComponentCache::open(dir, &fingerprint)?),
+            Some(dir) => Some(ComponentCache::open(dir, &fingerprint, bound)?),
             None => None,
         };
         let linker = Linker::new(&engine);

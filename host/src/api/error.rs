@@ -198,7 +198,7 @@ impl From<UpgradeError> for ApiError {
             U::Refused(MigrateError::Stale { .. }) => {
                 (StatusCode::CONFLICT, ErrorCode::StaleModule)
             }
-            U::Refused(MigrateError::Signature(_)) => {
+            U::Refused(MigrateError::Signature(_)) | U::RollbackUnsigned { .. } => {
                 (StatusCode::FORBIDDEN, ErrorCode::BadSignature)
             }
             U::Refused(MigrateError::NotNewer { .. } | MigrateError::Unversioned { .. }) => {

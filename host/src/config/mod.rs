@@ -55,6 +55,8 @@ pub struct NodeConfig {
     pub data_dir: PathBuf,
     /// Where compiled modules are kept, when not `<data_dir>/module-cache`.
     pub module_cache: Option<PathBuf>,
+    /// How much the module cache keeps.
+    pub module_cache_bound: lockd_core::engine::CacheBound,
     /// Empty with `join` set: wait to be added as a learner.
     pub initial_cluster: BTreeMap<u64, String>,
     pub join: bool,

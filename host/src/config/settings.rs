@@ -254,6 +254,10 @@ impl Tuning {
             max_session_holdings: limits.max_session_holdings,
             max_snapshot_bytes: limits.max_snapshot_bytes,
             max_module_bytes: limits.max_module_bytes,
+            module_cache_bound: lockd_core::engine::CacheBound {
+                max_entries: limits.max_module_cache_entries,
+                max_bytes: limits.max_module_cache_bytes,
+            },
             conn: ConnLimits {
                 max_connections: c.max_connections,
                 max_connections_per_ip: c.max_connections_per_ip,

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use lockd_core::engine::ModuleHash;
 use lockd_core::precheck::{NodeVerdict, PrecheckRecord};
+use lockd_core::signature::{ModuleSignature, SignedFor};
 use openraft::RaftNetworkFactory;
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +45,27 @@ pub struct PrecheckAsk {
     pub module: Vec<u8>,
     /// Marked as a rollback: no version order.
     pub rollback: bool,
+}
+
+/// [`PrecheckAsk`] with the signature the candidate carries and what it
+/// is signed for: a voter checks it, as apply would, before it compiles
+/// anything. A peer message (pinned by `tests/sm/golden_wire.rs`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SignedPrecheckAsk {
+    pub ask: PrecheckAsk,
+    pub signature: Option<ModuleSignature>,
+    pub signed_for: SignedFor,
+}
+
+impl SignedPrecheckAsk {
+    /// An older leader's ask: no signature.
+    pub fn unsigned(ask: PrecheckAsk) -> SignedPrecheckAsk {
+        SignedPrecheckAsk {
+            ask,
+            signature: None,
+            signed_for: SignedFor::Upgrade,
+        }
+    }
 }
 
 /// A voter's verdict.
@@ -69,22 +91,87 @@ impl PrecheckAnswer {
     }
 }
 
+/// Verdicts remembered, so that the same ask is not compiled and
+/// migrated again.
+const REMEMBERED: usize = 8;
+
+/// What a verdict depends on: the module, whether it is a rollback (no
+/// version order), and the module it would replace.
+type VerdictKey = (ModuleHash, bool, ModuleHash);
+
+/// The last verdicts this voter gave (see [`REMEMBERED`]).
+#[derive(Default)]
+pub struct Verdicts(std::sync::Mutex<std::collections::VecDeque<(VerdictKey, PrecheckAnswer)>>);
+
+impl Verdicts {
+    fn get(&self, key: &VerdictKey) -> Option<PrecheckAnswer> {
+        let v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.iter().find(|(k, _)| k == key).map(|(_, a)| a.clone())
+    }
+
+    fn put(&self, key: VerdictKey, answer: PrecheckAnswer) {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.retain(|(k, _)| *k != key);
+        v.push_back((key, answer));
+        while v.len() > REMEMBERED {
+            v.pop_front();
+        }
+    }
+}
+
 impl Upgrader {
-    /// Answer a leader's pre-check (on a voter).
-    pub async fn answer_precheck(&self, from: NodeId, ask: PrecheckAsk) -> PrecheckAnswer {
+    /// Answer a leader's pre-check (on a voter): only the leader of this
+    /// node's current term may ask; the module must pass admission (its
+    /// size, its signature while keys are trusted) before anything is
+    /// compiled (the engine then refuses imports and a missing world
+    /// before its compile); the same ask again is answered from the
+    /// verdict given the first time.
+    pub async fn answer_precheck(&self, from: NodeId, signed: SignedPrecheckAsk) -> PrecheckAnswer {
         let started = Instant::now();
-        let answer = match self.dry_run(&ask.module, ask.rollback).await {
-            Ok(t) => PrecheckAnswer {
-                accepted: true,
-                reason: None,
-                compile_us: t.compile_us,
-                migrate_us: t.migrate_us,
-            },
-            Err(e) => PrecheckAnswer::refused(e.to_string()),
+        let ask = &signed.ask;
+        let hash = ModuleHash::of(&ask.module);
+        let vote = self.raft.metrics().borrow().vote;
+        let leads =
+            ask.vote == vote && vote.is_committed() && vote.leader_id().voted_for() == Some(from);
+        if !leads {
+            tracing::warn!(from, module = %hash, "refused a pre-check ask from a node that is not this term's leader");
+            return PrecheckAnswer::refused(format!(
+                "node {} asks, but this node's leader of term {} is {:?}: only the leader may ask for a pre-check",
+                from,
+                vote.leader_id().term,
+                vote.leader_id().voted_for()
+            ));
+        }
+        let key = (hash, ask.rollback, self.sm.module_hash());
+        if let Some(answer) = self.verdicts.get(&key) {
+            return answer;
+        }
+        let admitted = match self.sm.precompiler().over_bound(&ask.module) {
+            Some(why) => Err(UpgradeError::OverNodeBound(why)),
+            None => self.check_signature(
+                &ask.module,
+                signed.signature.as_ref(),
+                signed.signed_for.purpose(),
+            ),
         };
+        let answer = match admitted {
+            Err(e) => PrecheckAnswer::refused(e.to_string()),
+            Ok(()) => match self.dry_run(&ask.module, ask.rollback).await {
+                Ok(t) => PrecheckAnswer {
+                    accepted: true,
+                    reason: None,
+                    compile_us: t.compile_us,
+                    migrate_us: t.migrate_us,
+                },
+                // Busy (another dry run) is not a verdict: not remembered.
+                Err(e @ UpgradeError::Busy(_)) => return PrecheckAnswer::refused(e.to_string()),
+                Err(e) => PrecheckAnswer::refused(e.to_string()),
+            },
+        };
+        self.verdicts.put(key, answer.clone());
         tracing::info!(
             from,
-            module = %ModuleHash::of(&ask.module),
+            module = %hash,
             accepted = answer.accepted,
             reason = answer.reason.as_deref().unwrap_or(""),
             ms = started.elapsed().as_millis() as u64,
@@ -101,6 +188,7 @@ impl Upgrader {
         module: &[u8],
         rollback: bool,
         quorum: bool,
+        signed: (Option<ModuleSignature>, SignedFor),
     ) -> PrecheckRecord {
         let (voters, vote) = {
             let m = self.raft.metrics();
@@ -114,10 +202,14 @@ impl Upgrader {
                 if id == self.id {
                     return (id, Ok(()));
                 }
-                let ask = PrecheckAsk {
-                    vote,
-                    module: module.to_vec(),
-                    rollback,
+                let ask = SignedPrecheckAsk {
+                    ask: PrecheckAsk {
+                        vote,
+                        module: module.to_vec(),
+                        rollback,
+                    },
+                    signature: signed.0,
+                    signed_for: signed.1,
                 };
                 let mut client = peers.new_client(id, &node).await;
                 let answer = tokio::time::timeout(DEADLINE, client.precheck(ask, DEADLINE))
@@ -161,8 +253,9 @@ impl Upgrader {
         module: &[u8],
         rollback: bool,
         quorum: bool,
+        signed: (Option<ModuleSignature>, SignedFor),
     ) -> Result<Vec<lockd_proto::PrecheckVerdict>, UpgradeError> {
-        let record = self.gather(module, rollback, quorum).await;
+        let record = self.gather(module, rollback, quorum, signed).await;
         let refusals = record.refusals();
         let verdicts = record.status(0).verdicts;
         let (index, response) = self.propose(Request::Precheck(record)).await?;

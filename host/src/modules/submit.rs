@@ -103,6 +103,10 @@ pub enum UpgradeError {
     /// precompiler says it).
     #[error("{0}")]
     OverNodeBound(String),
+    /// A rollback while module keys are trusted: the previous module may
+    /// have been signed by a key untrusted since.
+    #[error("the cluster trusts {trusted} module key(s), so a return to the previous module needs a signature by one of them: sign the previous module for an upgrade over the active one (`lockctl module sign`) and upgrade to it with --rollback")]
+    RollbackUnsigned { trusted: usize },
     #[error("{0}")]
     Internal(String),
 }
@@ -146,11 +150,13 @@ fn rejected(mut reply: UpgradeReply, module: ModuleHash, reason: String) -> Upgr
 pub struct Upgrader {
     pub(super) id: NodeId,
     pub(super) raft: Raft,
-    sm: StateMachineStore,
+    pub(super) sm: StateMachineStore,
     /// One dry run at a time.
     prechecks: Arc<tokio::sync::Semaphore>,
     /// Reaches the voters for the quorum pre-check.
     pub(super) peers: NetworkFactory,
+    /// The verdicts this node gave leaders' pre-checks, remembered.
+    pub(super) verdicts: Arc<super::precheck::Verdicts>,
 }
 
 impl Upgrader {
@@ -161,6 +167,7 @@ impl Upgrader {
             sm,
             prechecks: Arc::new(tokio::sync::Semaphore::new(1)),
             peers,
+            verdicts: Default::default(),
         }
     }
 
@@ -292,7 +299,7 @@ impl Upgrader {
     /// While module keys are trusted, `module` must be signed by one for
     /// `purpose`, here and now (the check apply makes, on the state this
     /// leader has applied).
-    fn check_signature(
+    pub(super) fn check_signature(
         &self,
         module: &[u8],
         signature: Option<&ModuleSignature>,
@@ -343,7 +350,11 @@ impl Upgrader {
                 return Err(UpgradeError::AlreadyActive(active));
             }
             timings = Some(self.dry_run(&module, how.rollback).await?);
-            verdicts = Some(self.quorum_check(&module, how.rollback, how.quorum).await?);
+            let signed = (signature, signed_for);
+            verdicts = Some(
+                self.quorum_check(&module, how.rollback, how.quorum, signed)
+                    .await?,
+            );
         }
         let request = Request::VersionedUpgrade(VersionedUpgrade {
             upgrade: UpgradeEntry { module, replaces },

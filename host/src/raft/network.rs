@@ -53,6 +53,10 @@ pub enum PeerRequest {
     KeepAlive {
         every_ms: u64,
     },
+    /// The pre-check ask with what admission needs (the signature the
+    /// upgrade or shadow carries): what a leader sends since signatures
+    /// are checked before a voter compiles anything.
+    SignedPrecheck(crate::modules::precheck::SignedPrecheckAsk),
 }
 
 /// The answer to a [`PeerRequest`]; `Error` when the request itself could
@@ -278,10 +282,10 @@ impl PeerClient {
     /// Ask this peer to pre-check a module, within `timeout`.
     pub async fn precheck(
         &mut self,
-        ask: crate::modules::precheck::PrecheckAsk,
+        ask: crate::modules::precheck::SignedPrecheckAsk,
         timeout: Duration,
     ) -> Result<crate::modules::precheck::PrecheckAnswer, String> {
-        match self.call(PeerRequest::Precheck(ask), timeout).await {
+        match self.call(PeerRequest::SignedPrecheck(ask), timeout).await {
             Ok(PeerResponse::Precheck(answer)) => Ok(answer),
             Ok(PeerResponse::Error(why) | PeerResponse::NotMember(why)) => Err(why),
             Ok(other) => Err(format!("answered {other:?}")),

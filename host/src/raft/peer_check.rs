@@ -87,6 +87,7 @@ impl PeerGate {
             PeerRequest::Vote(r) => &r.vote,
             PeerRequest::InstallSnapshot(r) => &r.vote,
             PeerRequest::Precheck(r) => &r.vote,
+            PeerRequest::SignedPrecheck(r) => &r.ask.vote,
             PeerRequest::PreVote(r) => &r.vote,
             PeerRequest::Resign(r) => &r.vote,
             // A setting of the connection it comes on: nothing for Raft.

@@ -208,7 +208,9 @@ pub async fn upgrade(
     responses(
         (status = 200, description = "swapped back at `index` on every node", body = UpgradeReply),
         (status = 400, description = "a bad query parameter", body = ErrorBody),
+        (status = 403, description = "module keys are trusted: sign the previous module and upgrade to it with `rollback=true` instead (`bad_signature`)", body = ErrorBody),
         (status = 404, description = "no previous module (`no_previous_module`)", body = ErrorBody),
+        (status = 409, description = "a voter refused it at the pre-check (`precheck_refused`, with `verdicts`)", body = ErrorBody),
         (status = 422, description = "the migration back fails (with `index` when at apply)", body = ErrorBody),
         (status = 503, description = "no leader, or another upgrade in flight", body = ErrorBody)))]
 pub async fn rollback(State(node): State<Arc<Services>>, uri: Uri) -> Result<Response, ApiError> {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use openraft::raft::AppendEntriesResponse;
 
 use super::Services;
+use crate::modules::precheck::SignedPrecheckAsk;
 use crate::raft::network::{PeerRequest, PeerResponse};
 use crate::raft::peer_check::Refusal;
 use crate::raft::prevote::{PreVoteAnswer, PreVoteAsk, VoterView};
@@ -73,6 +74,7 @@ impl Services {
                 PeerRequest::InstallSnapshot(r) => r.vote.is_committed(),
                 PeerRequest::Vote(_)
                 | PeerRequest::Precheck(_)
+                | PeerRequest::SignedPrecheck(_)
                 | PeerRequest::PreVote(_)
                 | PeerRequest::Resign(_)
                 | PeerRequest::KeepAlive { .. } => false,
@@ -149,7 +151,14 @@ impl Services {
                 }
                 PeerResponse::Resigned
             }
-            PeerRequest::Precheck(ask) => {
+            // An older leader's ask carries no signature: answered as
+            // unsigned (refused while keys are trusted).
+            PeerRequest::Precheck(ask) => PeerResponse::Precheck(
+                self.upgrader
+                    .answer_precheck(from, SignedPrecheckAsk::unsigned(ask))
+                    .await,
+            ),
+            PeerRequest::SignedPrecheck(ask) => {
                 PeerResponse::Precheck(self.upgrader.answer_precheck(from, ask).await)
             }
             // The connection answers it (`api::framed::peer`).

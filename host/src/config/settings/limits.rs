@@ -63,6 +63,15 @@ pub struct Limits {
     #[arg(long, env = "LOCKD_MAX_MODULE_BYTES",
           default_value_t = crate::api::body::DEFAULT_MAX_MODULE)]
     pub max_module_bytes: usize,
+    /// Compiled modules the module cache keeps (with several nodes
+    /// sharing one, all of them together); past it, the one used longest
+    /// ago is removed.
+    #[arg(long, env = "LOCKD_MAX_MODULE_CACHE_ENTRIES", default_value_t = 64)]
+    pub max_module_cache_entries: usize,
+    /// Bytes the module cache keeps (see the entries); past it, the
+    /// compiled modules used longest ago are removed.
+    #[arg(long, env = "LOCKD_MAX_MODULE_CACHE_BYTES", default_value_t = 1 << 30)]
+    pub max_module_cache_bytes: u64,
 }
 
 // The connection defaults are `ConnLimits`'s own, so that a node built

@@ -25,7 +25,11 @@ impl Upgrader {
             self.check_signature(&module, signature.as_ref(), Purpose::Shadow)?;
             let checked = self.precheck(&module).await?.0;
             // A shadow is no upgrade: a refusal always blocks it.
-            Some((checked, self.quorum_check(&module, true, false).await?))
+            let signed = (signature, lockd_core::signature::SignedFor::Shadow);
+            Some((
+                checked,
+                self.quorum_check(&module, true, false, signed).await?,
+            ))
         } else {
             None
         };

@@ -1,0 +1,160 @@
+//! Who may make a voter pre-check a module, and what it costs: only the
+//! leader of the voter's current term may ask; while the cluster trusts
+//! module keys, an unsigned module is refused before anything is compiled
+//! (nothing reaches the module cache); and the same ask again is answered
+//! from the first verdict, not compiled and migrated again.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use lock_tests::cluster::{shared_module_cache, Cluster};
+use lock_tests::fixtures::LOCK_SM_V2;
+use lockd::modules::precheck::{PrecheckAnswer, PrecheckAsk, SignedPrecheckAsk};
+use lockd::raft::network::{PeerRequest, PeerResponse};
+use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
+use lockd_core::engine::ModuleHash;
+use lockd_core::signature::SignedFor;
+use openraft::Vote;
+
+fn read_frame(s: &mut TcpStream) -> Vec<u8> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).expect("frame length");
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).expect("frame body");
+    body
+}
+
+fn write_frame(s: &mut TcpStream, bytes: &[u8]) {
+    s.write_all(&(bytes.len() as u32).to_be_bytes())
+        .expect("write");
+    s.write_all(bytes).expect("write");
+}
+
+/// Ask node `to` (at `addr`, of `cluster`) as node `from` to pre-check
+/// `module` under `vote`; its answer.
+fn ask(
+    (addr, to, cluster): (&str, u64, &str),
+    from: u64,
+    vote: Vote<u64>,
+    module: &[u8],
+) -> PrecheckAnswer {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    s.write_all(&wire::PREFACE).expect("preface");
+    let fingerprint = lockd_core::engine::EngineSettings::default()
+        .fingerprint()
+        .text;
+    let hello = wire::encode(&Hello {
+        role: Role::PeerInCluster {
+            from,
+            to,
+            fingerprint,
+            cluster: cluster.to_string(),
+        },
+    })
+    .expect("hello");
+    write_frame(&mut s, &hello);
+    let reply: HelloReply = wire::decode(&read_frame(&mut s)).expect("hello reply");
+    assert!(matches!(reply, HelloReply::Welcome(_)), "{reply:?}");
+    let body = PeerRequest::SignedPrecheck(SignedPrecheckAsk {
+        ask: PrecheckAsk {
+            vote,
+            module: module.to_vec(),
+            rollback: true,
+        },
+        signature: None,
+        signed_for: SignedFor::Upgrade,
+    });
+    write_frame(
+        &mut s,
+        &wire::encode(&Envelope { id: 1, body }).expect("encode"),
+    );
+    let reply: Envelope<PeerResponse> = wire::decode(&read_frame(&mut s)).expect("reply");
+    match reply.body {
+        PeerResponse::Precheck(a) => a,
+        other => panic!("expected a verdict, got {other:?}"),
+    }
+}
+
+/// `module` with a custom section naming `tag`: a valid module of its own
+/// hash, which no other test has compiled.
+fn unique(module: &[u8], tag: &str) -> Vec<u8> {
+    let mut m = module.to_vec();
+    let name = format!("precheck-asks-{tag}-{}", std::process::id());
+    let mut payload = vec![name.len() as u8];
+    payload.extend_from_slice(name.as_bytes());
+    m.push(0); // custom section
+    m.push(payload.len() as u8);
+    m.extend_from_slice(&payload);
+    m
+}
+
+/// Whether the shared module cache holds an artifact of `module`.
+fn compiled(module: &[u8]) -> bool {
+    let prefix = ModuleHash::of(module).to_string();
+    std::fs::read_dir(shared_module_cache())
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn only_the_leader_may_ask_admission_comes_first_and_a_verdict_is_given_once() {
+    let c = Cluster::start(3, &[]);
+    let leader = c.wait_leader(Duration::from_secs(20));
+    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    let other = (1..=3)
+        .find(|id| *id != leader && *id != follower)
+        .expect("another");
+    let st = c.status(follower).expect("status");
+    let cluster = st.cluster_id.expect("a cluster id");
+    let to = (c.addr(follower), follower, cluster.as_str());
+    let term_vote = Vote::new_committed(st.term, leader);
+
+    // Another member, naming itself leader of this term: refused, and
+    // the module never compiled.
+    let m = unique(LOCK_SM_V2, "member");
+    let a = ask(to, other, Vote::new_committed(st.term, other), &m);
+    assert!(!a.accepted, "{a:?}");
+    assert!(
+        a.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("only the leader may ask")),
+        "{a:?}"
+    );
+    assert!(!compiled(&m), "a refused ask was compiled");
+
+    // The leader's ask: dry-run once; the same ask again is answered from
+    // that verdict (the same timings, not a second compile and migration).
+    let m = unique(LOCK_SM_V2, "leader");
+    let first = ask(to, leader, term_vote, &m);
+    assert!(first.accepted, "{first:?}");
+    assert!(compiled(&m), "an admitted module is compiled and kept");
+    let again = ask(to, leader, term_vote, &m);
+    assert_eq!(again, first);
+
+    // While a key is trusted, an unsigned module is refused before its
+    // compile.
+    let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+    let r = c
+        .post(
+            leader,
+            "/v1/admin/module-keys",
+            serde_json::json!({ "key": hex::encode(key.verifying_key().to_bytes()) }),
+        )
+        .expect("trust a key");
+    assert!(r.ok(), "{r:?}");
+    c.wait_converged(Duration::from_secs(20));
+    let m = unique(LOCK_SM_V2, "unsigned");
+    let a = ask(to, leader, term_vote, &m);
+    assert!(!a.accepted, "{a:?}");
+    assert!(
+        a.reason.as_deref().is_some_and(|r| r.contains("sign")),
+        "{a:?}"
+    );
+    assert!(!compiled(&m), "an unsigned module was compiled");
+}
