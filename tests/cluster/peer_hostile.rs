@@ -121,3 +121,70 @@ fn hostile_peer_frames_are_refused_and_change_nothing() {
     c.acquire_on_leader("after", 60_000, within);
     c.wait_converged(within);
 }
+
+/// A peer hello naming node `from`, sent to node `to` at `addr` of
+/// `cluster`: whether it was welcomed, and the connection.
+fn try_peer((addr, to, cluster): (&str, u64, &str), from: u64) -> (HelloReply, TcpStream) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.write_all(&wire::PREFACE).expect("preface");
+    let fingerprint = lockd_core::engine::EngineSettings::default()
+        .fingerprint()
+        .text;
+    let hello = wire::encode(&Hello {
+        role: Role::PeerInCluster {
+            from,
+            to,
+            fingerprint,
+            cluster: cluster.to_string(),
+        },
+    })
+    .expect("hello");
+    write_frame(&mut s, &hello);
+    let reply: HelloReply = wire::decode(&read_frame(&mut s)).expect("hello reply");
+    (reply, s)
+}
+
+#[test]
+fn a_node_that_is_not_a_member_gets_few_peer_connections_and_small_frames() {
+    let c = Cluster::start(3, &[]);
+    let leader = c.wait_leader(Duration::from_secs(20));
+    let within = Duration::from_secs(20);
+    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    let cluster = c.status(follower).expect("status").cluster_id.expect("id");
+    let addr = (c.addr(follower), follower, cluster.as_str());
+    // Node 9 is no member: its connections take places of their own, 16
+    // from one address (lockd::transport::limits::MAX_UNPROVEN_PEERS).
+    let (per_ip, frame) = (
+        lockd::transport::limits::MAX_UNPROVEN_PEERS.1,
+        lockd::transport::limits::MAX_UNPROVEN_PEER_FRAME,
+    );
+    let mut open = Vec::new();
+    for _ in 0..per_ip {
+        let (reply, s) = try_peer(addr, 9);
+        assert!(matches!(reply, HelloReply::Welcome(_)), "{reply:?}");
+        open.push(s);
+    }
+    let (reply, _) = try_peer(addr, 9);
+    match reply {
+        HelloReply::Refused(r) => assert!(r.reason.contains("not members"), "{r:?}"),
+        other => panic!("the connection past the bound was welcomed: {other:?}"),
+    }
+    // A frame bigger than a vote needs closes such a connection.
+    let mut s = open.pop().expect("a connection");
+    let big = vec![0u8; frame + 1];
+    let _ = write_frame_checked(&mut s, &big);
+    let mut buf = [0u8; 1];
+    let closed = matches!(s.read(&mut buf), Ok(0) | Err(_));
+    assert!(closed, "a frame past the bound was read");
+    // A member's connections are unaffected: the cluster commits.
+    drop(open);
+    c.acquire_on_leader("after", 60_000, within);
+    c.wait_converged(within);
+}
+
+fn write_frame_checked(s: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+    s.write_all(&(bytes.len() as u32).to_be_bytes())?;
+    s.write_all(bytes)
+}

@@ -23,7 +23,11 @@
 //! Peers leave the opening budget as soon as their hello is believed and
 //! take no client place: a flood of clients cannot cut the cluster's own
 //! links once they are up (a new link meets the opening budget like
-//! anyone, and Raft reconnects).
+//! anyone, and Raft reconnects). A peer whose hello names a node that is
+//! not a member of this node's membership (a node removed, a stranger
+//! without TLS) takes a place in a budget of its own instead,
+//! [`MAX_UNPROVEN_PEERS`], and may send only frames of
+//! [`MAX_UNPROVEN_PEER_FRAME`] bytes, until it is proven a member.
 //!
 //! "Per address" is per IPv4 address and per IPv6 /64 ([`prefix`]): one
 //! host is handed a whole /64, so counting single IPv6 addresses would
@@ -47,6 +51,15 @@ pub const MAX_CLIENT_FRAME: usize = 64 << 10;
 /// closed: a client that died mid-request, or stopped reading, holds no
 /// slot (a watcher's among them) longer than this.
 pub const CLIENT_STALL: Duration = Duration::from_secs(30);
+
+/// Peer connections from nodes that are not members, at once: in all, and
+/// from one address (a node removed, or one being added by a leader this
+/// node does not know yet, needs only a few).
+pub const MAX_UNPROVEN_PEERS: (usize, usize) = (64, 16);
+/// The largest frame a peer that is not a member may send: a vote, a
+/// pre-vote, a hand-over notice (a leader this node does not know yet
+/// reconnects once a member vouches for it, and may then send entries).
+pub const MAX_UNPROVEN_PEER_FRAME: usize = 64 << 10;
 
 /// The bounds, from `lockd serve`'s flags.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,12 +137,13 @@ pub fn prefix(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// The three budgets.
+/// The four budgets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Budget {
     Opening,
     Unauthenticated,
     Client,
+    UnprovenPeer,
 }
 
 impl Budget {
@@ -154,6 +168,12 @@ impl Budget {
                 "--max-connections",
                 "--max-connections-per-ip",
             ),
+            Budget::UnprovenPeer => (
+                MAX_UNPROVEN_PEERS.0,
+                MAX_UNPROVEN_PEERS.1,
+                "a fixed bound",
+                "a fixed bound",
+            ),
         }
     }
 
@@ -162,6 +182,7 @@ impl Budget {
             Budget::Opening => "connections opening",
             Budget::Unauthenticated => "unauthenticated connections",
             Budget::Client => "connections",
+            Budget::UnprovenPeer => "peer connections from nodes that are not members",
         }
     }
 }
@@ -177,6 +198,7 @@ struct Counts {
     opening: Tally,
     unauthenticated: Tally,
     client: Tally,
+    unproven_peer: Tally,
 }
 
 impl Counts {
@@ -185,6 +207,7 @@ impl Counts {
             Budget::Opening => &mut self.opening,
             Budget::Unauthenticated => &mut self.unauthenticated,
             Budget::Client => &mut self.client,
+            Budget::UnprovenPeer => &mut self.unproven_peer,
         }
     }
 }
@@ -332,9 +355,22 @@ impl Slot {
         Ok(())
     }
 
-    /// The connection is a peer: it takes no client place.
+    /// The connection is a peer of this node's membership: it takes no
+    /// client place (nor, once proven, an unproven peer's).
     pub fn peer(&self) {
         *self.place() = None;
+    }
+
+    /// The connection is a peer whose hello names a node that is not a
+    /// member: out of the opening phase, into the unproven peers' budget.
+    /// `Err`: that budget is full; the hello is to be refused.
+    pub fn unproven_peer(&self) -> Result<(), String> {
+        let mut place = self.place();
+        if place.as_ref().map(|p| p.budget) != Some(Budget::Opening) {
+            return Err("the connection's opening phase is over".into());
+        }
+        *place = Some(self.gate.take(Budget::UnprovenPeer, self.key)?);
+        Ok(())
     }
 
     /// At the end of the opening phase: `true` (and the place given back)

@@ -25,7 +25,7 @@ use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 use super::caller::Settled;
 use super::services::Services;
-use crate::transport::limits::{MAX_CLIENT_FRAME, MAX_HELLO_FRAME};
+use crate::transport::limits::{MAX_CLIENT_FRAME, MAX_HELLO_FRAME, MAX_UNPROVEN_PEER_FRAME};
 use crate::transport::listener::{Incoming, Io};
 use lockd_client::wire::{self as frame, Hello, HelloReply, Refused, Role, Welcome};
 
@@ -104,12 +104,24 @@ pub async fn serve(node: Arc<Services>, c: Incoming) {
             .await;
         }
         Some(p) => {
-            // Peers hold no client place, and may send big entries.
-            slot.peer();
+            // A member holds no client place, and may send big entries; a
+            // node that is not one takes a place of its own and may send
+            // only small frames (see `transport::limits`).
+            if node.is_peer_member(p.from) {
+                slot.peer();
+                framed.codec_mut().set_max_frame_length(frame::MAX_FRAME);
+            } else if let Err(why) = slot.unproven_peer() {
+                tracing::warn!(id = node.id(), from = p.from, %peer, %why, "refused a peer that is not a member");
+                let _ = send(&mut framed, &refuse(why)).await;
+                return;
+            } else {
+                framed
+                    .codec_mut()
+                    .set_max_frame_length(MAX_UNPROVEN_PEER_FRAME);
+            }
             if send(&mut framed, &welcome).await.is_err() {
                 return;
             }
-            framed.codec_mut().set_max_frame_length(frame::MAX_FRAME);
             p.from
         }
     };

@@ -191,6 +191,13 @@ impl Services {
         }
     }
 
+    /// Whether a peer connection from `id` is a member's: a member of this
+    /// node's membership (or a leader a member vouched for), or any node
+    /// while this node has no membership yet (it is being added).
+    pub fn is_peer_member(&self, id: NodeId) -> bool {
+        self.may_send(id) != Some(false)
+    }
+
     /// The member node a certificate names, if it names one that is a
     /// member now (a node acting for a caller, or as itself).
     pub fn member_of(&self, identity: Option<&Identity>) -> Option<NodeId> {
