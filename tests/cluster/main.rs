@@ -62,6 +62,7 @@ mod ops_recovery;
 mod peer_hostile;
 mod prevote_flood;
 mod raft_handoff;
+mod security_hosts;
 mod security_roles;
 mod security_routes;
 mod security_tls;
