@@ -334,6 +334,10 @@ impl Node {
             conn: gate.clone(),
             tls_required: tls_server.is_some(),
             auth: auth.clone(),
+            allowed_hosts: crate::api::hosts::AllowedHosts::new(
+                [config.addr.as_str(), config.listen_addr()],
+                &config.allowed_hosts,
+            ),
             forwarder: crate::transport::http::Forwarder::new(as_node.clone()),
             leader_changes: leader_changes.clone(),
             snapshot_sends,

@@ -162,6 +162,13 @@ codes! {
     /// The caller stopped sending a request's body (nothing of it arrived
     /// for 30 s): nothing was done.
     RequestTimeout = "request_timeout",
+    /// The request's `Host` names none of the node's names (an IP
+    /// address, `localhost`, its advertised or listen address, a name of
+    /// `--allowed-hosts`), as a request of a web page whose name was made
+    /// to resolve to the node (DNS rebinding) would: 421, nothing was
+    /// done. Checked on every request with authentication off; with it
+    /// on, on a browser's request that can change state.
+    UnknownHost = "unknown_host",
 }
 
 impl std::fmt::Display for ErrorCode {

@@ -163,7 +163,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
     let addr = c.addr(1).to_string();
     let post = |path: &str, body: &[u8]| {
         let mut req =
-            format!("POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len())
+            format!("POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len())
                 .into_bytes();
         req.extend_from_slice(body);
         raw(&addr, &req)
@@ -185,7 +185,7 @@ fn bad_input_gets_precise_errors_and_changes_nothing() {
     );
     let resp = raw(
         &addr,
-        b"GET /v1/nope HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        b"GET /v1/nope HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n",
     );
     assert!(
         resp.starts_with("HTTP/1.1 404")

@@ -23,7 +23,7 @@ fn ip(s: &str) -> IpAddr {
 /// One HTTP request on `s`; the answer's head and body.
 fn http_get(s: &mut TcpStream, path: &str) -> String {
     // One write: `write!` on a socket sends each formatted piece apart.
-    s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+    s.write_all(format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n").as_bytes())
         .expect("write");
     s.set_read_timeout(Some(Duration::from_secs(5)))
         .expect("timeout");
@@ -76,7 +76,7 @@ fn slow_and_idle_connections_are_closed_on_time() {
     closed(&mut s, "preface without a hello");
     // Half an HTTP head.
     let mut s = TcpStream::connect(addr).expect("connect");
-    s.write_all(b"GET /v1/status HTTP/1.1\r\nhost: x\r\n")
+    s.write_all(b"GET /v1/status HTTP/1.1\r\nhost: 127.0.0.1\r\n")
         .expect("head");
     closed(&mut s, "half an HTTP head");
     // A kept-alive HTTP connection after one request.
@@ -134,7 +134,7 @@ fn the_opening_phase_is_bounded_per_address_and_others_are_served() {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let mut s = raw::connect_from(ip("127.0.0.2"), &addr).expect("connect");
-        let _ = s.write_all(b"GET /v1/status HTTP/1.1\r\nhost: x\r\n\r\n");
+        let _ = s.write_all(b"GET /v1/status HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n");
         s.set_read_timeout(Some(Duration::from_secs(5)))
             .expect("timeout");
         let mut buf = [0u8; 64];

@@ -85,7 +85,7 @@ async fn hello(c: &Cluster, src: &str, token: Option<String>) -> (Tls, HelloRepl
 
 /// One HTTP request on `s`; the answer's head and body.
 async fn http(s: &mut Tls, head: &str) -> String {
-    let req = format!("{head}\r\nhost: x\r\n\r\n");
+    let req = format!("{head}\r\nhost: 127.0.0.1\r\n\r\n");
     s.write_all(req.as_bytes()).await.expect("write");
     let mut out = Vec::new();
     let mut buf = [0u8; 4096];

@@ -20,7 +20,7 @@ const VANISHED_LEASE_MS: u64 = 600_000;
 fn send_acquire(addr: &str, key: &str, lease_ms: u64, wait_ms: u64) -> TcpStream {
     let body = format!("{{\"lease_ms\":{lease_ms},\"wait_ms\":{wait_ms}}}");
     let req = format!(
-        "POST /v1/locks/{key}/acquire HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        "POST /v1/locks/{key}/acquire HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
     let mut s = TcpStream::connect(addr).expect("connect");

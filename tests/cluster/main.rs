@@ -63,6 +63,7 @@ mod peer_hostile;
 mod precheck_asks;
 mod prevote_flood;
 mod raft_handoff;
+mod security_hosts;
 mod security_roles;
 mod security_routes;
 mod security_tls;

@@ -202,7 +202,7 @@ fn a_live_node_survives_random_input() {
             .current()
             .replace(' ', "%20");
         let req = format!(
-            "POST /v1/locks/{path}/acquire HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            "POST /v1/locks/{path}/acquire HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()
         );
         send_raw(&addr, req.as_bytes());

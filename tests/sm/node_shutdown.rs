@@ -52,7 +52,7 @@ fn shutdown_returns_once_every_task_and_connection_has_ended() {
     rt.block_on(async {
         let node = Node::start(config).await.expect("start");
         let mut http = TcpStream::connect(&addr).await.expect("connect");
-        http.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        http.write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
             .await
             .expect("write");
         let answer = String::from_utf8_lossy(&read_some(&mut http).await).into_owned();

@@ -6,11 +6,12 @@
 //! credentials this node accepts, with `WWW-Authenticate: Bearer`) or 403,
 //! and is logged with the principal and its roles. A request whose route
 //! is malformed is answered 400, and one naming no route 404, once the
-//! caller is authenticated: neither reaches a handler. A cross-site or
-//! untyped request that would change state is refused
-//! ([`super::origin`]). An allowed request carries its [`Op`] and its
-//! [`Access`] to the handler, which records the principal in grants and
-//! binds releases and keepalives to it.
+//! caller is authenticated: neither reaches a handler. A request sent to
+//! a name that is not this node's is refused first, once its connection
+//! is settled ([`super::hosts`]); a cross-site or untyped request that
+//! would change state is refused ([`super::origin`]). An allowed request
+//! carries its [`Op`] and its [`Access`] to the handler, which records
+//! the principal in grants and binds releases and keepalives to it.
 //!
 //! Every admin request that this node served (not one it passed on to the
 //! leader) goes to the admin audit trail: a log line and the recent
@@ -170,6 +171,19 @@ pub async fn authorize(
         }
     }
     let what = format!("{} {}", req.method(), req.uri().path());
+    // Before any rule is asked: a rebound page learns nothing, not even
+    // whether it would need a credential.
+    let misdirected = super::hosts::refusal(
+        node.allowed_hosts(),
+        node.auth_is_on(),
+        req.method(),
+        req.uri(),
+        req.headers(),
+    );
+    if let Some(refused) = misdirected {
+        tracing::warn!(id = node.id(), peer = %caller.addr, request = %what, why = %refused.message, "refused a request for a name that is not this node's");
+        return refused.into_response();
+    }
     let access = match node.authorize(&who, &action) {
         Ok(a) => a,
         Err(Refusal {

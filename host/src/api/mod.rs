@@ -23,6 +23,8 @@
 //! * [`op`]: what an HTTP request asks for, parsed once for the
 //!   authorisation layer and the handlers alike.
 //! * [`origin`]: cross-site and untyped requests, refused.
+//! * [`hosts`]: requests sent to a name that is not the node's (DNS
+//!   rebinding), refused.
 //! * [`authorize`]: the layer that authenticates and authorises every
 //!   HTTP request, and the admin audit trail.
 //! * [`forward`]: the layer that passes leader-only requests to the leader.
@@ -40,6 +42,7 @@ pub mod error;
 pub mod forward;
 pub mod framed;
 pub mod health;
+pub mod hosts;
 pub mod http;
 pub mod lock_json;
 pub mod locks;

@@ -33,7 +33,7 @@ pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/ui", "/v1/openapi.json"]
 #[openapi(
     info(
         title = "lockd",
-        description = "The HTTP/JSON API of lockd, a Raft-replicated lock service whose lock logic is a deterministic WebAssembly module. Every error is `{\"error\": \"…\", \"code\": \"…\"}` with a fitting status code: `code` is stable and is what programs match (the list: ErrorCode), `error` is for people (and `leader` names the leader when another node leads). Lock, admin and membership routes are answered by the leader; any other node forwards them. With authentication on, every route but the public ones needs `Authorization: Bearer TOKEN` or a client certificate (401 without, 403 when the roles do not allow it).",
+        description = "The HTTP/JSON API of lockd, a Raft-replicated lock service whose lock logic is a deterministic WebAssembly module. Every error is `{\"error\": \"…\", \"code\": \"…\"}` with a fitting status code: `code` is stable and is what programs match (the list: ErrorCode), `error` is for people (and `leader` names the leader when another node leads). Lock, admin and membership routes are answered by the leader; any other node forwards them. With authentication on, every route but the public ones needs `Authorization: Bearer TOKEN` or a client certificate (401 without, 403 when the roles do not allow it). A request whose `Host` names none of the node's names (an IP address, `localhost`, its advertised or listen address, `--allowed-hosts`) is refused with 421 and the code `unknown_host`: every request with authentication off, a browser's request that can change state with it on (DNS rebinding).",
         license(name = "Apache-2.0")
     ),
     paths(

@@ -13,15 +13,24 @@
 //!   `application/json`, or for a module `application/wasm` (or
 //!   `application/octet-stream`). The types a page may send another
 //!   site without asking first (forms, `text/plain`) are never taken.
+//!
+//! A page that made its own name resolve to the node (DNS rebinding) is
+//! of the node's origin to the browser: [`super::hosts`] refuses it by
+//! the name it sends in `Host`.
 
 use axum::http::{header, HeaderMap, Method, StatusCode};
 
 use super::error::ApiError;
 use super::op::Op;
 
+/// Whether `method` may change state (any method but GET, HEAD, OPTIONS).
+pub fn may_change_state(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
 /// Why `method` with `headers` is refused as cross-site or untyped.
 pub fn refusal(method: &Method, headers: &HeaderMap, op: &Op) -> Option<ApiError> {
-    if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+    if !may_change_state(method) {
         return None;
     }
     let forbidden = |m: String| Some(ApiError::new(StatusCode::FORBIDDEN, m));

@@ -99,6 +99,10 @@ pub struct NodeConfig {
     /// Reloaded on SIGHUP.
     pub auth_file: Option<PathBuf>,
     pub insecure: bool,
+    /// Names HTTP requests may be sent to besides IP addresses,
+    /// `localhost` and the hosts of `addr` and `listen`
+    /// ([`crate::api::hosts`]): lower case, without a trailing dot.
+    pub allowed_hosts: Vec<String>,
 }
 
 /// The most changes `--watch-history` may keep (each holds a key of up to

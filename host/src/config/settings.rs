@@ -164,6 +164,21 @@ pub struct Security {
     /// at every start).
     #[arg(long, env = "LOCKD_INSECURE")]
     pub insecure: bool,
+    /// More names HTTP requests may be sent to, comma-separated (e.g.
+    /// lockd.example,lockd): a request whose Host names none of the
+    /// node's names is refused (421, code `unknown_host`), every request
+    /// with authentication off, a browser's that can change state with it
+    /// on. Always accepted: IP addresses, localhost, the hosts of
+    /// --advertise-addr and --listen (docs/security.md, "Cross-site
+    /// requests and the console").
+    #[arg(long, env = "LOCKD_ALLOWED_HOSTS", value_parser = host_names)]
+    pub allowed_hosts: Option<String>,
+}
+
+/// `--allowed-hosts`: refused where it is given (flag, environment, file)
+/// unless every entry is a host name.
+fn host_names(s: &str) -> Result<String, String> {
+    crate::api::hosts::allowed_list(s).map(|_| s.to_string())
 }
 
 /// Every area but who the node is and how it is secured: what `lockd dev`
@@ -276,6 +291,7 @@ impl Tuning {
             tls: None,
             auth_file: None,
             insecure: false,
+            allowed_hosts: Vec::new(),
         })
     }
 }
@@ -328,6 +344,7 @@ impl ServeSettings {
             tls_ca,
             auth_file,
             insecure,
+            allowed_hosts,
         } = self.security;
         c.tls = match (tls_cert, tls_key, tls_ca) {
             (Some(cert), Some(key), Some(ca)) => Some(TlsFiles { cert, key, ca }),
@@ -350,6 +367,13 @@ impl ServeSettings {
         };
         c.auth_file = auth_file;
         c.insecure = insecure;
+        if let Some(list) = allowed_hosts {
+            c.allowed_hosts =
+                crate::api::hosts::allowed_list(&list).map_err(|reason| ConfigError::Refused {
+                    origin: origins.of("allowed_hosts"),
+                    reason: format!("--allowed-hosts: {reason}"),
+                })?;
+        }
         Ok(c)
     }
 }

@@ -28,6 +28,7 @@ mod state;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use super::hosts::AllowedHosts;
 use crate::auth::trail::AdminLog;
 use crate::auth::Auth;
 use crate::cluster_id::ClusterIdentity;
@@ -80,6 +81,8 @@ pub struct Services {
     tls_required: bool,
     /// Who may do what (off without an auth file).
     auth: Arc<Auth>,
+    /// The names HTTP requests may be sent to (DNS rebinding).
+    allowed_hosts: AllowedHosts,
     /// The HTTP client for forwarding to the leader.
     forwarder: Forwarder,
     /// The admin requests this node served, for status.
@@ -113,6 +116,8 @@ pub struct Parts {
     pub conn: Gate,
     pub tls_required: bool,
     pub auth: Arc<Auth>,
+    /// The node's advertised and listen hosts and `--allowed-hosts`.
+    pub allowed_hosts: AllowedHosts,
     pub forwarder: Forwarder,
     /// Counted by a task of the node; read here for metrics.
     pub leader_changes: Arc<AtomicU64>,
@@ -144,6 +149,7 @@ impl Services {
             conn: p.conn,
             tls_required: p.tls_required,
             auth: p.auth,
+            allowed_hosts: p.allowed_hosts,
             forwarder: p.forwarder,
             admin_log: AdminLog::default(),
             leader_changes: p.leader_changes,
@@ -160,6 +166,11 @@ impl Services {
     /// Whether every connection must be TLS (the node has a certificate).
     pub fn tls_required(&self) -> bool {
         self.tls_required
+    }
+
+    /// The names an HTTP request may be sent to ([`super::hosts`]).
+    pub fn allowed_hosts(&self) -> &AllowedHosts {
+        &self.allowed_hosts
     }
 
     /// The caps and timeouts every connection is served under.

@@ -138,6 +138,42 @@ fn bad_values_name_the_setting_and_their_source() {
 }
 
 #[test]
+fn allowed_hosts_are_a_list_of_names_from_any_layer() {
+    let hosts = |args: &[&str], env: &[(&str, &str)]| {
+        let (s, o) = run(args, env).unwrap();
+        s.resolve(&o).unwrap().allowed_hosts
+    };
+    assert!(hosts(&[], &[]).is_empty());
+    assert_eq!(
+        hosts(&["--allowed-hosts", "Lockd.Example., dev.local"], &[]),
+        ["lockd.example", "dev.local"]
+    );
+    assert_eq!(
+        hosts(&[], &[("LOCKD_ALLOWED_HOSTS", "a.example")]),
+        ["a.example"]
+    );
+    let f = file("allowed_hosts = \"b.example,c\"\n");
+    let path = f.path().to_str().unwrap();
+    assert_eq!(hosts(&["--config", path], &[]), ["b.example", "c"]);
+    // An entry that is not a name is refused where it was given.
+    let e = run(&[], &[("LOCKD_ALLOWED_HOSTS", "a.example:7400")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("LOCKD_ALLOWED_HOSTS") && e.contains("no port"),
+        "{e}"
+    );
+    let f = file("allowed_hosts = \"http://b.example\"\n");
+    let e = run(&["--config", f.path().to_str().unwrap()], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`allowed_hosts`") && e.contains("no scheme"),
+        "{e}"
+    );
+}
+
+#[test]
 fn the_addr_shorthand_yields_to_a_specific_setting_from_the_same_layer_or_above() {
     let resolve = |args: &[&str], env: &[(&str, &str)]| {
         let (s, o) = run(args, env).unwrap();
