@@ -9,7 +9,8 @@
 //! says where a quiet stream is every 5 s, so a stream silent for
 //! [`SILENT_FOR`] is taken for broken too (a partition that left its
 //! connection dead, a node that hangs) and resumed the same way. A cut
-//! that resuming cannot mend (`compacted`, `watch_behind`) ends the stream
+//! that resuming cannot mend (`compacted`, `watch_behind`, `revoked`: the
+//! caller may no longer watch the prefix) ends the stream
 //! with [`ClientError::WatchCut`]: list the prefix and watch again from
 //! the list's index.
 

@@ -209,6 +209,7 @@ impl Node {
         sm.attach_watch(crate::watch::WatchHub::new(
             config.watch_history,
             config.max_watchers,
+            config.max_watchers_per_principal,
         ));
         let log = LogStore::open(
             &dir.join("raft"),

@@ -40,6 +40,8 @@ pub enum WatchError {
     Compacted { from: u64, first: u64, applied: u64 },
     #[error("{limit} watchers are open on this node already (--max-watchers)")]
     TooMany { limit: usize },
+    #[error("this principal has {limit} watchers open on this node already (--max-watchers-per-principal)")]
+    TooManyForPrincipal { limit: usize },
     #[error("the node is shutting down")]
     Closed,
 }
@@ -50,7 +52,9 @@ impl WatchError {
         match self {
             WatchError::PrefixTooLong { .. } => ErrorCode::InvalidKey,
             WatchError::Compacted { .. } => ErrorCode::Compacted,
-            WatchError::TooMany { .. } => ErrorCode::TooManyWatchers,
+            WatchError::TooMany { .. } | WatchError::TooManyForPrincipal { .. } => {
+                ErrorCode::TooManyWatchers
+            }
             WatchError::Closed => ErrorCode::ShuttingDown,
         }
     }
@@ -67,6 +71,10 @@ pub enum Cut {
     Snapshot { at: u64, resume_from: u64 },
     #[error("the node is shutting down; resume from index {resume_from} on another node")]
     Closed { resume_from: u64 },
+    /// The caller may watch no more: its token or role was removed by a
+    /// reload of the rules, or its certificate expired.
+    #[error("the caller's right to watch was revoked ({why}); resume from index {resume_from} with valid credentials")]
+    Revoked { why: String, resume_from: u64 },
 }
 
 impl Cut {
@@ -77,6 +85,7 @@ impl Cut {
             Cut::Behind { .. } => "watch_behind",
             Cut::Snapshot { .. } => ErrorCode::Compacted.as_str(),
             Cut::Closed { .. } => ErrorCode::ShuttingDown.as_str(),
+            Cut::Revoked { .. } => ErrorCode::Revoked.as_str(),
         }
     }
 
@@ -84,7 +93,8 @@ impl Cut {
         match self {
             Cut::Behind { resume_from, .. }
             | Cut::Snapshot { resume_from, .. }
-            | Cut::Closed { resume_from } => *resume_from,
+            | Cut::Closed { resume_from }
+            | Cut::Revoked { resume_from, .. } => *resume_from,
         }
     }
 }
@@ -118,14 +128,18 @@ pub struct WatchHub {
     tick: watch::Sender<u64>,
     history: usize,
     max_watchers: usize,
+    /// Per principal (authentication on; off, every caller is one).
+    max_per_principal: usize,
+    per_principal: Mutex<std::collections::HashMap<String, usize>>,
     open: AtomicUsize,
     closed: AtomicBool,
     cut: AtomicU64,
 }
 
 impl WatchHub {
-    /// A hub keeping `history` changes for at most `max_watchers`.
-    pub fn new(history: usize, max_watchers: usize) -> Arc<WatchHub> {
+    /// A hub keeping `history` changes for at most `max_watchers`, at
+    /// most `max_per_principal` of them one principal's.
+    pub fn new(history: usize, max_watchers: usize, max_per_principal: usize) -> Arc<WatchHub> {
         Arc::new(WatchHub {
             ring: Mutex::new(Ring {
                 changes: VecDeque::new(),
@@ -137,6 +151,8 @@ impl WatchHub {
             tick: watch::channel(1).0,
             history: history.max(1),
             max_watchers,
+            max_per_principal,
+            per_principal: Mutex::new(std::collections::HashMap::new()),
             open: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             cut: AtomicU64::new(0),
@@ -205,11 +221,13 @@ impl WatchHub {
     }
 
     /// Follow the keys under `prefix` from index `from` (`None`: from the
-    /// next entry applied).
+    /// next entry applied), for `principal` (empty: authentication off,
+    /// no bound of its own).
     pub fn watch(
         self: &Arc<Self>,
         prefix: String,
         from: Option<u64>,
+        principal: &str,
     ) -> Result<Watcher, WatchError> {
         if self.closed.load(Ordering::Relaxed) {
             return Err(WatchError::Closed);
@@ -233,8 +251,20 @@ impl WatchHub {
             Some(from) => from,
         };
         drop(r);
+        let principal = (!principal.is_empty()).then(|| principal.to_string());
+        if let Some(p) = &principal {
+            let mut per = self.per_principal.lock().unwrap_or_else(|e| e.into_inner());
+            let n = per.entry(p.clone()).or_insert(0);
+            if *n >= self.max_per_principal {
+                return Err(WatchError::TooManyForPrincipal {
+                    limit: self.max_per_principal,
+                });
+            }
+            *n += 1;
+        }
         if self.open.fetch_add(1, Ordering::AcqRel) >= self.max_watchers {
             self.open.fetch_sub(1, Ordering::AcqRel);
+            self.release(principal.as_deref());
             return Err(WatchError::TooMany {
                 limit: self.max_watchers,
             });
@@ -249,6 +279,7 @@ impl WatchHub {
             .push(slot.clone());
         Ok(Watcher {
             hub: self.clone(),
+            principal,
             prefix,
             cursor,
             slot,
@@ -256,6 +287,18 @@ impl WatchHub {
             fresh: true,
             last_sent: tokio::time::Instant::now(),
         })
+    }
+
+    /// A watcher of `principal` ended.
+    fn release(&self, principal: Option<&str>) {
+        let Some(p) = principal else { return };
+        let mut per = self.per_principal.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = per.get_mut(p) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                per.remove(p);
+            }
+        }
     }
 
     /// End every watch (shutdown): each gets [`Cut::Closed`].
@@ -275,161 +318,8 @@ impl WatchHub {
     }
 }
 
-/// One entry's changes under a watcher's prefix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Batch {
-    pub index: u64,
-    pub changes: Vec<Change>,
-}
-
-/// What a watcher reads next.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Read {
-    /// Changes, in log order, one batch per entry.
-    Changes(Vec<Batch>),
-    /// Nothing under the prefix up to this index (the state is there).
-    Caught(u64),
-}
-
-/// A cursor on the hub's ring.
-pub struct Watcher {
-    hub: Arc<WatchHub>,
-    prefix: String,
-    /// The next index wanted.
-    cursor: u64,
-    slot: Arc<Slot>,
-    tick: watch::Receiver<u64>,
-    /// Nothing told yet, or silent for [`PROGRESS_EVERY`]: the next
-    /// message is a progress if there are no changes.
-    fresh: bool,
-    /// When [`Watcher::next`] last returned a message.
-    last_sent: tokio::time::Instant,
-}
-
-/// A stream's next message ([`Watcher::next`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
-    Changes(Vec<Batch>),
-    /// Nothing under the prefix up to this index.
-    Progress(u64),
-}
-
-impl Watcher {
-    /// Everything past the cursor now, without waiting: `Caught` when
-    /// there is nothing under the prefix up to the newest entry.
-    pub fn read_now(&mut self) -> Result<Read, Cut> {
-        // Before the read: a publish after it wakes the next `changed`.
-        self.tick.mark_unchanged();
-        if self.hub.closed.load(Ordering::Relaxed) {
-            return Err(self.cut(Cut::Closed {
-                resume_from: self.cursor,
-            }));
-        }
-        let r = self.hub.ring();
-        if self.cursor < r.first {
-            let cut = if r.snapshot_at >= self.cursor {
-                Cut::Snapshot {
-                    at: r.snapshot_at,
-                    resume_from: self.cursor,
-                }
-            } else {
-                Cut::Behind {
-                    history: self.hub.history,
-                    resume_from: self.cursor,
-                }
-            };
-            drop(r);
-            return Err(self.cut(cut));
-        }
-        let start = r.changes.partition_point(|c| c.index < self.cursor);
-        let mut batches: Vec<Batch> = Vec::new();
-        let mut upto = r.next;
-        for (taken, c) in r.changes.range(start..).enumerate() {
-            if taken >= READ_BATCH && batches.last().is_none_or(|b| b.index != c.index) {
-                // Stop at an entry's start: a batch is always whole.
-                upto = c.index;
-                break;
-            }
-            if !c.key.starts_with(&self.prefix) {
-                continue;
-            }
-            match batches.last_mut() {
-                Some(b) if b.index == c.index => b.changes.push(c.clone()),
-                _ => batches.push(Batch {
-                    index: c.index,
-                    changes: vec![c.clone()],
-                }),
-            }
-        }
-        drop(r);
-        let caught = upto.max(self.cursor);
-        self.cursor = caught;
-        self.slot.cursor.store(caught, Ordering::Release);
-        Ok(match batches.is_empty() {
-            true => Read::Caught(caught - 1),
-            false => Read::Changes(batches),
-        })
-    }
-
-    /// A stream's next message, for every transport alike: changes as
-    /// soon as there are any; a progress first, and again
-    /// [`PROGRESS_EVERY`] after the last message, however often other
-    /// prefixes' changes wake the watcher; a cut ends the stream.
-    pub async fn next(&mut self) -> Result<Next, Cut> {
-        loop {
-            let message = match self.read_now()? {
-                Read::Changes(batches) => Next::Changes(batches),
-                Read::Caught(at) if self.fresh => Next::Progress(at),
-                Read::Caught(_) => {
-                    let quiet_until = self.last_sent + PROGRESS_EVERY;
-                    if tokio::time::timeout_at(quiet_until, self.changed())
-                        .await
-                        .is_err()
-                    {
-                        self.fresh = true;
-                    }
-                    continue;
-                }
-            };
-            self.fresh = false;
-            self.last_sent = tokio::time::Instant::now();
-            return Ok(message);
-        }
-    }
-
-    /// Wait until something may have changed since the last read (a
-    /// publish, a restart of the ring, shutdown).
-    pub async fn changed(&mut self) {
-        // An error is the hub gone, which the next read reports as closed.
-        if self.tick.changed().await.is_err() {
-            self.hub.closed.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// The next index this watcher wants.
-    pub fn cursor(&self) -> u64 {
-        self.cursor
-    }
-
-    /// Counted once per watcher, whoever noticed first.
-    fn cut(&self, cut: Cut) -> Cut {
-        if !self.slot.behind.swap(true, Ordering::AcqRel) {
-            self.hub.cut.fetch_add(1, Ordering::Relaxed);
-        }
-        cut
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        self.hub
-            .slots
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|s| !Arc::ptr_eq(s, &self.slot));
-        self.hub.open.fetch_sub(1, Ordering::AcqRel);
-    }
-}
+mod watcher;
+pub use watcher::{Batch, Next, Read, Watcher};
 
 #[cfg(test)]
 mod tests;

@@ -169,6 +169,10 @@ codes! {
     /// done. Checked on every request with authentication off; with it
     /// on, on a browser's request that can change state.
     UnknownHost = "unknown_host",
+    /// A long-lived stream (a watch) ended because the caller's right to
+    /// it was revoked: its token or role removed by a reload, or its
+    /// certificate expired.
+    Revoked = "revoked",
 }
 
 impl std::fmt::Display for ErrorCode {

@@ -66,7 +66,9 @@ pub enum ChangeKind {
 #[error("{message}")]
 pub struct WatchCut {
     /// `compacted`, `watch_behind`, `too_many_watchers`, `shutting_down`,
-    /// or an error's code (`bad_request`, `forbidden`).
+    /// `revoked` (the caller may no longer watch: a reload removed its
+    /// token or role, or its certificate expired), or an error's code
+    /// (`bad_request`, `forbidden`).
     pub code: String,
     pub message: String,
     /// The index a new watch would go on from.

@@ -78,5 +78,6 @@ mod upgrade_replay;
 mod upgrade_rollback;
 mod upgrade_shadow;
 mod upgrade_signed;
+mod watch_revoked;
 mod watch_stream;
 mod world02_live;

@@ -1,9 +1,11 @@
 //! A watch stream read as a caller reads it: `GET /v1/watch` over plain
-//! HTTP, its Server-Sent Events parsed one message at a time.
+//! HTTP (or HTTPS with a principal's credentials), its Server-Sent Events parsed one message at a time.
 
 use std::io::{BufRead, BufReader, Read};
 use std::time::Duration;
 
+use lockd_client::tls::Alpn;
+use lockd_client::Credentials;
 use serde_json::Value;
 
 /// One message of the stream.
@@ -32,13 +34,33 @@ impl Watch {
     /// Open `GET /v1/watch` on `addr` with `query` (`prefix=…&from=…`),
     /// and `Last-Event-ID` when given.
     pub fn open(addr: &str, query: &str, last_event_id: Option<u64>) -> Result<Watch, Refused> {
+        Watch::open_as(None, addr, query, last_event_id)
+    }
+
+    /// [`Watch::open`] with `credentials` (HTTPS with their TLS, and their
+    /// bearer token), or plain HTTP without.
+    pub fn open_as(
+        credentials: Option<&Credentials>,
+        addr: &str,
+        query: &str,
+        last_event_id: Option<u64>,
+    ) -> Result<Watch, Refused> {
         // Progress comes every 5 s on a quiet stream: a read that waits
         // much longer means the stream is broken.
-        let agent = ureq::AgentBuilder::new()
+        let mut agent = ureq::AgentBuilder::new()
             .timeout_connect(Duration::from_secs(10))
-            .timeout_read(Duration::from_secs(30))
-            .build();
-        let mut req = agent.get(&format!("http://{addr}/v1/watch?{query}"));
+            .timeout_read(Duration::from_secs(30));
+        let tls = credentials.and_then(|c| c.tls.as_ref());
+        if let Some(tls) = tls {
+            agent = agent.tls_config(tls.config(Alpn::Http));
+        }
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let mut req = agent
+            .build()
+            .get(&format!("{scheme}://{addr}/v1/watch?{query}"));
+        if let Some(t) = credentials.and_then(|c| c.token.as_ref()) {
+            req = req.set("authorization", &format!("Bearer {}", t.expose()));
+        }
         if let Some(id) = last_event_id {
             req = req.set("Last-Event-ID", &id.to_string());
         }

@@ -80,7 +80,8 @@ def test_refusals(secure_cluster, key):
     ci = Client(eps, cafile=s.ca, certfile=cert, keyfile=keyfile)
     with pytest.raises(Forbidden) as e:
         ci.release("jobs/" + key, lk.token)
-    assert "only the holder" in e.value.message
+    assert "only its holder" in e.value.message
+    assert "deployer" not in e.value.message  # a refusal names no other principal
     assert ci.get("jobs/" + key).holders[0].token is None  # not shown to another principal
     lk.release()
 

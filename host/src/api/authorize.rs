@@ -204,6 +204,19 @@ pub async fn authorize(
         tracing::warn!(id = node.id(), peer = %caller.addr, request = %what, why = %refused.message, "refused a cross-site or untyped request");
         return refused.into_response();
     }
+    // A stream checks its caller again while it runs (a watch only: no
+    // other request pays for the copy of its headers).
+    if matches!(op, Op::Watch(_)) {
+        let (node, caller, headers) = (node.clone(), caller.clone(), req.headers().clone());
+        let again = action.clone();
+        req.extensions_mut()
+            .insert(super::reauth::Reauth(Arc::new(move || {
+                let who = principal(&node, &caller, &headers, leader_route);
+                node.authorize(&who, &again)
+                    .map(|_| ())
+                    .map_err(|r| r.denied.to_string())
+            })));
+    }
     req.extensions_mut().insert(op);
     req.extensions_mut().insert(access.clone());
     let response = next.run(req).await;

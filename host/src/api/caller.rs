@@ -96,6 +96,32 @@ impl Settled {
     }
 }
 
+impl Settled {
+    /// The check a stream of `req` (a watch) runs while it lasts: the
+    /// caller authenticated and authorised again by the rules in force,
+    /// its certificate valid now (`api::reauth`).
+    pub fn reauth(
+        &self,
+        node: &std::sync::Arc<Services>,
+        req: &ClientRequest,
+    ) -> super::reauth::Reauth {
+        let (node, caller, token) = (node.clone(), self.caller.clone(), self.token.clone());
+        let action = action::of_native(req);
+        super::reauth::Reauth(std::sync::Arc::new(move || {
+            if caller.identity().is_some_and(|i| !i.valid_now()) {
+                return Err("the client certificate has expired".into());
+            }
+            if !node.auth_is_on() {
+                return Ok(());
+            }
+            let who = client_principal(&node, &caller, token.as_deref());
+            node.authorize(&who, &action)
+                .map(|_| ())
+                .map_err(|r| r.denied.to_string())
+        }))
+    }
+}
+
 /// Whether `who` may make `req`; refusals are logged with the principal
 /// and its roles.
 pub fn authorize(

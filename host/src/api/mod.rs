@@ -53,6 +53,7 @@ pub mod op;
 pub mod openapi;
 pub mod origin;
 pub mod policy;
+pub mod reauth;
 pub mod routes;
 pub mod services;
 pub mod sessions;

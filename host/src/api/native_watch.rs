@@ -14,6 +14,7 @@ use lockd_proto::{
 };
 use tokio::sync::{mpsc, oneshot};
 
+use super::reauth::{Due, Reauth};
 use super::services::Services;
 use crate::auth::Access;
 use crate::watch::Next;
@@ -100,8 +101,15 @@ fn change(access: &Access, c: Change) -> WatchChange {
     WatchChange { key: c.key, kind }
 }
 
-/// Serve one watch until it is cut or the connection goes.
-pub async fn stream(node: &Services, req: WatchRequest, access: &Access, id: u64, out: &Outbox) {
+/// Serve one watch until it is cut, its caller's right to it is revoked
+/// (`reauth`, checked every second), or the connection goes.
+pub async fn stream(
+    node: &Services,
+    req: WatchRequest,
+    (access, reauth): (&Access, &Reauth),
+    id: u64,
+    out: &Outbox,
+) {
     let end = |body| {
         let _ = out.send(Outgoing::answer(id, body, None));
     };
@@ -119,12 +127,18 @@ pub async fn stream(node: &Services, req: WatchRequest, access: &Access, id: u64
             req.from,
         ));
     };
-    let mut w = match hub.watch(prefix, (req.from != 0).then_some(req.from)) {
+    let from = (req.from != 0).then_some(req.from);
+    let mut w = match hub.watch(prefix, from, &access.principal) {
         Ok(w) => w,
         Err(e) => return end(cut(e.code().as_str(), e.to_string(), req.from)),
     };
+    let mut due = Due::new();
     loop {
-        let sent = match w.next().await {
+        let next = tokio::select! {
+            next = w.next() => next,
+            why = reauth.revoked(&mut due) => Err(w.revoked(why)),
+        };
+        let sent = match next {
             Err(c) => return end(cut(c.code(), c.to_string(), c.resume_from())),
             Ok(Next::Progress(index)) => {
                 send_written(out, id, ClientResponse::Progress { index }).await

@@ -25,6 +25,7 @@ use serde_json::json;
 
 use super::error::{ApiError, ErrorBody};
 use super::op::{Op, WatchQuery};
+use super::reauth::{Due, Reauth};
 use super::services::Services;
 use crate::auth::Access;
 use crate::watch::{Cut, Next, WatchError, Watcher};
@@ -110,6 +111,9 @@ fn change_json(access: &Access, c: Change) -> ChangeJson {
 struct Stream_ {
     watcher: Watcher,
     access: Access,
+    /// The caller checked again while the stream runs.
+    reauth: Reauth,
+    due: Due,
     /// Messages made but not yet sent.
     ready: std::collections::VecDeque<Event>,
     done: bool,
@@ -139,7 +143,11 @@ impl Stream_ {
             if self.done {
                 return None;
             }
-            match self.watcher.next().await {
+            let next = tokio::select! {
+                next = self.watcher.next() => next,
+                why = self.reauth.revoked(&mut self.due) => Err(self.watcher.revoked(why)),
+            };
+            match next {
                 Err(cut) => {
                     self.done = true;
                     return Some(cut_event(&cut));
@@ -172,7 +180,9 @@ fn refusal(e: WatchError) -> ApiError {
     let status = match e {
         WatchError::PrefixTooLong { .. } => StatusCode::BAD_REQUEST,
         WatchError::Compacted { .. } => StatusCode::GONE,
-        WatchError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
+        WatchError::TooMany { .. } | WatchError::TooManyForPrincipal { .. } => {
+            StatusCode::TOO_MANY_REQUESTS
+        }
         WatchError::Closed => StatusCode::SERVICE_UNAVAILABLE,
     };
     let mut err = ApiError::new(status, e.to_string()).with_code(e.code());
@@ -180,7 +190,10 @@ fn refusal(e: WatchError) -> ApiError {
         err.details.insert("first".into(), first.into());
         err.details.insert("applied".into(), applied.into());
     }
-    if matches!(e, WatchError::TooMany { .. }) {
+    if matches!(
+        e,
+        WatchError::TooMany { .. } | WatchError::TooManyForPrincipal { .. }
+    ) {
         err.retry_after = Some(1);
     }
     err
@@ -199,6 +212,7 @@ pub async fn watch(
     State(node): State<Arc<Services>>,
     Extension(access): Extension<Access>,
     Extension(op): Extension<Op>,
+    Extension(reauth): Extension<Reauth>,
     headers: HeaderMap,
 ) -> Response {
     let Op::Watch(mut q) = op else {
@@ -215,13 +229,15 @@ pub async fn watch(
         return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "this node keeps no watch")
             .into_response();
     };
-    let watcher = match hub.watch(q.prefix, q.from) {
+    let watcher = match hub.watch(q.prefix, q.from, &access.principal) {
         Ok(w) => w,
         Err(e) => return refusal(e).into_response(),
     };
     let state = Stream_ {
         watcher,
         access,
+        reauth,
+        due: Due::new(),
         ready: Default::default(),
         done: false,
     };

@@ -89,6 +89,7 @@ pub struct NodeConfig {
     pub max_waiters: usize,
     /// Watch streams at once, and changes kept for them (docs/watch.md).
     pub max_watchers: usize,
+    pub max_watchers_per_principal: usize,
     pub watch_history: usize,
     pub segment_bytes: u64,
     pub audit_interval: u64,

@@ -263,6 +263,7 @@ impl Tuning {
             max_waiters_per_key: limits.max_waiters_per_key,
             max_waiters: limits.max_waiters,
             max_watchers: limits.max_watchers,
+            max_watchers_per_principal: limits.max_watchers_per_principal,
             watch_history: limits.watch_history,
             max_requests: limits.max_requests,
             max_sessions: limits.max_sessions,

@@ -1,5 +1,6 @@
 //! The cluster's processes: add, spawn, kill, pause and resume a node,
-//! run one to its exit, and cut or heal the links between nodes.
+//! have it read its auth file again, run one to its exit, and cut or
+//! heal the links between nodes.
 
 use super::*;
 
@@ -185,6 +186,38 @@ impl Cluster {
             .expect("run kill")
             .success();
         assert!(ok, "kill {sig} {pid} failed");
+    }
+
+    /// Remove `principal`'s entry from the auth file (a secure cluster)
+    /// and have nodes `ids` read the file again (SIGHUP); returns once
+    /// each has logged that it did.
+    pub fn revoke(&self, principal: &str, ids: &[u64], within: Duration) {
+        const READ: &str = "SIGHUP: auth file read again";
+        let reads = |id: u64| {
+            std::fs::read_to_string(&self.nodes[&id].log)
+                .unwrap_or_default()
+                .matches(READ)
+                .count()
+        };
+        let before: Vec<usize> = ids.iter().map(|id| reads(*id)).collect();
+        let file = &self.secure().auth_file;
+        let rules = std::fs::read_to_string(file).expect("rules");
+        let head = format!("[principals.{principal}]");
+        let start = rules.find(&head).expect("the principal's entry");
+        let end = rules[start + 1..]
+            .find("\n[")
+            .map_or(rules.len(), |i| start + 1 + i);
+        std::fs::write(file, format!("{}{}", &rules[..start], &rules[end..])).expect("write");
+        for id in ids {
+            self.signal(*id, "-HUP");
+        }
+        let deadline = Instant::now() + within;
+        for (id, n) in ids.iter().zip(before) {
+            while reads(*id) <= n {
+                assert!(Instant::now() < deadline, "node {id} never read the file");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
     }
 
     /// Run `lockd` with these args to completion (for startup failures).

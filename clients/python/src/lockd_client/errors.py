@@ -185,7 +185,10 @@ class WatchCut(LockdError):
     410 for a ``from`` older than it keeps, with ``first``, the first index
     kept, and ``applied``, the index its state is at; or a snapshot it
     installed past the stream's position) or ``"watch_behind"`` (the caller
-    read so slowly that the changes it had not read were dropped). Resync:
+    read so slowly that the changes it had not read were dropped) or
+    ``"revoked"`` (the caller may no longer watch the prefix: a reload
+    removed its token or role, or its certificate expired; watching again
+    needs valid credentials). Resync:
     list the prefix (``ListPage.index``), then watch from ``index + 1``.
     """
 

@@ -73,15 +73,17 @@ pub(super) async fn serve(
                             }
                             break;
                         };
+                        let reauth = matches!(env.body, ClientRequest::Watch(_))
+                            .then(|| caller.reauth(&node, &env.body));
                         let (node, tx) = (node.clone(), tx.clone());
                         let peer = peer.clone();
                         tasks.spawn(async move {
                             let (body, code) = match authorize(&node, &who, &env.body, &peer) {
-                                Ok(access) => match env.body {
-                                    ClientRequest::Watch(w) => {
-                                        return native_watch::stream(&node, w, &access, env.id, &tx).await
+                                Ok(access) => match (env.body, reauth) {
+                                    (ClientRequest::Watch(w), Some(reauth)) => {
+                                        return native_watch::stream(&node, w, (&access, &reauth), env.id, &tx).await
                                     }
-                                    body => handle_client(&node, body, &access).await,
+                                    (body, _) => handle_client(&node, body, &access).await,
                                 },
                                 Err(denied) => {
                                     let e = match denied {

@@ -18,9 +18,15 @@ fn kind(e: &Event) -> &'static str {
 }
 
 fn stream(hub: &Arc<WatchHub>, prefix: &str) -> Stream_ {
+    stream_checked(hub, prefix, Reauth(Arc::new(|| Ok(()))))
+}
+
+fn stream_checked(hub: &Arc<WatchHub>, prefix: &str, reauth: Reauth) -> Stream_ {
     Stream_ {
-        watcher: hub.watch(prefix.into(), None).expect("watch"),
+        watcher: hub.watch(prefix.into(), None, "").expect("watch"),
         access: Access::open(),
+        reauth,
+        due: Due::new(),
         ready: Default::default(),
         done: false,
     }
@@ -34,7 +40,7 @@ async fn next_timed(s: &mut Stream_) -> (&'static str, Duration) {
 
 #[tokio::test(start_paused = true)]
 async fn progress_comes_on_time_while_other_prefixes_change() {
-    let hub = WatchHub::new(1000, 10);
+    let hub = WatchHub::new(1000, 10, 10);
     hub.restart_at(1, false);
     let mut s = stream(&hub, "a/");
     assert_eq!(next_timed(&mut s).await.0, "progress", "first message");
@@ -77,4 +83,42 @@ async fn progress_comes_on_time_while_other_prefixes_change() {
         after >= PROGRESS_EVERY - Duration::from_millis(100),
         "{after:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_whose_caller_is_revoked_ends_within_a_second() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let hub = WatchHub::new(1000, 10, 10);
+    hub.restart_at(1, false);
+    let allowed = Arc::new(AtomicBool::new(true));
+    let check = allowed.clone();
+    let mut s = stream_checked(
+        &hub,
+        "a/",
+        Reauth(Arc::new(move || {
+            if check.load(Ordering::Relaxed) {
+                Ok(())
+            } else {
+                Err("the bearer token is not known to this node".into())
+            }
+        })),
+    );
+    assert_eq!(next_timed(&mut s).await.0, "progress", "first message");
+    // Still allowed: the stream goes on (a progress, not a cut).
+    assert_eq!(next_timed(&mut s).await.0, "progress");
+    allowed.store(false, Ordering::Relaxed);
+    let start = tokio::time::Instant::now();
+    let e = s.next().await.expect("the cut");
+    let text = format!("{e:?}");
+    assert!(
+        text.contains("event: cut") && text.contains("revoked"),
+        "{text}"
+    );
+    assert!(
+        start.elapsed() <= Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
+    // And nothing after the cut.
+    assert!(s.next().await.is_none());
 }

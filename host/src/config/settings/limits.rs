@@ -34,6 +34,11 @@ pub struct Limits {
     /// is refused (429, code `too_many_watchers`).
     #[arg(long, env = "LOCKD_MAX_WATCHERS", default_value_t = 1024)]
     pub max_watchers: usize,
+    /// Watch streams one principal may have open on a node at once (with
+    /// authentication on); one more is refused (429, code
+    /// `too_many_watchers`).
+    #[arg(long, env = "LOCKD_MAX_WATCHERS_PER_PRINCIPAL", default_value_t = 256)]
+    pub max_watchers_per_principal: usize,
     /// Changes a node keeps for watchers to resume from (and read behind
     /// the newest); a watcher further behind is cut, and a resume from an
     /// older index answered `compacted` (410).
