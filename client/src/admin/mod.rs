@@ -113,11 +113,12 @@ impl Admin {
 
     /// The status of every endpoint, in order, or why it did not answer.
     pub async fn statuses(&self) -> Vec<(String, Result<Status, ClientError>)> {
-        let mut out = Vec::new();
-        for e in &self.endpoints {
-            out.push((e.clone(), self.client.status_of(e).await));
-        }
-        out
+        // All at once: one endpoint that hangs costs its timeout once.
+        let asks = self
+            .endpoints
+            .iter()
+            .map(|e| async move { (e.clone(), self.client.status_of(e).await) });
+        futures::future::join_all(asks).await
     }
 
     /// The membership as the first endpoint that answers sees it.
@@ -130,31 +131,42 @@ impl Admin {
             .ok_or(AdminError::NoAnswer)
     }
 
-    /// The address of the leader, according to the first endpoint that
-    /// knows one. An endpoint that names a leader its own membership has
-    /// no address for (a node removed from the cluster, whose view stopped
-    /// at its removal) is passed over, not believed.
+    /// The address of the leader of the newest term any endpoint knows
+    /// ([`newest_leader`]): every endpoint is asked, so a deposed leader
+    /// that some endpoint still names (or that still names itself) is not
+    /// believed while another endpoint has seen a newer term.
     pub async fn leader_addr(&self) -> Result<String, AdminError> {
-        for e in &self.endpoints {
-            let Ok(s) = self.client.status_of(e).await else {
-                continue;
-            };
-            let named = s.leader.and_then(|l| s.members.iter().find(|m| m.id == l));
-            if let Some(m) = named {
-                return Ok(m.addr.clone());
-            }
+        let statuses: Vec<Status> = self
+            .statuses()
+            .await
+            .into_iter()
+            .filter_map(|(_, s)| s.ok())
+            .collect();
+        if statuses.is_empty() {
+            return Err(AdminError::NoAnswer);
         }
-        Err(AdminError::NoLeader)
+        newest_leader(
+            statuses
+                .iter()
+                .map(|s| (s.term, s.leader, s.members.as_slice())),
+        )
+        .ok_or(AdminError::NoLeader)
     }
 
     /// The leader's own status (what it has applied: the active module,
-    /// the index it became active at, the cluster id).
+    /// the index it became active at, the cluster id). A node that no
+    /// longer names itself leader when asked is not taken for one.
     pub async fn leader_status(&self) -> Result<Status, AdminError> {
         let addr = self.leader_addr().await?;
-        self.client
+        let status = self
+            .client
             .status_of(&addr)
             .await
-            .map_err(|_| AdminError::NoAnswer)
+            .map_err(|_| AdminError::NoAnswer)?;
+        if status.leader != Some(status.id) {
+            return Err(AdminError::NoLeader);
+        }
+        Ok(status)
     }
 
     /// Add node `id` at `addr` as a learner.
@@ -315,6 +327,31 @@ fn with_query(route: &str, query: &[String]) -> String {
     } else {
         format!("{route}?{}", query.join("&"))
     }
+}
+
+/// The leader among nodes' views `(term, leader, members)`: the one named
+/// at the highest term any view has, by a view whose membership has its
+/// address. A leader named only at a lower term is deposed, or is about to
+/// be, and its membership may be stale: a voter removed since would still
+/// be listed. `None` when the newest term has no leader yet (an election
+/// under way) or none that a view can address.
+pub fn newest_leader<'a>(
+    views: impl IntoIterator<Item = (u64, Option<u64>, &'a [Member])>,
+) -> Option<String> {
+    let mut newest: Option<(u64, Option<String>)> = None;
+    for (term, leader, members) in views {
+        let addr = leader.and_then(|l| members.iter().find(|m| m.id == l).map(|m| m.addr.clone()));
+        match &mut newest {
+            Some((t, _)) if term < *t => {}
+            Some((t, known)) if term == *t => {
+                if known.is_none() {
+                    *known = addr;
+                }
+            }
+            _ => newest = Some((term, addr)),
+        }
+    }
+    newest.and_then(|(_, addr)| addr)
 }
 
 #[cfg(test)]

@@ -46,3 +46,44 @@ async fn a_write_that_gets_no_answer_ends_at_its_bound() {
     assert!(matches!(r, Err(AdminError::Timeout)), "{r:?}");
     drop(listener);
 }
+
+fn members(ids: &[u64]) -> Vec<Member> {
+    ids.iter()
+        .map(|id| Member {
+            id: *id,
+            addr: format!("n{id}:7000"),
+            voter: true,
+        })
+        .collect()
+}
+
+#[test]
+fn the_leader_is_the_newest_term_s_and_a_deposed_one_is_not_believed() {
+    let all = members(&[1, 2, 3, 4, 5]);
+    let without_2 = members(&[1, 3, 4, 5]);
+    // Node 5 still leads term 1 with the old membership (it missed the
+    // removal of 2); node 3 has seen term 2, whose leader is node 1.
+    let views = [
+        (1, Some(5), all.as_slice()),
+        (2, Some(1), without_2.as_slice()),
+    ];
+    assert_eq!(newest_leader(views), Some("n1:7000".into()));
+    // In either order.
+    let views = [
+        (2, Some(1), without_2.as_slice()),
+        (1, Some(5), all.as_slice()),
+    ];
+    assert_eq!(newest_leader(views), Some("n1:7000".into()));
+    // The newest term has no leader yet: the older one is not taken.
+    let views = [(1, Some(5), all.as_slice()), (3, None, all.as_slice())];
+    assert_eq!(newest_leader(views), None);
+    // A removed node names a leader it has no address for: another view
+    // of the same term that has one is taken.
+    let only_2 = members(&[2]);
+    let views = [
+        (2, Some(1), only_2.as_slice()),
+        (2, Some(1), without_2.as_slice()),
+    ];
+    assert_eq!(newest_leader(views), Some("n1:7000".into()));
+    assert_eq!(newest_leader([]), None);
+}
