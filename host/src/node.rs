@@ -218,6 +218,7 @@ impl Node {
             },
             Some(precompiler),
             seams.log_writer,
+            sm.latency().stages.clone(),
         )?;
 
         let raft_config = openraft::Config {
@@ -271,7 +272,12 @@ impl Node {
 
         let (shutdown, shutdown_rx) = watch::channel(false);
         let service_tasks = crate::service::ServiceTasks::new();
-        let proposer = Proposer::start(raft.clone(), config.id, &service_tasks);
+        let proposer = Proposer::start(
+            raft.clone(),
+            config.id,
+            &service_tasks,
+            sm.latency().stages.clone(),
+        );
         // The longest an election can take: a new leader adds it to every
         // held lease it inherits.
         let election_max = Duration::from_millis(config.election_max_ms());

@@ -12,6 +12,9 @@
 
 use std::time::{Duration, Instant};
 
+mod stages;
+pub use stages::{Stage, Stages};
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};

@@ -218,6 +218,25 @@ fn metrics_parse_as_prometheus_text_and_the_histograms_move_under_load() {
         );
         assert!(a >= b + 20, "{family}: {b} then {a}");
     }
+    // Every stage of a write is timed: 20 acquires read over HTTP, and at
+    // least 20 lock entries (an acquire and a release each, maybe batched
+    // together) followed from the proposer to their answer.
+    for stage in [
+        "receive",
+        "queue",
+        "append",
+        "fsync",
+        "replicate",
+        "apply",
+        "answer",
+    ] {
+        let sel = format!("lockd_stage_seconds_count{{stage=\"{stage}\"}}");
+        let (b, a) = (
+            metrics::value_of(&before, &sel).unwrap_or(0.0),
+            metrics::value_of(&after, &sel).unwrap_or(0.0),
+        );
+        assert!(a >= b + 20.0, "{sel}: {b} then {a}");
+    }
     assert!(
         metrics::value_of(
             &after,

@@ -4,19 +4,25 @@
 //! Markdown table row (or JSON). With `--limit N` each key is a semaphore
 //! of N slots (or N readers with `--mode shared`), which needs a lock
 //! module of world 0.2; contended, every cycle is then a handoff of a slot.
+//! With `--http` the clients use the HTTP/JSON routes instead of the
+//! native protocol, each over its own kept-alive connection to the leader
+//! (so both protocols meet the same node and the same work).
 
 use std::time::Duration;
 
 use anyhow::anyhow;
+use lockd_client::admin::{Admin, Http};
 use lockd_client::proto::LockMode;
 use lockd_client::{AcquireOptions, Client};
 use serde::Serialize;
+use serde_json::json;
 use tokio::time::Instant;
 
 use crate::output::Failure;
 
 #[derive(Serialize)]
 pub struct BenchReport {
+    pub protocol: &'static str,
     pub clients: usize,
     pub contended: bool,
     pub mode: &'static str,
@@ -38,6 +44,7 @@ pub struct Workload {
     pub lease: Duration,
     pub mode: LockMode,
     pub limit: u32,
+    pub http: bool,
 }
 
 pub async fn run(
@@ -51,7 +58,11 @@ pub async fn run(
     }
     let dur = Duration::try_from_secs_f64(w.seconds)
         .map_err(|e| anyhow!("--seconds {}: {e}", w.seconds))?;
-    let r = measure(endpoints, creds, &w, dur).await;
+    let r = if w.http {
+        measure_http(endpoints, creds, &w, dur).await?
+    } else {
+        measure(endpoints, creds, &w, dur).await
+    };
     if j {
         println!(
             "{}",
@@ -155,13 +166,25 @@ async fn measure(
             errors += e;
         }
     }
+    report("native", w, start, lat, errors)
+}
+
+/// The report of a run that started at `start`.
+fn report(
+    protocol: &'static str,
+    w: &Workload,
+    start: Instant,
+    mut lat: Vec<Duration>,
+    errors: u64,
+) -> BenchReport {
     let secs = start.elapsed().as_secs_f64();
     lat.sort();
     BenchReport {
-        clients,
-        contended,
-        mode: mode.as_str(),
-        limit,
+        protocol,
+        clients: w.clients,
+        contended: w.contended,
+        mode: w.mode.as_str(),
+        limit: w.limit,
         seconds: secs,
         cycles: lat.len() as u64,
         cycles_per_sec: lat.len() as f64 / secs,
@@ -170,4 +193,81 @@ async fn measure(
         acquire_p999_ms: percentile(&lat, 0.999),
         errors,
     }
+}
+
+/// [`measure`] over HTTP/JSON: `POST /v1/locks/{key}/acquire`, then
+/// `…/release` with the token, each client on a kept-alive connection of
+/// its own to the leader.
+async fn measure_http(
+    endpoints: &[String],
+    creds: &lockd_client::Credentials,
+    w: &Workload,
+    dur: Duration,
+) -> Result<BenchReport, Failure> {
+    let native = Client::with_options(
+        endpoints.to_vec(),
+        lockd_client::ClientOptions {
+            credentials: creds.clone(),
+            ..Default::default()
+        },
+    );
+    let leader = Admin::new(native, endpoints.to_vec())
+        .leader_addr()
+        .await
+        .map_err(|e| anyhow!("finding the leader: {e}"))?;
+    let wait_ms: u64 = if w.contended { 10_000 } else { 0 };
+    let mut body = json!({"lease_ms": w.lease.as_millis() as u64, "wait_ms": wait_ms});
+    if !(w.mode == LockMode::Exclusive && w.limit == 1) {
+        body["mode"] = json!(w.mode.as_str());
+        body["limit"] = json!(w.limit);
+    }
+    let start = Instant::now() + Duration::from_millis(200);
+    let mut tasks = Vec::new();
+    for c in 0..w.clients {
+        let http = Http::kept_alive(Duration::from_secs(30), creds.clone());
+        let key = if w.contended {
+            "bench/shared".to_string()
+        } else {
+            format!("bench/{c}")
+        };
+        let (leader, body) = (leader.clone(), body.clone());
+        tasks.push(tokio::spawn(async move {
+            let acquire = format!("/v1/locks/{key}/acquire");
+            let release = format!("/v1/locks/{key}/release");
+            // Connect before the clock starts.
+            let _ = http.get_text(&leader, "/healthz").await;
+            tokio::time::sleep_until(start).await;
+            let (mut lat, mut errors) = (Vec::new(), 0u64);
+            while start.elapsed() < dur {
+                let t = Instant::now();
+                let token = match http.post_json(&leader, &acquire, &body).await {
+                    Ok((s, b)) if s.is_success() => serde_json::from_slice::<serde_json::Value>(&b)
+                        .ok()
+                        .and_then(|v| v["token"].as_u64()),
+                    _ => None,
+                };
+                let Some(token) = token else {
+                    errors += 1;
+                    continue;
+                };
+                lat.push(t.elapsed());
+                match http
+                    .post_json(&leader, &release, &json!({"token": token}))
+                    .await
+                {
+                    Ok((s, _)) if s.is_success() => {}
+                    _ => errors += 1,
+                }
+            }
+            (lat, errors)
+        }));
+    }
+    let (mut lat, mut errors) = (Vec::new(), 0);
+    for t in tasks {
+        if let Ok((l, e)) = t.await {
+            lat.extend(l);
+            errors += e;
+        }
+    }
+    Ok(report("http", w, start, lat, errors))
 }

@@ -300,6 +300,10 @@ pub(crate) enum Cmd {
         /// Holders at once per key: a semaphore of N (or N readers).
         #[arg(long, default_value_t = 1)]
         limit: u32,
+        /// Over HTTP/JSON instead of the native protocol: each client its
+        /// own kept-alive HTTP connection to the leader.
+        #[arg(long)]
+        http: bool,
     },
 }
 

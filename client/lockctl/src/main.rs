@@ -254,6 +254,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             lease,
             mode,
             limit,
+            http,
         } => {
             let w = bench::Workload {
                 clients,
@@ -262,6 +263,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 lease,
                 mode: mode.into(),
                 limit,
+                http,
             };
             bench::run(&cli.endpoints, &creds, j, w).await
         }

@@ -131,5 +131,5 @@ fn no_reachable_endpoint_is_status_1() {
 
     let r = lockctl(&["--endpoints", &dead, "members", "add", "4", "127.0.0.1:1"]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
-    assert_eq!(r.stderr.trim(), "lockctl: no endpoint knows a leader");
+    assert_eq!(r.stderr.trim(), "lockctl: no endpoint answered");
 }

@@ -74,6 +74,36 @@ impl Http {
         }
     }
 
+    /// Like [`Http::secured`], but keeping one idle connection per node,
+    /// for a caller that sends request after request to the same nodes
+    /// (`lockctl bench --http`: one per simulated client, as an HTTP
+    /// client library keeps its connection alive).
+    pub fn kept_alive(timeout: Duration, credentials: Credentials) -> Http {
+        Http {
+            client: hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+                .pool_max_idle_per_host(1)
+                .build(connector(&credentials)),
+            timeout,
+            credentials,
+        }
+    }
+
+    /// POST `body` as JSON to `path` on `addr`, within the timeout; the
+    /// answer's status and bytes, whatever the status.
+    pub async fn post_json(
+        &self,
+        addr: &str,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<(StatusCode, Bytes), AdminError> {
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(self.url(addr, path))
+            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))?;
+        self.send_within(request, self.timeout).await
+    }
+
     /// `scheme://addr{path}` for these credentials.
     pub fn url(&self, addr: &str, path: &str) -> String {
         format!("{}://{addr}{path}", self.credentials.scheme())

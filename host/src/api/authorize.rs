@@ -146,6 +146,12 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// When the middleware took the request (its head read): the start of
+/// an acquire's `receive` stage, ended by the handler once the body is
+/// read and parsed.
+#[derive(Clone, Copy)]
+pub struct Received(pub std::time::Instant);
+
 /// The layer.
 pub async fn authorize(
     State(node): State<Arc<Services>>,
@@ -153,6 +159,8 @@ pub async fn authorize(
     mut req: Request,
     next: Next,
 ) -> Response {
+    // Where the request's `receive` stage starts (telemetry::stages).
+    let received = Received(std::time::Instant::now());
     let parsed = op::parse(req.method(), req.uri());
     let action = match &parsed {
         Ok(op) => op.action(),
@@ -218,6 +226,7 @@ pub async fn authorize(
             })));
     }
     req.extensions_mut().insert(op);
+    req.extensions_mut().insert(received);
     req.extensions_mut().insert(access.clone());
     let response = next.run(req).await;
     if action == Action::Admin && response.extensions().get::<Forwarded>().is_none() {

@@ -44,6 +44,7 @@ use super::services::Services;
 use crate::auth::Access;
 use crate::service::table::Spec;
 use crate::service::ServiceError;
+use crate::telemetry::Stage;
 use lockd_core::command::KeyHolders;
 
 /// Listing page size when none is asked for.
@@ -113,6 +114,7 @@ pub async fn lock_post(
     State(node): State<Arc<Services>>,
     Extension(access): Extension<Access>,
     Extension(op): Extension<Op>,
+    Extension(received): Extension<super::authorize::Received>,
     headers: HeaderMap,
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
@@ -128,7 +130,11 @@ pub async fn lock_post(
         key: &l.key,
     };
     match l.verb {
-        Verb::Acquire => acquire(lock, &headers, parse(&body)?).await,
+        Verb::Acquire => {
+            let body = parse(&body)?;
+            node.stages().observe(Stage::Receive, received.0.elapsed());
+            acquire(lock, &headers, body).await
+        }
         Verb::Release => release(lock, parse(&body)?).await,
         Verb::Proclaim => super::sessions::proclaim(&node, &access, &l.key, parse(&body)?).await,
         _ => keepalive(lock, parse(&body)?).await,

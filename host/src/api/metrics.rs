@@ -382,6 +382,11 @@ fn registry(node: &Services) -> Registry {
         sm.apply.histogram(),
     );
     r.register(
+        "lockd_stage_seconds",
+        "Where writes' time goes on the leader, stage by stage (docs/performance.md, \"Stages\"): an acquire's receive (read, parse, authorise), and each lock entry's queue, append, fsync, replicate, apply and answer.",
+        sm.stages.family(),
+    );
+    r.register(
         "lockd_module_swap_duration_seconds",
         "Batches that carried an upgrade entry, applied (validation, migration and swap).",
         sm.swap.histogram(),

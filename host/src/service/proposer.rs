@@ -14,12 +14,14 @@
 //! waiting).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::error::ServiceError;
 use super::tasks::ServiceTasks;
 use crate::raft::{NodeId, Raft, Request, Response};
+use crate::telemetry::Stages;
 use lockd_core::command::{Command, Outcome};
 
 /// Entries being committed at once. Two: while one entry commits, the next
@@ -39,6 +41,8 @@ pub const MAX_BATCH: usize = 4096;
 pub const MAX_ENTRY_BYTES: usize = 1 << 20;
 
 struct Pending {
+    /// When the group was handed over (`telemetry::Stage::Queue`).
+    queued: Instant,
     commands: Vec<Command>,
     /// The commands' [`Command::wire_bytes`].
     bytes: usize,
@@ -57,10 +61,11 @@ pub struct Proposer {
 }
 
 impl Proposer {
-    pub fn start(raft: Raft, id: NodeId, tasks: &ServiceTasks) -> Proposer {
+    pub fn start(raft: Raft, id: NodeId, tasks: &ServiceTasks, stages: Arc<Stages>) -> Proposer {
         let (tx, rx) = mpsc::unbounded_channel();
         let commit = crate::telemetry::Latency::default();
-        tasks.spawn_loop(run(raft, id, rx, commit.clone(), tasks.clone()));
+        let timing = (commit.clone(), stages);
+        tasks.spawn_loop(run(raft, id, rx, timing, tasks.clone()));
         Proposer {
             tx,
             commit,
@@ -83,6 +88,7 @@ impl Proposer {
         let bytes = commands.iter().map(Command::wire_bytes).sum();
         self.tx
             .send(Pending {
+                queued: Instant::now(),
                 commands,
                 bytes,
                 reply,
@@ -125,7 +131,7 @@ async fn run(
     raft: Raft,
     id: NodeId,
     mut rx: mpsc::UnboundedReceiver<Pending>,
-    commit: crate::telemetry::Latency,
+    (commit, stages): (crate::telemetry::Latency, Arc<Stages>),
     tasks: ServiceTasks,
 ) {
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
@@ -152,8 +158,10 @@ async fn run(
             }
         }
         let (total, groups) = (batch.commands, batch.groups);
+        // The first group has waited longest.
+        let queued = groups.first().map_or_else(Instant::now, |g| g.queued);
         let raft = raft.clone();
-        let commit = commit.clone();
+        let (commit, stages) = (commit.clone(), stages.clone());
         tasks.spawn(async move {
             let mut sizes = Vec::with_capacity(groups.len());
             let mut replies = Vec::with_capacity(groups.len());
@@ -163,7 +171,7 @@ async fn run(
                 entry.push(g.commands);
                 replies.push(g.reply);
             }
-            let started = std::time::Instant::now();
+            let started = Instant::now();
             let write = raft.client_write(Request::commands(entry));
             tokio::pin!(write);
             let answered = |w: Result<_, _>| w.map_err(|e| ServiceError::from_raft(id, e, |e| e.to_string()));
@@ -180,6 +188,9 @@ async fn run(
                 },
             };
             commit.since(started);
+            if let Ok(resp) = &written {
+                stages.answered(resp.log_id.index, queued, started);
+            }
             let result = match written {
                 Ok(resp) => match resp.data {
                     Response::Lock(outcomes)
@@ -253,6 +264,7 @@ mod tests {
             .map(|_| Command::grant("k".repeat(key_bytes), 1))
             .collect();
         Pending {
+            queued: Instant::now(),
             bytes: commands.iter().map(Command::wire_bytes).sum(),
             commands,
             reply: oneshot::channel().0,

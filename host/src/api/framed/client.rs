@@ -17,6 +17,7 @@ use crate::api::native_watch::{self, Outgoing};
 use crate::api::services::Services;
 use crate::auth::{Access, Denied};
 use crate::service::ServiceError;
+use crate::telemetry::Stage;
 use crate::transport::limits::{ConnLimits, Slot, CLIENT_STALL, MAX_CLIENT_FRAME};
 use crate::transport::listener::stopping;
 use lockd_client::wire::{self as frame, Envelope};
@@ -64,6 +65,7 @@ pub(super) async fn serve(
             frame = stream.next(), if tasks.len() < limits.max_in_flight => match frame {
                 Some(Ok(bytes)) => match frame::decode::<Envelope<ClientRequest>>(&bytes) {
                     Ok(env) => {
+                        let received = std::time::Instant::now();
                         let Some(who) = caller.now(&node) else {
                             let body = ClientResponse::Error(WireError::Unauthenticated(
                                 "the client certificate has expired".into(),
@@ -83,7 +85,12 @@ pub(super) async fn serve(
                                     (ClientRequest::Watch(w), Some(reauth)) => {
                                         return native_watch::stream(&node, w, (&access, &reauth), env.id, &tx).await
                                     }
-                                    (body, _) => handle_client(&node, body, &access).await,
+                                    (body, _) => {
+                                        if matches!(body, ClientRequest::Acquire { .. } | ClientRequest::AcquireWith(_)) {
+                                            node.stages().observe(Stage::Receive, received.elapsed());
+                                        }
+                                        handle_client(&node, body, &access).await
+                                    }
                                 },
                                 Err(denied) => {
                                     let e = match denied {

@@ -125,6 +125,11 @@ impl Services {
     pub fn apply_latency(&self) -> &SmLatency {
         self.sm.latency()
     }
+
+    /// Where each write's time goes (`telemetry::stages`).
+    pub fn stages(&self) -> &crate::telemetry::Stages {
+        &self.sm.latency().stages
+    }
 }
 
 #[cfg(test)]

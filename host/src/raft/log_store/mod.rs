@@ -49,6 +49,9 @@ pub struct LogStats {
     pub bytes: AtomicU64,
     /// How long each group-commit record took to write and fsync.
     pub fsync_latency: crate::telemetry::Latency,
+    /// Each entry stamped as taken and as synced, and the commit index
+    /// (`telemetry::stages`).
+    pub stages: Arc<crate::telemetry::Stages>,
 }
 
 struct Shared {
@@ -92,6 +95,7 @@ impl LogStore {
         options: WalOptions,
         precompiler: Option<Arc<Precompiler>>,
         by: Writer,
+        stages: Arc<crate::telemetry::Stages>,
     ) -> Result<LogStore, LogOpenError> {
         let (wal, recovered) = Wal::open(&dir.join("wal"), options)?;
         if let Some(t) = &recovered.torn_tail {
@@ -118,7 +122,10 @@ impl LogStore {
             purged: RwLock::new(purged),
             committed: Mutex::new(None),
             vote: Mutex::new(vote),
-            stats: LogStats::default(),
+            stats: LogStats {
+                stages,
+                ..LogStats::default()
+            },
         });
         let tx = match by {
             Writer::Thread => {
@@ -297,6 +304,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .committed
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = committed;
+        if let Some(c) = committed {
+            self.shared.stats.stages.committed(c.index);
+        }
         Ok(())
     }
 
@@ -334,6 +344,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 log.insert(entry.log_id.index, entry);
             }
         }
+        self.shared
+            .stats
+            .stages
+            .appended(encoded.iter().map(|(index, _)| *index));
         // Outside the lock: hashing and spawning a compile do not hold up
         // readers of the log.
         if let Some(p) = &self.precompiler {

@@ -127,6 +127,8 @@ fn append(wal: &mut Wal, shared: &Shared, batch: Vec<Appended>) {
             .stats
             .bytes
             .store(wal.stats().bytes, Ordering::Relaxed);
+        let indexes = batch.iter().flat_map(|(e, _)| e.iter().map(|(i, _)| *i));
+        shared.stats.stages.fsynced(indexes);
     }
     for (_, callback) in batch {
         callback.log_io_completed(result.as_ref().map(|_| ()).map_err(io_err));

@@ -72,6 +72,9 @@ pub struct SmLatency {
     /// Each batch that carried an upgrade: the pause a swap costs
     /// (validation, migration, swap).
     pub swap: crate::telemetry::Latency,
+    /// The stamps and stages of each write (shared with the log store
+    /// and the proposer).
+    pub stages: Arc<crate::telemetry::Stages>,
 }
 
 /// The handle openraft owns; clones share the same state.
@@ -357,6 +360,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         };
         let l = self.latency();
         l.apply.since(started);
+        if let (Some(a), Some(b)) = (first, last) {
+            l.stages.applied(a..=b);
+        }
         if swap {
             l.swap.since(started);
         }
