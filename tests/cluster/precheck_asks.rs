@@ -106,7 +106,12 @@ fn compiled(module: &[u8]) -> bool {
 fn only_the_leader_may_ask_admission_comes_first_and_a_verdict_is_given_once() {
     let c = Cluster::start(3, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));
+    // Every node past the cluster's first module: a verdict is remembered
+    // for the module it would replace, which must not change between asks.
     let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    lock_tests::cluster::wait_for("the first module applied", Duration::from_secs(20), || {
+        c.status(follower).is_some_and(|s| s.module_since_index > 0)
+    });
     let other = (1..=3)
         .find(|id| *id != leader && *id != follower)
         .expect("another");
