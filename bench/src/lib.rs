@@ -138,3 +138,17 @@ pub fn raise_capacity(
         .expect("capacity");
     assert!(r.ok(), "raising the capacity bounds: {r:?}");
 }
+
+/// `lockctl --json bench ARGS` against `c` (as its admin when it is
+/// secure, by `cmd`'s credentials): the report, as JSON. Panics when the
+/// run fails.
+pub fn lockctl_bench(mut cmd: std::process::Command, args: &[&str]) -> serde_json::Value {
+    cmd.args(["--json", "bench"]).args(args);
+    let out = cmd.output().expect("run lockctl bench");
+    assert!(
+        out.status.success(),
+        "lockctl bench failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("bench json")
+}

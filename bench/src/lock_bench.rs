@@ -245,29 +245,22 @@ fn measure(
     limit: u32,
 ) -> Measured {
     {
-        let mut cmd = c.lockctl();
-        cmd.args([
-            "--json",
-            "bench",
+        let (clients, seconds, limit) =
+            (clients.to_string(), seconds.to_string(), limit.to_string());
+        let mut args = vec![
             "--clients",
-            &clients.to_string(),
+            &clients,
             "--seconds",
-            &seconds.to_string(),
+            &seconds,
             "--mode",
             mode,
             "--limit",
-            &limit.to_string(),
-        ]);
+            &limit,
+        ];
         if contended {
-            cmd.arg("--contended");
+            args.push("--contended");
         }
-        let out = cmd.output().expect("run lockctl bench");
-        assert!(
-            out.status.success(),
-            "lockctl bench failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("bench json");
+        let r = lock_bench::lockctl_bench(c.lockctl(), &args);
         Measured {
             cycles: r["cycles_per_sec"].as_f64().unwrap_or(0.0),
             p50: r["acquire_p50_ms"].as_f64().unwrap_or(0.0),

@@ -122,26 +122,13 @@ fn counters(c: &Cluster, id: u64) -> (u64, u64) {
 
 fn row(c: &Cluster, leader: u64, seconds: f64, clients: usize, http: bool) {
     let before = read(c, leader);
-    let mut cmd = c.lockctl();
-    cmd.args([
-        "--json",
-        "bench",
-        "--clients",
-        &clients.to_string(),
-        "--seconds",
-        &seconds.to_string(),
-    ]);
+    let (n, secs) = (clients.to_string(), seconds.to_string());
+    let mut args = vec!["--clients", &n, "--seconds", &secs];
     if http {
-        cmd.arg("--http");
+        args.push("--http");
     }
-    let out = cmd.output().expect("run lockctl bench");
-    assert!(
-        out.status.success(),
-        "lockctl bench failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let r = lock_bench::lockctl_bench(c.lockctl(), &args);
     let after = read(c, leader);
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("bench json");
     let cycles = r["cycles"].as_f64().unwrap_or(0.0).max(1.0);
     let mean = |b: (f64, f64), a: (f64, f64)| {
         let n = a.1 - b.1;

@@ -5,62 +5,27 @@
 //! its reason before openraft sees it; the node keeps running, its term
 //! does not move, and the cluster keeps committing.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::TcpStream;
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
+use lock_tests::raw;
 use lockd::raft::network::{PeerRequest, PeerResponse};
 use lockd::raft::TypeConfig;
-use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
+use lockd_client::wire::HelloReply;
 use openraft::raft::{InstallSnapshotRequest, VoteRequest};
 use openraft::{SnapshotMeta, Vote};
 
-fn read_frame(s: &mut TcpStream) -> Vec<u8> {
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).expect("frame length");
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    s.read_exact(&mut body).expect("frame body");
-    body
-}
-
-fn write_frame(s: &mut TcpStream, bytes: &[u8]) {
-    s.write_all(&(bytes.len() as u32).to_be_bytes())
-        .expect("write");
-    s.write_all(bytes).expect("write");
-}
-
-/// A peer connection to node `to` at `addr`, introduced as node `from`
-/// of cluster `cluster`.
-fn peer((addr, to, cluster): (&str, u64, &str), from: u64) -> TcpStream {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    s.write_all(&wire::PREFACE).expect("preface");
-    let fingerprint = lockd_core::engine::EngineSettings::default()
-        .fingerprint()
-        .text;
-    let hello = wire::encode(&Hello {
-        role: Role::PeerInCluster {
-            from,
-            to,
-            fingerprint,
-            cluster: cluster.to_string(),
-        },
-    })
-    .expect("hello");
-    write_frame(&mut s, &hello);
-    let reply: HelloReply = wire::decode(&read_frame(&mut s)).expect("hello reply");
-    assert!(matches!(reply, HelloReply::Welcome(_)), "{reply:?}");
-    s
+/// A welcomed peer connection to node `to` at `addr`, introduced as node
+/// `from` of cluster `cluster`.
+fn peer(to: (&str, u64, &str), from: u64) -> TcpStream {
+    raw::peer_conn(to, from, Duration::from_secs(10))
 }
 
 /// Send `req` and return the error it was refused with.
 fn refused(s: &mut TcpStream, req: PeerRequest) -> String {
-    let bytes = wire::encode(&Envelope { id: 1, body: req }).expect("encode");
-    write_frame(s, &bytes);
-    let reply: Envelope<PeerResponse> = wire::decode(&read_frame(s)).expect("reply");
-    match reply.body {
+    match raw::peer_call(s, req) {
         PeerResponse::Error(e) | PeerResponse::NotMember(e) => e,
         other => panic!("expected a refusal, got {other:?}"),
     }
@@ -124,26 +89,8 @@ fn hostile_peer_frames_are_refused_and_change_nothing() {
 
 /// A peer hello naming node `from`, sent to node `to` at `addr` of
 /// `cluster`: whether it was welcomed, and the connection.
-fn try_peer((addr, to, cluster): (&str, u64, &str), from: u64) -> (HelloReply, TcpStream) {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    s.write_all(&wire::PREFACE).expect("preface");
-    let fingerprint = lockd_core::engine::EngineSettings::default()
-        .fingerprint()
-        .text;
-    let hello = wire::encode(&Hello {
-        role: Role::PeerInCluster {
-            from,
-            to,
-            fingerprint,
-            cluster: cluster.to_string(),
-        },
-    })
-    .expect("hello");
-    write_frame(&mut s, &hello);
-    let reply: HelloReply = wire::decode(&read_frame(&mut s)).expect("hello reply");
-    (reply, s)
+fn try_peer(to: (&str, u64, &str), from: u64) -> (HelloReply, TcpStream) {
+    raw::peer_hello(to, from, Duration::from_secs(10))
 }
 
 #[test]
@@ -174,7 +121,7 @@ fn a_node_that_is_not_a_member_gets_few_peer_connections_and_small_frames() {
     // A frame bigger than a vote needs closes such a connection.
     let mut s = open.pop().expect("a connection");
     let big = vec![0u8; frame + 1];
-    let _ = write_frame_checked(&mut s, &big);
+    let _ = raw::try_send_frame(&mut s, &big);
     let mut buf = [0u8; 1];
     let closed = matches!(s.read(&mut buf), Ok(0) | Err(_));
     assert!(closed, "a frame past the bound was read");
@@ -182,9 +129,4 @@ fn a_node_that_is_not_a_member_gets_few_peer_connections_and_small_frames() {
     drop(open);
     c.acquire_on_leader("after", 60_000, within);
     c.wait_converged(within);
-}
-
-fn write_frame_checked(s: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
-    s.write_all(&(bytes.len() as u32).to_be_bytes())?;
-    s.write_all(bytes)
 }

@@ -4,60 +4,25 @@
 //! (nothing reaches the module cache); and the same ask again is answered
 //! from the first verdict, not compiled and migrated again.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use lock_tests::cluster::{shared_module_cache, Cluster};
 use lock_tests::fixtures::LOCK_SM_V2;
+use lock_tests::raw;
 use lockd::modules::precheck::{PrecheckAnswer, PrecheckAsk, SignedPrecheckAsk};
 use lockd::raft::network::{PeerRequest, PeerResponse};
-use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
 use lockd_core::engine::ModuleHash;
 use lockd_core::signature::SignedFor;
 use openraft::Vote;
 
-fn read_frame(s: &mut TcpStream) -> Vec<u8> {
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).expect("frame length");
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    s.read_exact(&mut body).expect("frame body");
-    body
-}
-
-fn write_frame(s: &mut TcpStream, bytes: &[u8]) {
-    s.write_all(&(bytes.len() as u32).to_be_bytes())
-        .expect("write");
-    s.write_all(bytes).expect("write");
-}
-
-/// Ask node `to` (at `addr`, of `cluster`) as node `from` to pre-check
-/// `module` under `vote`; its answer.
 fn ask(
     (addr, to, cluster): (&str, u64, &str),
     from: u64,
     vote: Vote<u64>,
     module: &[u8],
 ) -> PrecheckAnswer {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    s.write_all(&wire::PREFACE).expect("preface");
-    let fingerprint = lockd_core::engine::EngineSettings::default()
-        .fingerprint()
-        .text;
-    let hello = wire::encode(&Hello {
-        role: Role::PeerInCluster {
-            from,
-            to,
-            fingerprint,
-            cluster: cluster.to_string(),
-        },
-    })
-    .expect("hello");
-    write_frame(&mut s, &hello);
-    let reply: HelloReply = wire::decode(&read_frame(&mut s)).expect("hello reply");
-    assert!(matches!(reply, HelloReply::Welcome(_)), "{reply:?}");
+    // A compile and a migration may take a while on a busy machine.
+    let mut s = raw::peer_conn((addr, to, cluster), from, Duration::from_secs(30));
     let body = PeerRequest::SignedPrecheck(SignedPrecheckAsk {
         ask: PrecheckAsk {
             vote,
@@ -67,12 +32,7 @@ fn ask(
         signature: None,
         signed_for: SignedFor::Upgrade,
     });
-    write_frame(
-        &mut s,
-        &wire::encode(&Envelope { id: 1, body }).expect("encode"),
-    );
-    let reply: Envelope<PeerResponse> = wire::decode(&read_frame(&mut s)).expect("reply");
-    match reply.body {
+    match raw::peer_call(&mut s, body) {
         PeerResponse::Precheck(a) => a,
         other => panic!("expected a verdict, got {other:?}"),
     }

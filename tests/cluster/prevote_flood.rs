@@ -6,21 +6,21 @@
 //! (`LOCKD_FAULT_ANY_VOTER`: every ask answered and believed) shows the
 //! flood holding every voter back: no leader while it lasts.
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{free_port, Cluster};
+use lock_tests::cluster::{free_port, wait_for, Cluster};
+use lock_tests::raw;
 use lockd::raft::network::{PeerRequest, PeerResponse};
 use lockd::raft::prevote::PreVoteAsk;
-use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
+use lockd_client::wire::{self, Envelope};
 use openraft::{CommittedLeaderId, LogId, Vote};
 use serde_json::json;
 
 /// The flooder: node `from`'s peer connection to each of `targets`, a
 /// pre-vote ask on each as soon as the last is answered, until `stop`.
-fn flood(c: &Cluster, targets: &[u64], from: u64, stop: &AtomicBool) {
+fn flood(c: &Cluster, targets: &[u64], from: u64, (stop, answered): (&AtomicBool, &AtomicU64)) {
     std::thread::scope(|s| {
         for &to in targets {
             s.spawn(move || {
@@ -44,58 +44,25 @@ fn flood(c: &Cluster, targets: &[u64], from: u64, stop: &AtomicBool) {
                         body: PeerRequest::PreVote(ask.clone()),
                     })
                     .expect("encode");
-                    if write_frame(&mut conn, &bytes).is_err() {
+                    if raw::try_send_frame(&mut conn, &bytes).is_err() {
                         conn = peer(c.addr(to), to, &cluster, from);
                         continue;
                     }
-                    let Ok(reply) = read_frame(&mut conn) else {
+                    let Some(reply) = raw::read_frame(&mut conn) else {
                         conn = peer(c.addr(to), to, &cluster, from);
                         continue;
                     };
                     let _: Envelope<PeerResponse> = wire::decode(&reply).expect("an answer");
+                    answered.fetch_add(1, Ordering::Relaxed);
                 }
             });
         }
     });
 }
 
-fn read_frame(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len)?;
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    s.read_exact(&mut body)?;
-    Ok(body)
-}
-
-fn write_frame(s: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
-    s.write_all(&(bytes.len() as u32).to_be_bytes())?;
-    s.write_all(bytes)
-}
-
 /// A peer connection to node `to`, introduced as node `from`.
 fn peer(addr: &str, to: u64, cluster: &str, from: u64) -> TcpStream {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("timeout");
-    // A flood: each ask at once, not held back for the last one's ack.
-    s.set_nodelay(true).expect("nodelay");
-    s.write_all(&wire::PREFACE).expect("preface");
-    let fingerprint = lockd_core::engine::EngineSettings::default()
-        .fingerprint()
-        .text;
-    let hello = wire::encode(&Hello {
-        role: Role::PeerInCluster {
-            from,
-            to,
-            fingerprint,
-            cluster: cluster.to_string(),
-        },
-    })
-    .expect("hello");
-    write_frame(&mut s, &hello).expect("hello");
-    let reply: HelloReply = wire::decode(&read_frame(&mut s).expect("reply")).expect("reply");
-    assert!(matches!(reply, HelloReply::Welcome(_)), "{reply:?}");
-    s
+    raw::peer_conn((addr, to, cluster), from, Duration::from_secs(5))
 }
 
 /// Three voters and node 4, a learner; `env` on every node.
@@ -125,12 +92,15 @@ fn cluster_with_learner(env: &[(&str, &str)]) -> Cluster {
 fn failover_under_flood(c: &mut Cluster, from: u64, limit: Duration) -> Option<Duration> {
     let leader = c.wait_leader(Duration::from_secs(20));
     let voters: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
-    let stop = AtomicBool::new(false);
+    let (stop, answered) = (AtomicBool::new(false), AtomicU64::new(0));
     let killed = std::thread::scope(|s| {
-        let (cref, voters_ref, stop_ref) = (&*c, &voters, &stop);
-        s.spawn(move || flood(cref, voters_ref, from, stop_ref));
-        // The flood is under way before the leader dies.
-        std::thread::sleep(Duration::from_millis(200));
+        let (cref, voters_ref, stop_ref, answered) = (&*c, &voters, &stop, &answered);
+        s.spawn(move || flood(cref, voters_ref, from, (stop_ref, answered)));
+        // The flood is under way before the leader dies: every voter
+        // has answered asks already.
+        wait_for("the flood under way", Duration::from_secs(20), || {
+            answered.load(Ordering::Relaxed) >= 20
+        });
         let killed = Instant::now();
         // The flood borrows the cluster: the kill goes by pid (the
         // cluster reaps the process below).

@@ -1,12 +1,14 @@
 //! Raw sockets to a node, for tests that must say exactly what goes over
 //! the wire: framed clients that stop after the hello, half-sent HTTP
-//! heads, connections from other loopback addresses.
+//! heads, connections from other loopback addresses, and peer connections
+//! that play a foreign or hostile node.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use lockd_client::wire::{self, Hello, HelloReply, Role};
+use lockd::raft::network::{PeerRequest, PeerResponse};
+use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
 
 /// A TCP connection to `addr` from the loopback address `src` (any of
 /// 127.0.0.0/8 works on Linux), as a blocking socket.
@@ -28,9 +30,14 @@ pub fn connect_from(src: IpAddr, addr: &str) -> std::io::Result<TcpStream> {
 
 /// Send one length-prefixed frame.
 pub fn send_frame(s: &mut TcpStream, body: &[u8]) {
-    s.write_all(&(body.len() as u32).to_be_bytes())
-        .expect("frame length");
-    s.write_all(body).expect("frame body");
+    try_send_frame(s, body).expect("frame");
+}
+
+/// Send one length-prefixed frame; the write's error, for a caller that
+/// expects the node to close the connection.
+pub fn try_send_frame(s: &mut TcpStream, body: &[u8]) -> std::io::Result<()> {
+    s.write_all(&(body.len() as u32).to_be_bytes())?;
+    s.write_all(body)
 }
 
 /// Read one length-prefixed frame; `None` if the connection ended or the
@@ -85,4 +92,50 @@ pub fn closed_within(s: &mut TcpStream, within: Duration) -> Option<Duration> {
             Err(_) => return Some(started.elapsed()),
         }
     }
+}
+
+/// A peer hello naming node `from`, sent to node `to` at `addr` of
+/// `cluster` with the default engine's fingerprint (each frame sent at
+/// once, reads bounded by `timeout`): the node's answer, and the
+/// connection.
+pub fn peer_hello(
+    (addr, to, cluster): (&str, u64, &str),
+    from: u64,
+    timeout: Duration,
+) -> (HelloReply, TcpStream) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(timeout)).expect("timeout");
+    s.set_nodelay(true).expect("nodelay");
+    s.write_all(&wire::PREFACE).expect("preface");
+    let fingerprint = lockd_core::engine::EngineSettings::default()
+        .fingerprint()
+        .text;
+    let hello = wire::encode(&Hello {
+        role: Role::PeerInCluster {
+            from,
+            to,
+            fingerprint,
+            cluster: cluster.to_string(),
+        },
+    })
+    .expect("hello");
+    send_frame(&mut s, &hello);
+    let reply = wire::decode(&read_frame(&mut s).expect("hello reply")).expect("hello reply");
+    (reply, s)
+}
+
+/// [`peer_hello`], welcomed.
+pub fn peer_conn(to: (&str, u64, &str), from: u64, timeout: Duration) -> TcpStream {
+    let (reply, s) = peer_hello(to, from, timeout);
+    assert!(matches!(reply, HelloReply::Welcome(_)), "{reply:?}");
+    s
+}
+
+/// Send `body` as request 1 on a peer connection; the answer.
+pub fn peer_call(s: &mut TcpStream, body: PeerRequest) -> PeerResponse {
+    let bytes = wire::encode(&Envelope { id: 1, body }).expect("encode");
+    send_frame(s, &bytes);
+    let reply: Envelope<PeerResponse> =
+        wire::decode(&read_frame(s).expect("an answer")).expect("an answer");
+    reply.body
 }

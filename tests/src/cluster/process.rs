@@ -211,12 +211,10 @@ impl Cluster {
         for id in ids {
             self.signal(*id, "-HUP");
         }
-        let deadline = Instant::now() + within;
         for (id, n) in ids.iter().zip(before) {
-            while reads(*id) <= n {
-                assert!(Instant::now() < deadline, "node {id} never read the file");
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            wait_for(&format!("node {id} read the file"), within, || {
+                reads(*id) > n
+            });
         }
     }
 
