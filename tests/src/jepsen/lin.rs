@@ -129,7 +129,7 @@ fn may_end(h: &Holder, at: f64) -> bool {
 /// the latest invoke among the operations placed before it: the point of
 /// `op` is no earlier than that, nor than its own invoke, and no later
 /// than its completion.
-fn step(s: State, op: &Op, frontier: f64, horizon: &Horizon) -> Vec<State> {
+fn step(s: State, op: &Op, frontier: f64, horizon: &Horizon, grid: &Grid) -> Vec<State> {
     let point = frontier.max(op.invoke);
     // The holder may have expired before this op's linearization point; it
     // must have, once its latest end has passed.
@@ -146,8 +146,14 @@ fn step(s: State, op: &Op, frontier: f64, horizon: &Horizon) -> Vec<State> {
     }
     let holder = |token: Option<u64>, lease_ms: u64, armed: f64| Holder {
         token,
-        may_end: (point + lease_ms as f64).to_bits(),
-        must_end: horizon.latest_end(armed, lease_ms as f64).to_bits(),
+        // A holder of unknown token may end at any time: no bound to keep.
+        may_end: match token {
+            Some(_) => grid.may_end(point + lease_ms as f64).to_bits(),
+            None => 0,
+        },
+        must_end: grid
+            .must_end(horizon.latest_end(armed, lease_ms as f64))
+            .to_bits(),
     };
     let mut out = Vec::new();
     for s in starts {
@@ -187,8 +193,6 @@ fn step(s: State, op: &Op, frontier: f64, horizon: &Horizon) -> Vec<State> {
     out
 }
 
-/// Check one key's history. `Err` explains the first operation that could
-/// not be placed.
 /// Why a key's history was not shown linearizable.
 #[derive(Debug, PartialEq, Eq)]
 pub enum NotShown {
@@ -198,6 +202,8 @@ pub enum NotShown {
     Undecided(String),
 }
 
+/// Check one key's history. `Err` explains the first operation that could
+/// not be placed.
 pub fn check_key(ops: &[Op], horizon: &Horizon) -> Result<(), NotShown> {
     check_key_within(ops, horizon, MAX_STATES)
 }
@@ -231,6 +237,7 @@ pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Res
     let deadline: Vec<f64> = order.iter().map(|&i| deadline[i]).collect();
     let ops: Vec<Op> = order.iter().map(|&i| ops[i].clone()).collect();
     let n = ops.len();
+    let grid = Grid::new(&ops);
     let mut search = Search {
         unknown: ops.iter().map(|o| o.ret == Ret::Unknown).collect(),
         complete: ops
@@ -244,7 +251,9 @@ pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Res
             })
             .collect(),
         lost: (0..n).filter(|&i| deadline[i].is_finite()).collect(),
+        twin: twins(&ops, &deadline, horizon, &grid),
         deadline,
+        grid,
         ops: &ops,
         horizon,
         done: vec![0u64; n.div_ceil(64).max(1)],
@@ -275,44 +284,11 @@ pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Res
     )))
 }
 
-/// Leaves out the acquires of unknown outcome (lost grants included) that
-/// no answer "held" can lie beside. Such an acquire, if placed, makes a
-/// holder of unknown token that may end at once: it helps place an
-/// answer "held" while it lasts and nothing else (a grant needs the key
-/// free, a release its own token), and leaving it out only frees the key
-/// and lowers the frontier, which never forbids a placement. So the
-/// verdict is the same, and the search is spared every subset of them:
-/// the space it walks grows with the number of unknown operations.
-fn drop_idle_unknown_acquires(
-    ops: Vec<Op>,
-    deadline: Vec<f64>,
-    horizon: &Horizon,
-) -> (Vec<Op>, Vec<f64>) {
-    let held: Vec<(f64, f64)> = ops
-        .iter()
-        .filter(|o| matches!((&o.call, &o.ret), (Call::Acquire { .. }, Ret::Held)))
-        .map(|o| (o.invoke, o.complete))
-        .collect();
-    ops.into_iter()
-        .zip(deadline)
-        .filter(|(o, _)| match (&o.call, &o.ret) {
-            (Call::Acquire { lease_ms, .. }, Ret::Unknown) => {
-                // Its holding starts after its invoke and is gone by its
-                // latest end (as `step` arms it); a "held" beside it is
-                // placed inside its own [invoke, complete].
-                let armed = horizon.delivered_by(o.invoke, o.complete);
-                let gone = horizon.latest_end(armed, *lease_ms as f64);
-                held.iter().any(|&(i, c)| c >= o.invoke && i <= gone)
-            }
-            _ => true,
-        })
-        .unzip()
-}
-
 struct Search<'a> {
     /// Sorted by invoke.
     ops: &'a [Op],
     horizon: &'a Horizon,
+    grid: Grid,
     unknown: Vec<bool>,
     /// Completion times; infinite for unknown outcomes.
     complete: Vec<f64>,
@@ -322,6 +298,9 @@ struct Search<'a> {
     /// The operations with a finite deadline (the lost tries), which the
     /// memo's key looks at.
     lost: Vec<usize>,
+    /// For an acquire of unknown outcome, the one before it that would
+    /// leave the same holder wherever it is placed (see [`twins`]).
+    twin: Vec<Option<usize>>,
     /// Bit set of the operations placed so far.
     done: Vec<u64>,
     /// (placed, state) pairs already explored. The frontier is a function
@@ -365,7 +344,7 @@ impl Search<'_> {
             .map(|i| self.complete[i])
             .fold(f64::INFINITY, f64::min);
         for i in 0..self.ops.len() {
-            if self.is_done(i) {
+            if self.is_done(i) || self.twin[i].is_some_and(|t| !self.is_done(t)) {
                 continue;
             }
             let op = &self.ops[i];
@@ -376,7 +355,7 @@ impl Search<'_> {
                 continue;
             }
             let after = frontier.max(op.invoke);
-            for next in step(s, op, frontier, self.horizon) {
+            for next in step(s, op, frontier, self.horizon, &self.grid) {
                 self.done[i / 64] |= 1 << (i % 64);
                 if self.seen.insert((self.key(after), next)) && self.run(next, count + 1, after) {
                     return true;
@@ -388,5 +367,8 @@ impl Search<'_> {
     }
 }
 
+mod reduce;
 #[cfg(test)]
 mod tests;
+
+use reduce::{drop_idle_unknown_acquires, twins, Grid};

@@ -1,0 +1,110 @@
+//! What the search may merge or leave out without changing its verdict:
+//! each reduction here is exact (the reason is on each), and each exists
+//! because a history of a real run was out of the search's reach without
+//! it (docs/testing.md, the sweeps).
+
+use super::Horizon;
+use crate::jepsen::history::{Call, Op, Ret};
+
+/// The only times a holder's bounds are compared with, so that two paths
+/// whose holders differ by less than any comparison can tell meet in the
+/// memo as one state. The verdict is exactly the same: each bound is moved
+/// to the value that answers every comparison as it did.
+pub(super) struct Grid {
+    /// Every operation's completion, sorted: `may_end` is only compared as
+    /// `complete >= may_end`.
+    completes: Vec<f64>,
+    /// Every operation's invoke, sorted: `must_end` is only compared as
+    /// `point > must_end`, and a point is always some operation's invoke.
+    invokes: Vec<f64>,
+}
+
+impl Grid {
+    pub(super) fn new(ops: &[Op]) -> Grid {
+        let sorted = |f: fn(&Op) -> f64| {
+            let mut v: Vec<f64> = ops.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        Grid {
+            completes: sorted(|o| o.complete),
+            invokes: sorted(|o| o.invoke),
+        }
+    }
+
+    /// The earliest completion at or after `m` (none: never).
+    pub(super) fn may_end(&self, m: f64) -> f64 {
+        let i = self.completes.partition_point(|&c| c < m);
+        self.completes.get(i).copied().unwrap_or(f64::INFINITY)
+    }
+
+    /// The latest invoke at or before `m` (none: before every point).
+    pub(super) fn must_end(&self, m: f64) -> f64 {
+        match self.invokes.partition_point(|&p| p <= m) {
+            0 => f64::NEG_INFINITY,
+            i => self.invokes[i - 1],
+        }
+    }
+}
+
+/// Leaves out the acquires of unknown outcome (lost grants included) that
+/// no answer "held" can lie beside. Such an acquire, if placed, makes a
+/// holder of unknown token that may end at once: it helps place an
+/// answer "held" while it lasts and nothing else (a grant needs the key
+/// free, a release its own token), and leaving it out only frees the key
+/// and lowers the frontier, which never forbids a placement. So the
+/// verdict is the same, and the search is spared every subset of them:
+/// the space it walks grows with the number of unknown operations.
+pub(super) fn drop_idle_unknown_acquires(
+    ops: Vec<Op>,
+    deadline: Vec<f64>,
+    horizon: &Horizon,
+) -> (Vec<Op>, Vec<f64>) {
+    let held: Vec<(f64, f64)> = ops
+        .iter()
+        .filter(|o| matches!((&o.call, &o.ret), (Call::Acquire { .. }, Ret::Held)))
+        .map(|o| (o.invoke, o.complete))
+        .collect();
+    ops.into_iter()
+        .zip(deadline)
+        .filter(|(o, _)| match (&o.call, &o.ret) {
+            (Call::Acquire { lease_ms, .. }, Ret::Unknown) => {
+                // Its holding starts after its invoke and is gone by its
+                // latest end (as `step` arms it); a "held" beside it is
+                // placed inside its own [invoke, complete].
+                let armed = horizon.delivered_by(o.invoke, o.complete);
+                let gone = horizon.latest_end(armed, *lease_ms as f64);
+                held.iter().any(|&(i, c)| c >= o.invoke && i <= gone)
+            }
+            _ => true,
+        })
+        .unzip()
+}
+
+/// Acquires of unknown outcome that are interchangeable: each leaves a
+/// holder of unknown token whose latest end is the same on the [`Grid`],
+/// and it can take effect at any time after its invoke. Placing the
+/// later of two such (invoked no earlier) while the earlier is not placed
+/// is never needed: placing the earlier there instead, and the later
+/// where the earlier went (if anywhere), leaves the same states with a
+/// frontier no higher. So the search places them in invoke order, and
+/// the subsets of them it walks shrink to their prefixes.
+pub(super) fn twins(
+    ops: &[Op],
+    deadline: &[f64],
+    horizon: &Horizon,
+    grid: &Grid,
+) -> Vec<Option<usize>> {
+    let mut last = std::collections::HashMap::new();
+    (0..ops.len())
+        .map(|i| match (&ops[i].call, &ops[i].ret) {
+            (Call::Acquire { lease_ms, .. }, Ret::Unknown) if deadline[i].is_infinite() => {
+                let o = &ops[i];
+                let armed = horizon.delivered_by(o.invoke, o.complete);
+                let end = grid.must_end(horizon.latest_end(armed, *lease_ms as f64));
+                last.insert((*lease_ms, end.to_bits()), i)
+            }
+            _ => None,
+        })
+        .collect()
+}
