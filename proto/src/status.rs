@@ -189,6 +189,30 @@ pub struct Status {
     /// stopped applying at that index and stands for no election until it
     /// is restarted with what can run it. Not replicated.
     pub module_cannot_run: Option<ModuleCannotRun>,
+    /// The voter configuration in effect on this node: its log index, and
+    /// whether it is joint (a change of voters under way, in which a
+    /// quorum is a majority of the old voters and of the new). A change is
+    /// done once it is not joint and `commit_index` has reached `index`.
+    /// Absent: a node of an earlier build.
+    pub membership: Option<MembershipInEffect>,
+}
+
+/// The voter configuration a node runs under ([`Status::membership`]).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MembershipInEffect {
+    /// The log index of the entry that set it (0: the initial one).
+    pub index: u64,
+    /// A joint configuration: old and new voters both decide.
+    pub joint: bool,
+}
+
+impl Status {
+    /// The membership is settled: not joint, and committed.
+    pub fn membership_settled(&self) -> bool {
+        self.membership
+            .is_some_and(|m| !m.joint && self.commit_index >= m.index)
+    }
 }
 
 /// A node whose state hash differed from the others' at an index.

@@ -104,6 +104,16 @@ pub fn members(raft: &Raft) -> Vec<lockd_proto::Member> {
         .collect()
 }
 
+/// The voter configuration in effect in `m`: its index, whether joint.
+pub fn membership_in_effect(
+    m: &openraft::RaftMetrics<NodeId, Node>,
+) -> lockd_proto::MembershipInEffect {
+    lockd_proto::MembershipInEffect {
+        index: m.membership_config.log_id().map_or(0, |l| l.index),
+        joint: m.membership_config.membership().get_joint_config().len() > 1,
+    }
+}
+
 /// The leader this node may name, from its metrics: openraft's
 /// `current_leader`, except that a node that leads without a quorum's
 /// acknowledgement within `quorum_within_ms` names none. openraft restores

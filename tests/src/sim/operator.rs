@@ -7,7 +7,9 @@
 //! While a voter is out, a quorum is a majority of the others, which the
 //! horizon's view of the links does not know: the time from the removal's
 //! first try to the promotion's answer is a window in which a lease may
-//! outlive its time, like a fault's.
+//! outlive its time, like a fault's. The window ends once the promotion
+//! has settled (no joint configuration, committed), not when the leader
+//! first names the node a voter.
 
 use std::time::Duration;
 
@@ -55,6 +57,9 @@ pub(super) async fn operate(
 #[derive(Debug, PartialEq)]
 enum Standing {
     Voter,
+    /// A voter in a change not yet settled (joint, or not committed): the
+    /// quorum is not yet a majority of all (sweep seed 111323).
+    Joining,
     Learner,
     Out,
 }
@@ -62,6 +67,7 @@ enum Standing {
 async fn standing(admin: &Admin, node: u64) -> Result<Standing, String> {
     let status = admin.leader_status().await.map_err(|e| e.to_string())?;
     Ok(match status.members.iter().find(|m| m.id == node) {
+        Some(m) if m.voter && !status.membership_settled() => Standing::Joining,
         Some(m) if m.voter => Standing::Voter,
         Some(_) => Standing::Learner,
         None => Standing::Out,
@@ -77,6 +83,8 @@ async fn rejoin(admin: &Admin, node: u64) -> Result<(), String> {
             Err(e) => Err(e),
             Ok(Standing::Voter) if removed => return Ok(()),
             Ok(Standing::Voter) => admin.remove_member(node).await.map_err(|e| e.to_string()),
+            // Asking again finishes a change its leader left joint.
+            Ok(Standing::Joining) => admin.promote_member(node).await.map_err(|e| e.to_string()),
             Ok(Standing::Out) => {
                 removed = true;
                 admin

@@ -12,8 +12,10 @@
 //! A span begins when such a majority forms (a set of running nodes whose
 //! links all work both ways and hold nothing; a node counts as running
 //! once it reported since its last crash) and ends when none is left or
-//! the nodes in such majorities change; while the operator has a voter out, membership, not the
-//! links, decides the quorum, and those windows are left out. Within a
+//! the nodes in such majorities change; while the operator has a voter out
+//! (until its promotion back has settled: no joint configuration, and
+//! committed; sweep seed 111323), membership, not the links, decides the
+//! quorum, and those windows are left out. Within a
 //! span, after [`BOUND_MS`]:
 //! * some node of such a majority must have led within the last
 //!   [`BOUND_MS`];

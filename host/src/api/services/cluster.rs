@@ -106,6 +106,7 @@ impl Services {
             module_way_back: Some(v.module_way_back),
             module_precheck: v.module_precheck,
             module_cannot_run: v.module_cannot_run,
+            membership: Some(crate::raft::membership_in_effect(&m)),
         };
         let counts = UpgradeCounts {
             swapped: v.upgrades_swapped,
