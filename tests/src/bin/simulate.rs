@@ -9,6 +9,7 @@
 //! cargo run --release -p lock-tests --bin simulate -- --seed 42 --trim      # the shortest run that still fails
 //! cargo run --release -p lock-tests --bin simulate -- --seed 42 --duration 3000   # faults for 3 s only
 //! cargo run --release -p lock-tests --bin simulate -- --scenario snapshot-into-partition
+//! cargo run --release -p lock-tests --bin simulate -- --scenario refusal-from-a-cut-off-leader
 //! ```
 //!
 //! A scenario is a scripted run (`lock_tests::sim::scenario`): one fault
@@ -42,7 +43,7 @@ const USAGE: &str =
        simulate --seed N --trim [--control NAME]  the shortest fault time that still fails
        simulate --seeds A..B [--control NAME]  run seeds A to B-1, a process each
        simulate --minutes N [--control NAME]   run seeds for N minutes
-       simulate --scenario snapshot-into-partition [--control NAME]   a scripted run";
+       simulate --scenario snapshot-into-partition|refusal-from-a-cut-off-leader [--control NAME]   a scripted run";
 
 fn control(name: &str) -> anyhow::Result<Control> {
     Control::named(name).with_context(|| {
@@ -279,9 +280,35 @@ fn trim_run(seed: u64, ctl: Option<Control>, full: std::time::Duration) -> anyho
 /// Run the scenario `name` and print what it measured; its last line says
 /// whether the bound held (`scenario NAME: within` or `: beyond`).
 fn run_scenario(name: &str, ctl: Option<Control>) -> anyhow::Result<()> {
-    if name != "snapshot-into-partition" {
-        bail!("unknown scenario {name:?}; one of snapshot-into-partition");
+    match name {
+        "snapshot-into-partition" => snapshot_into_partition(name, ctl),
+        "refusal-from-a-cut-off-leader" => refusal_from_a_cut_off_leader(name, ctl),
+        _ => bail!(
+            "unknown scenario {name:?}; one of snapshot-into-partition, refusal-from-a-cut-off-leader"
+        ),
     }
+}
+
+/// Its last line: `scenario NAME: linearizable` or `: not linearizable`.
+fn refusal_from_a_cut_off_leader(name: &str, ctl: Option<Control>) -> anyhow::Result<()> {
+    let r = sim::stale_leader::refusal_from_a_cut_off_leader(ctl);
+    println!("leader {} cut off", r.leader);
+    for op in &r.ops {
+        println!("{op:?}");
+    }
+    if let Some(e) = &r.error {
+        println!("the script stopped: {e}");
+    }
+    let verdict = match (&r.error, r.verdict()) {
+        (Some(_), _) => "stopped".to_string(),
+        (None, Ok(())) => "linearizable".to_string(),
+        (None, Err(e)) => format!("not linearizable ({e:?})"),
+    };
+    println!("scenario {name}: {verdict}");
+    Ok(())
+}
+
+fn snapshot_into_partition(name: &str, ctl: Option<Control>) -> anyhow::Result<()> {
     let bound = sim::scenario::CATCH_UP_BOUND_MS;
     let r = sim::scenario::snapshot_into_partition(ctl);
     let (l, f, o) = r.nodes;

@@ -50,7 +50,8 @@
 //!   reads, convergence).
 //! * `horizon`: the latest a lease may end, from what the run saw.
 //! * [`progress`]: whether the cluster committed while it could.
-//! * [`scenario`]: scripted runs, one fault placed on purpose.
+//! * [`scenario`]: scripted runs, one fault placed on purpose;
+//!   [`stale_leader`]: one more, a cut-off leader asked for a key.
 //! * [`operator`]: membership changes and shadows during the faults.
 
 mod clients;
@@ -66,6 +67,7 @@ pub mod operator;
 pub mod progress;
 mod run;
 pub mod scenario;
+pub mod stale_leader;
 mod swaps;
 
 use std::time::Duration;

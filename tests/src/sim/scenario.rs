@@ -8,6 +8,9 @@
 //! stall bound on peer calls, the send waited out a 10 s deadline on the
 //! dead connection and nothing committed meanwhile (simulation seeds 33452
 //! and 55569).
+//!
+//! [`scripted`] runs such a script beside three nodes; another is in
+//! [`super::stale_leader`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -65,9 +68,23 @@ pub fn snapshot_into_partition(control: Option<Control>) -> CatchUp {
         control,
         ..SimConfig::seed(2)
     };
-    let (mut sim, disk) = simulation(&cfg);
+    let report = Arc::new(Mutex::new(CatchUp::default()));
+    let r = report.clone();
+    let error = scripted(&cfg, async move { script(&r).await });
+    let mut out = report.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    out.error = out.error.or(error);
+    out
+}
+
+/// Run `script` as the one client beside the nodes of `cfg` (3), until it
+/// ends; why it or the simulation stopped early, if it did.
+pub(super) fn scripted(
+    cfg: &SimConfig,
+    script: impl std::future::Future<Output = Result<(), String>> + 'static,
+) -> Option<String> {
+    let (mut sim, disk) = simulation(cfg);
     for id in 1..=cfg.nodes {
-        let config = node_config(&cfg, id);
+        let config = node_config(cfg, id);
         let disk = disk.clone();
         sim.host(host(id), move || {
             let seams = Seams {
@@ -84,24 +101,23 @@ pub fn snapshot_into_partition(control: Option<Control>) -> CatchUp {
             node(config.clone(), seams, 0, watch)
         });
     }
-    let report = Arc::new(Mutex::new(CatchUp::default()));
+    let error = Arc::new(Mutex::new(None));
     let done = Arc::new(AtomicBool::new(false));
-    let (r, d) = (report.clone(), done.clone());
+    let (e, d) = (error.clone(), done.clone());
     sim.client(super::faults::CLIENTS, async move {
-        if let Err(e) = script(&r).await {
-            r.lock().unwrap_or_else(|p| p.into_inner()).error = Some(e);
+        if let Err(why) = script.await {
+            *e.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
         }
         d.store(true, Ordering::Relaxed);
         Ok(())
     });
     while !done.load(Ordering::Relaxed) {
-        if let Err(e) = sim.step() {
-            report.lock().unwrap_or_else(|p| p.into_inner()).error = Some(e.to_string());
-            break;
+        if let Err(why) = sim.step() {
+            return Some(why.to_string());
         }
     }
-    let out = report.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    out
+    let why = error.lock().unwrap_or_else(|p| p.into_inner()).take();
+    why
 }
 
 async fn script(report: &Mutex<CatchUp>) -> Result<(), String> {
@@ -196,7 +212,7 @@ async fn behind(
     Err(format!("the leader never purged past node {f}'s log"))
 }
 
-async fn status(http: &Http, id: u64) -> Result<Status, String> {
+pub(super) async fn status(http: &Http, id: u64) -> Result<Status, String> {
     http.get_json(&node_addr(id), "/v1/status")
         .await
         .map_err(|e| format!("status of node {id}: {e}"))
@@ -215,7 +231,7 @@ async fn in_flight(http: &Http, id: u64) -> Option<u64> {
 
 /// Poll `what` every few ms of simulated time until it answers, for at
 /// most [`PATIENCE`].
-async fn until<T, F, Fut>(what: &str, mut f: F) -> Result<T, String>
+pub(super) async fn until<T, F, Fut>(what: &str, mut f: F) -> Result<T, String>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
