@@ -335,23 +335,31 @@ fn with_query(route: &str, query: &[String]) -> String {
 /// be, and its membership may be stale: a voter removed since would still
 /// be listed. `None` when the newest term has no leader yet (an election
 /// under way) or none that a view can address.
+///
+/// Two nodes may lead in one term: openraft 0.9 identifies a leader by
+/// (term, node id), and a candidate of a higher id may win a term another
+/// won a moment before (simulation seed 2 shows it at its first election).
+/// The higher id is then the newer leader, as openraft orders them.
 pub fn newest_leader<'a>(
     views: impl IntoIterator<Item = (u64, Option<u64>, &'a [Member])>,
 ) -> Option<String> {
-    let mut newest: Option<(u64, Option<String>)> = None;
+    let mut newest: Option<(u64, Option<(u64, String)>)> = None;
     for (term, leader, members) in views {
-        let addr = leader.and_then(|l| members.iter().find(|m| m.id == l).map(|m| m.addr.clone()));
+        let named = leader.and_then(|l| {
+            let m = members.iter().find(|m| m.id == l)?;
+            Some((l, m.addr.clone()))
+        });
         match &mut newest {
             Some((t, _)) if term < *t => {}
             Some((t, known)) if term == *t => {
-                if known.is_none() {
-                    *known = addr;
+                if named.as_ref().map(|n| n.0) > known.as_ref().map(|k| k.0) {
+                    *known = named;
                 }
             }
-            _ => newest = Some((term, addr)),
+            _ => newest = Some((term, named)),
         }
     }
-    newest.and_then(|(_, addr)| addr)
+    newest.and_then(|(_, named)| named.map(|(_, addr)| addr))
 }
 
 #[cfg(test)]

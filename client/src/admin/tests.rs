@@ -86,4 +86,12 @@ fn the_leader_is_the_newest_term_s_and_a_deposed_one_is_not_believed() {
     ];
     assert_eq!(newest_leader(views), Some("n1:7000".into()));
     assert_eq!(newest_leader([]), None);
+    // Two leaders of one term (openraft orders them by node id): the
+    // higher id, in either order.
+    for views in [
+        [(4, Some(2), all.as_slice()), (4, Some(3), all.as_slice())],
+        [(4, Some(3), all.as_slice()), (4, Some(2), all.as_slice())],
+    ] {
+        assert_eq!(newest_leader(views), Some("n3:7000".into()));
+    }
 }
