@@ -135,6 +135,12 @@ pub fn known_leader(
     quorum_within_ms: u64,
     leader_silent_ms: u64,
 ) -> Option<NodeId> {
+    // A node whose Raft has stopped (a storage error, a module it cannot
+    // run) keeps its last metrics: a leader's would name it for ever, and
+    // every client would be sent to it (simulation seed 130193).
+    if m.running_state.is_err() {
+        return None;
+    }
     match m.current_leader {
         Some(l) if l == m.id && leading_unconfirmed(m, quorum_within_ms) => None,
         Some(l) if l != m.id && leader_silent_ms > quorum_within_ms => None,
@@ -243,5 +249,19 @@ mod leader_tests {
             None,
             "not heard from for an election timeout"
         );
+    }
+
+    #[test]
+    fn a_node_whose_raft_stopped_names_no_leader() {
+        let mut m = openraft::RaftMetrics::<NodeId, Node>::new_initial(3);
+        m.state = openraft::ServerState::Leader;
+        m.current_leader = Some(3);
+        m.millis_since_quorum_ack = Some(0);
+        assert_eq!(known_leader(&m, 400, 0), Some(3));
+        m.running_state = Err(openraft::error::Fatal::Stopped);
+        assert_eq!(known_leader(&m, 400, 0), None, "its metrics are frozen");
+        m.state = openraft::ServerState::Follower;
+        m.current_leader = Some(1);
+        assert_eq!(known_leader(&m, 400, 0), None);
     }
 }

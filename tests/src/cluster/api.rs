@@ -92,7 +92,8 @@ impl Cluster {
         }
     }
 
-    /// Wait until every running node agrees on one leader; returns it.
+    /// Wait until every running node whose Raft runs agrees on one
+    /// leader; returns it.
     pub fn wait_leader(&self, timeout: Duration) -> u64 {
         let deadline = Instant::now() + timeout;
         loop {
@@ -106,8 +107,11 @@ impl Cluster {
                     .iter()
                     .find(|s| s.role == lockd_proto::Role::Leader)
                 {
+                    // A node whose Raft stopped (it cannot run the
+                    // module, say) names no leader and is not asked.
                     if statuses
                         .iter()
+                        .filter(|s| s.role != lockd_proto::Role::Shutdown)
                         .all(|s| s.leader == Some(l.id) && s.term == l.term)
                     {
                         return l.id;

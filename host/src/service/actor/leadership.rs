@@ -18,11 +18,10 @@ pub(super) async fn watch(id: NodeId, raft: Raft, tx: mpsc::UnboundedSender<Msg>
     loop {
         let now = {
             let m = metrics.borrow_and_update();
-            (
-                m.current_leader == Some(id),
-                m.current_term,
-                m.current_leader,
-            )
+            // A stopped Raft's metrics stay as they were: it leads no more
+            // and knows no leader (simulation seed 130193).
+            let leader = m.current_leader.filter(|_| m.running_state.is_ok());
+            (leader == Some(id), m.current_term, leader)
         };
         if was != Some(now) {
             let msg = if now.0 {
