@@ -68,17 +68,30 @@ pub fn snapshot_into_partition(control: Option<Control>) -> CatchUp {
         control,
         ..SimConfig::seed(2)
     };
-    let report = Arc::new(Mutex::new(CatchUp::default()));
-    let r = report.clone();
-    let error = scripted(&cfg, async move { script(&r).await });
-    let mut out = report.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let (mut out, error) = scripted(&cfg, |r| async move { script(&r).await });
     out.error = out.error.or(error);
     out
 }
 
-/// Run `script` as the one client beside the nodes of `cfg` (3), until it
-/// ends; why it or the simulation stopped early, if it did.
-pub(super) fn scripted(
+/// Run the script `make` returns as the one client beside the nodes of
+/// `cfg` (3), until it ends; what it wrote into its report, and why it or
+/// the simulation stopped early, if it did.
+pub(super) fn scripted<R, Fut>(
+    cfg: &SimConfig,
+    make: impl FnOnce(Arc<Mutex<R>>) -> Fut,
+) -> (R, Option<String>)
+where
+    R: Clone + Default + 'static,
+    Fut: std::future::Future<Output = Result<(), String>> + 'static,
+{
+    let report = Arc::new(Mutex::new(R::default()));
+    let script = make(report.clone());
+    let error = run_script(cfg, script);
+    let out = report.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    (out, error)
+}
+
+fn run_script(
     cfg: &SimConfig,
     script: impl std::future::Future<Output = Result<(), String>> + 'static,
 ) -> Option<String> {

@@ -14,7 +14,7 @@
 //! the other side (the first of them at seed 20); this script makes that
 //! moment every time, so the control `skip-read-barrier` is caught here.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use lockd_client::admin::Http;
@@ -58,10 +58,7 @@ pub fn refusal_from_a_cut_off_leader(control: Option<Control>) -> StaleRead {
         control,
         ..SimConfig::seed(2)
     };
-    let report = Arc::new(Mutex::new(StaleRead::default()));
-    let r = report.clone();
-    let error = scripted(&cfg, async move { script(&r).await });
-    let mut out = report.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let (mut out, error) = scripted(&cfg, |r| async move { script(&r).await });
     out.error = out.error.or(error);
     out
 }
@@ -129,9 +126,14 @@ async fn script(report: &Mutex<StaleRead>) -> Result<(), String> {
         .map_err(|e| format!("the release through the others: {e}"))?;
     record(Call::Release { token }, at, Ret::Released);
 
-    // Only now, with the release acknowledged (and a moment later, so that
-    // the two cannot be ordered either way), ask the cut-off leader.
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    // Only now, with the release acknowledged and the clock past its
+    // answer (so that the two cannot be ordered either way), ask the
+    // cut-off leader.
+    let released = sim_ms();
+    until("the clock past the release", || async {
+        (sim_ms() > released).then_some(())
+    })
+    .await?;
     let at = sim_ms();
     let ret = match client(&[leader]).acquire(KEY, LEASE, Duration::ZERO).await {
         Ok(g) => Ret::Granted(g.token()),
