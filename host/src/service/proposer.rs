@@ -1,8 +1,8 @@
 //! Proposal batching: many commands, one log entry, one fsync.
 //!
-//! openraft 0.9 appends one entry (or one client write) at a time and waits
-//! for its fsync before taking the next, so without batching the leader
-//! commits at most one command per fsync. The proposer collects every
+//! Without batching every command would be a client write of its own: its
+//! own entry, encoding, append, fsync on every node and replication round
+//! trip, and a response through openraft's core. The proposer collects every
 //! command group submitted while earlier writes are in flight into **one**
 //! `Request::Commands` entry, with up to [`MAX_IN_FLIGHT`] entries
 //! outstanding, so under load one fsync carries hundreds of commands.

@@ -14,8 +14,11 @@
 //!   the entry's stages, so per entry is per request at one client and an
 //!   even mix at many.
 //!
-//! Stages follow one another: their means add up to the time from the
-//! first stamp to the last. A stamp that is missing (a ring slot reused
+//! Stages follow one another, but for the leader's `fsync`, which runs
+//! beside `replicate` (the leader replicates while it syncs, and counts
+//! itself in the quorum once synced): `queue`, `append`, `replicate`,
+//! `apply` and `answer` add up to the time from the first stamp to the
+//! last. A stamp that is missing (a ring slot reused
 //! by a later entry, an entry that came by snapshot) drops that entry's
 //! observations, never a wrong one.
 //!
@@ -42,10 +45,12 @@ pub enum Stage {
     /// Proposed to Raft, until the leader's log store has it (openraft's
     /// queue, the entry encoded).
     Append,
-    /// The leader's write and fsync of it.
+    /// The leader's write and fsync of it: beside `Replicate`, not before
+    /// it.
     Fsync,
-    /// The leader's fsync to the entry committed: replication and a
-    /// quorum of followers' fsyncs.
+    /// The leader's log store has the entry, to the entry committed: the
+    /// followers' appends and fsyncs and the leader's own, in parallel,
+    /// until a quorum has it durably.
     Replicate,
     /// Committed to applied (the apply queue, the module's apply).
     Apply,
@@ -236,7 +241,7 @@ impl Stages {
         self.observe(Stage::Queue, proposed.saturating_duration_since(queued));
         self.observe(Stage::Append, ns(proposed_at, appended));
         self.observe(Stage::Fsync, ns(appended, fsynced));
-        self.observe(Stage::Replicate, ns(fsynced, committed));
+        self.observe(Stage::Replicate, ns(appended, committed));
         self.observe(Stage::Apply, ns(committed, applied));
         self.observe(Stage::Answer, ns(applied, self.now()));
     }
@@ -303,6 +308,36 @@ mod tests {
         assert!(counts(&s).contains("queue=0"), "{}", counts(&s));
         s.answered(later, t, t);
         assert!(counts(&s).contains("queue=1"), "{}", counts(&s));
+    }
+
+    fn sum_ns(s: &Stages, stage: Stage) -> u64 {
+        let mut reg = Registry::default();
+        reg.register("s_seconds", "s", s.family());
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &reg).expect("encodes");
+        let key = format!("s_seconds_sum{{stage=\"{}\"}} ", stage.name());
+        let secs: f64 = out
+            .lines()
+            .find_map(|l| l.strip_prefix(&key))
+            .and_then(|v| v.parse().ok())
+            .expect("a sum");
+        (secs * 1e9).round() as u64
+    }
+
+    #[test]
+    fn a_commit_before_the_leader_s_own_fsync_is_timed_from_the_append() {
+        // The leader replicates while it syncs: a quorum of followers may
+        // commit the entry before the leader's sync ends.
+        let s = Stages::default();
+        s.stamp([4], Stamp::Appended, 1_000);
+        s.stamp([4], Stamp::Committed, 5_000);
+        s.stamp([4], Stamp::Fsynced, 7_000);
+        s.stamp([4], Stamp::Applied, 8_000);
+        let t = s.epoch;
+        s.answered(4, t, t);
+        assert_eq!(sum_ns(&s, Stage::Replicate), 4_000);
+        assert_eq!(sum_ns(&s, Stage::Fsync), 6_000);
+        assert_eq!(sum_ns(&s, Stage::Apply), 3_000);
     }
 
     #[test]
