@@ -44,6 +44,18 @@ pub fn flag(name: &str) -> bool {
 /// docs/ were measured on it (the 0.2 rows upgrade to 0.2 themselves).
 pub const ON_WORLD_0_1: &[&str] = &["--initial-module", "world-0.1"];
 
+/// Connection bounds for thousands of clients from one address (a
+/// benchmark's, on loopback): the per-address bounds raised to the totals,
+/// and 8 192 connections in all (docs/configuration.md, "Many clients").
+pub const ONE_HOST_BOUNDS: [&str; 6] = [
+    "--max-connections",
+    "8192",
+    "--max-connections-per-ip",
+    "8192",
+    "--max-handshakes-per-ip",
+    "1024",
+];
+
 /// Build the binaries the benchmark starts (`lockd`, and `lockctl` from its
 /// own package), unless `LOCKD_BIN` points at a built `lockd` (with
 /// `lockctl` beside it).

@@ -14,9 +14,11 @@ use crate::drive::{self, ClientRun, System};
 use crate::{election_ms, etcd, measure, one_run, profile, zk, Workload, HEARTBEAT_MS};
 
 /// The workloads: (name, clients, on one key).
-pub const WORKLOADS: [(&str, usize, bool); 3] = [
+pub const WORKLOADS: [(&str, usize, bool); 5] = [
     ("1 client", 1, false),
     ("64 clients, own keys", 64, false),
+    ("256 clients, own keys", 256, false),
+    ("1 024 clients, own keys", 1024, false),
     ("16 clients, one key", 16, true),
 ];
 
@@ -46,13 +48,22 @@ fn start(rt: &tokio::runtime::Runtime, systems: &[System]) -> Clusters {
     };
     for system in systems {
         match system {
-            System::Lockd => {
-                let l =
-                    Cluster::start_timed(3, lock_bench::ON_WORLD_0_1, HEARTBEAT_MS, election_ms());
-                let leader = l.wait_leader(Duration::from_secs(20));
-                eprintln!("lockd leader node {leader}");
-                c.endpoints.push((*system, l.endpoints()));
-                c.lockd = Some((l, leader));
+            System::Lockd | System::LockdHttp => {
+                // One cluster for both protocols.
+                if c.lockd.is_none() {
+                    let args: Vec<&str> = lock_bench::ON_WORLD_0_1
+                        .iter()
+                        .chain(&lock_bench::ONE_HOST_BOUNDS)
+                        .copied()
+                        .collect();
+                    let l = Cluster::start_timed(3, &args, HEARTBEAT_MS, election_ms());
+                    let leader = l.wait_leader(Duration::from_secs(20));
+                    eprintln!("lockd leader node {leader}");
+                    c.lockd = Some((l, leader));
+                }
+                if let Some((l, _)) = &c.lockd {
+                    c.endpoints.push((*system, l.endpoints()));
+                }
             }
             System::Etcd => {
                 let e = etcd::EtcdCluster::start(3, HEARTBEAT_MS, election_ms());

@@ -1,7 +1,8 @@
 //! The drivers: the same loop against lockd (native protocol, the
-//! `lockd-client` crate), against etcd (its v3 gRPC lock API) and against
-//! ZooKeeper (the Curator lock recipe, see [`crate::zk_drive`]), one
-//! connection per client.
+//! `lockd-client` crate; and its HTTP/JSON routes, as curl, the Python
+//! client or any HTTP library calls them), against etcd (its v3 gRPC lock
+//! API) and against ZooKeeper (the Curator lock recipe, see
+//! [`crate::zk_drive`]), one connection per client.
 //!
 //! A cycle is acquire + release. Uncontended, each client has its own key;
 //! contended, all clients want one key and every cycle is a handoff. Only
@@ -16,17 +17,25 @@ use etcd_client::LockOptions;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum System {
     Lockd,
+    /// lockd's HTTP/JSON lock routes, on the same cluster as [`System::Lockd`].
+    LockdHttp,
     Etcd,
     Zookeeper,
 }
 
 impl System {
     /// Every system, in the report's order.
-    pub const ALL: [System; 3] = [System::Lockd, System::Etcd, System::Zookeeper];
+    pub const ALL: [System; 4] = [
+        System::Lockd,
+        System::LockdHttp,
+        System::Etcd,
+        System::Zookeeper,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             System::Lockd => "lockd",
+            System::LockdHttp => "lockd-http",
             System::Etcd => "etcd",
             System::Zookeeper => "zookeeper",
         }
@@ -36,8 +45,14 @@ impl System {
     pub fn display(self) -> &'static str {
         match self {
             System::Zookeeper => "ZooKeeper",
+            System::LockdHttp => "lockd HTTP",
             s => s.name(),
         }
+    }
+
+    /// Whether this is lockd (over either protocol).
+    pub fn is_lockd(self) -> bool {
+        matches!(self, System::Lockd | System::LockdHttp)
     }
 
     /// The system called `name` (as [`System::name`] spells it; `zk` too).
@@ -86,6 +101,16 @@ impl Progress {
         let ns = t.saturating_duration_since(self.base).as_nanos() as u64;
         self.last_success_start_ns.load(Ordering::Relaxed) >= ns
     }
+}
+
+/// One client's part in a run: its number (its keys), whether all want
+/// one key, and when to stop.
+pub struct Plan {
+    pub i: usize,
+    pub contended: bool,
+    pub until: Instant,
+    pub stop: Arc<AtomicBool>,
+    pub progress: Arc<Progress>,
 }
 
 /// The keys of one client. After a failure whose outcome is unknown (the
@@ -159,12 +184,31 @@ pub async fn run(
     stop: Arc<AtomicBool>,
     progress: Arc<Progress>,
 ) -> Vec<ClientRun> {
+    // HTTP clients go to the leader, as etcd's and ZooKeeper's do (their
+    // best case): found once, before the clock starts.
+    let leader = if system == System::LockdHttp {
+        leader_addr(&endpoints, &security).await
+    } else {
+        None
+    };
     let mut tasks = Vec::new();
     for i in 0..clients {
         let (endpoints, stop, progress) = (endpoints.clone(), stop.clone(), progress.clone());
         let security = security.clone();
+        let leader = leader.clone();
         tasks.push(tokio::spawn(async move {
+            let plan = Plan {
+                i,
+                contended,
+                until,
+                stop,
+                progress,
+            };
             match system {
+                System::LockdHttp => {
+                    let leader = leader.unwrap_or_else(|| endpoints[0].clone());
+                    http_client_loop(leader, security, plan).await
+                }
                 System::Lockd => {
                     let client = lockd_client::Client::with_options(
                         endpoints,
@@ -173,18 +217,15 @@ pub async fn run(
                             ..Default::default()
                         },
                     );
-                    lockd_client_loop(client, i, contended, until, stop, progress).await
+                    lockd_client_loop(client, plan).await
                 }
                 System::Etcd => {
                     let options = security
                         .etcd
                         .map(|t| etcd_client::ConnectOptions::new().with_tls(t));
-                    etcd_client_loop(endpoints, options, i, contended, until, stop, progress).await
+                    etcd_client_loop(endpoints, options, plan).await
                 }
-                System::Zookeeper => {
-                    crate::zk_drive::client_loop(endpoints, i, contended, until, stop, progress)
-                        .await
-                }
+                System::Zookeeper => crate::zk_drive::client_loop(endpoints, plan).await,
             }
         }));
     }
@@ -199,27 +240,20 @@ pub fn done(until: Instant, stop: &AtomicBool) -> bool {
     Instant::now() >= until || stop.load(Ordering::Relaxed)
 }
 
-async fn lockd_client_loop(
-    client: lockd_client::Client,
-    i: usize,
-    contended: bool,
-    until: Instant,
-    stop: Arc<AtomicBool>,
-    progress: Arc<Progress>,
-) -> ClientRun {
-    let mut keys = Keys::new(i, contended);
+async fn lockd_client_loop(client: lockd_client::Client, plan: Plan) -> ClientRun {
+    let mut keys = Keys::new(plan.i, plan.contended);
     let mut key = keys.current();
-    let wait = if contended {
+    let wait = if plan.contended {
         Duration::from_secs(10)
     } else {
         Duration::ZERO
     };
     let mut r = ClientRun::default();
-    while !done(until, &stop) {
+    while !done(plan.until, &plan.stop) {
         let start = Instant::now();
         match client.acquire(&key, Duration::from_secs(10), wait).await {
             Ok(g) => {
-                r.acquired(start, &progress);
+                r.acquired(start, &plan.progress);
                 match g.release().await {
                     Ok(()) => r.cycles += 1,
                     Err(e) => {
@@ -241,21 +275,95 @@ async fn lockd_client_loop(
     r
 }
 
+/// The leader's address, as the admin client finds it.
+async fn leader_addr(endpoints: &[String], security: &Security) -> Option<String> {
+    let native = lockd_client::Client::with_options(
+        endpoints.to_vec(),
+        lockd_client::ClientOptions {
+            credentials: security.lockd.clone(),
+            ..Default::default()
+        },
+    );
+    lockd_client::admin::Admin::new(native, endpoints.to_vec())
+        .leader_addr()
+        .await
+        .ok()
+}
+
+/// `POST /v1/locks/{key}/acquire`, then `…/release` with the token, on a
+/// kept-alive connection of the client's own, as an HTTP library keeps it.
+async fn http_client_loop(leader: String, security: Security, plan: Plan) -> ClientRun {
+    let http = lockd_client::admin::Http::kept_alive(Duration::from_secs(30), security.lockd);
+    let mut keys = Keys::new(plan.i, plan.contended);
+    let mut key = keys.current();
+    let wait_ms: u64 = if plan.contended { 10_000 } else { 0 };
+    let acquire_body = serde_json::json!({"lease_ms": 10_000, "wait_ms": wait_ms});
+    let mut r = ClientRun::default();
+    while !done(plan.until, &plan.stop) {
+        let start = Instant::now();
+        let answer = http
+            .post_json(&leader, &format!("/v1/locks/{key}/acquire"), &acquire_body)
+            .await;
+        let token = match answer {
+            Ok((status, body)) if status.is_success() => {
+                serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| v["token"].as_u64())
+                    .ok_or_else(|| (format!("acquire: no token in {status}"), true))
+            }
+            Ok((status, body)) => Err((
+                format!("acquire: {status}: {}", String::from_utf8_lossy(&body)),
+                // 409: the lock is held (an acquire that did not wait):
+                // keep the key.
+                status.as_u16() != 409,
+            )),
+            Err(e) => Err((format!("acquire: {e}"), true)),
+        };
+        match token {
+            Ok(token) => {
+                r.acquired(start, &plan.progress);
+                let released = http
+                    .post_json(
+                        &leader,
+                        &format!("/v1/locks/{key}/release"),
+                        &serde_json::json!({"token": token}),
+                    )
+                    .await;
+                match released {
+                    Ok((status, _)) if status.is_success() => r.cycles += 1,
+                    other => {
+                        let e = match other {
+                            Ok((status, _)) => status.to_string(),
+                            Err(e) => e.to_string(),
+                        };
+                        r.fail(format!("release: {e}"), false);
+                        key = keys.next();
+                    }
+                }
+            }
+            Err((error, move_on)) => {
+                r.fail(error, true);
+                if move_on {
+                    key = keys.next();
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+    r
+}
+
 async fn etcd_client_loop(
     endpoints: Vec<String>,
     options: Option<etcd_client::ConnectOptions>,
-    i: usize,
-    contended: bool,
-    until: Instant,
-    stop: Arc<AtomicBool>,
-    progress: Arc<Progress>,
+    plan: Plan,
 ) -> ClientRun {
     let mut r = ClientRun::default();
-    let mut keys = Keys::new(i, contended);
+    let mut keys = Keys::new(plan.i, plan.contended);
     let mut name = keys.current();
     let mut client = None;
     let mut lease = 0;
-    while !done(until, &stop) {
+    while !done(plan.until, &plan.stop) {
         if client.is_none() {
             // One connection and one lease per client, as etcd's own
             // concurrency package does.
@@ -285,7 +393,7 @@ async fn etcd_client_loop(
         .await;
         let failed = match locked {
             Ok(Ok(resp)) => {
-                r.acquired(start, &progress);
+                r.acquired(start, &plan.progress);
                 match c.unlock(resp.key().to_vec()).await {
                     Ok(_) => {
                         r.cycles += 1;

@@ -16,8 +16,9 @@
 //! back (the order rotating from round to round), so all see the same
 //! machine state. Before the first round each system gets `--warmup`
 //! seconds of the 64-client workload, not measured (ZooKeeper's JIT).
-//! Workloads: 1 client, 64 clients on their own keys, 16 clients on one
-//! key. lockd is driven over its native protocol (`lockd-client`), etcd
+//! Workloads: 1, 64, 256 and 1 024 clients on their own keys, 16 clients
+//! on one key. lockd is driven over its native protocol (`lockd-client`)
+//! and over HTTP/JSON (kept-alive connections to the leader), etcd
 //! over its v3 gRPC lock API (`etcd-client`): one lease per client, Lock +
 //! Unlock per cycle; ZooKeeper with the `zookeeper-client` crate's Curator
 //! lock recipe, one session per client (see [`zk_drive`]). etcd's and
@@ -43,7 +44,8 @@
 //!
 //! Writes `OUT/benchmarks.md`, `OUT/benchmarks.png`, `OUT/benchmarks.json`
 //! and the leader's flamegraph `OUT/leader-profile.svg` (when `perf` is
-//! there). `--only-failover` runs just the failover trials;
+//! there). `--only-failover` runs just the failover trials; `--redraw`
+//! draws `OUT/benchmarks.png` again from `OUT/benchmarks.json`;
 //! `VS_ETCD_KEEP=1` keeps each lockd and ZooKeeper trial's logs (and
 //! prints where), `VS_ETCD_DEBUG=1` prints the clients' errors around each
 //! kill.
@@ -83,7 +85,7 @@ pub fn zk_timings() -> zk::ZkTimings {
 }
 
 /// One workload's measurements on one system, over all rounds.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Measured {
     pub cycles_per_sec: f64,
     pub p50_ms: f64,
@@ -93,7 +95,7 @@ pub struct Measured {
     pub last_error: Option<String>,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Workload {
     pub name: String,
     pub clients: usize,
@@ -187,12 +189,14 @@ fn run_bin(name: &str, args: &[&str]) -> String {
 
 /// The systems named by `--systems` (default all), in the report's order.
 fn systems() -> Vec<System> {
-    let names: String = lock_bench::arg("--systems", "lockd,etcd,zookeeper".to_string());
+    let names: String = lock_bench::arg("--systems", "lockd,lockd-http,etcd,zookeeper".to_string());
     let mut chosen = Vec::new();
     for name in names.split(',').filter(|n| !n.trim().is_empty()) {
         match System::parse(name) {
             Some(s) => chosen.push(s),
-            None => panic!("--systems: unknown system {name:?} (lockd, etcd, zookeeper)"),
+            None => {
+                panic!("--systems: unknown system {name:?} (lockd, lockd-http, etcd, zookeeper)")
+            }
         }
     }
     System::ALL
@@ -209,6 +213,10 @@ fn main() {
     let trials: usize = lock_bench::arg("--failover-trials", 5);
     let only_failover = lock_bench::flag("--only-failover");
     let systems = systems();
+    if lock_bench::flag("--redraw") {
+        // The chart again from the report's JSON, nothing run.
+        return chart::redraw(std::path::Path::new(&out));
+    }
     lock_bench::ensure_binaries_built();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     if lock_bench::flag("--tls") {
@@ -220,7 +228,7 @@ fn main() {
     }
 
     if only_failover {
-        for system in systems {
+        for system in systems.into_iter().filter(|s| *s != System::LockdHttp) {
             let f = failover::failover(&rt, system, trials);
             println!(
                 "{}: trials {:?} median {:.0} max {:.0}",
@@ -234,6 +242,7 @@ fn main() {
     // Failover: fresh clusters, one trial at a time.
     let failovers: Vec<failover::Failover> = systems
         .iter()
+        .filter(|s| **s != System::LockdHttp)
         .map(|s| failover::failover(&rt, *s, trials))
         .collect();
 

@@ -18,8 +18,6 @@
 //! answered: that leaks its path string (some 60 bytes a cycle), nothing
 //! else — the guard borrows the client and owns no other resource.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
@@ -81,19 +79,12 @@ async fn cycle(
     }
 }
 
-pub async fn client_loop(
-    endpoints: Vec<String>,
-    i: usize,
-    contended: bool,
-    until: Instant,
-    stop: Arc<AtomicBool>,
-    progress: Arc<Progress>,
-) -> ClientRun {
+pub async fn client_loop(endpoints: Vec<String>, plan: crate::drive::Plan) -> ClientRun {
     let mut r = ClientRun::default();
-    let mut keys = Keys::new(i, contended);
+    let mut keys = Keys::new(plan.i, plan.contended);
     let mut dir = format!("/{}", keys.current());
     let mut client = None;
-    while !done(until, &stop) {
+    while !done(plan.until, &plan.stop) {
         let Some(c) = client.as_ref() else {
             match connect(&endpoints).await {
                 Ok(c) => client = Some(c),
@@ -106,7 +97,7 @@ pub async fn client_loop(
         };
         // Any failure: a new session (closing the old one deletes its
         // znodes) and a new key, as the etcd driver does.
-        if let Err((error, log)) = cycle(c, &dir, &mut r, &progress).await {
+        if let Err((error, log)) = cycle(c, &dir, &mut r, &plan.progress).await {
             r.fail(error, log);
             client = None;
             dir = format!("/{}", keys.next());

@@ -8,6 +8,7 @@
 //! native protocol, each over its own kept-alive connection to the leader
 //! (so both protocols meet the same node and the same work).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::anyhow;
@@ -104,7 +105,9 @@ async fn measure(
     // The seed's lock goes as it always did; options need world 0.2.
     let plain = w.mode == LockMode::Exclusive && w.limit == 1;
     let (mode, limit) = (w.mode, w.limit);
-    let start = Instant::now() + Duration::from_millis(200);
+    // The clock starts once every client has connected (thousands of
+    // clients take a while to), for all of them at once.
+    let ready = Arc::new(tokio::sync::Barrier::new(clients + 1));
     let mut tasks = Vec::new();
     for c in 0..clients {
         let client = Client::with_options(
@@ -121,10 +124,12 @@ async fn measure(
         } else {
             format!("bench/{c}")
         };
+        let ready = ready.clone();
         tasks.push(tokio::spawn(async move {
             // Connect before the clock starts.
             let _ = client.get(&key).await;
-            tokio::time::sleep_until(start).await;
+            ready.wait().await;
+            let start = Instant::now();
             let (mut lat, mut errors) = (Vec::new(), 0u64);
             while start.elapsed() < dur {
                 let t = Instant::now();
@@ -158,6 +163,8 @@ async fn measure(
             (lat, errors)
         }));
     }
+    ready.wait().await;
+    let start = Instant::now();
     let mut lat = Vec::new();
     let mut errors = 0;
     for t in tasks {
@@ -221,7 +228,7 @@ async fn measure_http(
         body["mode"] = json!(w.mode.as_str());
         body["limit"] = json!(w.limit);
     }
-    let start = Instant::now() + Duration::from_millis(200);
+    let ready = Arc::new(tokio::sync::Barrier::new(w.clients + 1));
     let mut tasks = Vec::new();
     for c in 0..w.clients {
         let http = Http::kept_alive(Duration::from_secs(30), creds.clone());
@@ -230,13 +237,14 @@ async fn measure_http(
         } else {
             format!("bench/{c}")
         };
-        let (leader, body) = (leader.clone(), body.clone());
+        let (leader, body, ready) = (leader.clone(), body.clone(), ready.clone());
         tasks.push(tokio::spawn(async move {
             let acquire = format!("/v1/locks/{key}/acquire");
             let release = format!("/v1/locks/{key}/release");
             // Connect before the clock starts.
             let _ = http.get_text(&leader, "/healthz").await;
-            tokio::time::sleep_until(start).await;
+            ready.wait().await;
+            let start = Instant::now();
             let (mut lat, mut errors) = (Vec::new(), 0u64);
             while start.elapsed() < dur {
                 let t = Instant::now();
@@ -262,6 +270,8 @@ async fn measure_http(
             (lat, errors)
         }));
     }
+    ready.wait().await;
+    let start = Instant::now();
     let (mut lat, mut errors) = (Vec::new(), 0);
     for t in tasks {
         if let Ok((l, e)) = t.await {
