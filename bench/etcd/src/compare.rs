@@ -109,7 +109,12 @@ pub fn run(
         }
     }
     let mut workloads = Vec::new();
-    for (name, clients, contended) in WORKLOADS {
+    // `--workloads 1024,16`: only the workloads of those client counts.
+    let only: String = lock_bench::arg("--workloads", String::new());
+    let chosen = |clients: usize| {
+        only.is_empty() || only.split(',').any(|n| n.trim() == clients.to_string())
+    };
+    for (name, clients, contended) in WORKLOADS.into_iter().filter(|w| chosen(w.1)) {
         let mut runs: Vec<Vec<(Vec<ClientRun>, Duration)>> =
             targets.iter().map(|_| Vec::new()).collect();
         for round in 0..rounds {
@@ -150,7 +155,24 @@ pub fn run(
         .lockd
         .as_ref()
         .and_then(|(c, leader)| lockd_profile(rt, c, *leader, out));
+    if let Some((c, leader)) = clusters.lockd {
+        keep_lockd_logs(c, leader);
+    }
     Compared { workloads, profile }
+}
+
+/// Say whether lockd's leader changed during the run (it should not: the
+/// clients' errors would show it), and with `VS_ETCD_KEEP` keep its
+/// nodes' logs.
+fn keep_lockd_logs(mut c: Cluster, leader: u64) {
+    let now = c.wait_leader(Duration::from_secs(20));
+    if now != leader {
+        eprintln!("lockd's leader changed during the run: node {leader}, then node {now}");
+    }
+    if std::env::var_os("VS_ETCD_KEEP").is_some() {
+        let dir = std::mem::replace(&mut c.dir, tempfile::tempdir().expect("tempdir"));
+        eprintln!("lockd's logs in {}", dir.keep().display());
+    }
 }
 
 /// Where lockd's time goes at 64 clients: perf on the machine while the

@@ -30,8 +30,9 @@
 //! (`sm-bench`) and the upgrade pause (`upgrade-bench`), run as the
 //! already built binaries.
 //!
-//! `--systems`: which of lockd, etcd and zookeeper to run (default all
-//! three; `zk` names ZooKeeper too). `--tls` and `--recipes` compare lockd
+//! `--systems`: which of lockd, lockd-http, etcd and zookeeper to run
+//! (default all four; `zk` names ZooKeeper too). `--workloads 1024,16`:
+//! only the workloads with those numbers of clients. `--tls` and `--recipes` compare lockd
 //! and etcd only.
 //!
 //! `--tls`: the cost of TLS instead (see [`tls`]): both systems in the
