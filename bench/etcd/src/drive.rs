@@ -111,6 +111,20 @@ pub struct Plan {
     pub until: Instant,
     pub stop: Arc<AtomicBool>,
     pub progress: Arc<Progress>,
+    /// For a timed run: every client waits here once connected, and then
+    /// runs this long (its `until` is set then).
+    pub start: Option<(Arc<tokio::sync::Barrier>, Duration)>,
+}
+
+impl Plan {
+    /// Connected: wait for every other client of a timed run, then start
+    /// the clock. Nothing to wait for in a run that ends at a given time.
+    pub async fn begin(&mut self) {
+        if let Some((ready, length)) = self.start.take() {
+            ready.wait().await;
+            self.until = Instant::now() + length;
+        }
+    }
 }
 
 /// The keys of one client. After a failure whose outcome is unknown (the
@@ -172,6 +186,39 @@ pub struct Security {
     pub etcd: Option<etcd_client::TlsOptions>,
 }
 
+/// Run `clients` clients against `endpoints` for `length`, the clock
+/// started once every client has connected (at a thousand clients the
+/// connecting takes a while, for every system): what each did, and how
+/// long they ran.
+pub async fn run_timed(
+    system: System,
+    endpoints: Vec<String>,
+    security: Security,
+    clients: usize,
+    contended: bool,
+    length: Duration,
+) -> (Vec<ClientRun>, Duration) {
+    let ready = Arc::new(tokio::sync::Barrier::new(clients + 1));
+    let mut started = Instant::now();
+    let runs = spawn_clients(
+        system,
+        endpoints,
+        security,
+        (clients, contended),
+        // Until the clock starts: a day, never reached.
+        Instant::now() + Duration::from_secs(86_400),
+        Arc::new(AtomicBool::new(false)),
+        Progress::new(),
+        Some((ready.clone(), length)),
+        async {
+            ready.wait().await;
+            started = Instant::now();
+        },
+    )
+    .await;
+    (runs, started.elapsed())
+}
+
 /// Run `clients` clients against `endpoints` until `stop` (or `until`).
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
@@ -184,6 +231,28 @@ pub async fn run(
     stop: Arc<AtomicBool>,
     progress: Arc<Progress>,
 ) -> Vec<ClientRun> {
+    let start = async {};
+    let (who, when) = ((clients, contended), until);
+    spawn_clients(
+        system, endpoints, security, who, when, stop, progress, None, start,
+    )
+    .await
+}
+
+/// The clients of [`run`] and [`run_timed`]: `started` runs once they are
+/// all spawned (a timed run waits in it for the clock to start).
+#[allow(clippy::too_many_arguments)]
+async fn spawn_clients(
+    system: System,
+    endpoints: Vec<String>,
+    security: Security,
+    (clients, contended): (usize, bool),
+    until: Instant,
+    stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+    start: Option<(Arc<tokio::sync::Barrier>, Duration)>,
+    started: impl std::future::Future<Output = ()>,
+) -> Vec<ClientRun> {
     // HTTP clients go to the leader, as etcd's and ZooKeeper's do (their
     // best case): found once, before the clock starts.
     let leader = if system == System::LockdHttp {
@@ -195,7 +264,7 @@ pub async fn run(
     for i in 0..clients {
         let (endpoints, stop, progress) = (endpoints.clone(), stop.clone(), progress.clone());
         let security = security.clone();
-        let leader = leader.clone();
+        let (leader, start) = (leader.clone(), start.clone());
         tasks.push(tokio::spawn(async move {
             let plan = Plan {
                 i,
@@ -203,6 +272,7 @@ pub async fn run(
                 until,
                 stop,
                 progress,
+                start,
             };
             match system {
                 System::LockdHttp => {
@@ -229,6 +299,7 @@ pub async fn run(
             }
         }));
     }
+    started.await;
     let mut out = Vec::new();
     for t in tasks {
         out.push(t.await.expect("a benchmark client task panicked"));
@@ -240,9 +311,12 @@ pub fn done(until: Instant, stop: &AtomicBool) -> bool {
     Instant::now() >= until || stop.load(Ordering::Relaxed)
 }
 
-async fn lockd_client_loop(client: lockd_client::Client, plan: Plan) -> ClientRun {
+async fn lockd_client_loop(client: lockd_client::Client, mut plan: Plan) -> ClientRun {
     let mut keys = Keys::new(plan.i, plan.contended);
     let mut key = keys.current();
+    // Connected before the clock starts.
+    let _ = client.get(&key).await;
+    plan.begin().await;
     let wait = if plan.contended {
         Duration::from_secs(10)
     } else {
@@ -292,8 +366,11 @@ async fn leader_addr(endpoints: &[String], security: &Security) -> Option<String
 
 /// `POST /v1/locks/{key}/acquire`, then `…/release` with the token, on a
 /// kept-alive connection of the client's own, as an HTTP library keeps it.
-async fn http_client_loop(leader: String, security: Security, plan: Plan) -> ClientRun {
+async fn http_client_loop(leader: String, security: Security, mut plan: Plan) -> ClientRun {
     let http = lockd_client::admin::Http::kept_alive(Duration::from_secs(30), security.lockd);
+    // Connected (and kept alive) before the clock starts.
+    let _ = http.get_text(&leader, "/healthz").await;
+    plan.begin().await;
     let mut keys = Keys::new(plan.i, plan.contended);
     let mut key = keys.current();
     let wait_ms: u64 = if plan.contended { 10_000 } else { 0 };
@@ -356,7 +433,7 @@ async fn http_client_loop(leader: String, security: Security, plan: Plan) -> Cli
 async fn etcd_client_loop(
     endpoints: Vec<String>,
     options: Option<etcd_client::ConnectOptions>,
-    plan: Plan,
+    mut plan: Plan,
 ) -> ClientRun {
     let mut r = ClientRun::default();
     let mut keys = Keys::new(plan.i, plan.contended);
@@ -372,7 +449,10 @@ async fn etcd_client_loop(
                 let l = c.lease_grant(60, None).await?.id();
                 Ok::<_, etcd_client::Error>((c, l))
             };
-            match setup.await {
+            let set_up = setup.await;
+            // The clock starts once every client has tried its first.
+            plan.begin().await;
+            match set_up {
                 Ok((c, l)) => {
                     client = Some(c);
                     lease = l;

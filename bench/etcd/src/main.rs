@@ -64,9 +64,7 @@ mod zk;
 mod zk_drive;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use drive::System;
 
@@ -152,20 +150,8 @@ pub async fn one_run(
     contended: bool,
     seconds: f64,
 ) -> (Vec<drive::ClientRun>, Duration) {
-    let start = Instant::now();
-    let until = start + Duration::from_secs_f64(seconds);
-    let runs = drive::run(
-        system,
-        endpoints,
-        security,
-        clients,
-        contended,
-        until,
-        Arc::new(AtomicBool::new(false)),
-        drive::Progress::new(),
-    )
-    .await;
-    (runs, start.elapsed())
+    let length = Duration::from_secs_f64(seconds);
+    drive::run_timed(system, endpoints, security, clients, contended, length).await
 }
 
 fn run_bin(name: &str, args: &[&str]) -> String {

@@ -104,7 +104,7 @@ fn setup_text(md: &mut String, setup: &Setup<'_>) {
     let (heartbeat, election) = (crate::HEARTBEAT_MS, crate::election_ms());
     let _ = writeln!(
         md,
-        "All clusters: 3 members on loopback, one process each, fsync on, heartbeat {heartbeat} ms, election timeout {election} ms (lockd's defaults; ZooKeeper's nearest, below). Each workload runs {} × {} s per system, interleaved ({} back to back, the order rotating from round to round), after {} s of the 64-client workload per system as a warm-up, not measured. A cycle is acquire + release; only the acquire is timed.\n",
+        "All clusters: 3 members on loopback, one process each, fsync on, heartbeat {heartbeat} ms, election timeout {election} ms (lockd's defaults; ZooKeeper's nearest, below). Each workload runs {} × {} s per system, interleaved ({} back to back, the order rotating from round to round), after {} s of the 64-client workload per system as a warm-up, not measured. A cycle is acquire + release; only the acquire is timed; the clock starts once every client has connected (and, for etcd, taken its lease).\n",
         setup.rounds,
         setup.seconds,
         names.join(", "),

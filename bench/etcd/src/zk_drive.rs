@@ -79,14 +79,17 @@ async fn cycle(
     }
 }
 
-pub async fn client_loop(endpoints: Vec<String>, plan: crate::drive::Plan) -> ClientRun {
+pub async fn client_loop(endpoints: Vec<String>, mut plan: crate::drive::Plan) -> ClientRun {
     let mut r = ClientRun::default();
     let mut keys = Keys::new(plan.i, plan.contended);
     let mut dir = format!("/{}", keys.current());
     let mut client = None;
     while !done(plan.until, &plan.stop) {
         let Some(c) = client.as_ref() else {
-            match connect(&endpoints).await {
+            let connected = connect(&endpoints).await;
+            // The clock starts once every client has tried its first.
+            plan.begin().await;
+            match connected {
                 Ok(c) => client = Some(c),
                 Err(e) => {
                     r.fail(format!("session: {e}"), true);
