@@ -1,7 +1,0 @@
-//! Components and sub systems of the openraft project.
-//!
-//! - [`StateMachine`](state_machine)
-
-pub mod state_machine {
-    #![doc = include_str!("state-machine.md")]
-}

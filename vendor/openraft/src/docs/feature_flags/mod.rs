@@ -1,5 +1,0 @@
-//! # Feature flags
-
-#![doc = include_str!("feature-flags-toc.md")]
-//
-#![doc = include_str!("feature-flags.md")]
