@@ -117,6 +117,18 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// This plan for client number `i`.
+    fn for_client(&self, i: usize) -> Plan {
+        Plan {
+            i,
+            contended: self.contended,
+            until: self.until,
+            stop: self.stop.clone(),
+            progress: self.progress.clone(),
+            start: self.start.clone(),
+        }
+    }
+
     /// Connected: wait for every other client of a timed run, then start
     /// the clock. Nothing to wait for in a run that ends at a given time.
     pub async fn begin(&mut self) {
@@ -199,23 +211,19 @@ pub async fn run_timed(
     length: Duration,
 ) -> (Vec<ClientRun>, Duration) {
     let ready = Arc::new(tokio::sync::Barrier::new(clients + 1));
-    let mut started = Instant::now();
-    let runs = spawn_clients(
-        system,
-        endpoints,
-        security,
-        (clients, contended),
+    let plan = Plan {
+        i: 0,
+        contended,
         // Until the clock starts: a day, never reached.
-        Instant::now() + Duration::from_secs(86_400),
-        Arc::new(AtomicBool::new(false)),
-        Progress::new(),
-        Some((ready.clone(), length)),
-        async {
-            ready.wait().await;
-            started = Instant::now();
-        },
-    )
-    .await;
+        until: Instant::now() + Duration::from_secs(86_400),
+        stop: Arc::new(AtomicBool::new(false)),
+        progress: Progress::new(),
+        start: Some((ready.clone(), length)),
+    };
+    let tasks = spawn_clients(system, endpoints, security, clients, plan).await;
+    ready.wait().await;
+    let started = Instant::now();
+    let runs = finish(tasks).await;
     (runs, started.elapsed())
 }
 
@@ -231,28 +239,34 @@ pub async fn run(
     stop: Arc<AtomicBool>,
     progress: Arc<Progress>,
 ) -> Vec<ClientRun> {
-    let start = async {};
-    let (who, when) = ((clients, contended), until);
-    spawn_clients(
-        system, endpoints, security, who, when, stop, progress, None, start,
-    )
-    .await
+    let plan = Plan {
+        i: 0,
+        contended,
+        until,
+        stop,
+        progress,
+        start: None,
+    };
+    finish(spawn_clients(system, endpoints, security, clients, plan).await).await
 }
 
-/// The clients of [`run`] and [`run_timed`]: `started` runs once they are
-/// all spawned (a timed run waits in it for the clock to start).
-#[allow(clippy::too_many_arguments)]
+/// What every client did, once all have ended.
+async fn finish(tasks: Vec<tokio::task::JoinHandle<ClientRun>>) -> Vec<ClientRun> {
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.expect("a benchmark client task panicked"));
+    }
+    out
+}
+
+/// Start `clients` clients, each with `plan` under its own number.
 async fn spawn_clients(
     system: System,
     endpoints: Vec<String>,
     security: Security,
-    (clients, contended): (usize, bool),
-    until: Instant,
-    stop: Arc<AtomicBool>,
-    progress: Arc<Progress>,
-    start: Option<(Arc<tokio::sync::Barrier>, Duration)>,
-    started: impl std::future::Future<Output = ()>,
-) -> Vec<ClientRun> {
+    clients: usize,
+    plan: Plan,
+) -> Vec<tokio::task::JoinHandle<ClientRun>> {
     // HTTP clients go to the leader, as etcd's and ZooKeeper's do (their
     // best case): found once, before the clock starts.
     let leader = if system == System::LockdHttp {
@@ -262,18 +276,9 @@ async fn spawn_clients(
     };
     let mut tasks = Vec::new();
     for i in 0..clients {
-        let (endpoints, stop, progress) = (endpoints.clone(), stop.clone(), progress.clone());
-        let security = security.clone();
-        let (leader, start) = (leader.clone(), start.clone());
+        let (endpoints, security, leader) = (endpoints.clone(), security.clone(), leader.clone());
+        let plan = plan.for_client(i);
         tasks.push(tokio::spawn(async move {
-            let plan = Plan {
-                i,
-                contended,
-                until,
-                stop,
-                progress,
-                start,
-            };
             match system {
                 System::LockdHttp => {
                     let leader = leader.unwrap_or_else(|| endpoints[0].clone());
@@ -299,12 +304,7 @@ async fn spawn_clients(
             }
         }));
     }
-    started.await;
-    let mut out = Vec::new();
-    for t in tasks {
-        out.push(t.await.expect("a benchmark client task panicked"));
-    }
-    out
+    tasks
 }
 
 pub fn done(until: Instant, stop: &AtomicBool) -> bool {
@@ -372,15 +372,20 @@ async fn http_client_loop(leader: String, security: Security, mut plan: Plan) ->
     let _ = http.get_text(&leader, "/healthz").await;
     plan.begin().await;
     let mut keys = Keys::new(plan.i, plan.contended);
-    let mut key = keys.current();
+    // The routes of the current key, made again only when the key changes.
+    let routes = |key: &str| {
+        (
+            format!("/v1/locks/{key}/acquire"),
+            format!("/v1/locks/{key}/release"),
+        )
+    };
+    let (mut acquire, mut release) = routes(&keys.current());
     let wait_ms: u64 = if plan.contended { 10_000 } else { 0 };
     let acquire_body = serde_json::json!({"lease_ms": 10_000, "wait_ms": wait_ms});
     let mut r = ClientRun::default();
     while !done(plan.until, &plan.stop) {
         let start = Instant::now();
-        let answer = http
-            .post_json(&leader, &format!("/v1/locks/{key}/acquire"), &acquire_body)
-            .await;
+        let answer = http.post_json(&leader, &acquire, &acquire_body).await;
         let token = match answer {
             Ok((status, body)) if status.is_success() => {
                 serde_json::from_slice::<serde_json::Value>(&body)
@@ -400,28 +405,25 @@ async fn http_client_loop(leader: String, security: Security, mut plan: Plan) ->
             Ok(token) => {
                 r.acquired(start, &plan.progress);
                 let released = http
-                    .post_json(
-                        &leader,
-                        &format!("/v1/locks/{key}/release"),
-                        &serde_json::json!({"token": token}),
-                    )
+                    .post_json(&leader, &release, &serde_json::json!({"token": token}))
                     .await;
-                match released {
-                    Ok((status, _)) if status.is_success() => r.cycles += 1,
-                    other => {
-                        let e = match other {
-                            Ok((status, _)) => status.to_string(),
-                            Err(e) => e.to_string(),
-                        };
+                let failed = match released {
+                    Ok((status, _)) if status.is_success() => None,
+                    Ok((status, _)) => Some(status.to_string()),
+                    Err(e) => Some(e.to_string()),
+                };
+                match failed {
+                    None => r.cycles += 1,
+                    Some(e) => {
                         r.fail(format!("release: {e}"), false);
-                        key = keys.next();
+                        (acquire, release) = routes(&keys.next());
                     }
                 }
             }
             Err((error, move_on)) => {
                 r.fail(error, true);
                 if move_on {
-                    key = keys.next();
+                    (acquire, release) = routes(&keys.next());
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }

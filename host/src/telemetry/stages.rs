@@ -251,11 +251,17 @@ mod tests {
     use super::*;
     use prometheus_client::registry::Registry;
 
-    fn counts(s: &Stages) -> String {
+    /// The stages' histograms as the metrics page shows them.
+    fn encoded(s: &Stages) -> String {
         let mut reg = Registry::default();
         reg.register("s_seconds", "s", s.family());
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &reg).expect("encodes");
+        out
+    }
+
+    fn counts(s: &Stages) -> String {
+        let out = encoded(s);
         Stage::ALL
             .iter()
             .map(|st| {
@@ -310,10 +316,7 @@ mod tests {
     }
 
     fn sum_ns(s: &Stages, stage: Stage) -> u64 {
-        let mut reg = Registry::default();
-        reg.register("s_seconds", "s", s.family());
-        let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &reg).expect("encodes");
+        let out = encoded(s);
         let key = format!("s_seconds_sum{{stage=\"{}\"}} ", stage.name());
         let secs: f64 = out
             .lines()
