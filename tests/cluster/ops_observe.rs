@@ -104,12 +104,20 @@ fn a_node_is_ready_only_once_it_knows_a_leader_and_health_needs_no_credentials()
     c.spawn(2);
     c.spawn(3);
     let leader = c.wait_leader(WITHIN);
+    // Judge the ready answers themselves: a later probe may fall between
+    // a commit and its apply, and rightly say "catching up".
+    let mut ready = Vec::new();
     wait_for("every node ready", || {
-        (1..=3).all(|id| readyz(&c, id).is_some_and(|r| r.0 == 200))
+        ready = (1..=3).filter_map(|id| readyz(&c, id)).collect();
+        ready.len() == 3 && ready.iter().all(|r| r.0 == 200)
     });
-    let (_, body) = readyz(&c, 2).expect("readyz");
-    assert_eq!(body["leader"].as_u64(), Some(leader));
-    assert!(body["applied_index"].as_u64() >= body["commit_index"].as_u64());
+    for (_, body) in &ready {
+        assert_eq!(body["leader"].as_u64(), Some(leader), "{body}");
+        assert!(
+            body["applied_index"].as_u64() >= body["commit_index"].as_u64(),
+            "{body}"
+        );
+    }
     // Metrics, unlike health, need credentials.
     let metrics = anon
         .request(c.addr(1), "GET", "/metrics", None)
