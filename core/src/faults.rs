@@ -53,6 +53,11 @@ pub struct Switches {
     /// is believed (`lockd::raft::stand`): a learner can then hold the
     /// voters back (the negative control of `tests/cluster/prevote_flood.rs`).
     pub any_voter: bool,
+    /// A node that led before it stopped is restored as its term's leader
+    /// at start (openraft 0.9's own behaviour), although it replicated
+    /// entries its own disk may have lost (`lockd::raft::log_store`,
+    /// `forget_leadership`).
+    pub restore_leader: bool,
 }
 
 impl Switches {
@@ -75,6 +80,7 @@ impl Switches {
             skip_prevote: var("LOCKD_FAULT_SKIP_PREVOTE").is_some(),
             stuck_stream: var("LOCKD_FAULT_STUCK_STREAM").is_some(),
             any_voter: var("LOCKD_FAULT_ANY_VOTER").is_some(),
+            restore_leader: var("LOCKD_FAULT_RESTORE_LEADER").is_some(),
         }
     }
 }

@@ -220,6 +220,7 @@ impl Node {
             seams.log_writer,
             sm.latency().stages.clone(),
         )?;
+        log.forget_leadership(config.id);
 
         let raft_config = openraft::Config {
             cluster_name: "lockd".into(),

@@ -1,35 +1,34 @@
-//! A leader SIGKILLed and restarted quickly keeps its term (openraft
-//! restores it as leader at once) and must still answer from everything it
-//! acknowledged before the crash. It once did not: read-index alone
-//! returned while the node had applied only its snapshot, so the lock
-//! table lacked the grant it had just answered, and the holder's release
-//! came back "not held" inside a 60 s lease (found by the long
-//! fault-injection run, in a leader-kill storm). Each round here grants a
-//! lock after a snapshot, kills and restarts the leader within 50 ms, and
-//! reads and releases the lock on it; without the fix about one round in
-//! three failed.
+//! A leader SIGKILLed and restarted quickly must answer, wherever the
+//! cluster leads next, from everything it acknowledged before the crash,
+//! and never comes back as its old term's leader.
+//!
+//! It once did not answer from all: restored as its term's leader
+//! (openraft 0.9's own behaviour then), read-index alone returned while
+//! the node had applied only its snapshot, so the lock table lacked the
+//! grant it had just answered, and the holder's release came back "not
+//! held" inside a 60 s lease (found by the long fault-injection run, in a
+//! leader-kill storm). Since the leader replicates while it syncs, a
+//! restarted leader is no longer restored at all (its disk may lack what
+//! a quorum committed: `LogStore::forget_leadership`); it stands under a
+//! new term like anyone. Each round here grants a lock after a snapshot,
+//! kills and restarts the leader within 50 ms, and reads and releases the
+//! lock through whoever leads then.
 
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
 
-/// Rounds in which the leader came back at its own term (the others held
-/// no election in its absence): the path under test.
-const SAME_TERM_ROUNDS: usize = 10;
+const ROUNDS: usize = 10;
 
 #[test]
-fn a_leader_restarted_at_its_own_term_answers_from_all_it_granted() {
+fn a_leader_restarted_at_once_leads_no_more_in_its_term_and_all_it_granted_holds() {
     // A snapshot every 20 entries, so a restarted node starts from one
     // that lacks the newest grants.
     let mut c = Cluster::start(
         3,
         &["--snapshot-threshold", "20", "--keep-after-snapshot", "0"],
     );
-    let mut same_term = 0;
-    for round in 0..3 * SAME_TERM_ROUNDS {
-        if same_term == SAME_TERM_ROUNDS {
-            break;
-        }
+    for round in 0..ROUNDS {
         let leader = c.wait_leader(Duration::from_secs(20));
         for i in 0..15 {
             let key = format!("filler/{i}");
@@ -44,9 +43,11 @@ fn a_leader_restarted_at_its_own_term_answers_from_all_it_granted() {
         std::thread::sleep(Duration::from_millis(50));
         c.spawn(leader);
         let now = c.wait_leader(Duration::from_secs(20));
-        if now == leader && c.status(now).is_some_and(|s| s.term == term) {
-            same_term += 1;
-        }
+        let now_term = c.status(now).expect("status").term;
+        assert!(
+            now_term > term,
+            "round {round}: node {now} leads at term {now_term}, node {leader} led at {term} before its restart"
+        );
         let r = c.lock(now, &key).expect("read");
         assert!(
             r.ok() && r.body["token"].as_u64() == Some(token),
@@ -58,8 +59,4 @@ fn a_leader_restarted_at_its_own_term_answers_from_all_it_granted() {
             "round {round}: the release of {key} (token {token}, lease 60 s) was refused after node {leader} restarted: {r:?}"
         );
     }
-    assert_eq!(
-        same_term, SAME_TERM_ROUNDS,
-        "the leader came back at its own term in too few rounds to test the path"
-    );
 }

@@ -1,19 +1,23 @@
 //! Reads on the leader that see everything it ever acknowledged.
 //!
 //! openraft's read-index is the later of the leader's first entry of its
-//! term and the commit index it knows. A leader that restarts without
-//! losing its term (openraft restores it as leader at once) knows no commit
-//! index until its followers answer — the commit index is not persisted:
+//! term and the commit index it knows. A leader that restarted without
+//! losing its term (openraft 0.9 restores one at once) knew no commit
+//! index until its followers answered — the commit index is not persisted:
 //! safety does not need it, and it would cost a write per commit — and its
-//! term's first entry is old. So read-index alone could return while the
+//! term's first entry was old. So read-index alone could return while the
 //! node had applied only its snapshot, and the leader then answered from a
 //! lock table that lacked locks it had granted just before the crash: a
-//! holder's release refused as "not held" inside its lease.
+//! holder's release refused as "not held" inside its lease. A restarted
+//! leader is no longer restored (`raft::log_store`, `forget_leadership`),
+//! so a leader's first entry is always of its own term; the wait below is
+//! kept as the guard that does not depend on that.
 //!
-//! Everything a leader acknowledged is in its log (fsynced before the
-//! answer), and a leader commits every entry of its log. So a read also
-//! waits until this node has applied its log as far as the log reached
-//! when the read began: one commit at most under load, nothing when idle.
+//! Everything a leader acknowledged is in its log (appended before it was
+//! replicated), and a leader commits every entry of its log. So a read
+//! also waits until this node has applied its log as far as the log
+//! reached when the read began: one commit at most under load, nothing
+//! when idle.
 
 use std::time::Duration;
 

@@ -10,6 +10,7 @@
 //! cargo run --release -p lock-tests --bin simulate -- --seed 42 --duration 3000   # faults for 3 s only
 //! cargo run --release -p lock-tests --bin simulate -- --scenario snapshot-into-partition
 //! cargo run --release -p lock-tests --bin simulate -- --scenario refusal-from-a-cut-off-leader
+//! cargo run --release -p lock-tests --bin simulate -- --scenario leader-restarted-mid-sync
 //! ```
 //!
 //! A scenario is a scripted run (`lock_tests::sim::scenario`): one fault
@@ -43,7 +44,7 @@ const USAGE: &str =
        simulate --seed N --trim [--control NAME]  the shortest fault time that still fails
        simulate --seeds A..B [--control NAME]  run seeds A to B-1, a process each
        simulate --minutes N [--control NAME]   run seeds for N minutes
-       simulate --scenario snapshot-into-partition|refusal-from-a-cut-off-leader [--control NAME]   a scripted run";
+       simulate --scenario snapshot-into-partition|refusal-from-a-cut-off-leader|leader-restarted-mid-sync [--control NAME]   a scripted run";
 
 fn control(name: &str) -> anyhow::Result<Control> {
     Control::named(name).with_context(|| {
@@ -283,10 +284,35 @@ fn run_scenario(name: &str, ctl: Option<Control>) -> anyhow::Result<()> {
     match name {
         "snapshot-into-partition" => snapshot_into_partition(name, ctl),
         "refusal-from-a-cut-off-leader" => refusal_from_a_cut_off_leader(name, ctl),
+        "leader-restarted-mid-sync" => leader_restarted_mid_sync(name, ctl),
         _ => bail!(
-            "unknown scenario {name:?}; one of snapshot-into-partition, refusal-from-a-cut-off-leader"
+            "unknown scenario {name:?}; one of snapshot-into-partition, refusal-from-a-cut-off-leader, leader-restarted-mid-sync"
         ),
     }
+}
+
+/// Its last line: `scenario NAME: kept`, `: lost (why)`, or `: stopped`
+/// (the script could not set the moment up).
+fn leader_restarted_mid_sync(name: &str, ctl: Option<Control>) -> anyhow::Result<()> {
+    let r = sim::leader_bounce::leader_restarted_mid_sync(ctl);
+    println!(
+        "leader {} restarted after a grant (token {:?}) its disk had not written",
+        r.leader, r.token
+    );
+    for (id, applied, hash) in &r.states {
+        println!("node {id}: applied {applied}, state {hash}");
+    }
+    println!("a second acquire of the key: {:?}", r.again);
+    if let Some(e) = &r.error {
+        println!("the script stopped: {e}");
+    }
+    let verdict = match (&r.error, r.verdict()) {
+        (Some(_), _) => "stopped".to_string(),
+        (None, Ok(())) => "kept".to_string(),
+        (None, Err(e)) => format!("lost ({e})"),
+    };
+    println!("scenario {name}: {verdict}");
+    Ok(())
 }
 
 /// Its last line: `scenario NAME: linearizable` or `: not linearizable`.

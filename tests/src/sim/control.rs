@@ -38,10 +38,14 @@ pub enum Control {
     /// ending once nothing moves, and a stream that met an unreachable
     /// peer waits 10 s before it tries again.
     StuckStream,
+    /// A node that led before it stopped is restored as its term's leader
+    /// at start, though its disk may have lost entries a quorum committed
+    /// (caught by its scenario, `super::leader_bounce`).
+    RestoreLeader,
 }
 
 impl Control {
-    pub const ALL: [Control; 11] = [
+    pub const ALL: [Control; 12] = [
         Control::EarlyExpiry,
         Control::DoubleGrant,
         Control::NeverExpire,
@@ -53,6 +57,7 @@ impl Control {
         Control::SessionEarlyExpiry,
         Control::RunOverBound,
         Control::StuckStream,
+        Control::RestoreLeader,
     ];
 
     /// Its name on the `simulate` command line.
@@ -69,6 +74,7 @@ impl Control {
             Control::SessionEarlyExpiry => "session-early-expiry",
             Control::RunOverBound => "run-over-bound",
             Control::StuckStream => "stuck-stream",
+            Control::RestoreLeader => "restore-leader",
         }
     }
 
@@ -94,6 +100,7 @@ impl Control {
             Control::SessionEarlyExpiry => Checker::MutualExclusion,
             Control::RunOverBound => Checker::Convergence,
             Control::StuckStream => Checker::Progress,
+            Control::RestoreLeader => Checker::Convergence,
         }
     }
 
@@ -138,6 +145,10 @@ impl Control {
             },
             Control::StuckStream => Switches {
                 stuck_stream: true,
+                ..off
+            },
+            Control::RestoreLeader => Switches {
+                restore_leader: true,
                 ..off
             },
             // Not a switch of the node: the simulation's clocks (`drifts`).

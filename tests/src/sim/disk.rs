@@ -14,10 +14,10 @@
 //!   openraft stops on a storage error. The nemesis then restarts the
 //!   node on its disk as a crash left it.
 //!
-//! Not modelled: slow syncs (the simulation's log writer runs on the
-//! simulation's thread, so a sync cannot take simulated time), reads that
-//! fail, and bits that rot at rest (the log's own tests damage real files
-//! for that).
+//! A sync takes no time here; the log's writer waits before each batch
+//! instead (`super::nodes::log_writer`), so a crash can fall while a batch
+//! waits. Not modelled: reads that fail, and bits that rot at rest (the
+//! log's own tests damage real files for that).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;

@@ -7,8 +7,10 @@
 //! from one node, a link that holds every message until it is
 //! released (a slow link: the messages arrive late, in a burst), a node
 //! crashed and later restarted on what its disk kept (see [`super::disk`]:
-//! unsynced writes lost, the last one torn), and a node's disk made full
-//! or failing, which stops the node until it is restarted the same way on
+//! unsynced writes lost, the last one torn), a node crashed and restarted
+//! at once (a supervisor's restart: a leader is back before its followers
+//! stand, its log without what its disk had not synced yet, though a
+//! quorum may hold it), and a node's disk made full or failing, which stops the node until it is restarted the same way on
 //! a mended disk, and a node paused (every link of it held). At most
 //! [`MAX_ACTIVE`] are active at once; every [`STEP_MS`] range the nemesis
 //! either heals one or adds one.
@@ -47,6 +49,9 @@ pub enum Fault {
     ClientsCut(u64),
     Hold(u64, u64),
     Crash(u64),
+    /// Crashed and restarted at once: recorded as a `Crash` that begins
+    /// and heals at the same moment, never active.
+    Bounce(u64),
     /// The node is paused: nothing in or out until it resumes, then
     /// everything at once (its timers still run: turmoil cannot stop one
     /// host's clock; its lease clock counts a pause as a real one would).
@@ -162,9 +167,19 @@ impl Nemesis {
             let f = self.active.remove(i);
             self.end(sim, now, f);
         } else {
-            let f = self.draw();
-            if !self.active.contains(&f) && !self.takes_down_too_many(&f) {
-                self.begin(sim, now, f);
+            match self.draw() {
+                Fault::Bounce(id) => {
+                    let crash = Fault::Crash(id);
+                    if !self.takes_down_too_many(&crash) {
+                        self.begin(sim, now, crash.clone());
+                        self.active.retain(|a| *a != crash);
+                        self.end(sim, now, crash);
+                    }
+                }
+                f if !self.active.contains(&f) && !self.takes_down_too_many(&f) => {
+                    self.begin(sim, now, f)
+                }
+                _ => {}
             }
         }
     }
@@ -185,7 +200,7 @@ impl Nemesis {
         let n = self.nodes;
         let a = 1 + self.rng.below(n);
         let b = 1 + (a + self.rng.below(n - 1)) % n;
-        match self.rng.below(9) {
+        match self.rng.below(10) {
             0 => Fault::Partition(a.min(b), a.max(b)),
             1 => Fault::OneWay { from: a, to: b },
             2 => Fault::Isolate(a),
@@ -194,6 +209,7 @@ impl Nemesis {
             5 => Fault::PeersCut(a),
             6 => Fault::Crash(a),
             7 => Fault::Pause(a),
+            8 => Fault::Bounce(a),
             _ if self.rng.below(2) == 0 => Fault::Disk(a, Broken::Full),
             _ => Fault::Disk(a, Broken::SyncFails),
         }
@@ -283,7 +299,7 @@ impl Nemesis {
                     }
                     held.insert(pair(host(a), CLIENTS.to_string()));
                 }
-                Fault::Crash(_) | Fault::Disk(..) => {}
+                Fault::Crash(_) | Fault::Bounce(_) | Fault::Disk(..) => {}
             }
         }
         let changed: BTreeSet<(String, String)> = self

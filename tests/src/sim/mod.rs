@@ -19,8 +19,11 @@
 //!   `lockd::raft::runtime`'s generator, seeded here; tokio's `select!`
 //!   draws from the runtime's seed (`tokio_unstable`, see
 //!   `.cargo/config.toml`), which turmoil derives from the simulation's;
-//! * the log's writer: the caller instead of a thread of its own
-//!   (`lockd::node::Seams`), so no thread's timing enters the run.
+//! * the log's writer: a task on the node's runtime instead of a thread
+//!   of its own (`lockd::node::Seams`), so no thread's timing enters the
+//!   run; its batches wait for the simulated disk for a time drawn from
+//!   the seed, so a leader replicates while it syncs, as in production,
+//!   and a crash can fall while a batch waits.
 //!
 //! The clients are the fault-injection runs' own ([`crate::jepsen`]):
 //! workers on a fenced register, a keeper that renews one lock through
@@ -51,7 +54,9 @@
 //! * `horizon`: the latest a lease may end, from what the run saw.
 //! * [`progress`]: whether the cluster committed while it could.
 //! * [`scenario`]: scripted runs, one fault placed on purpose;
-//!   [`stale_leader`]: one more, a cut-off leader asked for a key.
+//!   [`stale_leader`]: one more, a cut-off leader asked for a key;
+//!   [`leader_bounce`]: a leader restarted after its followers committed
+//!   what its disk had not written.
 //! * [`operator`]: membership changes and shadows during the faults.
 
 mod clients;
@@ -60,6 +65,7 @@ pub mod control;
 pub mod disk;
 pub mod faults;
 pub mod horizon;
+pub mod leader_bounce;
 pub mod log_trial;
 pub mod net;
 mod nodes;

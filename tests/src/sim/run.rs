@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use lockd::config::NodeConfig;
 use lockd::node::Seams;
-use lockd::raft::log_store::Writer;
 use lockd_core::engine::WasmEngine;
 
 use super::clients::{clients, Outcome};
@@ -150,9 +149,10 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         let (takeovers, stops, disk) = (takeovers.clone(), stops.clone(), disk.clone());
         let samples = samples.clone();
         let ppm = drift[id as usize - 1];
+        let log_writer = super::nodes::log_writer(cfg.seed, id);
         sim.host(host(id), move || {
             let seams = Seams {
-                log_writer: Writer::Inline,
+                log_writer: log_writer.clone(),
                 engine: Some(engine()),
                 lease_clock: None,
             };

@@ -9,19 +9,20 @@
 //! dead connection and nothing committed meanwhile (simulation seeds 33452
 //! and 55569).
 //!
-//! [`scripted`] runs such a script beside three nodes; another is in
-//! [`super::stale_leader`].
+//! [`scripted`] runs such a script beside three nodes, with [`Hands`] to
+//! crash nodes and slow their disks; others are in [`super::stale_leader`]
+//! and [`super::leader_bounce`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockd::node::Seams;
-use lockd::raft::log_store::Writer;
+use lockd::raft::log_store::{SyncTime, Writer};
 use lockd_client::admin::Http;
 use lockd_proto::{Role, Status};
 
-use super::faults::host;
+use super::faults::{host, node_dir};
 use super::horizon::RESUME_MS;
 use super::nodes::{node, Watch};
 use super::run::{engine, node_addr, node_config, sim_ms, simulation, HEARTBEAT_MS};
@@ -68,9 +69,52 @@ pub fn snapshot_into_partition(control: Option<Control>) -> CatchUp {
         control,
         ..SimConfig::seed(2)
     };
-    let (mut out, error) = scripted(&cfg, |r| async move { script(&r).await });
+    let (mut out, error) = scripted(&cfg, |r, _| async move { script(&r).await });
     out.error = out.error.or(error);
     out
+}
+
+/// What a script may do to the nodes beyond the network (which turmoil's
+/// own functions reach): crash one and restart it at once, and set how
+/// long each node's disk takes to sync a batch.
+#[derive(Clone)]
+pub(super) struct Hands {
+    bounce: Arc<Mutex<Vec<u64>>>,
+    sync_ms: Arc<Vec<AtomicU64>>,
+}
+
+impl Hands {
+    fn new(nodes: u64) -> Hands {
+        Hands {
+            bounce: Arc::default(),
+            sync_ms: Arc::new((0..=nodes).map(|_| AtomicU64::new(0)).collect()),
+        }
+    }
+
+    /// Crash node `id` before the simulation's next step (what its disk
+    /// had not synced is lost) and restart it at once.
+    pub(super) fn bounce(&self, id: u64) {
+        self.bounce
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(id);
+    }
+
+    /// From its next batch on, node `id`'s disk takes `ms` to sync one.
+    pub(super) fn set_sync_ms(&self, id: u64, ms: u64) {
+        self.sync_ms[id as usize].store(ms, Ordering::Relaxed);
+    }
+
+    fn log_writer(&self, id: u64) -> Writer {
+        let all = self.sync_ms.clone();
+        let time: SyncTime =
+            Arc::new(move || Duration::from_millis(all[id as usize].load(Ordering::Relaxed)));
+        Writer::Task(time)
+    }
+
+    fn take_bounces(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.bounce.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
 /// Run the script `make` returns as the one client beside the nodes of
@@ -78,15 +122,16 @@ pub fn snapshot_into_partition(control: Option<Control>) -> CatchUp {
 /// the simulation stopped early, if it did.
 pub(super) fn scripted<R, Fut>(
     cfg: &SimConfig,
-    make: impl FnOnce(Arc<Mutex<R>>) -> Fut,
+    make: impl FnOnce(Arc<Mutex<R>>, Hands) -> Fut,
 ) -> (R, Option<String>)
 where
     R: Clone + Default + 'static,
     Fut: std::future::Future<Output = Result<(), String>> + 'static,
 {
     let report = Arc::new(Mutex::new(R::default()));
-    let script = make(report.clone());
-    let error = run_script(cfg, script);
+    let hands = Hands::new(cfg.nodes);
+    let script = make(report.clone(), hands.clone());
+    let error = run_script(cfg, script, &hands);
     let out = report.lock().unwrap_or_else(|p| p.into_inner()).clone();
     (out, error)
 }
@@ -94,14 +139,16 @@ where
 fn run_script(
     cfg: &SimConfig,
     script: impl std::future::Future<Output = Result<(), String>> + 'static,
+    hands: &Hands,
 ) -> Option<String> {
     let (mut sim, disk) = simulation(cfg);
     for id in 1..=cfg.nodes {
         let config = node_config(cfg, id);
         let disk = disk.clone();
+        let log_writer = hands.log_writer(id);
         sim.host(host(id), move || {
             let seams = Seams {
-                log_writer: Writer::Inline,
+                log_writer: log_writer.clone(),
                 engine: Some(engine()),
                 lease_clock: None,
             };
@@ -124,7 +171,13 @@ fn run_script(
         d.store(true, Ordering::Relaxed);
         Ok(())
     });
+    let mut rng = crate::jepsen::rng::Rng::new(cfg.seed ^ 0xb0b0);
     while !done.load(Ordering::Relaxed) {
+        for id in hands.take_bounces() {
+            sim.crash(host(id));
+            disk.crash(&node_dir(id), &mut rng);
+            sim.bounce(host(id));
+        }
         if let Err(why) = sim.step() {
             return Some(why.to_string());
         }

@@ -58,7 +58,7 @@ pub fn refusal_from_a_cut_off_leader(control: Option<Control>) -> StaleRead {
         control,
         ..SimConfig::seed(2)
     };
-    let (mut out, error) = scripted(&cfg, |r| async move { script(&r).await });
+    let (mut out, error) = scripted(&cfg, |r, _| async move { script(&r).await });
     out.error = out.error.or(error);
     out
 }

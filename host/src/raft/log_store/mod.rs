@@ -33,8 +33,8 @@ use crate::log::{Wal, WalError, WalOptions};
 mod writer;
 
 use lockd_core::precompile::Precompiler;
-pub use writer::Writer;
 use writer::{write, writer, Sink, WriteReq};
+pub use writer::{SyncTime, Writer};
 
 /// Counters of the log, for metrics and the benchmark.
 #[derive(Default, Debug)]
@@ -84,7 +84,7 @@ pub enum LogOpenError {
     },
     #[error("{path} does not decode: {reason}")]
     BadMeta { path: String, reason: String },
-    #[error("cannot start the log writer thread: {0}")]
+    #[error("cannot start the log writer: {0}")]
     Thread(std::io::Error),
 }
 
@@ -138,6 +138,13 @@ impl LogStore {
                 Sink::Thread(tx)
             }
             Writer::Inline => Sink::Inline(Arc::new(Mutex::new(wal))),
+            Writer::Task(sync_time) => {
+                let runtime = tokio::runtime::Handle::try_current()
+                    .map_err(|e| LogOpenError::Thread(std::io::Error::other(e)))?;
+                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                runtime.spawn(writer::task_writer(wal, rx, shared.clone(), sync_time));
+                Sink::Task(tx)
+            }
         };
         Ok(LogStore {
             shared,
@@ -166,6 +173,35 @@ impl LogStore {
         last.or(*self.shared.purged.read().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// Forget that this node (`id`) led: a committed vote of its own, as
+    /// read back at start, is handed to openraft as an uncommitted one
+    /// (the same term, the same choice), so a restarted leader starts as a
+    /// follower and must win an election under a new term.
+    ///
+    /// Why: a leader replicates while its own sync runs (openraft is
+    /// patched for it, vendor/openraft/PATCHED.md), so a quorum of
+    /// followers may commit an entry that the leader's disk lost in a
+    /// crash. Restored as its term's leader (what openraft 0.9 does with a
+    /// committed vote of its own), it would write other entries under the
+    /// log ids its followers already hold, and they would take them for
+    /// the same. Under a new term its entries have new ids, and its
+    /// election needs a quorum whose logs are no longer than its own.
+    /// Safety is unchanged: a vote remembers whom a term was given to, and
+    /// that is kept.
+    pub fn forget_leadership(&self, id: super::NodeId) {
+        #[cfg(feature = "faults")]
+        if lockd_core::faults::get().restore_leader {
+            return;
+        }
+        let mut vote = self.shared.vote.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = vote.as_mut() {
+            if v.is_committed() && v.leader_id().voted_for() == Some(id) {
+                tracing::info!(vote = %v, "this node led before it stopped: it stands again under a new term");
+                *v = Vote::new(v.leader_id().term, id);
+            }
+        }
+    }
+
     /// The last committed log id openraft reported.
     pub fn committed(&self) -> Option<LogId> {
         *self
@@ -192,6 +228,10 @@ impl LogStore {
         match &self.tx {
             Sink::Thread(tx) => tx.send(req).map_err(|_| {
                 StorageIOError::write_logs(AnyError::error("the log writer thread has stopped"))
+                    .into()
+            }),
+            Sink::Task(tx) => tx.send(req).map_err(|_| {
+                StorageIOError::write_logs(AnyError::error("the log writer task has stopped"))
                     .into()
             }),
             Sink::Inline(wal) => {

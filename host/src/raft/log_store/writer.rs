@@ -1,8 +1,10 @@
 //! Who writes the log: a thread of its own with group commit
-//! (production), or the caller (the deterministic simulation).
+//! (production), the caller, or a task whose syncs take time (the
+//! deterministic simulation).
 
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
 
 use openraft::storage::LogFlushed;
 use tokio::sync::oneshot;
@@ -27,8 +29,11 @@ pub(super) enum WriteReq {
     },
 }
 
+/// How long the next batch's write and sync take (drawn per batch).
+pub type SyncTime = Arc<dyn Fn() -> Duration + Send + Sync>;
+
 /// Who carries out the log's writes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub enum Writer {
     /// A thread of its own, with group commit: the runtime never waits on
     /// the disk.
@@ -38,13 +43,32 @@ pub enum Writer {
     /// the deterministic simulation, where a thread's timing would be a
     /// source of randomness outside the seed.
     Inline,
+    /// A task on the caller's runtime, with group commit like the thread,
+    /// that waits the given time before each batch's write and sync. For
+    /// the deterministic simulation: under its clock a sync takes time, a
+    /// leader's replication runs beside its own sync as in production,
+    /// and a crash can fall while appends wait for the disk (they are
+    /// then lost, as unsynced writes are).
+    Task(SyncTime),
 }
 
-/// Where requests go: the writer thread's queue, or the log itself.
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Writer::Thread => "Thread",
+            Writer::Inline => "Inline",
+            Writer::Task(_) => "Task",
+        })
+    }
+}
+
+/// Where requests go: the writer thread's or task's queue, or the log
+/// itself.
 #[derive(Clone)]
 pub(super) enum Sink {
     Thread(mpsc::Sender<WriteReq>),
     Inline(Arc<Mutex<Wal>>),
+    Task(tokio::sync::mpsc::UnboundedSender<WriteReq>),
 }
 
 fn io_err(e: impl ToString) -> std::io::Error {
@@ -65,23 +89,61 @@ pub(super) fn writer(mut wal: Wal, rx: mpsc::Receiver<WriteReq>, shared: Arc<Sha
                 Err(_) => return, // every LogStore is gone
             },
         };
-        let WriteReq::Append { entries, callback } = first else {
-            write(&mut wal, &shared, first);
-            continue;
+        pending = carry_out(&mut wal, &shared, first, || rx.try_recv().ok());
+    }
+}
+
+/// The writer task: group commit, each batch after its sync time.
+pub(super) async fn task_writer(
+    mut wal: Wal,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<WriteReq>,
+    shared: Arc<Shared>,
+    sync_time: SyncTime,
+) {
+    let mut pending: Option<WriteReq> = None;
+    loop {
+        let first = match pending.take() {
+            Some(r) => r,
+            None => match rx.recv().await {
+                Some(r) => r,
+                None => return, // every LogStore is gone
+            },
         };
-        // Drain every append already queued into the same batch.
-        let mut batch = vec![(entries, callback)];
-        while let Ok(next) = rx.try_recv() {
-            match next {
-                WriteReq::Append { entries, callback } => batch.push((entries, callback)),
-                other => {
-                    pending = Some(other);
-                    break;
-                }
+        let takes = sync_time();
+        // A zero wait would still wait for the timer's next turn.
+        if !takes.is_zero() {
+            tokio::time::sleep(takes).await;
+        }
+        pending = carry_out(&mut wal, &shared, first, || rx.try_recv().ok());
+    }
+}
+
+/// Carry out `first`; an append takes every append already queued
+/// (`next`) into the same batch. The request that ended the batch, if
+/// one did, is returned to go next.
+fn carry_out(
+    wal: &mut Wal,
+    shared: &Shared,
+    first: WriteReq,
+    mut next: impl FnMut() -> Option<WriteReq>,
+) -> Option<WriteReq> {
+    let WriteReq::Append { entries, callback } = first else {
+        write(wal, shared, first);
+        return None;
+    };
+    let mut batch = vec![(entries, callback)];
+    let mut pending = None;
+    while let Some(req) = next() {
+        match req {
+            WriteReq::Append { entries, callback } => batch.push((entries, callback)),
+            other => {
+                pending = Some(other);
+                break;
             }
         }
-        append(&mut wal, &shared, batch);
     }
+    append(wal, shared, batch);
+    pending
 }
 
 /// Carry out one request.
