@@ -33,6 +33,12 @@ pub enum Checker {
     Progress,
     /// Equal state (and module) on every node at the end.
     Convergence,
+    /// Every node's state the same at each index two of them recorded
+    /// (the simulation's, from the determinism audit's points).
+    AppliedAlike,
+    /// A node takes office at most once in a term: a restarted leader
+    /// stands anew (the simulation's, from every node's own metrics).
+    LeadsOnce,
     /// The run itself broke: a client task panicked, a fault did not happen.
     Harness,
 }

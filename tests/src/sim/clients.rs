@@ -180,6 +180,7 @@ pub(super) async fn clients(
     }
     .map(|m| lockd_core::engine::ModuleHash::of(m).to_string());
     violations.extend(converged(&target, module, cfg.refusing).await);
+    violations.extend(applied_alike(&target).await);
     *outcome.lock().unwrap_or_else(|p| p.into_inner()) = Outcome {
         violations,
         finals,
@@ -222,6 +223,55 @@ async fn final_state(target: &Target, history: &History) -> BTreeMap<String, Fin
 /// [`SimConfig::refusing`]) once the cluster runs a module it cannot: it
 /// must say so (`module_cannot_run`, naming that module), and is left out.
 /// No other node may say it cannot run a module.
+/// Every node's state hash at each index it recorded (the determinism
+/// audit's points: every [`super::run::AUDIT_INTERVAL`] entries, after
+/// upgrades and snapshot installs) against the others' at the same index:
+/// a replica that parted from the others and was later mended (a snapshot
+/// installed over it) agrees at the end, but not here. A node that
+/// restarted keeps only the points since its restart.
+async fn applied_alike(target: &Target) -> Vec<Violation> {
+    let http = lockd_client::admin::Http::with_timeout(Duration::from_secs(2));
+    let mut reports = Vec::new();
+    for e in &target.endpoints {
+        match http
+            .get_json::<lockd_proto::AuditReport>(e, "/v1/audit")
+            .await
+        {
+            Ok(r) => reports.push(r),
+            Err(err) => {
+                return vec![Violation::new(
+                    Checker::AppliedAlike,
+                    format!("the audit points of {e} could not be read: {err}"),
+                )]
+            }
+        }
+    }
+    let compared = lockd_proto::audit::compare(&reports);
+    if compared.common_indices == 0 {
+        return vec![Violation::new(
+            Checker::AppliedAlike,
+            "no index was recorded by two nodes: nothing compared",
+        )];
+    }
+    // The first index each node parted at, and how many it parted at.
+    let mut first: BTreeMap<u64, (&lockd_proto::audit::Divergence, usize)> = BTreeMap::new();
+    for d in &compared.divergences {
+        first.entry(d.node).or_insert((d, 0)).1 += 1;
+    }
+    first
+        .values()
+        .map(|(d, n)| {
+            Violation::new(
+                Checker::AppliedAlike,
+                format!(
+                    "node {} applied state {} at index {}, the others {:?} ({n} indexes differ)",
+                    d.node, d.hash, d.index, d.majority
+                ),
+            )
+        })
+        .collect()
+}
+
 async fn converged(
     target: &Target,
     module: Option<String>,

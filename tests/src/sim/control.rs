@@ -39,8 +39,9 @@ pub enum Control {
     /// peer waits 10 s before it tries again.
     StuckStream,
     /// A node that led before it stopped is restored as its term's leader
-    /// at start, though its disk may have lost entries a quorum committed
-    /// (caught by its scenario, `super::leader_bounce`).
+    /// at start, though its disk may have lost entries a quorum committed.
+    /// The random seeds see a restarted leader take office again in its
+    /// term; its scenario (`super::leader_bounce`) shows the harm.
     RestoreLeader,
 }
 
@@ -100,7 +101,7 @@ impl Control {
             Control::SessionEarlyExpiry => Checker::MutualExclusion,
             Control::RunOverBound => Checker::Convergence,
             Control::StuckStream => Checker::Progress,
-            Control::RestoreLeader => Checker::Convergence,
+            Control::RestoreLeader => Checker::LeadsOnce,
         }
     }
 

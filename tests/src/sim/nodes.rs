@@ -131,6 +131,30 @@ pub async fn node(
     }
 }
 
+/// A node leads a term at most once: never again after a restart. A
+/// leader's disk may lack entries a quorum committed (it replicates while
+/// it syncs), so a restarted node must stand anew under a higher term
+/// (`LogStore::forget_leadership`); resumed, it would write other entries
+/// under log ids its followers already hold. (Two nodes may each lead in
+/// one term: openraft's leader id is the term and the node, and votes are
+/// ordered by both, docs/architecture.md.)
+pub fn leads_each_term_once(takeovers: &[Lead]) -> Vec<Violation> {
+    let mut times: std::collections::BTreeMap<(u64, u64), usize> = Default::default();
+    for l in takeovers.iter().filter(|l| l.leads) {
+        *times.entry((l.node, l.term)).or_default() += 1;
+    }
+    times
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|((node, term), n)| {
+            Violation::new(
+                Checker::LeadsOnce,
+                format!("node {node} took office in term {term} {n} times"),
+            )
+        })
+        .collect()
+}
+
 /// The log writer of node `id` in run `seed`: a task whose batches wait
 /// for the simulated disk (`Writer::Task`), so that a leader's sync runs
 /// beside its replication as in production and a crash can fall while a
@@ -154,4 +178,36 @@ pub fn log_writer(seed: u64, id: u64) -> Writer {
 async fn down() -> turmoil::Result {
     std::future::pending::<()>().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lead(at: f64, node: u64, term: u64, leads: bool) -> Lead {
+        Lead {
+            at,
+            node,
+            term,
+            leads,
+        }
+    }
+
+    /// Its negative control, besides the simulation's restore-leader: a
+    /// node taking office twice in one term is caught; two nodes in one
+    /// term, or one node in the next term, are not.
+    #[test]
+    fn a_node_taking_office_twice_in_a_term_is_caught() {
+        let fine = [
+            lead(1.0, 1, 2, true),
+            lead(3.0, 3, 2, true),
+            lead(5.0, 1, 2, false),
+            lead(9.0, 1, 3, true),
+        ];
+        assert!(leads_each_term_once(&fine).is_empty());
+        let resumed = [lead(1.0, 1, 2, true), lead(4.0, 1, 2, true)];
+        let v = leads_each_term_once(&resumed);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].checker, Checker::LeadsOnce);
+    }
 }

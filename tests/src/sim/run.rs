@@ -44,6 +44,9 @@ pub(super) fn sim_ms() -> f64 {
     turmoil::sim_elapsed().map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
+/// Every node records its state hash every this many entries.
+pub const AUDIT_INTERVAL: u64 = 10;
+
 pub(super) fn node_config(cfg: &SimConfig, id: u64) -> NodeConfig {
     NodeConfig {
         id,
@@ -56,6 +59,9 @@ pub(super) fn node_config(cfg: &SimConfig, id: u64) -> NodeConfig {
         // Snapshots and log purges happen during the faults.
         snapshot_threshold: cfg.snapshot_threshold,
         keep_after_snapshot: 20,
+        // Dense audit points, so that every node's state is compared at
+        // many indexes (`clients::applied_alike`).
+        audit_interval: AUDIT_INTERVAL,
         // The simulation's links are not a network anyone else is on.
         insecure: true,
         // The module the seeds were found on: a 0.2 start adds an entry
@@ -229,6 +235,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         &out.voter_out,
         sim.elapsed().as_secs_f64() * 1e3,
     ));
+    violations.extend(super::nodes::leads_each_term_once(&takeovers));
     violations.extend(check::lost_updates(&regs));
     violations.extend(check::tokens(&ops));
     violations.extend(check::linearizable(
