@@ -39,6 +39,9 @@ pub enum Checker {
     /// A node takes office at most once in a term: a restarted leader
     /// stands anew (the simulation's, from every node's own metrics).
     LeadsOnce,
+    /// Entries of one log id alike on every node, and logs that agree at
+    /// an index alike below it (the simulation's, from the nodes' logs).
+    LogMatching,
     /// The run itself broke: a client task panicked, a fault did not happen.
     Harness,
 }

@@ -105,6 +105,18 @@ impl Control {
         }
     }
 
+    /// Checkers that must catch it too: the Raft-level checkers, whose
+    /// negative controls these are (docs/testing.md).
+    pub fn also_caught_by(self) -> Vec<Checker> {
+        match self {
+            // Parted at index 30: the audit points after it differ.
+            Control::Divergence => vec![Checker::AppliedAlike],
+            // The restored leader's entries under its followers' log ids.
+            Control::RestoreLeader => vec![Checker::LogMatching],
+            _ => Vec::new(),
+        }
+    }
+
     fn switches(self) -> Switches {
         let off = Switches::default();
         match self {

@@ -23,10 +23,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use lockd_client::admin::Http;
-use lockd_proto::Role;
 
 use super::run::node_addr;
-use super::scenario::{scripted, status, until, Hands};
+use super::scenario::{leader, scripted, status, until, Hands};
 use super::{Control, SimConfig};
 use crate::jepsen::history::Ret;
 use crate::jepsen::workload::{ret_of, Target};
@@ -90,15 +89,7 @@ pub fn leader_restarted_mid_sync(control: Option<Control>) -> Bounce {
 
 async fn script(report: &Mutex<Bounce>, hands: &Hands) -> Result<(), String> {
     let http = Http::with_timeout(Duration::from_secs(1));
-    let leader = until("a leader", || async {
-        for id in 1..=3 {
-            if status(&http, id).await.ok()?.role == Role::Leader {
-                return Some(id);
-            }
-        }
-        None
-    })
-    .await?;
+    let leader = leader(&http).await?;
     report.lock().unwrap_or_else(|p| p.into_inner()).leader = leader;
     let target = Target {
         endpoints: (1..=3).map(node_addr).collect(),

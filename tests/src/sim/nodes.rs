@@ -48,7 +48,12 @@ pub struct Watch {
     pub samples: Samples,
     pub stops: Stops,
     pub disk: Arc<SimDisk>,
+    pub latest: Latest,
 }
+
+/// Each node's latest started instance (its services), for what is read
+/// from the nodes after the run (their logs, [`log_matching`]).
+pub type Latest = Arc<Mutex<std::collections::BTreeMap<u64, Arc<lockd::api::services::Services>>>>;
 
 impl Watch {
     fn sample(&self, s: super::progress::Sample) {
@@ -79,7 +84,14 @@ pub async fn node(
     let id = config.id;
     seams.lease_clock = Some(Arc::new(Drifting::start(drift_ppm)));
     let node = match Node::start_with(config.clone(), seams).await {
-        Ok(node) => node,
+        Ok(node) => {
+            watch
+                .latest
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, node.services.clone());
+            node
+        }
         Err(e) => {
             let checker = match e {
                 NodeError::Log(_)
@@ -155,6 +167,104 @@ pub fn leads_each_term_once(takeovers: &[Lead]) -> Vec<Violation> {
         .collect()
 }
 
+/// Raft's log matching, watched through the run: every so often
+/// ([`LogWitness::sample`]) the entries every node holds (in memory: all
+/// after its last purge) are read, and two entries of one log id must hold
+/// the same bytes, on two nodes or on one node at two moments, and two
+/// logs that agree at an index must agree at every index below it that
+/// both hold. Entries are purged after each snapshot, so a look at the end
+/// alone would miss a mismatch that a later snapshot covered.
+#[derive(Default)]
+pub struct LogWitness {
+    /// Each log id seen, the node it was first seen on and its bytes.
+    seen: std::collections::BTreeMap<lockd::raft::LogId, (u64, Vec<u8>)>,
+    found: Vec<Violation>,
+    said: std::collections::BTreeSet<String>,
+}
+
+impl LogWitness {
+    /// Read every node's log now and check it.
+    pub fn sample(&mut self, latest: &Latest) {
+        let logs: Vec<(u64, Log)> = latest
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(id, s)| {
+                let log = s.log_entries().into_iter().map(|(l, b)| (l.index, (l, b)));
+                (*id, log.collect())
+            })
+            .collect();
+        let mut found = logs_match(&logs);
+        for (node, log) in &logs {
+            for (id, bytes) in log.values() {
+                match self.seen.get(id) {
+                    None => {
+                        self.seen.insert(*id, (*node, bytes.clone()));
+                    }
+                    Some((first, b)) if b != bytes => found.push(Violation::new(
+                        Checker::LogMatching,
+                        format!(
+                            "node {node} holds another entry under log id {id} than node {first} held"
+                        ),
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+        for v in found {
+            if self.said.insert(v.what.clone()) {
+                self.found.push(v);
+            }
+        }
+    }
+
+    /// What it found.
+    pub fn finish(self) -> Vec<Violation> {
+        self.found
+    }
+}
+
+/// A node's log: by index, each entry's log id and bytes.
+type Log = std::collections::BTreeMap<u64, (lockd::raft::LogId, Vec<u8>)>;
+
+/// [`log_matching`] over the logs given, by node.
+fn logs_match(logs: &[(u64, Log)]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (i, (a, la)) in logs.iter().enumerate() {
+        for (b, lb) in &logs[i + 1..] {
+            // Down from the top: once the two agree on a log id, every
+            // common index below must agree entirely.
+            let mut agreed: Option<u64> = None;
+            for (index, (id_a, bytes_a)) in la.iter().rev() {
+                let Some((id_b, bytes_b)) = lb.get(index) else {
+                    continue;
+                };
+                let what = if id_a == id_b && bytes_a != bytes_b {
+                    Some(format!(
+                        "nodes {a} and {b} hold different entries under log id {id_a}"
+                    ))
+                } else if id_a != id_b {
+                    agreed.map(|at| {
+                        format!(
+                            "nodes {a} and {b} agree at index {at} but hold {id_a} and {id_b} at index {index}"
+                        )
+                    })
+                } else {
+                    None
+                };
+                if let Some(what) = what {
+                    out.push(Violation::new(Checker::LogMatching, what));
+                    break;
+                }
+                if id_a == id_b {
+                    agreed.get_or_insert(*index);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The log writer of node `id` in run `seed`: a task whose batches wait
 /// for the simulated disk (`Writer::Task`), so that a leader's sync runs
 /// beside its replication as in production and a crash can fall while a
@@ -191,6 +301,33 @@ mod tests {
             term,
             leads,
         }
+    }
+
+    fn log(entries: &[(u64, u64, u64, u8)]) -> Log {
+        entries
+            .iter()
+            .map(|&(term, node, index, byte)| {
+                let id = openraft::LogId::new(openraft::CommittedLeaderId::new(term, node), index);
+                (index, (id, vec![byte]))
+            })
+            .collect()
+    }
+
+    /// Its negative control: the same log id with other bytes, and logs
+    /// that agree above a point where they differ, are caught; logs that
+    /// part only at their tails are not.
+    #[test]
+    fn logs_that_do_not_match_are_caught() {
+        let a = log(&[(1, 1, 1, 1), (1, 1, 2, 2), (2, 2, 3, 3)]);
+        let tails = log(&[(1, 1, 1, 1), (1, 1, 2, 2), (3, 3, 3, 9)]);
+        assert!(logs_match(&[(1, a.clone()), (2, tails)]).is_empty());
+        let same_id = log(&[(1, 1, 1, 1), (1, 1, 2, 7)]);
+        let v = logs_match(&[(1, a.clone()), (2, same_id)]);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].checker, Checker::LogMatching);
+        let below = log(&[(1, 1, 1, 1), (1, 3, 2, 2), (2, 2, 3, 3)]);
+        let v = logs_match(&[(1, a), (2, below)]);
+        assert!(v[0].what.contains("agree at index 3"), "{v:?}");
     }
 
     /// Its negative control, besides the simulation's restore-leader: a

@@ -44,6 +44,10 @@ pub(super) fn sim_ms() -> f64 {
     turmoil::sim_elapsed().map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
+/// The nodes' logs are compared every this many steps (500 ms: an entry
+/// stays in a log for seconds, until a snapshot 100 entries later).
+const WITNESS_STEPS: u64 = 250;
+
 /// Every node records its state hash every this many entries.
 pub const AUDIT_INTERVAL: u64 = 10;
 
@@ -149,10 +153,12 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     let takeovers: Takeovers = Arc::default();
     let samples: Samples = Arc::default();
     let stops: Stops = Arc::default();
+    let latest: super::nodes::Latest = Arc::default();
     let drift = drifts(cfg);
     for id in 1..=cfg.nodes {
         let config = node_config(cfg, id);
         let (takeovers, stops, disk) = (takeovers.clone(), stops.clone(), disk.clone());
+        let latest = latest.clone();
         let samples = samples.clone();
         let ppm = drift[id as usize - 1];
         let log_writer = super::nodes::log_writer(cfg.seed, id);
@@ -167,6 +173,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
                 samples: samples.clone(),
                 stops: stops.clone(),
                 disk: disk.clone(),
+                latest: latest.clone(),
             };
             node(config.clone(), seams, ppm, watch)
         });
@@ -195,6 +202,8 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     let mut nemesis = Nemesis::new(cfg.seed, cfg.nodes, disk.clone());
     let mut healed_at = None;
     let mut harness = Vec::new();
+    let mut witness = super::nodes::LogWitness::default();
+    let mut steps: u64 = 0;
     loop {
         let now = sim.elapsed();
         match healed_at {
@@ -209,6 +218,10 @@ pub fn run(cfg: &SimConfig) -> SimReport {
             }
             Some(at) if now >= at + SETTLE => stop.store(true, Ordering::Relaxed),
             Some(_) => {}
+        }
+        steps += 1;
+        if steps.is_multiple_of(WITNESS_STEPS) {
+            witness.sample(&latest);
         }
         match sim.step() {
             Ok(true) => break,
@@ -236,6 +249,8 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         sim.elapsed().as_secs_f64() * 1e3,
     ));
     violations.extend(super::nodes::leads_each_term_once(&takeovers));
+    witness.sample(&latest);
+    violations.extend(witness.finish());
     violations.extend(check::lost_updates(&regs));
     violations.extend(check::tokens(&ops));
     violations.extend(check::linearizable(

@@ -157,6 +157,7 @@ fn run_script(
                 samples: Arc::default(),
                 stops: Arc::default(),
                 disk: disk.clone(),
+                latest: Arc::default(),
             };
             node(config.clone(), seams, 0, watch)
         });
@@ -193,17 +194,7 @@ async fn script(report: &Mutex<CatchUp>) -> Result<(), String> {
     };
     let client = target.client(Duration::from_secs(5), Duration::from_secs(1));
     let http = Http::with_timeout(Duration::from_secs(1));
-    let leader = until("a leader", || async {
-        for id in 1..=3 {
-            if let Ok(s) = status(&http, id).await {
-                if s.role == Role::Leader {
-                    return Some(id);
-                }
-            }
-        }
-        None
-    })
-    .await?;
+    let leader = leader(&http).await?;
     let (l, f, o) = (leader, leader % 3 + 1, (leader + 1) % 3 + 1);
     report.lock().unwrap_or_else(|p| p.into_inner()).nodes = (l, f, o);
 
@@ -276,6 +267,21 @@ async fn behind(
             .map_err(|e| format!("a release before the {which} snapshot: {e}"))?;
     }
     Err(format!("the leader never purged past node {f}'s log"))
+}
+
+/// The node of the three that says it leads, once one does.
+pub(super) async fn leader(http: &Http) -> Result<u64, String> {
+    until("a leader", || async {
+        for id in 1..=3 {
+            if let Ok(s) = status(http, id).await {
+                if s.role == Role::Leader {
+                    return Some(id);
+                }
+            }
+        }
+        None
+    })
+    .await
 }
 
 pub(super) async fn status(http: &Http, id: u64) -> Result<Status, String> {

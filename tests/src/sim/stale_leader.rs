@@ -22,7 +22,7 @@ use lockd_proto::Role;
 
 use super::faults::host;
 use super::run::{node_addr, sim_ms};
-use super::scenario::{scripted, status, until};
+use super::scenario::{leader, scripted, status, until};
 use super::{Control, SimConfig};
 use crate::jepsen::history::{Call, Op, Ret};
 use crate::jepsen::lin::{check_key, Horizon, NotShown};
@@ -65,15 +65,7 @@ pub fn refusal_from_a_cut_off_leader(control: Option<Control>) -> StaleRead {
 
 async fn script(report: &Mutex<StaleRead>) -> Result<(), String> {
     let http = Http::with_timeout(Duration::from_secs(1));
-    let leader = until("a leader", || async {
-        for id in 1..=3 {
-            if status(&http, id).await.ok()?.role == Role::Leader {
-                return Some(id);
-            }
-        }
-        None
-    })
-    .await?;
+    let leader = leader(&http).await?;
     let others: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
     let client = |ids: &[u64]| {
         Target {

@@ -121,6 +121,13 @@ impl Services {
         self.log.stats()
     }
 
+    /// Every entry the log holds in memory (all after the last purge),
+    /// each as its log id and its encoded bytes: for checkers that compare
+    /// logs across nodes (the simulation's log matching).
+    pub fn log_entries(&self) -> Vec<(crate::raft::LogId, Vec<u8>)> {
+        self.log.entries_encoded()
+    }
+
     /// The state machine's apply and module swap latencies.
     pub fn apply_latency(&self) -> &SmLatency {
         self.sm.latency()

@@ -202,6 +202,20 @@ impl LogStore {
         }
     }
 
+    /// Every entry held (all after the last purge), as its log id and
+    /// its bytes as the log writes them.
+    pub fn entries_encoded(&self) -> Vec<(LogId, Vec<u8>)> {
+        let entries = self
+            .shared
+            .entries
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        entries
+            .values()
+            .map(|e| (e.log_id, postcard::to_allocvec(e).unwrap_or_default()))
+            .collect()
+    }
+
     /// The last committed log id openraft reported.
     pub fn committed(&self) -> Option<LogId> {
         *self
