@@ -225,6 +225,19 @@ fn scenario(name: &str, control: Option<&str>) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Run scenario `name` as it is, whose verdict must be `clean`, then with
+/// `control`, whose verdict must be `broken`.
+fn scenario_and_control(name: &str, clean: &str, control: &str, broken: &str) {
+    for (with, verdict) in [(None, clean), (Some(control), broken)] {
+        let out = scenario(name, with);
+        eprintln!("{out}");
+        assert!(
+            out.contains(&format!("scenario {name}: {verdict}")),
+            "{with:?}: {out}"
+        );
+    }
+}
+
 /// A snapshot sent into a partition on a connection the partition made
 /// dead: once the link is back (and the third node cut off, so the
 /// follower is needed for a quorum), the follower catches up and a write
@@ -233,13 +246,12 @@ fn scenario(name: &str, control: Option<&str>) -> String {
 /// connection, does not.
 #[test]
 fn a_snapshot_sent_into_a_partition_goes_through_soon_after_the_heal() {
-    let name = "snapshot-into-partition";
-    let out = scenario(name, None);
-    eprintln!("{out}");
-    assert!(out.contains(&format!("scenario {name}: within")), "{out}");
-    let held = scenario(name, Some("stuck-stream"));
-    eprintln!("{held}");
-    assert!(held.contains(&format!("scenario {name}: beyond")), "{held}");
+    scenario_and_control(
+        "snapshot-into-partition",
+        "within",
+        "stuck-stream",
+        "beyond",
+    );
 }
 
 /// A leader cut off from the others, asked for a key they released since,
@@ -248,18 +260,11 @@ fn a_snapshot_sent_into_a_partition_goes_through_soon_after_the_heal() {
 /// refusal answered without the read barrier, is not.
 #[test]
 fn a_cut_off_leader_answers_held_only_after_its_read_barrier() {
-    let name = "refusal-from-a-cut-off-leader";
-    let out = scenario(name, None);
-    eprintln!("{out}");
-    assert!(
-        out.contains(&format!("scenario {name}: linearizable")),
-        "{out}"
-    );
-    let stale = scenario(name, Some("skip-read-barrier"));
-    eprintln!("{stale}");
-    assert!(
-        stale.contains(&format!("scenario {name}: not linearizable")),
-        "{stale}"
+    scenario_and_control(
+        "refusal-from-a-cut-off-leader",
+        "linearizable",
+        "skip-read-barrier",
+        "not linearizable",
     );
 }
 
@@ -270,15 +275,11 @@ fn a_cut_off_leader_answers_held_only_after_its_read_barrier() {
 /// behaviour), parts the replicas.
 #[test]
 fn a_leader_restarted_mid_sync_loses_nothing_a_quorum_acknowledged() {
-    let name = "leader-restarted-mid-sync";
-    let out = scenario(name, None);
-    eprintln!("{out}");
-    assert!(out.contains(&format!("scenario {name}: kept")), "{out}");
-    let restored = scenario(name, Some("restore-leader"));
-    eprintln!("{restored}");
-    assert!(
-        restored.contains(&format!("scenario {name}: lost")),
-        "{restored}"
+    scenario_and_control(
+        "leader-restarted-mid-sync",
+        "kept",
+        "restore-leader",
+        "lost",
     );
 }
 
