@@ -383,7 +383,7 @@ fn registry(node: &Services) -> Registry {
     );
     r.register(
         "lockd_stage_seconds",
-        "Where writes' time goes on the leader, stage by stage (docs/performance.md, \"Stages\"): an acquire's receive (read, parse, authorise), and each lock entry's queue, append, replicate (to committed, the leader's own fsync included), apply and answer.",
+        "Where writes' time goes on the leader, stage by stage (docs/performance.md, \"Stages\"): an acquire's receive (read, parse, authorise), and each lock entry's queue, append, replicate (to committed; the leader's own fsync runs beside it), apply and answer.",
         sm.stages.family(),
     );
     r.register(

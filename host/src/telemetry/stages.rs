@@ -14,9 +14,9 @@
 //!   the entry's stages, so per entry is per request at one client and an
 //!   even mix at many.
 //!
-//! Stages follow one another, but for the leader's `fsync`, which is part
-//! of `replicate` (timed from the append, so that it stays right if the
-//! leader ever replicates while it syncs): `queue`, `append`, `replicate`,
+//! Stages follow one another, but for the leader's `fsync`, which runs
+//! beside `replicate` (the leader replicates while it syncs, and counts
+//! itself in the quorum once synced): `queue`, `append`, `replicate`,
 //! `apply` and `answer` add up to the time from the first stamp to the
 //! last. A stamp that is missing (a ring slot reused
 //! by a later entry, an entry that came by snapshot) drops that entry's
@@ -45,11 +45,12 @@ pub enum Stage {
     /// Proposed to Raft, until the leader's log store has it (openraft's
     /// queue, the entry encoded).
     Append,
-    /// The leader's write and fsync of it: part of `Replicate`.
+    /// The leader's write and fsync of it: beside `Replicate`, not before
+    /// it.
     Fsync,
     /// The leader's log store has the entry, to the entry committed: the
-    /// leader's fsync, then the followers' appends and fsyncs, until a
-    /// quorum has it durably.
+    /// followers' appends and fsyncs and the leader's own, in parallel,
+    /// until a quorum has it durably.
     Replicate,
     /// Committed to applied (the apply queue, the module's apply).
     Apply,
@@ -328,8 +329,8 @@ mod tests {
 
     #[test]
     fn a_commit_before_the_leader_s_own_fsync_is_timed_from_the_append() {
-        // Were the leader to replicate while it syncs, a quorum of
-        // followers could commit the entry before the leader's sync ends.
+        // The leader replicates while it syncs: a quorum of followers may
+        // commit the entry before the leader's sync ends.
         let s = Stages::default();
         s.stamp([4], Stamp::Appended, 1_000);
         s.stamp([4], Stamp::Committed, 5_000);

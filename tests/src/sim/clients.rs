@@ -218,11 +218,6 @@ async fn final_state(target: &Target, history: &History) -> BTreeMap<String, Fin
     out
 }
 
-/// Every node on the same applied index, state hash and module (`module`
-/// when given), within a bound. But for `refusing` (see
-/// [`SimConfig::refusing`]) once the cluster runs a module it cannot: it
-/// must say so (`module_cannot_run`, naming that module), and is left out.
-/// No other node may say it cannot run a module.
 /// Every node's state hash at each index it recorded (the determinism
 /// audit's points: every [`super::run::AUDIT_INTERVAL`] entries, after
 /// upgrades and snapshot installs) against the others' at the same index:
@@ -230,13 +225,11 @@ async fn final_state(target: &Target, history: &History) -> BTreeMap<String, Fin
 /// installed over it) agrees at the end, but not here. A node that
 /// restarted keeps only the points since its restart.
 async fn applied_alike(target: &Target) -> Vec<Violation> {
-    let http = lockd_client::admin::Http::with_timeout(Duration::from_secs(2));
+    let client = target.client(Duration::from_secs(2), Duration::from_secs(1));
+    let admin = lockd_client::admin::Admin::new(client, target.endpoints.clone());
     let mut reports = Vec::new();
     for e in &target.endpoints {
-        match http
-            .get_json::<lockd_proto::AuditReport>(e, "/v1/audit")
-            .await
-        {
+        match admin.audit_report(e).await {
             Ok(r) => reports.push(r),
             Err(err) => {
                 return vec![Violation::new(
@@ -272,6 +265,11 @@ async fn applied_alike(target: &Target) -> Vec<Violation> {
         .collect()
 }
 
+/// Every node on the same applied index, state hash and module (`module`
+/// when given), within a bound. But for `refusing` (see
+/// [`SimConfig::refusing`]) once the cluster runs a module it cannot: it
+/// must say so (`module_cannot_run`, naming that module), and is left out.
+/// No other node may say it cannot run a module.
 async fn converged(
     target: &Target,
     module: Option<String>,

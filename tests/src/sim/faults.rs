@@ -10,8 +10,9 @@
 //! unsynced writes lost, the last one torn), a node crashed and restarted
 //! at once (a supervisor's restart: a leader is back before its followers
 //! stand, its log without what its disk had not synced yet, though a
-//! quorum may hold it), and a node's disk made full or failing, which stops the node until it is restarted the same way on
-//! a mended disk, and a node paused (every link of it held). At most
+//! quorum may hold it), and a node's disk made full or failing, which
+//! stops the node until it is restarted the same way on a mended disk,
+//! and a node paused (every link of it held). At most
 //! [`MAX_ACTIVE`] are active at once; every [`STEP_MS`] range the nemesis
 //! either heals one or adds one.
 //!

@@ -25,8 +25,8 @@ use std::time::Duration;
 use lockd_client::admin::Http;
 
 use super::run::node_addr;
-use super::scenario::{leader, scripted, status, until, Hands};
-use super::{Control, SimConfig};
+use super::scenario::{leader, scripted, scripted_config, status, until, Hands};
+use super::Control;
 use crate::jepsen::history::Ret;
 use crate::jepsen::workload::{ret_of, Target};
 
@@ -76,12 +76,7 @@ impl Bounce {
 
 /// Run the scenario (with `control`, a broken variant) and report it.
 pub fn leader_restarted_mid_sync(control: Option<Control>) -> Bounce {
-    let cfg = SimConfig {
-        nodes: 3,
-        refusing: None,
-        control,
-        ..SimConfig::seed(2)
-    };
+    let cfg = scripted_config(control);
     let (mut out, error) = scripted(&cfg, |r, hands| async move { script(&r, &hands).await });
     out.error = out.error.or(error);
     out

@@ -52,7 +52,7 @@ pub struct Watch {
 }
 
 /// Each node's latest started instance (its services), for what is read
-/// from the nodes after the run (their logs, [`log_matching`]).
+/// from the nodes during and after the run (their logs, [`LogWitness`]).
 pub type Latest = Arc<Mutex<std::collections::BTreeMap<u64, Arc<lockd::api::services::Services>>>>;
 
 impl Watch {
@@ -227,7 +227,7 @@ impl LogWitness {
 /// A node's log: by index, each entry's log id and bytes.
 type Log = std::collections::BTreeMap<u64, (lockd::raft::LogId, Vec<u8>)>;
 
-/// [`log_matching`] over the logs given, by node.
+/// The logs given, by node, against each other ([`LogWitness`]).
 fn logs_match(logs: &[(u64, Log)]) -> Vec<Violation> {
     let mut out = Vec::new();
     for (i, (a, la)) in logs.iter().enumerate() {

@@ -63,15 +63,23 @@ impl CatchUp {
 /// Run the scenario (with `control`, a broken variant) and report it.
 pub fn snapshot_into_partition(control: Option<Control>) -> CatchUp {
     let cfg = SimConfig {
-        nodes: 3,
         snapshot_threshold: 20,
-        refusing: None,
-        control,
-        ..SimConfig::seed(2)
+        ..scripted_config(control)
     };
     let (mut out, error) = scripted(&cfg, |r, _| async move { script(&r).await });
     out.error = out.error.or(error);
     out
+}
+
+/// The configuration scripted runs share: three nodes of seed 2, none
+/// refusing a module, with `control` (a broken variant) or none.
+pub(super) fn scripted_config(control: Option<Control>) -> SimConfig {
+    SimConfig {
+        nodes: 3,
+        refusing: None,
+        control,
+        ..SimConfig::seed(2)
+    }
 }
 
 /// What a script may do to the nodes beyond the network (which turmoil's

@@ -22,8 +22,8 @@ use lockd_proto::Role;
 
 use super::faults::host;
 use super::run::{node_addr, sim_ms};
-use super::scenario::{leader, scripted, status, until};
-use super::{Control, SimConfig};
+use super::scenario::{leader, scripted, scripted_config, status, until};
+use super::Control;
 use crate::jepsen::history::{Call, Op, Ret};
 use crate::jepsen::lin::{check_key, Horizon, NotShown};
 use crate::jepsen::workload::{ret_of, Target};
@@ -52,12 +52,7 @@ impl StaleRead {
 
 /// Run the scenario (with `control`, a broken variant) and report it.
 pub fn refusal_from_a_cut_off_leader(control: Option<Control>) -> StaleRead {
-    let cfg = SimConfig {
-        nodes: 3,
-        refusing: None,
-        control,
-        ..SimConfig::seed(2)
-    };
+    let cfg = scripted_config(control);
     let (mut out, error) = scripted(&cfg, |r, _| async move { script(&r).await });
     out.error = out.error.or(error);
     out

@@ -85,7 +85,7 @@ pub enum LogOpenError {
     #[error("{path} does not decode: {reason}")]
     BadMeta { path: String, reason: String },
     #[error("cannot start the log writer: {0}")]
-    Thread(std::io::Error),
+    Writer(std::io::Error),
 }
 
 impl LogStore {
@@ -134,13 +134,13 @@ impl LogStore {
                 std::thread::Builder::new()
                     .name("wal-writer".into())
                     .spawn(move || writer(wal, rx, writer_shared))
-                    .map_err(LogOpenError::Thread)?;
+                    .map_err(LogOpenError::Writer)?;
                 Sink::Thread(tx)
             }
             Writer::Inline => Sink::Inline(Arc::new(Mutex::new(wal))),
             Writer::Task(sync_time) => {
                 let runtime = tokio::runtime::Handle::try_current()
-                    .map_err(|e| LogOpenError::Thread(std::io::Error::other(e)))?;
+                    .map_err(|e| LogOpenError::Writer(std::io::Error::other(e)))?;
                 let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
                 runtime.spawn(writer::task_writer(wal, rx, shared.clone(), sync_time));
                 Sink::Task(tx)
@@ -212,6 +212,7 @@ impl LogStore {
             .unwrap_or_else(|p| p.into_inner());
         entries
             .values()
+            // An entry that would not encode was refused at its append.
             .map(|e| (e.log_id, postcard::to_allocvec(e).unwrap_or_default()))
             .collect()
     }
