@@ -30,6 +30,11 @@ mod replay;
 mod restore;
 mod serve;
 
+// The allocator: glibc's malloc took a fifth of a loaded leader's CPU
+// (docs/performance.md, "Allocation").
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use lockd::config::{layers, ConfigError, ServeSettings};
