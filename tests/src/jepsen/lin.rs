@@ -37,7 +37,12 @@
 //! granted anew, with a new token. The model therefore gives such an
 //! acquire, beside its answer, one optional other grant of unknown token
 //! that must take effect before the operation completes (or, for a try a
-//! link held, when the hold ends): the grant no answer showed.
+//! link held, when the hold ends): the grant no answer showed. An acquire
+//! answered "held" gets one too: its lost grant may have ended (its lease
+//! ran out, its holder never knowing) and another client taken the key
+//! before the retry came (seed 171716). Such a "held" may never be its own
+//! lost grant's, though: the server answers a retry that finds its own
+//! holding with that holding.
 
 use std::collections::HashSet;
 
@@ -109,6 +114,9 @@ impl Horizon {
 struct Holder {
     /// `None`: granted by an acquire whose answer was lost.
     token: Option<u64>,
+    /// For the lost grant of an acquire answered "held": that acquire
+    /// (client, invoke as f64 bits), whose "held" it cannot explain.
+    lost_of: Option<(usize, u64)>,
     /// The earliest time the lease may end, as f64 bits (ms).
     may_end: u64,
     /// The time by which it has ended, as f64 bits (ms).
@@ -121,6 +129,11 @@ struct State {
     last_token: u64,
 }
 
+/// An operation's name among one key's: its client and its invoke.
+fn ident(o: &Op) -> (usize, u64) {
+    (o.client, o.invoke.to_bits())
+}
+
 fn may_end(h: &Holder, at: f64) -> bool {
     h.token.is_none() || at >= f64::from_bits(h.may_end)
 }
@@ -129,7 +142,13 @@ fn may_end(h: &Holder, at: f64) -> bool {
 /// the latest invoke among the operations placed before it: the point of
 /// `op` is no earlier than that, nor than its own invoke, and no later
 /// than its completion.
-fn step(s: State, op: &Op, frontier: f64, horizon: &Horizon, grid: &Grid) -> Vec<State> {
+fn step(
+    s: State,
+    (op, lost_of): (&Op, Option<(usize, u64)>),
+    frontier: f64,
+    horizon: &Horizon,
+    grid: &Grid,
+) -> Vec<State> {
     let point = frontier.max(op.invoke);
     // The holder may have expired before this op's linearization point; it
     // must have, once its latest end has passed.
@@ -146,6 +165,7 @@ fn step(s: State, op: &Op, frontier: f64, horizon: &Horizon, grid: &Grid) -> Vec
     }
     let holder = |token: Option<u64>, lease_ms: u64, armed: f64| Holder {
         token,
+        lost_of,
         // A holder of unknown token may end at any time: no bound to keep.
         may_end: match token {
             Some(_) => grid.may_end(point + lease_ms as f64).to_bits(),
@@ -166,7 +186,11 @@ fn step(s: State, op: &Op, frontier: f64, horizon: &Horizon, grid: &Grid) -> Vec
                     last_token: *t,
                 });
             }
-            (Call::Acquire { .. }, Ret::Held) if s.holder.is_some() => out.push(s),
+            (Call::Acquire { .. }, Ret::Held)
+                if s.holder.is_some_and(|h| h.lost_of != Some(ident(op))) =>
+            {
+                out.push(s)
+            }
             (Call::Acquire { lease_ms, .. }, Ret::Unknown) if s.holder.is_none() => {
                 out.push(State {
                     holder: Some(holder(
@@ -211,15 +235,19 @@ pub fn check_key(ops: &[Op], horizon: &Horizon) -> Result<(), NotShown> {
 /// [`check_key`] remembering at most `max_states` states.
 pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Result<(), NotShown> {
     let mut ops: Vec<Op> = ops.to_vec();
-    // Each granted retry-safe acquire's possible earlier, lost grant: an
-    // acquire of unknown outcome that can only go before `deadline`. (Not
-    // for an acquire answered "held": the model does not know whose
-    // holding a key is, and its own lost grant would answer it.)
+    // Each granted (or "held") retry-safe acquire's possible earlier, lost
+    // grant: an acquire of unknown outcome that can only go before
+    // `deadline`.
     let mut deadline = vec![f64::INFINITY; ops.len()];
     if horizon.retried_grants {
         let lost: Vec<Op> = ops
             .iter()
-            .filter(|o| matches!((&o.call, &o.ret), (Call::Acquire { .. }, Ret::Granted(_))))
+            .filter(|o| {
+                matches!(
+                    (&o.call, &o.ret),
+                    (Call::Acquire { .. }, Ret::Granted(_) | Ret::Held)
+                )
+            })
             .map(|o| Op {
                 ret: Ret::Unknown,
                 ..o.clone()
@@ -237,6 +265,21 @@ pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Res
     let deadline: Vec<f64> = order.iter().map(|&i| deadline[i]).collect();
     let ops: Vec<Op> = order.iter().map(|&i| ops[i].clone()).collect();
     let n = ops.len();
+    // The lost grants of acquires answered "held" (the other lost grants
+    // need no name: a grant answer already needs the key free).
+    let answered_held: HashSet<(usize, u64)> = ops
+        .iter()
+        .filter(|o| matches!((&o.call, &o.ret), (Call::Acquire { .. }, Ret::Held)))
+        .map(ident)
+        .collect();
+    let lost_of: Vec<Option<(usize, u64)>> = ops
+        .iter()
+        .zip(&deadline)
+        .map(|(o, d)| {
+            let lost = d.is_finite() && o.ret == Ret::Unknown;
+            Some(ident(o)).filter(|i| lost && answered_held.contains(i))
+        })
+        .collect();
     let grid = Grid::new(&ops);
     let mut search = Search {
         unknown: ops.iter().map(|o| o.ret == Ret::Unknown).collect(),
@@ -251,6 +294,7 @@ pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Res
             })
             .collect(),
         lost: (0..n).filter(|&i| deadline[i].is_finite()).collect(),
+        lost_of,
         twin: twins(&ops, &deadline, horizon, &grid),
         deadline,
         grid,
@@ -298,6 +342,8 @@ struct Search<'a> {
     /// The operations with a finite deadline (the lost tries), which the
     /// memo's key looks at.
     lost: Vec<usize>,
+    /// Per operation: the acquire answered "held" it is the lost grant of.
+    lost_of: Vec<Option<(usize, u64)>>,
     /// For an acquire of unknown outcome, the one before it that would
     /// leave the same holder wherever it is placed (see [`twins`]).
     twin: Vec<Option<usize>>,
@@ -355,7 +401,8 @@ impl Search<'_> {
                 continue;
             }
             let after = frontier.max(op.invoke);
-            for next in step(s, op, frontier, self.horizon, &self.grid) {
+            let lost_of = self.lost_of[i];
+            for next in step(s, (op, lost_of), frontier, self.horizon, &self.grid) {
                 self.done[i / 64] |= 1 << (i % 64);
                 if self.seen.insert((self.key(after), next)) && self.run(next, count + 1, after) {
                     return true;

@@ -276,6 +276,50 @@ fn a_retried_acquire_may_have_had_an_earlier_lost_grant() {
     assert_eq!(check_key(&h, &retried), Ok(()));
 }
 
+fn by(client: usize, o: Op) -> Op {
+    Op { client, ..o }
+}
+
+/// Seed 171716's shape: a retry-safe acquire's first try was granted on a
+/// leader that was then cut off (its answer lost); the lease ran out, its
+/// holder never knowing, another client took the key, and the retry, on
+/// the new leader, found the key held by that other client.
+#[test]
+fn a_retry_answered_held_may_have_had_an_earlier_lost_grant() {
+    let h = [
+        by(1, acq(0.0, 9000.0, Ret::Held)),
+        by(2, acq(1500.0, 1510.0, Ret::Held)),
+        by(2, acq(4000.0, 4010.0, Ret::Granted(7))),
+    ];
+    let retried = Horizon {
+        retried_grants: true,
+        held: Vec::new(),
+        ..calm()
+    };
+    assert!(
+        check(&h).is_err(),
+        "without retries nothing held the key at 1500"
+    );
+    assert_eq!(check_key(&h, &retried), Ok(()));
+}
+
+/// Its negative control: a "held" that only the acquire's own lost grant
+/// could explain is a violation (the server answers a retry that finds
+/// its own holding with that holding).
+#[test]
+fn a_held_is_never_explained_by_its_own_lost_grant() {
+    let h = [
+        by(1, acq(0.0, 100.0, Ret::Held)),
+        by(2, acq(5000.0, 5010.0, Ret::Granted(7))),
+    ];
+    let retried = Horizon {
+        retried_grants: true,
+        held: Vec::new(),
+        ..calm()
+    };
+    assert!(check_key(&h, &retried).is_err());
+}
+
 /// The lost grant goes before its request's answer, never after.
 #[test]
 fn a_lost_grant_cannot_follow_its_requests_answer() {
