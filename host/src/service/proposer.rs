@@ -240,14 +240,10 @@ const ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 /// answered, and the service waited for it forever (its slot, and a new
 /// term's table, which loads only when no earlier proposal is in flight).
 /// The simulation found it (docs/testing.md, "The simulation").
-///
-/// It watches openraft's server metrics, which change with the vote, the
-/// role and the leader: its full metrics change with every entry, and
-/// every entry in flight would wake for each of them.
 async fn leadership_ends(raft: &Raft, id: NodeId) {
-    let mut metrics = raft.server_metrics();
-    let leading = |m: &openraft::metrics::RaftServerMetrics<NodeId, crate::raft::Node>| {
-        (m.current_leader == Some(id)).then_some(m.vote.leader_id().get_term())
+    let mut metrics = raft.metrics();
+    let leading = |m: &openraft::RaftMetrics<NodeId, crate::raft::Node>| {
+        (m.current_leader == Some(id)).then_some(m.current_term)
     };
     let Some(term) = leading(&metrics.borrow_and_update()) else {
         return std::future::pending().await;

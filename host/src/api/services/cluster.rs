@@ -284,10 +284,7 @@ impl Services {
     /// or Raft stopped): a request passed on to it is then abandoned
     /// (`api::forward`), whatever its own deadline.
     pub async fn leader_gone(&self, leader: NodeId) {
-        // The server metrics (the vote, the role, the leader): the full
-        // metrics change with every entry, and every forwarded request
-        // would wake for each.
-        let mut metrics = self.raft.server_metrics();
+        let mut metrics = self.raft.metrics();
         loop {
             match self.leader_route() {
                 LeaderRoute::Elsewhere(id, _) if id == leader => {}
