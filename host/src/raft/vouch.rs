@@ -97,27 +97,37 @@ impl Vouches {
             if wanted.is_empty() {
                 continue;
             }
-            // Every member at once, each within the client's timeout: a
-            // dead member costs the round one timeout, not one each.
-            let asks = members.iter().map(|(member, addr)| {
-                let http = &http;
-                async move {
-                    (
-                        *member,
-                        http.get_json::<Status>(addr, "/v1/status").await.ok(),
-                    )
-                }
-            });
-            let answers = tokio::select! {
-                answers = futures::future::join_all(asks) => answers,
-                _ = shutdown.wait_for(|s| *s) => return,
-            };
-            for id in wanted {
-                let vouching = answers.iter().find_map(|(member, status)| {
-                    let status = status.as_ref()?;
-                    status.members.iter().any(|m| m.id == id).then_some(*member)
-                });
-                if let Some(member) = vouching {
+            // Every member at once, each within the client's timeout, and
+            // a sender admitted on the first member that lists it: a
+            // member whose answers cannot reach this node (a one-way
+            // fault) must not hold the round for its whole timeout
+            // (simulation seed 175059).
+            let mut asks: futures::stream::FuturesUnordered<_> = members
+                .iter()
+                .map(|(member, addr)| {
+                    let http = &http;
+                    async move {
+                        (
+                            *member,
+                            http.get_json::<Status>(addr, "/v1/status").await.ok(),
+                        )
+                    }
+                })
+                .collect();
+            let mut unanswered = wanted;
+            while !unanswered.is_empty() {
+                let next = tokio::select! {
+                    next = futures::StreamExt::next(&mut asks) => next,
+                    _ = shutdown.wait_for(|s| *s) => return,
+                };
+                let Some((member, status)) = next else {
+                    break; // every member answered or timed out
+                };
+                let Some(status) = status else { continue };
+                unanswered.retain(|id| {
+                    if !status.members.iter().any(|m| m.id == *id) {
+                        return true;
+                    }
                     tracing::info!(
                         id,
                         member,
@@ -126,8 +136,9 @@ impl Vouches {
                     self.admitted
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .insert(id, asked_under);
-                }
+                        .insert(*id, asked_under);
+                    false
+                });
             }
             tokio::select! {
                 _ = tokio::time::sleep(ROUND_EVERY) => {}
