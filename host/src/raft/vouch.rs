@@ -124,21 +124,19 @@ impl Vouches {
                     break; // every member answered or timed out
                 };
                 let Some(status) = status else { continue };
-                unanswered.retain(|id| {
-                    if !status.members.iter().any(|m| m.id == *id) {
-                        return true;
-                    }
+                let (vouched, rest): (BTreeSet<NodeId>, _) = unanswered
+                    .into_iter()
+                    .partition(|id| status.members.iter().any(|m| m.id == *id));
+                unanswered = rest;
+                let mut admitted = self.admitted.lock().unwrap_or_else(|p| p.into_inner());
+                for id in vouched {
                     tracing::info!(
                         id,
                         member,
                         "a member vouches for a leader this node's membership does not name yet"
                     );
-                    self.admitted
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(*id, asked_under);
-                    false
-                });
+                    admitted.insert(id, asked_under);
+                }
             }
             tokio::select! {
                 _ = tokio::time::sleep(ROUND_EVERY) => {}

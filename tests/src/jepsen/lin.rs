@@ -114,9 +114,9 @@ impl Horizon {
 struct Holder {
     /// `None`: granted by an acquire whose answer was lost.
     token: Option<u64>,
-    /// For the lost grant of an acquire answered "held": that acquire
-    /// (client, invoke as f64 bits), whose "held" it cannot explain.
-    lost_of: Option<(usize, u64)>,
+    /// For the lost grant of an acquire answered "held": that acquire,
+    /// whose "held" it cannot explain.
+    lost_of: Option<OpName>,
     /// The earliest time the lease may end, as f64 bits (ms).
     may_end: u64,
     /// The time by which it has ended, as f64 bits (ms).
@@ -129,8 +129,11 @@ struct State {
     last_token: u64,
 }
 
-/// An operation's name among one key's: its client and its invoke.
-fn ident(o: &Op) -> (usize, u64) {
+/// An operation's name among one key's: its client and its invoke (as
+/// f64 bits).
+type OpName = (usize, u64);
+
+fn ident(o: &Op) -> OpName {
     (o.client, o.invoke.to_bits())
 }
 
@@ -142,9 +145,11 @@ fn may_end(h: &Holder, at: f64) -> bool {
 /// the latest invoke among the operations placed before it: the point of
 /// `op` is no earlier than that, nor than its own invoke, and no later
 /// than its completion.
+/// `lost_of` names the acquire answered "held" whose lost grant `op` is.
 fn step(
     s: State,
-    (op, lost_of): (&Op, Option<(usize, u64)>),
+    op: &Op,
+    lost_of: Option<OpName>,
     frontier: f64,
     horizon: &Horizon,
     grid: &Grid,
@@ -267,12 +272,12 @@ pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Res
     let n = ops.len();
     // The lost grants of acquires answered "held" (the other lost grants
     // need no name: a grant answer already needs the key free).
-    let answered_held: HashSet<(usize, u64)> = ops
+    let answered_held: HashSet<OpName> = ops
         .iter()
         .filter(|o| matches!((&o.call, &o.ret), (Call::Acquire { .. }, Ret::Held)))
         .map(ident)
         .collect();
-    let lost_of: Vec<Option<(usize, u64)>> = ops
+    let lost_of: Vec<Option<OpName>> = ops
         .iter()
         .zip(&deadline)
         .map(|(o, d)| {
@@ -343,7 +348,7 @@ struct Search<'a> {
     /// memo's key looks at.
     lost: Vec<usize>,
     /// Per operation: the acquire answered "held" it is the lost grant of.
-    lost_of: Vec<Option<(usize, u64)>>,
+    lost_of: Vec<Option<OpName>>,
     /// For an acquire of unknown outcome, the one before it that would
     /// leave the same holder wherever it is placed (see [`twins`]).
     twin: Vec<Option<usize>>,
@@ -402,7 +407,7 @@ impl Search<'_> {
             }
             let after = frontier.max(op.invoke);
             let lost_of = self.lost_of[i];
-            for next in step(s, (op, lost_of), frontier, self.horizon, &self.grid) {
+            for next in step(s, op, lost_of, frontier, self.horizon, &self.grid) {
                 self.done[i / 64] |= 1 << (i % 64);
                 if self.seen.insert((self.key(after), next)) && self.run(next, count + 1, after) {
                     return true;

@@ -13,6 +13,14 @@ fn calm() -> Horizon {
     }
 }
 
+/// [`calm`], with retry-safe acquires (their lost grants modelled).
+fn retried() -> Horizon {
+    Horizon {
+        retried_grants: true,
+        ..calm()
+    }
+}
+
 fn check(h: &[Op]) -> Result<(), NotShown> {
     check_key(h, &calm())
 }
@@ -267,11 +275,7 @@ fn a_retried_acquire_may_have_had_an_earlier_lost_grant() {
         acq(7678.0, 7688.0, Ret::Granted(104)),
         rel(7700.0, 7710.0, 104, Ret::Released),
     ];
-    let retried = Horizon {
-        retried_grants: true,
-        held: Vec::new(),
-        ..calm()
-    };
+    let retried = retried();
     assert!(check(&h).is_err(), "without retries nothing held the key");
     assert_eq!(check_key(&h, &retried), Ok(()));
 }
@@ -291,11 +295,7 @@ fn a_retry_answered_held_may_have_had_an_earlier_lost_grant() {
         by(2, acq(1500.0, 1510.0, Ret::Held)),
         by(2, acq(4000.0, 4010.0, Ret::Granted(7))),
     ];
-    let retried = Horizon {
-        retried_grants: true,
-        held: Vec::new(),
-        ..calm()
-    };
+    let retried = retried();
     assert!(
         check(&h).is_err(),
         "without retries nothing held the key at 1500"
@@ -312,11 +312,7 @@ fn a_held_is_never_explained_by_its_own_lost_grant() {
         by(1, acq(0.0, 100.0, Ret::Held)),
         by(2, acq(5000.0, 5010.0, Ret::Granted(7))),
     ];
-    let retried = Horizon {
-        retried_grants: true,
-        held: Vec::new(),
-        ..calm()
-    };
+    let retried = retried();
     assert!(check_key(&h, &retried).is_err());
 }
 
@@ -328,11 +324,7 @@ fn a_lost_grant_cannot_follow_its_requests_answer() {
         rel(200.0, 201.0, 1, Ret::Released),
         acq(300.0, 301.0, Ret::Held),
     ];
-    let retried = Horizon {
-        retried_grants: true,
-        held: Vec::new(),
-        ..calm()
-    };
+    let retried = retried();
     assert!(check_key(&h, &retried).is_err());
 }
 
@@ -366,10 +358,7 @@ fn lost_grants_behind_the_search_do_not_hide_a_violation() {
         })
         .collect();
     h.push(acq(10_000.0, 10_010.0, Ret::Granted(1)));
-    let retried = Horizon {
-        retried_grants: true,
-        ..calm()
-    };
+    let retried = retried();
     violated_within(&h, &retried, 20_000);
 }
 
