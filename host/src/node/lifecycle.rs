@@ -93,13 +93,23 @@ impl Node {
     }
 
     async fn failed_inner(&self) -> String {
-        let mut metrics = self.raft.metrics();
+        // openraft's server metrics change with the vote, the role, the
+        // leader and the membership only; its full metrics change with
+        // every entry, and this future runs on the thread that started
+        // the runtime: a wakeup of that thread per entry. A fatal error
+        // ends openraft's core, which drops the server metrics' sender;
+        // its reason is in the full metrics by then.
+        let mut server = self.raft.server_metrics();
+        let fatal = || match &self.raft.metrics().borrow().running_state {
+            Err(fatal) => Some(fatal.to_string()),
+            Ok(()) => None,
+        };
         let why = loop {
-            if let Err(fatal) = &metrics.borrow().running_state {
-                break fatal.to_string();
+            if let Some(why) = fatal() {
+                break why;
             }
-            if metrics.changed().await.is_err() {
-                break "Raft stopped without a reason".to_string();
+            if server.changed().await.is_err() {
+                break fatal().unwrap_or_else(|| "Raft stopped without a reason".to_string());
             }
         };
         let view = self.sm.view(false);
@@ -118,7 +128,9 @@ pub(super) async fn count_leader_changes(
     count: Arc<AtomicU64>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut metrics = raft.metrics();
+    // The server metrics: they change with the leader, not with every
+    // entry.
+    let mut metrics = raft.server_metrics();
     let mut leader = metrics.borrow_and_update().current_leader;
     loop {
         tokio::select! {

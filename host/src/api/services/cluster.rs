@@ -284,7 +284,10 @@ impl Services {
     /// or Raft stopped): a request passed on to it is then abandoned
     /// (`api::forward`), whatever its own deadline.
     pub async fn leader_gone(&self, leader: NodeId) {
-        let mut metrics = self.raft.metrics();
+        // The server metrics (the vote, the role, the leader): the full
+        // metrics change with every entry, and every forwarded request
+        // would wake for each.
+        let mut metrics = self.raft.server_metrics();
         loop {
             match self.leader_route() {
                 LeaderRoute::Elsewhere(id, _) if id == leader => {}

@@ -12,16 +12,24 @@ use crate::raft::{NodeId, Raft};
 use crate::service::{barrier, world};
 
 /// Tell the actor whenever this node becomes or stops being the leader.
+///
+/// It watches openraft's server metrics (the vote, the role, the leader,
+/// the membership), not its full metrics, which change with every entry.
+/// A fatal error ends openraft's core and drops their sender: then this
+/// node leads no more and knows no leader.
 pub(super) async fn watch(id: NodeId, raft: Raft, tx: mpsc::UnboundedSender<Msg>) {
-    let mut metrics = raft.metrics();
+    let mut metrics = raft.server_metrics();
     let mut was: Option<(bool, u64, Option<NodeId>)> = None;
+    let mut stopped = false;
     loop {
         let now = {
             let m = metrics.borrow_and_update();
+            let term = m.vote.leader_id().get_term();
             // A stopped Raft's metrics stay as they were: it leads no more
             // and knows no leader (simulation seed 130193).
-            let leader = m.current_leader.filter(|_| m.running_state.is_ok());
-            (leader == Some(id), m.current_term, leader)
+            let running = !stopped && raft.metrics().borrow().running_state.is_ok();
+            let leader = m.current_leader.filter(|_| running);
+            (leader == Some(id), term, leader)
         };
         if was != Some(now) {
             let msg = if now.0 {
@@ -34,9 +42,11 @@ pub(super) async fn watch(id: NodeId, raft: Raft, tx: mpsc::UnboundedSender<Msg>
             }
             was = Some(now);
         }
-        if metrics.changed().await.is_err() {
+        if stopped {
             return;
         }
+        // Once the sender is gone, one more turn reports the node stopped.
+        stopped = metrics.changed().await.is_err();
     }
 }
 
