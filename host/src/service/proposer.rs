@@ -46,7 +46,43 @@ struct Pending {
     commands: Vec<Command>,
     /// The commands' [`Command::wire_bytes`].
     bytes: usize,
-    reply: oneshot::Sender<Result<Vec<Outcome>, ServiceError>>,
+    done: Done,
+}
+
+/// A group's outcomes, or why it has none.
+pub type Proposed = Result<Vec<Outcome>, ServiceError>;
+
+/// Where a group's answer goes: called once, by the task that wrote its
+/// entry. A callback rather than a channel a task of the caller's awaits:
+/// the lock service's actor only forwards the answer to its own queue, and
+/// a task and a wakeup per proposal were a measurable part of an acquire
+/// (docs/performance.md, "Proposals"). Dropped unanswered (the node shut
+/// down with the group queued or in flight), it answers that the node is
+/// shutting down, as a closed channel did.
+pub struct Done(Option<Box<dyn FnOnce(Proposed) + Send>>);
+
+impl Done {
+    pub fn new(f: impl FnOnce(Proposed) + Send + 'static) -> Done {
+        Done(Some(Box::new(f)))
+    }
+
+    fn send(mut self, result: Proposed) {
+        if let Some(f) = self.0.take() {
+            f(result);
+        }
+    }
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f(Err(shutting_down()));
+        }
+    }
+}
+
+fn shutting_down() -> ServiceError {
+    ServiceError::Unavailable("the node is shutting down".into())
 }
 
 /// Submits command groups to Raft in batches. Cheap to clone.
@@ -83,19 +119,28 @@ impl Proposer {
 
     /// Commit `commands` (in this order, in one entry) and return their
     /// outcomes.
-    pub async fn propose(&self, commands: Vec<Command>) -> Result<Vec<Outcome>, ServiceError> {
+    pub async fn propose(&self, commands: Vec<Command>) -> Proposed {
         let (reply, wait) = oneshot::channel();
+        self.submit(
+            commands,
+            Done::new(move |r| {
+                let _ = reply.send(r);
+            }),
+        );
+        wait.await.map_err(|_| shutting_down())?
+    }
+
+    /// Commit `commands` (in this order, in one entry) and hand their
+    /// outcomes to `done`; never waits.
+    pub fn submit(&self, commands: Vec<Command>, done: Done) {
         let bytes = commands.iter().map(Command::wire_bytes).sum();
-        self.tx
-            .send(Pending {
-                queued: Instant::now(),
-                commands,
-                bytes,
-                reply,
-            })
-            .map_err(|_| ServiceError::Unavailable("the node is shutting down".into()))?;
-        wait.await
-            .map_err(|_| ServiceError::Unavailable("the node is shutting down".into()))?
+        // A closed channel hands the group back, and dropping it answers.
+        let _ = self.tx.send(Pending {
+            queued: Instant::now(),
+            commands,
+            bytes,
+            done,
+        });
     }
 }
 
@@ -169,7 +214,7 @@ async fn run(
             for g in groups {
                 sizes.push(g.commands.len());
                 entry.push(g.commands);
-                replies.push(g.reply);
+                replies.push(g.done);
             }
             let started = Instant::now();
             let write = raft.client_write(Request::commands(entry));
@@ -211,13 +256,13 @@ async fn run(
             };
             match result {
                 Ok(outcomes) => {
-                    for (o, reply) in outcomes.into_iter().zip(replies) {
-                        let _ = reply.send(Ok(o));
+                    for (o, done) in outcomes.into_iter().zip(replies) {
+                        done.send(Ok(o));
                     }
                 }
                 Err(e) => {
-                    for reply in replies {
-                        let _ = reply.send(Err(e.clone()));
+                    for done in replies {
+                        done.send(Err(e.clone()));
                     }
                 }
             }
@@ -240,10 +285,14 @@ const ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 /// answered, and the service waited for it forever (its slot, and a new
 /// term's table, which loads only when no earlier proposal is in flight).
 /// The simulation found it (docs/testing.md, "The simulation").
+///
+/// It watches openraft's server metrics, which change with the vote, the
+/// role and the leader: its full metrics change with every entry, and
+/// every entry in flight would wake for each of them.
 async fn leadership_ends(raft: &Raft, id: NodeId) {
-    let mut metrics = raft.metrics();
-    let leading = |m: &openraft::RaftMetrics<NodeId, crate::raft::Node>| {
-        (m.current_leader == Some(id)).then_some(m.current_term)
+    let mut metrics = raft.server_metrics();
+    let leading = |m: &openraft::metrics::RaftServerMetrics<NodeId, crate::raft::Node>| {
+        (m.current_leader == Some(id)).then_some(m.vote.leader_id().get_term())
     };
     let Some(term) = leading(&metrics.borrow_and_update()) else {
         return std::future::pending().await;
@@ -267,7 +316,7 @@ mod tests {
             queued: Instant::now(),
             bytes: commands.iter().map(Command::wire_bytes).sum(),
             commands,
-            reply: oneshot::channel().0,
+            done: Done::new(drop),
         }
     }
 
@@ -290,5 +339,18 @@ mod tests {
         // A group alone bigger than the bound still goes, alone.
         let b = Batch::new(pending(2000, 1024));
         assert!(b.bytes > MAX_ENTRY_BYTES && b.groups.len() == 1);
+    }
+
+    #[test]
+    fn a_group_is_answered_once_and_a_dropped_one_is_told_the_node_is_shutting_down() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let done = |tx: std::sync::mpsc::Sender<Proposed>| Done::new(move |r| tx.send(r).unwrap());
+        done(tx.clone()).send(Ok(vec![]));
+        drop(done(tx.clone()));
+        drop(tx);
+        let answers: Vec<Proposed> = rx.iter().collect();
+        assert!(
+            matches!(answers[..], [Ok(_), Err(ServiceError::Unavailable(ref m))] if m.contains("shutting down"))
+        );
     }
 }

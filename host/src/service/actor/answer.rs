@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::{Actor, Msg, Reply};
 use crate::service::barrier;
 use crate::service::error::{Acquired, ServiceError};
+use crate::service::proposer::Done;
 use crate::service::table::{Answer, Cmd, Event, ReqId, Why};
 use crate::service::world;
 #[cfg(feature = "faults")]
@@ -93,17 +94,30 @@ impl Actor {
     pub(super) fn propose(&mut self, id: u64, why: Why, commands: Vec<Cmd>) {
         let entry = world::entry(&commands);
         #[cfg(feature = "faults")]
-        let gate = fault_gate(why, &entry);
+        if let Some(gate) = fault_gate(why, &entry) {
+            return self.propose_gated(id, entry, gate);
+        }
         #[cfg(not(feature = "faults"))]
         let _ = why;
+        // The answer goes straight to the actor's queue from the task that
+        // wrote the entry: no task of its own.
+        let tx = self.tx.clone();
+        self.proposer.submit(
+            entry,
+            Done::new(move |result| {
+                let _ = tx.send(Msg::Done { id, result });
+            }),
+        );
+    }
+
+    /// Test-only fault: the answer waits for the gate, in a task of its own.
+    #[cfg(feature = "faults")]
+    fn propose_gated(&mut self, id: u64, entry: Vec<Command>, gate: Arc<tokio::sync::Notify>) {
         let (proposer, tx) = (self.proposer.clone(), self.tx.clone());
         self.tasks.spawn(async move {
             let result = proposer.propose(entry).await;
-            #[cfg(feature = "faults")]
-            if let Some(gate) = gate {
-                let _ = tx.send(Msg::FaultReload);
-                crate::service::fault::hold(gate).await;
-            }
+            let _ = tx.send(Msg::FaultReload);
+            crate::service::fault::hold(gate).await;
             let _ = tx.send(Msg::Done { id, result });
         });
     }
