@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{fault_binary, free_port, Cluster};
+use lock_tests::cluster::{fault_binary, free_port, wait_for, Cluster};
 use serde_json::json;
 
 const WITHIN: Duration = Duration::from_secs(30);
@@ -85,9 +85,12 @@ fn a_learner_of_another_implementation_is_promoted_only_after_matching_audit_poi
         assert!(start.elapsed() < WITHIN, "never promoted: {:?}", r.body);
         std::thread::sleep(Duration::from_millis(100));
     }
-    let s = c.status(4).expect("status");
-    assert!(s.members.iter().all(|m| m.voter), "{:?}", s.members);
-    assert_eq!(s.members.len(), 4);
+    // The leader answers once the change commits; node 4 learns the
+    // commit with the next append, so its own view follows a moment later.
+    wait_for("node 4 sees four voters", WITHIN, || {
+        c.status(4)
+            .is_some_and(|s| s.members.len() == 4 && s.members.iter().all(|m| m.voter))
+    });
     // It serves as a voter: a lock taken through it, equal state hashes.
     let r = c.acquire(4, "roll/after", 30_000).expect("acquire");
     assert!(r.ok(), "{:?}", r.body);
