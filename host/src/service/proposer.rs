@@ -55,7 +55,7 @@ pub type Proposed = Result<Vec<Outcome>, ServiceError>;
 /// Where a group's answer goes: called once, by the task that wrote its
 /// entry. A callback rather than a channel a task of the caller's awaits:
 /// the lock service's actor only forwards the answer to its own queue, and
-/// a task and a wakeup per proposal were a measurable part of an acquire
+/// a task and a channel per proposal cost measurable CPU under load
 /// (docs/performance.md, "Proposals"). Dropped unanswered (the node shut
 /// down with the group queued or in flight), it answers that the node is
 /// shutting down, as a closed channel did.

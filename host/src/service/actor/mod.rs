@@ -38,14 +38,13 @@ use tokio::sync::{mpsc, oneshot};
 use self::answer::Pending;
 use super::clock::TableClock;
 use super::error::{Acquired, ServiceError};
-use super::proposer::Proposer;
+use super::proposer::{Proposed, Proposer};
 use super::stats::ServiceStats;
 use super::table::{Action, Answer, Event, Loaded, ReqId, Request, Spec, Table, WaitLimits};
 use super::tasks::ServiceTasks;
 use super::world;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{NodeId, Raft};
-use lockd_core::command::Outcome as Replicated;
 
 pub(super) type Reply<T> = oneshot::Sender<Result<T, ServiceError>>;
 
@@ -106,7 +105,7 @@ pub(super) enum Msg {
     },
     Done {
         id: u64,
-        result: Result<Vec<Replicated>, ServiceError>,
+        result: Proposed,
     },
     Leader {
         term: u64,
