@@ -20,6 +20,10 @@ pub struct Switches {
     /// At this applied index, the node (any node when `None`) applies one
     /// extra command, so its state diverges.
     pub diverge_at: Option<(u64, Option<u64>)>,
+    /// At this applied index or after, the node (any node when `None`)
+    /// applies the first grant under another key (`fault/forgotten`): it
+    /// loses a write the other nodes keep.
+    pub forget_grant_at: Option<(u64, Option<u64>)>,
     /// No lease ever ends by itself.
     pub never_expire: bool,
     /// A leader answers the grants it makes with its count of them since
@@ -69,6 +73,9 @@ impl Switches {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0),
             diverge_at: var("LOCKD_FAULT_DIVERGE_AT")
+                .and_then(|v| v.parse().ok())
+                .map(|at| (at, None)),
+            forget_grant_at: var("LOCKD_FAULT_FORGET_GRANT_AT")
                 .and_then(|v| v.parse().ok())
                 .map(|at| (at, None)),
             never_expire: var("LOCKD_FAULT_NEVER_EXPIRE").is_some(),

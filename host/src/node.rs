@@ -129,6 +129,9 @@ pub struct Seams {
     /// The clock leases are timed on; `None`: the machine's monotonic
     /// clock (the simulation gives each node one that drifts).
     pub lease_clock: Option<Arc<dyn crate::service::clock::LeaseClock>>,
+    /// Sees what the state machine applies (the simulation's record,
+    /// checked against what clients were acknowledged); `None`: nothing.
+    pub applied: Option<crate::watch::Observer>,
 }
 
 impl Node {
@@ -206,11 +209,15 @@ impl Node {
             config.audit_interval,
         )?;
         sm.bind_cluster(cluster.clone());
-        sm.attach_watch(crate::watch::WatchHub::new(
+        let hub = crate::watch::WatchHub::new(
             config.watch_history,
             config.max_watchers,
             config.max_watchers_per_principal,
-        ));
+        );
+        if let Some(observer) = seams.applied {
+            hub.observe(observer);
+        }
+        sm.attach_watch(hub);
         let log = LogStore::open(
             &dir.join("raft"),
             WalOptions {

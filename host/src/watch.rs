@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use lockd_core::changes::Change;
 use lockd_proto::ErrorCode;
@@ -99,6 +99,25 @@ impl Cut {
     }
 }
 
+/// What the hub was told, as an observer sees it: the simulation's record
+/// of what each node applied, which its checkers compare with what clients
+/// were acknowledged (docs/testing.md).
+#[derive(Debug)]
+pub enum Applied<'a> {
+    /// The entries `from..=to` were applied, changing `changes`.
+    Entries {
+        from: u64,
+        to: u64,
+        changes: &'a [Change],
+    },
+    /// The state is at `applied` with no history: at boot, or after a
+    /// snapshot was installed (`installed`).
+    Restart { applied: u64, installed: bool },
+}
+
+/// Sees every [`Applied`], on the thread that applies.
+pub type Observer = Arc<dyn Fn(Applied<'_>) + Send + Sync>;
+
 /// The changes kept, oldest first.
 struct Ring {
     changes: VecDeque<Change>,
@@ -134,6 +153,8 @@ pub struct WatchHub {
     open: AtomicUsize,
     closed: AtomicBool,
     cut: AtomicU64,
+    /// Set once, before the first publish; one check per applied batch.
+    observer: OnceLock<Observer>,
 }
 
 impl WatchHub {
@@ -156,7 +177,14 @@ impl WatchHub {
             open: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             cut: AtomicU64::new(0),
+            observer: OnceLock::new(),
         })
+    }
+
+    /// Show `observer` everything published from now on (once; a second
+    /// observer is ignored).
+    pub fn observe(&self, observer: Observer) {
+        let _ = self.observer.set(observer);
     }
 
     fn ring(&self) -> MutexGuard<'_, Ring> {
@@ -168,6 +196,9 @@ impl WatchHub {
     /// The state is at `applied` with no history: at boot, and after a
     /// snapshot was installed (`installed`).
     pub fn restart_at(&self, applied: u64, installed: bool) {
+        if let Some(o) = self.observer.get() {
+            o(Applied::Restart { applied, installed });
+        }
         let mut r = self.ring();
         r.changes.clear();
         r.first = applied + 1;
@@ -181,6 +212,13 @@ impl WatchHub {
 
     /// The entries `from..=to` were applied, changing `changes`.
     pub fn publish(&self, from: u64, to: u64, changes: Vec<Change>) {
+        if let Some(o) = self.observer.get() {
+            o(Applied::Entries {
+                from,
+                to,
+                changes: &changes,
+            });
+        }
         let mut r = self.ring();
         if from != r.next {
             // Not contiguous with what is kept: start over from here.

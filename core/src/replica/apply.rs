@@ -58,7 +58,10 @@ impl Replica {
             }
             match entry.payload {
                 Payload::Normal(req @ (Request::Commands(_) | Request::Commands03(_))) => {
-                    run.push(slot, log_id, req.into_commands().unwrap_or_default());
+                    let groups = req.into_commands().unwrap_or_default();
+                    #[cfg(feature = "faults")]
+                    let groups = self.forget_grant(log_id, groups);
+                    run.push(slot, log_id, groups);
                     responses.push(None);
                 }
                 Payload::Normal(Request::Lock(commands)) => {
@@ -316,6 +319,30 @@ impl Replica {
                 tracing::error!(node = self.id, index, error = %e, "state hash failed at an audit point")
             }
         }
+    }
+
+    /// Test-only fault: at `LOCKD_FAULT_FORGET_GRANT_AT` or after, this
+    /// node applies the first grant under another key, so it loses a
+    /// write the other nodes keep (what the simulation's acknowledged-
+    /// writes checker must catch).
+    #[cfg(feature = "faults")]
+    fn forget_grant(&mut self, log_id: LogId, mut groups: Vec<Vec<Command>>) -> Vec<Vec<Command>> {
+        let Some((at, node)) = crate::faults::get().forget_grant_at else {
+            return groups;
+        };
+        if self.grant_forgotten || log_id.index < at || node.is_some_and(|n| n != self.id) {
+            return groups;
+        }
+        if let Some(Command::Grant(g)) = groups
+            .iter_mut()
+            .flatten()
+            .find(|c| matches!(c, Command::Grant(_)))
+        {
+            tracing::warn!(node = self.id, index = log_id.index, key = %g.key, "FAULT: a grant applied under another key");
+            g.key = "fault/forgotten".into();
+            self.grant_forgotten = true;
+        }
+        groups
     }
 
     /// Test-only fault: once the applied index reaches

@@ -143,6 +143,8 @@ pub struct Replica {
     changes: Option<Vec<Change>>,
     #[cfg(feature = "faults")]
     fault_done: bool,
+    #[cfg(feature = "faults")]
+    grant_forgotten: bool,
 }
 
 impl Replica {
@@ -185,6 +187,8 @@ impl Replica {
             changes: None,
             #[cfg(feature = "faults")]
             fault_done: false,
+            #[cfg(feature = "faults")]
+            grant_forgotten: false,
         })
     }
 

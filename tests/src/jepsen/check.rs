@@ -42,6 +42,10 @@ pub enum Checker {
     /// Entries of one log id alike on every node, and logs that agree at
     /// an index alike below it (the simulation's, from the nodes' logs).
     LogMatching,
+    /// Every acknowledged grant and release in the applied history of
+    /// every node that finishes the run (the simulation's, from what each
+    /// node's watch hub published: `sim::applied`).
+    Acknowledged,
     /// The run itself broke: a client task panicked, a fault did not happen.
     Harness,
 }

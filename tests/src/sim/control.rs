@@ -43,10 +43,13 @@ pub enum Control {
     /// The random seeds see a restarted leader take office again in its
     /// term; its scenario (`super::leader_bounce`) shows the harm.
     RestoreLeader,
+    /// Node 2 applies the first grant at index 40 or after under another
+    /// key: it loses a write that was acknowledged and the others keep.
+    ForgetGrant,
 }
 
 impl Control {
-    pub const ALL: [Control; 12] = [
+    pub const ALL: [Control; 13] = [
         Control::EarlyExpiry,
         Control::DoubleGrant,
         Control::NeverExpire,
@@ -59,6 +62,7 @@ impl Control {
         Control::RunOverBound,
         Control::StuckStream,
         Control::RestoreLeader,
+        Control::ForgetGrant,
     ];
 
     /// Its name on the `simulate` command line.
@@ -76,6 +80,7 @@ impl Control {
             Control::RunOverBound => "run-over-bound",
             Control::StuckStream => "stuck-stream",
             Control::RestoreLeader => "restore-leader",
+            Control::ForgetGrant => "forget-grant",
         }
     }
 
@@ -102,6 +107,7 @@ impl Control {
             Control::RunOverBound => Checker::Convergence,
             Control::StuckStream => Checker::Progress,
             Control::RestoreLeader => Checker::LeadsOnce,
+            Control::ForgetGrant => Checker::Acknowledged,
         }
     }
 
@@ -111,6 +117,8 @@ impl Control {
         match self {
             // Parted at index 30: the audit points after it differ.
             Control::Divergence => vec![Checker::AppliedAlike],
+            // Node 2's outcome at that index differs from the others'.
+            Control::ForgetGrant => vec![Checker::AppliedAlike],
             // The restored leader's entries under its followers' log ids.
             Control::RestoreLeader => vec![Checker::LogMatching],
             _ => Vec::new(),
@@ -162,6 +170,10 @@ impl Control {
             },
             Control::RestoreLeader => Switches {
                 restore_leader: true,
+                ..off
+            },
+            Control::ForgetGrant => Switches {
+                forget_grant_at: Some((40, Some(2))),
                 ..off
             },
             // Not a switch of the node: the simulation's clocks (`drifts`).

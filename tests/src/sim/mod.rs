@@ -59,6 +59,7 @@
 //!   what its disk had not written.
 //! * [`operator`]: membership changes and shadows during the faults.
 
+pub mod applied;
 mod clients;
 pub mod clock;
 pub mod control;

@@ -11,6 +11,7 @@ use lockd::config::NodeConfig;
 use lockd::node::Seams;
 use lockd_core::engine::WasmEngine;
 
+use super::applied::AppliedRecord;
 use super::clients::{clients, Outcome};
 use super::faults::{host, node_dir, Nemesis, CLIENTS};
 use super::horizon::horizon;
@@ -154,11 +155,13 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     let samples: Samples = Arc::default();
     let stops: Stops = Arc::default();
     let latest: super::nodes::Latest = Arc::default();
+    let applied: Arc<Mutex<AppliedRecord>> = Arc::default();
     let drift = drifts(cfg);
     for id in 1..=cfg.nodes {
         let config = node_config(cfg, id);
         let (takeovers, stops, disk) = (takeovers.clone(), stops.clone(), disk.clone());
         let latest = latest.clone();
+        let applied = applied.clone();
         let samples = samples.clone();
         let ppm = drift[id as usize - 1];
         let log_writer = super::nodes::log_writer(cfg.seed, id);
@@ -167,6 +170,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
                 log_writer: log_writer.clone(),
                 engine: Some(engine()),
                 lease_clock: None,
+                applied: Some(AppliedRecord::observer(&applied, id)),
             };
             let watch = Watch {
                 takeovers: takeovers.clone(),
@@ -266,6 +270,17 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     violations.extend(check::no_denials(&ops));
     violations.extend(check::no_refusal_inside_lease(&ops));
     violations.extend(check::survived(&ops, &out.finals));
+    // Every node but one left to refuse its module ends caught up
+    // (the convergence check waits for it).
+    let finishing: Vec<u64> = (1..=cfg.nodes)
+        .filter(|n| cfg.refusing != Some(*n))
+        .collect();
+    violations.extend(
+        applied
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .check(&ops, &finishing),
+    );
     if out.served != cfg.clients {
         violations.push(Violation::new(
             Checker::Liveness,

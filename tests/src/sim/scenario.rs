@@ -159,6 +159,7 @@ fn run_script(
                 log_writer: log_writer.clone(),
                 engine: Some(engine()),
                 lease_clock: None,
+                applied: None,
             };
             let watch = Watch {
                 takeovers: Arc::default(),
