@@ -24,6 +24,9 @@ pub struct Switches {
     /// applies the first grant under another key (`fault/forgotten`): it
     /// loses a write the other nodes keep.
     pub forget_grant_at: Option<(u64, Option<u64>)>,
+    /// A keepalive is answered as kept but extends nothing
+    /// (`lockd::service::table`).
+    pub inert_keepalive: bool,
     /// No lease ever ends by itself.
     pub never_expire: bool,
     /// A leader answers the grants it makes with its count of them since
@@ -78,6 +81,7 @@ impl Switches {
             forget_grant_at: var("LOCKD_FAULT_FORGET_GRANT_AT")
                 .and_then(|v| v.parse().ok())
                 .map(|at| (at, None)),
+            inert_keepalive: var("LOCKD_FAULT_INERT_KEEPALIVE").is_some(),
             never_expire: var("LOCKD_FAULT_NEVER_EXPIRE").is_some(),
             token_reset: var("LOCKD_FAULT_TOKEN_RESET").is_some(),
             skip_read_barrier: var("LOCKD_FAULT_SKIP_READ_BARRIER").is_some(),

@@ -46,6 +46,9 @@ pub enum Checker {
     /// every node that finishes the run (the simulation's, from what each
     /// node's watch hub published: `sim::applied`).
     Acknowledged,
+    /// A keepalive refused while the lease its last acknowledged renewal
+    /// promised still ran (the simulation's renewer, `sim::renewer`).
+    Keepalive,
     /// The run itself broke: a client task panicked, a fault did not happen.
     Harness,
 }

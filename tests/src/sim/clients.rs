@@ -112,6 +112,12 @@ pub(super) async fn clients(
         })
     });
     let keeper = tokio::spawn(keeper.hold(stop.clone()));
+    let renewer = tokio::spawn(super::renewer::renew(
+        target.clone(),
+        cfg.lease_ms,
+        history.clone(),
+        stop.clone(),
+    ));
     let workers: Vec<_> = (0..cfg.clients)
         .map(|id| {
             tokio::spawn(workload::worker(
@@ -134,6 +140,13 @@ pub(super) async fn clients(
     }
     tracing::info!("clients: the workers stopped");
     let keeper_renewals = keeper::keeper_outcome(keeper.await, &mut violations);
+    match renewer.await {
+        Ok((_, found)) => violations.extend(found),
+        Err(e) => violations.push(Violation::new(
+            Checker::Harness,
+            format!("the renewer failed: {e}"),
+        )),
+    }
     // The module the run ends on: the one the operator replaced a module
     // out of service with, if it did.
     let mut replaced = None;

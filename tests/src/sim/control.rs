@@ -46,10 +46,12 @@ pub enum Control {
     /// Node 2 applies the first grant at index 40 or after under another
     /// key: it loses a write that was acknowledged and the others keep.
     ForgetGrant,
+    /// A keepalive is answered as kept but extends nothing.
+    InertKeepalive,
 }
 
 impl Control {
-    pub const ALL: [Control; 13] = [
+    pub const ALL: [Control; 14] = [
         Control::EarlyExpiry,
         Control::DoubleGrant,
         Control::NeverExpire,
@@ -63,6 +65,7 @@ impl Control {
         Control::StuckStream,
         Control::RestoreLeader,
         Control::ForgetGrant,
+        Control::InertKeepalive,
     ];
 
     /// Its name on the `simulate` command line.
@@ -81,6 +84,7 @@ impl Control {
             Control::StuckStream => "stuck-stream",
             Control::RestoreLeader => "restore-leader",
             Control::ForgetGrant => "forget-grant",
+            Control::InertKeepalive => "inert-keepalive",
         }
     }
 
@@ -108,6 +112,7 @@ impl Control {
             Control::StuckStream => Checker::Progress,
             Control::RestoreLeader => Checker::LeadsOnce,
             Control::ForgetGrant => Checker::Acknowledged,
+            Control::InertKeepalive => Checker::Keepalive,
         }
     }
 
@@ -174,6 +179,10 @@ impl Control {
             },
             Control::ForgetGrant => Switches {
                 forget_grant_at: Some((40, Some(2))),
+                ..off
+            },
+            Control::InertKeepalive => Switches {
+                inert_keepalive: true,
                 ..off
             },
             // Not a switch of the node: the simulation's clocks (`drifts`).

@@ -72,6 +72,7 @@ pub mod net;
 mod nodes;
 pub mod operator;
 pub mod progress;
+pub mod renewer;
 mod run;
 pub mod scenario;
 pub mod stale_leader;

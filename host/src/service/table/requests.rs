@@ -304,6 +304,13 @@ impl Table {
             return self.keep_session(id, from, by);
         }
         let deadline = from + crate::service::lease::lease(h.lease_ms);
+        // The test-only fault: a keepalive answered as kept that extends
+        // nothing (the simulation's renewer must catch it).
+        #[cfg(feature = "faults")]
+        let deadline = match lockd_core::faults::get().inert_keepalive {
+            true => h.deadline,
+            false => deadline,
+        };
         if deadline > h.deadline {
             self.leases.remove(&(h.deadline, key.to_string(), token));
             h.deadline = deadline;
