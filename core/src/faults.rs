@@ -27,6 +27,15 @@ pub struct Switches {
     /// A keepalive is answered as kept but extends nothing
     /// (`lockd::service::table`).
     pub inert_keepalive: bool,
+    /// One release in this many is answered "not held" and changes
+    /// nothing (0: never).
+    pub refuse_release_one_in: u64,
+    /// A key freed by a release or an expiry is not granted to its
+    /// waiters: they wait until their wait runs out.
+    pub strand_waiters: bool,
+    /// A release is answered as done at once, and nothing is proposed: the
+    /// holding stays until its lease ends.
+    pub phantom_release: bool,
     /// No lease ever ends by itself.
     pub never_expire: bool,
     /// A leader answers the grants it makes with its count of them since
@@ -82,6 +91,11 @@ impl Switches {
                 .and_then(|v| v.parse().ok())
                 .map(|at| (at, None)),
             inert_keepalive: var("LOCKD_FAULT_INERT_KEEPALIVE").is_some(),
+            refuse_release_one_in: var("LOCKD_FAULT_REFUSE_RELEASE")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+            strand_waiters: var("LOCKD_FAULT_STRAND_WAITERS").is_some(),
+            phantom_release: var("LOCKD_FAULT_PHANTOM_RELEASE").is_some(),
             never_expire: var("LOCKD_FAULT_NEVER_EXPIRE").is_some(),
             token_reset: var("LOCKD_FAULT_TOKEN_RESET").is_some(),
             skip_read_barrier: var("LOCKD_FAULT_SKIP_READ_BARRIER").is_some(),
@@ -99,6 +113,7 @@ impl Switches {
 thread_local! {
     static ON_THIS_THREAD: Cell<Option<Switches>> = const { Cell::new(None) };
     static GRANTS: Cell<u64> = const { Cell::new(0) };
+    static RELEASES: Cell<u64> = const { Cell::new(0) };
 }
 
 /// The faults on for code running on this thread: the thread's own (see
@@ -114,6 +129,7 @@ pub fn get() -> Switches {
 pub fn set(switches: Option<Switches>) {
     ON_THIS_THREAD.with(|s| s.set(switches));
     GRANTS.with(|g| g.set(0));
+    RELEASES.with(|r| r.set(0));
     TOKENS.with(|t| t.borrow_mut().clear());
 }
 
@@ -125,6 +141,18 @@ pub fn double_grant_now() -> bool {
         && GRANTS.with(|g| {
             let n = g.get();
             g.set(n + 1);
+            n % one_in == one_in - 1
+        })
+}
+
+/// Whether the release being answered now is the one in
+/// [`Switches::refuse_release_one_in`] refused without cause.
+pub fn refuse_release_now() -> bool {
+    let one_in = get().refuse_release_one_in;
+    one_in > 0
+        && RELEASES.with(|r| {
+            let n = r.get();
+            r.set(n + 1);
             n % one_in == one_in - 1
         })
 }

@@ -48,10 +48,19 @@ pub enum Control {
     ForgetGrant,
     /// A keepalive is answered as kept but extends nothing.
     InertKeepalive,
+    /// One release in three is answered "not held" and changes nothing.
+    RefuseRelease,
+    /// A freed key is not granted to its waiters.
+    StrandWaiters,
+    /// The double grant, with the register the clients write to not
+    /// fencing (it takes any token): two holders at once lose updates.
+    UnfencedDoubleGrant,
+    /// A release is answered as done and nothing commits it.
+    PhantomRelease,
 }
 
 impl Control {
-    pub const ALL: [Control; 14] = [
+    pub const ALL: [Control; 18] = [
         Control::EarlyExpiry,
         Control::DoubleGrant,
         Control::NeverExpire,
@@ -66,6 +75,10 @@ impl Control {
         Control::RestoreLeader,
         Control::ForgetGrant,
         Control::InertKeepalive,
+        Control::RefuseRelease,
+        Control::StrandWaiters,
+        Control::UnfencedDoubleGrant,
+        Control::PhantomRelease,
     ];
 
     /// Its name on the `simulate` command line.
@@ -85,6 +98,10 @@ impl Control {
             Control::RestoreLeader => "restore-leader",
             Control::ForgetGrant => "forget-grant",
             Control::InertKeepalive => "inert-keepalive",
+            Control::RefuseRelease => "refuse-release",
+            Control::StrandWaiters => "strand-waiters",
+            Control::UnfencedDoubleGrant => "unfenced-double-grant",
+            Control::PhantomRelease => "phantom-release",
         }
     }
 
@@ -113,6 +130,10 @@ impl Control {
             Control::RestoreLeader => Checker::LeadsOnce,
             Control::ForgetGrant => Checker::Acknowledged,
             Control::InertKeepalive => Checker::Keepalive,
+            Control::RefuseRelease => Checker::RefusalInsideLease,
+            Control::StrandWaiters => Checker::Liveness,
+            Control::UnfencedDoubleGrant => Checker::LostUpdate,
+            Control::PhantomRelease => Checker::Survived,
         }
     }
 
@@ -183,6 +204,23 @@ impl Control {
             },
             Control::InertKeepalive => Switches {
                 inert_keepalive: true,
+                ..off
+            },
+            Control::RefuseRelease => Switches {
+                refuse_release_one_in: 3,
+                ..off
+            },
+            Control::StrandWaiters => Switches {
+                strand_waiters: true,
+                ..off
+            },
+            // The register's half is the simulation's (`run`).
+            Control::UnfencedDoubleGrant => Switches {
+                double_grant_one_in: 3,
+                ..off
+            },
+            Control::PhantomRelease => Switches {
+                phantom_release: true,
                 ..off
             },
             // Not a switch of the node: the simulation's clocks (`drifts`).

@@ -184,7 +184,8 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     }
 
     let history = Arc::new(History::with_clock(sim_ms));
-    let register = Arc::new(FencedRegister::new(false));
+    let unfenced = cfg.control == Some(super::Control::UnfencedDoubleGrant);
+    let register = Arc::new(FencedRegister::new(unfenced));
     let stop = Arc::new(AtomicBool::new(false));
     let outcome: Arc<Mutex<Outcome>> = Arc::default();
     let target = Target {

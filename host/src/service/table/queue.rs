@@ -14,6 +14,11 @@ impl Table {
     /// contract leaves no room for is refused `Held`.
     pub(super) fn next_batch(&mut self, key: &str) -> Vec<Waiter> {
         let mut out: Vec<Waiter> = Vec::new();
+        // The test-only fault: waiters are left waiting.
+        #[cfg(feature = "faults")]
+        if lockd_core::faults::get().strand_waiters {
+            return out;
+        }
         while out.len() < MAX_BEHIND {
             let Some(k) = self.keys.get_mut(key) else {
                 break;

@@ -140,6 +140,16 @@ impl Table {
     }
 
     fn release(&mut self, req: ReqId, key: String, token: u64, by: Option<String>) {
+        // The test-only faults: a release refused without cause, and one
+        // answered as done that nothing commits.
+        #[cfg(feature = "faults")]
+        if lockd_core::faults::refuse_release_now() {
+            return self.refuse(req, ServiceError::NotHeld { key });
+        }
+        #[cfg(feature = "faults")]
+        if lockd_core::faults::get().phantom_release {
+            return self.reply(req, Ok(super::Answer::Released));
+        }
         if self.behind_expiry(req, &key, token) {
             return;
         }
