@@ -59,6 +59,14 @@ pub enum Fault {
     Pause(u64),
     /// The node's disk breaks; the node stops at its next write or sync.
     Disk(u64, Broken),
+    /// `count` nodes from node `from` on (wrapping) lose power at once
+    /// and restart at once, each on what its disk synced: a majority, or
+    /// the whole cluster. Recorded as a `Crash` of each that begins and
+    /// heals at the same moment, never active.
+    PowerLoss {
+        from: u64,
+        count: u64,
+    },
 }
 
 impl Fault {
@@ -169,6 +177,23 @@ impl Nemesis {
             self.end(sim, now, f);
         } else {
             match self.draw() {
+                // Only while no node is down already.
+                Fault::PowerLoss { from, count }
+                    if self.active.iter().all(|a| a.down().is_none()) =>
+                {
+                    let ids: Vec<u64> = (0..count)
+                        .map(|i| 1 + (from - 1 + i) % self.nodes)
+                        .collect();
+                    for id in &ids {
+                        self.begin(sim, now, Fault::Crash(*id));
+                    }
+                    for id in ids {
+                        let crash = Fault::Crash(id);
+                        self.active.retain(|a| *a != crash);
+                        self.end(sim, now, crash);
+                    }
+                }
+                Fault::PowerLoss { .. } => {}
                 Fault::Bounce(id) => {
                     let crash = Fault::Crash(id);
                     if !self.takes_down_too_many(&crash) {
@@ -210,6 +235,14 @@ impl Nemesis {
             5 => Fault::PeersCut(a),
             6 => Fault::Crash(a),
             7 => Fault::Pause(a),
+            // One bounce in five is a power loss: a majority's, or all.
+            8 if self.rng.below(5) == 0 => Fault::PowerLoss {
+                from: a,
+                count: match self.rng.below(2) {
+                    0 => n,
+                    _ => n / 2 + 1,
+                },
+            },
             8 => Fault::Bounce(a),
             _ if self.rng.below(2) == 0 => Fault::Disk(a, Broken::Full),
             _ => Fault::Disk(a, Broken::SyncFails),
@@ -300,7 +333,7 @@ impl Nemesis {
                     }
                     held.insert(pair(host(a), CLIENTS.to_string()));
                 }
-                Fault::Crash(_) | Fault::Bounce(_) | Fault::Disk(..) => {}
+                Fault::Crash(_) | Fault::Bounce(_) | Fault::Disk(..) | Fault::PowerLoss { .. } => {}
             }
         }
         let changed: BTreeSet<(String, String)> = self
