@@ -43,6 +43,10 @@ pub const MAX_ENTRY_BYTES: usize = 1 << 20;
 struct Pending {
     /// When the group was handed over (`telemetry::Stage::Queue`).
     queued: Instant,
+    /// The term whose leader decided it (the lock table's actions: an
+    /// expiry, a grant to a waiter), if it was: it is written only while
+    /// this node leads that term, and refused otherwise.
+    term: Option<u64>,
     commands: Vec<Command>,
     /// The commands' [`Command::wire_bytes`].
     bytes: usize,
@@ -133,10 +137,23 @@ impl Proposer {
     /// Commit `commands` (in this order, in one entry) and hand their
     /// outcomes to `done`; never waits.
     pub fn submit(&self, commands: Vec<Command>, done: Done) {
+        self.submit_in(commands, None, done);
+    }
+
+    /// [`Proposer::submit`] for a group decided by the leader of `term`:
+    /// refused unless this node still leads that term when its entry is
+    /// written. A decision of a leader that was cut off (an expiry by its
+    /// lease timers, say) can wait here behind entries that never commit;
+    /// written later, in a term this node won again, it would act on a
+    /// lock that another leader has renewed since (seed 215066 of the
+    /// simulation: a lease ended 72 ms before its last keepalive's
+    /// promise).
+    pub fn submit_in(&self, commands: Vec<Command>, term: Option<u64>, done: Done) {
         let bytes = commands.iter().map(Command::wire_bytes).sum();
         // A closed channel hands the group back, and dropping it answers.
         let _ = self.tx.send(Pending {
             queued: Instant::now(),
+            term,
             commands,
             bytes,
             done,
@@ -202,12 +219,29 @@ async fn run(
                 break;
             }
         }
-        let (total, groups) = (batch.commands, batch.groups);
+        let groups = batch.groups;
         // The first group has waited longest.
         let queued = groups.first().map_or_else(Instant::now, |g| g.queued);
         let raft = raft.clone();
         let (commit, stages) = (commit.clone(), stages.clone());
         tasks.spawn(async move {
+            // Groups decided under another term than the one this node
+            // leads now are refused, not written (`Proposer::submit_in`).
+            let leads = leading(&raft.server_metrics().borrow(), id);
+            let (groups, stale): (Vec<Pending>, Vec<Pending>) = groups
+                .into_iter()
+                .partition(|g| g.term.is_none() || g.term == leads);
+            for g in stale {
+                let decided = g.term.unwrap_or_default();
+                g.done.send(Err(ServiceError::Unavailable(format!(
+                    "node {id} decided this while leading term {decided}, and no longer leads that term; it was not proposed"
+                ))));
+            }
+            if groups.is_empty() {
+                drop(slot);
+                return;
+            }
+            let total = groups.iter().map(|g| g.commands.len()).sum::<usize>();
             let mut sizes = Vec::with_capacity(groups.len());
             let mut replies = Vec::with_capacity(groups.len());
             let mut entry = Vec::with_capacity(groups.len());
@@ -271,6 +305,14 @@ async fn run(
     }
 }
 
+/// The term node `id` leads, as openraft's server metrics say, if it leads.
+fn leading(
+    m: &openraft::metrics::RaftServerMetrics<NodeId, crate::raft::Node>,
+    id: NodeId,
+) -> Option<u64> {
+    (m.current_leader == Some(id)).then_some(m.vote.leader_id().get_term())
+}
+
 /// How long a write whose node stopped leading still waits for openraft's
 /// answer (see [`leadership_ends`]).
 const ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -291,13 +333,10 @@ const ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 /// every entry in flight would wake for each of them.
 async fn leadership_ends(raft: &Raft, id: NodeId) {
     let mut metrics = raft.server_metrics();
-    let leading = |m: &openraft::metrics::RaftServerMetrics<NodeId, crate::raft::Node>| {
-        (m.current_leader == Some(id)).then_some(m.vote.leader_id().get_term())
-    };
-    let Some(term) = leading(&metrics.borrow_and_update()) else {
+    let Some(term) = leading(&metrics.borrow_and_update(), id) else {
         return std::future::pending().await;
     };
-    while leading(&metrics.borrow_and_update()) == Some(term) {
+    while leading(&metrics.borrow_and_update(), id) == Some(term) {
         if metrics.changed().await.is_err() {
             return;
         }
@@ -314,6 +353,7 @@ mod tests {
             .collect();
         Pending {
             queued: Instant::now(),
+            term: None,
             bytes: commands.iter().map(Command::wire_bytes).sum(),
             commands,
             done: Done::new(drop),

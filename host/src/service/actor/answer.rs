@@ -102,8 +102,11 @@ impl Actor {
         // The answer goes straight to the actor's queue from the task that
         // wrote the entry: no task of its own.
         let tx = self.tx.clone();
-        self.proposer.submit(
+        // Decided under the term the table leads: never proposed in another.
+        let term = self.table.leading_term();
+        self.proposer.submit_in(
             entry,
+            term,
             Done::new(move |result| {
                 let _ = tx.send(Msg::Done { id, result });
             }),

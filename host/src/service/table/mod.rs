@@ -234,6 +234,15 @@ pub struct Table {
 }
 
 impl Table {
+    /// The term this table leads (or is starting to lead), if any: what
+    /// its proposals are decided under.
+    pub fn leading_term(&self) -> Option<u64> {
+        match self.role {
+            Role::Leader { term } | Role::Starting { term, .. } => Some(term),
+            Role::Follower(_) => None,
+        }
+    }
+
     /// A table for node `id`, a follower until told otherwise.
     /// `election_timeout` is the longest an election can take: a new leader
     /// adds it to every held lease it inherits.
