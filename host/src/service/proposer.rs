@@ -197,6 +197,7 @@ async fn run(
     tasks: ServiceTasks,
 ) {
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let metrics = raft.server_metrics();
     // A group that did not fit the last entry: the first of the next.
     let mut held: Option<Pending> = None;
     loop {
@@ -220,23 +221,15 @@ async fn run(
             }
         }
         let groups = batch.groups;
+        // The term this node leads as the entry is written (one look per
+        // entry, at the watch this task keeps).
+        let leads = leading(&metrics.borrow(), id);
         // The first group has waited longest.
         let queued = groups.first().map_or_else(Instant::now, |g| g.queued);
         let raft = raft.clone();
         let (commit, stages) = (commit.clone(), stages.clone());
         tasks.spawn(async move {
-            // Groups decided under another term than the one this node
-            // leads now are refused, not written (`Proposer::submit_in`).
-            let leads = leading(&raft.server_metrics().borrow(), id);
-            let (groups, stale): (Vec<Pending>, Vec<Pending>) = groups
-                .into_iter()
-                .partition(|g| g.term.is_none() || g.term == leads);
-            for g in stale {
-                let decided = g.term.unwrap_or_default();
-                g.done.send(Err(ServiceError::Unavailable(format!(
-                    "node {id} decided this while leading term {decided}, and no longer leads that term; it was not proposed"
-                ))));
-            }
+            let groups = current(groups, leads, id);
             if groups.is_empty() {
                 drop(slot);
                 return;
@@ -305,6 +298,24 @@ async fn run(
     }
 }
 
+/// The groups that may be written while node `id` leads `leads`: those
+/// decided under no term or under that one. The others are refused, not
+/// written ([`Proposer::submit_in`]).
+fn current(groups: Vec<Pending>, leads: Option<u64>, id: NodeId) -> Vec<Pending> {
+    let fits = |g: &Pending| g.term.is_none() || g.term == leads;
+    if groups.iter().all(fits) {
+        return groups;
+    }
+    let (groups, stale): (Vec<Pending>, Vec<Pending>) = groups.into_iter().partition(fits);
+    for g in stale {
+        let decided = g.term.unwrap_or_default();
+        g.done.send(Err(ServiceError::Unavailable(format!(
+            "node {id} decided this while leading term {decided}, and no longer leads that term; it was not proposed"
+        ))));
+    }
+    groups
+}
+
 /// The term node `id` leads, as openraft's server metrics say, if it leads.
 fn leading(
     m: &openraft::metrics::RaftServerMetrics<NodeId, crate::raft::Node>,
@@ -358,6 +369,32 @@ mod tests {
             commands,
             done: Done::new(drop),
         }
+    }
+
+    #[test]
+    fn a_group_decided_under_another_term_is_refused_and_not_written() {
+        let answered = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let group = |term: Option<u64>| {
+            let answered = answered.clone();
+            Pending {
+                term,
+                done: Done::new(move |r| answered.lock().unwrap().push((term, r.is_err()))),
+                ..pending(1, 1)
+            }
+        };
+        let kept = current(
+            vec![group(Some(3)), group(None), group(Some(1))],
+            Some(3),
+            7,
+        );
+        assert_eq!(
+            kept.iter().map(|g| g.term).collect::<Vec<_>>(),
+            [Some(3), None]
+        );
+        assert_eq!(*answered.lock().unwrap(), [(Some(1), true)]);
+        // Not leading: only what no term decided goes on.
+        let kept = current(vec![group(Some(3)), group(None)], None, 7);
+        assert_eq!(kept.iter().map(|g| g.term).collect::<Vec<_>>(), [None]);
     }
 
     #[test]
