@@ -136,23 +136,22 @@ pub fn set(switches: Option<Switches>) {
 /// Whether the grant being made now is the one in
 /// [`Switches::double_grant_one_in`] that expires at once.
 pub fn double_grant_now() -> bool {
-    let one_in = get().double_grant_one_in;
-    one_in > 0
-        && GRANTS.with(|g| {
-            let n = g.get();
-            g.set(n + 1);
-            n % one_in == one_in - 1
-        })
+    nth_of(&GRANTS, get().double_grant_one_in)
 }
 
 /// Whether the release being answered now is the one in
 /// [`Switches::refuse_release_one_in`] refused without cause.
 pub fn refuse_release_now() -> bool {
-    let one_in = get().refuse_release_one_in;
+    nth_of(&RELEASES, get().refuse_release_one_in)
+}
+
+/// Count one more event on `counter`: whether it is the last of each
+/// `one_in` (never when `one_in` is 0).
+fn nth_of(counter: &'static std::thread::LocalKey<Cell<u64>>, one_in: u64) -> bool {
     one_in > 0
-        && RELEASES.with(|r| {
-            let n = r.get();
-            r.set(n + 1);
+        && counter.with(|c| {
+            let n = c.get();
+            c.set(n + 1);
             n % one_in == one_in - 1
         })
 }

@@ -220,21 +220,17 @@ async fn run(
                 break;
             }
         }
-        let groups = batch.groups;
-        // The term this node leads as the entry is written (one look per
-        // entry, at the watch this task keeps).
-        let leads = leading(&metrics.borrow(), id);
+        // Only what this node may write in the term it leads now (one look
+        // per entry, at the watch this task keeps).
+        let groups = current(batch.groups, leading(&metrics.borrow(), id), id);
+        if groups.is_empty() {
+            continue; // the slot goes back as it drops
+        }
         // The first group has waited longest.
         let queued = groups.first().map_or_else(Instant::now, |g| g.queued);
         let raft = raft.clone();
         let (commit, stages) = (commit.clone(), stages.clone());
         tasks.spawn(async move {
-            let groups = current(groups, leads, id);
-            if groups.is_empty() {
-                drop(slot);
-                return;
-            }
-            let total = groups.iter().map(|g| g.commands.len()).sum::<usize>();
             let mut sizes = Vec::with_capacity(groups.len());
             let mut replies = Vec::with_capacity(groups.len());
             let mut entry = Vec::with_capacity(groups.len());
@@ -272,8 +268,9 @@ async fn run(
                         Ok(outcomes)
                     }
                     Response::Lock(outcomes) => Err(ServiceError::StateMachine(format!(
-                        "{} outcomes for an entry of {total} commands",
-                        outcomes.iter().map(Vec::len).sum::<usize>()
+                        "{} outcomes for an entry of {} commands",
+                        outcomes.iter().map(Vec::len).sum::<usize>(),
+                        sizes.iter().sum::<usize>()
                     ))),
                     other => Err(ServiceError::StateMachine(format!(
                         "a lock entry was answered {other:?}"

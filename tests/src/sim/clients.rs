@@ -141,7 +141,7 @@ pub(super) async fn clients(
     tracing::info!("clients: the workers stopped");
     let keeper_renewals = keeper::keeper_outcome(keeper.await, &mut violations);
     match renewer.await {
-        Ok((_, found)) => violations.extend(found),
+        Ok(found) => violations.extend(found),
         Err(e) => violations.push(Violation::new(
             Checker::Harness,
             format!("the renewer failed: {e}"),

@@ -184,29 +184,31 @@ impl Nemesis {
                     let ids: Vec<u64> = (0..count)
                         .map(|i| 1 + (from - 1 + i) % self.nodes)
                         .collect();
-                    for id in &ids {
-                        self.begin(sim, now, Fault::Crash(*id));
-                    }
-                    for id in ids {
-                        let crash = Fault::Crash(id);
-                        self.active.retain(|a| *a != crash);
-                        self.end(sim, now, crash);
-                    }
+                    self.bounce(sim, now, &ids);
                 }
                 Fault::PowerLoss { .. } => {}
-                Fault::Bounce(id) => {
-                    let crash = Fault::Crash(id);
-                    if !self.takes_down_too_many(&crash) {
-                        self.begin(sim, now, crash.clone());
-                        self.active.retain(|a| *a != crash);
-                        self.end(sim, now, crash);
-                    }
+                Fault::Bounce(id) if !self.takes_down_too_many(&Fault::Crash(id)) => {
+                    self.bounce(sim, now, &[id])
                 }
+                Fault::Bounce(_) => {}
                 f if !self.active.contains(&f) && !self.takes_down_too_many(&f) => {
                     self.begin(sim, now, f)
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// Crash `ids` at once and restart them at once: recorded as a
+    /// `Crash` of each that begins and heals at the same moment.
+    fn bounce(&mut self, sim: &mut turmoil::Sim<'_>, now: Duration, ids: &[u64]) {
+        for id in ids {
+            self.begin(sim, now, Fault::Crash(*id));
+        }
+        for id in ids {
+            let crash = Fault::Crash(*id);
+            self.active.retain(|a| *a != crash);
+            self.end(sim, now, crash);
         }
     }
 
