@@ -50,6 +50,10 @@ pub struct Switches {
     /// The WAL acknowledges a batch without syncing it (the negative
     /// control of the simulated disk, whose crashes lose unsynced writes).
     pub ack_before_sync: bool,
+    /// Log recovery takes every torn tail for damage and refuses to open
+    /// the log (`lockd::log`; the negative control of the simulation's
+    /// durability checker, which must see a node that cannot restart).
+    pub refuse_torn_tail: bool,
     /// Every session ends after a quarter of its TTL (leases are left
     /// alone): what the checkers must catch in a session's holdings.
     pub session_early_expiry: bool,
@@ -100,6 +104,7 @@ impl Switches {
             token_reset: var("LOCKD_FAULT_TOKEN_RESET").is_some(),
             skip_read_barrier: var("LOCKD_FAULT_SKIP_READ_BARRIER").is_some(),
             ack_before_sync: var("LOCKD_FAULT_ACK_BEFORE_SYNC").is_some(),
+            refuse_torn_tail: var("LOCKD_FAULT_REFUSE_TORN_TAIL").is_some(),
             session_early_expiry: var("LOCKD_FAULT_SESSION_EARLY_EXPIRY").is_some(),
             ignore_module_bound: var("LOCKD_FAULT_IGNORE_MODULE_BOUND").is_some(),
             skip_prevote: var("LOCKD_FAULT_SKIP_PREVOTE").is_some(),

@@ -163,12 +163,16 @@ impl<'a> Reader<'a> {
 pub(crate) enum ScanEnd {
     /// Every byte belongs to a verified record.
     Clean,
-    /// The bad record at `offset` is the last thing in the file (incomplete
-    /// header, payload running past EOF, failed CRC with nothing after it,
-    /// or an all-zero tail): a torn write if the file is the last segment.
+    /// The record at `offset` fails verification (an all-zero tail, an
+    /// incomplete header, an impossible length, a payload running past
+    /// EOF, a failed CRC): a torn write if the file is the last segment
+    /// and no valid record follows it, which recovery checks. Bytes may
+    /// follow it even so: a crash inside one write can leave a later block
+    /// of it written and an earlier one not, and a header whose length
+    /// lost a block claims a short record.
     TornCandidate { offset: u64, reason: String },
-    /// A bad record with more bytes after it, or a CRC-valid record whose
-    /// payload does not decode: corruption wherever it is.
+    /// A CRC-valid record whose payload does not decode: corruption
+    /// wherever it is.
     Corrupt { offset: u64, reason: String },
 }
 
@@ -214,16 +218,7 @@ pub(crate) fn scan(buf: &[u8], start: usize) -> (Vec<Vec<WalOp<'_>>>, ScanEnd) {
         };
         let payload = match checked {
             Ok(p) => p,
-            Err(reason) => {
-                // Whether anything follows the bad record is what separates
-                // a torn final write from damage in the middle of the log.
-                let end = if record_len >= rest.len() as u64 {
-                    ScanEnd::TornCandidate { offset, reason }
-                } else {
-                    ScanEnd::Corrupt { offset, reason }
-                };
-                return (records, end);
-            }
+            Err(reason) => return (records, ScanEnd::TornCandidate { offset, reason }),
         };
         // The CRC matched, so these are bytes we wrote: failing to decode
         // them is a format bug or incompatibility, never a torn write.
@@ -358,11 +353,17 @@ mod tests {
     }
 
     #[test]
-    fn zero_length_record_before_data_is_corrupt() {
+    fn zero_length_record_before_data_is_found_out_by_the_resync() {
+        // The scan stops at the bad frame; the record after it is what
+        // tells recovery this is damage and not a torn tail.
         let mut buf = vec![0u8; 16];
         buf.extend_from_slice(&rec(&[WalOp::Truncate { since: 1 }]));
         let (_, end) = scan(&buf, 0);
-        assert!(matches!(end, ScanEnd::Corrupt { offset: 0, .. }), "{end:?}");
+        assert!(
+            matches!(end, ScanEnd::TornCandidate { offset: 0, ref reason } if reason.contains("impossible record length 0")),
+            "{end:?}"
+        );
+        assert_eq!(find_record_from(&buf, 1), Resync::Found(16));
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //!
 //! The rule that matters: a bad record may be dropped only if it is the very
 //! end of the log, because only the final `write_batch` can have been cut
-//! short by a crash, and a batch is acknowledged only after its fsync. A bad
-//! record with anything valid after it, or in an older segment, means the
-//! disk lost data that was acknowledged, and recovery stops with
-//! [`WalError::Corrupt`] instead of guessing.
+//! short by a crash, and a batch is acknowledged only after its fsync. The
+//! end is where no valid record follows, not where the file ends: a crash
+//! inside the last write can leave any of its blocks unwritten (zeros) and
+//! later ones written. A bad record with a valid one after it, or in an
+//! older segment, means the disk lost data that was acknowledged, and
+//! recovery stops with [`WalError::Corrupt`] instead of guessing.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -102,6 +104,15 @@ pub(crate) fn recover(dir: &Path) -> Result<Outcome, WalError> {
                 });
             }
             ScanEnd::TornCandidate { offset, reason } => {
+                #[cfg(feature = "faults")]
+                if lockd_core::faults::get().refuse_torn_tail {
+                    let reason = format!("{reason} (test fault: every torn tail refused)");
+                    return Err(WalError::Corrupt {
+                        file: info.path,
+                        offset,
+                        reason,
+                    });
+                }
                 let start = usize::try_from(offset)
                     .unwrap_or(usize::MAX)
                     .saturating_add(1);

@@ -57,10 +57,13 @@ pub enum Control {
     UnfencedDoubleGrant,
     /// A release is answered as done and nothing commits it.
     PhantomRelease,
+    /// Log recovery takes every torn tail for damage: a node whose last
+    /// write a crash tore cannot restart.
+    RefuseTornTail,
 }
 
 impl Control {
-    pub const ALL: [Control; 18] = [
+    pub const ALL: [Control; 19] = [
         Control::EarlyExpiry,
         Control::DoubleGrant,
         Control::NeverExpire,
@@ -79,6 +82,7 @@ impl Control {
         Control::StrandWaiters,
         Control::UnfencedDoubleGrant,
         Control::PhantomRelease,
+        Control::RefuseTornTail,
     ];
 
     /// Its name on the `simulate` command line.
@@ -102,6 +106,7 @@ impl Control {
             Control::StrandWaiters => "strand-waiters",
             Control::UnfencedDoubleGrant => "unfenced-double-grant",
             Control::PhantomRelease => "phantom-release",
+            Control::RefuseTornTail => "refuse-torn-tail",
         }
     }
 
@@ -119,7 +124,10 @@ impl Control {
             Control::TokenReset => Checker::Tokens,
             Control::Divergence => Checker::Convergence,
             Control::SkipReadBarrier => Checker::Linearizable,
-            Control::AckBeforeSync => Checker::Durability,
+            // Acknowledged writes a crash took: the recovered logs are
+            // shorter than what was acknowledged.
+            Control::AckBeforeSync => Checker::Acknowledged,
+            Control::RefuseTornTail => Checker::Durability,
             Control::FastClock => Checker::MutualExclusion,
             // A session's holdings are left out of the linearizability
             // model (their end moves with every session keepalive): the
@@ -221,6 +229,10 @@ impl Control {
             },
             Control::PhantomRelease => Switches {
                 phantom_release: true,
+                ..off
+            },
+            Control::RefuseTornTail => Switches {
+                refuse_torn_tail: true,
                 ..off
             },
             // Not a switch of the node: the simulation's clocks (`drifts`).
