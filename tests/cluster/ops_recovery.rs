@@ -292,8 +292,13 @@ fn a_survivor_of_a_lost_majority_rebuilds_the_cluster_and_clients_carry_on() {
         .post(survivor, "/v1/members/promote", json!({"id": 4}))
         .expect("promote");
     assert!(r.ok(), "{:?}", r.body);
+    // The promotion is committed when the leader answers; node 4 applies
+    // it a moment later.
+    lock_tests::cluster::wait_for("node 4 applies its promotion", WITHIN, || {
+        c.status(4).is_some_and(|s| s.members.len() == 2)
+    });
     let s = c.status(4).expect("status");
-    assert_eq!(s.members.len(), 2, "{s:?}");
+    assert!(s.members.iter().all(|m| m.voter), "{s:?}");
     assert_eq!(
         s.cluster_id.as_deref(),
         Some(new_id.as_str()),
