@@ -3,7 +3,8 @@
 # costs in CPU time and context switches, counted on the three processes
 # (docs/performance.md, "Stages and cost"). Builds the release binaries
 # and runs `stage-bench` against a fresh 3-node cluster; arguments go to
-# it (`--seconds S`, `--clients 1|64`).
+# it (`--seconds S`, `--clients 1|64`, `--python PYTHON` for rows from the
+# Python client too).
 #
 #   scripts/cost.sh [--seconds 4] [--clients N]
 set -euo pipefail

@@ -156,11 +156,17 @@ pub fn raise_capacity(
 /// run fails.
 pub fn lockctl_bench(mut cmd: std::process::Command, args: &[&str]) -> serde_json::Value {
     cmd.args(["--json", "bench"]).args(args);
-    let out = cmd.output().expect("run lockctl bench");
+    json_report(cmd, "lockctl bench")
+}
+
+/// Run `cmd` (`what`, for the panic) and read the JSON it prints. Panics
+/// when it fails.
+pub fn json_report(mut cmd: std::process::Command, what: &str) -> serde_json::Value {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {what}: {e}"));
     assert!(
         out.status.success(),
-        "lockctl bench failed: {}",
+        "{what} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("bench json")
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{what}'s json: {e}"))
 }

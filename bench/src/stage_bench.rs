@@ -2,12 +2,14 @@
 //! cluster of real processes (docs/performance.md, "Stages" and "Cost").
 //!
 //! ```text
-//! cargo run --release -p lock-bench --bin stage-bench [-- --seconds 4] [--clients N] [--http-only]
+//! cargo run --release -p lock-bench --bin stage-bench [-- --seconds 4] [--clients N] [--python PYTHON]
 //! ```
 //!
 //! For 1 and 64 clients on their own keys (or `--clients N` only), over
 //! the native protocol and over HTTP (`lockctl bench [--http]`: each client its own connection to
-//! the leader), one row each:
+//! the leader), and with `--python` from the Python client too
+//! (`bench/python/cycle_bench.py` run by that interpreter, one thread and
+//! one kept-alive connection per client), one row each:
 //!
 //! * **Stages**: the leader's `lockd_stage_seconds` (sum and count) read
 //!   before and after the row; the mean of each stage in microseconds.
@@ -22,6 +24,7 @@
 //!   changes what it costs (threads that end during a row are not
 //!   counted; the node's threads live as long as it does).
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
@@ -40,6 +43,7 @@ const STAGES: [&str; 7] = [
 fn main() {
     let seconds: f64 = lock_bench::arg("--seconds", 4.0);
     let only: usize = lock_bench::arg("--clients", 0);
+    let python: String = lock_bench::arg("--python", String::new());
     lock_bench::ensure_binaries_built();
     // Every client comes from loopback: the per-address bounds are raised
     // to the totals, as for any benchmark from one host (docs/configuration.md,
@@ -57,10 +61,57 @@ fn main() {
     // 1 and 64 clients by default; `--clients N`: N only (256, 1 024:
     // where many clients' time goes).
     let rows: Vec<usize> = if only == 0 { vec![1, 64] } else { vec![only] };
+    let mut drivers = vec![Driver::Native, Driver::Http];
+    if !python.is_empty() {
+        drivers.push(Driver::Python(PathBuf::from(python)));
+    }
     for clients in rows {
-        for http in [false, true] {
-            row(&c, leader, seconds, clients, http);
+        for d in &drivers {
+            row(&c, leader, seconds, clients, d);
         }
+    }
+}
+
+/// What drives a row's clients.
+enum Driver {
+    /// `lockctl bench`.
+    Native,
+    /// `lockctl bench --http`.
+    Http,
+    /// `bench/python/cycle_bench.py`, by this interpreter.
+    Python(PathBuf),
+}
+
+impl Driver {
+    fn name(&self) -> &'static str {
+        match self {
+            Driver::Native => "native",
+            Driver::Http => "HTTP",
+            Driver::Python(_) => "Python (HTTP)",
+        }
+    }
+
+    /// Run `clients` for `seconds` against `c`'s leader; `lockctl --json
+    /// bench`'s report.
+    fn run(&self, c: &Cluster, leader: u64, clients: usize, seconds: f64) -> serde_json::Value {
+        let (n, secs) = (clients.to_string(), seconds.to_string());
+        let mut args = vec!["--clients", &n, "--seconds", &secs];
+        let python = match self {
+            Driver::Native => return lock_bench::lockctl_bench(c.lockctl(), &args),
+            Driver::Http => {
+                args.push("--http");
+                return lock_bench::lockctl_bench(c.lockctl(), &args);
+            }
+            Driver::Python(python) => python,
+        };
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let endpoint = format!("http://{}", c.addr(leader));
+        let mut cmd = std::process::Command::new(python);
+        cmd.arg(here.join("python/cycle_bench.py"))
+            .args(["--endpoint", &endpoint])
+            .args(&args)
+            .env("PYTHONPATH", here.join("../clients/python/src"));
+        lock_bench::json_report(cmd, "the Python benchmark")
     }
 }
 
@@ -123,14 +174,9 @@ fn counters(c: &Cluster, id: u64) -> (u64, u64) {
     (ns, switches)
 }
 
-fn row(c: &Cluster, leader: u64, seconds: f64, clients: usize, http: bool) {
+fn row(c: &Cluster, leader: u64, seconds: f64, clients: usize, driver: &Driver) {
     let before = read(c, leader);
-    let (n, secs) = (clients.to_string(), seconds.to_string());
-    let mut args = vec!["--clients", &n, "--seconds", &secs];
-    if http {
-        args.push("--http");
-    }
-    let r = lock_bench::lockctl_bench(c.lockctl(), &args);
+    let r = driver.run(c, leader, clients, seconds);
     let after = read(c, leader);
     let cycles = r["cycles"].as_f64().unwrap_or(0.0).max(1.0);
     let mean = |b: (f64, f64), a: (f64, f64)| {
@@ -143,7 +189,7 @@ fn row(c: &Cluster, leader: u64, seconds: f64, clients: usize, http: bool) {
     };
     let mut line = format!(
         "| {} | {clients} | {:.0} | {:.2} | {} |",
-        if http { "HTTP" } else { "native" },
+        driver.name(),
         r["cycles_per_sec"].as_f64().unwrap_or(0.0),
         r["acquire_p50_ms"].as_f64().unwrap_or(0.0),
         mean(before.service, after.service),
