@@ -95,23 +95,22 @@ impl Driver {
     /// bench`'s report.
     fn run(&self, c: &Cluster, leader: u64, clients: usize, seconds: f64) -> serde_json::Value {
         let (n, secs) = (clients.to_string(), seconds.to_string());
-        let mut args = vec!["--clients", &n, "--seconds", &secs];
-        let python = match self {
-            Driver::Native => return lock_bench::lockctl_bench(c.lockctl(), &args),
+        let args = ["--clients", &n, "--seconds", &secs];
+        match self {
+            Driver::Native => lock_bench::lockctl_bench(c.lockctl(), &args),
             Driver::Http => {
-                args.push("--http");
-                return lock_bench::lockctl_bench(c.lockctl(), &args);
+                lock_bench::lockctl_bench(c.lockctl(), &[&args[..], &["--http"]].concat())
             }
-            Driver::Python(python) => python,
-        };
-        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let endpoint = format!("http://{}", c.addr(leader));
-        let mut cmd = std::process::Command::new(python);
-        cmd.arg(here.join("python/cycle_bench.py"))
-            .args(["--endpoint", &endpoint])
-            .args(&args)
-            .env("PYTHONPATH", here.join("../clients/python/src"));
-        lock_bench::json_report(cmd, "the Python benchmark")
+            Driver::Python(python) => {
+                let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+                let mut cmd = std::process::Command::new(python);
+                cmd.arg(here.join("python/cycle_bench.py"))
+                    .args(["--endpoint", &format!("http://{}", c.addr(leader))])
+                    .args(args)
+                    .env("PYTHONPATH", here.join("../clients/python/src"));
+                lock_bench::json_report(cmd, "the Python benchmark")
+            }
+        }
     }
 }
 

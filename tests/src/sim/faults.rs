@@ -186,11 +186,11 @@ impl Nemesis {
                         .collect();
                     self.bounce(sim, now, &ids);
                 }
-                Fault::PowerLoss { .. } => {}
                 Fault::Bounce(id) if !self.takes_down_too_many(&Fault::Crash(id)) => {
                     self.bounce(sim, now, &[id])
                 }
-                Fault::Bounce(_) => {}
+                // Begin and end at once, or not at all: never active.
+                Fault::PowerLoss { .. } | Fault::Bounce(_) => {}
                 f if !self.active.contains(&f) && !self.takes_down_too_many(&f) => {
                     self.begin(sim, now, f)
                 }

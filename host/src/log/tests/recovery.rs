@@ -146,15 +146,15 @@ fn a_final_record_whose_header_lost_a_block_is_a_torn_tail() {
         };
         let path = seg_path(&dir, 1);
         let mut raw = fs::read(&path).unwrap();
+        let s = start as usize;
         let zeros_end = if later_blocks_written {
-            start as usize + 24
+            s + 24
         } else {
             raw.extend_from_slice(&[0; 512]);
             raw.len()
         };
-        raw[start as usize + 1..zeros_end].fill(0);
+        raw[s + 1..zeros_end].fill(0);
         let dropped = raw.len() as u64 - start;
-        let s = start as usize;
         let claimed = u32::from_le_bytes([raw[s], raw[s + 1], raw[s + 2], raw[s + 3]]);
         assert!(
             u64::from(claimed) + 8 < dropped,
