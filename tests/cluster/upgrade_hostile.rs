@@ -167,7 +167,7 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
             let index = r.body["index"].as_u64().expect("index");
             let reason = r.body["reason"].as_str().expect("reason").to_string();
             assert!(reason.contains(case.reason), "{}: {reason}", case.name);
-            c.wait_converged(Duration::from_secs(30));
+            c.wait_applied(index, Duration::from_secs(30));
             for id in 1..=3 {
                 let st = c.status(id).expect("status");
                 assert_eq!(st.module_hash, v1, "{} on node {id}", case.name);
@@ -208,6 +208,8 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
         stop.store(true, Ordering::Relaxed);
         clients.join().expect("clients")
     });
+    // With the load stopped, every node at one index with one state.
+    c.wait_converged(Duration::from_secs(30));
     for (i, log) in logs.iter().enumerate() {
         assert!(log.failures.is_empty(), "client {i}: {:?}", log.failures);
         assert!(

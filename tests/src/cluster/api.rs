@@ -128,7 +128,8 @@ impl Cluster {
     }
 
     /// Wait until every running node has applied the same index with the
-    /// same state hash and the same module; returns that status.
+    /// same state hash and the same module; returns that status. For a
+    /// quiet cluster: under steady load use [`Cluster::wait_applied`].
     pub fn wait_converged(&self, timeout: Duration) -> Status {
         let deadline = Instant::now() + timeout;
         loop {
@@ -155,6 +156,18 @@ impl Cluster {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Wait until every running node has applied `index`. Under load this
+    /// is the check to use, not [`Cluster::wait_converged`]: a follower
+    /// learns a commit with the next append, so while entries keep coming
+    /// the nodes are rarely at one index in the same moment.
+    pub fn wait_applied(&self, index: u64, timeout: Duration) {
+        wait_for(&format!("every node applying {index}"), timeout, || {
+            self.running()
+                .into_iter()
+                .all(|id| self.status(id).is_some_and(|s| s.applied_index >= index))
+        });
     }
 
     /// Node `id`'s status once its log, commit and applied indexes agree

@@ -142,10 +142,18 @@ where
     /// Next replication action to run.
     next_action: Option<Data<C>>,
 
+    /// When a commit index no AppendEntries has carried yet goes out in
+    /// one of its own (lockd: see vendor/openraft/PATCHED.md).
+    commit_due: Option<InstantOf<C>>,
+
     /// Appropriate number of entries to send.
     /// This is only used by AppendEntries RPC.
     entries_hint: ReplicationHint,
 }
+
+/// How long a commit index waits for an append to carry it before it is
+/// sent alone (lockd: see vendor/openraft/PATCHED.md).
+const COMMIT_LINGER: Duration = Duration::from_millis(1);
 
 impl<C, N, LS> ReplicationCore<C, N, LS>
 where
@@ -197,6 +205,7 @@ where
             rx_event,
             weak_tx_event: tx_event.downgrade(),
             next_action: None,
+            commit_due: None,
             entries_hint: Default::default(),
         };
 
@@ -224,6 +233,11 @@ where
             tracing::debug!(replication_data = display(&d), "{} send replication RPC", func_name!());
 
             let request_id = d.request_id();
+
+            // lockd: an AppendEntries carries the commit index.
+            if matches!(d, Data::Heartbeat | Data::Logs(_)) {
+                self.commit_due = None;
+            }
 
             let res = match d {
                 Data::Heartbeat => {
@@ -630,8 +644,24 @@ where
         // If there is next action to run, do not block waiting for events,
         // instead, just try the best to drain all events.
         if self.next_action.is_none() {
-            let event =
-                self.rx_event.recv().await.ok_or(ReplicationClosed::new("rx_repl is closed in drain_event()"))?;
+            let recv = self.rx_event.recv();
+            let event = match self.commit_due {
+                None => recv.await,
+                // lockd: wait for the next append to carry the commit index,
+                // until it is due.
+                Some(due) => {
+                    let sleep = C::sleep_until(due);
+                    select! {
+                        _ = sleep => {
+                            self.commit_due = None;
+                            self.next_action = Some(Data::new_heartbeat());
+                            return self.try_drain_events().await;
+                        }
+                        recv_res = recv => recv_res,
+                    }
+                }
+            };
+            let event = event.ok_or(ReplicationClosed::new("rx_repl is closed in drain_event()"))?;
             self.process_event(event);
         }
 
@@ -679,9 +709,11 @@ where
 
                 self.committed = c;
 
-                // If there is no action, fill in an heartbeat action to send committed index.
-                if self.next_action.is_none() {
-                    self.next_action = Some(Data::new_heartbeat());
+                // lockd: the next AppendEntries carries the committed index;
+                // with none to send, one goes out for it alone once
+                // COMMIT_LINGER has passed (vendor/openraft/PATCHED.md).
+                if self.next_action.is_none() && self.commit_due.is_none() {
+                    self.commit_due = Some(C::now() + COMMIT_LINGER);
                 }
             }
             Replicate::Heartbeat => {
