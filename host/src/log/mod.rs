@@ -19,6 +19,12 @@
 //!   the only write not yet fsynced). Recovery cuts such a tail, reports it
 //!   in [`Recovered::torn_tail`] and opens normally: the batch was never
 //!   acknowledged.
+//! * The last segment is laid with zeros ahead of its records (a sync that
+//!   only overwrites is faster than one that grows the file,
+//!   [`DiskFile::reserve`]). Zeros to the end of the last segment are that
+//!   padding: recovery cuts them without a word. A segment is cut to its
+//!   last record before the next one is created, so an older segment
+//!   never ends in zeros.
 //! * Any other record that fails verification is corruption of
 //!   acknowledged data, and [`Wal::open`] fails with [`WalError::Corrupt`]
 //!   naming the file and byte offset. Nothing is ever skipped silently.
@@ -35,7 +41,7 @@
 //! oldest one not yet purged. All integers are little-endian.
 //!
 //! ```text
-//! segment := header record*
+//! segment := header record* zero*        (zeros only in the last segment)
 //! header  := "LOCKDWAL" | version: u32 (= 1) | seq: u64 | crc32c(previous 20 bytes): u32
 //! record  := payload_len: u32 | crc32c(payload): u32 | payload        (payload_len <= 256 MiB)
 //! payload := op_count: u32 (>= 1) | op*
@@ -84,6 +90,10 @@ const LOCK_FILE: &str = "LOCK";
 /// Above this the encode buffer is released after a batch, so one huge
 /// batch does not pin its size in memory for the life of the log.
 const KEEP_BUFFER_BYTES: usize = 8 << 20;
+/// How far ahead of its records the active segment is laid with zeros
+/// (see [`DiskFile::reserve`]): one sync that grows the file per this many
+/// bytes of records, instead of one per batch.
+const RESERVE_BYTES: u64 = 1 << 20;
 
 /// Tuning of a [`Wal`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,8 +162,11 @@ pub struct Wal {
     opts: WalOptions,
     /// Every segment in order; the last is the active one.
     segments: Vec<SegmentInfo>,
-    /// The last segment, opened for appending.
+    /// The last segment, opened to write after its last record.
     active: Box<dyn DiskFile>,
+    /// The active segment's length on disk: its records, then zeros
+    /// (`RESERVE_BYTES`) that the next records overwrite.
+    reserved: u64,
     stats: WalStats,
     /// Why the log refuses writes, after a write or fsync failed.
     poisoned: Option<String>,
@@ -187,11 +200,14 @@ impl Wal {
             torn_tail = recovered.torn_tail.is_some(),
             "opened WAL"
         );
+        // Recovery cut the active segment after its last record.
+        let reserved = segments.last().map_or(HEADER_LEN as u64, |s| s.len);
         let wal = Wal {
             dir: dir.to_path_buf(),
             opts,
             segments,
             active,
+            reserved,
             stats: WalStats::default(),
             poisoned: None,
             buf: Vec::new(),
@@ -302,6 +318,15 @@ impl Wal {
                 source,
             });
         };
+        let end = seg.len + self.buf.len() as u64;
+        if end > self.reserved {
+            // Zeros for this record and the next ones, up to the segment's
+            // size; the last record may take it past that.
+            let room = self.opts.segment_bytes.saturating_sub(seg.len);
+            let bytes = (self.buf.len() as u64).max(RESERVE_BYTES.min(room));
+            self.active.reserve(bytes).map_err(io_err(&seg.path))?;
+            self.reserved = seg.len + bytes;
+        }
         self.active
             .write_all(&self.buf)
             .map_err(io_err(&seg.path))?;
@@ -336,10 +361,20 @@ impl Wal {
 
     fn rotate(&mut self) -> Result<(), WalError> {
         let seq = self.segments.last().map_or(1, |s| s.seq + 1);
-        // The outgoing segment's records were each fsynced when written.
+        // The outgoing segment's records were each fsynced when written;
+        // its zeros are cut before the next segment exists, so only the
+        // last segment can end in zeros (recovery's rule).
+        if let Some(last) = self.segments.last() {
+            if self.reserved > last.len {
+                disk()
+                    .truncate(&last.path, last.len)
+                    .map_err(io_err(&last.path))?;
+            }
+        }
         let (file, path) = segment::create_segment(&self.dir, seq)?;
         tracing::debug!(file = %path.display(), "rotated to a new WAL segment");
         self.active = file;
+        self.reserved = HEADER_LEN as u64;
         self.segments
             .push(SegmentInfo::new(seq, path, HEADER_LEN as u64));
         Ok(())

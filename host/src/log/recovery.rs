@@ -1,6 +1,9 @@
 //! Recovery: verify every segment in order, replay its ops, cut a torn tail
 //! from the last segment, and refuse anything else that fails verification.
 //!
+//! Zeros from the last record to the end of the last segment are the
+//! padding the log lays ahead of its writes; they are cut quietly.
+//!
 //! The rule that matters: a bad record may be dropped only if it is the very
 //! end of the log, because only the final `write_batch` can have been cut
 //! short by a crash, and a batch is acknowledged only after its fsync. The
@@ -102,6 +105,17 @@ pub(crate) fn recover(dir: &Path) -> Result<Outcome, WalError> {
                     offset,
                     reason,
                 });
+            }
+            ScanEnd::TornCandidate { offset, .. }
+                if buf
+                    .get(usize::try_from(offset).unwrap_or(usize::MAX)..)
+                    .is_some_and(|rest| rest.iter().all(|b| *b == 0)) =>
+            {
+                // The padding laid ahead of the records (or a last write
+                // of which nothing reached the disk): cut, not reported.
+                cut(&info.path, offset)?;
+                tracing::debug!(file = %info.path.display(), offset, dropped_bytes = info.len - offset, "cut the zeros after the WAL's last record");
+                info.len = offset;
             }
             ScanEnd::TornCandidate { offset, reason } => {
                 #[cfg(feature = "faults")]

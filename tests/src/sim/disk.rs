@@ -2,9 +2,11 @@
 //! nodes' files live in memory, and the model keeps apart what a running
 //! node sees from what a crash leaves.
 //!
-//! * A file's bytes survive a crash only up to its last sync; of the
-//!   appends after it, a crash keeps a random prefix (a torn write), whose
-//!   end may read back as zeros (blocks allocated, data never written).
+//! * A file's bytes survive a crash only as of its last sync; of the
+//!   writes after it (appends, or overwrites of the zeros the log lays
+//!   ahead), a crash keeps a random prefix in byte order (a torn write),
+//!   whose end may read back as zeros (blocks allocated, data never
+//!   written).
 //! * A name (a file created, renamed, removed; a directory made) survives
 //!   a crash only once its directory was synced; an entry whose directory
 //!   did not survive is gone with it.
@@ -44,11 +46,32 @@ enum Entry {
     File(usize),
 }
 
+/// A write since the file's last sync, and what it replaced.
+struct Written {
+    at: usize,
+    len: usize,
+    /// The bytes it overwrote (those below the file's length then).
+    old: Vec<u8>,
+    /// The file's length before it.
+    old_len: usize,
+}
+
+impl Written {
+    /// Put back what this write replaced (the writes after it undone).
+    fn undo(&self, data: &mut Vec<u8>) {
+        if let Some(span) = data.get_mut(self.at..self.at + self.old.len()) {
+            span.copy_from_slice(&self.old);
+        }
+        data.truncate(self.old_len);
+    }
+}
+
 #[derive(Default)]
 struct Inode {
     data: Vec<u8>,
-    /// A crash keeps `data[..synced]` (and maybe some of the rest)...
-    synced: usize,
+    /// A crash undoes these, last first, but for a random prefix of their
+    /// bytes...
+    unsynced: Vec<Written>,
     /// ...unless the file was emptied since its last sync: then it keeps
     /// what was synced before.
     before: Option<Vec<u8>>,
@@ -56,8 +79,77 @@ struct Inode {
 
 impl Inode {
     fn sync(&mut self) {
-        self.synced = self.data.len();
+        self.unsynced.clear();
         self.before = None;
+    }
+
+    fn write_at(&mut self, at: usize, bytes: &[u8]) {
+        let old_len = self.data.len();
+        let old = self
+            .data
+            .get(at..old_len.min(at + bytes.len()))
+            .unwrap_or_default();
+        self.unsynced.push(Written {
+            at,
+            len: bytes.len(),
+            old: old.to_vec(),
+            old_len,
+        });
+        if self.data.len() < at + bytes.len() {
+            self.data.resize(at + bytes.len(), 0);
+        }
+        self.data[at..at + bytes.len()].copy_from_slice(bytes);
+    }
+
+    /// What the file held at its last sync.
+    fn synced_image(&self) -> Vec<u8> {
+        let mut data = self.data.clone();
+        for w in self.unsynced.iter().rev() {
+            w.undo(&mut data);
+        }
+        data
+    }
+
+    /// The bytes written since the last sync.
+    fn unsynced_bytes(&self) -> usize {
+        self.unsynced.iter().map(|w| w.len).sum()
+    }
+
+    /// A crash: keep the first `keep` bytes written since the last sync,
+    /// in write order, and undo the rest; with `zeros_from`, the kept
+    /// bytes from that one on read back as zeros.
+    fn tear(&mut self, keep: usize, zeros_from: Option<usize>) {
+        // Each write's part kept: (at, bytes).
+        let mut kept = Vec::new();
+        let mut left = keep;
+        let mut undo_from = self.unsynced.len();
+        for (i, w) in self.unsynced.iter().enumerate() {
+            let n = left.min(w.len);
+            if n > 0 {
+                kept.push((w.at, self.data[w.at..w.at + n].to_vec()));
+            }
+            if n < w.len {
+                undo_from = i;
+                break;
+            }
+            left -= n;
+        }
+        for w in self.unsynced.drain(undo_from..).rev() {
+            w.undo(&mut self.data);
+        }
+        let mut zero_after = zeros_from;
+        for (at, mut bytes) in kept {
+            if let Some(z) = zero_after {
+                let from = z.min(bytes.len());
+                bytes[from..].fill(0);
+                zero_after = Some(z - from);
+            }
+            if self.data.len() < at + bytes.len() {
+                self.data.resize(at + bytes.len(), 0);
+            }
+            self.data[at..at + bytes.len()].copy_from_slice(&bytes);
+        }
+        self.sync();
     }
 }
 
@@ -151,16 +243,14 @@ impl SimDisk {
                 let inode = &mut s.inodes[i];
                 if let Some(before) = inode.before.take() {
                     inode.data = before;
+                    inode.sync();
                 } else {
-                    let extra = (inode.data.len() - inode.synced) as u64;
+                    let extra = inode.unsynced_bytes() as u64;
                     let torn = rng.below(extra + 1) as usize;
-                    inode.data.truncate(inode.synced + torn);
-                    if torn > 0 && rng.below(4) == 0 {
-                        let from = inode.synced + rng.below(torn as u64) as usize;
-                        inode.data[from..].fill(0);
-                    }
+                    let zeros =
+                        (torn > 0 && rng.below(4) == 0).then(|| rng.below(torn as u64) as usize);
+                    inode.tear(torn, zeros);
                 }
-                inode.sync();
             }
             s.names.insert(path, entry);
         }
@@ -200,13 +290,25 @@ struct SimFile {
     disk: Arc<SimDisk>,
     inode: usize,
     path: PathBuf,
+    /// Where the next write goes.
+    at: usize,
 }
 
 impl DiskFile for SimFile {
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         let mut s = self.disk.state();
         SimDisk::check(&mut s, &self.path, Broken::Full)?;
-        s.inodes[self.inode].data.extend_from_slice(bytes);
+        s.inodes[self.inode].write_at(self.at, bytes);
+        self.at += bytes.len();
+        Ok(())
+    }
+
+    fn reserve(&mut self, bytes: u64) -> io::Result<()> {
+        let at = self.at;
+        let zeros = vec![0; usize::try_from(bytes).map_err(io::Error::other)?];
+        self.write_all(&zeros)?;
+        self.sync_data()?;
+        self.at = at;
         Ok(())
     }
 
@@ -293,10 +395,10 @@ impl Disk for SimDisk {
                 let i = *i;
                 let inode = &mut s.inodes[i];
                 if inode.before.is_none() {
-                    inode.before = Some(inode.data[..inode.synced].to_vec());
+                    inode.before = Some(inode.synced_image());
                 }
                 inode.data.clear();
-                inode.synced = 0;
+                inode.unsynced.clear();
                 i
             }
             Some(Entry::Dir) => {
@@ -316,6 +418,7 @@ impl Disk for SimDisk {
             disk: this(),
             inode,
             path: path.to_path_buf(),
+            at: 0,
         }))
     }
 
@@ -326,6 +429,7 @@ impl Disk for SimDisk {
             disk: this(),
             inode,
             path: path.to_path_buf(),
+            at: s.inodes[inode].data.len(),
         }))
     }
 

@@ -128,6 +128,29 @@ fn rotation_spreads_the_log_over_contiguous_segments() {
 }
 
 #[test]
+fn only_the_last_segment_has_padding() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut model = BTreeMap::new();
+    let (mut wal, _) = open(dir, opts(8 << 10));
+    for b in 0..200 {
+        append(&mut wal, &mut model, b * 3 + 1..=b * 3 + 3);
+    }
+    assert!(wal.segments.len() >= 3, "{} segments", wal.segments.len());
+    let (last, older) = wal.segments.split_last().expect("segments");
+    for s in older {
+        // Cut to its last record before the next segment was made.
+        assert_eq!(fs::metadata(&s.path).unwrap().len(), s.len, "{s:?}");
+    }
+    // Zeros laid ahead of the records, up to the segment's size.
+    assert_eq!(fs::metadata(&last.path).unwrap().len(), 8 << 10);
+    assert!(last.len < 8 << 10);
+    drop(wal);
+    let (_, rec) = open(dir, opts(8 << 10));
+    assert_eq!((rec.entries, rec.torn_tail), (model, None));
+}
+
+#[test]
 fn tiny_segment_limit_makes_no_empty_segments() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut wal, _) = open(tmp.path(), opts(1));
