@@ -42,7 +42,7 @@ use crate::log::WalOptions;
 use crate::membership::Membership;
 use crate::modules::submit::Upgrader;
 use crate::raft::log_store::{LogOpenError, LogStore, Writer};
-use crate::raft::network::NetworkFactory;
+use crate::raft::peer_client::NetworkFactory;
 use crate::raft::state_machine::{SmOpenError, StateMachineStore};
 use crate::raft::{Node as RaftNode, NodeId, Raft};
 use crate::service::proposer::Proposer;
@@ -253,7 +253,7 @@ impl Node {
             lease: Duration::from_millis(config.raft_timeouts().1),
         });
         let vouches = crate::raft::vouch::Vouches::new();
-        let snapshot_sends = Arc::new(crate::raft::snapshot_send::SendCounts::default());
+        let snapshot_sends = Arc::new(crate::raft::snapshot_counts::SendCounts::default());
         let network = NetworkFactory {
             my_id: config.id,
             fingerprint: engine.fingerprint().text.clone(),

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
 use lock_tests::raw;
-use lockd::raft::network::{PeerRequest, PeerResponse};
+use lockd::raft::messages::{PeerRequest, PeerResponse};
 use lockd::raft::TypeConfig;
 use lockd_client::wire::HelloReply;
 use openraft::raft::{InstallSnapshotRequest, VoteRequest};

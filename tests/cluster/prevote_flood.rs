@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use lock_tests::cluster::{free_port, wait_for, Cluster};
 use lock_tests::raw;
-use lockd::raft::network::{PeerRequest, PeerResponse};
-use lockd::raft::prevote::PreVoteAsk;
+use lockd::raft::messages::PreVoteAsk;
+use lockd::raft::messages::{PeerRequest, PeerResponse};
 use lockd_client::wire::{self, Envelope};
 use openraft::{CommittedLeaderId, LogId, Vote};
 use serde_json::json;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
 use lock_tests::machines::{LockMachine, NativeMachine, WasmMachine};
-use lockd::raft::network::{PeerRequest, PeerResponse};
+use lockd::raft::messages::{PeerRequest, PeerResponse};
 use lockd_client::wire::{self, Envelope, Hello, HelloReply};
 use lockd_proto::{ClientRequest, ClientResponse};
 use proptest::prelude::*;

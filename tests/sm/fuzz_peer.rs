@@ -5,7 +5,7 @@
 //! decoder without a panic. Random bytes alone rarely get past a decoder's
 //! first tag; mutations of valid encodings reach the deeper fields.
 
-use lockd::raft::network::PeerRequest;
+use lockd::raft::messages::PeerRequest;
 use lockd::raft::peer_check::PeerGate;
 use lockd::raft::{Entry, Request, SnapshotMeta, Vote};
 use lockd_client::wire::{self, Envelope};

@@ -6,10 +6,10 @@
 //! responses.
 
 use lock_tests::golden::{commands, entry, log_id, meta, pinned};
-use lockd::modules::precheck::{PrecheckAnswer, PrecheckAsk};
-use lockd::raft::handoff::ResignNotice;
-use lockd::raft::network::{PeerRequest, PeerResponse};
-use lockd::raft::prevote::{PreVoteAnswer, PreVoteAsk};
+use lockd::raft::messages::ResignNotice;
+use lockd::raft::messages::{PeerRequest, PeerResponse};
+use lockd::raft::messages::{PreVoteAnswer, PreVoteAsk};
+use lockd::raft::messages::{PrecheckAnswer, PrecheckAsk};
 use lockd::raft::{Request, Vote};
 use lockd_client::wire::{Envelope, Hello, HelloReply, Refused, Role, Welcome};
 use lockd_proto::{
@@ -128,7 +128,7 @@ fn the_peer_hello_and_peer_messages_are_pinned() {
         "peer_signed_precheck",
         &Envelope {
             id: 11,
-            body: PeerRequest::SignedPrecheck(lockd::modules::precheck::SignedPrecheckAsk {
+            body: PeerRequest::SignedPrecheck(lockd::raft::messages::SignedPrecheckAsk {
                 ask: PrecheckAsk {
                     vote: Vote::new_committed(3, 2),
                     module: vec![0, 0x61, 0x73, 0x6d],

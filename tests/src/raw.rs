@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use lockd::raft::network::{PeerRequest, PeerResponse};
+use lockd::raft::messages::{PeerRequest, PeerResponse};
 use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
 
 /// A TCP connection to `addr` from the loopback address `src` (any of

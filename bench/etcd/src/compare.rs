@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use lock_tests::cluster::Cluster;
 
-use crate::drive::{self, ClientRun, System};
+use crate::drive::{self, System};
+use crate::plan::{ClientRun, Progress};
 use crate::{election_ms, etcd, measure, one_run, profile, zk, Workload, HEARTBEAT_MS};
 
 /// The workloads: (name, clients, on one key).
@@ -199,7 +200,7 @@ fn lockd_profile(
         false,
         Instant::now() + Duration::from_secs(30),
         stop.clone(),
-        drive::Progress::new(),
+        Progress::new(),
     ));
     std::thread::sleep(Duration::from_millis(1500));
     let pid = lockd.nodes[&leader].child.as_ref().map_or(0, |c| c.id());

@@ -38,7 +38,7 @@ async fn failover_once(
     endpoints: Vec<String>,
 ) -> (f64, u64, Option<String>) {
     let stop = Arc::new(AtomicBool::new(false));
-    let progress = drive::Progress::new();
+    let progress = crate::plan::Progress::new();
     let until = Instant::now() + Duration::from_secs(60);
     let load = tokio::spawn(drive::run(
         system,

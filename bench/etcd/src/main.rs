@@ -56,6 +56,7 @@ mod compare;
 mod drive;
 mod etcd;
 mod failover;
+mod plan;
 mod profile;
 mod recipes;
 mod report;
@@ -112,7 +113,7 @@ impl Workload {
     }
 }
 
-pub fn measure(runs: &[(Vec<drive::ClientRun>, Duration)]) -> Measured {
+pub fn measure(runs: &[(Vec<plan::ClientRun>, Duration)]) -> Measured {
     let mut lat: Vec<f64> = Vec::new();
     let (mut cycles, mut errors, mut secs) = (0u64, 0u64, 0f64);
     let mut last_error = None;
@@ -149,7 +150,7 @@ pub async fn one_run(
     clients: usize,
     contended: bool,
     seconds: f64,
-) -> (Vec<drive::ClientRun>, Duration) {
+) -> (Vec<plan::ClientRun>, Duration) {
     let length = Duration::from_secs_f64(seconds);
     drive::run_timed(system, endpoints, security, clients, contended, length).await
 }

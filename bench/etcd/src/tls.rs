@@ -39,7 +39,7 @@ fn median(v: &[f64]) -> f64 {
     lock_bench::percentile(&v, 0.5).unwrap_or(f64::NAN)
 }
 
-fn cycles(r: &(Vec<crate::drive::ClientRun>, Duration)) -> f64 {
+fn cycles(r: &(Vec<crate::plan::ClientRun>, Duration)) -> f64 {
     r.0.iter().map(|c| c.cycles).sum::<u64>() as f64 / r.1.as_secs_f64().max(1e-9)
 }
 
@@ -94,7 +94,7 @@ pub fn run(rt: &tokio::runtime::Runtime, seconds: f64, rounds: usize, out: &str)
     ];
     let mut rows = Vec::new();
     for (name, clients, contended) in workloads {
-        let mut runs: Vec<Vec<(Vec<crate::drive::ClientRun>, Duration)>> =
+        let mut runs: Vec<Vec<(Vec<crate::plan::ClientRun>, Duration)>> =
             (0..targets.len()).map(|_| Vec::new()).collect();
         for round in 0..rounds {
             for k in 0..targets.len() {

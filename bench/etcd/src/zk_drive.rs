@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
-use crate::drive::{done, ClientRun, Keys, Progress};
+use crate::plan::{done, ClientRun, Keys, Plan, Progress};
 
 /// The session timeout each client asks for: lockd's lease in this
 /// benchmark (the server's `maxSessionTimeout` allows it).
@@ -79,7 +79,7 @@ async fn cycle(
     }
 }
 
-pub async fn client_loop(endpoints: Vec<String>, mut plan: crate::drive::Plan) -> ClientRun {
+pub async fn client_loop(endpoints: Vec<String>, mut plan: Plan) -> ClientRun {
     let mut r = ClientRun::default();
     let mut keys = Keys::new(plan.i, plan.contended);
     let mut dir = format!("/{}", keys.current());

@@ -18,7 +18,6 @@ use wasmtime::component::{Component, ComponentExportIndex, Instance, Type, Typed
 use wasmtime::Store;
 
 use super::error::EngineError;
-use super::guest::GuestInstance;
 use super::store::StoreState;
 
 /// The export's name.
@@ -69,20 +68,6 @@ pub(super) fn bind(
     instance
         .get_typed_func::<(), (Result<(), String>,)>(store, index)
         .map_err(|e| e.context(format!("`{EXPORT}` must be `{SIGNATURE}`")))
-}
-
-impl GuestInstance {
-    /// The module's own verdict on its state: `None` when it has no
-    /// `check-invariants`, `Some(Err(reason))` when it refuses. A trap or
-    /// fuel exhaustion is an [`EngineError`] (and poisons the instance,
-    /// as any failed call does).
-    pub fn check_invariants(&mut self) -> Result<Option<Result<(), String>>, EngineError> {
-        let Some(check) = self.checks else {
-            return Ok(None);
-        };
-        let verdict = self.call(EXPORT, |_, store| check.call(store, ()).map(|(r,)| r))?;
-        Ok(Some(verdict.map_err(cut)))
-    }
 }
 
 /// `reason` cut to at most [`MAX_REASON`] bytes, at a character boundary

@@ -349,6 +349,22 @@ fn classify(
     }
 }
 
+impl GuestInstance {
+    /// The module's own verdict on its state: `None` when it has no
+    /// `check-invariants`, `Some(Err(reason))` when it refuses. A trap or
+    /// fuel exhaustion is an [`EngineError`] (and poisons the instance,
+    /// as any failed call does).
+    pub fn check_invariants(&mut self) -> Result<Option<Result<(), String>>, EngineError> {
+        let Some(check) = self.checks else {
+            return Ok(None);
+        };
+        let verdict = self.call(super::checks::EXPORT, |_, store| {
+            check.call(store, ()).map(|(r,)| r)
+        })?;
+        Ok(Some(verdict.map_err(super::checks::cut)))
+    }
+}
+
 impl WasmEngine {
     /// Check and compile (or take from the cache) a component. Refuses bytes
     /// that are not wasm, a core module instead of a component, a component

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::services::SnapshotError;
+use super::services::snapshot_error::SnapshotError;
 use crate::membership::MembershipError;
 use crate::modules::submit::UpgradeError;
 use crate::service::ServiceError;

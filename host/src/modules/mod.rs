@@ -1,6 +1,6 @@
 //! The host's side of lock modules: the leader validates an upgrade or a
 //! shadow start and proposes it ([`submit`]) once every voter checked it
-//! too ([`precheck`]), every node compares its audit
+//! too ([`precheck`], remembering its verdicts in [`verdicts`]), every node compares its audit
 //! points with its peers' in the background ([`audit_checker`]), and `lockd
 //! replay` runs a stopped node's log through another module ([`replay`]).
 //!
@@ -13,3 +13,4 @@ pub mod audit_checker;
 pub mod precheck;
 pub mod replay;
 pub mod submit;
+pub mod verdicts;

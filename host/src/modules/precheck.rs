@@ -26,98 +26,14 @@ use lockd_core::engine::ModuleHash;
 use lockd_core::precheck::{NodeVerdict, PrecheckRecord};
 use lockd_core::signature::{ModuleSignature, SignedFor};
 use openraft::RaftNetworkFactory;
-use serde::{Deserialize, Serialize};
 
 use super::submit::{UpgradeError, Upgrader};
-use crate::raft::{NodeId, Request, Response, Vote};
+use crate::raft::messages::{PrecheckAnswer, PrecheckAsk, SignedPrecheckAsk};
+use crate::raft::{NodeId, Request, Response};
 
 /// How long a voter has to answer: a compile takes about half a second,
 /// a migration of a million held locks a few.
 pub const DEADLINE: Duration = Duration::from_secs(30);
-
-/// The leader's question to a voter. A peer message: new fields only
-/// through a new variant (the wire is pinned by `tests/sm/golden_wire.rs`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct PrecheckAsk {
-    /// The asking leader's vote (the peer gate checks term and sender).
-    pub vote: Vote,
-    /// The candidate's component bytes.
-    pub module: Vec<u8>,
-    /// Marked as a rollback: no version order.
-    pub rollback: bool,
-}
-
-/// [`PrecheckAsk`] with the signature the candidate carries and what it
-/// is signed for: a voter checks it, as apply would, before it compiles
-/// anything. A peer message (pinned by `tests/sm/golden_wire.rs`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SignedPrecheckAsk {
-    pub ask: PrecheckAsk,
-    pub signature: Option<ModuleSignature>,
-    pub signed_for: SignedFor,
-}
-
-impl SignedPrecheckAsk {
-    /// An older leader's ask: no signature.
-    pub fn unsigned(ask: PrecheckAsk) -> SignedPrecheckAsk {
-        SignedPrecheckAsk {
-            ask,
-            signature: None,
-            signed_for: SignedFor::Upgrade,
-        }
-    }
-}
-
-/// A voter's verdict.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PrecheckAnswer {
-    pub accepted: bool,
-    /// Why it refused.
-    pub reason: Option<String>,
-    /// Time to load (compile or take from the cache), µs.
-    pub compile_us: u64,
-    /// Time to migrate the live state, µs.
-    pub migrate_us: u64,
-}
-
-impl PrecheckAnswer {
-    fn refused(reason: String) -> PrecheckAnswer {
-        PrecheckAnswer {
-            accepted: false,
-            reason: Some(reason),
-            compile_us: 0,
-            migrate_us: 0,
-        }
-    }
-}
-
-/// Verdicts remembered, so that the same ask is not compiled and
-/// migrated again.
-const REMEMBERED: usize = 8;
-
-/// What a verdict depends on: the module, whether it is a rollback (no
-/// version order), and the module it would replace.
-type VerdictKey = (ModuleHash, bool, ModuleHash);
-
-/// The last verdicts this voter gave (see [`REMEMBERED`]).
-#[derive(Default)]
-pub struct Verdicts(std::sync::Mutex<std::collections::VecDeque<(VerdictKey, PrecheckAnswer)>>);
-
-impl Verdicts {
-    fn get(&self, key: &VerdictKey) -> Option<PrecheckAnswer> {
-        let v = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        v.iter().find(|(k, _)| k == key).map(|(_, a)| a.clone())
-    }
-
-    fn put(&self, key: VerdictKey, answer: PrecheckAnswer) {
-        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        v.retain(|(k, _)| *k != key);
-        v.push_back((key, answer));
-        while v.len() > REMEMBERED {
-            v.pop_front();
-        }
-    }
-}
 
 impl Upgrader {
     /// Answer a leader's pre-check (on a voter): only the leader of this

@@ -44,7 +44,7 @@ use thiserror::Error;
 
 use lockd_proto::signature::Purpose;
 
-use crate::raft::network::NetworkFactory;
+use crate::raft::peer_client::NetworkFactory;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{leader_hint, NodeId, Raft, Request, Response};
 use lockd_core::engine::ModuleHash;
@@ -156,7 +156,7 @@ pub struct Upgrader {
     /// Reaches the voters for the quorum pre-check.
     pub(super) peers: NetworkFactory,
     /// The verdicts this node gave leaders' pre-checks, remembered.
-    pub(super) verdicts: Arc<super::precheck::Verdicts>,
+    pub(super) verdicts: Arc<super::verdicts::Verdicts>,
 }
 
 impl Upgrader {

@@ -20,18 +20,11 @@
 use std::time::Duration;
 
 use futures::future::join_all;
-use serde::{Deserialize, Serialize};
 
-use super::network::NetworkFactory;
-use super::{NodeId, Raft, Vote};
+use super::messages::ResignNotice;
+use super::peer_client::NetworkFactory;
+use super::{NodeId, Raft};
 use openraft::RaftNetworkFactory;
-
-/// "I stop leading (this vote is mine); `successor` should stand."
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResignNotice {
-    pub vote: Vote,
-    pub successor: NodeId,
-}
 
 /// What a leader needs to hand over.
 #[derive(Clone)]

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!  client_write(Request) ─► leader appends ─► log_store::LogStore::append ─► WAL (group fsync)
-//!                           replicates    ─► network::PeerClient ─► peers' Raft::append_entries
+//!                           replicates    ─► peer_client::PeerClient ─► peers' Raft::append_entries
 //!  committed range       ─► state_machine::StateMachineStore::apply ─► one guest call ─► Response
 //!                           (split at upgrade/shadow entries and audit points)
 //! ```
@@ -23,11 +23,17 @@
 //! * [`convert`]: openraft's log ids and memberships to the core's mirrors
 //!   of them, and back.
 //! * [`snapshot`]: the snapshot file (its format is the core's).
-//! * [`network`]: `RaftNetworkFactory` over [`crate::transport`].
+//! * [`messages`]: the peer protocol's requests and answers, and the
+//!   payloads of lockd's own (pre-check, pre-vote, resignation).
+//! * [`peer_client`]: a connection to one peer and the calls made on it.
+//! * [`network`]: `RaftNetworkFactory` and `RaftNetwork` over
+//!   [`peer_client`].
 //! * [`peer_check`]: what a peer's RPC must satisfy before openraft sees it.
 //! * [`stand`]: a node stands as soon as its leader is gone (silent, or
 //!   its connection closed), and only once a quorum granted a pre-vote
 //!   ([`prevote`]).
+//! * [`snapshot_send`]: a snapshot sent in chunks, and how sends ended
+//!   ([`snapshot_counts`]).
 //! * [`handoff`]: a stopping leader names its successor.
 //! * [`standing`]: a node its peers refuse as a non-member stops starting
 //!   elections.
@@ -39,11 +45,14 @@
 pub mod convert;
 pub mod handoff;
 pub mod log_store;
+pub mod messages;
 pub mod network;
 pub mod peer_check;
+pub mod peer_client;
 pub mod prevote;
 pub mod runtime;
 pub mod snapshot;
+pub mod snapshot_counts;
 pub mod snapshot_policy;
 pub mod snapshot_send;
 pub mod stand;

@@ -32,7 +32,8 @@ use std::sync::Mutex;
 
 use openraft::EntryPayload;
 
-use super::network::{PeerRequest, MAX_APPEND_BYTES};
+use super::messages::PeerRequest;
+use super::network::MAX_APPEND_BYTES;
 use super::{NodeId, Request};
 
 /// The highest term a peer may send.

@@ -20,7 +20,7 @@
 //! Terms are not compared: a candidate whose term is behind learns the
 //! voters' from the real vote's answers and stands above it next time.
 //!
-//! The messages are peer messages ([`super::network::PeerRequest::PreVote`]),
+//! The messages are peer messages ([`super::messages::PeerRequest::PreVote`]),
 //! pinned by `tests/golden/peer_prevote.hex` and
 //! `peer_answer_prevote.hex`; a node of an older version cannot decode the
 //! ask and answers an error, which counts as "no" (it still stands on
@@ -28,38 +28,8 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-use super::{LogId, Vote};
-
-/// "Would you vote for me?": the vote the node would stand with (its term
-/// plus one, for itself: the peer gate checks it names the caller) and its
-/// last log id.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PreVoteAsk {
-    pub vote: Vote,
-    pub last_log_id: Option<LogId>,
-}
-
-/// A voter's answer. New variants go at the end (pinned).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum PreVoteAnswer {
-    Granted,
-    /// It heard a leader too recently; in `wait_ms` it would say yes, if
-    /// it hears none meanwhile.
-    LeaderHeard {
-        wait_ms: u64,
-    },
-    /// Its log is longer than the candidate's.
-    LongerLog,
-    /// It leads.
-    Leads,
-    /// It is not a voter, or its Raft has stopped.
-    CannotVote,
-    /// The asker is not a voter of the membership it has committed (a
-    /// learner, or a node removed since): it may not stand.
-    NotVoter,
-}
+use super::messages::{PreVoteAnswer, PreVoteAsk};
+use super::LogId;
 
 /// What a voter sees of itself when asked.
 #[derive(Clone, Copy, Debug)]
@@ -128,6 +98,7 @@ pub fn is_quorum(configs: &[std::collections::BTreeSet<u64>], granted: &[u64]) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raft::Vote;
     use openraft::CommittedLeaderId;
     use std::collections::BTreeSet;
 

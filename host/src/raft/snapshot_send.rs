@@ -17,9 +17,8 @@
 //! stopped. After [`RETRIES`] failures in a row the send fails as
 //! unreachable and openraft tries again after its backoff (one heartbeat,
 //! `raft::network`). Every send that ends is logged and counted
-//! ([`SendCounts`], metric `lockd_raft_snapshot_sends_total`).
+//! ([`SendCounts`](super::snapshot_counts::SendCounts), metric `lockd_raft_snapshot_sends_total`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use openraft::error::{
@@ -29,7 +28,9 @@ use openraft::error::{
 use openraft::raft::{InstallSnapshotRequest, SnapshotResponse};
 use openraft::{Snapshot, Vote};
 
-use super::network::{PeerClient, PeerRequest, PeerResponse};
+use super::messages::{PeerRequest, PeerResponse};
+use super::peer_client::PeerClient;
+use super::snapshot_counts::Sending;
 use super::{NodeId, TypeConfig};
 
 /// Bytes of snapshot per chunk.
@@ -42,34 +43,6 @@ pub const RETRIES: u32 = 3;
 const CHUNK_DEADLINE: Duration = Duration::from_secs(600);
 
 type SendError = StreamingError<TypeConfig, Fatal<NodeId>>;
-
-/// How snapshot sends ended, since the node started.
-#[derive(Debug, Default)]
-pub struct SendCounts {
-    in_flight: AtomicU64,
-    installed: AtomicU64,
-    failed: AtomicU64,
-    abandoned: AtomicU64,
-}
-
-impl SendCounts {
-    /// (installed, failed, abandoned): installed by the follower (or
-    /// refused for a newer term), failed (unreachable, refused, or an
-    /// error), abandoned by openraft (this node stopped leading or
-    /// replicating to it).
-    pub fn read(&self) -> (u64, u64, u64) {
-        (
-            self.installed.load(Ordering::Relaxed),
-            self.failed.load(Ordering::Relaxed),
-            self.abandoned.load(Ordering::Relaxed),
-        )
-    }
-
-    /// Sends under way now.
-    pub fn in_flight(&self) -> u64 {
-        self.in_flight.load(Ordering::Relaxed)
-    }
-}
 
 /// Send `snapshot` to the client's target, until it is installed, fails,
 /// or `cancel` (openraft dropped the stream) fires.
@@ -106,37 +79,6 @@ pub async fn send(
         }
     }
     result
-}
-
-/// One send under way: counted in flight until it ends, and as abandoned
-/// if it is dropped before (openraft drops the task of a stream it ends).
-struct Sending<'a> {
-    counts: &'a SendCounts,
-    ended: bool,
-}
-
-impl<'a> Sending<'a> {
-    fn start(counts: &'a SendCounts) -> Sending<'a> {
-        counts.in_flight.fetch_add(1, Ordering::Relaxed);
-        Sending {
-            counts,
-            ended: false,
-        }
-    }
-
-    fn ended(&mut self, how: &AtomicU64) {
-        how.fetch_add(1, Ordering::Relaxed);
-        self.ended = true;
-    }
-}
-
-impl Drop for Sending<'_> {
-    fn drop(&mut self) {
-        self.counts.in_flight.fetch_sub(1, Ordering::Relaxed);
-        if !self.ended {
-            self.counts.abandoned.fetch_add(1, Ordering::Relaxed);
-        }
-    }
 }
 
 async fn chunks(

@@ -51,7 +51,7 @@ use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use super::log_store::LogStore;
-use super::network::NetworkFactory;
+use super::peer_client::NetworkFactory;
 use super::prevote::Waits;
 use super::standing::Standing;
 use super::{NodeId, Raft};

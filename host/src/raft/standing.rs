@@ -11,7 +11,7 @@
 //! etcd stops a removed member outright. Here the node stays up, so it can
 //! be added back without a restart, but stops campaigning (`raft::stand`
 //! asks [`Standing::is_paused`]) as soon as one peer answers a vote or a
-//! pre-vote with [`PeerResponse::NotMember`](super::network::PeerResponse).
+//! pre-vote with [`PeerResponse::NotMember`](super::messages::PeerResponse).
 //! It starts again once a leader's AppendEntries succeeds on it: its vote
 //! is then the leader's and its log follows the leader's membership, in
 //! which openraft itself decides whether it may campaign (a learner never

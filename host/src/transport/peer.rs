@@ -245,7 +245,7 @@ impl FramedConn {
                 // answer to this one, the only one in flight. Another id is
                 // skipped; none is owed: the caller drops a connection after
                 // any call that failed or was abandoned
-                // (`raft::network::PeerClient::call`).
+                // (`raft::peer_client::PeerClient::call`).
                 if !env.body.is_keep_alive() && (env.id == id || env.id == 0) {
                     return Ok(env.body);
                 }

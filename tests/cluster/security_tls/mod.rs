@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use lock_tests::cluster::{free_port, Cluster};
 use lock_tests::secure::Secure;
-use lockd::raft::network::{PeerRequest, PeerResponse};
+use lockd::raft::messages::{PeerRequest, PeerResponse};
 use lockd_client::security::{self, Stream};
 use lockd_client::tls::{node_name, Alpn, TlsClient};
 use lockd_client::wire::{self, Envelope, HandshakeError, Role};

@@ -19,10 +19,12 @@
 //! * `state`: reads of the state machine for the admin routes (audit,
 //!   capacity, module keys), snapshots built or exported on request, and
 //!   the counters metrics read.
+//! * `snapshot_error`: why a snapshot was not built or exported.
 
 mod access;
 mod cluster;
 mod peer;
+pub mod snapshot_error;
 mod state;
 
 use std::sync::atomic::AtomicU64;
@@ -47,7 +49,6 @@ use crate::transport::limits::{ConnLimits, Gate};
 use lockd_core::engine::WasmEngine;
 
 pub use access::Refusal;
-pub use state::SnapshotError;
 
 /// The parts of a running node that requests use.
 pub struct Services {
@@ -89,7 +90,7 @@ pub struct Services {
     admin_log: AdminLog,
     /// Times the leader this node knows changed, for metrics.
     leader_changes: Arc<AtomicU64>,
-    snapshot_sends: Arc<crate::raft::snapshot_send::SendCounts>,
+    snapshot_sends: Arc<crate::raft::snapshot_counts::SendCounts>,
     /// Which cluster this node belongs to; peers of another are refused.
     cluster: Arc<ClusterIdentity>,
 }
@@ -122,7 +123,7 @@ pub struct Parts {
     /// Counted by a task of the node; read here for metrics.
     pub leader_changes: Arc<AtomicU64>,
     /// Counted by the snapshot sender; read here for metrics.
-    pub snapshot_sends: Arc<crate::raft::snapshot_send::SendCounts>,
+    pub snapshot_sends: Arc<crate::raft::snapshot_counts::SendCounts>,
     pub cluster: Arc<ClusterIdentity>,
 }
 

@@ -9,10 +9,11 @@ use std::time::Duration;
 use openraft::raft::AppendEntriesResponse;
 
 use super::Services;
-use crate::modules::precheck::SignedPrecheckAsk;
-use crate::raft::network::{PeerRequest, PeerResponse};
+use crate::raft::messages::{
+    PeerRequest, PeerResponse, PreVoteAnswer, PreVoteAsk, SignedPrecheckAsk,
+};
 use crate::raft::peer_check::Refusal;
-use crate::raft::prevote::{PreVoteAnswer, PreVoteAsk, VoterView};
+use crate::raft::prevote::VoterView;
 use crate::raft::stand::PeerConn;
 use crate::raft::NodeId;
 

@@ -5,31 +5,13 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use lockd_proto::signature::ModuleKeys;
-use lockd_proto::{AuditReport, CapacityStatus, SnapshotBuilt};
-use thiserror::Error;
-
+use super::snapshot_error::SnapshotError;
 use super::Services;
 use crate::raft::log_store::LogStats;
 use crate::raft::state_machine::SmLatency;
 use crate::service::ServiceError;
-
-/// Why a snapshot was not built or exported.
-#[derive(Debug, Error)]
-pub enum SnapshotError {
-    #[error("raft stopped: {0}")]
-    RaftStopped(String),
-    #[error("no snapshot built within {} s", .0.as_secs())]
-    TimedOut(Duration),
-    /// This node does not lead, or could not confirm it.
-    #[error(transparent)]
-    Leadership(#[from] ServiceError),
-    /// The export task did not finish (it panicked or was cancelled).
-    #[error("{0}")]
-    Task(String),
-    #[error("cannot snapshot the state: {0}")]
-    Export(String),
-}
+use lockd_proto::signature::ModuleKeys;
+use lockd_proto::{AuditReport, CapacityStatus, SnapshotBuilt};
 
 impl Services {
     /// This node's determinism audit points.

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::super::prevote::{judge, PreVoteAnswer, PreVoteAsk, VoterView};
+use super::super::messages::{PreVoteAnswer, PreVoteAsk};
+use super::super::prevote::{judge, VoterView};
 use super::super::NodeId;
 use super::{random_up_to, Silence};
 

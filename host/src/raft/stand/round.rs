@@ -8,8 +8,9 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use rand::Rng;
 
 use super::super::log_store::LogStore;
-use super::super::network::{NetworkFactory, PeerClient};
-use super::super::prevote::{is_quorum, PreVoteAnswer, PreVoteAsk};
+use super::super::messages::{PreVoteAnswer, PreVoteAsk};
+use super::super::peer_client::{NetworkFactory, PeerClient};
+use super::super::prevote::is_quorum;
 use super::super::standing::Standing;
 use super::super::{NodeId, Raft, Vote};
 use openraft::RaftNetworkFactory;
