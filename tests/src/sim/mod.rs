@@ -141,6 +141,11 @@ pub struct SimConfig {
     pub operation: Option<(Duration, operator::Operation)>,
     /// A broken variant to run instead of the correct service.
     pub control: Option<Control>,
+    /// The nodes' log segment size (`--segment-bytes`): small in two
+    /// seeds of three, so that logs rotate (each segment cut after its
+    /// last record, its padding gone, before the next is made) and purge
+    /// whole segments behind snapshots under the crashes.
+    pub segment_bytes: u64,
 }
 
 impl SimConfig {
@@ -154,7 +159,9 @@ impl SimConfig {
     /// [`SimConfig::rollback`]; one plain upgrade in two with a node that
     /// cannot run its module, see [`SimConfig::refusing`]); the
     /// operator removes a voter and adds it back in every five-node run,
-    /// and runs a shadow of the active module in every other mixed run.
+    /// and runs a shadow of the active module in every other mixed run;
+    /// log segments of 4 KiB, 64 KiB or the default 64 MiB by turns
+    /// ([`SimConfig::segment_bytes`]).
     pub fn seed(seed: u64) -> SimConfig {
         SimConfig {
             seed,
@@ -175,6 +182,11 @@ impl SimConfig {
             quorum: seed % 64 == 17,
             operation: operation(seed),
             control: None,
+            segment_bytes: match seed / 3 % 3 {
+                0 => 4 << 10,
+                1 => 64 << 10,
+                _ => lockd::config::NodeConfig::default().segment_bytes,
+            },
         }
     }
 }

@@ -64,6 +64,7 @@ pub(super) fn node_config(cfg: &SimConfig, id: u64) -> NodeConfig {
         // Snapshots and log purges happen during the faults.
         snapshot_threshold: cfg.snapshot_threshold,
         keep_after_snapshot: 20,
+        segment_bytes: cfg.segment_bytes,
         // Dense audit points, so that every node's state is compared at
         // many indexes (`clients::applied_alike`).
         audit_interval: AUDIT_INTERVAL,

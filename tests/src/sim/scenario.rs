@@ -78,6 +78,8 @@ pub(super) fn scripted_config(control: Option<Control>) -> SimConfig {
         nodes: 3,
         refusing: None,
         control,
+        // Their figures were measured with the default segments.
+        segment_bytes: lockd::config::NodeConfig::default().segment_bytes,
         ..SimConfig::seed(2)
     }
 }
