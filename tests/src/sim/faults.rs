@@ -101,8 +101,11 @@ pub struct Links {
 impl Links {
     /// Whether `leader` can commit: it runs, and it exchanges messages
     /// both ways with enough running nodes to make a majority of `nodes`.
-    pub fn quorum(&self, leader: u64, nodes: u64) -> bool {
-        if self.crashed.contains(&leader) {
+    /// Nodes in `stopped` (running, but their Raft stopped) count as
+    /// down.
+    pub fn quorum(&self, leader: u64, nodes: u64, stopped: &BTreeSet<u64>) -> bool {
+        let down = |n: &u64| self.crashed.contains(n) || stopped.contains(n);
+        if down(&leader) {
             return false;
         }
         let (l, ok) = (host(leader), |a: &String, b: &String| {
@@ -116,7 +119,7 @@ impl Links {
                 && !self.held.contains(&pair)
         });
         let reached = (1..=nodes)
-            .filter(|n| *n != leader && !self.crashed.contains(n) && ok(&l, &host(*n)))
+            .filter(|n| *n != leader && !down(n) && ok(&l, &host(*n)))
             .count() as u64;
         (reached + 1) * 2 > nodes
     }

@@ -1,7 +1,10 @@
 //! The latest a lease may end, from what the simulation saw.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use super::faults::Links;
 use super::nodes::Lead;
+use super::progress::Sample;
 use super::run::{ELECTION_MS, HEARTBEAT_MS};
 use crate::jepsen::lin::Horizon;
 use lockd::service::table::MAX_RETRY_DELAY;
@@ -27,6 +30,13 @@ use lockd::service::table::MAX_RETRY_DELAY;
 /// majority of the others, which the links' view does not follow: those
 /// windows count as unstable too.
 ///
+/// A node whose Raft stopped while its host runs (it cannot run the
+/// module its cluster swapped in, say) is down for a quorum from its
+/// last sample saying so until one says it runs again (`samples`): the
+/// links' view sees a running host (seed 240465: with the refusing node
+/// stopped and another cut off, the leader committed nothing for 5.7 s,
+/// and an acquire its client had given up on was granted at the heal).
+///
 /// A leader whose quorum is back replicates again within [`RESUME_MS`]
 /// (docs/architecture.md, "Replication after a fault"): a connection the
 /// fault left dead is dropped once quiet for the stall bound, and the next
@@ -37,7 +47,21 @@ pub(super) fn horizon(
     timeline: &[Links],
     nodes: u64,
     voter_out: &[(f64, f64)],
+    samples: &[Sample],
 ) -> Horizon {
+    // Each node's samples in time order: whether its Raft ran.
+    let mut runs: Vec<(f64, u64, bool)> = samples.iter().map(|s| (s.at, s.node, s.up)).collect();
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let stopped_at = |t: f64| -> BTreeSet<u64> {
+        let mut last = BTreeMap::new();
+        for &(_, node, up) in runs.iter().take_while(|r| r.0 <= t) {
+            last.insert(node, up);
+        }
+        last.into_iter()
+            .filter(|(_, up)| !up)
+            .map(|(n, _)| n)
+            .collect()
+    };
     let settle = (ELECTION_MS * 3 / 2) as f64;
     let mut unstable: Vec<(f64, f64)> = leads
         .iter()
@@ -48,6 +72,13 @@ pub(super) fn horizon(
     // which no leader could commit.
     let mut points: Vec<f64> = timeline.iter().map(|l| l.at).collect();
     points.extend(leads.iter().map(|k| k.at));
+    // Where a node's Raft stopped or ran again.
+    let mut was = BTreeMap::new();
+    for &(at, node, up) in &runs {
+        if was.insert(node, up) != Some(up) {
+            points.push(at);
+        }
+    }
     points.sort_by(f64::total_cmp);
     let cut_off = spans(points.iter().map(|&t| {
         // The latest takeover, unless its leader was deposed since.
@@ -60,7 +91,7 @@ pub(super) fn horizon(
         let links = timeline.iter().rev().find(|l| l.at <= t);
         let ok = match (took, links) {
             _ if deposed => false,
-            (Some(k), Some(links)) => links.quorum(k.node, nodes),
+            (Some(k), Some(links)) => links.quorum(k.node, nodes, &stopped_at(t)),
             _ => true,
         };
         (t, !ok)
@@ -110,4 +141,50 @@ fn spans(points: impl IntoIterator<Item = (f64, bool)>) -> Vec<(f64, f64)> {
         out.push((from, f64::INFINITY));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn links(at: f64, crashed: &[u64]) -> Links {
+        Links {
+            at,
+            cut: BTreeSet::new(),
+            held: BTreeSet::new(),
+            crashed: crashed.iter().copied().collect(),
+        }
+    }
+
+    /// Node 3 leads; node 1 is crashed from 1 s to 5 s. With node 2's
+    /// Raft stopped at 2 s (its host running), the leader has no quorum
+    /// from 2 s until node 1 is back; without the stop, it has one
+    /// throughout.
+    #[test]
+    fn a_node_whose_raft_stopped_counts_as_down() {
+        let leads = [Lead {
+            at: 0.0,
+            node: 3,
+            term: 1,
+            leads: true,
+        }];
+        let timeline = [links(0.0, &[]), links(1000.0, &[1]), links(5000.0, &[])];
+        let up = |at, node| Sample {
+            up: true,
+            ..Sample::down(at, node)
+        };
+        let stopped = [up(500.0, 2), Sample::down(2000.0, 2)];
+        let cut_off = |samples: &[Sample]| -> Vec<(f64, f64)> {
+            horizon(&leads, &timeline, 3, &[], samples)
+                .unstable
+                .into_iter()
+                .filter(|&(from, _)| from > 0.0)
+                .collect()
+        };
+        assert_eq!(cut_off(&stopped), [(2000.0, 5000.0 + RESUME_MS)]);
+        assert_eq!(cut_off(&[up(500.0, 2)]), []);
+        // Back once a sample says its Raft runs again.
+        let back = [up(500.0, 2), Sample::down(2000.0, 2), up(3000.0, 2)];
+        assert_eq!(cut_off(&back), [(2000.0, 3000.0 + RESUME_MS)]);
+    }
 }

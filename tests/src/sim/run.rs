@@ -264,7 +264,13 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         &Horizon {
             // Mixed runs' acquires carry request ids and are retried.
             retried_grants: cfg.mixed,
-            ..horizon(&takeovers, &nemesis.timeline, cfg.nodes, &out.voter_out)
+            ..horizon(
+                &takeovers,
+                &nemesis.timeline,
+                cfg.nodes,
+                &out.voter_out,
+                &samples.lock().unwrap_or_else(|p| p.into_inner()),
+            )
         },
     ));
     let holdings = history.holdings();
