@@ -248,8 +248,10 @@ pub(crate) enum Resync {
     GaveUp,
 }
 
-/// Bytes of candidate payloads [`find_record_from`] may walk and checksum
-/// before giving up: a bound on recovery time whatever the tail contains.
+/// Work [`find_record_from`] may do before giving up, in bytes: each op
+/// it decodes counts as an append's fixed part, each payload it
+/// checksums as its length. A bound on recovery time whatever the tail
+/// contains.
 const RESYNC_BUDGET: u64 = 1 << 30;
 
 /// Look for a valid record starting at or after `from`.
@@ -278,12 +280,21 @@ fn find_record_within(buf: &[u8], from: usize, mut budget: u64) -> Resync {
         let Some(payload) = buf.get(q + RECORD_HEADER_LEN..q + RECORD_HEADER_LEN + len) else {
             continue;
         };
-        let Some(left) = budget.checked_sub(len as u64) else {
+        // The structure first: garbage fails within an op or two, and only
+        // a payload that walks whole is checksummed. Each is paid for by
+        // what it costs (the ops decoded, then the bytes summed), not by
+        // the length a candidate claims: behind a torn record lie the
+        // log's zeros, where every claimed length fits (seed 252521).
+        let mut ops = 0u64;
+        let walked = walk_payload(payload, |_| ops += 1).is_ok();
+        let summed = if walked { len as u64 } else { 0 };
+        let cost = (ops + 1) * APPEND_FIXED_LEN as u64 + summed;
+        let Some(left) = budget.checked_sub(cost) else {
             return Resync::GaveUp;
         };
         budget = left;
         let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
-        if walk_payload(payload, |_| {}).is_ok() && crc32c::crc32c(payload) == crc {
+        if walked && crc32c::crc32c(payload) == crc {
             return Resync::Found(q);
         }
     }
@@ -380,6 +391,17 @@ mod tests {
         assert_eq!(find_record_from(&buf, 1), Resync::Found(second));
         assert_eq!(find_record_from(&buf, second + 1), Resync::NotFound);
         assert_eq!(find_record_within(&buf, 1, 5), Resync::GaveUp);
+    }
+
+    #[test]
+    fn a_torn_record_before_the_padding_is_searched_within_the_budget() {
+        // Torn bytes whose every fourth position claims a 512 KiB record,
+        // then the zeros the log lays ahead: every claimed length fits.
+        // Charged by the lengths claimed, 2 100 of them spent the budget
+        // and recovery refused a torn tail as damage.
+        let mut buf = [0x00, 0x00, 0x08, 0x00].repeat(2_100);
+        buf.resize(buf.len() + (1 << 20), 0);
+        assert_eq!(find_record_from(&buf, 0), Resync::NotFound);
     }
 
     #[test]
