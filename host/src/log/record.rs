@@ -163,8 +163,10 @@ impl<'a> Reader<'a> {
 pub(crate) enum ScanEnd {
     /// Every byte belongs to a verified record.
     Clean,
-    /// The record at `offset` fails verification (an all-zero tail, an
-    /// incomplete header, an impossible length, a payload running past
+    /// Zeros from `offset` to the end: the padding the log lays ahead of
+    /// its records (or a last write of which nothing reached the disk).
+    Zeros { offset: u64, reason: String },
+    /// The record at `offset` fails verification (an incomplete header, an impossible length, a payload running past
     /// EOF, a failed CRC): a torn write if the file is the last segment
     /// and no valid record follows it, which recovery checks. Bytes may
     /// follow it even so: a crash inside one write can leave a later block
@@ -192,7 +194,7 @@ pub(crate) fn scan(buf: &[u8], start: usize) -> (Vec<Vec<WalOp<'_>>>, ScanEnd) {
         // updated, data not); no record we write starts with a zero length.
         if rest.iter().all(|&b| b == 0) {
             let reason = format!("{} zero bytes at the end of the file", rest.len());
-            return (records, ScanEnd::TornCandidate { offset, reason });
+            return (records, ScanEnd::Zeros { offset, reason });
         }
         let Some(header) = rest.get(..RECORD_HEADER_LEN) else {
             let reason = format!(

@@ -96,9 +96,12 @@ pub(crate) fn recover(dir: &Path) -> Result<Outcome, WalError> {
                     reason,
                 })
             }
-            ScanEnd::TornCandidate { offset, reason } if !is_last => {
-                // Older segments were fsynced before the next one was
-                // created, so they cannot end in a torn write.
+            ScanEnd::Zeros { offset, reason } | ScanEnd::TornCandidate { offset, reason }
+                if !is_last =>
+            {
+                // Older segments were fsynced, and cut after their last
+                // record, before the next one was created: they cannot
+                // end in a torn write or in zeros.
                 let reason = format!("{reason}, in a segment that is not the last");
                 return Err(WalError::Corrupt {
                     file: info.path,
@@ -106,11 +109,7 @@ pub(crate) fn recover(dir: &Path) -> Result<Outcome, WalError> {
                     reason,
                 });
             }
-            ScanEnd::TornCandidate { offset, .. }
-                if buf
-                    .get(usize::try_from(offset).unwrap_or(usize::MAX)..)
-                    .is_some_and(|rest| rest.iter().all(|b| *b == 0)) =>
-            {
+            ScanEnd::Zeros { offset, .. } => {
                 // The padding laid ahead of the records (or a last write
                 // of which nothing reached the disk): cut, not reported.
                 cut(&info.path, offset)?;
