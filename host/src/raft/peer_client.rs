@@ -190,9 +190,7 @@ impl PeerClient {
             Err(e) => Err(format!("unreachable: {e}")),
         }
     }
-}
 
-impl PeerClient {
     /// Ask this peer whether it would vote for this node, within
     /// `timeout`.
     pub async fn pre_vote(
@@ -211,9 +209,7 @@ impl PeerClient {
             Err(e) => Err(format!("unreachable: {e}")),
         }
     }
-}
 
-impl PeerClient {
     /// Tell this peer its leader resigns, within `timeout`.
     pub async fn resign(&mut self, notice: ResignNotice, timeout: Duration) -> Result<(), String> {
         match self.call(PeerRequest::Resign(notice), timeout).await {
