@@ -9,8 +9,6 @@
 //! heartbeat (each bounded by the heartbeat too). Snapshots are sent by
 //! `raft::snapshot_send`.
 
-use std::time::Duration;
-
 use openraft::error::{InstallSnapshotError, RPCError, RaftError, RemoteError};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
@@ -63,7 +61,9 @@ impl RaftNetwork<TypeConfig> for PeerClient {
     fn backoff(&self) -> openraft::network::Backoff {
         #[cfg(feature = "faults")]
         if lockd_core::faults::get().stuck_stream {
-            return openraft::network::Backoff::new(std::iter::repeat(Duration::from_secs(10)));
+            return openraft::network::Backoff::new(std::iter::repeat(
+                std::time::Duration::from_secs(10),
+            ));
         }
         openraft::network::Backoff::new(std::iter::repeat(self.factory.retry))
     }
