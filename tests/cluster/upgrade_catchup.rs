@@ -52,8 +52,10 @@ fn make_leader(c: &mut Cluster, node: u64) {
     }
     c.wait_converged(Duration::from_secs(30));
     c.kill(leader);
-    // The slow voters' lease is 1.5 times their timeout; `node` wins soon
-    // after it, well before any of them campaigns (at 2.5 times).
+    // The slow voters' lease is a quarter of their timeout; `node` asks
+    // again at most half of its own timeout after a refusal, so it wins
+    // soon after that lease, before any of them stands (a 32nd of their
+    // timeout later at the earliest).
     assert_eq!(
         c.wait_leader(Duration::from_millis(ELECTION_MS * 10 * 5)),
         node,

@@ -33,7 +33,9 @@
 //! names stands as soon as the lease allows, with no spread; the others
 //! hold back a whole timeout. After it stood, it stands again half to a whole timeout later unless a
 //! leader is heard (a split vote); after a refused round, when the voters
-//! said they would grant, or half to a whole timeout later.
+//! said they would grant (but after half a timeout at most: a voter that
+//! had not yet found the leader's process gone names a whole timeout), or
+//! half to a whole timeout later.
 //!
 //! What it never does: stand while it leads, while its elections are
 //! paused (a non-member, `raft::standing`), or once its Raft has stopped.
@@ -316,9 +318,13 @@ impl Silence {
             count.fetch_add(1, Ordering::Relaxed);
             if !tally.quorum {
                 tracing::debug!(granted = ?tally.granted, "pre-vote refused");
+                // A voter's wait is what it knew when it answered: one that
+                // had not yet found the leader's process gone says "a whole
+                // timeout", and learns otherwise a moment later. So ask
+                // again after at most half a timeout.
                 not_before = Instant::now()
                     + match tally.wait {
-                        Some(wait) => wait.max(e / 32),
+                        Some(wait) => wait.clamp(e / 32, retry),
                         None => retry + random_up_to(retry),
                     };
                 continue;
