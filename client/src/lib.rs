@@ -47,7 +47,8 @@
 //!
 //! # Layout
 //!
-//! * [`wire`]: the connection preface, hello, envelopes and frame codec.
+//! * [`wire`] (from `lockd-net`): the connection preface, hello,
+//!   envelopes and frame codec.
 //! * [`proto`]: client requests, responses and errors.
 //! * [`conn`]: one multiplexed connection (many requests in flight, paired
 //!   by id).
@@ -66,12 +67,11 @@
 //! * [`session`]: [`Session`] (one lease for many holdings, one keepalive),
 //!   and the calls of world 0.3 (proclaim, counted release).
 //! * [`id`]: random request ids and owner names.
-//! * [`net`]: the network seam (real TCP, or the simulation's).
-//! * [`shutdown`]: waiting for Ctrl-C or SIGTERM.
-//! * [`tls`]: TLS on the calling side (trust, client identity, ALPN per
-//!   protocol, node names).
-//! * [`security`]: [`Credentials`] (TLS settings and a bearer token) and
-//!   the one [`security::connect`] every connection to a node goes through.
+//! * From `lockd-net`, which the node shares: [`net`] (the network seam:
+//!   real TCP, or the simulation's), [`shutdown`] (Ctrl-C or SIGTERM),
+//!   [`tls`] (trust, client identity, ALPN per protocol, node names),
+//!   [`security`] ([`Credentials`], a bearer token, and the one
+//!   [`security::connect`] every connection to a node goes through).
 //! * [`signature`]: what a lock module's signature covers, and the hex
 //!   forms of module keys and signatures.
 
@@ -81,14 +81,15 @@ pub mod conn;
 pub mod election;
 pub mod guard;
 pub mod id;
-pub mod net;
 pub mod options;
-pub mod security;
 pub mod session;
-pub mod shutdown;
-pub mod tls;
 pub mod watch;
-pub mod wire;
+
+// Sockets, TLS, framing and the HTTP/1 client live in `lockd-net`, below
+// both this crate and the node; re-exported under the names clients have
+// always used.
+pub use lockd_net::socket as net;
+pub use lockd_net::{security, shutdown, tls, wire};
 
 // The protocol's types live in `lockd-proto` (serde only, shared with the
 // node); re-exported under the names clients have always used.

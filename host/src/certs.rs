@@ -20,7 +20,7 @@ use rcgen::{
     ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
 };
 
-use lockd_client::tls::node_name;
+use lockd_net::tls::node_name;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CertsError {
@@ -203,7 +203,7 @@ pub fn init(
 mod tests {
     use std::sync::Arc;
 
-    use lockd_client::tls::{self, Alpn, TlsClient};
+    use lockd_net::tls::{self, Alpn, TlsClient};
     use rustls::pki_types::ServerName;
     use rustls::server::WebPkiClientVerifier;
 

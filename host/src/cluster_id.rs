@@ -37,7 +37,7 @@ use std::sync::RwLock;
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use lockd_client::wire::Role;
+use lockd_net::wire::Role;
 
 /// The file in the data dir.
 pub const FILE: &str = "cluster.id";
@@ -105,7 +105,7 @@ impl ClusterId {
     /// Record the id in data dir `dir`.
     pub fn write(&self, dir: &Path) -> Result<(), ClusterIdError> {
         let path = dir.join(FILE);
-        crate::log::write_atomic(&path, self.0.as_bytes()).map_err(|e| ClusterIdError::File {
+        lockd_log::write_atomic(&path, self.0.as_bytes()).map_err(|e| ClusterIdError::File {
             path: path.display().to_string(),
             reason: e.to_string(),
         })
@@ -118,7 +118,7 @@ impl ClusterId {
             path: path.display().to_string(),
             reason,
         };
-        let Some(bytes) = crate::log::read_atomic(&path).map_err(|e| file_err(e.to_string()))?
+        let Some(bytes) = lockd_log::read_atomic(&path).map_err(|e| file_err(e.to_string()))?
         else {
             return Ok(None);
         };

@@ -32,10 +32,13 @@
 //!   commit), the state machine adapter around the core's I/O-free
 //!   [`lockd_core::replica::Replica`] (which applies each committed range
 //!   with one guest call), the snapshot file, network.
-//! * [`log`]: the on-disk write-ahead log (segments, CRC32C records,
-//!   recovery) and atomic small files.
+//! * [`lockd_log`] (its own crate): the on-disk write-ahead log
+//!   (segments, CRC32C records, recovery) and atomic small files.
 //! * [`lockd_core`] (its own crate): the log entry, the replica, the
 //!   engine, the built-in module, the commands.
+//! * [`lockd_net`] (its own crate, shared with the client): the socket
+//!   seam, TLS, the native protocol's framing, the HTTP/1 client the node
+//!   calls its peers with.
 //!
 //! Beside the request path, [`modules`] is the host's side of lock modules:
 //! the leader validates an upgrade or a shadow start and proposes it, a
@@ -63,7 +66,6 @@ pub mod blocking;
 pub mod certs;
 pub mod cluster_id;
 pub mod config;
-pub mod log;
 pub mod membership;
 pub mod modules;
 pub mod node;

@@ -89,7 +89,7 @@ pub struct Membership {
     fingerprint: String,
     /// This node's certificate, when peers speak TLS: a new learner must
     /// then prove it is the node id it is added as.
-    tls: Option<lockd_client::tls::TlsClient>,
+    tls: Option<lockd_net::tls::TlsClient>,
     gate: PromoteGate,
     /// Named in the hello to a new learner, which adopts it.
     cluster: Arc<ClusterIdentity>,
@@ -106,7 +106,7 @@ pub struct PromoteGate {
     /// This node's state machine: its own audit points.
     pub sm: StateMachineStore,
     /// Reads the learner's status and audit points, as this node.
-    pub http: lockd_client::admin::Http,
+    pub http: lockd_net::http::Http,
     /// This node's implementation (`wasmtime=…;arch=…`).
     pub implementation: String,
     /// Matching audit points a learner of another implementation needs.
@@ -133,7 +133,7 @@ impl Membership {
         id: NodeId,
         raft: Raft,
         fingerprint: String,
-        tls: Option<lockd_client::tls::TlsClient>,
+        tls: Option<lockd_net::tls::TlsClient>,
         gate: PromoteGate,
         cluster: Arc<ClusterIdentity>,
         quorum_within_ms: u64,
@@ -256,7 +256,7 @@ impl Membership {
             .find(|m| m.id == id)
             .map(|m| m.addr)
             .ok_or(MembershipError::NotMember(id))?;
-        let unreachable = |what, e: lockd_client::admin::AdminError| MembershipError::Unreachable {
+        let unreachable = |what, e: lockd_net::http::AdminError| MembershipError::Unreachable {
             id,
             what,
             reason: e.to_string(),

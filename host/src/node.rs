@@ -38,7 +38,6 @@ use crate::api::Services;
 use crate::auth::{Auth, AuthFileError};
 use crate::cluster_id::{ClusterId, ClusterIdentity};
 use crate::config::NodeConfig;
-use crate::log::WalOptions;
 use crate::membership::Membership;
 use crate::modules::submit::Upgrader;
 use crate::raft::log_store::{LogOpenError, LogStore, Writer};
@@ -48,10 +47,11 @@ use crate::raft::{Node as RaftNode, NodeId, Raft};
 use crate::service::proposer::Proposer;
 use crate::service::LockService;
 use crate::transport::tls::TlsServer;
-use lockd_client::tls::TlsClient;
-use lockd_client::Credentials;
 use lockd_core::engine::{EngineError, WasmEngine};
 use lockd_core::precompile::Precompiler;
+use lockd_log::WalOptions;
+use lockd_net::tls::TlsClient;
+use lockd_net::Credentials;
 
 #[derive(Debug, Error)]
 pub enum NodeError {
@@ -77,7 +77,7 @@ pub enum NodeError {
     #[error("raft: {0}")]
     Raft(String),
     #[error("TLS: {0}")]
-    Tls(#[from] lockd_client::tls::TlsError),
+    Tls(#[from] lockd_net::tls::TlsError),
     #[error("{0}")]
     Auth(#[from] AuthFileError),
     #[error("cluster id: {0}")]
@@ -114,7 +114,7 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// What the deterministic simulation replaces beneath a node; production
 /// takes the default. (The network's seam is process-wide:
-/// `lockd_client::net`.)
+/// `lockd_net::socket`.)
 #[derive(Clone, Default)]
 pub struct Seams {
     /// Who writes the Raft log: its own thread (production), or the
@@ -153,7 +153,7 @@ impl Node {
 
     async fn start_inner(config: NodeConfig, seams: Seams) -> Result<Arc<Node>, NodeError> {
         config.validate()?;
-        let listener = lockd_client::net::bind(config.listen_addr())
+        let listener = lockd_net::socket::bind(config.listen_addr())
             .await
             .map_err(|source| NodeError::Bind {
                 addr: config.listen_addr().to_string(),
@@ -177,7 +177,7 @@ impl Node {
             token: None,
         };
         let dir = config.data_dir.clone();
-        crate::log::create_dir_durably(&dir).map_err(|e| data_err(&dir, e))?;
+        lockd_log::create_dir_durably(&dir).map_err(|e| data_err(&dir, e))?;
         let engine = match seams.engine {
             Some(shared) => shared,
             None => Arc::new(WasmEngine::bounded(
@@ -329,10 +329,7 @@ impl Node {
                 peer_tls,
                 crate::membership::PromoteGate {
                     sm: sm.clone(),
-                    http: lockd_client::admin::Http::secured(
-                        Duration::from_secs(5),
-                        as_node.clone(),
-                    ),
+                    http: lockd_net::http::Http::secured(Duration::from_secs(5), as_node.clone()),
                     implementation: engine.fingerprint().implementation(),
                     audit_points: config.promote_audit_points,
                 },
@@ -409,7 +406,7 @@ impl Node {
         tasks.spawn(vouches.run(
             raft.clone(),
             config.id,
-            lockd_client::admin::Http::secured(Duration::from_secs(2), as_node.clone()),
+            lockd_net::http::Http::secured(Duration::from_secs(2), as_node.clone()),
             shutdown_rx.clone(),
         ));
         tasks.spawn(lifecycle::count_leader_changes(

@@ -188,7 +188,7 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotBlob, RestoreError> {
 }
 
 fn is_empty_dir(dir: &Path) -> Result<bool, RestoreError> {
-    match crate::log::disk::disk().list(dir) {
+    match lockd_log::disk::disk().list(dir) {
         Ok(names) => Ok(names.is_empty()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
         Err(source) => Err(RestoreError::Io {
@@ -255,13 +255,13 @@ pub fn write_node(
         reason: e.to_string(),
     };
     let snap = dir.join("snapshot");
-    crate::log::create_dir_durably(&snap).map_err(|e| write_err(&snap, &e))?;
+    lockd_log::create_dir_durably(&snap).map_err(|e| write_err(&snap, &e))?;
     snapshot::write(&snap, &bytes).map_err(|e| write_err(&snap, &e))?;
     let raft = dir.join("raft");
-    crate::log::create_dir_durably(&raft).map_err(|e| write_err(&raft, &e))?;
+    lockd_log::create_dir_durably(&raft).map_err(|e| write_err(&raft, &e))?;
     let purged = raft.join("purged");
     let marker = postcard::to_allocvec(&log_id).map_err(|e| write_err(&purged, &e))?;
-    crate::log::write_atomic(&purged, &marker).map_err(|e| write_err(&purged, &e))?;
+    lockd_log::write_atomic(&purged, &marker).map_err(|e| write_err(&purged, &e))?;
     cluster.write(dir).map_err(|e| write_err(dir, &e))?;
     Ok(restored)
 }

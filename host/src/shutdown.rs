@@ -1,4 +1,4 @@
 //! Graceful shutdown: wait for Ctrl-C or SIGTERM (the client crate's
-//! [`lockd_client::shutdown::signal`], which `lockctl` uses too).
+//! [`lockd_net::shutdown::signal`], which `lockctl` uses too).
 
-pub use lockd_client::shutdown::signal;
+pub use lockd_net::shutdown::signal;

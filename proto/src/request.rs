@@ -312,4 +312,67 @@ impl WireError {
             WireError::Forbidden(_) => C::Forbidden,
         }
     }
+    /// The kind of error an answer with `code` travels as on the native
+    /// protocol (the code itself goes beside it, in the error trailer).
+    /// `NotLeader` comes without the leader: the node adds it. Codes only
+    /// the HTTP admin routes answer travel as `BadRequest`.
+    pub fn of_code(code: crate::ErrorCode, message: String) -> WireError {
+        use crate::ErrorCode as C;
+        match code {
+            C::Held => WireError::Held(message),
+            C::NotHeld | C::NoSession => WireError::NotHeld(message),
+            C::WrongToken => WireError::WrongToken(message),
+            C::NotLeader => WireError::NotLeader {
+                leader: None,
+                leader_addr: None,
+                message,
+            },
+            C::Unavailable
+            | C::Overloaded
+            | C::Timeout
+            | C::ShuttingDown
+            | C::Busy
+            | C::CatchingUp
+            | C::NodeUnreachable => WireError::Unavailable(message),
+            C::Internal | C::ModuleFailed => WireError::Internal(message),
+            C::Refused => WireError::Refused(message),
+            C::Quota => WireError::Quota(message),
+            C::Unsupported | C::PolicyRefused => WireError::Unsupported(message),
+            C::TooManyWaiters | C::TooManyWatchers => WireError::TooManyWaiters(message),
+            C::Capacity => WireError::Capacity(message),
+            C::Unauthenticated => WireError::Unauthenticated(message),
+            C::Forbidden | C::NotHolder | C::NotSessionHolder | C::BadSignature | C::Revoked => {
+                WireError::Forbidden(message)
+            }
+            C::BadRequest
+            | C::InvalidKey
+            | C::InvalidLease
+            | C::InvalidWait
+            | C::InvalidLimit
+            | C::FieldTooLong
+            | C::InvalidTtl
+            | C::BodyTooLarge
+            | C::BadContentType
+            | C::NotFound
+            | C::MethodNotAllowed
+            | C::RequestTimeout
+            | C::UnknownHost
+            | C::BadAddress
+            | C::NodeRefused
+            | C::LastVoter
+            | C::NotMember
+            | C::NotLearner
+            | C::NotAudited
+            | C::InvalidModule
+            | C::StaleModule
+            | C::ModuleRefused
+            | C::BadModuleKey
+            | C::NoShadow
+            | C::ShadowConflict
+            | C::Compacted
+            | C::ModuleNotNewer
+            | C::NoPreviousModule
+            | C::PrecheckRefused => WireError::BadRequest(message),
+        }
+    }
 }

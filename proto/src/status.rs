@@ -402,3 +402,7 @@ pub struct UpgradeReply {
     /// pre-checked, as with `precheck=false` or a rollback).
     pub verdicts: Option<Vec<PrecheckVerdict>>,
 }
+
+/// The header of `GET /v1/admin/snapshot`'s answer that names the log
+/// index the snapshot is the state at.
+pub const SNAPSHOT_INDEX_HEADER: &str = "x-lockd-snapshot-index";

@@ -212,7 +212,7 @@ fn a_leader_writes_world_0_2_entries_until_a_command_needs_0_3() {
 
 #[test]
 fn the_log_segment_and_the_atomic_files_are_pinned() {
-    use lockd::log::{read_atomic, write_atomic, Wal, WalOp, WalOptions};
+    use lockd_log::{read_atomic, write_atomic, Wal, WalOp, WalOptions};
     let dir = tempfile::tempdir().expect("dir");
     let (mut wal, _) = Wal::open(dir.path(), WalOptions::default()).expect("open");
     let entry = postcard::to_allocvec(&entry(1, EntryPayload::Blank)).expect("encode");

@@ -252,10 +252,14 @@ fn one_line(text: &str) -> String {
 /// with its meaning, in the order they were added.
 fn error_codes() -> String {
     let mut out = String::from(
-        "## Error codes\n\nEvery error answer carries a stable `code` (HTTP: the body's `code`; the native protocol: the error's code), which clients match instead of the text. New codes are only ever appended; a client meeting a code it does not know falls back on the HTTP status.\n\n| code | meaning |\n|---|---|\n",
+        "## Error codes\n\nEvery error answer carries a stable `code` (HTTP: the body's `code`; the native protocol: the error's code), which clients match instead of the text. New codes are only ever appended; a client meeting a code it does not know falls back on the HTTP status. Each code has one HTTP status (`bad_module_key` excepted: 400 for a key that is not 64 hex digits, 422 for one that is not a usable key, 409 when the cluster trusts as many keys as it keeps, 404 for removing a key it does not trust); `Retry-After: 1` comes with `overloaded`, `too_many_waiters`, `too_many_watchers` and `busy`.\n\n| code | HTTP status | meaning |\n|---|---:|---|\n",
     );
     for c in lockd_proto::ErrorCode::ALL {
-        out.push_str(&format!("| `{c}` | {} |\n", one_line(c.describe())));
+        out.push_str(&format!(
+            "| `{c}` | {} | {} |\n",
+            c.http_status(),
+            one_line(c.describe())
+        ));
     }
     out.push('\n');
     out

@@ -11,8 +11,6 @@
 //! Admin answers come back as the leader's JSON, unchanged, so that a
 //! command line can print exactly what the node said.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode};
@@ -22,75 +20,11 @@ use crate::proto::{AuditReport, Capacity, CapacityStatus, Member, Status};
 use crate::{Client, ClientError};
 
 mod health;
-mod http;
 mod modules;
 pub use health::Probe;
-pub use http::{connector, Http};
+pub use lockd_net::http::{connector, AdminError, Http, GET_TIMEOUT, WRITE_TIMEOUT};
+pub use lockd_proto::SNAPSHOT_INDEX_HEADER;
 pub use modules::UpgradeHow;
-
-/// How long [`Http::get_json`] waits for a whole answer by default: these
-/// are quick reads, and a node that takes longer is as good as unreachable.
-pub const GET_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How long an admin write (an upgrade, a membership change, a policy)
-/// waits for its answer: long enough for a module's precheck and commit on
-/// a busy cluster, and bounded, so that a connection cut while the answer
-/// was on its way (a partition sends no reset) ends instead of waiting for
-/// ever. The simulation found that wait.
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Why an admin request or a read failed. The texts are what `lockctl`
-/// prints, so they name the request and keep the node's own message.
-#[derive(Debug, thiserror::Error)]
-pub enum AdminError {
-    /// No endpoint answered a status request.
-    #[error("no endpoint answered")]
-    NoAnswer,
-    /// The bearer token may not be sent there (in the clear, not to a
-    /// loopback address).
-    #[error("{0}")]
-    TokenKept(String),
-    /// Endpoints answered, but none of them knows a leader.
-    #[error("no endpoint knows a leader")]
-    NoLeader,
-    /// The address or path does not make a valid request.
-    #[error(transparent)]
-    Request(#[from] hyper::http::Error),
-    /// No answer from the node (refused, reset, …).
-    #[error(transparent)]
-    Send(#[from] hyper_util::client::legacy::Error),
-    /// No answer from the leader to an admin request.
-    #[error("POST {path} to the leader at {addr}")]
-    Post {
-        path: String,
-        addr: String,
-        #[source]
-        source: hyper_util::client::legacy::Error,
-    },
-    /// The answer broke off.
-    #[error(transparent)]
-    Body(#[from] hyper::Error),
-    /// A read answered with something other than 200.
-    #[error("{status}: {body}")]
-    Status { status: StatusCode, body: String },
-    /// The leader refused an admin request; its own message.
-    #[error("{message}")]
-    Refused { status: StatusCode, message: String },
-    /// The answer was not the JSON expected.
-    #[error(transparent)]
-    Decode(#[from] serde_json::Error),
-    /// No whole answer within the [`Http`] timeout.
-    #[error("timed out")]
-    Timeout,
-    /// An admin write had no answer within [`WRITE_TIMEOUT`]: it may or
-    /// may not have taken effect.
-    #[error("no answer to {path} from {addr} within {ms} ms: it may or may not have taken effect")]
-    WriteTimeout { path: String, addr: String, ms: u64 },
-}
-
-/// The header of `GET /v1/admin/snapshot`'s answer that names the log
-/// index the snapshot is the state at.
-pub const SNAPSHOT_INDEX_HEADER: &str = "x-lockd-snapshot-index";
 
 /// A cluster, reached through any of its endpoints.
 #[derive(Clone)]
@@ -240,16 +174,14 @@ impl Admin {
             .method(Method::GET)
             .uri(self.http.url(&addr, path))
             .body(Full::new(Bytes::new()))?;
-        let response = self
-            .http
-            .client
-            .request(self.http.authorised(request)?)
-            .await
-            .map_err(|source| AdminError::Post {
+        let response = self.http.request(request).await.map_err(|e| match e {
+            AdminError::Send(source) => AdminError::Post {
                 path: path.to_string(),
                 addr: addr.clone(),
                 source,
-            })?;
+            },
+            other => other,
+        })?;
         let status = response.status();
         let index = response
             .headers()

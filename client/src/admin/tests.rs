@@ -1,4 +1,6 @@
 //! Unit tests of the parent module.
+use std::time::Duration;
+
 use super::*;
 
 #[test]

@@ -20,11 +20,12 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use lockd_proto::AdminAction;
+use lockd_proto::ErrorCode;
 
 use super::error::ApiError;
 use super::op::{self, Op};
@@ -129,14 +130,14 @@ fn forwarded_by(headers: &HeaderMap, id: u64) -> bool {
 fn refusal(denied: Denied) -> Response {
     match denied {
         Denied::Unauthenticated(m) => {
-            let mut r = ApiError::new(StatusCode::UNAUTHORIZED, m).into_response();
+            let mut r = ApiError::new(ErrorCode::Unauthenticated, m).into_response();
             r.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
                 header::HeaderValue::from_static("Bearer realm=\"lockd\""),
             );
             r
         }
-        Denied::Forbidden(m) => ApiError::new(StatusCode::FORBIDDEN, m).into_response(),
+        Denied::Forbidden(m) => ApiError::new(ErrorCode::Forbidden, m).into_response(),
     }
 }
 
@@ -266,15 +267,9 @@ fn record(node: &Services, access: &Access, what: String, response: &Response) {
 /// the reason and `Retry-After`, and the connection closed after it.
 fn refused(why: String) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let mut r = ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, why)
-        .with_code(lockd_proto::ErrorCode::Overloaded)
-        .into_response();
-    let h = r.headers_mut();
-    h.insert(
-        axum::http::header::RETRY_AFTER,
-        axum::http::HeaderValue::from_static("1"),
-    );
-    h.insert(
+    // `Retry-After` comes with the code (`ErrorCode::retry_soon`).
+    let mut r = ApiError::new(ErrorCode::Overloaded, why).into_response();
+    r.headers_mut().insert(
         axum::http::header::CONNECTION,
         axum::http::HeaderValue::from_static("close"),
     );

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request};
-use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 
 use http_body_util::BodyExt;
@@ -41,13 +40,12 @@ pub async fn read(body: Body, limit: usize, what: &str) -> Result<Bytes, ApiErro
         let frame = match tokio::time::timeout(CLIENT_STALL, body.frame()).await {
             Err(_) => {
                 return Err(ApiError::new(
-                    StatusCode::REQUEST_TIMEOUT,
+                    ErrorCode::RequestTimeout,
                     format!(
                         "{what}: nothing of it arrived for {} s",
                         CLIENT_STALL.as_secs()
                     ),
-                )
-                .with_code(ErrorCode::RequestTimeout))
+                ))
             }
             Ok(None) => return Ok(Bytes::from(bytes)),
             Ok(Some(frame)) => frame,
@@ -55,7 +53,7 @@ pub async fn read(body: Body, limit: usize, what: &str) -> Result<Bytes, ApiErro
         let frame = frame.map_err(|e| {
             if e.is::<http_body_util::LengthLimitError>() {
                 ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
+                    ErrorCode::BodyTooLarge,
                     format!("{what} is over {limit} bytes"),
                 )
             } else {
@@ -118,7 +116,7 @@ impl FromRequest<Arc<Services>> for ModuleBody {
             .and_then(|v| v.parse::<u64>().ok());
         if announced.is_some_and(|n| n > limit as u64) {
             return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorCode::BodyTooLarge,
                 format!("{WHAT} is over {limit} bytes"),
             ));
         }
@@ -135,6 +133,8 @@ impl FromRequest<Arc<Services>> for ModuleBody {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use axum::http::StatusCode;
 
     use futures::StreamExt;
 

@@ -4,7 +4,7 @@
 //! certificate, else a member node's), and whether that principal may make
 //! a request (refusals logged with the principal and its roles).
 
-use lockd_client::tls::Alpn;
+use lockd_net::tls::Alpn;
 use lockd_proto::ClientRequest;
 
 use super::services::{Refusal, Services};

@@ -32,23 +32,27 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+    /// An answer with `code`, whose HTTP status (and `Retry-After`) the
+    /// code's own table gives ([`ErrorCode::http_status`]): one place says
+    /// what each code answers, over HTTP and the native protocol alike.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
         ApiError {
-            status,
-            code: code_of_status(status),
+            status: StatusCode::from_u16(code.http_status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            code,
             message: message.into(),
             leader: None,
             details: Map::new(),
-            retry_after: None,
+            retry_after: code.retry_soon().then_some(1),
         }
     }
 
     pub fn bad_request(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, message)
+        ApiError::new(ErrorCode::BadRequest, message)
     }
 
     pub fn not_found(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, message)
+        ApiError::new(ErrorCode::NotFound, message)
     }
 
     pub fn with_leader(mut self, leader: Option<u64>) -> ApiError {
@@ -56,28 +60,11 @@ impl ApiError {
         self
     }
 
-    pub fn with_code(mut self, code: ErrorCode) -> ApiError {
-        self.code = code;
+    /// The one code whose status depends on the case
+    /// ([`ErrorCode::http_status`]: `bad_module_key`).
+    pub(super) fn with_status(mut self, status: StatusCode) -> ApiError {
+        self.status = status;
         self
-    }
-}
-
-/// The code of an error that has no more precise one.
-fn code_of_status(status: StatusCode) -> ErrorCode {
-    match status.as_u16() {
-        400 => ErrorCode::BadRequest,
-        401 => ErrorCode::Unauthenticated,
-        403 => ErrorCode::Forbidden,
-        404 => ErrorCode::NotFound,
-        405 => ErrorCode::MethodNotAllowed,
-        408 => ErrorCode::RequestTimeout,
-        413 => ErrorCode::BodyTooLarge,
-        415 => ErrorCode::BadContentType,
-        429 => ErrorCode::Overloaded,
-        502 => ErrorCode::NodeUnreachable,
-        503 => ErrorCode::Unavailable,
-        504 => ErrorCode::Timeout,
-        _ => ErrorCode::Internal,
     }
 }
 
@@ -116,128 +103,74 @@ impl IntoResponse for ApiError {
 
 impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> ApiError {
-        let status = match &e {
-            ServiceError::EmptyKey
-            | ServiceError::KeyTooLong(_)
-            | ServiceError::KeyNotUtf8
-            | ServiceError::ZeroLease
-            | ServiceError::LeaseTooLong { .. }
-            | ServiceError::WaitTooLong { .. }
-            | ServiceError::ZeroLimit
-            | ServiceError::BadLimit { .. }
-            | ServiceError::FieldTooLong { .. }
-            | ServiceError::BadTtl { .. } => StatusCode::BAD_REQUEST,
-            ServiceError::PolicyRefused(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ServiceError::TooManyWaiters { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ServiceError::Held { .. } | ServiceError::WrongToken { .. } => StatusCode::CONFLICT,
-            ServiceError::NotHolder { .. } | ServiceError::NotSessionHolder { .. } => {
-                StatusCode::FORBIDDEN
-            }
-            ServiceError::NoSession { .. } => StatusCode::NOT_FOUND,
-            ServiceError::NotHeld { .. } => StatusCode::NOT_FOUND,
-            ServiceError::Refused { .. } => StatusCode::FORBIDDEN,
-            ServiceError::Quota { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ServiceError::Capacity { .. } => StatusCode::INSUFFICIENT_STORAGE,
-            ServiceError::Unsupported { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ServiceError::NotLeader { .. }
-            | ServiceError::Unavailable(_)
-            | ServiceError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ServiceError::StateMachine(_) | ServiceError::ModuleFailed { .. } => {
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
-        };
         let leader = match &e {
             ServiceError::NotLeader { leader, .. } => *leader,
             _ => None,
         };
-        let retry_after = matches!(
-            e,
-            ServiceError::TooManyWaiters { .. } | ServiceError::Overloaded(_)
-        )
-        .then_some(1);
-        ApiError {
-            retry_after,
-            ..ApiError::new(status, e.to_string())
-                .with_leader(leader)
-                .with_code(e.code())
-        }
+        ApiError::new(e.code(), e.to_string()).with_leader(leader)
     }
 }
 
 impl From<MembershipError> for ApiError {
     fn from(e: MembershipError) -> ApiError {
         use MembershipError as M;
-        let (status, code) = match &e {
-            M::BadAddress { .. } => (StatusCode::BAD_REQUEST, ErrorCode::BadAddress),
-            M::WrongNode { .. } | M::Refused { .. } => {
-                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::NodeRefused)
-            }
-            M::LastVoter(_) => (StatusCode::CONFLICT, ErrorCode::LastVoter),
-            M::Unreached { .. } | M::Unreachable { .. } => {
-                (StatusCode::BAD_GATEWAY, ErrorCode::NodeUnreachable)
-            }
-            M::NotMember(_) => (StatusCode::NOT_FOUND, ErrorCode::NotMember),
-            M::NotLearner(_) => (StatusCode::CONFLICT, ErrorCode::NotLearner),
-            M::NotAudited { .. } | M::Diverged { .. } => {
-                (StatusCode::CONFLICT, ErrorCode::NotAudited)
-            }
-            M::CatchingUp { .. } => (StatusCode::GATEWAY_TIMEOUT, ErrorCode::CatchingUp),
-            M::Raft(_) => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Unavailable),
+        let code = match &e {
+            M::BadAddress { .. } => ErrorCode::BadAddress,
+            M::WrongNode { .. } | M::Refused { .. } => ErrorCode::NodeRefused,
+            M::LastVoter(_) => ErrorCode::LastVoter,
+            M::Unreached { .. } | M::Unreachable { .. } => ErrorCode::NodeUnreachable,
+            M::NotMember(_) => ErrorCode::NotMember,
+            M::NotLearner(_) => ErrorCode::NotLearner,
+            M::NotAudited { .. } | M::Diverged { .. } => ErrorCode::NotAudited,
+            M::CatchingUp { .. } => ErrorCode::CatchingUp,
+            M::Raft(_) => ErrorCode::Unavailable,
         };
-        ApiError::new(status, e.to_string()).with_code(code)
+        ApiError::new(code, e.to_string())
     }
 }
 
 impl From<UpgradeError> for ApiError {
     fn from(e: UpgradeError) -> ApiError {
         use UpgradeError as U;
-        let (status, code) = match &e {
-            U::NotLeader { .. } => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::NotLeader),
-            U::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Unavailable),
-            U::Busy(_) => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Busy),
-            U::Refused(MigrateError::Stale { .. }) => {
-                (StatusCode::CONFLICT, ErrorCode::StaleModule)
+        let code = match &e {
+            U::NotLeader { .. } => ErrorCode::NotLeader,
+            U::Unavailable(_) => ErrorCode::Unavailable,
+            U::Busy(_) => ErrorCode::Busy,
+            U::Refused(MigrateError::Stale { .. } | MigrateError::NotThePrevious { .. }) => {
+                ErrorCode::StaleModule
             }
             U::Refused(MigrateError::Signature(_)) | U::RollbackUnsigned { .. } => {
-                (StatusCode::FORBIDDEN, ErrorCode::BadSignature)
+                ErrorCode::BadSignature
             }
             U::Refused(MigrateError::NotNewer { .. } | MigrateError::Unversioned { .. }) => {
-                (StatusCode::CONFLICT, ErrorCode::ModuleNotNewer)
+                ErrorCode::ModuleNotNewer
             }
-            U::Refused(MigrateError::NoPrevious) => {
-                (StatusCode::NOT_FOUND, ErrorCode::NoPreviousModule)
-            }
-            U::Refused(MigrateError::NotThePrevious { .. }) => {
-                (StatusCode::CONFLICT, ErrorCode::StaleModule)
-            }
-            // Well-formed (64 hex digits) but not a usable key.
-            U::Key(KeyError::NotAKey { .. }) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::BadModuleKey)
-            }
-            U::Key(KeyError::Full { .. }) => (StatusCode::CONFLICT, ErrorCode::BadModuleKey),
-            U::Key(KeyError::NotTrusted(_)) => (StatusCode::NOT_FOUND, ErrorCode::BadModuleKey),
+            U::Refused(MigrateError::NoPrevious) => ErrorCode::NoPreviousModule,
+            U::Key(_) => ErrorCode::BadModuleKey,
             U::Refused(MigrateError::Load(
                 EngineError::NotWasm
                 | EngineError::NotAComponent
                 | EngineError::Invalid(_)
                 | EngineError::HasImports(_)
                 | EngineError::WrongWorld(_),
-            )) => (StatusCode::BAD_REQUEST, ErrorCode::InvalidModule),
-            U::Refused(_) | U::Rejected(_) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::ModuleRefused)
-            }
-            U::NoShadow => (StatusCode::NOT_FOUND, ErrorCode::NoShadow),
-            U::ShadowFailed(_) | U::AlreadyActive(_) => {
-                (StatusCode::CONFLICT, ErrorCode::ShadowConflict)
-            }
-            U::PrecheckRefused { .. } => (StatusCode::CONFLICT, ErrorCode::PrecheckRefused),
-            U::OverNodeBound { .. } => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::BodyTooLarge),
-            U::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal),
+            )) => ErrorCode::InvalidModule,
+            U::Refused(_) | U::Rejected(_) => ErrorCode::ModuleRefused,
+            U::NoShadow => ErrorCode::NoShadow,
+            U::ShadowFailed(_) | U::AlreadyActive(_) => ErrorCode::ShadowConflict,
+            U::PrecheckRefused { .. } => ErrorCode::PrecheckRefused,
+            U::OverNodeBound { .. } => ErrorCode::BodyTooLarge,
+            U::Internal(_) => ErrorCode::Internal,
         };
-        let mut err = ApiError::new(status, e.to_string()).with_code(code);
+        let mut err = ApiError::new(code, e.to_string());
+        // `bad_module_key`'s status says which case: a well-formed key
+        // that is not usable (its default, 422), too many, or not trusted.
+        match &e {
+            U::Key(KeyError::Full { .. }) => err = err.with_status(StatusCode::CONFLICT),
+            U::Key(KeyError::NotTrusted(_)) => err = err.with_status(StatusCode::NOT_FOUND),
+            _ => {}
+        }
         match &e {
             UpgradeError::NotLeader { leader, .. } => err.leader = *leader,
-            UpgradeError::Busy(_) => err.retry_after = Some(1),
             UpgradeError::Rejected(reply) => {
                 err.details.insert("index".into(), json!(reply.index));
                 err.details.insert("result".into(), json!(reply.result));
@@ -259,13 +192,157 @@ impl From<UpgradeError> for ApiError {
 
 impl From<SnapshotError> for ApiError {
     fn from(e: SnapshotError) -> ApiError {
-        let status = match e {
+        let code = match e {
             // Not leading, or leadership not confirmed: as a lock read.
             SnapshotError::Leadership(e) => return ApiError::from(e),
-            SnapshotError::RaftStopped(_) => StatusCode::SERVICE_UNAVAILABLE,
-            SnapshotError::TimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
-            SnapshotError::Task(_) | SnapshotError::Export(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            SnapshotError::RaftStopped(_) => ErrorCode::Unavailable,
+            SnapshotError::TimedOut(_) => ErrorCode::Timeout,
+            SnapshotError::Task(_) | SnapshotError::Export(_) => ErrorCode::Internal,
         };
-        ApiError::new(status, e.to_string())
+        ApiError::new(code, e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockd_proto::WireError;
+
+    /// Each lock-service error's answer over HTTP (status, code,
+    /// `Retry-After`) and its kind on the native protocol, as they were
+    /// before both came from the code's one table; a change here is a
+    /// change of the public contract.
+    #[test]
+    fn every_service_error_answers_as_it_always_has() {
+        use ServiceError as S;
+        let k = || "k".to_string();
+        let cases: Vec<(ServiceError, u16, bool, &str)> = vec![
+            (S::EmptyKey, 400, false, "BadRequest"),
+            (S::KeyTooLong(2000), 400, false, "BadRequest"),
+            (S::KeyNotUtf8, 400, false, "BadRequest"),
+            (S::ZeroLease, 400, false, "BadRequest"),
+            (S::LeaseTooLong { got: 2, max: 1 }, 400, false, "BadRequest"),
+            (S::WaitTooLong { got: 2, max: 1 }, 400, false, "BadRequest"),
+            (S::ZeroLimit, 400, false, "BadRequest"),
+            (S::BadLimit { got: 0, max: 1 }, 400, false, "BadRequest"),
+            (S::BadTtl { got: 0, max: 1 }, 400, false, "BadRequest"),
+            (
+                S::FieldTooLong {
+                    field: "owner",
+                    got: 2,
+                    max: 1,
+                },
+                400,
+                false,
+                "BadRequest",
+            ),
+            (S::PolicyRefused("p".into()), 422, false, "Unsupported"),
+            (S::Held { key: k() }, 409, false, "Held"),
+            (S::NotHeld { key: k() }, 404, false, "NotHeld"),
+            (
+                S::WrongToken { key: k(), given: 1 },
+                409,
+                false,
+                "WrongToken",
+            ),
+            (
+                S::NotHolder {
+                    key: k(),
+                    token: 1,
+                    holder: "a".into(),
+                    caller: "b".into(),
+                },
+                403,
+                false,
+                "Forbidden",
+            ),
+            (S::NoSession { id: 1 }, 404, false, "NotHeld"),
+            (
+                S::NotSessionHolder {
+                    id: 1,
+                    holder: "a".into(),
+                    caller: "b".into(),
+                },
+                403,
+                false,
+                "Forbidden",
+            ),
+            (
+                S::Refused {
+                    key: k(),
+                    reason: k(),
+                },
+                403,
+                false,
+                "Refused",
+            ),
+            (
+                S::Quota {
+                    key: k(),
+                    reason: k(),
+                },
+                429,
+                false,
+                "Quota",
+            ),
+            (
+                S::Capacity {
+                    key: k(),
+                    reason: k(),
+                },
+                507,
+                false,
+                "Capacity",
+            ),
+            (
+                S::Unsupported {
+                    key: k(),
+                    reason: k(),
+                },
+                422,
+                false,
+                "Unsupported",
+            ),
+            (
+                S::TooManyWaiters {
+                    key: k(),
+                    reason: k(),
+                },
+                429,
+                true,
+                "TooManyWaiters",
+            ),
+            (
+                S::NotLeader {
+                    id: 1,
+                    leader: Some(2),
+                },
+                503,
+                false,
+                "NotLeader",
+            ),
+            (S::Unavailable("u".into()), 503, false, "Unavailable"),
+            (S::Overloaded("o".into()), 503, true, "Unavailable"),
+            (S::StateMachine("s".into()), 500, false, "Internal"),
+            (
+                S::ModuleFailed {
+                    key: k(),
+                    reason: k(),
+                },
+                500,
+                false,
+                "Internal",
+            ),
+        ];
+        for (e, status, retry, kind) in cases {
+            let code = e.code();
+            let wire = WireError::of_code(code, e.to_string());
+            let wire_kind = format!("{wire:?}");
+            assert!(wire_kind.starts_with(kind), "{e:?}: {wire_kind}");
+            let api = ApiError::from(e.clone());
+            assert_eq!(api.status.as_u16(), status, "{e:?}");
+            assert_eq!(api.code, code, "{e:?}");
+            assert_eq!(api.retry_after.is_some(), retry, "{e:?}");
+        }
     }
 }

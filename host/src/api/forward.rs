@@ -16,9 +16,10 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use lockd_proto::ErrorCode;
 
 use super::authorize::{Forwarded, FORWARDED};
 use super::body::read;
@@ -66,7 +67,7 @@ pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) ->
     };
     let unavailable = |e: String| {
         ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Unavailable,
             format!(
                 "node {} could not reach leader {leader} at {addr}: {e}",
                 node.id()

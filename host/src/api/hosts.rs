@@ -23,7 +23,7 @@
 
 use std::net::IpAddr;
 
-use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, Method, Uri};
 use lockd_proto::ErrorCode;
 
 use super::error::ApiError;
@@ -150,7 +150,7 @@ pub fn refusal(
 }
 
 fn misdirected(message: String) -> ApiError {
-    ApiError::new(StatusCode::MISDIRECTED_REQUEST, message).with_code(ErrorCode::UnknownHost)
+    ApiError::new(ErrorCode::UnknownHost, message)
 }
 
 /// Whether a browser sent the request: only browsers send `Origin` and

@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -403,7 +402,7 @@ pub async fn metrics(State(node): State<Arc<Services>>) -> Response {
         Ok(()) => ([(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)], out).into_response(),
         // Writing to a String fails only on a bug in an encoder.
         Err(e) => super::error::ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
+            lockd_proto::ErrorCode::Internal,
             format!("cannot encode the metrics: {e}"),
         )
         .into_response(),

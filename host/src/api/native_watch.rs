@@ -18,7 +18,7 @@ use super::reauth::{Due, Reauth};
 use super::services::Services;
 use crate::auth::Access;
 use crate::watch::Next;
-use lockd_client::wire::Envelope;
+use lockd_net::wire::Envelope;
 
 /// A response on its way to the connection's writer; `written` is told
 /// once it is on the wire.

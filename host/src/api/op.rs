@@ -231,7 +231,7 @@ fn unknown(method: &Method, path: &str) -> Op {
 
 fn not_allowed(method: &Method, path: &str) -> ApiError {
     ApiError::new(
-        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::MethodNotAllowed,
         format!("{method} is not a method of {path}"),
     )
 }
@@ -269,7 +269,7 @@ fn lock(method: &Method, rest: &str) -> Result<LockOp, ApiError> {
         return Err(crate::service::ServiceError::EmptyKey.into());
     }
     // Every refusal of the key's path is the key's: `invalid_key`.
-    let bad_key = |e: ApiError| e.with_code(ErrorCode::InvalidKey);
+    let bad_key = |e: ApiError| ApiError::new(ErrorCode::InvalidKey, e.message);
     for s in key {
         if s.is_empty() {
             return Err(bad_key(ApiError::bad_request(

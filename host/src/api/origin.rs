@@ -18,7 +18,8 @@
 //! of the node's origin to the browser: [`super::hosts`] refuses it by
 //! the name it sends in `Host`.
 
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, HeaderMap, Method};
+use lockd_proto::ErrorCode;
 
 use super::error::ApiError;
 use super::op::Op;
@@ -33,7 +34,7 @@ pub fn refusal(method: &Method, headers: &HeaderMap, op: &Op) -> Option<ApiError
     if !may_change_state(method) {
         return None;
     }
-    let forbidden = |m: String| Some(ApiError::new(StatusCode::FORBIDDEN, m));
+    let forbidden = |m: String| Some(ApiError::new(ErrorCode::Forbidden, m));
     if let Some(site) = headers.get("sec-fetch-site") {
         let site = site.to_str().unwrap_or("");
         if !matches!(site, "same-origin" | "none") {
@@ -75,7 +76,7 @@ pub fn refusal(method: &Method, headers: &HeaderMap, op: &Op) -> Option<ApiError
     };
     (!fits).then(|| {
         ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::BadContentType,
             format!(
                 "a request body needs Content-Type: application/json{} (got {})",
                 if module_route {
@@ -101,7 +102,7 @@ fn has_body(headers: &HeaderMap) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
+    use axum::http::{HeaderValue, StatusCode};
 
     fn with(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

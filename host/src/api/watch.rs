@@ -13,13 +13,14 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use futures::Stream;
 use lockd_core::changes::{Change, ChangeKind};
 use lockd_core::command::Mode;
+use lockd_proto::ErrorCode;
 use serde::Serialize;
 use serde_json::json;
 
@@ -177,24 +178,10 @@ impl Stream_ {
 }
 
 fn refusal(e: WatchError) -> ApiError {
-    let status = match e {
-        WatchError::PrefixTooLong { .. } => StatusCode::BAD_REQUEST,
-        WatchError::Compacted { .. } => StatusCode::GONE,
-        WatchError::TooMany { .. } | WatchError::TooManyForPrincipal { .. } => {
-            StatusCode::TOO_MANY_REQUESTS
-        }
-        WatchError::Closed => StatusCode::SERVICE_UNAVAILABLE,
-    };
-    let mut err = ApiError::new(status, e.to_string()).with_code(e.code());
+    let mut err = ApiError::new(e.code(), e.to_string());
     if let WatchError::Compacted { first, applied, .. } = e {
         err.details.insert("first".into(), first.into());
         err.details.insert("applied".into(), applied.into());
-    }
-    if matches!(
-        e,
-        WatchError::TooMany { .. } | WatchError::TooManyForPrincipal { .. }
-    ) {
-        err.retry_after = Some(1);
     }
     err
 }
@@ -226,8 +213,7 @@ pub async fn watch(
         }
     }
     let Some(hub) = node.watch_hub() else {
-        return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "this node keeps no watch")
-            .into_response();
+        return ApiError::new(ErrorCode::Unavailable, "this node keeps no watch").into_response();
     };
     let watcher = match hub.watch(q.prefix, q.from, &access.principal) {
         Ok(w) => w,

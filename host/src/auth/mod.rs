@@ -67,7 +67,7 @@ impl Principal {
         match self {
             Principal::Anonymous => String::new(),
             Principal::Client(n) => n.clone(),
-            Principal::Node(id) => lockd_client::tls::node_name(*id),
+            Principal::Node(id) => lockd_net::tls::node_name(*id),
         }
     }
 }

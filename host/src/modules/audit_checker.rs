@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use lockd_client::admin::Http;
+use lockd_net::http::Http;
 use lockd_proto::audit::compare;
 use lockd_proto::AuditReport;
 use tokio::sync::watch;
@@ -20,13 +20,13 @@ pub async fn run(
     raft: Raft,
     sm: StateMachineStore,
     every: Duration,
-    credentials: lockd_client::Credentials,
+    credentials: lockd_net::Credentials,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut seen: BTreeSet<(u64, u64)> = BTreeSet::new();
     // One client for the whole run, so peer connections are reused; with
     // TLS it presents this node's certificate (peers let nodes read).
-    let http = Http::secured(lockd_client::admin::GET_TIMEOUT, credentials);
+    let http = Http::secured(lockd_net::http::GET_TIMEOUT, credentials);
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

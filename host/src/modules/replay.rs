@@ -20,7 +20,6 @@ use lockd_proto::OutcomeDiff;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::log::{Wal, WalError, WalOptions};
 use crate::raft::log_store::{read_meta, LogOpenError};
 use crate::raft::snapshot::{read_blob, SnapshotFileError};
 use crate::raft::{Entry, LogId, Request, Response};
@@ -29,6 +28,7 @@ use lockd_core::engine::{EngineError, GuestInstance, WasmEngine};
 use lockd_core::precompile::Precompiler;
 use lockd_core::replica::Replica;
 use lockd_core::upgrade::{migrate, MigrateError};
+use lockd_log::{Wal, WalError, WalOptions};
 
 #[derive(Debug, Error)]
 pub enum ReplayError {

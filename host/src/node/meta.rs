@@ -30,7 +30,7 @@ pub(super) fn check_meta(
     fingerprint: &EngineFingerprint,
 ) -> Result<bool, NodeError> {
     let path = dir.join("node.meta");
-    match crate::log::read_atomic(&path).map_err(|e| data_err(&path, e))? {
+    match lockd_log::read_atomic(&path).map_err(|e| data_err(&path, e))? {
         Some(bytes) => {
             let meta: NodeMeta = postcard::from_bytes(&bytes).map_err(|e| data_err(&path, e))?;
             if meta.id != id {
@@ -74,7 +74,7 @@ fn record_meta(path: &Path, id: u64, fingerprint: &EngineFingerprint) -> Result<
         fingerprint: fingerprint.text.clone(),
     };
     let bytes = postcard::to_allocvec(&meta).map_err(|e| data_err(path, e))?;
-    crate::log::write_atomic(path, &bytes).map_err(|e| data_err(path, e))
+    lockd_log::write_atomic(path, &bytes).map_err(|e| data_err(path, e))
 }
 
 #[cfg(test)]

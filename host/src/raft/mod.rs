@@ -15,7 +15,7 @@
 //! * [`TypeConfig`]: openraft's types over the core's [`Request`] and
 //!   [`Response`] (what a log entry carries and what applying it returns,
 //!   [`lockd_core::entry`]).
-//! * [`log_store`]: `RaftLogStorage` over the on-disk [`crate::log`], with a
+//! * [`log_store`]: `RaftLogStorage` over the on-disk [`lockd_log`], with a
 //!   writer thread that turns concurrent appends into one fsync.
 //! * [`state_machine`]: the `RaftStateMachine` adapter around the core's
 //!   [`lockd_core::replica::Replica`], which applies committed entries

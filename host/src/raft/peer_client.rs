@@ -30,7 +30,7 @@ pub struct NetworkFactory {
     pub fingerprint: String,
     pub connect_timeout: Duration,
     /// This node's certificate and the cluster's CA, when peers speak TLS.
-    pub tls: Option<lockd_client::tls::TlsClient>,
+    pub tls: Option<lockd_net::tls::TlsClient>,
     /// This node's cluster, named in every peer hello.
     pub cluster: std::sync::Arc<crate::cluster_id::ClusterIdentity>,
     /// Paused when a peer refuses this node's vote as a non-member.

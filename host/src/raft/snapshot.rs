@@ -24,7 +24,7 @@ pub fn read_blob(dir: &Path) -> Result<Option<(SnapshotBlob, Vec<u8>)>, Snapshot
         path: path.display().to_string(),
         reason,
     };
-    let Some(bytes) = crate::log::read_atomic(&path).map_err(|e| snapshot_err(e.to_string()))?
+    let Some(bytes) = lockd_log::read_atomic(&path).map_err(|e| snapshot_err(e.to_string()))?
     else {
         return Ok(None);
     };
@@ -33,6 +33,6 @@ pub fn read_blob(dir: &Path) -> Result<Option<(SnapshotBlob, Vec<u8>)>, Snapshot
 }
 
 /// Store `bytes` (an encoded blob) as `current` in `dir`, atomically.
-pub fn write(dir: &Path, bytes: &[u8]) -> Result<(), crate::log::WalError> {
-    crate::log::write_atomic(&dir.join("current"), bytes)
+pub fn write(dir: &Path, bytes: &[u8]) -> Result<(), lockd_log::WalError> {
+    lockd_log::write_atomic(&dir.join("current"), bytes)
 }

@@ -210,7 +210,7 @@ impl Silence {
         // listening socket: a connection accepted first is asked again.
         let mut refused = false;
         for _ in 0..4 {
-            match tokio::time::timeout(within, lockd_client::net::connect(&addr)).await {
+            match tokio::time::timeout(within, lockd_net::socket::connect(&addr)).await {
                 Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                     refused = true;
                     break;

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lockd_client::admin::Http;
+use lockd_net::http::Http;
 use lockd_proto::Status;
 use tokio::sync::{watch, Notify};
 

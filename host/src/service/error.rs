@@ -116,30 +116,20 @@ pub fn check_key(key: &str) -> Result<(), ServiceError> {
 
 impl ServiceError {
     /// The outcome label of this error in metrics (`{result="…"}`): few
-    /// values, so a label never grows with keys or messages.
+    /// values, so a label never grows with keys or messages; a function of
+    /// the code, so the two never disagree.
     pub fn metric_label(&self) -> &'static str {
-        use ServiceError::*;
-        match self {
-            EmptyKey
-            | KeyTooLong(_)
-            | KeyNotUtf8
-            | ZeroLease
-            | LeaseTooLong { .. }
-            | ZeroLimit
-            | BadLimit { .. }
-            | FieldTooLong { .. }
-            | WaitTooLong { .. }
-            | BadTtl { .. }
-            | PolicyRefused(_) => "invalid",
-            // Still held when the wait (if any) ended.
-            Held { .. } => "held",
-            Refused { .. } | Quota { .. } | Unsupported { .. } => "refused",
-            Capacity { .. } | TooManyWaiters { .. } | Overloaded(_) => "limit",
-            NotHeld { .. } | WrongToken { .. } | NotHolder { .. } => "not_holder",
-            NoSession { .. } | NotSessionHolder { .. } => "no_session",
-            NotLeader { .. } => "not_leader",
-            Unavailable(_) => "unavailable",
-            StateMachine(_) | ModuleFailed { .. } => "error",
+        match self.code() {
+            ErrorCode::Held => "held",
+            ErrorCode::Refused | ErrorCode::Quota | ErrorCode::Unsupported => "refused",
+            ErrorCode::Capacity | ErrorCode::TooManyWaiters | ErrorCode::Overloaded => "limit",
+            ErrorCode::NotHeld | ErrorCode::WrongToken | ErrorCode::NotHolder => "not_holder",
+            ErrorCode::NoSession | ErrorCode::NotSessionHolder => "no_session",
+            ErrorCode::NotLeader => "not_leader",
+            ErrorCode::Unavailable => "unavailable",
+            ErrorCode::Internal | ErrorCode::ModuleFailed => "error",
+            // Bad input: nothing was proposed.
+            _ => "invalid",
         }
     }
 

@@ -10,19 +10,19 @@ use axum::http::{Request, Response};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use lockd_client::Credentials;
+use lockd_net::Credentials;
 
 /// Sends requests to other nodes.
 #[derive(Clone)]
 pub struct Forwarder {
-    client: Client<HttpsConnector<lockd_client::net::Connector>, Body>,
+    client: Client<HttpsConnector<lockd_net::socket::Connector>, Body>,
     credentials: Credentials,
 }
 
 impl Forwarder {
     /// A client presenting `credentials` (this node's certificate, or none).
     pub fn new(credentials: Credentials) -> Forwarder {
-        let connector = lockd_client::admin::connector(&credentials);
+        let connector = lockd_net::http::connector(&credentials);
         Forwarder {
             client: Client::builder(TokioExecutor::new()).build(connector),
             credentials,

@@ -11,8 +11,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use lockd_client::net::{BoxConn, Listener};
-use lockd_client::tls::Alpn;
+use lockd_net::socket::{BoxConn, Listener};
+use lockd_net::tls::Alpn;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -21,7 +21,7 @@ use tokio_util::task::TaskTracker;
 use super::limits::{Gate, Slot};
 use super::rewind::Rewind;
 use super::tls::{Identity, TlsServer};
-use lockd_client::wire::MAGIC;
+use lockd_net::wire::MAGIC;
 
 /// The first byte of a TLS connection (a handshake record).
 const TLS_HANDSHAKE: u8 = 0x16;

@@ -27,7 +27,7 @@
 //! # Layout
 //!
 //! * frames (preface, hello, envelopes, encode/decode): [`lockd_proto::wire`];
-//!   the codec: [`lockd_client::wire`].
+//!   the codec: [`lockd_net::wire`].
 //! * [`listener`]: the accept loop and the sniffing of the first bytes
 //!   (`rewind` puts them back).
 //! * [`limits`]: the connection caps and timeouts.

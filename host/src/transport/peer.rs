@@ -23,8 +23,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use lockd_client::security::{self, ConnectError, Stream};
-use lockd_client::tls::{node_name, Alpn, TlsClient};
+use lockd_net::security::{self, ConnectError, Stream};
+use lockd_net::tls::{node_name, Alpn, TlsClient};
 use rustls::pki_types::ServerName;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -32,7 +32,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 use super::TransportError;
-use lockd_client::wire::{self as frame, Envelope, HandshakeError, Role, Welcome};
+use lockd_net::wire::{self as frame, Envelope, HandshakeError, Role, Welcome};
 
 /// An answer frame, or only a sign that the peer is still at it.
 pub trait Reply {

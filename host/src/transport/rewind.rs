@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use lockd_client::net::{BoxConn, Conn};
+use lockd_net::socket::{BoxConn, Conn};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// `inner` with `prefix` to be read first.
@@ -88,7 +88,7 @@ impl AsyncWrite for Rewind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockd_client::net::Socket;
+    use lockd_net::socket::Socket;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[tokio::test]

@@ -20,7 +20,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use lockd_client::tls::{self, Alpn, TlsError, ALPN_HTTP, ALPN_NATIVE, ALPN_PEER};
+use lockd_net::tls::{self, Alpn, TlsError, ALPN_HTTP, ALPN_NATIVE, ALPN_PEER};
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
@@ -159,7 +159,7 @@ fn node_of_name(name: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use lockd_client::tls::TlsClient;
+    use lockd_net::tls::TlsClient;
     use rustls::pki_types::ServerName;
 
     use super::*;

@@ -1,4 +1,4 @@
-//! A simulated disk behind lockd's disk seam (`lockd::log::disk`): the
+//! A simulated disk behind lockd's disk seam (`lockd_log::disk`): the
 //! nodes' files live in memory, and the model keeps apart what a running
 //! node sees from what a crash leaves.
 //!
@@ -27,7 +27,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use lockd::log::disk::{Disk, DiskFile, Held};
+use lockd_log::disk::{Disk, DiskFile, Held};
 
 use crate::jepsen::rng::Rng;
 
@@ -181,7 +181,7 @@ pub const ROOT: &str = "/sim";
 /// process).
 pub fn install() -> Arc<SimDisk> {
     let disk = this();
-    let _ = lockd::log::disk::install(disk.clone());
+    let _ = lockd_log::disk::install(disk.clone());
     let mut s = disk.state();
     *s = State::default();
     s.names.insert(PathBuf::from("/"), Entry::Dir);

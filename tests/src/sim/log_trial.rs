@@ -1,13 +1,13 @@
 //! The log alone on the simulated disk: random batches, crashes at random
 //! points, full and failing disks, and after each reopen the one promise
-//! the log makes (`lockd::log`, "Crash safety"): every batch whose
+//! the log makes (`lockd_log`, "Crash safety"): every batch whose
 //! `write_batch` returned `Ok` is there, in order, and nothing else is,
 //! except that a batch whose write failed may or may not be.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use lockd::log::{Wal, WalOp, WalOptions};
+use lockd_log::{Wal, WalOp, WalOptions};
 
 use super::disk::{Broken, SimDisk, ROOT};
 use crate::jepsen::rng::Rng;

@@ -8,7 +8,7 @@
 //!
 //! * the network: `lockd_client::net`, here turmoil's TCP ([`net`]), which
 //!   delays, holds, drops and partitions under the seed;
-//! * the disk: `lockd::log::disk`, here a model in memory ([`disk`]) whose
+//! * the disk: `lockd_log::disk`, here a model in memory ([`disk`]) whose
 //!   crashes lose what was not synced and tear the last write, and whose
 //!   disks fill up or fail to sync;
 //! * time: tokio's clock, which turmoil runs paused and advances step by

@@ -38,8 +38,10 @@ pub struct TrustKey {
 }
 
 fn module_key(text: &str) -> Result<ModuleKey, ApiError> {
-    ModuleKey::parse(text)
-        .map_err(|e| ApiError::bad_request(e.to_string()).with_code(ErrorCode::BadModuleKey))
+    ModuleKey::parse(text).map_err(|e| {
+        ApiError::new(ErrorCode::BadModuleKey, e.to_string())
+            .with_status(axum::http::StatusCode::BAD_REQUEST)
+    })
 }
 
 /// A module-key answer, with its index for the admin audit trail.

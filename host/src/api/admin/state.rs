@@ -93,10 +93,7 @@ pub async fn snapshot_save(State(node): State<Arc<Services>>) -> Result<Response
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/octet-stream"),
     );
-    h.insert(
-        lockd_client::admin::SNAPSHOT_INDEX_HEADER,
-        HeaderValue::from(index),
-    );
+    h.insert(lockd_proto::SNAPSHOT_INDEX_HEADER, HeaderValue::from(index));
     r.extensions_mut().insert(AdminOutcome {
         index: Some(index),
         module_hash: None,

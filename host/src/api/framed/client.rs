@@ -20,7 +20,7 @@ use crate::service::ServiceError;
 use crate::telemetry::Stage;
 use crate::transport::limits::{ConnLimits, Slot, CLIENT_STALL, MAX_CLIENT_FRAME};
 use crate::transport::listener::stopping;
-use lockd_client::wire::{self as frame, Envelope};
+use lockd_net::wire::{self as frame, Envelope};
 
 /// A client connection: requests run concurrently, answers go back as they
 /// finish, paired by id. When the connection ends, every request still
@@ -162,44 +162,19 @@ pub(super) async fn serve(
 }
 
 fn wire_error(node: &Services, e: ServiceError) -> WireError {
-    let msg = e.to_string();
-    match e {
-        ServiceError::EmptyKey
-        | ServiceError::KeyTooLong(_)
-        | ServiceError::KeyNotUtf8
-        | ServiceError::ZeroLease
-        | ServiceError::LeaseTooLong { .. }
-        | ServiceError::WaitTooLong { .. }
-        | ServiceError::ZeroLimit
-        | ServiceError::BadLimit { .. }
-        | ServiceError::FieldTooLong { .. }
-        | ServiceError::BadTtl { .. } => WireError::BadRequest(msg),
-        ServiceError::PolicyRefused(_) => WireError::Unsupported(msg),
-        ServiceError::Held { .. } => WireError::Held(msg),
-        ServiceError::NotHeld { .. } => WireError::NotHeld(msg),
-        ServiceError::WrongToken { .. } => WireError::WrongToken(msg),
-        ServiceError::NotHolder { .. } | ServiceError::NotSessionHolder { .. } => {
-            WireError::Forbidden(msg)
-        }
-        ServiceError::NoSession { .. } => WireError::NotHeld(msg),
-        ServiceError::Refused { .. } => WireError::Refused(msg),
-        ServiceError::Quota { .. } => WireError::Quota(msg),
-        ServiceError::Capacity { .. } => WireError::Capacity(msg),
-        ServiceError::TooManyWaiters { .. } => WireError::TooManyWaiters(msg),
-        ServiceError::Unsupported { .. } => WireError::Unsupported(msg),
-        ServiceError::NotLeader { leader, .. } => {
-            let leader_addr = leader.and_then(|l| node.addr_of(l));
+    match WireError::of_code(e.code(), e.to_string()) {
+        WireError::NotLeader { message, .. } => {
+            let leader = match e {
+                ServiceError::NotLeader { leader, .. } => leader,
+                _ => None,
+            };
             WireError::NotLeader {
                 leader,
-                leader_addr,
-                message: msg,
+                leader_addr: leader.and_then(|l| node.addr_of(l)),
+                message,
             }
         }
-        ServiceError::Unavailable(_) | ServiceError::Overloaded(_) => WireError::Unavailable(msg),
-        // The code (`module_failed`) travels beside it.
-        ServiceError::StateMachine(_) | ServiceError::ModuleFailed { .. } => {
-            WireError::Internal(msg)
-        }
+        other => other,
     }
 }
 

@@ -19,7 +19,7 @@ mod peer;
 use std::sync::Arc;
 
 use futures::{SinkExt, StreamExt};
-use lockd_client::tls::Alpn;
+use lockd_net::tls::Alpn;
 use tokio::io::AsyncReadExt;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
@@ -27,7 +27,7 @@ use super::caller::Settled;
 use super::services::Services;
 use crate::transport::limits::{MAX_CLIENT_FRAME, MAX_HELLO_FRAME, MAX_UNPROVEN_PEER_FRAME};
 use crate::transport::listener::{Incoming, Io};
-use lockd_client::wire::{self as frame, Hello, HelloReply, Refused, Role, Welcome};
+use lockd_net::wire::{self as frame, Hello, HelloReply, Refused, Role, Welcome};
 
 type Conn = Framed<Box<dyn Io>, LengthDelimitedCodec>;
 

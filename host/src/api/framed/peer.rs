@@ -11,7 +11,7 @@ use crate::api::caller::peer_refusal;
 use crate::api::services::Services;
 use crate::raft::messages::{PeerRequest, PeerResponse};
 use crate::transport::listener::{stopping, Caller};
-use lockd_client::wire::{self as frame, Envelope, PeerHello};
+use lockd_net::wire::{self as frame, Envelope, PeerHello};
 
 /// Whether to serve a peer: its certificate, the node it calls, its wasm
 /// engine, its cluster ([`crate::cluster_id`]). `Err` says why not.

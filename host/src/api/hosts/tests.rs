@@ -1,6 +1,6 @@
 //! The Host rule: which names are a node's, and which requests it checks.
 
-use axum::http::HeaderValue;
+use axum::http::{HeaderValue, StatusCode};
 
 use super::*;
 

@@ -28,7 +28,7 @@ use tokio::sync::oneshot;
 use openraft::EntryPayload;
 
 use super::{Entry, LogId, StorageError, TypeConfig, Vote};
-use crate::log::{Wal, WalError, WalOptions};
+use lockd_log::{Wal, WalError, WalOptions};
 
 mod writer;
 
@@ -265,7 +265,7 @@ impl LogStore {
 pub(crate) fn read_meta<T: serde::de::DeserializeOwned>(
     path: &Path,
 ) -> Result<Option<T>, LogOpenError> {
-    match crate::log::read_atomic(path)? {
+    match lockd_log::read_atomic(path)? {
         None => Ok(None),
         Some(bytes) => postcard::from_bytes(&bytes)
             .map(Some)
@@ -343,7 +343,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let bytes = postcard::to_allocvec(vote)
             .map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
         let path = self.dir.join("vote");
-        super::state_machine::off_runtime(|| crate::log::write_atomic(&path, &bytes))
+        super::state_machine::off_runtime(|| lockd_log::write_atomic(&path, &bytes))
             .map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
         *self.shared.vote.lock().unwrap_or_else(|p| p.into_inner()) = Some(*vote);
         Ok(())
@@ -435,7 +435,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let bytes = postcard::to_allocvec(&log_id)
             .map_err(|e| StorageIOError::write_logs(AnyError::new(&e)))?;
         let path = self.dir.join("purged");
-        super::state_machine::off_runtime(|| crate::log::write_atomic(&path, &bytes))
+        super::state_machine::off_runtime(|| lockd_log::write_atomic(&path, &bytes))
             .map_err(|e| StorageIOError::write_logs(AnyError::new(&e)))?;
         *self
             .shared

@@ -10,8 +10,8 @@ use openraft::storage::LogFlushed;
 use tokio::sync::oneshot;
 
 use super::Shared;
-use crate::log::{Wal, WalOp};
 use crate::raft::TypeConfig;
+use lockd_log::{Wal, WalOp};
 
 /// A request to the writer.
 pub(super) enum WriteReq {

@@ -115,7 +115,7 @@ impl StateMachineStore {
         audit_interval: u64,
     ) -> Result<StateMachineStore, SmOpenError> {
         let engine = precompiler.engine().clone();
-        crate::log::create_dir_durably(dir).map_err(|e| SmOpenError::Dir {
+        lockd_log::create_dir_durably(dir).map_err(|e| SmOpenError::Dir {
             path: dir.display().to_string(),
             reason: e.to_string(),
         })?;

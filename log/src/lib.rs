@@ -1,4 +1,20 @@
-//! The durable write-ahead log under the Raft log store.
+//! `lockd-log`: the durable write-ahead log under the Raft log store.
+//!
+//! # Layout
+//!
+//! * `lib.rs`: [`Wal`] (open, write a batch, purge, stats) and its options.
+//! * [`disk`]: the disk seam ([`disk::Disk`], [`DiskFile`]): real files, or
+//!   the simulation's disk that loses what was not synced.
+//! * `segment`, `record`: the segment header and the records' framing
+//!   (length, CRC32C); `record` also scans a segment and finds a valid
+//!   record after a torn one within a budget.
+//! * `recovery`: reading the segments back at open (torn tails cut,
+//!   corruption named), `meta`: small files written atomically (the vote,
+//!   the purge point), `error`: [`WalError`].
+//!
+//! May import: `std`, `crc32c`, `tracing`, `thiserror`; `lockd-core`
+//! only for its test-only faults (feature `faults`). Nothing of Raft, the
+//! lock service or the node: the payloads are opaque bytes.
 //!
 //! The WAL stores opaque payloads keyed by a `u64` log index. Each
 //! [`Wal::write_batch`] call writes all of its [`WalOp`]s (appends and

@@ -1,5 +1,7 @@
 //! [`Http`]: plain HTTP/1 requests to one node, over TLS when the
-//! credentials say so, with a timeout and the bearer token where it may go.
+//! credentials say so, with a timeout and the bearer token where it may go;
+//! [`AdminError`], why a request over the HTTP/JSON API failed (the
+//! client's admin calls add the cluster-level cases: no leader, a refusal).
 
 use std::time::Duration;
 
@@ -11,16 +13,75 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::rt::TokioExecutor;
 use serde::de::DeserializeOwned;
 
-use super::{AdminError, GET_TIMEOUT};
-use crate::net::Connector;
 use crate::security::Credentials;
+use crate::socket::Connector;
 use crate::tls::Alpn;
+
+/// How long [`Http::get_json`] waits for a whole answer by default: these
+/// are quick reads, and a node that takes longer is as good as unreachable.
+pub const GET_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long an admin write (an upgrade, a membership change, a policy)
+/// waits for its answer: long enough for a module's precheck and commit on
+/// a busy cluster, and bounded, so that a connection cut while the answer
+/// was on its way (a partition sends no reset) ends instead of waiting for
+/// ever. The simulation found that wait.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why an admin request or a read failed. The texts are what `lockctl`
+/// prints, so they name the request and keep the node's own message.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// No endpoint answered a status request.
+    #[error("no endpoint answered")]
+    NoAnswer,
+    /// The bearer token may not be sent there (in the clear, not to a
+    /// loopback address).
+    #[error("{0}")]
+    TokenKept(String),
+    /// Endpoints answered, but none of them knows a leader.
+    #[error("no endpoint knows a leader")]
+    NoLeader,
+    /// The address or path does not make a valid request.
+    #[error(transparent)]
+    Request(#[from] hyper::http::Error),
+    /// No answer from the node (refused, reset, …).
+    #[error(transparent)]
+    Send(#[from] hyper_util::client::legacy::Error),
+    /// No answer from the leader to an admin request.
+    #[error("POST {path} to the leader at {addr}")]
+    Post {
+        path: String,
+        addr: String,
+        #[source]
+        source: hyper_util::client::legacy::Error,
+    },
+    /// The answer broke off.
+    #[error(transparent)]
+    Body(#[from] hyper::Error),
+    /// A read answered with something other than 200.
+    #[error("{status}: {body}")]
+    Status { status: StatusCode, body: String },
+    /// The leader refused an admin request; its own message.
+    #[error("{message}")]
+    Refused { status: StatusCode, message: String },
+    /// The answer was not the JSON expected.
+    #[error(transparent)]
+    Decode(#[from] serde_json::Error),
+    /// No whole answer within the [`Http`] timeout.
+    #[error("timed out")]
+    Timeout,
+    /// An admin write had no answer within [`WRITE_TIMEOUT`]: it may or
+    /// may not have taken effect.
+    #[error("no answer to {path} from {addr} within {ms} ms: it may or may not have taken effect")]
+    WriteTimeout { path: String, addr: String, ms: u64 },
+}
 
 /// An HTTP/1 client for single nodes, over TLS when its credentials say
 /// so. Cheap to clone; clones share idle connections.
 #[derive(Clone)]
 pub struct Http {
-    pub(super) client: hyper_util::client::legacy::Client<HttpsConnector<Connector>, Full<Bytes>>,
+    client: hyper_util::client::legacy::Client<HttpsConnector<Connector>, Full<Bytes>>,
     timeout: Duration,
     credentials: Credentials,
 }
@@ -146,8 +207,18 @@ impl Http {
             .map_err(|_| AdminError::Timeout)?
     }
 
+    /// Send `request` (with the bearer token, if any) with no timeout and
+    /// hand back the answer as it arrives, for a long answer whose headers
+    /// the caller reads (a snapshot).
+    pub async fn request(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, AdminError> {
+        Ok(self.client.request(self.authorised(request)?).await?)
+    }
+
     /// [`Http::send`], ended with [`AdminError::Timeout`] after `limit`.
-    pub(super) async fn send_within(
+    pub async fn send_within(
         &self,
         request: Request<Full<Bytes>>,
         limit: Duration,
@@ -185,7 +256,7 @@ impl Http {
 impl Http {
     /// `request` with the bearer token, if any (and if it may go there:
     /// [`Credentials::token_for`]).
-    pub(super) fn authorised(
+    pub fn authorised(
         &self,
         mut request: Request<Full<Bytes>>,
     ) -> Result<Request<Full<Bytes>>, AdminError> {

@@ -10,7 +10,7 @@
 //! is the same either way; only what lies under these calls differs.
 //!
 //! Decision: a process-wide trait object, as the network seam
-//! (`lockd_client::net`) is, rather than a parameter threaded through the
+//! (`lockd_net::socket`) is, rather than a parameter threaded through the
 //! log, the atomic files and every caller of them: a process runs on real
 //! disks or on a simulated one, never both.
 

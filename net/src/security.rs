@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::net::{self, BoxConn};
+use crate::socket::{self as net, BoxConn};
 use crate::tls::{host_name, Alpn, TlsClient};
 
 /// A bearer token. Its `Debug` never shows it.
@@ -90,7 +90,7 @@ pub fn is_loopback(addr: &str) -> bool {
 }
 
 /// A connection to a node: plain TCP, or TLS over it (TCP or the
-/// simulation's network: [`crate::net`]).
+/// simulation's network: [`crate::socket`]).
 pub enum Stream {
     Plain(BoxConn),
     Tls(Box<tokio_rustls::client::TlsStream<BoxConn>>),
