@@ -247,12 +247,12 @@ impl Node {
         }
         .validate()
         .map_err(|e| NodeError::Raft(e.to_string()))?;
-        let standing = crate::raft::standing::Standing::new();
+        let standing = crate::raft::non_member::Standing::new();
         let silence = crate::raft::stand::Silence::new(crate::raft::prevote::Waits {
             election: Duration::from_millis(config.election_timeout_ms),
             lease: Duration::from_millis(config.raft_timeouts().1),
         });
-        let vouches = crate::raft::vouch::Vouches::new();
+        let vouches = crate::raft::leader_vouch::Vouches::new();
         let snapshot_sends = Arc::new(crate::raft::snapshot_counts::SendCounts::default());
         let network = NetworkFactory {
             my_id: config.id,

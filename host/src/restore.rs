@@ -46,8 +46,8 @@ use lockd_core::entry::{LogId, Membership, Node, SnapshotMeta, StoredMembership}
 use lockd_core::precompile::Precompiler;
 use lockd_core::replica::Replica;
 
-mod vouch;
-pub use vouch::{check_vouched, Vouched};
+mod backup_trust;
+pub use backup_trust::{check_vouched, Vouched};
 
 /// Tokens of one epoch: the counter's low bits.
 pub const EPOCH_BITS: u32 = 48;

@@ -51,7 +51,7 @@ pub enum PeerRequest {
 /// not be handled (e.g. a client frame sent on a peer connection),
 /// `NotMember` when the sender is not a member of the answering node's
 /// membership (the reason as text; the sender stops starting elections,
-/// `raft::standing`). New variants go at the end: the wire is pinned by
+/// `raft::non_member`). New variants go at the end: the wire is pinned by
 /// `tests/sm/golden_wire.rs`.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum PeerResponse {

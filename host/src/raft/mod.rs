@@ -35,18 +35,20 @@
 //! * [`snapshot_send`]: a snapshot sent in chunks, and how sends ended
 //!   ([`snapshot_counts`]).
 //! * [`handoff`]: a stopping leader names its successor.
-//! * [`standing`]: a node its peers refuse as a non-member stops starting
+//! * [`non_member`]: a node its peers refuse as a non-member stops starting
 //!   elections.
-//! * [`vouch`]: a leader this node's membership does not name yet, vouched
+//! * [`leader_vouch`]: a leader this node's membership does not name yet, vouched
 //!   for by a member.
 //! * [`runtime`]: the async runtime openraft runs on: tokio's, with the
 //!   random numbers it draws seedable per thread (for a simulation).
 
 pub mod convert;
 pub mod handoff;
+pub mod leader_vouch;
 pub mod log_store;
 pub mod messages;
 pub mod network;
+pub mod non_member;
 pub mod peer_check;
 pub mod peer_client;
 pub mod prevote;
@@ -56,9 +58,7 @@ pub mod snapshot_counts;
 pub mod snapshot_policy;
 pub mod snapshot_send;
 pub mod stand;
-pub mod standing;
 pub mod state_machine;
-pub mod vouch;
 
 use std::io::Cursor;
 

@@ -25,7 +25,7 @@
 //! Pure apart from the record of the snapshot being received, so the rules
 //! are unit-tested here; the node answers a refusal with
 //! `PeerResponse::NotMember` when the sender is not a member (the sender
-//! then stops starting elections, `raft::standing`) and with
+//! then stops starting elections, `raft::non_member`) and with
 //! `PeerResponse::Error` otherwise, and logs it.
 
 use std::sync::Mutex;

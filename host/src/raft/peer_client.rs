@@ -34,7 +34,7 @@ pub struct NetworkFactory {
     /// This node's cluster, named in every peer hello.
     pub cluster: std::sync::Arc<crate::cluster_id::ClusterIdentity>,
     /// Paused when a peer refuses this node's vote as a non-member.
-    pub standing: std::sync::Arc<super::standing::Standing>,
+    pub standing: std::sync::Arc<super::non_member::Standing>,
     /// How long a call may go without a byte moving before its connection
     /// is abandoned as dead (the election timeout: a peer silent that long
     /// is gone for every other purpose too).

@@ -38,7 +38,7 @@
 //! half to a whole timeout later.
 //!
 //! What it never does: stand while it leads, while its elections are
-//! paused (a non-member, `raft::standing`), or once its Raft has stopped.
+//! paused (a non-member, `raft::non_member`), or once its Raft has stopped.
 //! Raft's safety does not depend on when a node stands (the real vote
 //! still needs a quorum whose logs are no longer than the candidate's);
 //! the lease a new leader gives the locks it inherits does not either
@@ -53,9 +53,9 @@ use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use super::log_store::LogStore;
+use super::non_member::Standing;
 use super::peer_client::NetworkFactory;
 use super::prevote::Waits;
-use super::standing::Standing;
 use super::{NodeId, Raft};
 
 mod asked;

@@ -181,12 +181,12 @@ impl Services {
     }
 
     /// Whether a peer RPC from `id` may reach openraft: [`Services::is_member`],
-    /// or a leader a member vouched for (`raft::vouch`).
+    /// or a leader a member vouched for (`raft::leader_vouch`).
     pub(super) fn may_send(&self, id: NodeId) -> Option<bool> {
         match self.is_member(id) {
             Some(false) => Some(
                 self.vouches
-                    .admits(id, crate::raft::vouch::under(&self.raft)),
+                    .admits(id, crate::raft::leader_vouch::under(&self.raft)),
             ),
             other => other,
         }

@@ -9,9 +9,9 @@ use rand::Rng;
 
 use super::super::log_store::LogStore;
 use super::super::messages::{PreVoteAnswer, PreVoteAsk};
+use super::super::non_member::Standing;
 use super::super::peer_client::{NetworkFactory, PeerClient};
 use super::super::prevote::is_quorum;
-use super::super::standing::Standing;
 use super::super::{NodeId, Raft, Vote};
 use openraft::RaftNetworkFactory;
 
