@@ -19,8 +19,11 @@
 //! the snapshot) and the log (recovering the WAL), start Raft, serve, and on
 //! a pristine data dir bootstrap the initial cluster.
 
+mod error;
 mod lifecycle;
 mod meta;
+
+pub use error::NodeError;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -28,61 +31,29 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openraft::SnapshotPolicy;
-use thiserror::Error;
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
 use self::meta::{check_meta, data_err};
 use crate::api::services::Parts;
 use crate::api::Services;
-use crate::auth::{Auth, AuthFileError};
+use crate::auth::Auth;
 use crate::cluster_id::{ClusterId, ClusterIdentity};
 use crate::config::NodeConfig;
 use crate::membership::Membership;
 use crate::modules::submit::Upgrader;
-use crate::raft::log_store::{LogOpenError, LogStore, Writer};
+use crate::raft::log_store::{LogStore, Writer};
 use crate::raft::peer_client::NetworkFactory;
-use crate::raft::state_machine::{SmOpenError, StateMachineStore};
+use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{Node as RaftNode, NodeId, Raft};
 use crate::service::proposer::Proposer;
 use crate::service::LockService;
 use crate::transport::tls::TlsServer;
-use lockd_core::engine::{EngineError, WasmEngine};
+use lockd_core::engine::WasmEngine;
 use lockd_core::precompile::Precompiler;
 use lockd_log::WalOptions;
 use lockd_net::tls::TlsClient;
 use lockd_net::Credentials;
-
-#[derive(Debug, Error)]
-pub enum NodeError {
-    #[error("invalid configuration: {0}")]
-    Config(#[from] crate::config::ConfigError),
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        addr: String,
-        source: std::io::Error,
-    },
-    #[error("data dir {path}: {reason}")]
-    DataDir { path: String, reason: String },
-    #[error("data dir {path} belongs to node {found}, not node {want}")]
-    WrongNode { path: String, found: u64, want: u64 },
-    #[error("data dir {path} was written by a node with a different wasm engine; refusing to start. Differences (data dir != this binary): {differences}")]
-    EngineMismatch { path: String, differences: String },
-    #[error("wasm engine: {0}")]
-    Engine(#[from] EngineError),
-    #[error("state machine: {0}")]
-    StateMachine(#[from] SmOpenError),
-    #[error("raft log: {0}")]
-    Log(#[from] LogOpenError),
-    #[error("raft: {0}")]
-    Raft(String),
-    #[error("TLS: {0}")]
-    Tls(#[from] lockd_net::tls::TlsError),
-    #[error("{0}")]
-    Auth(#[from] AuthFileError),
-    #[error("cluster id: {0}")]
-    Cluster(#[from] crate::cluster_id::ClusterIdError),
-}
 
 /// A running node.
 pub struct Node {
