@@ -1,4 +1,7 @@
 //! Unit tests of the parent module.
+use openraft::EntryPayload;
+
+use super::storage::in_range;
 use super::*;
 
 fn entry(index: u64) -> Entry {
