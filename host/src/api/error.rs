@@ -27,8 +27,6 @@ pub struct ApiError {
     pub leader: Option<u64>,
     /// More fields of the JSON body (an upgrade rejected at apply says where).
     pub details: Map<String, Value>,
-    /// Seconds for a `Retry-After` header (a bound reached for now).
-    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -43,8 +41,13 @@ impl ApiError {
             message: message.into(),
             leader: None,
             details: Map::new(),
-            retry_after: code.retry_soon().then_some(1),
         }
+    }
+
+    /// Seconds for a `Retry-After` header: a bound reached for now
+    /// ([`ErrorCode::retry_soon`]).
+    pub fn retry_after(&self) -> Option<u64> {
+        self.code.retry_soon().then_some(1)
     }
 
     pub fn bad_request(message: impl Into<String>) -> ApiError {
@@ -85,6 +88,7 @@ pub struct ErrorBody {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let retry_after = self.retry_after();
         let body = ErrorBody {
             error: self.message,
             code: self.code,
@@ -92,7 +96,7 @@ impl IntoResponse for ApiError {
             details: self.details,
         };
         let mut response = (self.status, Json(body)).into_response();
-        if let Some(s) = self.retry_after {
+        if let Some(s) = retry_after {
             response
                 .headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, s.into());
@@ -103,11 +107,7 @@ impl IntoResponse for ApiError {
 
 impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> ApiError {
-        let leader = match &e {
-            ServiceError::NotLeader { leader, .. } => *leader,
-            _ => None,
-        };
-        ApiError::new(e.code(), e.to_string()).with_leader(leader)
+        ApiError::new(e.code(), e.to_string()).with_leader(e.leader())
     }
 }
 
@@ -342,7 +342,7 @@ mod tests {
             let api = ApiError::from(e.clone());
             assert_eq!(api.status.as_u16(), status, "{e:?}");
             assert_eq!(api.code, code, "{e:?}");
-            assert_eq!(api.retry_after.is_some(), retry, "{e:?}");
+            assert_eq!(api.retry_after().is_some(), retry, "{e:?}");
         }
     }
 }

@@ -133,6 +133,14 @@ impl ServiceError {
         }
     }
 
+    /// The leader a `NotLeader` refusal names, when this node knows it.
+    pub fn leader(&self) -> Option<u64> {
+        match self {
+            ServiceError::NotLeader { leader, .. } => *leader,
+            _ => None,
+        }
+    }
+
     /// The stable code of this error (docs/api.md, "Error codes"), the
     /// same over HTTP and the native protocol.
     pub fn code(&self) -> ErrorCode {

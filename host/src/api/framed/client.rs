@@ -163,17 +163,11 @@ pub(super) async fn serve(
 
 fn wire_error(node: &Services, e: ServiceError) -> WireError {
     match WireError::of_code(e.code(), e.to_string()) {
-        WireError::NotLeader { message, .. } => {
-            let leader = match e {
-                ServiceError::NotLeader { leader, .. } => leader,
-                _ => None,
-            };
-            WireError::NotLeader {
-                leader,
-                leader_addr: leader.and_then(|l| node.addr_of(l)),
-                message,
-            }
-        }
+        WireError::NotLeader { message, .. } => WireError::NotLeader {
+            leader: e.leader(),
+            leader_addr: e.leader().and_then(|l| node.addr_of(l)),
+            message,
+        },
         other => other,
     }
 }
