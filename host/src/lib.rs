@@ -28,10 +28,14 @@
 //! * [`service`]: [`service::LockService`] — request checks, then the
 //!   leader's lock actor (waiters, leases, keepalive, handoff, phantom
 //!   release) — and the proposer that batches commands into log entries.
-//! * [`raft`]: openraft's type config and the adapters: log store (group
-//!   commit), the state machine adapter around the core's I/O-free
-//!   [`lockd_core::replica::Replica`] (which applies each committed range
-//!   with one guest call), the snapshot file, network.
+//! * [`raft`] ([`lockd_replication`], its own crate): openraft's type
+//!   config and the adapters: log store (group commit), the state machine
+//!   adapter around the core's I/O-free [`lockd_core::replica::Replica`]
+//!   (which applies each committed range with one guest call), the
+//!   snapshot file, the peer protocol's calling side and messages, the
+//!   pre-vote and hand-over, membership changes ([`membership`]), the
+//!   watch history ([`watch`]), the cluster id ([`cluster_id`]) and the
+//!   latency histograms ([`telemetry`]).
 //! * [`lockd_log`] (its own crate): the on-disk write-ahead log
 //!   (segments, CRC32C records, recovery) and atomic small files.
 //! * [`lockd_core`] (its own crate): the log entry, the replica, the
@@ -49,30 +53,24 @@
 //! Around them: [`node`] only wires things together and starts them (like
 //! mini-redis's `server::run`; nothing imports it back), [`config`] reads
 //! every setting once (flag, `LOCKD_*` variable, TOML key; file < env <
-//! flag), [`membership`] adds, promotes and removes
-//! nodes, [`shutdown`] waits for the signal to stop, [`certs`] makes a
-//! development CA and certificates (`lockd certs init`), and [`telemetry`]
-//! holds the latency histograms each layer records into for `/metrics`.
+//! flag), [`shutdown`] waits for the signal to stop, and [`certs`] makes a
+//! development CA and certificates (`lockd certs init`).
 //! [`restore`] makes a new cluster's data dirs from a backup or from one
-//! survivor (`lockd restore`, `lockd recover --force-new-cluster`);
-//! [`watch`] keeps what the last applied entries changed, for watchers
-//! to follow a prefix and resume from an index;
-//! [`cluster_id`] gives every cluster an id its peers must share, so an
-//! old node never rejoins the cluster that replaced its own.
+//! survivor (`lockd restore`, `lockd recover --force-new-cluster`).
+//! The answering side of the peer protocol is [`api`]'s: it shares the
+//! node's one address with the front doors.
 
 pub mod api;
 pub mod auth;
-pub mod blocking;
 pub mod certs;
-pub mod cluster_id;
 pub mod config;
-pub mod membership;
-pub mod modules;
 pub mod node;
-pub mod raft;
 pub mod restore;
-pub mod service;
 pub mod shutdown;
-pub mod telemetry;
 pub mod transport;
-pub mod watch;
+
+// The replication crate under the names the node's modules use.
+pub use lockd_replication as raft;
+pub use lockd_replication::{cluster_id, membership, telemetry, watch};
+// The lock service's crate likewise.
+pub use lockd_service::{self as service, blocking, modules};

@@ -4,6 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::Status;
 
+/// The longest lock key accepted, in bytes (also the longest watch
+/// prefix): a node refuses longer ones before anything is proposed.
+pub const MAX_KEY_BYTES: usize = 1024;
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClientRequest {
     /// Take `key`; wait up to `wait_ms` in the key's FIFO queue if held.

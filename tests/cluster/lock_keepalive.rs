@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use lock_tests::cluster::Cluster;
-use lockd::transport::peer::FramedConn;
+use lockd::raft::peer_conn::FramedConn;
 use lockd_client::wire::Role;
 use lockd_proto::{ClientRequest, ClientResponse, WireError};
 

@@ -6,8 +6,8 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use lock_tests::cluster::{free_port, Cluster};
-use lockd::transport::peer::FramedConn;
-use lockd::transport::TransportError;
+use lockd::raft::peer_conn::FramedConn;
+use lockd::raft::peer_conn::TransportError;
 use lockd_client::wire::{self as frame, HelloReply, Role};
 use lockd_proto::{Role as StatusRole, Status};
 

@@ -31,7 +31,8 @@
 //! * [`listener`]: the accept loop and the sniffing of the first bytes
 //!   (`rewind` puts them back).
 //! * [`limits`]: the connection caps and timeouts.
-//! * [`peer`]: the client side of a framed connection, with timeouts.
+//! * the client side of a framed connection to a peer, with timeouts:
+//!   `lockd_replication::peer_conn`.
 //! * [`http`]: the HTTP client for peers (forwarding to the leader, audit
 //!   queries).
 //! * [`tls`]: the server side of TLS and what a caller's certificate
@@ -40,41 +41,5 @@
 pub mod http;
 pub mod limits;
 pub mod listener;
-pub mod peer;
 mod rewind;
 pub mod tls;
-
-use thiserror::Error;
-
-#[derive(Debug, Error)]
-pub enum TransportError {
-    #[error("cannot connect to {addr}: {source}")]
-    Connect {
-        addr: String,
-        source: std::io::Error,
-    },
-    #[error("{what} to {addr} timed out after {ms} ms")]
-    Timeout {
-        addr: String,
-        what: &'static str,
-        ms: u64,
-    },
-    #[error(
-        "{addr} is not a lockd node speaking protocol version {}: {detail}",
-        lockd_proto::wire::VERSION
-    )]
-    NotLockd { addr: String, detail: String },
-    #[error("{addr} refused the connection: {reason}")]
-    Refused { addr: String, reason: String },
-    #[error("connection to {addr} closed")]
-    Closed { addr: String },
-    #[error("i/o with {addr}: {source}")]
-    Io {
-        addr: String,
-        source: std::io::Error,
-    },
-    #[error("frame from {addr} does not decode: {detail}")]
-    Decode { addr: String, detail: String },
-    #[error("frame encoding failed: {0}")]
-    Encode(String),
-}

@@ -50,7 +50,7 @@ const KEEP_ALIVE_MS: (u64, u64) = (5, 10_000);
 /// `PeerResponse::Working` frame goes out at that interval while a
 /// request arrives in pieces (id 0: not read yet) and while it is being
 /// answered (its id), so the caller can tell a long request (a snapshot's
-/// install) from a dead connection (`transport::peer`).
+/// install) from a dead connection (`lockd_replication::peer_conn`).
 pub(super) async fn serve(
     node: &Services,
     mut framed: Conn,

@@ -1,0 +1,186 @@
+//! Leadership in the table: becoming leader (load the applied table, then
+//! serve), losing it (fail everyone who waits), and rebuilding the mirror
+//! on doubt.
+
+use std::time::Duration;
+
+use super::{retry_delay, Action, Holder, Loaded, Request, Role, Table, GIVE_UP_AFTER};
+use crate::error::ServiceError;
+use lockd_replication::NodeId;
+
+impl Table {
+    pub(super) fn became_leader(&mut self, term: u64) {
+        self.reload(term, ServiceError::Unavailable("leadership changed".into()));
+    }
+
+    pub(super) fn lost_leadership(&mut self, leader: Option<NodeId>) {
+        self.reset(ServiceError::NotLeader {
+            id: self.id,
+            leader,
+        });
+        self.role = Role::Follower(leader);
+    }
+
+    /// Rebuild the mirror now, if leading.
+    pub(super) fn doubt(&mut self) {
+        if let Role::Leader { term } = self.role {
+            tracing::warn!(node = self.id, "rebuilding the lock mirror on request");
+            self.reload(
+                term,
+                ServiceError::Unavailable("lock table reloaded".into()),
+            );
+        }
+    }
+
+    /// Drop all leader state (failing everyone who waits with `err`) and
+    /// rebuild the mirror from the applied state for `term`.
+    pub(super) fn reload(&mut self, term: u64, err: ServiceError) {
+        self.reset(err);
+        self.role = Role::Starting {
+            term,
+            queued: Vec::new(),
+            loading: false,
+            failures: 0,
+        };
+        self.start_loading();
+    }
+
+    /// Read the table once no proposal from before is still in flight: its
+    /// completion would otherwise be applied to a mirror that already holds
+    /// its effect (or, committed after the read, lacks it) — a stale
+    /// release that clears the busy flag of a grant in flight drops that
+    /// grant's holder from the mirror, and the holder's own release is then
+    /// refused as "not held" inside its lease.
+    pub(super) fn start_loading(&mut self) {
+        let idle = self.ops.is_empty();
+        if let Role::Starting { term, loading, .. } = &mut self.role {
+            if !*loading && idle {
+                *loading = true;
+                let term = *term;
+                self.emit(Action::LoadTable {
+                    term,
+                    after: Duration::ZERO,
+                });
+            }
+        }
+    }
+
+    /// Drop all leader state, failing everyone who waits. Proposals in
+    /// flight stay: their completions answer their callers (stale).
+    fn reset(&mut self, err: ServiceError) {
+        let mut failed: Vec<u64> = Vec::new();
+        for (_, k) in self.keys.drain() {
+            failed.extend(k.waiters.iter().map(|w| w.req));
+        }
+        if let Role::Starting { queued, .. } = &mut self.role {
+            failed.extend(queued.drain(..).map(|q| q.req()));
+        }
+        failed.sort_unstable();
+        for req in failed {
+            self.reply(req, Err(err.clone()));
+        }
+        self.leases.clear();
+        self.sessions.clear();
+        self.session_timers.clear();
+        self.waits.clear();
+        self.counters.waiting = 0;
+    }
+
+    pub(super) fn loaded(&mut self, term: u64, locks: Result<Loaded, ServiceError>) {
+        let Role::Starting {
+            term: t,
+            queued,
+            loading: true,
+            failures,
+        } = &mut self.role
+        else {
+            return;
+        };
+        if *t != term {
+            return;
+        }
+        let queued = std::mem::take(queued);
+        let failures = *failures + 1;
+        match locks {
+            Ok(Loaded { locks, sessions }) => {
+                // A lease never ends earlier than promised: restart every
+                // timer with a full lease plus the longest election the gap
+                // could have lasted (a session's too, in load_sessions).
+                self.load_sessions(sessions);
+                for l in locks {
+                    let deadline = if l.session != 0
+                        && self.join_session(l.session, &l.key, l.token)
+                    {
+                        self.sessions
+                            .get(&l.session)
+                            .map_or(self.now, |s| s.deadline)
+                    } else {
+                        let d = self.now + crate::lease::lease(l.lease_ms) + self.election_timeout;
+                        self.leases.insert((d, l.key.clone(), l.token));
+                        d
+                    };
+                    self.keys.entry(l.key).or_default().holders.insert(
+                        l.token,
+                        Holder {
+                            lease_ms: l.lease_ms,
+                            deadline,
+                            mode: l.mode,
+                            limit: l.limit,
+                            ident: l.ident,
+                            principal: l.principal,
+                            owner: l.owner,
+                            // Only one it joined lives without a lease.
+                            session: if self.sessions.contains_key(&l.session) {
+                                l.session
+                            } else {
+                                0
+                            },
+                            count: l.count,
+                        },
+                    );
+                }
+                tracing::info!(
+                    node = self.id,
+                    term,
+                    held = self.leases.len(),
+                    "leader: lock table loaded, lease timers restarted"
+                );
+                self.role = Role::Leader { term };
+                for q in queued {
+                    self.request(q);
+                }
+            }
+            Err(e) => {
+                // A load can fail while leadership settles; one that keeps
+                // failing (the state machine stopped, say) may never
+                // succeed, and whoever waits then gets the reason rather
+                // than no answer at all.
+                let queued: Vec<Request> = if failures >= GIVE_UP_AFTER {
+                    let id = self.id;
+                    for q in queued {
+                        self.reply(
+                            q.req(),
+                            Err(ServiceError::Unavailable(format!(
+                                "node {id} leads but cannot load its lock table ({e}); the request was not proposed"
+                            ))),
+                        );
+                    }
+                    Vec::new()
+                } else {
+                    queued
+                };
+                let after = retry_delay(failures);
+                if failures.is_power_of_two() {
+                    tracing::warn!(node = self.id, term, failures, error = %e, retry_in_ms = after.as_millis() as u64, "leader: could not load the lock table");
+                }
+                self.role = Role::Starting {
+                    term,
+                    queued,
+                    loading: true,
+                    failures,
+                };
+                self.emit(Action::LoadTable { term, after });
+            }
+        }
+    }
+}
