@@ -22,6 +22,7 @@
 mod error;
 mod lifecycle;
 mod meta;
+mod storage;
 
 pub use error::NodeError;
 
@@ -30,19 +31,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use openraft::SnapshotPolicy;
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
-use self::meta::{check_meta, data_err};
+use self::storage::Storage;
 use crate::api::services::Parts;
 use crate::api::Services;
 use crate::auth::Auth;
-use crate::cluster_id::{ClusterId, ClusterIdentity};
 use crate::config::NodeConfig;
 use crate::membership::Membership;
 use crate::modules::submit::Upgrader;
-use crate::raft::log_store::{LogStore, Writer};
+use crate::raft::log_store::Writer;
 use crate::raft::peer_client::NetworkFactory;
 use crate::raft::state_machine::StateMachineStore;
 use crate::raft::{Node as RaftNode, NodeId, Raft};
@@ -50,8 +49,6 @@ use crate::service::proposer::Proposer;
 use crate::service::LockService;
 use crate::transport::tls::TlsServer;
 use lockd_core::engine::WasmEngine;
-use lockd_core::precompile::Precompiler;
-use lockd_log::WalOptions;
 use lockd_net::tls::TlsClient;
 use lockd_net::Credentials;
 
@@ -148,76 +145,14 @@ impl Node {
             token: None,
         };
         let dir = config.data_dir.clone();
-        lockd_log::create_dir_durably(&dir).map_err(|e| data_err(&dir, e))?;
-        let engine = match seams.engine {
-            Some(shared) => shared,
-            None => Arc::new(WasmEngine::bounded(
-                config.engine.clone(),
-                Some(
-                    config
-                        .module_cache
-                        .clone()
-                        .unwrap_or_else(|| dir.join("module-cache")),
-                ),
-                config.module_cache_bound,
-            )?),
-        };
-        let first_start = check_meta(&dir, config.id, engine.fingerprint())?;
-        // A data dir restored or recovered records its cluster already.
-        let bootstrap_id = config
-            .bootstrap_members()
-            .filter(|_| first_start)
-            .map(|m| ClusterId::at_bootstrap(&m));
-        let cluster = Arc::new(ClusterIdentity::open(&dir, bootstrap_id)?);
+        let Storage {
+            engine,
+            cluster,
+            sm,
+            log,
+        } = storage::open(&config, seams.engine, seams.applied, seams.log_writer)?;
 
-        let precompiler = Precompiler::limited(engine.clone(), Some(config.max_module_bytes));
-        let sm = StateMachineStore::open(
-            config.id,
-            precompiler.clone(),
-            &dir.join("snapshot"),
-            lockd_core::builtin::LOCK_SM,
-            config.initial_module,
-            config.audit_interval,
-        )?;
-        sm.bind_cluster(cluster.clone());
-        let hub = crate::watch::WatchHub::new(
-            config.watch_history,
-            config.max_watchers,
-            config.max_watchers_per_principal,
-        );
-        if let Some(observer) = seams.applied {
-            hub.observe(observer);
-        }
-        sm.attach_watch(hub);
-        let log = LogStore::open(
-            &dir.join("raft"),
-            WalOptions {
-                segment_bytes: config.segment_bytes,
-            },
-            Some(precompiler),
-            seams.log_writer,
-            sm.latency().stages.clone(),
-        )?;
-        log.forget_leadership(config.id);
-
-        let raft_config = openraft::Config {
-            cluster_name: "lockd".into(),
-            heartbeat_interval: config.heartbeat_ms,
-            election_timeout_min: config.raft_timeouts().0,
-            election_timeout_max: config.raft_timeouts().1,
-            // `raft::stand` decides when a node stands (after a pre-vote).
-            enable_elect: false,
-            // Snapshots are triggered by `raft::snapshot_policy`, which
-            // also weighs the log against the state's size.
-            snapshot_policy: SnapshotPolicy::Never,
-            max_in_snapshot_log_to_keep: config.keep_after_snapshot,
-            purge_batch_size: 1,
-            // Not read: `raft::snapshot_send` bounds each chunk by its
-            // progress instead of one deadline for the transfer.
-            ..Default::default()
-        }
-        .validate()
-        .map_err(|e| NodeError::Raft(e.to_string()))?;
+        let raft_config = storage::raft_config(&config)?;
         let standing = crate::raft::non_member::Standing::new();
         let silence = crate::raft::stand::Silence::new(crate::raft::prevote::Waits {
             election: Duration::from_millis(config.election_timeout_ms),

@@ -73,6 +73,7 @@ mod requests;
 mod scenario;
 mod sessions;
 mod settle;
+mod stale;
 mod types;
 mod waits;
 

@@ -22,13 +22,13 @@ pub struct Refusal {
 impl Services {
     /// Whether authentication is on (there is an auth file).
     pub fn auth_is_on(&self) -> bool {
-        self.auth.is_on()
+        self.parts.auth.is_on()
     }
 
     /// Changes with every reload of the rules: a connection that settled
     /// its caller settles it again when this moves.
     pub fn rules_generation(&self) -> u64 {
-        self.auth.generation()
+        self.parts.auth.generation()
     }
 
     /// Who is calling: by its bearer `token`, else its certificate, else
@@ -41,7 +41,7 @@ impl Services {
         member: Option<NodeId>,
         forwarded: Option<&str>,
     ) -> Result<Principal, Denied> {
-        self.auth.authenticate(
+        self.parts.auth.authenticate(
             token,
             identity.and_then(|i| i.principal()),
             member,
@@ -52,7 +52,7 @@ impl Services {
     /// Whether `who` presented a valid credential (or none is needed):
     /// what decides a connection's budget.
     pub fn is_authenticated(&self, who: &Result<Principal, Denied>) -> bool {
-        !self.auth.is_on() || matches!(who, Ok(p) if *p != Principal::Anonymous)
+        !self.parts.auth.is_on() || matches!(who, Ok(p) if *p != Principal::Anonymous)
     }
 
     /// Whether `who` may do `action`; a refusal carries the principal and
@@ -65,10 +65,10 @@ impl Services {
         let access = who
             .as_ref()
             .map_err(Clone::clone)
-            .and_then(|p| self.auth.check(p, action));
+            .and_then(|p| self.parts.auth.check(p, action));
         access.map_err(|denied| {
             let (principal, roles) = match who {
-                Ok(p) => (p.name(), self.auth.roles_of(p)),
+                Ok(p) => (p.name(), self.parts.auth.roles_of(p)),
                 Err(_) => (String::new(), String::new()),
             };
             Refusal {

@@ -50,15 +50,15 @@ impl Services {
     /// scrapes) skip it rather than stall apply. Also returns the upgrade
     /// counters, which status does not show.
     pub fn status_with(&self, hash: bool) -> (Status, UpgradeCounts) {
-        let m = self.raft.metrics().borrow().clone();
+        let m = self.parts.raft.metrics().borrow().clone();
         // Applied index and state hash are read under one lock, so the
         // hash is the hash *at* that index.
-        let v = self.sm.view(hash);
-        let snaps = self.sm.snapshot_stats();
-        let stats = self.log.stats();
+        let v = self.parts.sm.view(hash);
+        let snaps = self.parts.sm.snapshot_stats();
+        let stats = self.parts.log.stats();
         let status = Status {
-            id: self.id,
-            addr: self.addr.clone(),
+            id: self.parts.id,
+            addr: self.parts.addr.clone(),
             // A leader no quorum has acknowledged yet is still seeking
             // office.
             role: if leading_unconfirmed(&m, self.quorum_within_ms()) {
@@ -66,19 +66,19 @@ impl Services {
             } else {
                 role_of(m.state)
             },
-            leader: known_leader(&m, self.quorum_within_ms(), self.silence.silent_ms()),
+            leader: known_leader(&m, self.quorum_within_ms(), self.parts.silence.silent_ms()),
             term: m.current_term,
             commit_index: self.commit_index(v.applied_index),
             applied_index: v.applied_index,
             last_log_index: m.last_log_index.unwrap_or(0),
             snapshot_index: m.snapshot.map(|l| l.index),
             purged_index: m.purged.map(|l| l.index),
-            members: members(&self.raft),
+            members: members(&self.parts.raft),
             module_hash: v.module_hash,
             module_version: v.module_version,
             state_hash: v.state_hash,
             locks_held: v.locks_held,
-            engine_fingerprint: self.engine.fingerprint().hash.clone(),
+            engine_fingerprint: self.parts.engine.fingerprint().hash.clone(),
             snapshots_built: snaps.built,
             snapshots_installed: snaps.installed,
             wal_fsyncs: stats.fsyncs.load(std::sync::atomic::Ordering::Relaxed),
@@ -88,7 +88,7 @@ impl Services {
             module_since_index: v.module_since_index,
             upgrades: v.upgrades,
             shadow: v.shadow,
-            audit_divergences: self.sm.divergences(),
+            audit_divergences: self.parts.sm.divergences(),
             capacity: Some(v.capacity),
             guest_memory_bytes: v.guest_memory_bytes,
             last_snapshot_bytes: snaps.last_bytes,
@@ -96,9 +96,9 @@ impl Services {
             last_snapshot_install_ms: snaps.last_install_us / 1000,
             admin_actions: self.admin_log.recent(),
             trusted_module_keys: v.trusted_module_keys,
-            last_divergence: self.sm.last_divergence(),
-            engine_implementation: self.engine.fingerprint().implementation(),
-            cluster_id: self.cluster.get().map(|c| c.to_string()),
+            last_divergence: self.parts.sm.last_divergence(),
+            engine_implementation: self.parts.engine.fingerprint().implementation(),
+            cluster_id: self.parts.cluster.get().map(|c| c.to_string()),
             first_module_hash: v.first_module_hash,
             module_failures_total: Some(v.module_failures_total),
             module_failures: Some(v.module_failures),
@@ -120,14 +120,14 @@ impl Services {
     /// ([`judge`]).
     pub fn readiness(&self) -> Readiness {
         let (leader, stopped) = {
-            let m = self.raft.metrics();
+            let m = self.parts.raft.metrics();
             let m = m.borrow();
             (
-                known_leader(&m, self.quorum_within_ms(), self.silence.silent_ms()),
+                known_leader(&m, self.quorum_within_ms(), self.parts.silence.silent_ms()),
                 m.running_state.as_ref().err().map(|e| e.to_string()),
             )
         };
-        let view = self.sm.view(false);
+        let view = self.parts.sm.view(false);
         judge(Seen {
             leader,
             applied_index: view.applied_index,
@@ -139,12 +139,12 @@ impl Services {
 
     /// Where this node's applied changes are published for watchers.
     pub fn watch_hub(&self) -> Option<&std::sync::Arc<crate::watch::WatchHub>> {
-        self.sm.watch()
+        self.parts.sm.watch()
     }
 
     /// The members, as this node knows them.
     pub fn members(&self) -> Vec<Member> {
-        members(&self.raft)
+        members(&self.parts.raft)
     }
 
     /// Add a learner (after checking its engine, id and cluster); the
@@ -154,26 +154,26 @@ impl Services {
         id: NodeId,
         addr: &str,
     ) -> Result<Vec<Member>, MembershipError> {
-        self.membership.add_learner(id, addr).await?;
+        self.parts.membership.add_learner(id, addr).await?;
         Ok(self.members())
     }
 
     /// Make a learner a voter; the members after.
     pub async fn promote(&self, id: NodeId) -> Result<Vec<Member>, MembershipError> {
-        self.membership.promote(id).await?;
+        self.parts.membership.promote(id).await?;
         Ok(self.members())
     }
 
     /// Remove a voter or a learner; the members after.
     pub async fn remove_member(&self, id: NodeId) -> Result<Vec<Member>, MembershipError> {
-        self.membership.remove(id).await?;
+        self.parts.membership.remove(id).await?;
         Ok(self.members())
     }
 
     /// Whether `id` is a member (voter or learner) as this node knows it;
     /// `None` before it has a membership.
     pub fn is_member(&self, id: NodeId) -> Option<bool> {
-        let metrics = self.raft.metrics();
+        let metrics = self.parts.raft.metrics();
         let m = metrics.borrow();
         let membership = m.membership_config.membership();
         membership.nodes().next()?;
@@ -185,8 +185,9 @@ impl Services {
     pub(super) fn may_send(&self, id: NodeId) -> Option<bool> {
         match self.is_member(id) {
             Some(false) => Some(
-                self.vouches
-                    .admits(id, crate::raft::leader_vouch::under(&self.raft)),
+                self.parts
+                    .vouches
+                    .admits(id, crate::raft::leader_vouch::under(&self.parts.raft)),
             ),
             other => other,
         }
@@ -209,7 +210,7 @@ impl Services {
 
     /// The address of member `id`, as this node's membership knows it.
     pub fn addr_of(&self, id: NodeId) -> Option<String> {
-        let metrics = self.raft.metrics();
+        let metrics = self.parts.raft.metrics();
         let m = metrics.borrow();
         m.membership_config
             .membership()
@@ -222,26 +223,30 @@ impl Services {
     /// committed; a snapshot installed from the leader moves the applied
     /// index without a save, and an idle leader sends no new one).
     fn commit_index(&self, applied: u64) -> u64 {
-        self.log.committed().map_or(0, |l| l.index).max(applied)
+        self.parts
+            .log
+            .committed()
+            .map_or(0, |l| l.index)
+            .max(applied)
     }
 
     /// How recently a quorum must have answered this node for it to name
     /// itself the leader: the election timeout ([`known_leader`]).
     fn quorum_within_ms(&self) -> u64 {
-        self.election_timeout_ms
+        self.parts.election_timeout_ms
     }
 
     /// Where a request for the leader goes now ([`LeaderRoute`]).
     fn leader_route(&self) -> LeaderRoute {
         // Borrow, do not clone, the metrics: this runs on every request.
         let Some(leader) = known_leader(
-            &self.raft.metrics().borrow(),
+            &self.parts.raft.metrics().borrow(),
             self.quorum_within_ms(),
-            self.silence.silent_ms(),
+            self.parts.silence.silent_ms(),
         ) else {
             return LeaderRoute::Unknown;
         };
-        if leader == self.id {
+        if leader == self.parts.id {
             return LeaderRoute::Here;
         }
         match self.addr_of(leader) {
@@ -262,8 +267,9 @@ impl Services {
         if !matches!(route, LeaderRoute::Unknown) {
             return route.elsewhere();
         }
-        let mut metrics = self.raft.metrics();
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(self.election_max_ms);
+        let mut metrics = self.parts.raft.metrics();
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_millis(self.parts.election_max_ms);
         loop {
             // The metrics change when a leader becomes known; the quorum
             // acknowledgement of a leader restored in its old term ages
@@ -287,7 +293,7 @@ impl Services {
         // The server metrics (the vote, the role, the leader): the full
         // metrics change with every entry, and every forwarded request
         // would wake for each.
-        let mut metrics = self.raft.server_metrics();
+        let mut metrics = self.parts.raft.server_metrics();
         loop {
             match self.leader_route() {
                 LeaderRoute::Elsewhere(id, _) if id == leader => {}
@@ -303,12 +309,12 @@ impl Services {
     /// How a peer's wasm engine differs from this node's in what guests
     /// compute (empty: it may serve beside this one).
     pub fn engine_differences(&self, theirs: &EngineFingerprint) -> Vec<String> {
-        theirs.determinism_differences(self.engine.fingerprint())
+        theirs.determinism_differences(self.parts.engine.fingerprint())
     }
 
     /// Whether a peer of the cluster it names may be served (and, before
     /// this node knows its cluster, adopt it); `Err` says why not.
     pub fn meet_cluster(&self, theirs: Option<&str>) -> Result<(), String> {
-        self.cluster.meet_peer(theirs)
+        self.parts.cluster.meet_peer(theirs)
     }
 }

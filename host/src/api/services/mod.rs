@@ -9,7 +9,7 @@
 //!
 //! # Layout
 //!
-//! * this module: the parts, [`Parts`] to build them from, who this node
+//! * this module: the parts, declared once in [`Parts`], who this node
 //!   is, its connection limits, and the two subsystems handlers drive
 //!   whole (the lock service, the upgrader).
 //! * `cluster`: what this node knows of the cluster — status, readiness,
@@ -50,55 +50,19 @@ use lockd_core::engine::WasmEngine;
 
 pub use access::Refusal;
 
-/// The parts of a running node that requests use.
+/// The parts of a running node that requests use (each described in
+/// [`Parts`], declared there once), and the admin audit trail.
 pub struct Services {
-    id: NodeId,
-    /// The address peers and clients reach this node at.
-    addr: String,
-    raft: Raft,
-    sm: StateMachineStore,
-    log: LogStore,
-    engine: Arc<WasmEngine>,
-    locks: LockService,
-    upgrader: Upgrader,
-    membership: Membership,
-    /// Checks every peer RPC before openraft sees it.
-    peer_gate: PeerGate,
-    /// Whether this node's elections are paused (refused as a non-member).
-    standing: Arc<Standing>,
-    /// What this node knows of its leader's liveness (`raft::stand`).
-    silence: Arc<Silence>,
-    /// `--election-timeout-ms`, and the longest an election may take
-    /// (`NodeConfig::election_max_ms`).
-    election_timeout_ms: u64,
-    election_max_ms: u64,
-    /// Leaders outside this node's membership that a member vouched for.
-    vouches: Arc<Vouches>,
-    /// `--max-module-bytes`: the largest module an upgrade may carry.
-    max_module_bytes: usize,
-    /// The connection caps and timeouts.
-    conn: Gate,
-    /// Every connection must be TLS (the node has a certificate).
-    tls_required: bool,
-    /// Who may do what (off without an auth file).
-    auth: Arc<Auth>,
-    /// The names HTTP requests may be sent to (DNS rebinding).
-    allowed_hosts: AllowedHosts,
-    /// The HTTP client for forwarding to the leader.
-    forwarder: Forwarder,
+    parts: Parts,
     /// The admin requests this node served, for status.
     admin_log: AdminLog,
-    /// Times the leader this node knows changed, for metrics.
-    leader_changes: Arc<AtomicU64>,
-    snapshot_sends: Arc<crate::raft::snapshot_counts::SendCounts>,
-    /// Which cluster this node belongs to; peers of another are refused.
-    cluster: Arc<ClusterIdentity>,
 }
 
 /// What [`Services`] is built from: the node's subsystems, started by
 /// [`crate::node`]. Public fields, as a constructor's named arguments.
 pub struct Parts {
     pub id: NodeId,
+    /// The address peers and clients reach this node at.
     pub addr: String,
     pub raft: Raft,
     pub sm: StateMachineStore,
@@ -107,97 +71,88 @@ pub struct Parts {
     pub locks: LockService,
     pub upgrader: Upgrader,
     pub membership: Membership,
+    /// Checks every peer RPC before openraft sees it.
     pub peer_gate: PeerGate,
+    /// Whether this node's elections are paused (refused as a non-member).
     pub standing: Arc<Standing>,
+    /// What this node knows of its leader's liveness (`raft::stand`).
     pub silence: Arc<Silence>,
+    /// `--election-timeout-ms`, and the longest an election may take
+    /// (`NodeConfig::election_max_ms`).
     pub election_timeout_ms: u64,
     pub election_max_ms: u64,
+    /// Leaders outside this node's membership that a member vouched for.
     pub vouches: Arc<Vouches>,
+    /// `--max-module-bytes`: the largest module an upgrade may carry.
     pub max_module_bytes: usize,
+    /// The connection caps and timeouts.
     pub conn: Gate,
+    /// Every connection must be TLS (the node has a certificate).
     pub tls_required: bool,
+    /// Who may do what (off without an auth file).
     pub auth: Arc<Auth>,
-    /// The node's advertised and listen hosts and `--allowed-hosts`.
+    /// The names HTTP requests may be sent to (DNS rebinding): the node's
+    /// advertised and listen hosts and `--allowed-hosts`.
     pub allowed_hosts: AllowedHosts,
+    /// The HTTP client for forwarding to the leader.
     pub forwarder: Forwarder,
-    /// Counted by a task of the node; read here for metrics.
+    /// Times the leader this node knows changed (counted by a task of the
+    /// node), for metrics.
     pub leader_changes: Arc<AtomicU64>,
     /// Counted by the snapshot sender; read here for metrics.
     pub snapshot_sends: Arc<crate::raft::snapshot_counts::SendCounts>,
+    /// Which cluster this node belongs to; peers of another are refused.
     pub cluster: Arc<ClusterIdentity>,
 }
 
 impl Services {
     /// The services of a node, with an empty admin audit trail.
-    pub fn new(p: Parts) -> Services {
+    pub fn new(parts: Parts) -> Services {
         Services {
-            id: p.id,
-            addr: p.addr,
-            raft: p.raft,
-            sm: p.sm,
-            log: p.log,
-            engine: p.engine,
-            locks: p.locks,
-            upgrader: p.upgrader,
-            membership: p.membership,
-            peer_gate: p.peer_gate,
-            standing: p.standing,
-            silence: p.silence,
-            election_timeout_ms: p.election_timeout_ms,
-            election_max_ms: p.election_max_ms,
-            vouches: p.vouches,
-            max_module_bytes: p.max_module_bytes,
-            conn: p.conn,
-            tls_required: p.tls_required,
-            auth: p.auth,
-            allowed_hosts: p.allowed_hosts,
-            forwarder: p.forwarder,
+            parts,
             admin_log: AdminLog::default(),
-            leader_changes: p.leader_changes,
-            snapshot_sends: p.snapshot_sends,
-            cluster: p.cluster,
         }
     }
 
     /// This node's id.
     pub fn id(&self) -> NodeId {
-        self.id
+        self.parts.id
     }
 
     /// Whether every connection must be TLS (the node has a certificate).
     pub fn tls_required(&self) -> bool {
-        self.tls_required
+        self.parts.tls_required
     }
 
     /// The names an HTTP request may be sent to ([`super::hosts`]).
     pub fn allowed_hosts(&self) -> &AllowedHosts {
-        &self.allowed_hosts
+        &self.parts.allowed_hosts
     }
 
     /// The caps and timeouts every connection is served under.
     pub fn conn_limits(&self) -> &ConnLimits {
-        self.conn.limits()
+        self.parts.conn.limits()
     }
 
     /// `--max-module-bytes`: the largest module an upgrade may carry.
     pub fn max_module_bytes(&self) -> usize {
-        self.max_module_bytes
+        self.parts.max_module_bytes
     }
 
     /// The lock service: every lock route and native request uses most
     /// of it (acquire, release, keepalive, reads, policy data, counters).
     pub fn locks(&self) -> &LockService {
-        &self.locks
+        &self.parts.locks
     }
 
     /// Upgrades, shadow modules, capacity and module keys, each proposed
     /// through the log: the admin routes use all of it.
     pub fn upgrader(&self) -> &Upgrader {
-        &self.upgrader
+        &self.parts.upgrader
     }
 
     /// The HTTP client that passes requests on to the leader.
     pub fn forwarder(&self) -> &Forwarder {
-        &self.forwarder
+        &self.parts.forwarder
     }
 }

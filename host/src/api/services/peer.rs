@@ -26,7 +26,8 @@ impl Services {
         if lockd_core::faults::get().any_voter {
             return true;
         }
-        self.raft
+        self.parts
+            .raft
             .with_raft_state(move |st| {
                 // A new cluster's first membership is committed by its
                 // first leader, which these votes elect: until then the
@@ -45,31 +46,37 @@ impl Services {
     /// Whether this node would vote for `from` (`raft::prevote`).
     fn answer_pre_vote(&self, from: NodeId, ask: &PreVoteAsk) -> PreVoteAnswer {
         let (view, followed) = {
-            let metrics = self.raft.metrics();
+            let metrics = self.parts.raft.metrics();
             let m = metrics.borrow();
             let view = VoterView {
                 votes: m.running_state.is_ok(),
-                leads: m.current_leader == Some(self.id),
-                last_log_id: self.log.last_log_id(),
+                leads: m.current_leader == Some(self.parts.id),
+                last_log_id: self.parts.log.last_log_id(),
                 silent_for: Duration::ZERO,
                 leader_gone: false,
             };
             (view, m.vote.is_committed())
         };
-        self.silence.answer(self.id, from, ask, view, followed)
+        self.parts
+            .silence
+            .answer(self.parts.id, from, ask, view, followed)
     }
 
     /// A peer's connection opens: served until the guard drops
     /// (`raft::stand` learns when the leader's closes).
     pub fn peer_connection(&self) -> PeerConn {
-        self.silence.connection()
+        self.parts.silence.connection()
     }
 
     /// Answer a peer's Raft RPC, once the peer gate lets it through; `conn`
     /// is the connection it came on ([`Services::peer_connection`]).
     pub async fn answer_peer(&self, from: NodeId, conn: u64, req: PeerRequest) -> PeerResponse {
-        if let Err(why) = self.peer_gate.check(from, &req, |id| self.may_send(id)) {
-            tracing::warn!(id = self.id, from, %why, "refused a peer request");
+        if let Err(why) = self
+            .parts
+            .peer_gate
+            .check(from, &req, |id| self.may_send(id))
+        {
+            tracing::warn!(id = self.parts.id, from, %why, "refused a peer request");
             let leads = match &req {
                 PeerRequest::AppendEntries(r) => r.vote.is_committed(),
                 PeerRequest::InstallSnapshot(r) => r.vote.is_committed(),
@@ -81,9 +88,9 @@ impl Services {
                 | PeerRequest::KeepAlive { .. } => false,
             };
             if leads && matches!(why, Refusal::NotMember(_)) {
-                self.vouches.want(from);
+                self.parts.vouches.want(from);
             }
-            let text = format!("node {} refused the request: {why}", self.id);
+            let text = format!("node {} refused the request: {why}", self.parts.id);
             return match why {
                 Refusal::NotMember(_) => PeerResponse::NotMember(text),
                 Refusal::Invalid(_) => PeerResponse::Error(text),
@@ -94,16 +101,16 @@ impl Services {
                 // What this leader showed of its log: the most a pre-vote
                 // may claim and be believed (`raft::stand`).
                 let shown = r.entries.last().map(|e| e.log_id).max(r.leader_commit);
-                let answer = self.raft.append_entries(r).await;
+                let answer = self.parts.raft.append_entries(r).await;
                 match &answer {
                     Ok(
                         AppendEntriesResponse::Success | AppendEntriesResponse::PartialSuccess(_),
                     ) => {
-                        self.standing.followed();
-                        self.silence.heard(conn, shown);
+                        self.parts.standing.followed();
+                        self.parts.silence.heard(conn, shown);
                     }
                     // The leader is alive, though its log and ours differ.
-                    Ok(AppendEntriesResponse::Conflict) => self.silence.heard(conn, None),
+                    Ok(AppendEntriesResponse::Conflict) => self.parts.silence.heard(conn, None),
                     _ => {}
                 }
                 PeerResponse::AppendEntries(answer)
@@ -111,10 +118,11 @@ impl Services {
             PeerRequest::Vote(r) if !self.committed_voter(from).await => {
                 // A learner (or a node removed since) cannot win: its ask
                 // neither moves this node's term nor holds it back.
-                let m = self.raft.metrics().borrow().clone();
-                let vote = openraft::raft::VoteResponse::new(m.vote, self.log.last_log_id(), false);
+                let m = self.parts.raft.metrics().borrow().clone();
+                let vote =
+                    openraft::raft::VoteResponse::new(m.vote, self.parts.log.last_log_id(), false);
                 tracing::debug!(
-                    id = self.id,
+                    id = self.parts.id,
                     from,
                     term = r.vote.leader_id.term,
                     "refused a vote to a node that is not a voter"
@@ -125,19 +133,19 @@ impl Services {
                 // Before the answer: this node must not stand over the
                 // candidate while it counts its votes.
                 let theirs = r.last_log_id;
-                let before = self.silence.asked_to_vote();
-                let answer = self.raft.vote(r).await;
+                let before = self.parts.silence.asked_to_vote();
+                let answer = self.parts.raft.vote(r).await;
                 if let Ok(v) = &answer {
                     if !v.vote_granted && v.last_log_id > theirs {
-                        self.silence.outranks(before);
+                        self.parts.silence.outranks(before);
                     }
                 }
                 PeerResponse::Vote(answer)
             }
             PeerRequest::InstallSnapshot(r) => {
-                let answer = self.raft.install_snapshot(r).await;
+                let answer = self.parts.raft.install_snapshot(r).await;
                 if answer.as_ref().is_ok_and(|a| a.vote.is_committed()) {
-                    self.silence.heard(conn, None);
+                    self.parts.silence.heard(conn, None);
                 }
                 PeerResponse::InstallSnapshot(answer)
             }
@@ -147,20 +155,23 @@ impl Services {
             PeerRequest::PreVote(ask) => PeerResponse::PreVote(self.answer_pre_vote(from, &ask)),
             PeerRequest::Resign(notice) => {
                 // Only from the leader this node follows, of this term.
-                if self.raft.metrics().borrow().vote == notice.vote {
-                    self.silence.resigned(notice.successor == self.id);
+                if self.parts.raft.metrics().borrow().vote == notice.vote {
+                    self.parts
+                        .silence
+                        .resigned(notice.successor == self.parts.id);
                 }
                 PeerResponse::Resigned
             }
             // An older leader's ask carries no signature: answered as
             // unsigned (refused while keys are trusted).
             PeerRequest::Precheck(ask) => PeerResponse::Precheck(
-                self.upgrader
+                self.parts
+                    .upgrader
                     .answer_precheck(from, SignedPrecheckAsk::unsigned(ask))
                     .await,
             ),
             PeerRequest::SignedPrecheck(ask) => {
-                PeerResponse::Precheck(self.upgrader.answer_precheck(from, ask).await)
+                PeerResponse::Precheck(self.parts.upgrader.answer_precheck(from, ask).await)
             }
             // The connection answers it (`api::framed::peer`).
             PeerRequest::KeepAlive { .. } => {

@@ -16,18 +16,18 @@ use lockd_proto::{AuditReport, CapacityStatus, SnapshotBuilt};
 impl Services {
     /// This node's determinism audit points.
     pub fn audit_report(&self) -> AuditReport {
-        self.sm.audit_report()
+        self.parts.sm.audit_report()
     }
 
     /// The capacity bounds and their use, at this node's applied index.
     pub fn capacity(&self) -> CapacityStatus {
-        self.sm.capacity()
+        self.parts.sm.capacity()
     }
 
     /// The trusted module keys, hex, in key order.
     pub fn module_keys(&self) -> ModuleKeys {
         ModuleKeys {
-            keys: self.sm.module_keys().hex(),
+            keys: self.parts.sm.module_keys().hex(),
         }
     }
 
@@ -35,18 +35,19 @@ impl Services {
     /// waiting up to `wait` for it. openraft builds one at a time: asked
     /// during a build, this waits for that build.
     pub async fn build_snapshot(&self, wait: Duration) -> Result<SnapshotBuilt, SnapshotError> {
-        let before = self.sm.snapshot_stats().built;
-        self.raft
+        let before = self.parts.sm.snapshot_stats().built;
+        self.parts
+            .raft
             .trigger()
             .snapshot()
             .await
             .map_err(|e| SnapshotError::RaftStopped(e.to_string()))?;
         let deadline = tokio::time::Instant::now() + wait;
         loop {
-            let s = self.sm.snapshot_stats();
+            let s = self.parts.sm.snapshot_stats();
             if s.built > before {
                 return Ok(SnapshotBuilt {
-                    node: self.id,
+                    node: self.parts.id,
                     index: s.last_index,
                     bytes: s.last_bytes,
                     build_ms: s.last_build_us / 1000,
@@ -64,11 +65,12 @@ impl Services {
     /// (this node leads, and has applied everything committed when asked),
     /// so it holds every grant acknowledged before.
     pub async fn export_snapshot(&self) -> Result<(u64, Vec<u8>), SnapshotError> {
-        self.raft
+        self.parts
+            .raft
             .ensure_linearizable()
             .await
-            .map_err(|e| ServiceError::from_raft(self.id, e, |e| e.to_string()))?;
-        let sm = self.sm.clone();
+            .map_err(|e| ServiceError::from_raft(self.parts.id, e, |e| e.to_string()))?;
+        let sm = self.parts.sm.clone();
         // Serialising the whole state blocks: off the async workers.
         crate::blocking::run(move || sm.export())
             .await
@@ -79,45 +81,45 @@ impl Services {
     /// Times the leader this node knows changed (to another node or to
     /// none).
     pub fn leader_changes(&self) -> u64 {
-        self.leader_changes.load(Ordering::Relaxed)
+        self.parts.leader_changes.load(Ordering::Relaxed)
     }
 
     /// Snapshot sends this node made as leader: (installed, failed,
     /// abandoned) (`raft::snapshot_send`).
     pub fn snapshot_sends(&self) -> (u64, u64, u64) {
-        self.snapshot_sends.read()
+        self.parts.snapshot_sends.read()
     }
 
     /// Snapshot sends under way now.
     pub fn snapshot_sends_in_flight(&self) -> u64 {
-        self.snapshot_sends.in_flight()
+        self.parts.snapshot_sends.in_flight()
     }
 
     /// Pre-vote rounds this node asked: (won, lost) (`raft::stand`).
     pub fn prevote_rounds(&self) -> (u64, u64) {
-        self.silence.rounds()
+        self.parts.silence.rounds()
     }
 
     /// The log's counters and fsync latency.
     pub fn wal_stats(&self) -> &LogStats {
-        self.log.stats()
+        self.parts.log.stats()
     }
 
     /// Every entry the log holds in memory (all after the last purge),
     /// each as its log id and its encoded bytes: for checkers that compare
     /// logs across nodes (the simulation's log matching).
     pub fn log_entries(&self) -> Vec<(crate::raft::LogId, Vec<u8>)> {
-        self.log.entries_encoded()
+        self.parts.log.entries_encoded()
     }
 
     /// The state machine's apply and module swap latencies.
     pub fn apply_latency(&self) -> &SmLatency {
-        self.sm.latency()
+        self.parts.sm.latency()
     }
 
     /// Where each write's time goes (`telemetry::stages`).
     pub fn stages(&self) -> &crate::telemetry::Stages {
-        &self.sm.latency().stages
+        &self.parts.sm.latency().stages
     }
 }
 
