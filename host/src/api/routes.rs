@@ -136,3 +136,6 @@ pub fn router(node: Arc<Services>) -> Router {
         ))
         .with_state(node)
 }
+
+#[cfg(test)]
+mod tests;
