@@ -6,8 +6,8 @@
 
 use axum::http::{Method, Uri};
 
-use super::ROUTES;
-use crate::api::op::{answered_by_leader, parse};
+use super::{answered_by_leader, Asks, ROUTES};
+use crate::api::op::parse;
 
 const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
 
@@ -48,7 +48,7 @@ fn reading(method: &str, path: &str) -> String {
 
 #[test]
 fn every_route_reads_as_recorded() {
-    let fixed = ROUTES.iter().map(|r| r.0).filter(|p| !p.contains('{'));
+    let fixed = ROUTES.iter().map(|r| r.path).filter(|p| !p.contains('{'));
     let got: Vec<String> = fixed
         .chain(SAMPLES)
         .flat_map(|p| METHODS.map(|m| reading(m, p)))
@@ -69,6 +69,27 @@ fn every_route_reads_as_recorded() {
         differ.join("\n"),
         got.join("\n")
     );
+}
+
+/// The parser of a path with parameters is its route's, whatever the
+/// method (`op::parse` takes it from the route's methods).
+#[test]
+fn a_route_with_parameters_asks_the_same_of_every_method() {
+    for r in ROUTES {
+        let asks: Vec<Asks> = r.methods.iter().map(|s| s.asks).collect();
+        let parsed = asks
+            .iter()
+            .map(|a| matches!(a, Asks::Lock | Asks::Session | Asks::UntrustKey));
+        match r.path.contains('{') {
+            true => assert!(
+                parsed.clone().all(|p| p) && asks.windows(2).all(|w| w[0] == w[1]),
+                "{}: {asks:?}",
+                r.path
+            ),
+            false => assert!(!parsed.clone().any(|p| p), "{}: {asks:?}", r.path),
+        }
+        assert!(!asks.is_empty(), "{} serves no method", r.path);
+    }
 }
 
 /// What the routes read as: one line a request, `METHOD PATH: what it
