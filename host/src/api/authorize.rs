@@ -168,7 +168,7 @@ pub async fn authorize(
         // Malformed: nothing is decided on it but who the caller is.
         Err(_) => Action::Any,
     };
-    let leader_route = op::answered_by_leader(req.method(), req.uri().path());
+    let leader_route = super::routes::answered_by_leader(req.method(), req.uri().path());
     let who = principal(&node, &caller, req.headers(), leader_route);
     // The connection's place: out of the opening budget with its first
     // request, and out of the unauthenticated one with a valid credential

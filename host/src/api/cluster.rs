@@ -9,11 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use super::body::JsonBody;
 use super::error::{ApiError, ErrorBody};
+use super::routes::paths;
 use super::services::Services;
 use super::status::{Member, Status};
 
 /// This node's status: its role, indices, module, audit and capacity.
-#[utoipa::path(get, path = "/v1/status", tag = "cluster",
+#[utoipa::path(get, path = paths::STATUS, tag = "cluster",
     responses((status = 200, description = "the node's status (never forwarded)", body = Status)))]
 pub async fn status(State(node): State<Arc<Services>>) -> Json<Status> {
     Json(node.status())
@@ -21,7 +22,7 @@ pub async fn status(State(node): State<Arc<Services>>) -> Json<Status> {
 
 /// The web console: one page, compiled into the binary (no CDN, nothing
 /// fetched at run time but this node's own API).
-#[utoipa::path(get, path = "/ui", tag = "cluster",
+#[utoipa::path(get, path = paths::UI, tag = "cluster",
     responses((status = 200, description = "the web console, one self-contained page", content_type = "text/html", body = String)))]
 pub async fn console() -> impl axum::response::IntoResponse {
     use axum::http::header;
@@ -97,7 +98,7 @@ pub struct WhoAmI {
     admin: bool,
 }
 
-#[utoipa::path(get, path = "/v1/whoami", tag = "cluster",
+#[utoipa::path(get, path = paths::WHOAMI, tag = "cluster",
     responses((status = 200, description = "the caller's principal", body = WhoAmI)))]
 pub async fn whoami(Extension(access): Extension<crate::auth::Access>) -> Json<WhoAmI> {
     Json(WhoAmI {
@@ -107,7 +108,7 @@ pub async fn whoami(Extension(access): Extension<crate::auth::Access>) -> Json<W
 }
 
 /// The members, as this node knows them.
-#[utoipa::path(get, path = "/v1/members", tag = "cluster",
+#[utoipa::path(get, path = paths::MEMBERS, tag = "cluster",
     responses((status = 200, description = "every member, voter or learner", body = Vec<Member>)))]
 pub async fn members_list(State(node): State<Arc<Services>>) -> Json<Vec<Member>> {
     Json(node.members())
@@ -132,7 +133,7 @@ pub struct MemberId {
 
 /// Add a learner, after checking its wasm engine, its node id and its
 /// cluster.
-#[utoipa::path(post, path = "/v1/members/add", tag = "cluster", request_body = AddMember,
+#[utoipa::path(post, path = paths::MEMBERS_ADD, tag = "cluster", request_body = AddMember,
     responses(
         (status = 200, description = "the members after", body = Vec<Member>),
         (status = 400, description = "malformed body, or an address that is not HOST:PORT", body = ErrorBody),
@@ -149,7 +150,7 @@ pub async fn members_add(
 
 /// Make a learner a voter (one of another engine implementation only once
 /// the audit saw its state equal to the others').
-#[utoipa::path(post, path = "/v1/members/promote", tag = "cluster", request_body = MemberId,
+#[utoipa::path(post, path = paths::MEMBERS_PROMOTE, tag = "cluster", request_body = MemberId,
     responses(
         (status = 200, description = "the members after", body = Vec<Member>),
         (status = 400, description = "malformed body", body = ErrorBody),
@@ -165,7 +166,7 @@ pub async fn members_promote(
 }
 
 /// Remove a voter or a learner.
-#[utoipa::path(post, path = "/v1/members/remove", tag = "cluster", request_body = MemberId,
+#[utoipa::path(post, path = paths::MEMBERS_REMOVE, tag = "cluster", request_body = MemberId,
     responses(
         (status = 200, description = "the members after", body = Vec<Member>),
         (status = 400, description = "malformed body", body = ErrorBody),

@@ -20,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 
+use super::routes::paths;
 use super::services::Services;
 
 /// Whether a node is ready, and why not.
@@ -80,7 +81,7 @@ pub struct Health {
 }
 
 /// Liveness: the process answers (no credentials needed).
-#[utoipa::path(get, path = "/healthz", tag = "cluster",
+#[utoipa::path(get, path = paths::HEALTHZ, tag = "cluster",
     responses((status = 200, description = "alive", body = Health)))]
 pub async fn healthz() -> Json<Health> {
     Json(Health { status: "ok" })
@@ -88,7 +89,7 @@ pub async fn healthz() -> Json<Health> {
 
 /// Readiness: a leader is known, this node has applied what is committed,
 /// its module is not poisoned and Raft runs (no credentials needed).
-#[utoipa::path(get, path = "/readyz", tag = "cluster",
+#[utoipa::path(get, path = paths::READYZ, tag = "cluster",
     responses(
         (status = 200, description = "ready", body = Readiness),
         (status = 503, description = "not ready, with every reason", body = Readiness)))]

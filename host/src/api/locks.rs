@@ -40,6 +40,7 @@ use super::lock_json::{
 };
 use super::native_locks;
 use super::op::{ListQuery, LockOp, Op, Verb};
+use super::routes::paths;
 use super::services::Services;
 use crate::auth::Access;
 use crate::service::table::Spec;
@@ -272,7 +273,7 @@ pub struct ListReply {
 }
 
 /// Held keys, in key order, a page at a time.
-#[utoipa::path(get, path = "/v1/locks", tag = "locks", params(ListQuery),
+#[utoipa::path(get, path = paths::LOCKS, tag = "locks", params(ListQuery),
     responses(
         (status = 200, description = "a page of held keys", body = ListReply),
         (status = 400, description = "a bad prefix or limit", body = ErrorBody),

@@ -26,6 +26,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use super::routes::paths;
 use super::services::Services;
 use super::status::Role;
 use lockd_core::engine::settings::WASMTIME_VERSION;
@@ -394,7 +395,7 @@ fn registry(node: &Services) -> Registry {
 }
 
 /// Prometheus metrics of this node (OpenMetrics text).
-#[utoipa::path(get, path = "/metrics", tag = "cluster",
+#[utoipa::path(get, path = paths::METRICS, tag = "cluster",
     responses((status = 200, description = "OpenMetrics text; the families are listed in deploy/grafana/metrics.txt", content_type = "application/openmetrics-text", body = String)))]
 pub async fn metrics(State(node): State<Arc<Services>>) -> Response {
     let mut out = String::new();

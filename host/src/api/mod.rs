@@ -8,7 +8,8 @@
 //! * [`framed`]: the server side of the framed protocol — hello and
 //!   fingerprint check, then Raft RPC from peers and the client protocol.
 //! * [`health`]: `/healthz` and `/readyz`.
-//! * [`routes`]: the table of every HTTP route, and the router built from it.
+//! * [`routes`]: the table of every HTTP route (its methods, what each asks
+//!   for, which node answers it), and the router built from it.
 //! * [`openapi`]: the OpenAPI document of those routes, from the handlers.
 //! * [`http`]: one HTTP connection, served by the router.
 //! * [`cluster`]: the status, membership, whoami and console routes.

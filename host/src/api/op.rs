@@ -1,6 +1,7 @@
 //! What an HTTP request asks for, parsed once ([`parse`]): the one reading
 //! of a request's method, path and query that authorisation and the
-//! handlers share. The authorisation layer parses every request into an
+//! handlers share, by what the route table ([`super::routes`]) says its
+//! method asks. The authorisation layer parses every request into an
 //! [`Op`], decides on [`Op::action`] and hands the same [`Op`] to the
 //! handler as an extension; no handler reads its path again. A request the
 //! parser does not recognise never reaches a handler (404), and one that
@@ -18,8 +19,10 @@
 
 use axum::extract::Query;
 use axum::http::{Method, Uri};
+use axum::routing::MethodFilter;
 
 use super::error::ApiError;
+use super::routes::{self, Asks, Route};
 use crate::auth::Action;
 use lockd_proto::ErrorCode;
 
@@ -103,37 +106,46 @@ impl Op {
     }
 }
 
-/// The lock routes' prefix.
-const LOCKS: &str = "/v1/locks/";
-
-/// Parse a request. `Err`: it names a route, but not canonically (400).
+/// Parse a request: find its route ([`routes::find`]), then read it by
+/// what its method asks. `Err`: it names a route, but not canonically
+/// (400), or with a method the route does not serve (405).
 pub fn parse(method: &Method, uri: &Uri) -> Result<Op, ApiError> {
     let path = uri.path();
-    let get = method == Method::GET || method == Method::HEAD;
-    if let Some(rest) = path.strip_prefix(LOCKS) {
-        return lock(method, rest).map(Op::Lock);
+    match routes::find(path) {
+        None => Ok(unknown(method, path)),
+        Some((route, None)) => fixed(route, method, uri),
+        // A route with parameters is read by its parser, which reads the
+        // method too: every method of the route asks the same (a unit test).
+        Some((route, Some(rest))) => match route.methods.first().map(|s| s.asks) {
+            Some(Asks::Lock) => lock(method, rest).map(Op::Lock),
+            Some(Asks::Session) => session(method, rest).map(Op::Session),
+            Some(Asks::UntrustKey) => untrust(method, path, rest),
+            _ => Ok(unknown(method, path)),
+        },
     }
-    if let Some(rest) = path.strip_prefix("/v1/sessions/") {
-        return session(method, rest).map(Op::Session);
-    }
-    if let Some(key) = path.strip_prefix("/v1/admin/module-keys/") {
-        if key.is_empty() || key.contains('/') {
-            return Ok(unknown(method, path));
-        }
-        if method != Method::DELETE {
-            return Err(not_allowed(method, path));
-        }
-        return Ok(Op::UntrustKey(decode(key)?));
-    }
-    let op = match (path, get) {
-        ("/healthz" | "/readyz" | "/ui" | "/v1/openapi.json", true) => Op::Public,
-        ("/v1/whoami", true) => Op::WhoAmI,
-        ("/v1/locks", true) => {
+}
+
+/// A request for a path without parameters.
+fn fixed(route: &Route, method: &Method, uri: &Uri) -> Result<Op, ApiError> {
+    let asks = match route.serving(method) {
+        Some(s) => s.asks,
+        // Any write to an admin route asks for admin: only an admin
+        // learns which it serves (the router's 405).
+        None if !is_read(method) && admin_writes(route) => Asks::Admin,
+        None => return Err(not_allowed(method, route.path)),
+    };
+    Ok(match asks {
+        Asks::Public => Op::Public,
+        Asks::WhoAmI => Op::WhoAmI,
+        Asks::Read => Op::Read,
+        Asks::Admin => Op::Admin,
+        Asks::Open => Op::Session(SessionOp::Open),
+        Asks::List => {
             let Query(q) = Query::<ListQuery>::try_from_uri(uri)
                 .map_err(|e| ApiError::bad_request(e.body_text()))?;
             Op::List(q)
         }
-        ("/v1/watch", true) => {
+        Asks::Watch => {
             let Query(q) = Query::<WatchQuery>::try_from_uri(uri)
                 .map_err(|e| ApiError::bad_request(e.body_text()))?;
             if q.from == Some(0) {
@@ -143,87 +155,33 @@ pub fn parse(method: &Method, uri: &Uri) -> Result<Op, ApiError> {
             }
             Op::Watch(q)
         }
-        ("/v1/sessions", false) if *method == Method::POST => Op::Session(SessionOp::Open),
-        ("/v1/status" | "/v1/members" | "/metrics" | "/v1/audit", true) => Op::Read,
-        ("/v1/admin/policy" | "/v1/admin/capacity" | "/v1/admin/module-keys", true) => Op::Read,
-        ("/v1/admin/snapshot", true) => Op::Admin,
-        (
-            "/v1/admin/policy"
-            | "/v1/admin/capacity"
-            | "/v1/admin/module-keys"
-            | "/v1/admin/snapshot"
-            | "/v1/admin/upgrade"
-            | "/v1/admin/rollback"
-            | "/v1/admin/shadow"
-            | "/v1/admin/shadow/promote"
-            | "/v1/admin/shadow/abort"
-            | "/v1/members/add"
-            | "/v1/members/promote"
-            | "/v1/members/remove",
-            false,
-        ) => Op::Admin,
-        _ if KNOWN.contains(&path) => return Err(not_allowed(method, path)),
-        _ => unknown(method, path),
-    };
-    Ok(op)
+        // What a route with parameters asks (a unit test keeps them there).
+        Asks::Lock | Asks::Session | Asks::UntrustKey => unknown(method, uri.path()),
+    })
 }
 
-/// Whether `method path` is a route that any node passes on to the
-/// leader: [`super::routes`] puts the forwarding layer on exactly these
-/// (change both together; `tests/cluster/security_routes.rs` sends a
-/// forwarded principal to every route and sees only these take it).
-pub fn answered_by_leader(method: &Method, path: &str) -> bool {
-    let get = method == Method::GET || method == Method::HEAD;
-    match path {
-        "/v1/admin/snapshot" => get,
-        "/v1/locks"
-        | "/v1/sessions"
-        | "/v1/members/add"
-        | "/v1/members/promote"
-        | "/v1/members/remove"
-        | "/v1/admin/policy"
-        | "/v1/admin/capacity"
-        | "/v1/admin/module-keys"
-        | "/v1/admin/upgrade"
-        | "/v1/admin/rollback"
-        | "/v1/admin/shadow"
-        | "/v1/admin/shadow/promote"
-        | "/v1/admin/shadow/abort" => true,
-        p => {
-            p.starts_with(LOCKS)
-                || p.starts_with("/v1/sessions/")
-                || p.starts_with("/v1/admin/module-keys/")
-        }
+fn is_read(method: &Method) -> bool {
+    method == Method::GET || method == Method::HEAD
+}
+
+/// Whether a method other than GET the route serves asks for admin.
+fn admin_writes(route: &Route) -> bool {
+    route
+        .methods
+        .iter()
+        .any(|s| s.asks == Asks::Admin && s.method != MethodFilter::GET)
+}
+
+/// A trusted-key route's path after its fixed beginning: one key.
+fn untrust(method: &Method, path: &str, key: &str) -> Result<Op, ApiError> {
+    if key.is_empty() || key.contains('/') {
+        return Ok(unknown(method, path));
     }
+    if method != Method::DELETE {
+        return Err(not_allowed(method, path));
+    }
+    Ok(Op::UntrustKey(decode(key)?))
 }
-
-/// Every path without parameters that some method is served on.
-const KNOWN: &[&str] = &[
-    "/healthz",
-    "/readyz",
-    "/ui",
-    "/v1/openapi.json",
-    "/v1/whoami",
-    "/v1/locks",
-    "/v1/sessions",
-    "/v1/watch",
-    "/v1/status",
-    "/v1/members",
-    "/metrics",
-    "/v1/audit",
-    "/v1/admin/policy",
-    "/v1/admin/capacity",
-    "/v1/admin/module-keys",
-    "/v1/admin/snapshot",
-    "/v1/admin/upgrade",
-    "/v1/admin/rollback",
-    "/v1/admin/shadow",
-    "/v1/admin/shadow/promote",
-    "/v1/admin/shadow/abort",
-    "/v1/members/add",
-    "/v1/members/promote",
-    "/v1/members/remove",
-];
 
 fn unknown(method: &Method, path: &str) -> Op {
     Op::Unknown(format!("no such route: {method} {path}"))

@@ -3,9 +3,10 @@
 //!
 //! Nothing in it is written twice: every schema is derived (utoipa) from
 //! the type the handler (de)serializes, and every operation is declared by
-//! `#[utoipa::path]` on the handler that serves it. What could still
-//! drift is checked: the document names exactly the paths of
-//! [`super::routes::ROUTES`] (a unit test below), and a live test probes
+//! `#[utoipa::path]` on the handler that serves it, with the route table's
+//! path ([`super::routes::paths`]) where it has one. What could still
+//! drift is checked: the document names exactly the paths and methods of
+//! [`super::routes::ROUTES`] (unit tests below), and a live test probes
 //! every path with every method both ways and checks real answers
 //! against the schemas (`tests/cluster/api_contract.rs`). The readable
 //! reference `docs/api.md` is rendered from this document, and a test
@@ -24,10 +25,8 @@ use utoipa::openapi::{OpenApi as Document, Ref, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 use super::error::ErrorBody;
+use super::routes::{self, paths};
 use super::{admin, cluster, health, locks, metrics, policy, sessions, watch};
-
-/// Paths that need no credentials (docs/security.md, "Clients and roles").
-pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/ui", "/v1/openapi.json"];
 
 #[derive(OpenApi)]
 #[openapi(
@@ -117,7 +116,7 @@ impl Modify for Secured {
                 .build()
         };
         for (path, item) in doc.paths.paths.iter_mut() {
-            if PUBLIC.contains(&path.as_str()) {
+            if routes::public(path) {
                 continue;
             }
             for op in operations(item) {
@@ -170,7 +169,7 @@ pub fn json() -> &'static str {
 /// The OpenAPI document of this API.
 #[utoipa::path(
     get,
-    path = "/v1/openapi.json",
+    path = paths::OPENAPI,
     tag = "cluster",
     responses((status = 200, description = "this document (OpenAPI 3.1)", content_type = "application/json", body = Object))
 )]
@@ -180,33 +179,66 @@ pub async fn serve() -> impl IntoResponse {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use axum::routing::MethodFilter;
 
     use super::*;
+    use crate::api::routes::{find, ROUTES};
 
-    /// The router's path for a documented one: lock paths are served by
-    /// one wildcard route.
+    /// The route that serves a documented path: a path with parameters by
+    /// its fixed beginning (the lock and session paths are one wildcard
+    /// route each).
     fn served_as(path: &str) -> &str {
-        if path.starts_with("/v1/locks/{key}") {
-            "/v1/locks/{*path}"
-        } else if path.starts_with("/v1/sessions/{id}") {
-            "/v1/sessions/{*path}"
-        } else {
-            path
-        }
+        find(path).map_or(path, |(r, _)| r.path)
     }
 
     #[test]
     fn the_document_names_exactly_the_routes_served() {
         let doc = document();
         let documented: BTreeSet<&str> = doc.paths.paths.keys().map(|p| served_as(p)).collect();
-        let served: BTreeSet<&str> = super::super::routes::ROUTES.iter().map(|r| r.0).collect();
+        let served: BTreeSet<&str> = ROUTES.iter().map(|r| r.path).collect();
         let only_doc: Vec<_> = documented.difference(&served).collect();
         let only_served: Vec<_> = served.difference(&documented).collect();
         assert!(
             only_doc.is_empty() && only_served.is_empty(),
             "documented only: {only_doc:?}; served only: {only_served:?}"
         );
+    }
+
+    #[test]
+    fn the_document_names_exactly_the_methods_served() {
+        let doc = document();
+        let mut documented: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for (path, i) in &doc.paths.paths {
+            let named = [
+                ("get", &i.get),
+                ("put", &i.put),
+                ("post", &i.post),
+                ("delete", &i.delete),
+                ("options", &i.options),
+                ("head", &i.head),
+                ("patch", &i.patch),
+                ("trace", &i.trace),
+            ];
+            let on = named.into_iter().filter(|(_, o)| o.is_some());
+            documented
+                .entry(served_as(path))
+                .or_default()
+                .extend(on.map(|(m, _)| m));
+        }
+        let name = |f: MethodFilter| match f {
+            f if f == MethodFilter::GET => "get",
+            f if f == MethodFilter::PUT => "put",
+            f if f == MethodFilter::POST => "post",
+            f if f == MethodFilter::DELETE => "delete",
+            _ => "a method the document is not checked for",
+        };
+        let served: BTreeMap<&str, BTreeSet<&str>> = ROUTES
+            .iter()
+            .map(|r| (r.path, r.methods.iter().map(|s| name(s.method)).collect()))
+            .collect();
+        assert_eq!(documented, served);
     }
 
     #[test]
@@ -230,13 +262,17 @@ mod tests {
             let uri: axum::http::Uri = p.replace(['{', '}'], "").parse().expect("uri");
             super::super::op::parse(&axum::http::Method::GET, &uri).map(|o| o.action())
         };
-        for p in PUBLIC {
-            assert_eq!(action(p).ok(), Some(Action::Public), "{p}");
-        }
-        for p in document().paths.paths.keys() {
-            if !PUBLIC.contains(&p.as_str()) {
-                assert_ne!(action(p).ok(), Some(Action::Public), "{p}");
-            }
+        let doc = document();
+        let public: Vec<&String> = doc
+            .paths
+            .paths
+            .keys()
+            .filter(|p| routes::public(p))
+            .collect();
+        assert_eq!(public, ["/healthz", "/readyz", "/ui", "/v1/openapi.json"]);
+        for p in doc.paths.paths.keys() {
+            let let_through = action(p).ok() == Some(Action::Public);
+            assert_eq!(let_through, routes::public(p), "{p}");
         }
     }
 

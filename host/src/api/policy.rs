@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::body::JsonBody;
 use super::error::{ApiError, ErrorBody};
 use super::lock_json::Done;
+use super::routes::paths;
 use super::services::Services;
 use lockd_core::command::PrefixPolicy;
 
@@ -41,7 +42,7 @@ pub struct PolicyJson {
 }
 
 /// The active module's policy data, read linearizably.
-#[utoipa::path(get, path = "/v1/admin/policy", tag = "locks",
+#[utoipa::path(get, path = paths::POLICY, tag = "locks",
     responses(
         (status = 200, description = "the rules", body = PolicyJson),
         (status = 503, description = "no leader, or leadership not confirmed", body = ErrorBody)))]
@@ -62,7 +63,7 @@ pub async fn policy_get(State(node): State<Arc<Services>>) -> Result<Json<Policy
 }
 
 /// Replace the policy data through the log (the module checks the rules).
-#[utoipa::path(put, path = "/v1/admin/policy", tag = "locks", request_body = PolicyJson,
+#[utoipa::path(put, path = paths::POLICY, tag = "locks", request_body = PolicyJson,
     responses(
         (status = 200, description = "once the entry applied", body = Done),
         (status = 400, description = "a malformed body", body = ErrorBody),

@@ -1,17 +1,24 @@
-//! Every HTTP route, in one table ([`ROUTES`]).
+//! Every HTTP route, in one table ([`ROUTES`]): for each path, the methods
+//! it serves, and for each method what it asks for ([`Asks`]: the kind of
+//! [`Op`](super::op::Op) it parses to, which decides its authorisation),
+//! which node answers it ([`By`]: the node asked, or the leader within the
+//! route's body limit) and its handler. Each path is written once, in
+//! [`paths`].
 //!
-//! The router is built from the table and nothing else, so the table is
-//! what the node serves; the OpenAPI document ([`super::openapi`]) must
-//! name exactly its paths (a unit test there), and a live test probes
-//! every path with every method both ways (`tests/cluster/api_contract.rs`).
-//! Each entry says which node answers it: the node asked, or the leader
-//! (any other node forwards the request, [`super::forward`]), with the
-//! body limit of the route.
+//! Whatever knows a route is built from the table: the router ([`router`]),
+//! the parse of a request ([`super::op::parse`] finds its route here; a
+//! path with parameters has its canonical parser there), the requests a
+//! forwarded principal may come with ([`answered_by_leader`]), the paths
+//! that need no credentials ([`public`]), and the paths and methods of the
+//! OpenAPI document (which must be exactly these: unit tests in
+//! [`super::openapi`]). A live test probes every path with every method
+//! both ways (`tests/cluster/api_contract.rs`).
 
 use std::sync::Arc;
 
+use axum::http::Method;
 use axum::middleware;
-use axum::routing::{delete, get, post, MethodRouter};
+use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
 
 use super::body::{MAX_BODY, MAX_MODULE};
@@ -19,115 +26,303 @@ use super::error::ApiError;
 use super::forward::{to_leader, Forwarding};
 use super::services::Services;
 use super::{admin, cluster, health, locks, metrics, openapi, policy, sessions, watch};
+use paths::*;
+use Asks::*;
 
 type Methods = MethodRouter<Arc<Services>>;
 
-/// What a route needs to be answered by the leader.
-pub struct Leader {
-    node: Arc<Services>,
+/// What a method of a route asks for: the kind of its
+/// [`Op`](super::op::Op), before its query or its path's parameters are
+/// read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Asks {
+    Public,
+    WhoAmI,
+    Read,
+    List,
+    Watch,
+    Admin,
+    /// A new session.
+    Open,
+    /// The routes with parameters: a lock, a session, a trusted key. The
+    /// route's canonical parser reads the parameters and the method (any
+    /// method: it says which are not served), so every method of such a
+    /// route asks the same.
+    Lock,
+    Session,
+    UntrustKey,
 }
 
-impl Leader {
-    fn forward(&self, limit: usize, what: &'static str, methods: Methods) -> Methods {
-        methods.route_layer(middleware::from_fn_with_state(
-            Forwarding {
-                node: self.node.clone(),
-                limit,
-                what,
-            },
-            to_leader,
-        ))
-    }
+/// Which node answers a method of a route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum By {
+    /// The node asked.
+    Node,
+    /// The leader: any other node forwards it ([`super::forward`]), with a
+    /// body of at most `limit` bytes (`what` names the body at the limit).
+    Leader { limit: usize, what: &'static str },
+}
 
-    /// Answered by the leader; JSON bodies up to 64 KiB.
-    fn json(&self, methods: Methods) -> Methods {
-        self.forward(MAX_BODY, "request body", methods)
-    }
+/// Answered by the leader; JSON bodies up to 64 KiB.
+const JSON: By = By::Leader {
+    limit: MAX_BODY,
+    what: "request body",
+};
 
-    /// Answered by the leader; module bodies up to `--max-module-bytes`.
-    fn module(&self, methods: Methods) -> Methods {
-        self.forward(MAX_MODULE, "module", methods)
+/// Answered by the leader; module bodies up to `--max-module-bytes`.
+const MODULE: By = By::Leader {
+    limit: MAX_MODULE,
+    what: "module",
+};
+
+/// One method of a route.
+pub struct Serve {
+    pub method: MethodFilter,
+    pub asks: Asks,
+    pub by: By,
+    /// The handler, routed for `method`: `|m| on(m, handler)` (each
+    /// handler has a type of its own; the table holds function pointers).
+    pub handler: fn(MethodFilter) -> Methods,
+}
+
+/// A path and its methods. HEAD is served as GET.
+pub struct Route {
+    /// As the router matches it: `{name}` and `{*name}` are parameters.
+    pub path: &'static str,
+    pub methods: &'static [Serve],
+}
+
+const GET: MethodFilter = MethodFilter::GET;
+const POST: MethodFilter = MethodFilter::POST;
+const PUT: MethodFilter = MethodFilter::PUT;
+const DELETE: MethodFilter = MethodFilter::DELETE;
+
+const fn route(path: &'static str, methods: &'static [Serve]) -> Route {
+    Route { path, methods }
+}
+
+/// A method answered by the node asked.
+const fn node(method: MethodFilter, asks: Asks, handler: fn(MethodFilter) -> Methods) -> Serve {
+    Serve {
+        method,
+        asks,
+        by: By::Node,
+        handler,
     }
 }
 
-/// A path and its methods. A method router's layer wraps only the methods
-/// before it, so one path can mix the node's and the leader's answers.
-pub type Route = (&'static str, fn(&Leader) -> Methods);
+/// A method answered by the leader, with a body of `body` ([`JSON`] or
+/// [`MODULE`]).
+const fn leader(
+    method: MethodFilter,
+    asks: Asks,
+    body: By,
+    handler: fn(MethodFilter) -> Methods,
+) -> Serve {
+    Serve {
+        method,
+        asks,
+        by: body,
+        handler,
+    }
+}
+
+/// Every route's path, named once: the table below and the handlers'
+/// OpenAPI declarations (`#[utoipa::path(…, path = paths::…)]`) take them
+/// from here. The lock and session routes are documented by their
+/// actions' paths, which the router serves as one wildcard route each.
+pub mod paths {
+    pub const HEALTHZ: &str = "/healthz";
+    pub const READYZ: &str = "/readyz";
+    pub const UI: &str = "/ui";
+    pub const OPENAPI: &str = "/v1/openapi.json";
+    pub const WHOAMI: &str = "/v1/whoami";
+    pub const STATUS: &str = "/v1/status";
+    pub const MEMBERS: &str = "/v1/members";
+    pub const WATCH: &str = "/v1/watch";
+    pub const METRICS: &str = "/metrics";
+    pub const AUDIT: &str = "/v1/audit";
+    pub const SNAPSHOT: &str = "/v1/admin/snapshot";
+    pub const MEMBERS_ADD: &str = "/v1/members/add";
+    pub const MEMBERS_PROMOTE: &str = "/v1/members/promote";
+    pub const MEMBERS_REMOVE: &str = "/v1/members/remove";
+    pub const LOCKS: &str = "/v1/locks";
+    pub const LOCK: &str = "/v1/locks/{*path}";
+    pub const SESSIONS: &str = "/v1/sessions";
+    pub const SESSION: &str = "/v1/sessions/{*path}";
+    pub const POLICY: &str = "/v1/admin/policy";
+    pub const CAPACITY: &str = "/v1/admin/capacity";
+    pub const MODULE_KEYS: &str = "/v1/admin/module-keys";
+    pub const MODULE_KEY: &str = "/v1/admin/module-keys/{key}";
+    pub const UPGRADE: &str = "/v1/admin/upgrade";
+    pub const ROLLBACK: &str = "/v1/admin/rollback";
+    pub const SHADOW: &str = "/v1/admin/shadow";
+    pub const SHADOW_PROMOTE: &str = "/v1/admin/shadow/promote";
+    pub const SHADOW_ABORT: &str = "/v1/admin/shadow/abort";
+}
 
 /// Every route the node serves.
 pub const ROUTES: &[Route] = &[
     // Answered by the node asked.
-    ("/v1/status", |_| get(cluster::status)),
-    ("/healthz", |_| get(health::healthz)),
-    ("/readyz", |_| get(health::readyz)),
-    ("/ui", |_| get(cluster::console)),
-    ("/v1/openapi.json", |_| get(openapi::serve)),
-    ("/v1/whoami", |_| get(cluster::whoami)),
-    ("/v1/members", |_| get(cluster::members_list)),
-    ("/v1/watch", |_| get(watch::watch)),
-    ("/metrics", |_| get(metrics::metrics)),
-    ("/v1/audit", |_| get(admin::audit)),
+    route(STATUS, &[node(GET, Read, |m| on(m, cluster::status))]),
+    route(HEALTHZ, &[node(GET, Public, |m| on(m, health::healthz))]),
+    route(READYZ, &[node(GET, Public, |m| on(m, health::readyz))]),
+    route(UI, &[node(GET, Public, |m| on(m, cluster::console))]),
+    route(OPENAPI, &[node(GET, Public, |m| on(m, openapi::serve))]),
+    route(WHOAMI, &[node(GET, WhoAmI, |m| on(m, cluster::whoami))]),
+    route(
+        MEMBERS,
+        &[node(GET, Read, |m| on(m, cluster::members_list))],
+    ),
+    route(WATCH, &[node(GET, Watch, |m| on(m, watch::watch))]),
+    route(METRICS, &[node(GET, Read, |m| on(m, metrics::metrics))]),
+    route(AUDIT, &[node(GET, Read, |m| on(m, admin::audit))]),
     // A backup comes from the leader; a snapshot build happens here.
-    ("/v1/admin/snapshot", |l| {
-        l.json(get(admin::snapshot_save))
-            .post(admin::snapshot_build)
-    }),
+    route(
+        SNAPSHOT,
+        &[
+            leader(GET, Admin, JSON, |m| on(m, admin::snapshot_save)),
+            node(POST, Admin, |m| on(m, admin::snapshot_build)),
+        ],
+    ),
     // Answered by the leader.
-    ("/v1/members/add", |l| l.json(post(cluster::members_add))),
-    ("/v1/members/promote", |l| {
-        l.json(post(cluster::members_promote))
-    }),
-    ("/v1/members/remove", |l| {
-        l.json(post(cluster::members_remove))
-    }),
-    ("/v1/locks", |l| l.json(get(locks::lock_list))),
+    route(
+        MEMBERS_ADD,
+        &[leader(POST, Admin, JSON, |m| on(m, cluster::members_add))],
+    ),
+    route(
+        MEMBERS_PROMOTE,
+        &[leader(POST, Admin, JSON, |m| {
+            on(m, cluster::members_promote)
+        })],
+    ),
+    route(
+        MEMBERS_REMOVE,
+        &[leader(POST, Admin, JSON, |m| {
+            on(m, cluster::members_remove)
+        })],
+    ),
+    route(
+        LOCKS,
+        &[leader(GET, List, JSON, |m| on(m, locks::lock_list))],
+    ),
     // Keys may contain `/`: the action is the path's end (`locks`).
-    ("/v1/locks/{*path}", |l| {
-        l.json(
-            get(locks::lock_get)
-                .post(locks::lock_post)
-                .delete(locks::lock_delete),
-        )
-    }),
-    ("/v1/sessions", |l| l.json(post(sessions::open))),
-    ("/v1/sessions/{*path}", |l| {
-        l.json(
-            get(sessions::get)
-                .post(sessions::post)
-                .delete(sessions::close),
-        )
-    }),
-    ("/v1/admin/policy", |l| {
-        l.json(get(policy::policy_get).put(policy::policy_put))
-    }),
-    ("/v1/admin/capacity", |l| {
-        l.json(get(admin::capacity_get).put(admin::capacity_put))
-    }),
-    ("/v1/admin/module-keys", |l| {
-        l.json(get(admin::module_keys_get).post(admin::module_keys_post))
-    }),
-    ("/v1/admin/module-keys/{key}", |l| {
-        l.json(delete(admin::module_keys_delete))
-    }),
-    ("/v1/admin/upgrade", |l| l.module(post(admin::upgrade))),
-    ("/v1/admin/rollback", |l| l.json(post(admin::rollback))),
-    ("/v1/admin/shadow", |l| l.module(post(admin::shadow_start))),
-    ("/v1/admin/shadow/promote", |l| {
-        l.module(post(admin::shadow_promote))
-    }),
-    ("/v1/admin/shadow/abort", |l| {
-        l.module(post(admin::shadow_abort))
-    }),
+    route(
+        LOCK,
+        &[
+            leader(GET, Lock, JSON, |m| on(m, locks::lock_get)),
+            leader(POST, Lock, JSON, |m| on(m, locks::lock_post)),
+            leader(DELETE, Lock, JSON, |m| on(m, locks::lock_delete)),
+        ],
+    ),
+    route(
+        SESSIONS,
+        &[leader(POST, Open, JSON, |m| on(m, sessions::open))],
+    ),
+    route(
+        SESSION,
+        &[
+            leader(GET, Session, JSON, |m| on(m, sessions::get)),
+            leader(POST, Session, JSON, |m| on(m, sessions::post)),
+            leader(DELETE, Session, JSON, |m| on(m, sessions::close)),
+        ],
+    ),
+    route(
+        POLICY,
+        &[
+            leader(GET, Read, JSON, |m| on(m, policy::policy_get)),
+            leader(PUT, Admin, JSON, |m| on(m, policy::policy_put)),
+        ],
+    ),
+    route(
+        CAPACITY,
+        &[
+            leader(GET, Read, JSON, |m| on(m, admin::capacity_get)),
+            leader(PUT, Admin, JSON, |m| on(m, admin::capacity_put)),
+        ],
+    ),
+    route(
+        MODULE_KEYS,
+        &[
+            leader(GET, Read, JSON, |m| on(m, admin::module_keys_get)),
+            leader(POST, Admin, JSON, |m| on(m, admin::module_keys_post)),
+        ],
+    ),
+    route(
+        MODULE_KEY,
+        &[leader(DELETE, UntrustKey, JSON, |m| {
+            on(m, admin::module_keys_delete)
+        })],
+    ),
+    route(
+        UPGRADE,
+        &[leader(POST, Admin, MODULE, |m| on(m, admin::upgrade))],
+    ),
+    route(
+        ROLLBACK,
+        &[leader(POST, Admin, JSON, |m| on(m, admin::rollback))],
+    ),
+    route(
+        SHADOW,
+        &[leader(POST, Admin, MODULE, |m| on(m, admin::shadow_start))],
+    ),
+    route(
+        SHADOW_PROMOTE,
+        &[leader(POST, Admin, MODULE, |m| {
+            on(m, admin::shadow_promote)
+        })],
+    ),
+    route(
+        SHADOW_ABORT,
+        &[leader(POST, Admin, MODULE, |m| on(m, admin::shadow_abort))],
+    ),
 ];
+
+impl Route {
+    /// The method of the route that serves `method`: HEAD is served as
+    /// GET unless the route names HEAD itself.
+    pub fn serving(&self, method: &Method) -> Option<&'static Serve> {
+        let methods: &'static [Serve] = self.methods;
+        let find = |f: MethodFilter| methods.iter().find(|s| s.method == f);
+        let filter = MethodFilter::try_from(method.clone()).ok()?;
+        find(filter).or_else(|| (filter == MethodFilter::HEAD).then(|| find(GET)).flatten())
+    }
+}
+
+/// The route that `path` names, and for a route with parameters the part
+/// of the path after its fixed beginning (its parser reads the rest).
+pub fn find(path: &str) -> Option<(&'static Route, Option<&str>)> {
+    ROUTES.iter().find_map(|r| match r.path.split_once('{') {
+        None => (r.path == path).then_some((r, None)),
+        Some((fixed, _)) => path.strip_prefix(fixed).map(|rest| (r, Some(rest))),
+    })
+}
+
+/// Whether any node passes `method path` on to the leader, so that a
+/// forwarded principal may come with it: a method the leader answers, or
+/// a method the path does not serve (405) when the leader answers all it
+/// does.
+pub fn answered_by_leader(method: &Method, path: &str) -> bool {
+    let leads = |s: &Serve| matches!(s.by, By::Leader { .. });
+    find(path).is_some_and(|(r, _)| match r.serving(method) {
+        Some(s) => leads(s),
+        None => r.methods.iter().all(leads),
+    })
+}
+
+/// Whether `path` needs no credentials: every method its route serves is
+/// public (docs/security.md, "Clients and roles").
+pub fn public(path: &str) -> bool {
+    find(path).is_some_and(|(r, _)| r.methods.iter().all(|s| s.asks == Public))
+}
 
 /// Every route, behind the authorisation layer (which needs the
 /// connection's [`crate::transport::listener::Caller`] as an extension).
 pub fn router(node: Arc<Services>) -> Router {
-    let leader = Leader { node: node.clone() };
     ROUTES
         .iter()
-        .fold(Router::new(), |r, (path, methods)| {
-            r.route(path, methods(&leader))
+        .fold(Router::new(), |r, route| {
+            r.route(route.path, methods(route, &node))
         })
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(middleware::from_fn_with_state(
@@ -136,3 +331,26 @@ pub fn router(node: Arc<Services>) -> Router {
         ))
         .with_state(node)
 }
+
+/// A route's methods, each answered by the leader behind the forwarding
+/// layer (a layer on one method only: a path can mix the node's answers
+/// and the leader's).
+fn methods(route: &Route, node: &Arc<Services>) -> Methods {
+    route.methods.iter().fold(MethodRouter::new(), |all, s| {
+        let one = (s.handler)(s.method);
+        all.merge(match s.by {
+            By::Node => one,
+            By::Leader { limit, what } => one.route_layer(middleware::from_fn_with_state(
+                Forwarding {
+                    node: node.clone(),
+                    limit,
+                    what,
+                },
+                to_leader,
+            )),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -18,6 +18,7 @@ use super::body::{parse, RawBody};
 use super::error::{ApiError, ErrorBody};
 use super::native_locks;
 use super::op::{Op, SessionOp};
+use super::routes::paths;
 use super::services::Services;
 use crate::auth::Access;
 use crate::service::SessionOpen;
@@ -101,7 +102,7 @@ fn session_op(op: Op) -> Result<SessionOp, ApiError> {
 }
 
 /// Open a session.
-#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = SessionBody,
+#[utoipa::path(post, path = paths::SESSIONS, tag = "sessions", request_body = SessionBody,
     responses(
         (status = 200, description = "opened (or, for a retry with the same owner and request id, the session that opened)", body = SessionReply),
         (status = 400, description = "a TTL of 0 or above --max-lease-ms, a field too long, or a malformed body", body = ErrorBody),

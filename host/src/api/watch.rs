@@ -27,6 +27,7 @@ use serde_json::json;
 use super::error::{ApiError, ErrorBody};
 use super::op::{Op, WatchQuery};
 use super::reauth::{Due, Reauth};
+use super::routes::paths;
 use super::services::Services;
 use crate::auth::Access;
 use crate::watch::{Cut, Next, WatchError, Watcher};
@@ -187,7 +188,7 @@ fn refusal(e: WatchError) -> ApiError {
 }
 
 /// Follow the changes under a prefix.
-#[utoipa::path(get, path = "/v1/watch", tag = "locks", params(WatchQuery),
+#[utoipa::path(get, path = paths::WATCH, tag = "locks", params(WatchQuery),
     responses(
         (status = 200, description = "a stream of Server-Sent Events: `changes` (data: ChangesJson), `progress` (data: {\"index\": N}), `cut` (data: {\"code\", \"error\", \"resume_from\"}); see docs/watch.md", content_type = "text/event-stream", body = ChangesJson),
         (status = 400, description = "a bad query", body = ErrorBody),

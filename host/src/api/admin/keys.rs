@@ -13,11 +13,12 @@ use serde::Deserialize;
 
 use crate::api::authorize::AdminOutcome;
 use crate::api::error::{ApiError, ErrorBody};
+use crate::api::routes::paths;
 use crate::api::services::Services;
 
 /// The trusted module keys, at the leader's applied index.
 /// The trusted module keys.
-#[utoipa::path(get, path = "/v1/admin/module-keys", tag = "admin",
+#[utoipa::path(get, path = paths::MODULE_KEYS, tag = "admin",
     responses(
         (status = 200, description = "hex, in key order", body = ModuleKeys),
         (status = 503, description = "no leader known", body = ErrorBody)))]
@@ -56,7 +57,7 @@ fn key_change(reply: ModuleKeyReply) -> Response {
 }
 
 /// Trust a module key: from then on every module must be signed.
-#[utoipa::path(post, path = "/v1/admin/module-keys", tag = "admin", request_body = TrustKey,
+#[utoipa::path(post, path = paths::MODULE_KEYS, tag = "admin", request_body = TrustKey,
     responses(
         (status = 200, description = "once the entry applied (`already-trusted`: nothing changed)", body = ModuleKeyReply),
         (status = 400, description = "not 64 hex digits or not a usable ed25519 key", body = ErrorBody),
@@ -71,7 +72,7 @@ pub async fn module_keys_post(
 }
 
 /// Stop trusting a module key.
-#[utoipa::path(delete, path = "/v1/admin/module-keys/{key}", tag = "admin",
+#[utoipa::path(delete, path = paths::MODULE_KEY, tag = "admin",
     params(("key" = String, Path, description = "the key, 64 hex digits")),
     responses(
         (status = 200, description = "once the entry applied", body = ModuleKeyReply),

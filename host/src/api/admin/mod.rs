@@ -39,6 +39,7 @@ use lockd_proto::UpgradeReply;
 use super::authorize::AdminOutcome;
 use super::body::ModuleBody;
 use super::error::{ApiError, ErrorBody};
+use super::routes::paths;
 use super::services::Services;
 use crate::modules::submit::{How, UpgradeError};
 use lockd_core::engine::ModuleHash;
@@ -171,7 +172,7 @@ struct RollbackQuery {
 }
 
 /// Replace the lock module through the log.
-#[utoipa::path(post, path = "/v1/admin/upgrade", tag = "admin", params(ModuleQuery),
+#[utoipa::path(post, path = paths::UPGRADE, tag = "admin", params(ModuleQuery),
     request_body(content = Vec<u8>, content_type = "application/wasm", description = "the component's bytes"),
     responses(
         (status = 200, description = "swapped at `index` on every node", body = UpgradeReply),
@@ -204,7 +205,7 @@ pub async fn upgrade(
 
 /// Return to the module the active one replaced (docs/writing-a-lock-module.md,
 /// "Versions and the way back").
-#[utoipa::path(post, path = "/v1/admin/rollback", tag = "admin", params(RollbackQuery),
+#[utoipa::path(post, path = paths::ROLLBACK, tag = "admin", params(RollbackQuery),
     responses(
         (status = 200, description = "swapped back at `index` on every node", body = UpgradeReply),
         (status = 400, description = "a bad query parameter", body = ErrorBody),
@@ -229,7 +230,7 @@ pub async fn rollback(State(node): State<Arc<Services>>, uri: Uri) -> Result<Res
 }
 
 /// Run a candidate module in shadow beside the active one.
-#[utoipa::path(post, path = "/v1/admin/shadow", tag = "admin", params(ModuleQuery),
+#[utoipa::path(post, path = paths::SHADOW, tag = "admin", params(ModuleQuery),
     request_body(content = Vec<u8>, content_type = "application/wasm", description = "the component's bytes"),
     responses(
         (status = 200, description = "the shadow runs from `index`", body = UpgradeReply),
@@ -263,7 +264,7 @@ pub async fn shadow_start(
 }
 
 /// Upgrade to the running shadow (with the signature it was started with).
-#[utoipa::path(post, path = "/v1/admin/shadow/promote", tag = "admin",
+#[utoipa::path(post, path = paths::SHADOW_PROMOTE, tag = "admin",
     responses(
         (status = 200, description = "swapped", body = UpgradeReply),
         (status = 404, description = "no shadow runs", body = ErrorBody),
@@ -274,7 +275,7 @@ pub async fn shadow_promote(State(node): State<Arc<Services>>) -> Response {
 }
 
 /// Stop the shadow.
-#[utoipa::path(post, path = "/v1/admin/shadow/abort", tag = "admin",
+#[utoipa::path(post, path = paths::SHADOW_ABORT, tag = "admin",
     responses(
         (status = 200, description = "stopped", body = UpgradeReply),
         (status = 404, description = "no shadow runs", body = ErrorBody),

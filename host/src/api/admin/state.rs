@@ -12,10 +12,11 @@ use lockd_proto::{AuditReport, Capacity, CapacityStatus, SnapshotBuilt};
 
 use crate::api::authorize::AdminOutcome;
 use crate::api::error::{ApiError, ErrorBody};
+use crate::api::routes::paths;
 use crate::api::services::Services;
 
 /// This node's determinism audit points (never forwarded).
-#[utoipa::path(get, path = "/v1/audit", tag = "admin",
+#[utoipa::path(get, path = paths::AUDIT, tag = "admin",
     responses((status = 200, description = "the state hash at each audit point", body = AuditReport)))]
 pub async fn audit(State(node): State<Arc<Services>>) -> Json<AuditReport> {
     Json(node.audit_report())
@@ -23,7 +24,7 @@ pub async fn audit(State(node): State<Arc<Services>>) -> Json<AuditReport> {
 
 /// The capacity bounds and their use, at the leader's applied index.
 /// The capacity bounds and their use.
-#[utoipa::path(get, path = "/v1/admin/capacity", tag = "admin",
+#[utoipa::path(get, path = paths::CAPACITY, tag = "admin",
     responses(
         (status = 200, description = "bounds and use", body = CapacityStatus),
         (status = 503, description = "no leader known", body = ErrorBody)))]
@@ -34,7 +35,7 @@ pub async fn capacity_get(
 }
 
 /// Change the capacity bounds through the log.
-#[utoipa::path(put, path = "/v1/admin/capacity", tag = "admin", request_body = Capacity,
+#[utoipa::path(put, path = paths::CAPACITY, tag = "admin", request_body = Capacity,
     responses(
         (status = 200, description = "once the entry applied", body = CapacityStatus),
         (status = 400, description = "a bound of 0, or a malformed body", body = ErrorBody),
@@ -59,7 +60,7 @@ const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 /// request during a build waits for that build.
 /// Build a snapshot of this node's state now and compact its log (never
 /// forwarded).
-#[utoipa::path(post, path = "/v1/admin/snapshot", tag = "admin",
+#[utoipa::path(post, path = paths::SNAPSHOT, tag = "admin",
     responses(
         (status = 200, description = "built", body = SnapshotBuilt),
         (status = 503, description = "raft stopped", body = ErrorBody),
@@ -80,7 +81,7 @@ pub async fn snapshot_build(State(node): State<Arc<Services>>) -> Result<Respons
 /// everything committed when the request came), so the snapshot holds
 /// every grant acknowledged before it: module, state, token counter,
 /// capacity and trusted keys, in the snapshot file's format.
-#[utoipa::path(get, path = "/v1/admin/snapshot", tag = "admin",
+#[utoipa::path(get, path = paths::SNAPSHOT, tag = "admin",
     responses(
         (status = 200, description = "the snapshot file", content_type = "application/octet-stream", body = Vec<u8>,
             headers(("x-lockd-snapshot-index" = u64, description = "its log index"))),
