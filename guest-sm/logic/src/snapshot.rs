@@ -93,7 +93,7 @@ impl LockState {
     /// Replace the state with a snapshot of format 3 or 4, or migrate one
     /// of format 1 or 2. On error the state is unchanged.
     pub fn restore(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
-        self.restore_as(World::V0_3, bytes)
+        self.restore_as(World::V03, bytes)
     }
 
     /// [`LockState::restore`] as a module of `world`: a 0.2 module reads
@@ -107,14 +107,15 @@ impl LockState {
 /// The newest format a module of `world` reads.
 pub fn newest_format(world: World) -> u8 {
     match world {
-        World::V0_2 => FORMAT,
-        World::V0_3 | World::V0_4 => format4::FORMAT,
+        // No 0.1 module runs this logic; asked as one, it reads what 0.2 reads.
+        World::V01 | World::V02 => FORMAT,
+        World::V03 | World::V04 => format4::FORMAT,
     }
 }
 
 /// Decode a snapshot of any format the logic reads.
 pub fn decode(bytes: &[u8]) -> Result<LockState, SnapshotError> {
-    decode_as(World::V0_3, bytes)
+    decode_as(World::V03, bytes)
 }
 
 /// Decode a snapshot of any format a module of `world` reads.
