@@ -11,7 +11,7 @@
 //! encoding is canonical. A state with anything of 0.3 (a session was ever
 //! opened, a count above 1, a value) is written in format 4
 //! ([`crate::format4`]); formats 1 (the 0.1 module, `guest-sm`) and 2
-//! (`guest-sm-v2`) are migrated by [`crate::legacy`]. Which formats a
+//! (`guest-sm-world01-v2`) are migrated by [`crate::legacy`]. Which formats a
 //! module reads is its world's ([`World`]): a 0.2 module refuses format 4,
 //! whose sessions and counts it could not serve. Decoding checks every
 //! invariant the state relies on (see [`SnapshotError`]) and builds a fresh
