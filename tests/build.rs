@@ -1,5 +1,5 @@
 //! Builds the hostile guest fixtures, the module with its own invariants
-//! and version 2 of the lock module for
+//! and version 2 of the world-0.1 lock module (`guest-sm-world01-v2`) for
 //! wasm32 and componentises them into `OUT_DIR`, where the tests include
 //! them (the reference module of world 0.2 is `lockd-core`'s built-in).
 
@@ -12,7 +12,7 @@ fn main() {
         "tests/fixtures",
         "guest-sm/src",
         "guest-sm/key",
-        "tests/fixtures/guest-sm-v2/src",
+        "tests/fixtures/guest-sm-world01-v2/src",
         "guest-sm/logic/src",
         "guest-sm/world03/src",
         "wit",
@@ -20,7 +20,7 @@ fn main() {
     let guests = [
         "chaos-guest",
         "import-guest",
-        "guest-sm-v2",
+        "guest-sm-world01-v2",
         "checked-guest",
     ];
     if let Err(e) = guest_build::build_components(workspace, &guests, &watch) {

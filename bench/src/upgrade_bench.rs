@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::{CHAOS_GUEST, LOCK_SM_V2};
+use lock_tests::fixtures::{CHAOS_GUEST, LOCK_SM_WORLD01_V2};
 use lockd_client::Client;
 
 #[derive(Clone, Copy)]
@@ -115,7 +115,7 @@ fn breakdown(locks: usize) {
     let mut rows: Vec<[f64; 4]> = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        let v2 = engine.load(LOCK_SM_V2).expect("v2");
+        let v2 = engine.load(LOCK_SM_WORLD01_V2).expect("v2");
         let compile = ms(t);
         let t = Instant::now();
         let (state, stats) = lockd_core::upgrade::capture(&mut old, v2.world()).expect("capture");
@@ -199,7 +199,7 @@ fn main() {
         // it is a rollback, which the version order requires to be said).
         (
             "compile excluded",
-            LOCK_SM_V2,
+            LOCK_SM_WORLD01_V2,
             "/v1/admin/upgrade?rollback=true",
         ),
     ] {

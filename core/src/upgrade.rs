@@ -152,51 +152,15 @@ pub enum ShadowOutcome {
     Stopped { module: Option<ModuleHash> },
 }
 
-/// What applying one upgrade entry did on a node, as snapshots keep it
-/// (the server's format; status shows it as [`lockd_proto::UpgradeRecord`],
-/// through [`UpgradeRecord::status`]). Everything but `swap_us` is computed
-/// deterministically, so every node records the same.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct UpgradeRecord {
-    /// The log index of the upgrade entry.
-    pub index: u64,
-    /// The module hash the entry said it replaces.
-    pub replaces: String,
-    /// SHA-256 of the new component bytes.
-    pub module_hash: String,
-    pub result: UpgradeResult,
-    /// The new module's version string (swapped only).
-    pub version: Option<String>,
-    /// Why the upgrade was rejected (rejected only).
-    pub reason: Option<String>,
-    /// How long the swap took on this node, in µs (not deterministic).
-    pub swap_us: u64,
-}
-
-/// Swapped or rejected (variant order is the snapshot format).
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub enum UpgradeResult {
-    Swapped,
-    Rejected,
-}
-
-impl UpgradeRecord {
-    /// As status shows it.
-    pub fn status(&self) -> lockd_proto::UpgradeRecord {
-        lockd_proto::UpgradeRecord {
-            index: self.index,
-            replaces: self.replaces.clone(),
-            module_hash: self.module_hash.clone(),
-            result: match self.result {
-                UpgradeResult::Swapped => lockd_proto::UpgradeResult::Swapped,
-                UpgradeResult::Rejected => lockd_proto::UpgradeResult::Rejected,
-            },
-            version: self.version.clone(),
-            reason: self.reason.clone(),
-            swap_us: self.swap_us,
-        }
-    }
-}
+/// What applying one upgrade entry did on a node: one type for snapshots
+/// and status, [`lockd_proto::UpgradeRecord`]. Snapshots encode it with
+/// postcard, which writes neither field names nor serde's renames, only
+/// the fields in order and an enum's variant index: the record as the
+/// server's own type wrote it (`result` 0 swapped, 1 rejected, the first
+/// two of [`UpgradeResult`]), byte for byte (`tests/golden/snapshot_*.hex`
+/// pin it). Status shows it in JSON with its kebab-case names, as before.
+/// A replica records only swapped or rejected results.
+pub use lockd_proto::{UpgradeRecord, UpgradeResult};
 
 /// Why a migration to a new module failed. The text is part of the
 /// replicated outcome, so it is built only from deterministic inputs.
@@ -394,4 +358,34 @@ pub fn capture(active: &mut GuestInstance, to: World) -> Result<(Vec<u8>, Before
             holdings,
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Postcard writes no names: the status type writes the record as the
+    /// server's own record type did before it, `result` by index.
+    #[test]
+    fn a_record_encodes_as_snapshots_wrote_it() {
+        let mut record = UpgradeRecord {
+            index: 7,
+            replaces: "a".into(),
+            module_hash: "b".into(),
+            result: UpgradeResult::Rejected,
+            version: None,
+            reason: Some("r".into()),
+            swap_us: 3,
+        };
+        let bytes = postcard::to_allocvec(&record).unwrap();
+        assert_eq!(bytes, [7, 1, b'a', 1, b'b', 1, 0, 1, 1, b'r', 3]);
+        record.result = UpgradeResult::Swapped;
+        (record.version, record.reason) = (Some("v".into()), None);
+        let bytes = postcard::to_allocvec(&record).unwrap();
+        assert_eq!(bytes, [7, 1, b'a', 1, b'b', 0, 1, 1, b'v', 0, 3]);
+        assert_eq!(
+            postcard::from_bytes::<UpgradeRecord>(&bytes).unwrap(),
+            record
+        );
+    }
 }

@@ -14,7 +14,7 @@ use crate::table::LockTable;
 
 wit_bindgen::generate!({
     world: "lock-sm",
-    path: "../wit/lock-sm.wit",
+    path: "../wit/lock-sm-0.1.wit",
     pub_export_macro: true,
     export_macro_name: "export",
 });

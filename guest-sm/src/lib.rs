@@ -1,4 +1,5 @@
-//! The lock state machine.
+//! The lock state machine: the built-in lock module of world
+//! `lockd:sm/lock-sm@0.1.0` (`wit/lock-sm-0.1.wit`).
 //!
 //! This crate is the whole lock logic of the service: a table of leased locks
 //! with fencing tokens, changed only by the three replicated commands of the
@@ -7,8 +8,8 @@
 //!
 //! * natively, as an ordinary library (tests and benchmarks run it directly);
 //! * for `wasm32-unknown-unknown`, turned into a WebAssembly component of the
-//!   `lock-sm` world in `wit/`, which every node of the cluster runs on every
-//!   committed entry.
+//!   `lock-sm` world 0.1 (`wit/lock-sm-0.1.wit`), which every node of the
+//!   cluster runs on every committed entry.
 //!
 //! Tests feed the same command streams to both builds and require identical
 //! outcomes and identical state hashes.
@@ -46,9 +47,9 @@ pub use command::{Command, HeldLock, LockInfo, Outcome, TableStats};
 pub use snapshot::SnapshotError;
 pub use table::LockTable;
 
-/// The version string this build of the lock logic reports.
-pub const VERSION: &str = concat!(
-    "lock-sm/",
-    env!("CARGO_PKG_VERSION"),
-    " (snapshot format 1, incremental state hash)"
-);
+/// The version string this module reports: release 0.1.0 of the lock
+/// module, of world 0.1 (docs/lock-modules.md, "Module versions and
+/// worlds"). Written out rather than taken from the package, whose version
+/// is the workspace's: this module is index 0 of every log, so its bytes,
+/// and this string in them, never change.
+pub const VERSION: &str = "lock-sm/0.1.0 (snapshot format 1, incremental state hash)";

@@ -46,6 +46,8 @@ impl std::fmt::Display for Role {
     }
 }
 
+// Snapshots keep it by variant index (swapped 0, rejected 1): new
+// variants go last. (Plain comments: doc comments are the OpenAPI text.)
 /// What an upgrade or shadow entry did (kebab-case in JSON).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -290,6 +292,8 @@ pub struct PoisonedAt {
     pub last: u64,
 }
 
+// Snapshots keep it too (`lockd_core::upgrade`): its fields' order and
+// types are a persisted format.
 /// What applying one upgrade entry did on a node. Everything but
 /// `swap_us` is computed deterministically, so every node records the same.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use lock_tests::cluster::{fault_binary, Cluster};
-use lock_tests::fixtures::LOCK_SM_V2;
+use lock_tests::fixtures::LOCK_SM_WORLD01_V2;
 use lockd_core::engine::ModuleHash;
 
 const WITHIN: Duration = Duration::from_secs(30);
@@ -25,7 +25,7 @@ fn a_cluster_keeps_its_first_module_when_restarted_by_a_binary_with_another() {
     let fault = fault_binary();
     let mut c = Cluster::configure(3, &[]);
     let module_file = c.dir.path().join("first-module.wasm");
-    std::fs::write(&module_file, LOCK_SM_V2).expect("write module");
+    std::fs::write(&module_file, LOCK_SM_WORLD01_V2).expect("write module");
     for id in 1..=3 {
         let n = c.nodes.get_mut(&id).expect("node");
         n.bin = Some(fault.clone());
@@ -37,7 +37,7 @@ fn a_cluster_keeps_its_first_module_when_restarted_by_a_binary_with_another() {
     for id in 1..=3 {
         c.spawn(id);
     }
-    let first = ModuleHash::of(LOCK_SM_V2).to_string();
+    let first = ModuleHash::of(LOCK_SM_WORLD01_V2).to_string();
     for builtin in [
         lockd_core::builtin::LOCK_SM,
         lockd_core::builtin::LOCK_SM_0_2,

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use lock_tests::cluster::{shared_module_cache, Cluster};
-use lock_tests::fixtures::LOCK_SM_V2;
+use lock_tests::fixtures::LOCK_SM_WORLD01_V2;
 use lock_tests::raw;
 use lockd::raft::messages::{PeerRequest, PeerResponse};
 use lockd::raft::messages::{PrecheckAnswer, PrecheckAsk, SignedPrecheckAsk};
@@ -82,7 +82,7 @@ fn only_the_leader_may_ask_admission_comes_first_and_a_verdict_is_given_once() {
 
     // Another member, naming itself leader of this term: refused, and
     // the module never compiled.
-    let m = unique(LOCK_SM_V2, "member");
+    let m = unique(LOCK_SM_WORLD01_V2, "member");
     let a = ask(to, other, Vote::new_committed(st.term, other), &m);
     assert!(!a.accepted, "{a:?}");
     assert!(
@@ -95,7 +95,7 @@ fn only_the_leader_may_ask_admission_comes_first_and_a_verdict_is_given_once() {
 
     // The leader's ask: dry-run once; the same ask again is answered from
     // that verdict (the same timings, not a second compile and migration).
-    let m = unique(LOCK_SM_V2, "leader");
+    let m = unique(LOCK_SM_WORLD01_V2, "leader");
     let first = ask(to, leader, term_vote, &m);
     assert!(first.accepted, "{first:?}");
     assert!(compiled(&m), "an admitted module is compiled and kept");
@@ -114,7 +114,7 @@ fn only_the_leader_may_ask_admission_comes_first_and_a_verdict_is_given_once() {
         .expect("trust a key");
     assert!(r.ok(), "{r:?}");
     c.wait_converged(Duration::from_secs(20));
-    let m = unique(LOCK_SM_V2, "unsigned");
+    let m = unique(LOCK_SM_WORLD01_V2, "unsigned");
     let a = ask(to, leader, term_vote, &m);
     assert!(!a.accepted, "{a:?}");
     assert!(

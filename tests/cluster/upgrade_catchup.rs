@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use lock_tests::cluster::{Cluster, ELECTION_MS};
-use lock_tests::fixtures::LOCK_SM_V2;
+use lock_tests::fixtures::LOCK_SM_WORLD01_V2;
 use lockd_core::engine::ModuleHash;
 
 /// Take and free a few locks on `via`, keeping every other one.
@@ -104,7 +104,7 @@ fn same_audit_point(c: &Cluster, node: u64, leader: u64, index: u64) {
 
 fn upgrade(c: &Cluster, via: u64) -> u64 {
     let r = c
-        .post_bytes(via, "/v1/admin/upgrade", LOCK_SM_V2)
+        .post_bytes(via, "/v1/admin/upgrade", LOCK_SM_WORLD01_V2)
         .expect("upgrade");
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.body["result"], "swapped");
@@ -125,7 +125,10 @@ fn node_down_during_upgrade_catches_up_by_log() {
     c.spawn(down);
     let s = c.wait_converged(Duration::from_secs(30));
     let st = c.status(down).expect("status");
-    assert_eq!(st.module_hash, ModuleHash::of(LOCK_SM_V2).to_string());
+    assert_eq!(
+        st.module_hash,
+        ModuleHash::of(LOCK_SM_WORLD01_V2).to_string()
+    );
     assert_eq!(st.module_since_index, index);
     assert_eq!(st.state_hash, s.state_hash);
     assert_eq!(
@@ -182,7 +185,10 @@ fn node_down_during_upgrade_catches_up_by_snapshot() {
         st.snapshots_installed >= 1,
         "caught up without a snapshot: {st:?}"
     );
-    assert_eq!(st.module_hash, ModuleHash::of(LOCK_SM_V2).to_string());
+    assert_eq!(
+        st.module_hash,
+        ModuleHash::of(LOCK_SM_WORLD01_V2).to_string()
+    );
     assert_eq!(
         st.module_since_index, index,
         "the snapshot carries when the module became active"
@@ -200,7 +206,7 @@ fn node_down_during_upgrade_catches_up_by_snapshot() {
     c.wait_converged(Duration::from_secs(30));
     assert_eq!(
         c.status(leader).expect("status").module_hash,
-        ModuleHash::of(LOCK_SM_V2).to_string()
+        ModuleHash::of(LOCK_SM_WORLD01_V2).to_string()
     );
     make_leader(&mut c, lagging);
     serves_as_v2_leader(&c, lagging, "b", 120);

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::{CHAOS_GUEST, EMPTY_CORE_MODULE, IMPORT_GUEST, LOCK_SM_V2};
+use lock_tests::fixtures::{CHAOS_GUEST, EMPTY_CORE_MODULE, IMPORT_GUEST, LOCK_SM_WORLD01_V2};
 use lock_tests::load;
 use lockd_core::engine::ModuleHash;
 
@@ -99,7 +99,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "stale replaces hash",
-            module: LOCK_SM_V2,
+            module: LOCK_SM_WORLD01_V2,
             hold: None,
             query: STALE,
             precheck_status: 409,
@@ -227,7 +227,7 @@ fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
     );
     // After all that, a good upgrade still works.
     let r = c
-        .post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_V2)
+        .post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_WORLD01_V2)
         .expect("upgrade");
     assert_eq!(r.status, 200, "{r:?}");
 }
@@ -240,12 +240,12 @@ fn upgrade_route_refuses_bad_requests() {
     assert_eq!(r.status, 400);
     assert!(r.error().contains("empty"), "{r:?}");
     let r = c
-        .post_bytes(1, "/v1/admin/upgrade?replaces=xyz", LOCK_SM_V2)
+        .post_bytes(1, "/v1/admin/upgrade?replaces=xyz", LOCK_SM_WORLD01_V2)
         .expect("post");
     assert_eq!(r.status, 400);
     assert!(r.error().contains("64-digit hex"), "{r:?}");
     let r = c
-        .post_bytes(1, "/v1/admin/upgrade?bogus=1", LOCK_SM_V2)
+        .post_bytes(1, "/v1/admin/upgrade?bogus=1", LOCK_SM_WORLD01_V2)
         .expect("post");
     assert_eq!(r.status, 400);
     assert!(r.error().contains("unknown query parameter"), "{r:?}");
@@ -331,7 +331,7 @@ fn a_second_dry_run_while_one_runs_is_answered_busy() {
     let st = c.status(leader).expect("status");
     assert!(st.upgrades.is_empty(), "{:?}", st.upgrades);
     let r = c
-        .post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_V2)
+        .post_bytes(leader, "/v1/admin/upgrade", LOCK_SM_WORLD01_V2)
         .expect("upgrade");
     assert_eq!(r.status, 200, "{r:?}");
 }

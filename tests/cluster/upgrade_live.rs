@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_WORLD02};
+use lock_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 use lock_tests::load;
 use lockd_core::engine::ModuleHash;
 
 #[test]
 fn upgrade_under_load_swaps_every_node_at_one_index() {
-    let (c, leader) = swap_under_load(LOCK_SM_V2, "snapshot format 2");
+    let (c, leader) = swap_under_load(LOCK_SM_WORLD01_V2, "snapshot format 2");
     // Version 2's policy is now what the cluster does.
     let r = c.acquire(leader, "reserved/x", 10_000).expect("acquire");
     assert_eq!(r.status, 403, "{r:?}");

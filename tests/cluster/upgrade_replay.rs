@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use lock_tests::cluster::{lockd_bin, Cluster};
-use lock_tests::fixtures::LOCK_SM_V2;
+use lock_tests::fixtures::LOCK_SM_WORLD01_V2;
 use serde_json::Value;
 
 fn cycle(c: &Cluster, key: &str) {
@@ -51,7 +51,7 @@ fn replay_reports_the_outcomes_a_module_would_change() {
     let v1 = dir.path().join("v1.wasm");
     let v2 = dir.path().join("v2.wasm");
     std::fs::write(&v1, lockd_core::builtin::LOCK_SM).expect("write");
-    std::fs::write(&v2, LOCK_SM_V2).expect("write");
+    std::fs::write(&v2, LOCK_SM_WORLD01_V2).expect("write");
     let data = c.nodes[&1].data_dir.clone();
 
     for i in 0..20 {
@@ -117,7 +117,7 @@ fn replay_reports_the_outcomes_a_module_would_change() {
     c.spawn(1);
     c.wait_leader(Duration::from_secs(20));
     let r = c
-        .post_bytes(1, "/v1/admin/upgrade", LOCK_SM_V2)
+        .post_bytes(1, "/v1/admin/upgrade", LOCK_SM_WORLD01_V2)
         .expect("upgrade");
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::LOCK_SM_V2;
+use lock_tests::fixtures::LOCK_SM_WORLD01_V2;
 use lockd::api::status::Status;
 use lockd_core::engine::ModuleHash;
 
@@ -48,12 +48,12 @@ fn shadow_mode_counts_differences_then_promotes_or_aborts() {
     );
     let leader = c.wait_leader(Duration::from_secs(20));
     let dir = tempfile::tempdir().expect("tempdir");
-    let v1_file = dir.path().join("lock_sm_v1.wasm");
-    let v2_file = dir.path().join("lock_sm_v2.wasm");
+    let v1_file = dir.path().join("lock_sm_0_1.wasm");
+    let v2_file = dir.path().join("lock_sm_0_1_v2.wasm");
     std::fs::write(&v1_file, lockd_core::builtin::LOCK_SM).expect("write");
-    std::fs::write(&v2_file, LOCK_SM_V2).expect("write");
+    std::fs::write(&v2_file, LOCK_SM_WORLD01_V2).expect("write");
     let v1 = ModuleHash::of(lockd_core::builtin::LOCK_SM).to_string();
-    let v2 = ModuleHash::of(LOCK_SM_V2).to_string();
+    let v2 = ModuleHash::of(LOCK_SM_WORLD01_V2).to_string();
 
     // 1. The identical module as a shadow: no difference at all.
     let out = lockctl_ok(

@@ -16,7 +16,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_WORLD02};
+use lock_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 use lockd::api::status::Status;
 use lockd_core::engine::ModuleHash;
 
@@ -84,11 +84,11 @@ fn signed_modules_from_keygen_to_untrust() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = |name: &str| dir.path().join(name);
     let (v2, v3) = (file("v2.wasm"), file("v3.wasm"));
-    std::fs::write(&v2, LOCK_SM_V2).expect("write");
+    std::fs::write(&v2, LOCK_SM_WORLD01_V2).expect("write");
     std::fs::write(&v3, LOCK_SM_WORLD02).expect("write");
     let (h1, h2, h3) = (
         ModuleHash::of(lockd_core::builtin::LOCK_SM).to_string(),
-        ModuleHash::of(LOCK_SM_V2).to_string(),
+        ModuleHash::of(LOCK_SM_WORLD01_V2).to_string(),
         ModuleHash::of(LOCK_SM_WORLD02).to_string(),
     );
 
@@ -128,7 +128,7 @@ fn signed_modules_from_keygen_to_untrust() {
         "{out}"
     );
     let r = c
-        .post_bytes(follower, "/v1/admin/upgrade", LOCK_SM_V2)
+        .post_bytes(follower, "/v1/admin/upgrade", LOCK_SM_WORLD01_V2)
         .expect("upgrade");
     assert_eq!(r.status, 403, "{r:?}");
     ok(
@@ -146,7 +146,9 @@ fn signed_modules_from_keygen_to_untrust() {
     );
     let of_v3 = std::fs::read_to_string(file("of-v3.sig")).expect("sig");
     let path = format!("/v1/admin/upgrade?signature={}", of_v3.trim());
-    let r = c.post_bytes(leader, &path, LOCK_SM_V2).expect("upgrade");
+    let r = c
+        .post_bytes(leader, &path, LOCK_SM_WORLD01_V2)
+        .expect("upgrade");
     assert_eq!(r.status, 403, "{r:?}");
     let out = ok(
         &c,
@@ -341,7 +343,7 @@ fn signed_modules_from_keygen_to_untrust() {
         .expect("trust");
     assert_eq!(bad.status, 400, "{bad:?}");
     let bad = c
-        .post_bytes(leader, "/v1/admin/upgrade?signature=12", LOCK_SM_V2)
+        .post_bytes(leader, "/v1/admin/upgrade?signature=12", LOCK_SM_WORLD01_V2)
         .expect("upgrade");
     assert_eq!(bad.status, 400, "{bad:?}");
     for k in &extra[..15] {

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use ed25519_dalek::{Signer, SigningKey};
-use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_WORLD02};
+use lock_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 use lockd::cluster_id::{ClusterId, ClusterIdentity};
 use lockd_core::engine::{EngineSettings, ModuleHash, WasmEngine};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response};
@@ -113,22 +113,22 @@ fn a_bound_signature_serves_once_on_its_cluster_for_its_purpose() {
         b.replica.binding(Purpose::Upgrade)
     );
     let builtin = a.replica.module_hash();
-    let for_v2 = a.sign(LOCK_SM_V2, Purpose::Upgrade);
+    let for_v2 = a.sign(LOCK_SM_WORLD01_V2, Purpose::Upgrade);
 
     // Made for staging, or for a shadow, or in the unbound format: refused
     // alike on both replicas, nothing changes.
     let staging = Node::of(STAGING);
-    let for_staging = staging.sign(LOCK_SM_V2, Purpose::Upgrade);
-    let as_shadow = a.sign(LOCK_SM_V2, Purpose::Shadow);
+    let for_staging = staging.sign(LOCK_SM_WORLD01_V2, Purpose::Upgrade);
+    let as_shadow = a.sign(LOCK_SM_WORLD01_V2, Purpose::Shadow);
     let unbound = ModuleSignature(
         signer()
-            .sign(&signed_message(&ModuleHash::of(LOCK_SM_V2).0))
+            .sign(&signed_message(&ModuleHash::of(LOCK_SM_WORLD01_V2).0))
             .to_bytes(),
     );
     for sig in [for_staging, as_shadow, unbound] {
         let (ra, rb) = (
-            a.upgrade(LOCK_SM_V2, sig, SignedFor::Upgrade),
-            b.upgrade(LOCK_SM_V2, sig, SignedFor::Upgrade),
+            a.upgrade(LOCK_SM_WORLD01_V2, sig, SignedFor::Upgrade),
+            b.upgrade(LOCK_SM_WORLD01_V2, sig, SignedFor::Upgrade),
         );
         let reason = rejected(&ra);
         assert_eq!(reason, rejected(&rb), "the same reason on every replica");
@@ -140,8 +140,16 @@ fn a_bound_signature_serves_once_on_its_cluster_for_its_purpose() {
         assert_eq!(a.replica.module_hash(), builtin);
     }
     // The signature made here and now swaps, on both.
-    assert!(swapped(&a.upgrade(LOCK_SM_V2, for_v2, SignedFor::Upgrade)));
-    assert!(swapped(&b.upgrade(LOCK_SM_V2, for_v2, SignedFor::Upgrade)));
+    assert!(swapped(&a.upgrade(
+        LOCK_SM_WORLD01_V2,
+        for_v2,
+        SignedFor::Upgrade
+    )));
+    assert!(swapped(&b.upgrade(
+        LOCK_SM_WORLD01_V2,
+        for_v2,
+        SignedFor::Upgrade
+    )));
     assert_eq!(
         a.replica.binding(Purpose::Upgrade),
         b.replica.binding(Purpose::Upgrade)
@@ -154,7 +162,7 @@ fn a_bound_signature_serves_once_on_its_cluster_for_its_purpose() {
         for_v3,
         SignedFor::Upgrade
     )));
-    let replay = a.upgrade(LOCK_SM_V2, for_v2, SignedFor::Upgrade);
+    let replay = a.upgrade(LOCK_SM_WORLD01_V2, for_v2, SignedFor::Upgrade);
     assert!(rejected(&replay).contains("for this use"), "{replay:?}");
     assert_eq!(a.replica.module_hash(), ModuleHash::of(LOCK_SM_WORLD02));
     // The binding moved with the swap: a signature over the same module
@@ -168,16 +176,16 @@ fn a_bound_signature_serves_once_on_its_cluster_for_its_purpose() {
 fn a_shadows_signature_starts_it_and_promotes_it_and_nothing_else() {
     let mut n = Node::of(CLUSTER);
     // An upgrade's signature does not start a shadow.
-    let for_upgrade = n.sign(LOCK_SM_V2, Purpose::Upgrade);
-    match n.shadow(LOCK_SM_V2, for_upgrade) {
+    let for_upgrade = n.sign(LOCK_SM_WORLD01_V2, Purpose::Upgrade);
+    match n.shadow(LOCK_SM_WORLD01_V2, for_upgrade) {
         ShadowOutcome::Failed { reason, .. } => {
             assert!(reason.contains("for this use"), "{reason}")
         }
         other => panic!("{other:?}"),
     }
-    let for_shadow = n.sign(LOCK_SM_V2, Purpose::Shadow);
+    let for_shadow = n.sign(LOCK_SM_WORLD01_V2, Purpose::Shadow);
     assert!(matches!(
-        n.shadow(LOCK_SM_V2, for_shadow),
+        n.shadow(LOCK_SM_WORLD01_V2, for_shadow),
         ShadowOutcome::Started { .. }
     ));
     // The shadow's signature promotes no other module (even one it would
@@ -187,9 +195,9 @@ fn a_shadows_signature_starts_it_and_promotes_it_and_nothing_else() {
     assert!(rejected(&other).contains("only the module running as the shadow"));
     // It promotes the shadow.
     assert!(swapped(&n.upgrade(
-        LOCK_SM_V2,
+        LOCK_SM_WORLD01_V2,
         for_shadow,
         SignedFor::Shadow
     )));
-    assert_eq!(n.replica.module_hash(), ModuleHash::of(LOCK_SM_V2));
+    assert_eq!(n.replica.module_hash(), ModuleHash::of(LOCK_SM_WORLD01_V2));
 }

@@ -177,7 +177,9 @@ fn an_artifact_renamed_to_another_module_is_recompiled() {
     let cache = dir.path().join("module-cache");
     let engine = WasmEngine::new(EngineSettings::default(), Some(cache.clone())).unwrap();
     let v1 = engine.load(lockd_core::builtin::LOCK_SM).unwrap();
-    let v2 = engine.load(lock_tests::fixtures::LOCK_SM_V2).unwrap();
+    let v2 = engine
+        .load(lock_tests::fixtures::LOCK_SM_WORLD01_V2)
+        .unwrap();
     let (p1, p2) = {
         let c = engine.cache().unwrap();
         (c.path_for(&v1.hash()), c.path_for(&v2.hash()))
@@ -190,7 +192,7 @@ fn an_artifact_renamed_to_another_module_is_recompiled() {
     assert_eq!(loaded.hash(), v1.hash());
     assert_eq!(
         again
-            .load(lock_tests::fixtures::LOCK_SM_V2)
+            .load(lock_tests::fixtures::LOCK_SM_WORLD01_V2)
             .unwrap()
             .compiled(),
         Compiled::Cached

@@ -98,7 +98,7 @@ fn the_cache_keeps_within_its_bound_the_longest_unused_going_first() {
     let engine = WasmEngine::bounded(EngineSettings::default(), Some(dir.clone()), bound).unwrap();
     let [a, b, c] = [
         lockd_core::builtin::LOCK_SM,
-        fixtures::LOCK_SM_V2,
+        fixtures::LOCK_SM_WORLD01_V2,
         fixtures::LOCK_SM_WORLD02,
     ];
     let path = |m: &[u8]| {

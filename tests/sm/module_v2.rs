@@ -3,7 +3,7 @@
 //! (through the engine's 0.1 adapter: a `policy` rejection, the key being
 //! free), and refuses garbage without changing anything.
 
-use lock_tests::fixtures::LOCK_SM_V2;
+use lock_tests::fixtures::LOCK_SM_WORLD01_V2;
 use lock_tests::machines::builtin;
 use lockd_core::command::{Command, Granted, Outcome, Reason, Released};
 
@@ -40,7 +40,9 @@ fn v2_migrates_v1_state_and_applies_its_policy() {
         ]]
     );
 
-    let v2_module = engine.load(LOCK_SM_V2).expect("v2 is a valid lock module");
+    let v2_module = engine
+        .load(LOCK_SM_WORLD01_V2)
+        .expect("v2 is a valid lock module");
     assert_ne!(v2_module.hash(), v1_module.hash());
     let mut v2 = engine.instantiate(&v2_module).unwrap();
     assert!(v2.version().unwrap().contains("snapshot format 2"));

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use ed25519_dalek::{Signer, SigningKey};
-use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_WORLD02};
+use lock_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 use lockd_core::command::{Command, Outcome};
 use lockd_core::engine::{EngineSettings, ModuleHash, WasmEngine};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response, SnapshotMeta};
@@ -143,9 +143,12 @@ fn unsigned_wrongly_signed_and_untrusted_upgrades_are_rejected_alike_on_every_re
             Ok(KeyChange::Trusted)
         );
         n.grant("held");
-        let unsigned = n.upgrade(LOCK_SM_V2, None);
-        let other_module = n.upgrade(LOCK_SM_V2, Some(sign(&ops, LOCK_SM_WORLD02)));
-        let untrusted = n.upgrade(LOCK_SM_V2, Some(sign(&outsider, LOCK_SM_V2)));
+        let unsigned = n.upgrade(LOCK_SM_WORLD01_V2, None);
+        let other_module = n.upgrade(LOCK_SM_WORLD01_V2, Some(sign(&ops, LOCK_SM_WORLD02)));
+        let untrusted = n.upgrade(
+            LOCK_SM_WORLD01_V2,
+            Some(sign(&outsider, LOCK_SM_WORLD01_V2)),
+        );
         assert_eq!(
             rejected(&unsigned),
             "the module is not signed; the cluster trusts 1 module key"
@@ -167,9 +170,9 @@ fn unsigned_wrongly_signed_and_untrusted_upgrades_are_rejected_alike_on_every_re
 
     // Signed by the trusted key: swapped on both, at the same index.
     for n in &mut nodes {
-        match n.upgrade(LOCK_SM_V2, Some(sign(&ops, LOCK_SM_V2))) {
+        match n.upgrade(LOCK_SM_WORLD01_V2, Some(sign(&ops, LOCK_SM_WORLD01_V2))) {
             UpgradeOutcome::Swapped { module, .. } => {
-                assert_eq!(module, ModuleHash::of(LOCK_SM_V2))
+                assert_eq!(module, ModuleHash::of(LOCK_SM_WORLD01_V2))
             }
             other => panic!("a signed upgrade was refused: {other:?}"),
         }
@@ -190,7 +193,7 @@ fn a_signed_shadow_keeps_its_signature_through_a_snapshot_and_promotes_with_it()
         a.keys(KeyEntry::Trust(key_of(&ops))),
         Ok(KeyChange::Trusted)
     );
-    match a.shadow(LOCK_SM_V2, None) {
+    match a.shadow(LOCK_SM_WORLD01_V2, None) {
         ShadowOutcome::Failed { reason, .. } => assert_eq!(
             reason,
             "the module is not signed; the cluster trusts 1 module key"
@@ -198,9 +201,9 @@ fn a_signed_shadow_keeps_its_signature_through_a_snapshot_and_promotes_with_it()
         other => panic!("an unsigned shadow started: {other:?}"),
     }
     assert!(a.replica.shadow_module().is_none());
-    let sig = sign(&ops, LOCK_SM_V2);
+    let sig = sign(&ops, LOCK_SM_WORLD01_V2);
     assert!(matches!(
-        a.shadow(LOCK_SM_V2, Some(sig)),
+        a.shadow(LOCK_SM_WORLD01_V2, Some(sig)),
         ShadowOutcome::Started { .. }
     ));
     a.grant("k");
@@ -247,7 +250,7 @@ fn a_signed_shadow_keeps_its_signature_through_a_snapshot_and_promotes_with_it()
     for n in [&mut a, &mut b, &mut installed] {
         match n.apply(promote()) {
             Response::Upgrade(UpgradeOutcome::Swapped { module, .. }) => {
-                assert_eq!(module, ModuleHash::of(LOCK_SM_V2))
+                assert_eq!(module, ModuleHash::of(LOCK_SM_WORLD01_V2))
             }
             other => panic!("the promote was refused: {other:?}"),
         }
@@ -265,9 +268,9 @@ fn a_promote_is_checked_against_the_keys_in_force_when_it_applies() {
     let (old, new) = (signer(3), signer(4));
     let mut n = Node::new();
     // Started while no key was trusted: its signature is kept unchecked.
-    let by_old = sign(&old, LOCK_SM_V2);
+    let by_old = sign(&old, LOCK_SM_WORLD01_V2);
     assert!(matches!(
-        n.shadow(LOCK_SM_V2, Some(by_old)),
+        n.shadow(LOCK_SM_WORLD01_V2, Some(by_old)),
         ShadowOutcome::Started { .. }
     ));
     assert_eq!(
@@ -317,7 +320,7 @@ fn key_entries_are_bounded_exact_and_untrusting_the_last_lifts_the_rule() {
         Err(KeyError::Full { max: 16 })
     );
     assert_eq!(
-        rejected(&n.upgrade(LOCK_SM_V2, None)),
+        rejected(&n.upgrade(LOCK_SM_WORLD01_V2, None)),
         "the module is not signed; the cluster trusts 16 module keys"
     );
     for seed in 0..MAX_TRUSTED_KEYS as u8 {
@@ -328,7 +331,7 @@ fn key_entries_are_bounded_exact_and_untrusting_the_last_lifts_the_rule() {
     }
     assert!(n.replica.view(false).trusted_module_keys.is_empty());
     assert!(matches!(
-        n.upgrade(LOCK_SM_V2, None),
+        n.upgrade(LOCK_SM_WORLD01_V2, None),
         UpgradeOutcome::Swapped { .. }
     ));
 }

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use lock_tests::fixtures::{CHAOS_GUEST, LOCK_SM_V2, LOCK_SM_WORLD02};
+use lock_tests::fixtures::{CHAOS_GUEST, LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 use lockd_core::builtin::LOCK_SM;
 use lockd_core::command::{Command, Mode, Outcome};
 use lockd_core::engine::{ModuleHash, WasmEngine};
@@ -110,7 +110,7 @@ fn a_versioned_upgrade_goes_up_and_a_rollback_returns_with_every_holding() {
     assert_eq!(held.len(), 3);
 
     // Down (0.3.0 → 0.2.0) or equal: refused unless marked, nothing changes.
-    let down = refused(&one(&mut r, 4, up(LOCK_SM_V2, v02)));
+    let down = refused(&one(&mut r, 4, up(LOCK_SM_WORLD01_V2, v02)));
     assert!(
         down.contains("0.2.0 is not above the active module's 0.3.0"),
         "{down}"
@@ -121,7 +121,11 @@ fn a_versioned_upgrade_goes_up_and_a_rollback_returns_with_every_holding() {
     // Stale rollbacks: another module left, another returned to.
     let stale = refused(&one(&mut r, 6, rollback(v01, v01)));
     assert!(stale.starts_with("stale upgrade"), "{stale}");
-    let other = refused(&one(&mut r, 7, rollback(v02, ModuleHash::of(LOCK_SM_V2))));
+    let other = refused(&one(
+        &mut r,
+        7,
+        rollback(v02, ModuleHash::of(LOCK_SM_WORLD01_V2)),
+    ));
     assert!(other.starts_with("stale rollback"), "{other}");
 
     // Back to 0.1: every holding with its token; tokens go on above.
@@ -142,7 +146,7 @@ fn a_versioned_upgrade_goes_up_and_a_rollback_returns_with_every_holding() {
     // Marked as a rollback, an older module with bytes comes in (and 0.1
     // → 0.2.0 is up anyway).
     assert!(swapped(&one(&mut r, 11, up(LOCK_SM_WORLD02, v01))));
-    let marked = versioned(LOCK_SM_V2, v02, true, OnModuleFailure::Refuse);
+    let marked = versioned(LOCK_SM_WORLD01_V2, v02, true, OnModuleFailure::Refuse);
     assert!(swapped(&one(&mut r, 12, marked)));
     assert_eq!(r.previous_module().map(|p| p.0), Some(v02));
 }

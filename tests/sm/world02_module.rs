@@ -5,7 +5,7 @@
 //! the table, and refuses hostile snapshots without trapping.
 
 use guest_sm_world02::{Command, Grant};
-use lock_tests::fixtures::{LOCK_SM_V2, LOCK_SM_WORLD02};
+use lock_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 use lock_tests::machines::builtin;
 use lock_tests::world02::machine::ModuleMachine;
 use lock_tests::world02::wasm::{import_count, WasmV2};
@@ -81,7 +81,7 @@ fn a_running_0_1_module_upgrades_to_0_2_and_back() {
 #[test]
 fn a_running_format_2_module_upgrades_to_0_2_keeping_its_reserved_prefix() {
     let (engine, _) = builtin();
-    let module = engine.load(LOCK_SM_V2).unwrap();
+    let module = engine.load(LOCK_SM_WORLD01_V2).unwrap();
     let mut old = engine.instantiate(&module).unwrap();
     old.apply(&[vec![V1::grant("x", 5)]]).unwrap();
     let mut v2 = WasmV2::new();

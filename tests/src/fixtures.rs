@@ -4,9 +4,11 @@
 /// without bound or trap (see `tests/fixtures/chaos-guest`).
 pub const CHAOS_GUEST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/chaos_guest.wasm"));
 
-/// Version 2 of the lock module (`tests/fixtures/guest-sm-v2/`): snapshot format 2 (it
-/// migrates format 1) and a reserved key prefix.
-pub const LOCK_SM_V2: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm_v2.wasm"));
+/// Version 2 of the lock module of world 0.1
+/// (`tests/fixtures/guest-sm-world01-v2/`, it reports `lock-sm/0.2.0`):
+/// snapshot format 2 (it migrates format 1) and a reserved key prefix.
+pub const LOCK_SM_WORLD01_V2: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/guest_sm_world01_v2.wasm"));
 
 /// The reference module of world `lock-sm@0.2.0` (`guest-sm/world02/`,
 /// package `guest-sm-world02`): the very bytes `lockd` has built in, so a

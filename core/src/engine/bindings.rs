@@ -1,6 +1,6 @@
 //! Rust types and typed exports generated from the four worlds in `wit/`.
 //!
-//! * [`v01`]: world `lockd:sm/lock-sm@0.1.0` (`wit/lock-sm.wit`), the seed's
+//! * [`v01`]: world `lockd:sm/lock-sm@0.1.0` (`wit/lock-sm-0.1.wit`), the seed's
 //!   three commands (docs/architecture.md, "The lock commands (world
 //!   0.1)").
 //! * [`v02`]: world `lockd:sm/lock-sm@0.2.0` (`wit/lock-sm-0.2.wit`), where
@@ -22,7 +22,7 @@
 pub mod v01 {
     wasmtime::component::bindgen!({
         world: "lock-sm",
-        path: "../wit/lock-sm.wit",
+        path: "../wit/lock-sm-0.1.wit",
         additional_derives: [serde::Serialize, serde::Deserialize, PartialEq, Eq],
     });
 }

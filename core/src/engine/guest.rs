@@ -7,7 +7,6 @@
 //! module with one more export, `pick`: it is run through the 0.3
 //! bindings, with `pick` bound beside them on the same instance.
 
-use std::fmt;
 use std::sync::Arc;
 
 use wasmtime::{Store, Trap};
@@ -19,42 +18,9 @@ use super::hash::ModuleHash;
 use super::store::{MemoryLimiter, StoreState};
 use super::wasm::WasmEngine;
 
-/// The world a module implements.
-/// Ordered oldest first: a later world has everything of an earlier one.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-pub enum World {
-    /// `lockd:sm/lock-sm@0.1.0`: the seed's exclusive locks
-    /// (docs/architecture.md, "The lock commands (world 0.1)").
-    V01,
-    /// `lockd:sm/lock-sm@0.2.0`: the module decides
-    /// (docs/writing-a-lock-module.md, "The 0.2 contract in short").
-    V02,
-    /// `lockd:sm/lock-sm@0.3.0`: 0.2 with sessions, reentrant grants and
-    /// values (docs/writing-a-lock-module.md, "What 0.3 adds").
-    V03,
-    /// `lockd:sm/lock-sm@0.4.0`: 0.3 and `pick`, the module's election
-    /// policy (docs/writing-a-lock-module.md, "What 0.4 adds").
-    V04,
-}
-
-impl World {
-    pub fn id(self) -> &'static str {
-        match self {
-            World::V01 => "lockd:sm/lock-sm@0.1.0",
-            World::V02 => "lockd:sm/lock-sm@0.2.0",
-            World::V03 => "lockd:sm/lock-sm@0.3.0",
-            World::V04 => "lockd:sm/lock-sm@0.4.0",
-        }
-    }
-}
-
-impl fmt::Display for World {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.id())
-    }
-}
+/// The world a module implements: the one enum of the worlds, shared with
+/// the modules' logic (`lock-key`, the lowest crate both build on).
+pub use lock_key::World;
 
 #[derive(Clone)]
 enum Pre {

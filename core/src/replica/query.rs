@@ -12,7 +12,7 @@ use crate::command::{
 use crate::engine::{EngineError, GuestModule, ModuleHash, World};
 use crate::entry::{LogId, StoredMembership};
 use crate::signature::{ModuleSignature, TrustedKeys};
-use crate::upgrade::{capture, MigrateError, UpgradeRecord};
+use crate::upgrade::{capture, MigrateError};
 
 /// The running shadow module, as a promote needs it.
 pub struct ShadowModule {
@@ -214,7 +214,7 @@ impl Replica {
             poisoned_at: self.stopped,
             module_since_index: self.module_since,
             first_module_hash: self.first_module.map(|h| h.to_string()),
-            upgrades: self.upgrades.iter().map(UpgradeRecord::status).collect(),
+            upgrades: self.upgrades.iter().cloned().collect(),
             shadow: self.shadow.as_ref().map(|s| s.status()),
             upgrades_swapped: self.upgrades_swapped,
             upgrades_rejected: self.upgrades_rejected,

@@ -1,22 +1,22 @@
 //! What the lock modules (`guest-sm`, world 0.1, and `lock-logic`, the
-//! logic of the modules of worlds 0.2 and 0.3) share: lock keys ordered byte-wise a word at a time ([`Key`]), and
-//! the accumulator of their incremental state hashes ([`Accumulator`]), and
-//! the snapshot encoder that writes straight from the table
-//! ([`encode_exact`]).
+//! logic of worlds 0.2 to 0.4) share: lock keys ordered byte-wise a word at a
+//! time ([`Key`]), the accumulator of their incremental state hashes
+//! ([`Accumulator`]), the snapshot encoder that writes straight from the
+//! table ([`encode_exact`]), and the worlds ([`World`], `lockd-core`'s too).
 //!
-//! The order is exactly `str`'s (lexicographic by bytes), so the table's
-//! iteration order and the snapshot encoding are unchanged. The comparison is
-//! written out because in the wasm build `str::cmp` ends in the generic
-//! byte-at-a-time `memcmp` of `compiler_builtins`, and a B-tree lookup makes
-//! a dozen comparisons of keys that usually share a long prefix
-//! (`service/db/primary`, `service/db/replica-1`): comparing eight bytes per
-//! step as big-endian words gives the same answer in an eighth of the steps.
+//! The order is exactly `str`'s, so the table's iteration order and the
+//! snapshot encoding are unchanged. It is written out because in wasm
+//! `str::cmp` ends in `compiler_builtins`' byte-at-a-time `memcmp`, and a
+//! B-tree lookup compares keys that usually share a long prefix
+//! (`service/db/primary`, `service/db/replica-1`) a dozen times: eight bytes
+//! per step as big-endian words give the same answer in an eighth the steps.
 
 mod acc;
 mod encode;
-
+mod world;
 pub use acc::Accumulator;
 pub use encode::{decode_streamed, encode_exact, SeqOf, Streamed};
+pub use world::World;
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;

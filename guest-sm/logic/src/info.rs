@@ -6,29 +6,9 @@
 
 use crate::types::{Holder, LockRef, Mode};
 
-/// The world an export layer implements, where the answer differs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum World {
-    /// `lockd:sm/lock-sm@0.2.0`: no sessions, reentry or values, snapshot
-    /// formats 1 to 3.
-    V0_2,
-    /// `lockd:sm/lock-sm@0.3.0`: everything, snapshot formats 1 to 4.
-    V0_3,
-    /// `lockd:sm/lock-sm@0.4.0`: 0.3 and its election policy
-    /// ([`crate::pick`]); the same state and formats.
-    V0_4,
-}
-
-impl World {
-    /// The world's id, as `features` reports it.
-    pub const fn id(self) -> &'static str {
-        match self {
-            World::V0_2 => "lockd:sm/lock-sm@0.2.0",
-            World::V0_3 => "lockd:sm/lock-sm@0.3.0",
-            World::V0_4 => "lockd:sm/lock-sm@0.4.0",
-        }
-    }
-}
+/// The world an export layer implements, where the answer differs (the
+/// logic serves 0.2 and later; `lockd-core` uses the same enum).
+pub use lock_key::World;
 
 /// One holding, as the queries show it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,7 +73,7 @@ pub struct Features {
 impl Features {
     /// What a module of `world` built on this logic supports.
     pub fn of(world: World) -> Features {
-        let v0_3 = world != World::V0_2;
+        let v0_3 = world >= World::V03;
         Features {
             world_id: world.id().into(),
             modes: vec![Mode::Exclusive, Mode::Shared],

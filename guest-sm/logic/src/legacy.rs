@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! format 1 (guest-sm):    "LKSM" | 1 | postcard(next_token: u64, locks: [(key, token, lease_ms)])
-//! format 2 (guest-sm-v2): "LKSM" | 2 | postcard(policy: str, next_token: u64, held: u64, locks: [(key, lease_ms, token)])
+//! format 2 (guest-sm-world01-v2): "LKSM" | 2 | postcard(policy: str, next_token: u64, held: u64, locks: [(key, lease_ms, token)])
 //! ```
 //!
 //! **Migration.** Every 0.1 lock becomes an exclusive holding with limit 1,

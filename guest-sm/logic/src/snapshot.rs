@@ -11,7 +11,7 @@
 //! encoding is canonical. A state with anything of 0.3 (a session was ever
 //! opened, a count above 1, a value) is written in format 4
 //! ([`crate::format4`]); formats 1 (the 0.1 module, `guest-sm`) and 2
-//! (`guest-sm-v2`) are migrated by [`crate::legacy`]. Which formats a
+//! (`guest-sm-world01-v2`) are migrated by [`crate::legacy`]. Which formats a
 //! module reads is its world's ([`World`]): a 0.2 module refuses format 4,
 //! whose sessions and counts it could not serve. Decoding checks every
 //! invariant the state relies on (see [`SnapshotError`]) and builds a fresh
@@ -93,7 +93,7 @@ impl LockState {
     /// Replace the state with a snapshot of format 3 or 4, or migrate one
     /// of format 1 or 2. On error the state is unchanged.
     pub fn restore(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
-        self.restore_as(World::V0_3, bytes)
+        self.restore_as(World::V03, bytes)
     }
 
     /// [`LockState::restore`] as a module of `world`: a 0.2 module reads
@@ -107,14 +107,15 @@ impl LockState {
 /// The newest format a module of `world` reads.
 pub fn newest_format(world: World) -> u8 {
     match world {
-        World::V0_2 => FORMAT,
-        World::V0_3 | World::V0_4 => format4::FORMAT,
+        // No 0.1 module runs this logic; asked as one, it reads what 0.2 reads.
+        World::V01 | World::V02 => FORMAT,
+        World::V03 | World::V04 => format4::FORMAT,
     }
 }
 
 /// Decode a snapshot of any format the logic reads.
 pub fn decode(bytes: &[u8]) -> Result<LockState, SnapshotError> {
-    decode_as(World::V0_3, bytes)
+    decode_as(World::V03, bytes)
 }
 
 /// Decode a snapshot of any format a module of `world` reads.

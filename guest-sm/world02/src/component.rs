@@ -245,7 +245,7 @@ impl Guest for Exports {
     }
 
     fn restore(bytes: Vec<u8>) -> Result<(), String> {
-        with(|s| s.restore_as(World::V0_2, &bytes).map_err(|e| e.to_string()))
+        with(|s| s.restore_as(World::V02, &bytes).map_err(|e| e.to_string()))
     }
 
     fn downgrade_snapshot() -> Result<Vec<u8>, String> {

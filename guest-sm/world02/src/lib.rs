@@ -50,13 +50,13 @@ pub const VERSION: &str = concat!(
 
 /// What the 0.2 module supports (nothing of 0.3).
 pub fn features() -> Features {
-    Features::of(World::V0_2)
+    Features::of(World::V02)
 }
 
 /// `restore` as the 0.2 module: formats 1 to 3. On error the state is
 /// unchanged.
 pub fn restore(state: &mut LockState, bytes: &[u8]) -> Result<(), SnapshotError> {
-    state.restore_as(World::V0_2, bytes)
+    state.restore_as(World::V02, bytes)
 }
 
 #[cfg(test)]
@@ -65,7 +65,7 @@ mod tests {
 
     #[test]
     fn the_module_describes_itself_as_0_2() {
-        assert_eq!(WORLD, World::V0_2.id());
+        assert_eq!(WORLD, World::V02.id());
         let f = features();
         assert_eq!(f.world_id, WORLD);
         assert!(!f.sessions && !f.reentrant && !f.values);

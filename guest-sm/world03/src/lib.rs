@@ -57,7 +57,7 @@ pub const VERSION: &str = concat!(
 
 /// What the 0.3 module supports: everything.
 pub fn features() -> Features {
-    Features::of(World::V0_3)
+    Features::of(World::V03)
 }
 
 #[cfg(test)]
@@ -66,7 +66,7 @@ mod tests {
 
     #[test]
     fn the_module_describes_itself_as_0_3() {
-        assert_eq!(WORLD, World::V0_3.id());
+        assert_eq!(WORLD, World::V03.id());
         let f = features();
         assert_eq!(f.world_id, WORLD);
         assert!(f.sessions && f.reentrant && f.values);

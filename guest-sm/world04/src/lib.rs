@@ -41,7 +41,7 @@ pub const VERSION: &str = concat!(
 
 /// What the 0.4 module supports: everything.
 pub fn features() -> Features {
-    Features::of(World::V0_4)
+    Features::of(World::V04)
 }
 
 #[cfg(test)]
@@ -50,7 +50,7 @@ mod tests {
 
     #[test]
     fn the_module_describes_itself_as_0_4() {
-        assert_eq!(WORLD, World::V0_4.id());
+        assert_eq!(WORLD, World::V04.id());
         let f = features();
         assert_eq!(f.world_id, WORLD);
         assert!(f.sessions && f.reentrant && f.values);

@@ -1,14 +1,17 @@
 //! Write the lock modules built in this workspace to a directory, as
-//! component files for `lockctl upgrade` and `lockd replay`.
+//! component files for `lockctl upgrade` and `lockd replay`, each named
+//! for the world it implements (the version each reports is another
+//! number: docs/lock-modules.md, "Module versions and worlds").
 //!
 //! ```text
 //! cargo run --release -p lock-tests --bin modules -- DIR
 //! ```
 //!
-//! * `lock_sm_v1.wasm`: the built-in module of world 0.1 (`guest-sm/`),
-//!   index 0 of every log;
-//! * `lock_sm_v2.wasm`: version 2 (`tests/fixtures/guest-sm-v2/`): snapshot format 2 and
-//!   keys under `reserved/` refused;
+//! * `lock_sm_0_1.wasm`: the built-in module of world `lock-sm@0.1.0`
+//!   (`guest-sm/`), index 0 of every log;
+//! * `lock_sm_0_1_v2.wasm`: version 2 of the 0.1 module
+//!   (`tests/fixtures/guest-sm-world01-v2/`): snapshot format 2 and keys
+//!   under `reserved/` refused;
 //! * `lock_sm_0_2.wasm`: the reference module of world `lock-sm@0.2.0`
 //!   (`guest-sm/world02/`, package `guest-sm-world02`): shared locks, semaphores, holders, policy data;
 //! * `lock_sm_0_3.wasm`: the reference module of world `lock-sm@0.3.0`
@@ -31,8 +34,11 @@ fn main() {
         std::process::exit(1);
     }
     for (name, bytes) in [
-        ("lock_sm_v1.wasm", lockd_core::builtin::LOCK_SM),
-        ("lock_sm_v2.wasm", lock_tests::fixtures::LOCK_SM_V2),
+        ("lock_sm_0_1.wasm", lockd_core::builtin::LOCK_SM),
+        (
+            "lock_sm_0_1_v2.wasm",
+            lock_tests::fixtures::LOCK_SM_WORLD01_V2,
+        ),
         ("lock_sm_0_2.wasm", lock_tests::fixtures::LOCK_SM_WORLD02),
         ("lock_sm_0_3.wasm", lockd_core::builtin::LOCK_SM_0_3),
         ("lock_sm_0_4.wasm", lock_tests::fixtures::LOCK_SM_WORLD04),

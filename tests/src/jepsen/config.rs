@@ -33,7 +33,7 @@ pub struct RunConfig {
     pub unfenced_register: bool,
     /// Run each node in its own network namespace (needed for partitions).
     pub hosts: bool,
-    /// Upgrade the lock module to version 2 (`guest-sm-v2`) this long into
+    /// Upgrade the lock module to version 2 (`guest-sm-world01-v2`) this long into
     /// the run, between faults; retried until it is in (the request may
     /// meet a dying leader). The run then also checks that every node ends
     /// on version 2.

@@ -180,7 +180,7 @@ pub fn run(
         if upgrade_due.is_some_and(|at| history.now() >= at) {
             upgrade_due = None;
             let from = history.now();
-            let what = upgrade(c, crate::fixtures::LOCK_SM_V2, "version 2")
+            let what = upgrade(c, crate::fixtures::LOCK_SM_WORLD01_V2, "version 2")
                 .unwrap_or_else(|| "UPGRADE FAILED after 20 attempts".into());
             log.events.push(Event {
                 fault: None,

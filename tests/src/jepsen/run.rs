@@ -245,7 +245,7 @@ pub fn run(cfg: RunConfig) -> Report {
 fn converged(c: &Cluster, cfg: &RunConfig) -> Vec<Violation> {
     let s = c.wait_converged(Duration::from_secs(30));
     let (expected, name) = match (cfg.upgrade_at, cfg.mixed) {
-        (Some(_), _) => (Some(crate::fixtures::LOCK_SM_V2), "version 2"),
+        (Some(_), _) => (Some(crate::fixtures::LOCK_SM_WORLD01_V2), "version 2"),
         (None, true) => (Some(crate::fixtures::LOCK_SM_WORLD02), "the 0.2 module"),
         (None, false) => (None, ""),
     };

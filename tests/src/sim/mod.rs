@@ -109,7 +109,7 @@ pub struct SimConfig {
     /// and clients that also hold keys in sessions and campaign in
     /// elections (`crate::jepsen::sessions`).
     pub sessions: bool,
-    /// Upgrade the module to version 2 (`guest-sm-v2`, world 0.1) this
+    /// Upgrade the module to version 2 (`guest-sm-world01-v2`, world 0.1) this
     /// long into the faults, retried until it is in; every node must end
     /// on it. Not with `mixed`.
     pub upgrade_at: Option<Duration>,

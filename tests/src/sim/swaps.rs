@@ -29,7 +29,7 @@ pub(super) fn upgrade_module(cfg: &SimConfig) -> &'static [u8] {
         (true, _) => crate::fixtures::CHAOS_GUEST,
         // What 0.1 can be returned to from (a downgrade of its state).
         (false, true) => crate::fixtures::LOCK_SM_WORLD02,
-        (false, false) => crate::fixtures::LOCK_SM_V2,
+        (false, false) => crate::fixtures::LOCK_SM_WORLD01_V2,
     }
 }
 

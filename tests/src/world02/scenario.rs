@@ -12,7 +12,7 @@
 //! | `counters`, `features` | | one line |
 //! | `restart` | | `ok`: snapshot, restore into a fresh instance, same hash |
 //! | `restore TEXT` | | `ok` or `error: ...` (TEXT's bytes, or `hex:...`) |
-//! | `migrate-format-1`, `migrate-format-2` | seed commands (`grant KEY LEASE`, `release KEY`, `expire KEY TOKEN`) | `ok` or `error: ...`: the commands run on the 0.1 module (format 1: `guest-sm`; format 2: `guest-sm-v2`), its snapshot restored here |
+//! | `migrate-format-1`, `migrate-format-2` | seed commands (`grant KEY LEASE`, `release KEY`, `expire KEY TOKEN`) | `ok` or `error: ...`: the commands run on the 0.1 module (format 1: `guest-sm`; format 2: `guest-sm-world01-v2`), its snapshot restored here |
 //! | `downgrade` | | `error: ...`, or `ok` and the locks of a 0.1 module restored from the downgrade snapshot |
 //!
 //! Commands: `grant KEY LEASE [shared] [limit=N] [by=PRINCIPAL/OWNER]
@@ -194,7 +194,7 @@ fn format_holding(key: &str, h: &HolderInfo) -> String {
     s
 }
 
-/// A 0.1 module (`format` 1: `guest-sm`, 2: `guest-sm-v2`) after the seed
+/// A 0.1 module (`format` 1: `guest-sm`, 2: `guest-sm-world01-v2`) after the seed
 /// commands of `lines`; its snapshot.
 fn seed_snapshot(format: u8, lines: &[String]) -> Result<Vec<u8>, String> {
     let mut table = guest_sm::LockTable::new();
@@ -205,7 +205,7 @@ fn seed_snapshot(format: u8, lines: &[String]) -> Result<Vec<u8>, String> {
     }
     Ok(match format {
         1 => table.snapshot(),
-        _ => guest_sm_v2::V2 { table }.snapshot(),
+        _ => guest_sm_world01_v2::V2 { table }.snapshot(),
     })
 }
 

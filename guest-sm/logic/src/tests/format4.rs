@@ -74,7 +74,7 @@ fn a_0_3_state_round_trips_in_format_4() {
 #[test]
 fn a_0_2_module_refuses_format_4() {
     let bytes = state_0_3().snapshot();
-    let err = decode_as(World::V0_2, &bytes).err();
+    let err = decode_as(World::V02, &bytes).err();
     assert_eq!(
         err,
         Some(SnapshotError::UnknownFormat {

@@ -79,14 +79,14 @@ fn a_0_1_state_migrates_as_exclusive_holdings_of_unknown_holders() {
 
 #[test]
 fn a_format_2_state_migrates_with_its_reserved_prefix() {
-    let mut v2 = guest_sm_v2::V2::default();
+    let mut v2 = guest_sm_world01_v2::V2::default();
     v2.restore(&v1_table().snapshot()).unwrap();
     let mut s = LockState::new();
     s.restore(&v2.snapshot()).unwrap();
     assert_eq!(s.holders("z")[0].token, 3);
     let rules = s.policy();
     assert_eq!(rules.len(), 1);
-    assert!(rules[0].reserved && rules[0].prefix == guest_sm_v2::RESERVED_PREFIX);
+    assert!(rules[0].reserved && rules[0].prefix == guest_sm_world01_v2::RESERVED_PREFIX);
     assert!(matches!(
         apply(&mut s, Grant::exclusive("reserved/a", 1)),
         Outcome::Rejected(Reason::Policy(_))
