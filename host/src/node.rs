@@ -78,7 +78,7 @@ pub struct Node {
 /// How long [`Node::shutdown`] waits for connections to finish what they
 /// are serving (an acquire may be waiting for its key) before it leaves
 /// them to be dropped with the runtime.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// What the deterministic simulation replaces beneath a node; production
 /// takes the default. (The network's seam is process-wide:

@@ -50,7 +50,7 @@ mod backup_trust;
 pub use backup_trust::{check_vouched, Vouched};
 
 /// Tokens of one epoch: the counter's low bits.
-pub const EPOCH_BITS: u32 = 48;
+pub(crate) const EPOCH_BITS: u32 = 48;
 
 #[derive(Debug, Error)]
 pub enum RestoreError {
@@ -82,7 +82,7 @@ pub enum RestoreError {
 
 /// The state with its token counter raised to the next epoch.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Raised {
+pub(crate) struct Raised {
     pub state: Vec<u8>,
     /// The counter before, and after.
     pub was: u64,
@@ -115,7 +115,7 @@ fn put_varint(mut v: u64, out: &mut Vec<u8>) {
 }
 
 /// The first token of the epoch after `next`'s.
-pub fn next_epoch(next: u64) -> Option<u64> {
+pub(crate) fn next_epoch(next: u64) -> Option<u64> {
     let epoch = (next >> EPOCH_BITS) + 1;
     epoch
         .checked_mul(1 << EPOCH_BITS)
@@ -123,7 +123,7 @@ pub fn next_epoch(next: u64) -> Option<u64> {
 }
 
 /// Raise the token counter of a lock module's state (see the module docs).
-pub fn raise_token_floor(state: &[u8]) -> Result<Raised, RestoreError> {
+pub(crate) fn raise_token_floor(state: &[u8]) -> Result<Raised, RestoreError> {
     let unknown = |why: &str| RestoreError::UnknownStateFormat(why.into());
     if state.len() < 5 || &state[..4] != b"LKSM" {
         return Err(unknown("no LKSM header"));

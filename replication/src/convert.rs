@@ -13,7 +13,7 @@ pub fn log_id(l: LogId) -> core::LogId {
     core::LogId::new(l.leader_id.term, l.leader_id.node_id, l.index)
 }
 
-pub fn to_log_id(l: core::LogId) -> LogId {
+pub(crate) fn to_log_id(l: core::LogId) -> LogId {
     LogId::new(
         openraft::CommittedLeaderId::new(l.leader_id.term, l.leader_id.node_id),
         l.index,
@@ -37,7 +37,7 @@ pub fn membership(m: &Membership) -> core::Membership {
     }
 }
 
-pub fn to_membership(m: core::Membership) -> Membership {
+pub(crate) fn to_membership(m: core::Membership) -> Membership {
     let nodes: std::collections::BTreeMap<NodeId, Node> = m
         .nodes
         .into_iter()
@@ -46,14 +46,14 @@ pub fn to_membership(m: core::Membership) -> Membership {
     Membership::new(m.configs, nodes)
 }
 
-pub fn stored_membership(m: &StoredMembership) -> core::StoredMembership {
+pub(crate) fn stored_membership(m: &StoredMembership) -> core::StoredMembership {
     core::StoredMembership {
         log_id: m.log_id().map(log_id),
         membership: membership(m.membership()),
     }
 }
 
-pub fn to_stored_membership(m: core::StoredMembership) -> StoredMembership {
+pub(crate) fn to_stored_membership(m: core::StoredMembership) -> StoredMembership {
     StoredMembership::new(m.log_id.map(to_log_id), to_membership(m.membership))
 }
 
@@ -65,7 +65,7 @@ pub fn snapshot_meta(m: &SnapshotMeta) -> core::SnapshotMeta {
     }
 }
 
-pub fn to_snapshot_meta(m: core::SnapshotMeta) -> SnapshotMeta {
+pub(crate) fn to_snapshot_meta(m: core::SnapshotMeta) -> SnapshotMeta {
     SnapshotMeta {
         last_log_id: m.last_log_id.map(to_log_id),
         last_membership: to_stored_membership(m.last_membership),

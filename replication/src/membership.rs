@@ -77,7 +77,7 @@ pub enum MembershipError {
 /// waits without end; a learner that cannot be reached (or is cut off just
 /// after the hello) held the admin request until the caller's own timeout
 /// (found by the simulation, seed 9259).
-pub const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(20);
+pub(crate) const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Membership changes proposed by this node (they take effect only on the
 /// leader; elsewhere openraft refuses them).
@@ -115,7 +115,7 @@ pub struct PromoteGate {
 
 /// How many of `learner`'s audit points match `ours`, or the first index
 /// where they differ. Pure.
-pub fn audit_agreement(ours: &AuditReport, learner: &AuditReport) -> Result<usize, u64> {
+pub(crate) fn audit_agreement(ours: &AuditReport, learner: &AuditReport) -> Result<usize, u64> {
     let mut matching = 0;
     for r in &learner.records {
         if let Some(o) = ours.records.iter().find(|o| o.index == r.index) {

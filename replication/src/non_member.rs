@@ -64,7 +64,7 @@ impl Standing {
         });
     }
 
-    pub fn is_paused(&self) -> bool {
+    pub(crate) fn is_paused(&self) -> bool {
         *self.paused.borrow()
     }
 }

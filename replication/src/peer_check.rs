@@ -37,7 +37,7 @@ use super::network::MAX_APPEND_BYTES;
 use super::{NodeId, Request};
 
 /// The highest term a peer may send.
-pub const MAX_TERM: u64 = 1 << 48;
+pub(crate) const MAX_TERM: u64 = 1 << 48;
 
 /// The default cap on a snapshot's size in bytes: the guest memory limit
 /// (1 GiB) with room for the module and membership.

@@ -172,7 +172,7 @@ impl PeerClient {
 
 /// How often a peer is asked to send keep-alive frames: four per stall
 /// bound, so one lost or late frame never looks like a dead connection.
-pub fn keep_alive_every(stall: Duration) -> Duration {
+pub(crate) fn keep_alive_every(stall: Duration) -> Duration {
     (stall / 4).max(Duration::from_millis(5))
 }
 
@@ -193,7 +193,7 @@ impl PeerClient {
 
     /// Ask this peer whether it would vote for this node, within
     /// `timeout`.
-    pub async fn pre_vote(
+    pub(crate) async fn pre_vote(
         &mut self,
         ask: PreVoteAsk,
         timeout: Duration,

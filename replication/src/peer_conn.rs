@@ -181,11 +181,6 @@ impl FramedConn {
         self.keep_alive = true;
     }
 
-    /// Whether the peer sends keep-alive frames.
-    pub fn keeps_alive(&self) -> bool {
-        self.keep_alive
-    }
-
     /// Send one request and wait for its response, at most `timeout`, and
     /// (when the peer sends keep-alive frames) at most `stall` without a
     /// byte moving either way, or half of it when `probe` (a new

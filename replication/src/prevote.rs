@@ -55,7 +55,7 @@ pub struct Waits {
 
 impl Waits {
     /// How long a voter must have heard nothing before it says yes.
-    pub fn silence_needed(&self, leader_gone: bool) -> Duration {
+    pub(crate) fn silence_needed(&self, leader_gone: bool) -> Duration {
         if leader_gone {
             self.lease
         } else {
@@ -87,7 +87,7 @@ pub fn judge(view: &VoterView, ask: &PreVoteAsk, waits: Waits) -> PreVoteAnswer 
 
 /// Whether `granted` (voter ids) is a quorum of every one of the
 /// membership's configurations (two during a joint change).
-pub fn is_quorum(configs: &[std::collections::BTreeSet<u64>], granted: &[u64]) -> bool {
+pub(crate) fn is_quorum(configs: &[std::collections::BTreeSet<u64>], granted: &[u64]) -> bool {
     !configs.is_empty()
         && configs.iter().all(|voters| {
             let yes = voters.iter().filter(|v| granted.contains(v)).count();

@@ -34,9 +34,9 @@ use super::snapshot_counts::Sending;
 use super::{NodeId, TypeConfig};
 
 /// Bytes of snapshot per chunk.
-pub const CHUNK_BYTES: usize = 1 << 20;
+pub(crate) const CHUNK_BYTES: usize = 1 << 20;
 /// Failed chunk calls in a row before the send gives up.
-pub const RETRIES: u32 = 3;
+pub(crate) const RETRIES: u32 = 3;
 /// The most one chunk's call may take while it progresses (the last one
 /// includes the follower's install): a backstop, far above any install;
 /// a dead connection ends at the stall bound long before.

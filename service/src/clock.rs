@@ -65,7 +65,7 @@ impl LeaseClock for Monotonic {
 /// The lock table's time: the lease clock slowed by the drift bound, so
 /// that every lease, wait and timer of the table lasts that much longer
 /// on the clock (the table and its scenario scripts keep exact times).
-pub struct TableClock(Arc<dyn LeaseClock>);
+pub(crate) struct TableClock(Arc<dyn LeaseClock>);
 
 impl TableClock {
     pub fn new(clock: Arc<dyn LeaseClock>) -> TableClock {

@@ -11,9 +11,9 @@ use lockd_replication::{leader_hint, Node, NodeId};
 pub use lockd_proto::MAX_KEY_BYTES;
 /// The longest owner (session) name accepted, in characters (what the
 /// OpenAPI document's `maxLength` counts; at most 4 bytes each).
-pub const MAX_OWNER_CHARS: usize = 256;
+pub(crate) const MAX_OWNER_CHARS: usize = 256;
 /// The longest request id (idempotency key) accepted, in characters.
-pub const MAX_REQUEST_ID_CHARS: usize = 128;
+pub(crate) const MAX_REQUEST_ID_CHARS: usize = 128;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Acquired {
@@ -117,7 +117,7 @@ impl ServiceError {
     /// The outcome label of this error in metrics (`{result="…"}`): few
     /// values, so a label never grows with keys or messages; a function of
     /// the code, so the two never disagree.
-    pub fn metric_label(&self) -> &'static str {
+    pub(crate) fn metric_label(&self) -> &'static str {
         match self.code() {
             ErrorCode::Held => "held",
             ErrorCode::Refused | ErrorCode::Quota | ErrorCode::Unsupported => "refused",
@@ -220,7 +220,7 @@ pub(super) fn check_len(field: &'static str, value: &str, max: usize) -> Result<
 /// The longest value a holding may publish, in characters: so many always
 /// fit the module's bound in bytes ([`lockd_core::command::MAX_VALUE_BYTES`]), 4 bytes a
 /// character at most, so the API and the module never disagree.
-pub const MAX_VALUE_CHARS: usize = lockd_core::command::MAX_VALUE_BYTES / 4;
+pub(crate) const MAX_VALUE_CHARS: usize = lockd_core::command::MAX_VALUE_BYTES / 4;
 
 /// A holding's value: at most [`MAX_VALUE_CHARS`] characters.
 pub(super) fn check_value(value: &str) -> Result<(), ServiceError> {

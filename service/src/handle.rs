@@ -71,7 +71,7 @@ impl Drop for InActor<'_> {
 }
 
 /// The most keys one page of a listing returns.
-pub const MAX_LIST: u32 = 1000;
+pub(crate) const MAX_LIST: u32 = 1000;
 
 fn gone() -> ServiceError {
     ServiceError::Unavailable("the node is shutting down".into())

@@ -29,16 +29,16 @@ use lockd_replication::{NodeId, Raft, Request, Response};
 /// 64 clients on 3 nodes (2 cores), lock cycles/s: 1 or 2 in flight ≈ 20–22 k,
 /// 4 ≈ 17 k, 8 ≈ 13 k; contended handoffs and single-client latency the
 /// same for all.
-pub const MAX_IN_FLIGHT: usize = 2;
+pub(crate) const MAX_IN_FLIGHT: usize = 2;
 /// Commands in one entry at most (the entry must stay well under a frame).
-pub const MAX_BATCH: usize = 4096;
+pub(crate) const MAX_BATCH: usize = 4096;
 /// Bytes of commands in one entry at most ([`Command::wire_bytes`]): a
 /// group that would take a batch past it waits for the next entry (a
 /// group alone may pass it; the API bounds a group's strings). Keeps every
 /// lock entry a small part of an AppendEntries batch
 /// ([`lockd_replication::network::MAX_APPEND_BYTES`]), so lock traffic never
 /// delays heartbeats by much; 4096 grants of 1 KiB keys make about four.
-pub const MAX_ENTRY_BYTES: usize = 1 << 20;
+pub(crate) const MAX_ENTRY_BYTES: usize = 1 << 20;
 
 struct Pending {
     /// When the group was handed over (`telemetry::Stage::Queue`).
@@ -148,7 +148,7 @@ impl Proposer {
     /// lock that another leader has renewed since (seed 215066 of the
     /// simulation: a lease ended 72 ms before its last keepalive's
     /// promise).
-    pub fn submit_in(&self, commands: Vec<Command>, term: Option<u64>, done: Done) {
+    pub(crate) fn submit_in(&self, commands: Vec<Command>, term: Option<u64>, done: Done) {
         let bytes = commands.iter().map(Command::wire_bytes).sum();
         // A closed channel hands the group back, and dropping it answers.
         let _ = self.tx.send(Pending {

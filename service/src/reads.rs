@@ -17,7 +17,7 @@ use lockd_proto::DEFAULT_SHARED_LIMIT;
 /// (token, ms of lease left on the leader's clock) of a key's holdings:
 /// only a leader's table times them (empty on any other node, or while a
 /// new leader loads its table).
-pub type LeasesLeft = Vec<(u64, u64)>;
+pub(crate) type LeasesLeft = Vec<(u64, u64)>;
 
 impl LockService {
     /// The holders of `key` in token order (empty: free), read

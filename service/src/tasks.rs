@@ -36,7 +36,7 @@ impl ServiceTasks {
 
     /// Run `task`, a loop that never ends by itself (it holds a sender of
     /// its own channel), until [`ServiceTasks::stop`].
-    pub fn spawn_loop<F>(&self, task: F)
+    pub(crate) fn spawn_loop<F>(&self, task: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {

@@ -36,19 +36,19 @@ use crate::transport::listener::Caller;
 
 /// What an admin handler did, for the audit trail: set on its response.
 #[derive(Clone, Debug, Default)]
-pub struct AdminOutcome {
+pub(crate) struct AdminOutcome {
     pub index: Option<u64>,
     pub module_hash: Option<String>,
 }
 
 /// The header a node puts on a request it forwards to the leader, naming
 /// itself; only a member may send it.
-pub const FORWARDED: &str = "x-lockd-forwarded";
+pub(crate) const FORWARDED: &str = "x-lockd-forwarded";
 
 /// Set by the forwarding layer on an answer that came from the leader:
 /// the leader recorded the action, this node only passed it on.
 #[derive(Clone, Copy, Debug)]
-pub struct Forwarded;
+pub(crate) struct Forwarded;
 
 /// The bearer token of `headers`, if any.
 fn bearer(headers: &HeaderMap) -> Result<Option<&str>, Denied> {
@@ -151,10 +151,10 @@ fn now_ms() -> u64 {
 /// an acquire's `receive` stage, ended by the handler once the body is
 /// read and parsed.
 #[derive(Clone, Copy)]
-pub struct Received(pub std::time::Instant);
+pub(crate) struct Received(pub std::time::Instant);
 
 /// The layer.
-pub async fn authorize(
+pub(crate) async fn authorize(
     State(node): State<Arc<Services>>,
     Extension(caller): Extension<Caller>,
     mut req: Request,

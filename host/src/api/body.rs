@@ -18,11 +18,11 @@ use super::services::Services;
 use crate::transport::limits::CLIENT_STALL;
 
 /// The largest JSON request body accepted.
-pub const MAX_BODY: usize = 64 << 10;
+pub(crate) const MAX_BODY: usize = 64 << 10;
 
 /// The ceiling of `--max-module-bytes` (and what a follower forwards to
 /// the leader, whose own bound then applies).
-pub const MAX_MODULE: usize = 32 << 20;
+pub(crate) const MAX_MODULE: usize = 32 << 20;
 
 /// The default bound on a module's size. Both reference modules are well
 /// under 1 MiB; an 8 MiB upgrade entry commits in well under a second, a
@@ -67,7 +67,7 @@ pub async fn read(body: Body, limit: usize, what: &str) -> Result<Bytes, ApiErro
 }
 
 /// A JSON body, parsed strictly (unknown fields are refused by the types).
-pub struct JsonBody<T>(pub T);
+pub(crate) struct JsonBody<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;

@@ -12,7 +12,7 @@ use crate::auth::{action, Access, Denied, Principal};
 use crate::transport::listener::Caller;
 
 /// Why a peer's hello is not believed over this connection, if it is not.
-pub fn peer_refusal(node: &Services, caller: &Caller, from: u64) -> Option<String> {
+pub(crate) fn peer_refusal(node: &Services, caller: &Caller, from: u64) -> Option<String> {
     if !node.tls_required() {
         return None;
     }
@@ -33,7 +33,7 @@ pub fn peer_refusal(node: &Services, caller: &Caller, from: u64) -> Option<Strin
 }
 
 /// Who a client is, from its hello and its certificate.
-pub fn client_principal(
+pub(crate) fn client_principal(
     node: &Services,
     caller: &Caller,
     token: Option<&str>,
@@ -71,7 +71,7 @@ impl Settled {
 
     /// Whether the caller presented a valid credential (or none is
     /// needed): what decides its connection budget.
-    pub fn is_authenticated(&self, node: &Services) -> bool {
+    pub(crate) fn is_authenticated(&self, node: &Services) -> bool {
         node.is_authenticated(&self.who)
     }
 
@@ -100,7 +100,7 @@ impl Settled {
     /// The check a stream of `req` (a watch) runs while it lasts: the
     /// caller authenticated and authorised again by the rules in force,
     /// its certificate valid now (`api::reauth`).
-    pub fn reauth(
+    pub(crate) fn reauth(
         &self,
         node: &std::sync::Arc<Services>,
         req: &ClientRequest,
@@ -124,7 +124,7 @@ impl Settled {
 
 /// Whether `who` may make `req`; refusals are logged with the principal
 /// and its roles.
-pub fn authorize(
+pub(crate) fn authorize(
     node: &Services,
     who: &Result<Principal, Denied>,
     req: &ClientRequest,

@@ -110,13 +110,13 @@ pub async fn whoami(Extension(access): Extension<crate::auth::Access>) -> Json<W
 /// The members, as this node knows them.
 #[utoipa::path(get, path = paths::MEMBERS, tag = "cluster",
     responses((status = 200, description = "every member, voter or learner", body = Vec<Member>)))]
-pub async fn members_list(State(node): State<Arc<Services>>) -> Json<Vec<Member>> {
+pub(crate) async fn members_list(State(node): State<Arc<Services>>) -> Json<Vec<Member>> {
     Json(node.members())
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AddMember {
+pub(crate) struct AddMember {
     id: u64,
     /// The address its peers reach it at (its `--advertise-addr`): HOST:PORT
     /// with a port from 1 to 65535; anything else is refused (400,
@@ -127,7 +127,7 @@ pub struct AddMember {
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct MemberId {
+pub(crate) struct MemberId {
     id: u64,
 }
 
@@ -141,7 +141,7 @@ pub struct MemberId {
         (status = 502, description = "nothing answered at that address", body = ErrorBody),
         (status = 503, description = "no leader known", body = ErrorBody),
         (status = 504, description = "the learner did not catch up within 20 s (the change may have committed; add again to wait more)", body = ErrorBody)))]
-pub async fn members_add(
+pub(crate) async fn members_add(
     State(node): State<Arc<Services>>,
     JsonBody(req): JsonBody<AddMember>,
 ) -> Result<Json<Vec<Member>>, ApiError> {
@@ -158,7 +158,7 @@ pub async fn members_add(
         (status = 409, description = "not a learner, not yet audited, or its state diverged", body = ErrorBody),
         (status = 502, description = "its audit report could not be read", body = ErrorBody),
         (status = 503, description = "no leader known", body = ErrorBody)))]
-pub async fn members_promote(
+pub(crate) async fn members_promote(
     State(node): State<Arc<Services>>,
     JsonBody(req): JsonBody<MemberId>,
 ) -> Result<Json<Vec<Member>>, ApiError> {
@@ -173,7 +173,7 @@ pub async fn members_promote(
         (status = 404, description = "not a member", body = ErrorBody),
         (status = 409, description = "the only voter", body = ErrorBody),
         (status = 503, description = "no leader known", body = ErrorBody)))]
-pub async fn members_remove(
+pub(crate) async fn members_remove(
     State(node): State<Arc<Services>>,
     JsonBody(req): JsonBody<MemberId>,
 ) -> Result<Json<Vec<Member>>, ApiError> {

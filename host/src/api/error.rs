@@ -46,7 +46,7 @@ impl ApiError {
 
     /// Seconds for a `Retry-After` header: a bound reached for now
     /// ([`ErrorCode::retry_soon`]).
-    pub fn retry_after(&self) -> Option<u64> {
+    pub(crate) fn retry_after(&self) -> Option<u64> {
         self.code.retry_soon().then_some(1)
     }
 
@@ -73,7 +73,7 @@ impl ApiError {
 
 /// The body of every error answer.
 #[derive(serde::Serialize, utoipa::ToSchema)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     /// What went wrong, for a person.
     pub error: String,
     /// What went wrong, for a program: stable (docs/api.md, "Error codes").

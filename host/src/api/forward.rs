@@ -51,7 +51,7 @@ async fn target(node: &Services, forwarded: bool) -> Option<(u64, String)> {
 
 /// The layer's state: the node, and the body limit of the routes it wraps.
 #[derive(Clone)]
-pub struct Forwarding {
+pub(crate) struct Forwarding {
     pub node: Arc<Services>,
     pub limit: usize,
     /// What the body is, for the error at the limit.
@@ -59,7 +59,7 @@ pub struct Forwarding {
 }
 
 /// The layer: answer here, or forward to the leader.
-pub async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) -> Response {
+pub(crate) async fn to_leader(State(f): State<Forwarding>, req: Request, next: Next) -> Response {
     let node = &f.node;
     let forwarded = req.headers().contains_key(FORWARDED);
     let Some((leader, addr)) = target(node, forwarded).await else {

@@ -95,13 +95,13 @@ fn port_ok(port: Option<&str>) -> bool {
 
 /// The host part of `authority`, as compared: the one reading of a
 /// `Host`, of the node's own addresses and of `--allowed-hosts`.
-pub fn host_of(authority: &str) -> Option<String> {
+pub(crate) fn host_of(authority: &str) -> Option<String> {
     split(authority.trim()).map(|(host, _)| host)
 }
 
 /// One `--allowed-hosts` list (comma-separated names, no ports) read:
 /// each name as compared, or why one is not a name.
-pub fn allowed_list(list: &str) -> Result<Vec<String>, String> {
+pub(crate) fn allowed_list(list: &str) -> Result<Vec<String>, String> {
     list.split(',')
         .map(str::trim)
         .filter(|n| !n.is_empty())

@@ -70,7 +70,7 @@ pub struct TokenBody {
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct AcquireReply {
+pub(crate) struct AcquireReply {
     /// The fencing token: larger than every token granted before.
     pub(super) token: u64,
     /// The lease granted (the module may shorten it; in a session, the
@@ -82,13 +82,13 @@ pub struct AcquireReply {
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct ReleaseReply {
+pub(crate) struct ReleaseReply {
     /// What is left of a reentrant holding: 0 when the holding is gone.
     pub(super) count: u32,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct KeepaliveReply {
+pub(crate) struct KeepaliveReply {
     /// The lease, restarted now.
     pub(super) lease_ms: u64,
 }
@@ -98,13 +98,13 @@ pub struct KeepaliveReply {
 pub struct Done {}
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct HolderJson {
+pub(crate) struct HolderJson {
     pub(super) principal: String,
     pub(super) owner: String,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct HoldingJson {
+pub(crate) struct HoldingJson {
     /// Null: not shown to this caller (another principal's holding).
     pub(super) token: Option<u64>,
     /// The lease granted (or last renewed to).
@@ -150,7 +150,7 @@ pub(super) fn holding(access: &Access, h: HolderInfo, left: &[(u64, u64)]) -> Ho
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct LockReply {
+pub(crate) struct LockReply {
     pub(super) held: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) token: Option<u64>,

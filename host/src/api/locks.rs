@@ -68,7 +68,7 @@ fn lock_op(op: Op, verb: fn(&Verb) -> bool) -> Result<LockOp, ApiError> {
         (status = 200, description = "the holders (empty: free)", body = LockReply),
         (status = 400, description = "a bad key", body = ErrorBody),
         (status = 503, description = "no leader, or leadership not confirmed", body = ErrorBody)))]
-pub async fn lock_get(
+pub(crate) async fn lock_get(
     State(node): State<Arc<Services>>,
     Extension(access): Extension<Access>,
     Extension(op): Extension<Op>,
@@ -108,10 +108,12 @@ fn request_id(headers: &HeaderMap, body: Option<String>) -> Result<String, ApiEr
     }
 }
 
-/// The actions of `POST /v1/locks/{key}/ACTION`.
-pub const ACTIONS: [&str; 4] = ["acquire", "release", "keepalive", "proclaim"];
+/// The actions of `POST /v1/locks/{key}/ACTION` (the OpenAPI document
+/// must name each: a unit test there).
+#[cfg(test)]
+pub(crate) const ACTIONS: [&str; 4] = ["acquire", "release", "keepalive", "proclaim"];
 
-pub async fn lock_post(
+pub(crate) async fn lock_post(
     State(node): State<Arc<Services>>,
     Extension(access): Extension<Access>,
     Extension(op): Extension<Op>,
@@ -243,7 +245,7 @@ pub async fn keepalive(l: Lock<'_>, req: TokenBody) -> Result<Response, ApiError
         (status = 404, description = "not held", body = ErrorBody),
         (status = 409, description = "no holding with that token", body = ErrorBody),
         (status = 503, description = "no leader known", body = ErrorBody)))]
-pub async fn lock_delete(
+pub(crate) async fn lock_delete(
     State(node): State<Arc<Services>>,
     Extension(op): Extension<Op>,
 ) -> Result<Json<Done>, ApiError> {
@@ -257,13 +259,13 @@ pub async fn lock_delete(
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct KeyJson {
+pub(crate) struct KeyJson {
     key: String,
     holders: Vec<HoldingJson>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct ListReply {
+pub(crate) struct ListReply {
     locks: Vec<KeyJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     next: Option<String>,
@@ -278,7 +280,7 @@ pub struct ListReply {
         (status = 200, description = "a page of held keys", body = ListReply),
         (status = 400, description = "a bad prefix or limit", body = ErrorBody),
         (status = 503, description = "no leader, or leadership not confirmed", body = ErrorBody)))]
-pub async fn lock_list(
+pub(crate) async fn lock_list(
     State(node): State<Arc<Services>>,
     Extension(access): Extension<Access>,
     Extension(op): Extension<Op>,

@@ -35,7 +35,7 @@
 //! * [`metrics`]: Prometheus text.
 
 pub mod admin;
-pub mod authorize;
+pub(crate) mod authorize;
 pub mod body;
 pub mod caller;
 pub mod cluster;
@@ -45,16 +45,16 @@ pub mod framed;
 pub mod health;
 pub mod hosts;
 pub mod http;
-pub mod lock_json;
+pub(crate) mod lock_json;
 pub mod locks;
 pub mod metrics;
-pub mod native_locks;
+pub(crate) mod native_locks;
 pub mod native_watch;
 pub mod op;
 pub mod openapi;
 pub mod origin;
 pub mod policy;
-pub mod reauth;
+pub(crate) mod reauth;
 pub mod routes;
 pub mod services;
 pub mod sessions;

@@ -27,7 +27,7 @@ pub fn mode(m: LockMode) -> Mode {
     }
 }
 
-pub fn lock_mode(m: Mode) -> LockMode {
+pub(crate) fn lock_mode(m: Mode) -> LockMode {
     match m {
         Mode::Exclusive => LockMode::Exclusive,
         Mode::Shared => LockMode::Shared,
@@ -35,13 +35,13 @@ pub fn lock_mode(m: Mode) -> LockMode {
 }
 
 /// Whether `access` may see the token of `h`.
-pub fn sees_token(access: &Access, h: &HolderInfo) -> bool {
+pub(crate) fn sees_token(access: &Access, h: &HolderInfo) -> bool {
     access.owns(h.holder.as_ref().map(|x| x.principal.as_str()))
 }
 
 /// The caller's principal as the lock table checks it: `None` for one who
 /// may act on any holding.
-pub fn bound_to(access: &Access) -> Option<&str> {
+pub(crate) fn bound_to(access: &Access) -> Option<&str> {
     (!access.admin).then_some(access.principal.as_str())
 }
 
@@ -92,7 +92,7 @@ pub async fn acquire(
 }
 
 /// An acquire with world 0.3's options, and a priority among the waiters.
-pub async fn acquire3(
+pub(crate) async fn acquire3(
     node: &Services,
     r: Acquire3,
     priority: u32,
@@ -131,7 +131,7 @@ pub async fn acquire3(
 }
 
 /// Sessions, values and counted releases (world 0.3's requests).
-pub async fn session_request(
+pub(crate) async fn session_request(
     node: &Services,
     req: ClientRequest,
     access: &Access,

@@ -45,7 +45,7 @@ impl Outgoing {
     }
 }
 
-pub type Outbox = mpsc::UnboundedSender<Outgoing>;
+pub(crate) type Outbox = mpsc::UnboundedSender<Outgoing>;
 
 /// Send `body` and wait until it is written; false when the connection is
 /// gone.

@@ -25,7 +25,7 @@ use super::error::ApiError;
 use super::op::Op;
 
 /// Whether `method` may change state (any method but GET, HEAD, OPTIONS).
-pub fn may_change_state(method: &Method) -> bool {
+pub(crate) fn may_change_state(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 

@@ -23,7 +23,7 @@ use lockd_core::command::PrefixPolicy;
 /// A rule for the keys under `prefix`, which the module enforces.
 #[derive(Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RuleJson {
+pub(crate) struct RuleJson {
     prefix: String,
     #[serde(default)]
     reserved: bool,
@@ -37,7 +37,7 @@ pub struct RuleJson {
 
 #[derive(Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PolicyJson {
+pub(crate) struct PolicyJson {
     rules: Vec<RuleJson>,
 }
 
@@ -46,7 +46,9 @@ pub struct PolicyJson {
     responses(
         (status = 200, description = "the rules", body = PolicyJson),
         (status = 503, description = "no leader, or leadership not confirmed", body = ErrorBody)))]
-pub async fn policy_get(State(node): State<Arc<Services>>) -> Result<Json<PolicyJson>, ApiError> {
+pub(crate) async fn policy_get(
+    State(node): State<Arc<Services>>,
+) -> Result<Json<PolicyJson>, ApiError> {
     let rules = node.locks().policy().await?;
     Ok(Json(PolicyJson {
         rules: rules
@@ -69,7 +71,7 @@ pub async fn policy_get(State(node): State<Arc<Services>>) -> Result<Json<Policy
         (status = 400, description = "a malformed body", body = ErrorBody),
         (status = 422, description = "the module refused the rules, or keeps no policy data", body = ErrorBody),
         (status = 503, description = "no leader known", body = ErrorBody)))]
-pub async fn policy_put(
+pub(crate) async fn policy_put(
     State(node): State<Arc<Services>>,
     JsonBody(body): JsonBody<PolicyJson>,
 ) -> Result<Json<Done>, ApiError> {

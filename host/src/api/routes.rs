@@ -132,37 +132,37 @@ const fn leader(
 /// from here. The lock and session routes are documented by their
 /// actions' paths, which the router serves as one wildcard route each.
 pub mod paths {
-    pub const HEALTHZ: &str = "/healthz";
-    pub const READYZ: &str = "/readyz";
-    pub const UI: &str = "/ui";
-    pub const OPENAPI: &str = "/v1/openapi.json";
-    pub const WHOAMI: &str = "/v1/whoami";
-    pub const STATUS: &str = "/v1/status";
-    pub const MEMBERS: &str = "/v1/members";
-    pub const WATCH: &str = "/v1/watch";
-    pub const METRICS: &str = "/metrics";
+    pub(crate) const HEALTHZ: &str = "/healthz";
+    pub(crate) const READYZ: &str = "/readyz";
+    pub(crate) const UI: &str = "/ui";
+    pub(crate) const OPENAPI: &str = "/v1/openapi.json";
+    pub(crate) const WHOAMI: &str = "/v1/whoami";
+    pub(crate) const STATUS: &str = "/v1/status";
+    pub(crate) const MEMBERS: &str = "/v1/members";
+    pub(crate) const WATCH: &str = "/v1/watch";
+    pub(crate) const METRICS: &str = "/metrics";
     pub const AUDIT: &str = "/v1/audit";
-    pub const SNAPSHOT: &str = "/v1/admin/snapshot";
-    pub const MEMBERS_ADD: &str = "/v1/members/add";
-    pub const MEMBERS_PROMOTE: &str = "/v1/members/promote";
-    pub const MEMBERS_REMOVE: &str = "/v1/members/remove";
+    pub(crate) const SNAPSHOT: &str = "/v1/admin/snapshot";
+    pub(crate) const MEMBERS_ADD: &str = "/v1/members/add";
+    pub(crate) const MEMBERS_PROMOTE: &str = "/v1/members/promote";
+    pub(crate) const MEMBERS_REMOVE: &str = "/v1/members/remove";
     pub const LOCKS: &str = "/v1/locks";
     pub const LOCK: &str = "/v1/locks/{*path}";
-    pub const SESSIONS: &str = "/v1/sessions";
+    pub(crate) const SESSIONS: &str = "/v1/sessions";
     pub const SESSION: &str = "/v1/sessions/{*path}";
-    pub const POLICY: &str = "/v1/admin/policy";
-    pub const CAPACITY: &str = "/v1/admin/capacity";
-    pub const MODULE_KEYS: &str = "/v1/admin/module-keys";
-    pub const MODULE_KEY: &str = "/v1/admin/module-keys/{key}";
+    pub(crate) const POLICY: &str = "/v1/admin/policy";
+    pub(crate) const CAPACITY: &str = "/v1/admin/capacity";
+    pub(crate) const MODULE_KEYS: &str = "/v1/admin/module-keys";
+    pub(crate) const MODULE_KEY: &str = "/v1/admin/module-keys/{key}";
     pub const UPGRADE: &str = "/v1/admin/upgrade";
-    pub const ROLLBACK: &str = "/v1/admin/rollback";
-    pub const SHADOW: &str = "/v1/admin/shadow";
-    pub const SHADOW_PROMOTE: &str = "/v1/admin/shadow/promote";
-    pub const SHADOW_ABORT: &str = "/v1/admin/shadow/abort";
+    pub(crate) const ROLLBACK: &str = "/v1/admin/rollback";
+    pub(crate) const SHADOW: &str = "/v1/admin/shadow";
+    pub(crate) const SHADOW_PROMOTE: &str = "/v1/admin/shadow/promote";
+    pub(crate) const SHADOW_ABORT: &str = "/v1/admin/shadow/abort";
 }
 
 /// Every route the node serves.
-pub const ROUTES: &[Route] = &[
+pub(crate) const ROUTES: &[Route] = &[
     // Answered by the node asked.
     route(STATUS, &[node(GET, Read, |m| on(m, cluster::status))]),
     route(HEALTHZ, &[node(GET, Public, |m| on(m, health::healthz))]),
@@ -302,7 +302,7 @@ pub fn find(path: &str) -> Option<(&'static Route, Option<&str>)> {
 /// forwarded principal may come with it: a method the leader answers, or
 /// a method the path does not serve (405) when the leader answers all it
 /// does.
-pub fn answered_by_leader(method: &Method, path: &str) -> bool {
+pub(crate) fn answered_by_leader(method: &Method, path: &str) -> bool {
     let leads = |s: &Serve| matches!(s.by, By::Leader { .. });
     find(path).is_some_and(|(r, _)| match r.serving(method) {
         Some(s) => leads(s),

@@ -25,7 +25,7 @@ use crate::service::SessionOpen;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SessionBody {
+pub(crate) struct SessionBody {
     /// How long the session (and every holding in it) lives without a
     /// keepalive: at least 1, at most the node's `--max-lease-ms`.
     #[schema(minimum = 1, maximum = 3_600_000)]
@@ -42,19 +42,19 @@ pub struct SessionBody {
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct SessionReply {
+pub(crate) struct SessionReply {
     id: u64,
     ttl_ms: u64,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct HoldingRef {
+pub(crate) struct HoldingRef {
     key: String,
     token: u64,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct SessionInfoReply {
+pub(crate) struct SessionInfoReply {
     id: u64,
     principal: String,
     owner: String,
@@ -71,7 +71,7 @@ pub struct SessionInfoReply {
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct ClosedReply {
+pub(crate) struct ClosedReply {
     /// The holdings the close released, in key order.
     released: Vec<HoldingRef>,
 }

@@ -5,7 +5,7 @@ use openraft::ServerState;
 
 pub use lockd_proto::{Member, Role, Status};
 
-pub fn role_of(state: ServerState) -> Role {
+pub(crate) fn role_of(state: ServerState) -> Role {
     match state {
         ServerState::Leader => Role::Leader,
         ServerState::Follower => Role::Follower,
@@ -17,7 +17,7 @@ pub fn role_of(state: ServerState) -> Role {
 
 /// Upgrade entries applied since start: swapped, rejected; and guest
 /// instances rebuilt after a failed call.
-pub struct UpgradeCounts {
+pub(crate) struct UpgradeCounts {
     pub swapped: u64,
     pub rejected: u64,
     pub rebuilds: u64,

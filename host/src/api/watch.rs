@@ -34,7 +34,7 @@ use crate::watch::{Cut, Next, WatchError, Watcher};
 
 /// One change as a watcher sees it.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct ChangeJson {
+pub(crate) struct ChangeJson {
     /// `granted`, `released`, `expired` or `value` (a holding's published value).
     #[serde(rename = "type")]
     pub kind: &'static str,
@@ -60,7 +60,7 @@ pub struct ChangeJson {
 
 /// The data of an `event: changes` message.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct ChangesJson {
+pub(crate) struct ChangesJson {
     pub index: u64,
     pub changes: Vec<ChangeJson>,
 }

@@ -51,7 +51,7 @@ impl Action {
 /// A key or prefix that is not UTF-8 names no key the rules can speak of;
 /// it needs admin (and the service then refuses it as not UTF-8), so no
 /// lossy reading of it can match a rule meant for another key.
-pub fn of_native(req: &ClientRequest) -> Action {
+pub(crate) fn of_native(req: &ClientRequest) -> Action {
     let key = |k: &[u8], f: fn(String) -> Action| match std::str::from_utf8(k) {
         Ok(k) => f(k.to_string()),
         Err(_) => Action::Admin,

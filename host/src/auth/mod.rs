@@ -49,7 +49,7 @@ pub use rules::{Grants, Rules, RulesError};
 
 /// The header a node forwarding a request puts the caller's principal in.
 /// Believed only from a member node's certificate.
-pub const PRINCIPAL_HEADER: &str = "x-lockd-principal";
+pub(crate) const PRINCIPAL_HEADER: &str = "x-lockd-principal";
 
 /// Who a caller is, as this node established it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -145,7 +145,7 @@ impl Auth {
     }
 
     /// Authentication on, with the rules in `path`.
-    pub fn from_file(path: &Path) -> Result<Auth, AuthFileError> {
+    pub(crate) fn from_file(path: &Path) -> Result<Auth, AuthFileError> {
         let rules = read_rules(path)?;
         Ok(Auth {
             path: Some(path.to_path_buf()),
@@ -185,7 +185,7 @@ impl Auth {
     /// certificate's name; `node`: the member node its certificate names
     /// (checked by the caller of this); `forwarded`: the principal a
     /// forwarding node says it forwards for.
-    pub fn authenticate(
+    pub(crate) fn authenticate(
         &self,
         token: Option<&str>,
         cert: Option<String>,
@@ -293,7 +293,7 @@ impl Auth {
     }
 
     /// The roles of `who`, for log lines.
-    pub fn roles_of(&self, who: &Principal) -> String {
+    pub(crate) fn roles_of(&self, who: &Principal) -> String {
         match who {
             Principal::Client(name) => self
                 .rules()

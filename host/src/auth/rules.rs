@@ -34,9 +34,9 @@ pub const ADMIN: &str = "admin";
 pub const READ: &str = "read";
 /// The most principals, roles, prefixes and tokens a file may hold: it
 /// is read into memory whole and searched on every request.
-pub const MAX_ENTRIES: usize = 10_000;
+pub(crate) const MAX_ENTRIES: usize = 10_000;
 /// The longest principal or role name, or lock prefix, in bytes.
-pub const MAX_NAME_BYTES: usize = 1024;
+pub(crate) const MAX_NAME_BYTES: usize = 1024;
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum RulesError {
@@ -100,12 +100,12 @@ pub struct Grants {
 
 impl Grants {
     /// Whether `key` is under one of the lock prefixes.
-    pub fn may_lock(&self, key: &str) -> bool {
+    pub(crate) fn may_lock(&self, key: &str) -> bool {
         self.lock.iter().any(|p| key.starts_with(p.as_str()))
     }
 
     /// Whether it may lock any key at all.
-    pub fn may_lock_some(&self) -> bool {
+    pub(crate) fn may_lock_some(&self) -> bool {
         !self.lock.is_empty()
     }
 }
@@ -206,7 +206,7 @@ impl Rules {
     }
 
     /// The principal `token` stands for.
-    pub fn principal_of_token(&self, token: &str) -> Option<&str> {
+    pub(crate) fn principal_of_token(&self, token: &str) -> Option<&str> {
         self.tokens.get(&token_hash(token)).map(String::as_str)
     }
 

@@ -8,11 +8,11 @@ use std::sync::Mutex;
 use lockd_proto::AdminAction;
 
 /// Admin actions kept for status.
-pub const KEEP_ADMIN_ACTIONS: usize = 32;
+pub(crate) const KEEP_ADMIN_ACTIONS: usize = 32;
 
 /// The recent admin actions this node served, oldest first.
 #[derive(Default)]
-pub struct AdminLog(Mutex<VecDeque<AdminAction>>);
+pub(crate) struct AdminLog(Mutex<VecDeque<AdminAction>>);
 
 impl AdminLog {
     pub fn push(&self, a: AdminAction) {

@@ -77,7 +77,7 @@ impl Origins {
 
 /// `cmd` with no environment variable read by clap itself (they are read
 /// here, and checked, before clap sees them), its subcommands too.
-pub fn without_env(cmd: Command) -> Command {
+pub(crate) fn without_env(cmd: Command) -> Command {
     cmd.mut_args(|a| a.env(None::<&str>))
         .mut_subcommands(without_env)
 }

@@ -29,9 +29,9 @@ use lockd_core::engine::EngineSettings;
 pub use settings::ServeSettings;
 
 /// `--addr`'s default.
-pub const DEFAULT_ADDR: &str = "127.0.0.1:7400";
+pub(crate) const DEFAULT_ADDR: &str = "127.0.0.1:7400";
 /// `--data-dir`'s default.
-pub const DEFAULT_DATA_DIR: &str = "lockd-data";
+pub(crate) const DEFAULT_DATA_DIR: &str = "lockd-data";
 
 /// The node's certificate, its key, and the cluster's CA (which signs
 /// every node's and client's certificate).
@@ -108,7 +108,7 @@ pub struct NodeConfig {
 
 /// The most changes `--watch-history` may keep (each holds a key of up to
 /// 1 KiB and its holder's names).
-pub const MAX_WATCH_HISTORY: usize = 1_000_000;
+pub(crate) const MAX_WATCH_HISTORY: usize = 1_000_000;
 
 impl Default for NodeConfig {
     /// The settings' defaults (never the environment's values).
@@ -180,7 +180,7 @@ pub fn parse_members(s: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
 
 impl NodeConfig {
     /// The address to bind.
-    pub fn listen_addr(&self) -> &str {
+    pub(crate) fn listen_addr(&self) -> &str {
         self.listen.as_deref().unwrap_or(&self.addr)
     }
 
@@ -188,7 +188,7 @@ impl NodeConfig {
     /// `--election-timeout-ms` and 5/32 of it, and a split vote costs a
     /// retry): what a new leader adds to every lease it inherits, and how
     /// long a request waits for a leader to become known.
-    pub fn election_max_ms(&self) -> u64 {
+    pub(crate) fn election_max_ms(&self) -> u64 {
         self.election_timeout_ms * 3 / 2
     }
 
@@ -282,7 +282,7 @@ impl NodeConfig {
 
     /// The members to bootstrap with: the initial cluster, or this node
     /// alone when none is given (and it is not joining).
-    pub fn bootstrap_members(&self) -> Option<BTreeMap<u64, String>> {
+    pub(crate) fn bootstrap_members(&self) -> Option<BTreeMap<u64, String>> {
         if self.join {
             return None;
         }

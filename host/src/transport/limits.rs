@@ -39,18 +39,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The largest frame before the caller is known (a hello is small).
-pub const MAX_HELLO_FRAME: usize = 64 << 10;
+pub(crate) const MAX_HELLO_FRAME: usize = 64 << 10;
 /// The largest frame a client may send (its biggest request, an acquire
 /// with a 1 KiB key and its names, is well under 2 KiB). Peers may send
 /// frames up to the protocol's limit (log entries, snapshot chunks).
-pub const MAX_CLIENT_FRAME: usize = 64 << 10;
+pub(crate) const MAX_CLIENT_FRAME: usize = 64 << 10;
 
 /// How long a client may go without moving a byte of what it is in the
 /// middle of: sending a request's body (HTTP), or taking what the node
 /// sends it (a native answer or watch frame). Past it the connection is
 /// closed: a client that died mid-request, or stopped reading, holds no
 /// slot (a watcher's among them) longer than this.
-pub const CLIENT_STALL: Duration = Duration::from_secs(30);
+pub(crate) const CLIENT_STALL: Duration = Duration::from_secs(30);
 
 /// Peer connections from nodes that are not members, at once: in all, and
 /// from one address (a node removed, or one being added by a leader this
@@ -114,7 +114,7 @@ impl ConnLimits {
     /// When a connection whose opening phase ends at `opening_deadline`
     /// must have presented a valid credential (counted from accept, like
     /// the opening phase).
-    pub fn unauthenticated_deadline(
+    pub(crate) fn unauthenticated_deadline(
         &self,
         opening_deadline: tokio::time::Instant,
     ) -> tokio::time::Instant {
@@ -364,7 +364,7 @@ impl Slot {
     /// The connection is a peer whose hello names a node that is not a
     /// member: out of the opening phase, into the unproven peers' budget.
     /// `Err`: that budget is full; the hello is to be refused.
-    pub fn unproven_peer(&self) -> Result<(), String> {
+    pub(crate) fn unproven_peer(&self) -> Result<(), String> {
         let mut place = self.place();
         if place.as_ref().map(|p| p.budget) != Some(Budget::Opening) {
             return Err("the connection's opening phase is over".into());
@@ -375,7 +375,7 @@ impl Slot {
 
     /// At the end of the opening phase: `true` (and the place given back)
     /// when the connection is still opening, to be closed.
-    pub fn expire_opening(&self) -> bool {
+    pub(crate) fn expire_opening(&self) -> bool {
         let mut place = self.place();
         if place.as_ref().is_some_and(|p| p.budget == Budget::Opening) {
             *place = None;
@@ -386,7 +386,7 @@ impl Slot {
 
     /// Whether the connection holds a client's place (not opening, not
     /// unauthenticated).
-    pub fn is_authenticated(&self) -> bool {
+    pub(crate) fn is_authenticated(&self) -> bool {
         self.budget() == Some(Budget::Client)
     }
 }

@@ -11,7 +11,7 @@ use lockd_net::socket::{BoxConn, Conn};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// `inner` with `prefix` to be read first.
-pub struct Rewind {
+pub(crate) struct Rewind {
     prefix: Vec<u8>,
     read: usize,
     inner: BoxConn,

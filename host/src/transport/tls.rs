@@ -114,7 +114,7 @@ impl TlsServer {
 impl Identity {
     /// Whether this certificate is node `id`'s: its first DNS name is
     /// exactly `node-ID.lockd`.
-    pub fn is_node(&self, id: u64) -> bool {
+    pub(crate) fn is_node(&self, id: u64) -> bool {
         self.node_id() == Some(id)
     }
 
@@ -129,11 +129,11 @@ impl Identity {
     /// Whether the certificate still passes the handshake's check now: a
     /// certificate that expires while its connection is open ends what it
     /// may do there (the callers close the connection).
-    pub fn valid_now(&self) -> bool {
+    pub(crate) fn valid_now(&self) -> bool {
         self.valid_at(UnixTime::now())
     }
 
-    pub fn valid_at(&self, at: UnixTime) -> bool {
+    pub(crate) fn valid_at(&self, at: UnixTime) -> bool {
         self.verifier
             .verify_client_cert(&self.cert, &self.intermediates, at)
             .is_ok()

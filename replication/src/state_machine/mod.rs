@@ -305,7 +305,7 @@ impl StateMachineStore {
 /// (`block_in_place`), so Raft's heartbeats, peers' RPCs and other requests
 /// go on while, say, a migration runs for seconds. Elsewhere (a
 /// current-thread runtime in a test, no runtime) it just runs `f`.
-pub fn off_runtime<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn off_runtime<R>(f: impl FnOnce() -> R) -> R {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current() {
         Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),

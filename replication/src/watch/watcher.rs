@@ -52,7 +52,7 @@ pub enum Next {
 impl Watcher {
     /// Everything past the cursor now, without waiting: `Caught` when
     /// there is nothing under the prefix up to the newest entry.
-    pub fn read_now(&mut self) -> Result<Read, Cut> {
+    pub(crate) fn read_now(&mut self) -> Result<Read, Cut> {
         // Before the read: a publish after it wakes the next `changed`.
         self.tick.mark_unchanged();
         if self.hub.closed.load(Ordering::Relaxed) {

@@ -33,7 +33,7 @@ use lockd_replication::{NodeId, Request, Response};
 
 /// How long a voter has to answer: a compile takes about half a second,
 /// a migration of a million held locks a few.
-pub const DEADLINE: Duration = Duration::from_secs(30);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
 
 impl Upgrader {
     /// Answer a leader's pre-check (on a voter): only the leader of this

@@ -90,7 +90,7 @@ pub use waits::WaitLimits;
 
 /// After this many failed loads in a row (about 350 ms of trying), the
 /// requests waiting for the table are answered with the reason.
-pub const GIVE_UP_AFTER: u32 = 4;
+pub(crate) const GIVE_UP_AFTER: u32 = 4;
 
 /// The longest a leader waits between two loads of its table. A leader
 /// without a quorum keeps failing to load, and the leases it inherits
@@ -102,7 +102,7 @@ pub const MAX_RETRY_DELAY: Duration = Duration::from_millis(200);
 
 /// How long to wait before loading the table again after `failures`
 /// failed loads in a row: 50 ms, doubling, at most [`MAX_RETRY_DELAY`].
-pub fn retry_delay(failures: u32) -> Duration {
+pub(crate) fn retry_delay(failures: u32) -> Duration {
     Duration::from_millis(50u64 << failures.saturating_sub(1).min(5)).min(MAX_RETRY_DELAY)
 }
 
@@ -237,7 +237,7 @@ pub struct Table {
 impl Table {
     /// The term this table leads (or is starting to lead), if any: what
     /// its proposals are decided under.
-    pub fn leading_term(&self) -> Option<u64> {
+    pub(crate) fn leading_term(&self) -> Option<u64> {
         match self.role {
             Role::Leader { term } | Role::Starting { term, .. } => Some(term),
             Role::Follower(_) => None,
@@ -288,7 +288,7 @@ impl Table {
 
     /// The earliest lease deadline or wait limit: deliver [`Event::Tick`]
     /// then.
-    pub fn next_deadline(&self) -> Option<Duration> {
+    pub(crate) fn next_deadline(&self) -> Option<Duration> {
         let lease = self.leases.first().map(|l| l.0);
         let session = self.session_timers.first().map(|s| s.0);
         [lease, session, self.waits.first()]
@@ -316,7 +316,7 @@ impl Table {
 
     /// (token, ms left at `now`) of each holding of `key`, on the leader's
     /// clock; empty but on a leader whose table is loaded.
-    pub fn leases_left(&self, key: &str, now: Duration) -> Vec<(u64, u64)> {
+    pub(crate) fn leases_left(&self, key: &str, now: Duration) -> Vec<(u64, u64)> {
         if !matches!(self.role, Role::Leader { .. }) {
             return Vec::new();
         }
@@ -336,7 +336,7 @@ impl Table {
 
     /// The ms left of session `id` at `now` on the leader's clock; `None`
     /// but on a leader whose table is loaded and times it.
-    pub fn session_ttl_left(&self, id: u64, now: Duration) -> Option<u64> {
+    pub(crate) fn session_ttl_left(&self, id: u64, now: Duration) -> Option<u64> {
         if !matches!(self.role, Role::Leader { .. }) {
             return None;
         }

@@ -51,7 +51,7 @@ impl fmt::Debug for Picker {
 
 impl Table {
     /// Ask `order` which waiter goes first whenever a key frees.
-    pub fn set_picker(&mut self, order: Box<dyn PickOrder>) {
+    pub(crate) fn set_picker(&mut self, order: Box<dyn PickOrder>) {
         self.picker.0 = Some(order);
     }
 

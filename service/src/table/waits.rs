@@ -50,7 +50,7 @@ impl Waits {
     }
 
     /// The earliest wait whose deadline is at or before `now`, forgotten.
-    pub fn pop_due(&mut self, now: Duration) -> Option<(String, ReqId)> {
+    pub(crate) fn pop_due(&mut self, now: Duration) -> Option<(String, ReqId)> {
         let (until, _, _) = self.by_time.first()?;
         if *until > now {
             return None;

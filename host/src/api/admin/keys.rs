@@ -22,13 +22,13 @@ use crate::api::services::Services;
     responses(
         (status = 200, description = "hex, in key order", body = ModuleKeys),
         (status = 503, description = "no leader known", body = ErrorBody)))]
-pub async fn module_keys_get(State(node): State<Arc<Services>>) -> Json<ModuleKeys> {
+pub(crate) async fn module_keys_get(State(node): State<Arc<Services>>) -> Json<ModuleKeys> {
     Json(node.module_keys())
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TrustKey {
+pub(crate) struct TrustKey {
     /// An ed25519 public key, 64 hex digits (one that is not a usable
     /// key is refused with 422).
     #[schema(
@@ -63,7 +63,7 @@ fn key_change(reply: ModuleKeyReply) -> Response {
         (status = 400, description = "not 64 hex digits or not a usable ed25519 key", body = ErrorBody),
         (status = 409, description = "already 16 keys trusted", body = ErrorBody),
         (status = 503, description = "no leader known", body = ErrorBody)))]
-pub async fn module_keys_post(
+pub(crate) async fn module_keys_post(
     State(node): State<Arc<Services>>,
     crate::api::body::JsonBody(req): crate::api::body::JsonBody<TrustKey>,
 ) -> Result<Response, ApiError> {
@@ -79,7 +79,7 @@ pub async fn module_keys_post(
         (status = 400, description = "malformed key", body = ErrorBody),
         (status = 404, description = "not trusted", body = ErrorBody),
         (status = 503, description = "no leader known", body = ErrorBody)))]
-pub async fn module_keys_delete(
+pub(crate) async fn module_keys_delete(
     State(node): State<Arc<Services>>,
     axum::Extension(op): axum::Extension<crate::api::op::Op>,
 ) -> Result<Response, ApiError> {

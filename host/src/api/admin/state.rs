@@ -28,7 +28,7 @@ pub async fn audit(State(node): State<Arc<Services>>) -> Json<AuditReport> {
     responses(
         (status = 200, description = "bounds and use", body = CapacityStatus),
         (status = 503, description = "no leader known", body = ErrorBody)))]
-pub async fn capacity_get(
+pub(crate) async fn capacity_get(
     State(node): State<Arc<Services>>,
 ) -> Result<Json<CapacityStatus>, ApiError> {
     Ok(Json(node.capacity()))
@@ -40,7 +40,7 @@ pub async fn capacity_get(
         (status = 200, description = "once the entry applied", body = CapacityStatus),
         (status = 400, description = "a bound of 0, or a malformed body", body = ErrorBody),
         (status = 503, description = "no leader known", body = ErrorBody)))]
-pub async fn capacity_put(
+pub(crate) async fn capacity_put(
     State(node): State<Arc<Services>>,
     crate::api::body::JsonBody(bounds): crate::api::body::JsonBody<Capacity>,
 ) -> Result<Json<CapacityStatus>, ApiError> {
@@ -65,7 +65,9 @@ const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
         (status = 200, description = "built", body = SnapshotBuilt),
         (status = 503, description = "raft stopped", body = ErrorBody),
         (status = 504, description = "no snapshot within 300 s", body = ErrorBody)))]
-pub async fn snapshot_build(State(node): State<Arc<Services>>) -> Result<Response, ApiError> {
+pub(crate) async fn snapshot_build(
+    State(node): State<Arc<Services>>,
+) -> Result<Response, ApiError> {
     let built = node.build_snapshot(SNAPSHOT_WAIT).await?;
     let index = built.index;
     let mut r = Json(built).into_response();
@@ -86,7 +88,7 @@ pub async fn snapshot_build(State(node): State<Arc<Services>>) -> Result<Respons
         (status = 200, description = "the snapshot file", content_type = "application/octet-stream", body = Vec<u8>,
             headers(("x-lockd-snapshot-index" = u64, description = "its log index"))),
         (status = 503, description = "no leader, or leadership not confirmed", body = ErrorBody)))]
-pub async fn snapshot_save(State(node): State<Arc<Services>>) -> Result<Response, ApiError> {
+pub(crate) async fn snapshot_save(State(node): State<Arc<Services>>) -> Result<Response, ApiError> {
     let (index, bytes) = node.export_snapshot().await?;
     let mut r = bytes.into_response();
     let h = r.headers_mut();

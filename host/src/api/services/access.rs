@@ -21,20 +21,20 @@ pub struct Refusal {
 
 impl Services {
     /// Whether authentication is on (there is an auth file).
-    pub fn auth_is_on(&self) -> bool {
+    pub(crate) fn auth_is_on(&self) -> bool {
         self.parts.auth.is_on()
     }
 
     /// Changes with every reload of the rules: a connection that settled
     /// its caller settles it again when this moves.
-    pub fn rules_generation(&self) -> u64 {
+    pub(crate) fn rules_generation(&self) -> u64 {
         self.parts.auth.generation()
     }
 
     /// Who is calling: by its bearer `token`, else its certificate, else
     /// as the `member` node its certificate names (see
     /// [`Services::member_of`]), acting for `forwarded` when it forwards.
-    pub fn authenticate(
+    pub(crate) fn authenticate(
         &self,
         token: Option<&str>,
         identity: Option<&Identity>,
@@ -51,13 +51,13 @@ impl Services {
 
     /// Whether `who` presented a valid credential (or none is needed):
     /// what decides a connection's budget.
-    pub fn is_authenticated(&self, who: &Result<Principal, Denied>) -> bool {
+    pub(crate) fn is_authenticated(&self, who: &Result<Principal, Denied>) -> bool {
         !self.parts.auth.is_on() || matches!(who, Ok(p) if *p != Principal::Anonymous)
     }
 
     /// Whether `who` may do `action`; a refusal carries the principal and
     /// its roles for the caller's log line.
-    pub fn authorize(
+    pub(crate) fn authorize(
         &self,
         who: &Result<Principal, Denied>,
         action: &Action,
@@ -80,7 +80,7 @@ impl Services {
     }
 
     /// Record an admin action this node served, for `/v1/status`.
-    pub fn record_admin(&self, a: AdminAction) {
+    pub(crate) fn record_admin(&self, a: AdminAction) {
         self.admin_log.push(a);
     }
 }

@@ -49,7 +49,7 @@ impl Services {
     /// machine's lock, so frequent readers that do not report it (metrics
     /// scrapes) skip it rather than stall apply. Also returns the upgrade
     /// counters, which status does not show.
-    pub fn status_with(&self, hash: bool) -> (Status, UpgradeCounts) {
+    pub(crate) fn status_with(&self, hash: bool) -> (Status, UpgradeCounts) {
         let m = self.parts.raft.metrics().borrow().clone();
         // Applied index and state hash are read under one lock, so the
         // hash is the hash *at* that index.
@@ -138,7 +138,7 @@ impl Services {
     }
 
     /// Where this node's applied changes are published for watchers.
-    pub fn watch_hub(&self) -> Option<&std::sync::Arc<crate::watch::WatchHub>> {
+    pub(crate) fn watch_hub(&self) -> Option<&std::sync::Arc<crate::watch::WatchHub>> {
         self.parts.sm.watch()
     }
 
@@ -172,7 +172,7 @@ impl Services {
 
     /// Whether `id` is a member (voter or learner) as this node knows it;
     /// `None` before it has a membership.
-    pub fn is_member(&self, id: NodeId) -> Option<bool> {
+    pub(crate) fn is_member(&self, id: NodeId) -> Option<bool> {
         let metrics = self.parts.raft.metrics();
         let m = metrics.borrow();
         let membership = m.membership_config.membership();
@@ -196,20 +196,20 @@ impl Services {
     /// Whether a peer connection from `id` is a member's: a member of this
     /// node's membership (or a leader a member vouched for), or any node
     /// while this node has no membership yet (it is being added).
-    pub fn is_peer_member(&self, id: NodeId) -> bool {
+    pub(crate) fn is_peer_member(&self, id: NodeId) -> bool {
         self.may_send(id) != Some(false)
     }
 
     /// The member node a certificate names, if it names one that is a
     /// member now (a node acting for a caller, or as itself).
-    pub fn member_of(&self, identity: Option<&Identity>) -> Option<NodeId> {
+    pub(crate) fn member_of(&self, identity: Option<&Identity>) -> Option<NodeId> {
         identity
             .and_then(|i| i.node_id())
             .filter(|id| self.is_member(*id) == Some(true))
     }
 
     /// The address of member `id`, as this node's membership knows it.
-    pub fn addr_of(&self, id: NodeId) -> Option<String> {
+    pub(crate) fn addr_of(&self, id: NodeId) -> Option<String> {
         let metrics = self.parts.raft.metrics();
         let m = metrics.borrow();
         m.membership_config
@@ -262,7 +262,7 @@ impl Services {
     /// yet heard from the leader, or one during an election) waits for one
     /// rather than answer 503 at once, as an etcd member holds a proposal
     /// until it has a leader; docs/operations.md, "Who is the leader".
-    pub async fn leader_elsewhere(&self) -> Option<(NodeId, String)> {
+    pub(crate) async fn leader_elsewhere(&self) -> Option<(NodeId, String)> {
         let route = self.leader_route();
         if !matches!(route, LeaderRoute::Unknown) {
             return route.elsewhere();
@@ -308,13 +308,13 @@ impl Services {
 
     /// How a peer's wasm engine differs from this node's in what guests
     /// compute (empty: it may serve beside this one).
-    pub fn engine_differences(&self, theirs: &EngineFingerprint) -> Vec<String> {
+    pub(crate) fn engine_differences(&self, theirs: &EngineFingerprint) -> Vec<String> {
         theirs.determinism_differences(self.parts.engine.fingerprint())
     }
 
     /// Whether a peer of the cluster it names may be served (and, before
     /// this node knows its cluster, adopt it); `Err` says why not.
-    pub fn meet_cluster(&self, theirs: Option<&str>) -> Result<(), String> {
+    pub(crate) fn meet_cluster(&self, theirs: Option<&str>) -> Result<(), String> {
         self.parts.cluster.meet_peer(theirs)
     }
 }

@@ -24,7 +24,7 @@
 mod access;
 mod cluster;
 mod peer;
-pub mod snapshot_error;
+pub(crate) mod snapshot_error;
 mod state;
 
 use std::sync::atomic::AtomicU64;
@@ -120,17 +120,17 @@ impl Services {
     }
 
     /// Whether every connection must be TLS (the node has a certificate).
-    pub fn tls_required(&self) -> bool {
+    pub(crate) fn tls_required(&self) -> bool {
         self.parts.tls_required
     }
 
     /// The names an HTTP request may be sent to ([`super::hosts`]).
-    pub fn allowed_hosts(&self) -> &AllowedHosts {
+    pub(crate) fn allowed_hosts(&self) -> &AllowedHosts {
         &self.parts.allowed_hosts
     }
 
     /// The caps and timeouts every connection is served under.
-    pub fn conn_limits(&self) -> &ConnLimits {
+    pub(crate) fn conn_limits(&self) -> &ConnLimits {
         self.parts.conn.limits()
     }
 
@@ -147,12 +147,12 @@ impl Services {
 
     /// Upgrades, shadow modules, capacity and module keys, each proposed
     /// through the log: the admin routes use all of it.
-    pub fn upgrader(&self) -> &Upgrader {
+    pub(crate) fn upgrader(&self) -> &Upgrader {
         &self.parts.upgrader
     }
 
     /// The HTTP client that passes requests on to the leader.
-    pub fn forwarder(&self) -> &Forwarder {
+    pub(crate) fn forwarder(&self) -> &Forwarder {
         &self.parts.forwarder
     }
 }

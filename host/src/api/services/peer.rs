@@ -64,13 +64,18 @@ impl Services {
 
     /// A peer's connection opens: served until the guard drops
     /// (`raft::stand` learns when the leader's closes).
-    pub fn peer_connection(&self) -> PeerConn {
+    pub(crate) fn peer_connection(&self) -> PeerConn {
         self.parts.silence.connection()
     }
 
     /// Answer a peer's Raft RPC, once the peer gate lets it through; `conn`
     /// is the connection it came on ([`Services::peer_connection`]).
-    pub async fn answer_peer(&self, from: NodeId, conn: u64, req: PeerRequest) -> PeerResponse {
+    pub(crate) async fn answer_peer(
+        &self,
+        from: NodeId,
+        conn: u64,
+        req: PeerRequest,
+    ) -> PeerResponse {
         if let Err(why) = self
             .parts
             .peer_gate

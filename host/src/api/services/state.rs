@@ -64,7 +64,7 @@ impl Services {
     /// The state as a snapshot file, with its index: after a read barrier
     /// (this node leads, and has applied everything committed when asked),
     /// so it holds every grant acknowledged before.
-    pub async fn export_snapshot(&self) -> Result<(u64, Vec<u8>), SnapshotError> {
+    pub(crate) async fn export_snapshot(&self) -> Result<(u64, Vec<u8>), SnapshotError> {
         self.parts
             .raft
             .ensure_linearizable()
@@ -91,17 +91,17 @@ impl Services {
     }
 
     /// Snapshot sends under way now.
-    pub fn snapshot_sends_in_flight(&self) -> u64 {
+    pub(crate) fn snapshot_sends_in_flight(&self) -> u64 {
         self.parts.snapshot_sends.in_flight()
     }
 
     /// Pre-vote rounds this node asked: (won, lost) (`raft::stand`).
-    pub fn prevote_rounds(&self) -> (u64, u64) {
+    pub(crate) fn prevote_rounds(&self) -> (u64, u64) {
         self.parts.silence.rounds()
     }
 
     /// The log's counters and fsync latency.
-    pub fn wal_stats(&self) -> &LogStats {
+    pub(crate) fn wal_stats(&self) -> &LogStats {
         self.parts.log.stats()
     }
 
@@ -113,7 +113,7 @@ impl Services {
     }
 
     /// The state machine's apply and module swap latencies.
-    pub fn apply_latency(&self) -> &SmLatency {
+    pub(crate) fn apply_latency(&self) -> &SmLatency {
         self.parts.sm.latency()
     }
 
