@@ -155,7 +155,7 @@ impl Node {
         let raft_config = storage::raft_config(&config)?;
         let standing = crate::raft::non_member::Standing::new();
         let silence = crate::raft::stand::Silence::new(crate::raft::prevote::Waits {
-            election: Duration::from_millis(config.election_timeout_ms),
+            election: Duration::from_millis(config.raft.election_timeout_ms),
             lease: Duration::from_millis(config.raft_timeouts().1),
         });
         let vouches = crate::raft::leader_vouch::Vouches::new();
@@ -163,12 +163,12 @@ impl Node {
         let network = NetworkFactory {
             my_id: config.id,
             fingerprint: engine.fingerprint().text.clone(),
-            connect_timeout: Duration::from_millis(config.heartbeat_ms.max(500)),
+            connect_timeout: Duration::from_millis(config.raft.heartbeat_ms.max(500)),
             tls: peer_tls.clone(),
             cluster: cluster.clone(),
             standing: standing.clone(),
-            stall: Duration::from_millis(config.election_timeout_ms),
-            retry: Duration::from_millis(config.heartbeat_ms),
+            stall: Duration::from_millis(config.raft.election_timeout_ms),
+            retry: Duration::from_millis(config.raft.heartbeat_ms),
             snapshot_sends: snapshot_sends.clone(),
         };
         let peers = network.clone();
@@ -206,15 +206,15 @@ impl Node {
                 .clone()
                 .unwrap_or_else(|| Arc::new(crate::service::clock::Monotonic::start())),
             crate::service::RequestLimits {
-                max_lease_ms: config.max_lease_ms,
-                max_wait_ms: config.max_wait_ms,
+                max_lease_ms: config.limits.max_lease_ms,
+                max_wait_ms: config.limits.max_wait_ms,
                 waiters: crate::service::table::WaitLimits {
-                    per_key: config.max_waiters_per_key,
-                    total: config.max_waiters,
+                    per_key: config.limits.max_waiters_per_key,
+                    total: config.limits.max_waiters,
                 },
-                max_requests: config.max_requests,
-                max_sessions: config.max_sessions,
-                max_session_holdings: config.max_session_holdings,
+                max_requests: config.limits.max_requests,
+                max_sessions: config.limits.max_sessions,
+                max_session_holdings: config.limits.max_session_holdings,
             },
         );
         let gate = crate::transport::limits::Gate::new(config.conn.clone());
@@ -237,18 +237,18 @@ impl Node {
                     sm: sm.clone(),
                     http: lockd_net::http::Http::secured(Duration::from_secs(5), as_node.clone()),
                     implementation: engine.fingerprint().implementation(),
-                    audit_points: config.promote_audit_points,
+                    audit_points: config.raft.promote_audit_points,
                 },
                 cluster.clone(),
-                10 * config.election_timeout_ms,
+                10 * config.raft.election_timeout_ms,
             ),
-            peer_gate: crate::raft::peer_check::PeerGate::new(config.max_snapshot_bytes),
+            peer_gate: crate::raft::peer_check::PeerGate::new(config.limits.max_snapshot_bytes),
             standing: standing.clone(),
             silence: silence.clone(),
-            election_timeout_ms: config.election_timeout_ms,
+            election_timeout_ms: config.raft.election_timeout_ms,
             election_max_ms: config.election_max_ms(),
             vouches: vouches.clone(),
-            max_module_bytes: config.max_module_bytes,
+            max_module_bytes: config.limits.max_module_bytes,
             conn: gate.clone(),
             tls_required: tls_server.is_some(),
             auth: auth.clone(),
@@ -275,7 +275,7 @@ impl Node {
                 id: config.id,
                 raft: raft.clone(),
                 peers: successors,
-                election: Duration::from_millis(config.election_timeout_ms),
+                election: Duration::from_millis(config.raft.election_timeout_ms),
             },
         });
         let span = tracing::info_span!("node", id = node.id);
@@ -324,14 +324,14 @@ impl Node {
             raft.clone(),
             sm.clone(),
             log,
-            config.snapshot_threshold,
+            config.raft.snapshot_threshold,
             shutdown_rx.clone(),
         ));
         tasks.spawn(crate::modules::audit_checker::run(
             config.id,
             raft,
             sm,
-            Duration::from_millis(config.audit_check_ms),
+            Duration::from_millis(config.raft.audit_check_ms),
             as_node,
             shutdown_rx,
         ));

@@ -55,46 +55,16 @@ pub struct NodeConfig {
     pub data_dir: PathBuf,
     /// Where compiled modules are kept, when not `<data_dir>/module-cache`.
     pub module_cache: Option<PathBuf>,
-    /// How much the module cache keeps.
-    pub module_cache_bound: lockd_core::engine::CacheBound,
     /// Empty with `join` set: wait to be added as a learner.
     pub initial_cluster: BTreeMap<u64, String>,
     pub join: bool,
     /// What a new cluster records as its first module.
     pub initial_module: lockd_core::builtin::InitialModule,
-    pub heartbeat_ms: u64,
-    /// Each node picks its timeout in [this, 1.5 × this). openraft 0.9
-    /// lets a follower stand for election only after the leader's lease
-    /// (the largest timeout) *plus* its own timeout have passed without a
-    /// heartbeat: 500–600 ms with the defaults, or one more timeout when
-    /// the first candidate had the shorter log (it loses, and its term
-    /// bump costs the other node a round). Measured: a dead leader
-    /// replaced and serving in 0.55–0.95 s.
-    pub election_timeout_ms: u64,
-    /// See [`crate::raft::snapshot_policy`].
-    pub snapshot_threshold: u64,
-    pub keep_after_snapshot: u64,
-    pub max_lease_ms: u64,
-    pub max_wait_ms: u64,
-    pub max_snapshot_bytes: u64,
-    /// At most [`crate::api::body::MAX_MODULE`].
-    pub max_module_bytes: usize,
-    pub max_requests: usize,
-    /// Sessions per principal and holdings per session
-    /// (docs/sessions.md).
-    pub max_sessions: u32,
-    pub max_session_holdings: u32,
+    /// Raft's timing, the log and the determinism audit, as set.
+    pub raft: settings::Raft,
+    /// What callers and peers may ask of the node, as set.
+    pub limits: settings::Limits,
     pub conn: crate::transport::limits::ConnLimits,
-    pub max_waiters_per_key: usize,
-    pub max_waiters: usize,
-    /// Watch streams at once, and changes kept for them (docs/watch.md).
-    pub max_watchers: usize,
-    pub max_watchers_per_principal: usize,
-    pub watch_history: usize,
-    pub segment_bytes: u64,
-    pub audit_interval: u64,
-    pub audit_check_ms: u64,
-    pub promote_audit_points: u64,
     pub engine: EngineSettings,
     pub tls: Option<TlsFiles>,
     /// Reloaded on SIGHUP.
@@ -179,6 +149,14 @@ pub fn parse_members(s: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
 }
 
 impl NodeConfig {
+    /// How much the module cache keeps.
+    pub fn module_cache_bound(&self) -> lockd_core::engine::CacheBound {
+        lockd_core::engine::CacheBound {
+            max_entries: self.limits.max_module_cache_entries,
+            max_bytes: self.limits.max_module_cache_bytes,
+        }
+    }
+
     /// The address to bind.
     pub(crate) fn listen_addr(&self) -> &str {
         self.listen.as_deref().unwrap_or(&self.addr)
@@ -189,7 +167,7 @@ impl NodeConfig {
     /// retry): what a new leader adds to every lease it inherits, and how
     /// long a request waits for a leader to become known.
     pub(crate) fn election_max_ms(&self) -> u64 {
-        self.election_timeout_ms * 3 / 2
+        self.raft.election_timeout_ms * 3 / 2
     }
 
     /// openraft's `(election_timeout_min, election_timeout_max)`. Its own
@@ -206,7 +184,7 @@ impl NodeConfig {
     /// timeout; a quarter took about 50 ms off a killed leader's
     /// failover, docs/performance.md, "The failover tail".)
     pub fn raft_timeouts(&self) -> (u64, u64) {
-        let lease = (self.election_timeout_ms / 4).max(self.heartbeat_ms + 2);
+        let lease = (self.raft.election_timeout_ms / 4).max(self.raft.heartbeat_ms + 2);
         (lease - 1, lease)
     }
 
@@ -222,41 +200,45 @@ impl NodeConfig {
                 });
             }
         }
-        if self.heartbeat_ms == 0 || self.election_timeout_ms <= self.heartbeat_ms * 2 {
+        if self.raft.heartbeat_ms == 0
+            || self.raft.election_timeout_ms <= self.raft.heartbeat_ms * 2
+        {
             return Err(ConfigError::Invalid(format!(
                 "election timeout ({} ms) must be more than twice the heartbeat ({} ms)",
-                self.election_timeout_ms, self.heartbeat_ms
+                self.raft.election_timeout_ms, self.raft.heartbeat_ms
             )));
         }
-        if self.audit_check_ms == 0 {
+        if self.raft.audit_check_ms == 0 {
             return Err(ConfigError::Invalid(
                 "audit check period must be above 0 ms".into(),
             ));
         }
-        if self.promote_audit_points == 0 {
+        if self.raft.promote_audit_points == 0 {
             return Err(ConfigError::Invalid(
                 "promote audit points must be at least 1".into(),
             ));
         }
-        if self.max_lease_ms == 0 {
+        if self.limits.max_lease_ms == 0 {
             return Err(ConfigError::Invalid("max lease must be above 0 ms".into()));
         }
         self.check_secure()?;
-        if self.max_waiters_per_key == 0 || self.max_waiters < self.max_waiters_per_key {
+        if self.limits.max_waiters_per_key == 0
+            || self.limits.max_waiters < self.limits.max_waiters_per_key
+        {
             return Err(ConfigError::Invalid(format!(
                 "max waiters per key ({}) must be above 0 and at most max waiters ({})",
-                self.max_waiters_per_key, self.max_waiters
+                self.limits.max_waiters_per_key, self.limits.max_waiters
             )));
         }
-        if self.max_sessions == 0 || self.max_session_holdings == 0 {
+        if self.limits.max_sessions == 0 || self.limits.max_session_holdings == 0 {
             return Err(ConfigError::Invalid(
                 "max sessions and max session holdings must be above 0".into(),
             ));
         }
-        if self.watch_history == 0 || self.watch_history > MAX_WATCH_HISTORY {
+        if self.limits.watch_history == 0 || self.limits.watch_history > MAX_WATCH_HISTORY {
             return Err(ConfigError::Invalid(format!(
                 "watch history ({}) must be from 1 to {MAX_WATCH_HISTORY} changes",
-                self.watch_history
+                self.limits.watch_history
             )));
         }
         Ok(())
@@ -372,10 +354,11 @@ mod tests {
 
     #[test]
     fn the_lease_is_a_quarter_timeout_and_always_above_the_heartbeat() {
-        let with = |election_timeout_ms, heartbeat_ms| NodeConfig {
-            election_timeout_ms,
-            heartbeat_ms,
-            ..NodeConfig::default()
+        let with = |election_timeout_ms, heartbeat_ms| {
+            let mut c = NodeConfig::default();
+            c.raft.election_timeout_ms = election_timeout_ms;
+            c.raft.heartbeat_ms = heartbeat_ms;
+            c
         };
         // The defaults: 200 ms and 40 ms.
         assert_eq!(NodeConfig::default().raft_timeouts(), (49, 50));

@@ -47,7 +47,7 @@ pub(super) fn open(
                     .clone()
                     .unwrap_or_else(|| dir.join("module-cache")),
             ),
-            config.module_cache_bound,
+            config.module_cache_bound(),
         )?),
     };
     let first_start = check_meta(&dir, config.id, engine.fingerprint())?;
@@ -58,20 +58,20 @@ pub(super) fn open(
         .map(|m| ClusterId::at_bootstrap(&m));
     let cluster = Arc::new(ClusterIdentity::open(&dir, bootstrap_id)?);
 
-    let precompiler = Precompiler::limited(engine.clone(), Some(config.max_module_bytes));
+    let precompiler = Precompiler::limited(engine.clone(), Some(config.limits.max_module_bytes));
     let sm = StateMachineStore::open(
         config.id,
         precompiler.clone(),
         &dir.join("snapshot"),
         lockd_core::builtin::LOCK_SM,
         config.initial_module,
-        config.audit_interval,
+        config.raft.audit_interval,
     )?;
     sm.bind_cluster(cluster.clone());
     let hub = WatchHub::new(
-        config.watch_history,
-        config.max_watchers,
-        config.max_watchers_per_principal,
+        config.limits.watch_history,
+        config.limits.max_watchers,
+        config.limits.max_watchers_per_principal,
     );
     if let Some(observer) = applied {
         hub.observe(observer);
@@ -80,7 +80,7 @@ pub(super) fn open(
     let log = LogStore::open(
         &dir.join("raft"),
         WalOptions {
-            segment_bytes: config.segment_bytes,
+            segment_bytes: config.raft.segment_bytes,
         },
         Some(precompiler),
         writer,
@@ -99,7 +99,7 @@ pub(super) fn open(
 pub(super) fn raft_config(config: &NodeConfig) -> Result<openraft::Config, NodeError> {
     openraft::Config {
         cluster_name: "lockd".into(),
-        heartbeat_interval: config.heartbeat_ms,
+        heartbeat_interval: config.raft.heartbeat_ms,
         election_timeout_min: config.raft_timeouts().0,
         election_timeout_max: config.raft_timeouts().1,
         // `raft::stand` decides when a node stands (after a pre-vote).
@@ -107,7 +107,7 @@ pub(super) fn raft_config(config: &NodeConfig) -> Result<openraft::Config, NodeE
         // Snapshots are triggered by `raft::snapshot_policy`, which
         // also weighs the log against the state's size.
         snapshot_policy: SnapshotPolicy::Never,
-        max_in_snapshot_log_to_keep: config.keep_after_snapshot,
+        max_in_snapshot_log_to_keep: config.raft.keep_after_snapshot,
         purge_batch_size: 1,
         // Not read: `raft::snapshot_send` bounds each chunk by its
         // progress instead of one deadline for the transfer.

@@ -185,7 +185,7 @@ impl SimConfig {
             segment_bytes: match seed / 3 % 3 {
                 0 => 4 << 10,
                 1 => 64 << 10,
-                _ => lockd::config::NodeConfig::default().segment_bytes,
+                _ => lockd::config::NodeConfig::default().raft.segment_bytes,
             },
         }
     }

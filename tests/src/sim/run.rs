@@ -53,32 +53,39 @@ const WITNESS_STEPS: u64 = 250;
 pub const AUDIT_INTERVAL: u64 = 10;
 
 pub(super) fn node_config(cfg: &SimConfig, id: u64) -> NodeConfig {
+    let defaults = NodeConfig::default();
     NodeConfig {
         id,
         addr: node_addr(id),
         listen: Some(format!("0.0.0.0:{PORT}")),
         data_dir: node_dir(id),
         initial_cluster: (1..=cfg.nodes).map(|i| (i, node_addr(i))).collect(),
-        heartbeat_ms: HEARTBEAT_MS,
-        election_timeout_ms: ELECTION_MS,
-        // Snapshots and log purges happen during the faults.
-        snapshot_threshold: cfg.snapshot_threshold,
-        keep_after_snapshot: 20,
-        segment_bytes: cfg.segment_bytes,
-        // Dense audit points, so that every node's state is compared at
-        // many indexes (`clients::applied_alike`).
-        audit_interval: AUDIT_INTERVAL,
+        raft: lockd::config::settings::Raft {
+            heartbeat_ms: HEARTBEAT_MS,
+            election_timeout_ms: ELECTION_MS,
+            // Snapshots and log purges happen during the faults.
+            snapshot_threshold: cfg.snapshot_threshold,
+            keep_after_snapshot: 20,
+            segment_bytes: cfg.segment_bytes,
+            // Dense audit points, so that every node's state is compared
+            // at many indexes (`clients::applied_alike`).
+            audit_interval: AUDIT_INTERVAL,
+            ..defaults.raft.clone()
+        },
+        limits: lockd::config::settings::Limits {
+            max_module_bytes: match cfg.refusing {
+                Some(node) if node == id => super::swaps::upgrade_module(cfg).len() - 1,
+                _ => defaults.limits.max_module_bytes,
+            },
+            ..defaults.limits.clone()
+        },
         // The simulation's links are not a network anyone else is on.
         insecure: true,
         // The module the seeds were found on: a 0.2 start adds an entry
         // and reshuffles every seed's schedule (the operators upgrade to
         // 0.2 themselves).
         initial_module: lockd_core::builtin::InitialModule::World01,
-        max_module_bytes: match cfg.refusing {
-            Some(node) if node == id => super::swaps::upgrade_module(cfg).len() - 1,
-            _ => NodeConfig::default().max_module_bytes,
-        },
-        ..NodeConfig::default()
+        ..defaults
     }
 }
 

@@ -79,7 +79,7 @@ pub(super) fn scripted_config(control: Option<Control>) -> SimConfig {
         refusing: None,
         control,
         // Their figures were measured with the default segments.
-        segment_bytes: lockd::config::NodeConfig::default().segment_bytes,
+        segment_bytes: lockd::config::NodeConfig::default().raft.segment_bytes,
         ..SimConfig::seed(2)
     }
 }

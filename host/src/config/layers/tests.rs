@@ -228,5 +228,5 @@ fn defaults_ignore_the_environment_and_match_the_node_config() {
     assert_eq!(c.addr, crate::config::DEFAULT_ADDR);
     assert_eq!(c.conn, crate::transport::limits::ConnLimits::default());
     assert_eq!(c.engine, lockd_core::engine::EngineSettings::default());
-    assert_eq!(c.heartbeat_ms, 40);
+    assert_eq!(c.raft.heartbeat_ms, 40);
 }
