@@ -146,6 +146,12 @@ pub struct SimConfig {
     /// last record, its padding gone, before the next is made) and purge
     /// whole segments behind snapshots under the crashes.
     pub segment_bytes: u64,
+    /// turmoil runs the hosts of each step in an order the seed draws
+    /// (nodes and clients), instead of always the same: in one seed of
+    /// two, so that a race between what two hosts do in one step is
+    /// met both ways. The order comes from the simulation's own random
+    /// numbers, so a seed still replays byte for byte.
+    pub random_order: bool,
 }
 
 impl SimConfig {
@@ -161,7 +167,8 @@ impl SimConfig {
     /// operator removes a voter and adds it back in every five-node run,
     /// and runs a shadow of the active module in every other mixed run;
     /// log segments of 4 KiB, 64 KiB or the default 64 MiB by turns
-    /// ([`SimConfig::segment_bytes`]).
+    /// ([`SimConfig::segment_bytes`]); hosts run in a drawn order in
+    /// one seed of two ([`SimConfig::random_order`]).
     pub fn seed(seed: u64) -> SimConfig {
         SimConfig {
             seed,
@@ -187,6 +194,7 @@ impl SimConfig {
                 1 => 64 << 10,
                 _ => lockd::config::NodeConfig::default().raft.segment_bytes,
             },
+            random_order: seed / 9 % 2 == 1,
         }
     }
 }

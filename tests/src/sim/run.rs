@@ -144,7 +144,11 @@ pub(super) fn simulation<'a>(cfg: &SimConfig) -> (turmoil::Sim<'a>, Arc<super::d
     lockd::raft::runtime::seed(cfg.seed);
     lockd_client::id::seed(cfg.seed);
     lockd::blocking::inline_on_this_thread(true);
-    let sim = turmoil::Builder::new()
+    let mut builder = turmoil::Builder::new();
+    if cfg.random_order {
+        builder.enable_random_order();
+    }
+    let sim = builder
         .simulation_duration(LIMIT)
         .tick_duration(TICK)
         // turmoil's accept queue and receive buffers, in segments: a held

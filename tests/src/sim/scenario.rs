@@ -80,6 +80,7 @@ pub(super) fn scripted_config(control: Option<Control>) -> SimConfig {
         control,
         // Their figures were measured with the default segments.
         segment_bytes: lockd::config::NodeConfig::default().raft.segment_bytes,
+        random_order: false,
         ..SimConfig::seed(2)
     }
 }
