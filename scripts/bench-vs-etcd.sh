@@ -29,5 +29,5 @@ if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >&2
 fi
 
-cargo build --release -p lockd -p lock-bench -p etcd-bench --bins
+cargo build --release -p lockd -p lockd-bench -p etcd-bench --bins
 exec "${CARGO_TARGET_DIR:-target}/release/vs-etcd" "$@"

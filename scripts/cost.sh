@@ -9,7 +9,7 @@
 #   scripts/cost.sh [--seconds 4] [--clients N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p lockd -p lockctl -p lock-bench --bins
+cargo build --release -p lockd -p lockctl -p lockd-bench --bins
 target_dir=${CARGO_TARGET_DIR:-target}
 case $target_dir in
     /*) ;;

@@ -8,10 +8,10 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::fault_binary;
-use lock_tests::jepsen::check::Checker;
-use lock_tests::jepsen::{run, Fault, Report, RunConfig, Server, PARTITIONS};
-use lock_tests::netns::NetHosts;
+use lockd_tests::cluster::fault_binary;
+use lockd_tests::jepsen::check::Checker;
+use lockd_tests::jepsen::{run, Fault, Report, RunConfig, Server, PARTITIONS};
+use lockd_tests::netns::NetHosts;
 
 /// One run at a time: each is a whole cluster plus clients, and the machine
 /// has two cores.

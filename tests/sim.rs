@@ -13,13 +13,13 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use lock_tests::jepsen::check::Checker;
-use lock_tests::sim::disk::SimDisk;
-use lock_tests::sim::{self, Control};
 use lockd_core::faults::{self, Switches};
+use lockd_tests::jepsen::check::Checker;
+use lockd_tests::sim::disk::SimDisk;
+use lockd_tests::sim::{self, Control};
 
 /// Seeds each CI run checks (`LOCKD_SIM_SEEDS` overrides; for a soak use
-/// `cargo run --release -p lock-tests --bin simulate`).
+/// `cargo run --release -p lockd-tests --bin simulate`).
 const CI_SEEDS: u64 = 200;
 /// Seeds a negative control may take to be caught (within the CI's
 /// range; most are caught at seed 1 or 2, the skipped read barrier, which

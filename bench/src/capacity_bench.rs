@@ -2,7 +2,7 @@
 //! budgets: the measurement behind the default capacity bounds.
 //!
 //! ```text
-//! cargo run --release -p lock-bench --bin capacity-bench [-- --locks N --key-bytes L]
+//! cargo run --release -p lockd-bench --bin capacity-bench [-- --locks N --key-bytes L]
 //!     [--fuel-per-state-call F]
 //! ```
 //!
@@ -33,11 +33,11 @@
 
 use std::time::Instant;
 
-use lock_bench::arg;
-use lock_tests::fixtures::LOCK_SM_WORLD02;
+use lockd_bench::arg;
 use lockd_core::command::Command;
 use lockd_core::engine::{EngineSettings, GuestInstance, WasmEngine};
 use lockd_core::replica::capacity::{DEFAULT_CAPACITY, MAX_COMMANDS_PER_CALL};
+use lockd_tests::fixtures::LOCK_SM_WORLD02;
 
 struct Cost {
     call: &'static str,

@@ -1,7 +1,7 @@
 //! Commit throughput and latency of a 3-node cluster on loopback, fsync on.
 //!
 //! ```text
-//! cargo run --release -p lock-bench --bin cluster-bench [-- --seconds 5 --json]
+//! cargo run --release -p lockd-bench --bin cluster-bench [-- --seconds 5 --json]
 //! ```
 //!
 //! Starts three real `lockd` processes (data in a temp dir, every append
@@ -17,7 +17,7 @@
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 use serde::Serialize;
 use serde_json::json;
 
@@ -90,8 +90,8 @@ fn run(c: &Cluster, leader: u64, follower: u64, proposers: usize, dur: Duration)
         proposers,
         commits: lat.len() as u64,
         commits_per_sec: lat.len() as f64 / secs,
-        p50_ms: lock_bench::percentile(&lat, 0.50).map_or(0.0, |d| d.as_secs_f64() * 1e3),
-        p99_ms: lock_bench::percentile(&lat, 0.99).map_or(0.0, |d| d.as_secs_f64() * 1e3),
+        p50_ms: lockd_bench::percentile(&lat, 0.50).map_or(0.0, |d| d.as_secs_f64() * 1e3),
+        p99_ms: lockd_bench::percentile(&lat, 0.99).map_or(0.0, |d| d.as_secs_f64() * 1e3),
         leader_fsyncs_per_entry: per_entry(&before_l, &after_l),
         leader_fsyncs_per_command: (after_l.wal_fsyncs - before_l.wal_fsyncs) as f64
             / (lat.len().max(1)) as f64,
@@ -100,11 +100,11 @@ fn run(c: &Cluster, leader: u64, follower: u64, proposers: usize, dur: Duration)
 }
 
 fn main() {
-    let json = lock_bench::flag("--json");
-    let seconds: f64 = lock_bench::arg("--seconds", 5.0);
-    let nodes: u64 = lock_bench::arg("--nodes", 3);
-    lock_bench::ensure_binaries_built();
-    let c = Cluster::start(nodes, lock_bench::ON_WORLD_0_1);
+    let json = lockd_bench::flag("--json");
+    let seconds: f64 = lockd_bench::arg("--seconds", 5.0);
+    let nodes: u64 = lockd_bench::arg("--nodes", 3);
+    lockd_bench::ensure_binaries_built();
+    let c = Cluster::start(nodes, lockd_bench::ON_WORLD_0_1);
     let leader = c.wait_leader(Duration::from_secs(20));
     let follower = (1..=nodes).find(|i| *i != leader).unwrap_or(leader);
     let dur = Duration::from_secs_f64(seconds);

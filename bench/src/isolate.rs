@@ -6,13 +6,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use lock_tests::fixtures::CHAOS_GUEST;
 use lockd_core::command::{is_module_failed, Command, Outcome, Reason};
 use lockd_core::engine::{EngineSettings, WasmEngine};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response};
 use lockd_core::precompile::Precompiler;
 use lockd_core::replica::capacity::Capacity;
 use lockd_core::replica::Replica;
+use lockd_tests::fixtures::CHAOS_GUEST;
 
 /// Print the table for each count of held locks.
 pub fn table(counts: &[usize]) {

@@ -136,7 +136,7 @@ pub async fn fill(
 /// `holdings` holdings of keys up to `key_bytes` long: the defaults
 /// (100 000 holdings) would refuse a benchmark's own operations.
 pub fn raise_capacity(
-    c: &lock_tests::cluster::Cluster,
+    c: &lockd_tests::cluster::Cluster,
     leader: u64,
     holdings: u64,
     key_bytes: u64,

@@ -1,7 +1,7 @@
 //! Lock cycles (acquire + release) on a 3-node cluster of real processes.
 //!
 //! ```text
-//! cargo run --release -p lock-bench --bin lock-bench [-- --seconds 5] [--clients N]
+//! cargo run --release -p lockd-bench --bin lock-bench [-- --seconds 5] [--clients N]
 //! ```
 //!
 //! `--clients N` keeps only the rows with N clients (for rounds short
@@ -16,7 +16,7 @@
 //!
 //! `--tls N`: the cost of TLS and authentication, side by side. Two
 //! clusters run at once, one in the clear and one with TLS and an auth
-//! file (`lock_tests::secure`: `lockctl bench` as the admin, by client
+//! file (`lockd_tests::secure`: `lockctl bench` as the admin, by client
 //! certificate); N rounds of the three exclusive rows, each row on one
 //! cluster then the other (which goes first alternates), then the ratio
 //! TLS ÷ plaintext per row: the median of the rounds' ratios.
@@ -40,23 +40,23 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::LOCK_SM_WORLD02;
+use lockd_tests::cluster::Cluster;
+use lockd_tests::fixtures::LOCK_SM_WORLD02;
 
 fn main() {
-    let seconds: f64 = lock_bench::arg("--seconds", 5.0);
-    let only: usize = lock_bench::arg("--clients", 0);
+    let seconds: f64 = lockd_bench::arg("--seconds", 5.0);
+    let only: usize = lockd_bench::arg("--clients", 0);
     let kept = |clients: usize| only == 0 || only == clients;
-    lock_bench::ensure_binaries_built();
-    let tls_rounds: usize = lock_bench::arg("--tls", 0);
+    lockd_bench::ensure_binaries_built();
+    let tls_rounds: usize = lockd_bench::arg("--tls", 0);
     if tls_rounds > 0 {
         return tls_against_plaintext(seconds, tls_rounds, &kept);
     }
-    let pick_rounds: usize = lock_bench::arg("--pick", 0);
+    let pick_rounds: usize = lockd_bench::arg("--pick", 0);
     if pick_rounds > 0 {
         return pick_against_fifo(seconds, pick_rounds);
     }
-    let c = Cluster::start(3, lock_bench::ON_WORLD_0_1);
+    let c = Cluster::start(3, lockd_bench::ON_WORLD_0_1);
     c.wait_leader(Duration::from_secs(20));
     println!(
         "3-node cluster (separate processes, fsync on), native protocol, {seconds} s per row\n"
@@ -73,7 +73,7 @@ fn main() {
             row(&c, "0.1", seconds, clients, contended, mode, limit);
         }
     }
-    let rounds: usize = lock_bench::arg("--alternate", 0);
+    let rounds: usize = lockd_bench::arg("--alternate", 0);
     for _ in 0..rounds {
         swap(&c, LOCK_SM_WORLD02);
         for (clients, contended, mode, limit) in exclusive {
@@ -100,8 +100,8 @@ fn main() {
 /// The three exclusive rows on a plaintext and a secure cluster, taking
 /// turns, and TLS ÷ plaintext per row.
 fn tls_against_plaintext(seconds: f64, rounds: usize, kept: &dyn Fn(usize) -> bool) {
-    let plain = Cluster::start(3, lock_bench::ON_WORLD_0_1);
-    let secure = Cluster::start_secure(3, lock_bench::ON_WORLD_0_1);
+    let plain = Cluster::start(3, lockd_bench::ON_WORLD_0_1);
+    let secure = Cluster::start_secure(3, lockd_bench::ON_WORLD_0_1);
     plain.wait_leader(Duration::from_secs(20));
     secure.wait_leader(Duration::from_secs(20));
     println!("two 3-node clusters (separate processes, fsync on), native protocol, {seconds} s per row; TLS: rustls, client certificate, auth file on\n");
@@ -141,7 +141,7 @@ fn tls_against_plaintext(seconds: f64, rounds: usize, kept: &dyn Fn(usize) -> bo
         println!(
             "| {clients} | {} | {:.2} | {} |",
             if contended { "one shared" } else { "own" },
-            lock_bench::percentile(&r, 0.5).unwrap_or(f64::NAN),
+            lockd_bench::percentile(&r, 0.5).unwrap_or(f64::NAN),
             each.join(", ")
         );
     }
@@ -177,7 +177,7 @@ fn pick_against_fifo(seconds: f64, rounds: usize) {
     let each: Vec<String> = ratios.iter().map(|x| format!("{x:.2}")).collect();
     println!(
         "\n0.4 ÷ 0.3, cycles/s: {:.2} (median of {rounds} rounds: {})",
-        lock_bench::percentile(&ratios, 0.5).unwrap_or(f64::NAN),
+        lockd_bench::percentile(&ratios, 0.5).unwrap_or(f64::NAN),
         each.join(", ")
     );
     let leader = pick.wait_leader(Duration::from_secs(20));
@@ -260,7 +260,7 @@ fn measure(
         if contended {
             args.push("--contended");
         }
-        let r = lock_bench::lockctl_bench(c.lockctl(), &args);
+        let r = lockd_bench::lockctl_bench(c.lockctl(), &args);
         Measured {
             cycles: r["cycles_per_sec"].as_f64().unwrap_or(0.0),
             p50: r["acquire_p50_ms"].as_f64().unwrap_or(0.0),

@@ -1,7 +1,7 @@
 //! The scale report: a 3-node cluster serving beside a big lock table.
 //!
 //! ```text
-//! cargo run --release -p lock-bench --bin scale-bench [-- --locks 1000000 --key-bytes 64]
+//! cargo run --release -p lockd-bench --bin scale-bench [-- --locks 1000000 --key-bytes 64]
 //!     [--seconds 5] [--rounds 3] [--fill-clients 64]
 //! ```
 //!
@@ -32,8 +32,8 @@
 
 use std::time::{Duration, Instant};
 
-use lock_bench::arg;
-use lock_tests::cluster::{free_port, Cluster};
+use lockd_bench::arg;
+use lockd_tests::cluster::{free_port, Cluster};
 use serde_json::json;
 
 /// Enough for `restore` of a few million locks (the default, 5e10, stops
@@ -41,7 +41,7 @@ use serde_json::json;
 const FLAGS: &[&str] = &[
     "--fuel-per-state-call",
     "1000000000000",
-    // As the figures in docs/ were measured (lock_bench::ON_WORLD_0_1).
+    // As the figures in docs/ were measured (lockd_bench::ON_WORLD_0_1).
     "--initial-module",
     "world-0.1",
 ];
@@ -80,7 +80,7 @@ fn cycles(c: &Cluster, seconds: f64) -> f64 {
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
-    lock_bench::percentile_ms(&v, 0.5)
+    lockd_bench::percentile_ms(&v, 0.5)
 }
 
 /// Median time of a full status read (state hash included), ms.
@@ -126,7 +126,7 @@ fn main() {
     let seconds: f64 = arg("--seconds", 5.0);
     let rounds: usize = arg("--rounds", 3);
     let fill_clients: usize = arg("--fill-clients", 64);
-    lock_bench::ensure_binaries_built();
+    lockd_bench::ensure_binaries_built();
     // `--snapshot-threshold N`: lockd's flag, for both clusters (default:
     // lockd's own).
     let threshold: String = arg("--snapshot-threshold", String::new());
@@ -136,7 +136,7 @@ fn main() {
     }
     let mut c = Cluster::start(3, &flags);
     let leader = c.wait_leader(Duration::from_secs(20));
-    lock_bench::raise_capacity(&c, leader, locks as u64 + 100_000, key_bytes as u64 + 64);
+    lockd_bench::raise_capacity(&c, leader, locks as u64 + 100_000, key_bytes as u64 + 64);
 
     let empty_mem = c.status(leader).expect("status").guest_memory_bytes;
     let empty_rss = rss(&c, leader);
@@ -145,7 +145,7 @@ fn main() {
 
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let t = Instant::now();
-    rt.block_on(lock_bench::fill(
+    rt.block_on(lockd_bench::fill(
         c.endpoints(),
         locks,
         fill_clients,

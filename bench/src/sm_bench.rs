@@ -2,7 +2,7 @@
 //! wasm component run by `lockd`'s engine, side by side in one run.
 //!
 //! ```text
-//! cargo run --release -p lock-bench --bin sm-bench [-- --seconds 1.5 --json]
+//! cargo run --release -p lockd-bench --bin sm-bench [-- --seconds 1.5 --json]
 //! ```
 //!
 //! Workload: 1024 distinct keys; the command stream grants every key, then
@@ -34,7 +34,7 @@ use lockd_core::command::{Command, Outcome};
 use lockd_core::engine::{EngineSettings, GuestInstance, WasmEngine};
 use serde::Serialize;
 
-use lock_tests::fixtures::LOCK_SM_WORLD02;
+use lockd_tests::fixtures::LOCK_SM_WORLD02;
 
 const KEYS: usize = 1024;
 const BATCHES: [usize; 3] = [1, 64, 1024];
@@ -181,8 +181,8 @@ fn measure<T>(batches: &[&[T]], dur: Duration, mut f: impl FnMut(&[T])) -> (f64,
 }
 
 fn main() {
-    let json = lock_bench::flag("--json");
-    let seconds: f64 = lock_bench::arg("--seconds", 1.5);
+    let json = lockd_bench::flag("--json");
+    let seconds: f64 = lockd_bench::arg("--seconds", 1.5);
     let dur = Duration::from_secs_f64(seconds);
 
     let engine = WasmEngine::new(EngineSettings::default(), None).expect("engine");

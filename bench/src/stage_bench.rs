@@ -2,7 +2,7 @@
 //! cluster of real processes (docs/performance.md, "Stages" and "Cost").
 //!
 //! ```text
-//! cargo run --release -p lock-bench --bin stage-bench [-- --seconds 4] [--clients N] [--python PYTHON]
+//! cargo run --release -p lockd-bench --bin stage-bench [-- --seconds 4] [--clients N] [--python PYTHON]
 //! ```
 //!
 //! For 1 and 64 clients on their own keys (or `--clients N` only), over
@@ -27,8 +27,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::metrics;
+use lockd_tests::cluster::Cluster;
+use lockd_tests::metrics;
 
 const STAGES: [&str; 7] = [
     "receive",
@@ -41,14 +41,14 @@ const STAGES: [&str; 7] = [
 ];
 
 fn main() {
-    let seconds: f64 = lock_bench::arg("--seconds", 4.0);
-    let only: usize = lock_bench::arg("--clients", 0);
-    let python: String = lock_bench::arg("--python", String::new());
-    lock_bench::ensure_binaries_built();
+    let seconds: f64 = lockd_bench::arg("--seconds", 4.0);
+    let only: usize = lockd_bench::arg("--clients", 0);
+    let python: String = lockd_bench::arg("--python", String::new());
+    lockd_bench::ensure_binaries_built();
     // Every client comes from loopback: the per-address bounds are raised
     // to the totals, as for any benchmark from one host (docs/configuration.md,
     // "Many clients").
-    let c = Cluster::start(3, &lock_bench::ONE_HOST_BOUNDS);
+    let c = Cluster::start(3, &lockd_bench::ONE_HOST_BOUNDS);
     let leader = c.wait_leader(Duration::from_secs(20));
     println!("3-node cluster (separate processes, fsync on), world 0.3, {seconds} s per row; means in µs\n");
     let mut head = String::from("| protocol | clients | cycles/s | acquire p50 ms | service |");
@@ -97,9 +97,9 @@ impl Driver {
         let (n, secs) = (clients.to_string(), seconds.to_string());
         let args = ["--clients", &n, "--seconds", &secs];
         match self {
-            Driver::Native => lock_bench::lockctl_bench(c.lockctl(), &args),
+            Driver::Native => lockd_bench::lockctl_bench(c.lockctl(), &args),
             Driver::Http => {
-                lock_bench::lockctl_bench(c.lockctl(), &[&args[..], &["--http"]].concat())
+                lockd_bench::lockctl_bench(c.lockctl(), &[&args[..], &["--http"]].concat())
             }
             Driver::Python(python) => {
                 let here = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -108,7 +108,7 @@ impl Driver {
                     .args(["--endpoint", &format!("http://{}", c.addr(leader))])
                     .args(args)
                     .env("PYTHONPATH", here.join("../clients/python/src"));
-                lock_bench::json_report(cmd, "the Python benchmark")
+                lockd_bench::json_report(cmd, "the Python benchmark")
             }
         }
     }

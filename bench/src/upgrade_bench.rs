@@ -1,7 +1,7 @@
 //! The client-visible pause of a hot upgrade with many held locks.
 //!
 //! ```text
-//! cargo run --release -p lock-bench --bin upgrade-bench [-- --locks 100000 --clients 8 --seconds 4]
+//! cargo run --release -p lockd-bench --bin upgrade-bench [-- --locks 100000 --clients 8 --seconds 4]
 //! ```
 //!
 //! Starts three `lockd` processes (fsync on), takes `--locks` locks with a
@@ -35,9 +35,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::{CHAOS_GUEST, LOCK_SM_WORLD01_V2};
 use lockd_client::Client;
+use lockd_tests::cluster::Cluster;
+use lockd_tests::fixtures::{CHAOS_GUEST, LOCK_SM_WORLD01_V2};
 
 #[derive(Clone, Copy)]
 struct Sample {
@@ -54,8 +54,8 @@ fn window(samples: &[Sample], from: Instant, to: Instant) -> (usize, f64, f64, f
     ms.sort_by(|a, b| a.total_cmp(b));
     (
         ms.len(),
-        lock_bench::percentile_ms(&ms, 0.5),
-        lock_bench::percentile_ms(&ms, 0.99),
+        lockd_bench::percentile_ms(&ms, 0.5),
+        lockd_bench::percentile_ms(&ms, 0.99),
         ms.last().copied().unwrap_or(f64::NAN),
     )
 }
@@ -145,25 +145,25 @@ fn breakdown(locks: usize) {
 }
 
 fn main() {
-    if lock_bench::flag("--isolate") {
-        lock_bench::isolate::table(&[100_000, 1_000_000]);
+    if lockd_bench::flag("--isolate") {
+        lockd_bench::isolate::table(&[100_000, 1_000_000]);
         return;
     }
-    let locks: usize = lock_bench::arg("--locks", 100_000);
-    let clients: usize = lock_bench::arg("--clients", 8);
-    let seconds: f64 = lock_bench::arg("--seconds", 4.0);
+    let locks: usize = lockd_bench::arg("--locks", 100_000);
+    let clients: usize = lockd_bench::arg("--clients", 8);
+    let seconds: f64 = lockd_bench::arg("--seconds", 4.0);
     breakdown(locks);
-    lock_bench::ensure_binaries_built();
-    let c = Cluster::start(3, lock_bench::ON_WORLD_0_1);
+    lockd_bench::ensure_binaries_built();
+    let c = Cluster::start(3, lockd_bench::ON_WORLD_0_1);
     let leader = c.wait_leader(Duration::from_secs(20));
     // Room for the held locks and the clients' own keys: the default
     // bound (100 000 holdings) would refuse the cycles of a 100 000-lock run.
-    lock_bench::raise_capacity(&c, leader, (locks + clients * 4) as u64 + 1_000, 64);
+    lockd_bench::raise_capacity(&c, leader, (locks + clients * 4) as u64 + 1_000, 64);
     let endpoints = c.endpoints();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
 
     let t = Instant::now();
-    rt.block_on(lock_bench::fill(endpoints.clone(), locks, 64, |i| {
+    rt.block_on(lockd_bench::fill(endpoints.clone(), locks, 64, |i| {
         format!("held/{i:06}")
     }));
     let fill_s = t.elapsed().as_secs_f64();

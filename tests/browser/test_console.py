@@ -525,7 +525,7 @@ def test_a_cut_watch_reads_the_list_and_resumes_from_its_index(cluster_factory, 
 def chaos_module():
     """The hostile fixture module (built with the tests: tests/build.rs):
     a lock module that traps on a grant of `chaos:trap`."""
-    found = sorted(ROOT.glob("target/*/build/lock-tests-*/out/chaos_guest.wasm"),
+    found = sorted(ROOT.glob("target/*/build/lockd-tests-*/out/chaos_guest.wasm"),
                    key=lambda p: p.stat().st_mtime)
     assert found, "the chaos fixture is built by the test build (tests/build.rs)"
     return found[-1].read_bytes()

@@ -16,9 +16,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::contract::{self, call, concrete, Answer};
-use lock_tests::openapi::{full_body, markdown, methods, operations};
+use lockd_tests::cluster::Cluster;
+use lockd_tests::contract::{self, call, concrete, Answer};
+use lockd_tests::openapi::{full_body, markdown, methods, operations};
 use serde_json::{json, Value};
 
 const WITHIN: Duration = Duration::from_secs(20);

@@ -18,9 +18,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::contract::{call, concrete, fits, Gen};
-use lock_tests::openapi::operations;
+use lockd_tests::cluster::Cluster;
+use lockd_tests::contract::{call, concrete, fits, Gen};
+use lockd_tests::openapi::operations;
 use serde_json::Value;
 
 const WITHIN: Duration = Duration::from_secs(20);

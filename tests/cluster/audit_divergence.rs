@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{fault_binary, Cluster};
+use lockd_tests::cluster::{fault_binary, Cluster};
 
 #[test]
 fn audit_names_the_divergent_node() {

@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 use serde_json::json;
 
 fn raw(addr: &str, request: &[u8]) -> String {

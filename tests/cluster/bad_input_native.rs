@@ -5,11 +5,11 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::raw::{self, read_frame};
 use lockd_client::conn::Conn;
 use lockd_client::wire::{self, Envelope};
 use lockd_proto::{ClientRequest, ClientResponse, WireError};
+use lockd_tests::cluster::Cluster;
+use lockd_tests::raw::{self, read_frame};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

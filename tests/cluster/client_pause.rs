@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 use serde_json::json;
 
 #[test]
@@ -15,7 +15,7 @@ fn a_client_stopped_past_its_lease_loses_the_lock_and_notices() {
     // Alone: the client's keepalives must each land within its 800 ms lease
     // for 2 s; a second cluster on the same two cores could delay one past
     // the lease.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     let c = Cluster::start(3, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let mut holder = c

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 const LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 
@@ -149,7 +149,7 @@ fn wall_clock_jumps_do_not_move_lease_expiry() {
     // Alone (once libfaketime is installed): the lock must be held until
     // 500 ms before its lease ends and gone within 2 s after; a second
     // cluster on the same two cores would move both ends of that window.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     let mut c = Cluster::configure(3, &[]);
     let clock = |id: u64| c.dir.path().join(format!("clock{id}"));
     let clocks: Vec<PathBuf> = (1..=3).map(clock).collect();

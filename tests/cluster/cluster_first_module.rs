@@ -14,9 +14,9 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::{fault_binary, Cluster};
-use lock_tests::fixtures::LOCK_SM_WORLD01_V2;
 use lockd_core::engine::ModuleHash;
+use lockd_tests::cluster::{fault_binary, Cluster};
+use lockd_tests::fixtures::LOCK_SM_WORLD01_V2;
 
 const WITHIN: Duration = Duration::from_secs(30);
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 #[test]
 fn all_nodes_killed_and_restarted_keep_the_state() {

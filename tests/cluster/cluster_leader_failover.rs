@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 #[test]
 fn leader_killed_new_leader_nothing_acknowledged_lost() {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{free_port, Cluster, ELECTION_MS};
+use lockd_tests::cluster::{free_port, Cluster, ELECTION_MS};
 use serde_json::json;
 
 const CLIENTS: usize = 3;
@@ -39,7 +39,7 @@ struct ClientLog {
 
 /// An answer that may be retried: none at all, or "unavailable" (no leader
 /// known, or the leader changed under the request).
-fn transient(r: &Result<lock_tests::cluster::Reply, String>) -> bool {
+fn transient(r: &Result<lockd_tests::cluster::Reply, String>) -> bool {
     match r {
         Err(_) => true,
         Ok(r) => r.status == 503,
@@ -53,8 +53,8 @@ fn transient(r: &Result<lock_tests::cluster::Reply, String>) -> bool {
 /// answer, not an outage.
 fn follow(
     via: u64,
-    send: impl Fn(u64) -> Result<lock_tests::cluster::Reply, String>,
-) -> Result<lock_tests::cluster::Reply, String> {
+    send: impl Fn(u64) -> Result<lockd_tests::cluster::Reply, String>,
+) -> Result<lockd_tests::cluster::Reply, String> {
     let r = send(via);
     match &r {
         Ok(a) if a.status == 503 => match a.body["leader"].as_u64() {
@@ -169,7 +169,7 @@ fn every_client_served(what: &str, served: &[AtomicUsize], more: usize) {
 fn add_learner_promote_remove_keeps_serving() {
     // Alone: clients that must never fail without an election to show for
     // it, beside membership changes, on two cores.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     let mut c = Cluster::start(3, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));
     for i in 0..10 {

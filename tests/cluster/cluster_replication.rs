@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 #[test]
 fn three_nodes_elect_replicate_and_agree() {

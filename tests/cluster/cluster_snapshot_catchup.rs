@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 #[test]
 fn lagging_node_catches_up_by_snapshot() {

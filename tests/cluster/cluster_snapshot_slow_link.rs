@@ -6,9 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{free_port, wait_for, Cluster};
-use lock_tests::throttle::Proxy;
 use lockd_client::{AcquireOptions, Client};
+use lockd_tests::cluster::{free_port, wait_for, Cluster};
+use lockd_tests::throttle::Proxy;
 use serde_json::json;
 
 /// The link to the new node, each way: a 1 MiB chunk takes about 250 ms,
@@ -22,7 +22,7 @@ const LOCKS: usize = 4000;
 fn a_large_snapshot_on_a_slow_link_completes() {
     // Alone: the snapshot's pace is the subject, and the writes before it
     // load the machine.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     let mut c = Cluster::empty(&["--keep-after-snapshot", "0"]);
     c.heartbeat_ms = 50;
     c.election_ms = 200;

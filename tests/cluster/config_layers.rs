@@ -7,7 +7,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use lock_tests::cluster::{free_port, lockd_bin, Cluster};
+use lockd_tests::cluster::{free_port, lockd_bin, Cluster};
 
 /// `lockd serve ARGS` under `env`, which must refuse to start: its stderr.
 fn refused(args: &[&str], env: &[(&str, &str)]) -> String {

@@ -13,9 +13,9 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use futures::StreamExt;
-use lock_tests::cluster::{wait_for, Cluster};
 use lockd_client::proto::ChangeKind;
 use lockd_client::{Client, WatchEvent};
+use lockd_tests::cluster::{wait_for, Cluster};
 
 const WITHIN: Duration = Duration::from_secs(30);
 

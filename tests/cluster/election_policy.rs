@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::{wait_for, Cluster};
 use lockd_client::{AcquireOptions, Client, LockGuard};
 use lockd_core::engine::ModuleHash;
+use lockd_tests::cluster::{wait_for, Cluster};
 use serde_json::json;
 use tokio::task::JoinHandle;
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::{free_port, Cluster};
+use lockd_tests::cluster::{free_port, Cluster};
 use serde_json::json;
 
 #[test]

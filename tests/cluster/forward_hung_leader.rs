@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{wait_for, Cluster};
+use lockd_tests::cluster::{wait_for, Cluster};
 use serde_json::json;
 
 #[test]

@@ -14,10 +14,10 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use lock_tests::cluster::{wait_for, Cluster};
-use lock_tests::fixtures::CHAOS_GUEST;
 use lockd_core::engine::ModuleHash;
 use lockd_proto::Status;
+use lockd_tests::cluster::{wait_for, Cluster};
+use lockd_tests::fixtures::CHAOS_GUEST;
 
 /// A small fuel budget (the same on every node: it is in the engine's
 /// fingerprint), so the runaway loop is stopped in a fraction of a second.

@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
 use lockd_client::{Client, ClientError};
 use lockd_core::replica::capacity::DEFAULT_CAPACITY;
 use lockd_proto::WireError;
+use lockd_tests::cluster::Cluster;
 use serde_json::json;
 
 const HOUR: Duration = Duration::from_secs(3600);

@@ -11,10 +11,10 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, TcpStream};
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::raw::{self, closed_within, read_frame, send_frame};
 use lockd_client::wire::{self, Envelope, HelloReply};
 use lockd_proto::{ClientRequest, ClientResponse};
+use lockd_tests::cluster::Cluster;
+use lockd_tests::raw::{self, closed_within, read_frame, send_frame};
 
 fn ip(s: &str) -> IpAddr {
     s.parse().expect("ip")

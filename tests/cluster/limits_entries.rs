@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
 use lockd::api::body::DEFAULT_MAX_MODULE;
+use lockd_tests::cluster::Cluster;
 use serde_json::json;
 
 /// A body of exactly `len` bytes that looks like wasm and is not: with
@@ -49,7 +49,7 @@ fn a_module_over_the_bound_is_refused_before_the_log() {
     // Settled: the first module recorded (an upgrade in the status) and
     // everything the leader has committed, so only the refused request
     // could change what is compared below.
-    lock_tests::cluster::wait_for("the first module recorded", Duration::from_secs(20), || {
+    lockd_tests::cluster::wait_for("the first module recorded", Duration::from_secs(20), || {
         c.status(leader)
             .is_some_and(|s| s.module_since_index > 0 && s.commit_index == s.last_log_index)
     });
@@ -74,7 +74,7 @@ fn a_follower_stopped_behind_80_mib_of_entries_catches_up() {
     // Alone: 80 MiB written and synced on two nodes loads the machine's
     // disk (an entry once took 11 s to commit beside other clusters), and
     // the acquire after the catch-up is timed.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     let c = Cluster::start(3, &[]);
     let leader = c.wait_leader(Duration::from_secs(20));
     let stopped = c

@@ -13,11 +13,11 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
-use lock_tests::secure::Who;
 use lockd_client::tls::{host_name, Alpn};
 use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
 use lockd_proto::{ClientRequest, ClientResponse, WireError};
+use lockd_tests::cluster::Cluster;
+use lockd_tests::secure::Who;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpSocket;
 

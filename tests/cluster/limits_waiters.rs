@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
 use lockd_client::{Client, ClientError};
 use lockd_proto::WireError;
+use lockd_tests::cluster::Cluster;
 use serde_json::json;
 
 #[test]

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 #[test]
 fn expiry_happens_only_through_a_committed_expire() {

@@ -4,14 +4,14 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 #[test]
 fn held_locks_survive_failover_with_their_tokens_and_full_leases() {
     // Alone: the locks must still be held until lease_ms after the failure
     // and gone within a bound after the new leader is known; a second
     // cluster on the same two cores would move both ends of that window.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     let mut c = Cluster::start(3, &[]);
     let patience = Duration::from_millis(50 * c.election_ms);
     const LEASE: u64 = 2500;

@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{fault_binary, Cluster};
 use lockd_client::{AcquireOptions, Client, ClientOptions};
+use lockd_tests::cluster::{fault_binary, Cluster};
 
 #[test]
 fn an_acquire_retried_after_its_leader_died_gets_the_committed_grant() {

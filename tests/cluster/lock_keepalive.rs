@@ -4,10 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
 use lockd::raft::peer_conn::FramedConn;
 use lockd_client::wire::Role;
 use lockd_proto::{ClientRequest, ClientResponse, WireError};
+use lockd_tests::cluster::Cluster;
 
 /// The lease of the kept lock: keepalives go out every quarter of it.
 const LEASE_MS: u64 = 600;
@@ -39,7 +39,7 @@ fn keepalive_keeps_a_lock_past_its_lease_and_stopping_lets_it_expire() {
     // Alone: keepalives every quarter lease must each land within the
     // lease, and the expiry is timed; a second cluster on the same two
     // cores could delay one past the lease.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     let c = Cluster::start(3, &[]);
     let patience = Duration::from_millis(50 * c.election_ms);
     let lease = Duration::from_millis(LEASE_MS);

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
 use lockd_client::Client;
+use lockd_tests::cluster::Cluster;
 
 #[test]
 fn lost_resolves_when_a_renewal_is_refused() {

@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 /// Longer than any test: only a phantom release can free such a lock here.
 const VANISHED_LEASE_MS: u64 = 600_000;

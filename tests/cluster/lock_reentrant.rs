@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::{wait_for, Cluster, Reply};
+use lockd_tests::cluster::{wait_for, Cluster, Reply};
 use serde_json::{json, Value};
 
 const WITHIN: Duration = Duration::from_secs(30);
@@ -46,7 +46,7 @@ fn a_reentrant_count_survives_a_leader_change_and_a_snapshot() {
     let other = json!({"lease_ms": 60_000, "wait_ms": 25_000, "owner": "other"});
     let addr = c.addr(leader).to_string();
     let waiter = std::thread::spawn(move || {
-        let http = lock_tests::secure::Http::new(None);
+        let http = lockd_tests::secure::Http::new(None);
         http.request(&addr, "POST", "/v1/locks/jobs/r/acquire", Some(other))
     });
     wait_for("the waiter queues", WITHIN, || {

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::{fault_binary, Cluster};
+use lockd_tests::cluster::{fault_binary, Cluster};
 
 #[test]
 fn a_release_completed_after_a_reload_does_not_erase_the_next_holder() {

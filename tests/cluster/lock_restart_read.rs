@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 const ROUNDS: usize = 10;
 

@@ -8,9 +8,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use lock_tests::cluster::{wait_for, Cluster};
 use lockd_client::proto::ChangeKind;
 use lockd_client::{Client, WatchEvent};
+use lockd_tests::cluster::{wait_for, Cluster};
 use serde_json::json;
 
 const WITHIN: Duration = Duration::from_secs(30);
@@ -162,7 +162,7 @@ fn one_keepalive_renews_every_holding_and_a_close_releases_them_at_once() {
     // A time window: keepalives must land within a 1.5 s TTL, and the
     // leader must not change under the requests (at six test threads an
     // open was refused once while clusters beside it loaded the machine).
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     let c = Cluster::start(3, &["--max-session-holdings", "3"]);
     let leader = c.wait_leader(WITHIN);
     let open = |ttl: u64| {

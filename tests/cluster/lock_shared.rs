@@ -6,13 +6,13 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
 use lockd_client::{AcquireOptions, Client};
 use lockd_core::engine::ModuleHash;
 use lockd_proto::DEFAULT_SHARED_LIMIT;
+use lockd_tests::cluster::Cluster;
 use serde_json::{json, Value};
 
-fn acquire(c: &Cluster, id: u64, key: &str, body: Value) -> lock_tests::cluster::Reply {
+fn acquire(c: &Cluster, id: u64, key: &str, body: Value) -> lockd_tests::cluster::Reply {
     c.post(id, &format!("/v1/locks/{key}/acquire"), body)
         .expect("acquire")
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 fn lockctl(c: &Cluster, args: &[&str]) -> (Option<i32>, String, String) {
     let out = c.lockctl().args(args).output().expect("run lockctl");
@@ -114,7 +114,7 @@ fn lockctl_takes_checks_and_frees_locks_with_exit_statuses() {
 /// and global flag, with no cluster at all; an unknown shell is refused.
 #[test]
 fn lockctl_prints_shell_completions() {
-    let bin = lock_tests::cluster::lockd_bin().with_file_name("lockctl");
+    let bin = lockd_tests::cluster::lockd_bin().with_file_name("lockctl");
     for shell in ["bash", "zsh", "fish"] {
         let out = std::process::Command::new(&bin)
             .args(["completion", shell])

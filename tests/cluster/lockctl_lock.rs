@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{lockd_bin, Cluster};
+use lockd_tests::cluster::{lockd_bin, Cluster};
 
 const WITHIN: Duration = Duration::from_secs(20);
 

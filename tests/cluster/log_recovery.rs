@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 fn segments(data_dir: &Path) -> Vec<PathBuf> {
     let mut s: Vec<PathBuf> = std::fs::read_dir(data_dir.join("raft/wal"))

@@ -1,5 +1,5 @@
 //! Process-level tests: clusters of real `lockd` processes on loopback
-//! (`lock_tests::cluster`), driven over HTTP, the native protocol and
+//! (`lockd_tests::cluster`), driven over HTTP, the native protocol and
 //! `lockctl`, killed, paused, restarted, corrupted and upgraded.
 //!
 //! One test binary, one module per scenario file (so `lockd` and wasmtime
@@ -10,7 +10,7 @@
 //! process is given (`free_port`), and nothing here sets environment
 //! variables of the test process. A test that measures a time window or
 //! loads the whole machine takes it alone first
-//! (`lock_tests::turns::alone`, with the reason beside each call), so no
+//! (`lockd_tests::turns::alone`, with the reason beside each call), so no
 //! other cluster runs beside it. `cargo test --release --test cluster --
 //! <name>` runs one.
 

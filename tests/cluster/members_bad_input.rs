@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 use serde_json::json;
 
 #[test]

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 #[test]
 fn a_membership_change_without_a_quorum_is_answered_unavailable() {

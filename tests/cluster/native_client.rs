@@ -5,10 +5,10 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
 use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
 use lockd_client::{Client, ClientError, ClientOptions, LockGuard};
 use lockd_proto::{ClientRequest, ErrorCode, WireError};
+use lockd_tests::cluster::Cluster;
 use tokio::time::Instant;
 
 fn rt() -> tokio::runtime::Runtime {
@@ -133,7 +133,7 @@ fn the_guard_keeps_its_lock_alive_past_the_lease() {
     // Alone: the guard's keepalives must each land within the lease, and
     // the expiry is timed; a second cluster on the same two cores could
     // move either.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     let c = Cluster::start(3, &[]);
     let leader = c.wait_leader(patience(&c));
     let client = Client::new(endpoints(&c, leader));

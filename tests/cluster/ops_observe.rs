@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{free_port, Cluster};
-use lock_tests::metrics;
+use lockd_tests::cluster::{free_port, Cluster};
+use lockd_tests::metrics;
 use serde_json::Value;
 
 const WITHIN: Duration = Duration::from_secs(20);
@@ -82,7 +82,7 @@ fn a_node_is_ready_only_once_it_knows_a_leader_and_health_needs_no_credentials()
     c.spawn(1);
     c.wait_up(1, WITHIN);
     // Alone of three it can elect no one: alive, but not ready.
-    let anon = c.as_who(lock_tests::secure::Who::Nobody);
+    let anon = c.as_who(lockd_tests::secure::Who::Nobody);
     let health = anon
         .request(c.addr(1), "GET", "/healthz", None)
         .expect("healthz");
@@ -162,7 +162,7 @@ fn metrics_parse_as_prometheus_text_and_the_histograms_move_under_load() {
     // status read after them may name two modules. (Before that swap the
     // built-in module a node starts on counts as the first, so the hashes
     // alone would agree too early.)
-    lock_tests::cluster::wait_for(
+    lockd_tests::cluster::wait_for(
         "the cluster's first module",
         Duration::from_secs(30),
         || {

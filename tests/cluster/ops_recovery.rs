@@ -9,7 +9,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use lock_tests::cluster::{lockd_bin, Cluster};
+use lockd_tests::cluster::{lockd_bin, Cluster};
 use serde_json::json;
 
 const WITHIN: Duration = Duration::from_secs(20);
@@ -113,7 +113,10 @@ fn a_backup_restores_into_a_new_cluster_with_its_locks_and_later_tokens() {
     new.add_members(vec![
         (1, old.addr(1).to_string()),
         (2, old.addr(2).to_string()),
-        (3, format!("127.0.0.1:{}", lock_tests::cluster::free_port())),
+        (
+            3,
+            format!("127.0.0.1:{}", lockd_tests::cluster::free_port()),
+        ),
     ]);
     let initial = new
         .nodes
@@ -280,7 +283,7 @@ fn a_survivor_of_a_lost_majority_rebuilds_the_cluster_and_clients_carry_on() {
         .expect("the old holder releases");
 
     // It grows back: a new node joins as a learner and is promoted.
-    let addr4 = format!("127.0.0.1:{}", lock_tests::cluster::free_port());
+    let addr4 = format!("127.0.0.1:{}", lockd_tests::cluster::free_port());
     c.add_proc(4, addr4.clone(), &["--join"]);
     c.spawn(4);
     c.wait_up(4, WITHIN);
@@ -294,7 +297,7 @@ fn a_survivor_of_a_lost_majority_rebuilds_the_cluster_and_clients_carry_on() {
     assert!(r.ok(), "{:?}", r.body);
     // The promotion is committed when the leader answers; node 4 applies
     // it a moment later.
-    lock_tests::cluster::wait_for("node 4 applies its promotion", WITHIN, || {
+    lockd_tests::cluster::wait_for("node 4 applies its promotion", WITHIN, || {
         c.status(4).is_some_and(|s| s.members.len() == 2)
     });
     let s = c.status(4).expect("status");

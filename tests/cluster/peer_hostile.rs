@@ -9,11 +9,11 @@ use std::io::Read;
 use std::net::TcpStream;
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::raw;
 use lockd::raft::messages::{PeerRequest, PeerResponse};
 use lockd::raft::TypeConfig;
 use lockd_client::wire::HelloReply;
+use lockd_tests::cluster::Cluster;
+use lockd_tests::raw;
 use openraft::raft::{InstallSnapshotRequest, VoteRequest};
 use openraft::{SnapshotMeta, Vote};
 

@@ -6,13 +6,13 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::{shared_module_cache, Cluster};
-use lock_tests::fixtures::LOCK_SM_WORLD01_V2;
-use lock_tests::raw;
 use lockd::raft::messages::{PeerRequest, PeerResponse};
 use lockd::raft::messages::{PrecheckAnswer, PrecheckAsk, SignedPrecheckAsk};
 use lockd_core::engine::ModuleHash;
 use lockd_core::signature::SignedFor;
+use lockd_tests::cluster::{shared_module_cache, Cluster};
+use lockd_tests::fixtures::LOCK_SM_WORLD01_V2;
+use lockd_tests::raw;
 use openraft::Vote;
 
 fn ask(
@@ -69,7 +69,7 @@ fn only_the_leader_may_ask_admission_comes_first_and_a_verdict_is_given_once() {
     // Every node past the cluster's first module: a verdict is remembered
     // for the module it would replace, which must not change between asks.
     let follower = (1..=3).find(|id| *id != leader).expect("a follower");
-    lock_tests::cluster::wait_for("the first module applied", Duration::from_secs(20), || {
+    lockd_tests::cluster::wait_for("the first module applied", Duration::from_secs(20), || {
         c.status(follower).is_some_and(|s| s.module_since_index > 0)
     });
     let other = (1..=3)

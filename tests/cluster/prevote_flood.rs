@@ -10,11 +10,11 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{free_port, wait_for, Cluster};
-use lock_tests::raw;
 use lockd::raft::messages::PreVoteAsk;
 use lockd::raft::messages::{PeerRequest, PeerResponse};
 use lockd_client::wire::{self, Envelope};
+use lockd_tests::cluster::{free_port, wait_for, Cluster};
+use lockd_tests::raw;
 use openraft::{CommittedLeaderId, LogId, Vote};
 use serde_json::json;
 
@@ -131,7 +131,7 @@ fn failover_under_flood(c: &mut Cluster, from: u64, limit: Duration) -> Option<D
 #[test]
 fn a_flood_of_pre_votes_from_a_learner_or_a_removed_node_holds_no_voter_back() {
     // Alone: the failover time is the subject.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     let mut c = cluster_with_learner(&[]);
     let bound = Duration::from_millis(5 * c.election_ms);
     let took = failover_under_flood(&mut c, 4, Duration::from_secs(10));
@@ -161,7 +161,7 @@ fn a_flood_of_pre_votes_from_a_learner_or_a_removed_node_holds_no_voter_back() {
 #[test]
 fn without_the_checks_a_learners_flood_stalls_the_election() {
     // Alone: it measures that no election happens for a while.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     let mut c = cluster_with_learner(&[("LOCKD_FAULT_ANY_VOTER", "1")]);
     let limit = Duration::from_millis(10 * c.election_ms);
     let took = failover_under_flood(&mut c, 4, limit);

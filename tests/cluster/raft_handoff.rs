@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::{fault_binary, wait_for, Cluster};
+use lockd_tests::cluster::{fault_binary, wait_for, Cluster};
 
 const WITHIN: Duration = Duration::from_secs(30);
 

@@ -14,10 +14,10 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::secure::Who;
 use lockd_client::security;
 use lockd_client::tls::{Alpn, TlsClient};
+use lockd_tests::cluster::Cluster;
+use lockd_tests::secure::Who;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 

@@ -1,5 +1,5 @@
 //! One reading of every request (issue 29), on a real cluster with TLS and
-//! authentication (see `lock_tests::secure` for the principals):
+//! authentication (see `lockd_tests::secure` for the principals):
 //!
 //! * Route fuzz: many spellings of a force release's token and key, and
 //!   of the lock actions (signs, leading zeros, percent-encoding, doubled
@@ -15,10 +15,10 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::secure::Who;
 use lockd_client::security;
 use lockd_client::tls::{Alpn, TlsClient};
+use lockd_tests::cluster::Cluster;
+use lockd_tests::secure::Who;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const WITHIN: Duration = Duration::from_secs(20);

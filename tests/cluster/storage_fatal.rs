@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{free_port, lockd_bin};
+use lockd_tests::cluster::{free_port, lockd_bin};
 use serde_json::json;
 
 /// A tmpfs mounted for the test, unmounted when dropped.

@@ -5,11 +5,11 @@
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{free_port, Cluster};
 use lockd::raft::peer_conn::FramedConn;
 use lockd::raft::peer_conn::TransportError;
 use lockd_client::wire::{self as frame, HelloReply, Role};
 use lockd_proto::{Role as StatusRole, Status};
+use lockd_tests::cluster::{free_port, Cluster};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{fault_binary, free_port, wait_for, Cluster};
+use lockd_tests::cluster::{fault_binary, free_port, wait_for, Cluster};
 use serde_json::json;
 
 const WITHIN: Duration = Duration::from_secs(30);

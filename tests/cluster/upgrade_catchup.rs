@@ -10,9 +10,9 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::{Cluster, ELECTION_MS};
-use lock_tests::fixtures::LOCK_SM_WORLD01_V2;
 use lockd_core::engine::ModuleHash;
+use lockd_tests::cluster::{Cluster, ELECTION_MS};
+use lockd_tests::fixtures::LOCK_SM_WORLD01_V2;
 
 /// Take and free a few locks on `via`, keeping every other one.
 fn traffic(c: &Cluster, via: u64, prefix: &str, n: usize) {

@@ -11,10 +11,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::{CHAOS_GUEST, EMPTY_CORE_MODULE, IMPORT_GUEST, LOCK_SM_WORLD01_V2};
-use lock_tests::load;
 use lockd_core::engine::ModuleHash;
+use lockd_tests::cluster::Cluster;
+use lockd_tests::fixtures::{CHAOS_GUEST, EMPTY_CORE_MODULE, IMPORT_GUEST, LOCK_SM_WORLD01_V2};
+use lockd_tests::load;
 
 struct Case {
     name: &'static str,
@@ -112,7 +112,7 @@ fn cases() -> Vec<Case> {
 fn hostile_upgrades_are_rejected_identically_while_locks_are_served() {
     // Alone: guests burning their whole fuel budget on three nodes, beside
     // three clients that must never fail, keep both cores busy.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     // Small fuel and memory budgets, so that the loop and the bomb end fast.
     let c = Cluster::start(
         3,

@@ -7,10 +7,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
-use lock_tests::load;
 use lockd_core::engine::ModuleHash;
+use lockd_tests::cluster::Cluster;
+use lockd_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
+use lockd_tests::load;
 
 #[test]
 fn upgrade_under_load_swaps_every_node_at_one_index() {
@@ -50,7 +50,7 @@ fn upgrade_to_world_0_2_under_exclusive_load_loses_nothing() {
 fn swap_under_load(module: &[u8], version: &str) -> (Cluster, u64) {
     // Alone: six clients keep both cores busy, and more than 20 grants are
     // required in each 1.5 s window around the swap.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     // A cluster of world 0.1's module, as before 0.2 was built in.
     let c = Cluster::start(
         3,

@@ -4,8 +4,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use lock_tests::cluster::{lockd_bin, Cluster};
-use lock_tests::fixtures::LOCK_SM_WORLD01_V2;
+use lockd_tests::cluster::{lockd_bin, Cluster};
+use lockd_tests::fixtures::LOCK_SM_WORLD01_V2;
 use serde_json::Value;
 
 fn cycle(c: &Cluster, key: &str) {

@@ -10,10 +10,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_tests::cluster::{wait_for, Cluster};
-use lock_tests::fixtures::LOCK_SM_WORLD02;
 use lockd_core::builtin::LOCK_SM;
 use lockd_core::engine::ModuleHash;
+use lockd_tests::cluster::{wait_for, Cluster};
+use lockd_tests::fixtures::LOCK_SM_WORLD02;
 use serde_json::json;
 
 const WITHIN: Duration = Duration::from_secs(30);

@@ -8,10 +8,10 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::LOCK_SM_WORLD01_V2;
 use lockd::api::status::Status;
 use lockd_core::engine::ModuleHash;
+use lockd_tests::cluster::Cluster;
+use lockd_tests::fixtures::LOCK_SM_WORLD01_V2;
 
 fn lockctl_ok(c: &Cluster, args: &[&str]) -> String {
     let out = c.lockctl().args(args).output().expect("lockctl");

@@ -15,10 +15,10 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 use lockd::api::status::Status;
 use lockd_core::engine::ModuleHash;
+use lockd_tests::cluster::Cluster;
+use lockd_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 
 fn run(c: &Cluster, args: &[&str]) -> Output {
     c.lockctl().args(args).output().expect("lockctl")

@@ -11,10 +11,10 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use lock_tests::cluster::Cluster;
-use lock_tests::secure::Who;
-use lock_tests::sse::{Message, Watch};
 use lockd_client::{ClientError, WatchEvent};
+use lockd_tests::cluster::Cluster;
+use lockd_tests::secure::Who;
+use lockd_tests::sse::{Message, Watch};
 
 const WITHIN: Duration = Duration::from_secs(20);
 

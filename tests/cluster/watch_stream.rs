@@ -8,8 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
-use lock_tests::sse::{Message, Watch};
+use lockd_tests::cluster::Cluster;
+use lockd_tests::sse::{Message, Watch};
 
 /// (type, key, token) of every change of every `changes` message.
 fn changes(messages: &[Message]) -> Vec<(String, String, u64)> {
@@ -121,7 +121,7 @@ fn a_watcher_sees_every_change_in_log_order_across_a_leader_kill_and_resumes_exa
 #[test]
 fn a_watcher_that_reads_nothing_is_cut_while_acquires_go_on() {
     // Alone: a load of 1 KiB keys until the node's socket buffers fill.
-    let _alone = lock_tests::turns::alone();
+    let _alone = lockd_tests::turns::alone();
     let c = Cluster::start(1, &["--watch-history", "32"]);
     let node = c.wait_leader(Duration::from_secs(20));
     // Opened (its headers read) and then never read again.

@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
 use lockd_client::{AcquireOptions, Client};
+use lockd_tests::cluster::Cluster;
 use serde_json::{json, Value};
 
-fn acquire(c: &Cluster, id: u64, key: &str, body: Value) -> lock_tests::cluster::Reply {
+fn acquire(c: &Cluster, id: u64, key: &str, body: Value) -> lockd_tests::cluster::Reply {
     c.post(id, &format!("/v1/locks/{key}/acquire"), body)
         .expect("acquire")
 }
@@ -261,8 +261,8 @@ pub fn used_after_upgrade(c: &Cluster, leader: u64, across: &str) {
 fn a_0_2_shadow_of_exclusive_0_1_traffic_differs_in_nothing() {
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use lock_tests::fixtures::LOCK_SM_WORLD02;
-    use lock_tests::load;
+    use lockd_tests::fixtures::LOCK_SM_WORLD02;
+    use lockd_tests::load;
 
     // 0.1 traffic: a cluster started on world 0.1's module.
     let c = Cluster::start(3, &["--initial-module", "world-0.1"]);
@@ -326,7 +326,7 @@ fn a_restarted_node_never_refuses_as_the_module_it_has_not_caught_up_from() {
         .post_bytes(
             leader,
             "/v1/admin/upgrade",
-            lock_tests::fixtures::LOCK_SM_WORLD02,
+            lockd_tests::fixtures::LOCK_SM_WORLD02,
         )
         .expect("upgrade");
     assert!(r.ok(), "{r:?}");

@@ -10,7 +10,6 @@
 use std::sync::Arc;
 
 use ed25519_dalek::{Signer, SigningKey};
-use lock_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 use lockd::cluster_id::{ClusterId, ClusterIdentity};
 use lockd_core::engine::{EngineSettings, ModuleHash, WasmEngine};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response};
@@ -20,6 +19,7 @@ use lockd_core::signature::{KeyEntry, ModuleKey, ModuleSignature, SignedFor, Sig
 use lockd_core::upgrade::BoundUpgrade;
 use lockd_core::upgrade::{ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 use lockd_proto::signature::{bound_message, signed_message, Binding, Purpose};
+use lockd_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 
 const CLUSTER: &str = "0123456789abcdef0123456789abcdef";
 const STAGING: &str = "fedcba9876543210fedcba9876543210";

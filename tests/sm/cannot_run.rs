@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use lock_tests::fixtures::{EMPTY_COMPONENT, LOCK_SM_WORLD02};
 use lockd_core::builtin::LOCK_SM;
 use lockd_core::engine::{EngineError, ModuleHash, WasmEngine};
 use lockd_core::entry::{Entry, Request, SnapshotMeta};
@@ -18,6 +17,7 @@ use lockd_core::precheck::{NodeVerdict, PrecheckRecord, MAX_VERDICTS};
 use lockd_core::precompile::Precompiler;
 use lockd_core::replica::Replica;
 use lockd_core::snapshot::SnapshotBlob;
+use lockd_tests::fixtures::{EMPTY_COMPONENT, LOCK_SM_WORLD02};
 
 use super::hostile_modules::settings;
 use super::way_back::{at, grants, refused, swapped, up};

@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use lock_tests::fixtures::LOCK_SM_WORLD02;
 use lockd_core::command::{is_capacity, Command, Outcome, Reason};
 use lockd_core::engine::{EngineSettings, WasmEngine};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response, SnapshotMeta};
@@ -17,6 +16,7 @@ use lockd_core::replica::capacity::DEFAULT_CAPACITY;
 use lockd_core::replica::Replica;
 use lockd_core::snapshot::SnapshotBlob;
 use lockd_core::upgrade::{UpgradeEntry, UpgradeOutcome};
+use lockd_tests::fixtures::LOCK_SM_WORLD02;
 
 fn loader() -> Arc<Precompiler> {
     let engine = Arc::new(WasmEngine::new(EngineSettings::default(), None).unwrap());

@@ -178,7 +178,7 @@ fn an_artifact_renamed_to_another_module_is_recompiled() {
     let engine = WasmEngine::new(EngineSettings::default(), Some(cache.clone())).unwrap();
     let v1 = engine.load(lockd_core::builtin::LOCK_SM).unwrap();
     let v2 = engine
-        .load(lock_tests::fixtures::LOCK_SM_WORLD01_V2)
+        .load(lockd_tests::fixtures::LOCK_SM_WORLD01_V2)
         .unwrap();
     let (p1, p2) = {
         let c = engine.cache().unwrap();
@@ -192,7 +192,7 @@ fn an_artifact_renamed_to_another_module_is_recompiled() {
     assert_eq!(loaded.hash(), v1.hash());
     assert_eq!(
         again
-            .load(lock_tests::fixtures::LOCK_SM_WORLD01_V2)
+            .load(lockd_tests::fixtures::LOCK_SM_WORLD01_V2)
             .unwrap()
             .compiled(),
         Compiled::Cached

@@ -6,8 +6,8 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use lock_tests::fixtures;
 use lockd_core::engine::{CacheBound, EngineError, EngineSettings, WasmEngine};
+use lockd_tests::fixtures;
 
 fn open(dir: &Path) -> Result<WasmEngine, EngineError> {
     WasmEngine::new(EngineSettings::default(), Some(dir.to_path_buf()))

@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use lock_tests::fixtures::LOCK_SM_WORLD02;
 use lockd_core::engine::{EngineSettings, ModuleHash, WasmEngine};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response};
 use lockd_core::precompile::Precompiler;
 use lockd_core::replica::Replica;
 use lockd_core::snapshot::SnapshotBlob;
 use lockd_core::upgrade::{Genesis, UpgradeEntry, UpgradeOutcome};
+use lockd_tests::fixtures::LOCK_SM_WORLD02;
 
 fn replica(loader: &Arc<Precompiler>) -> Replica {
     let module = loader.load(lockd_core::builtin::LOCK_SM).unwrap();

@@ -9,11 +9,11 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::machines::{LockMachine, NativeMachine, WasmMachine};
 use lockd::raft::messages::{PeerRequest, PeerResponse};
 use lockd_client::wire::{self, Envelope, Hello, HelloReply};
 use lockd_proto::{ClientRequest, ClientResponse};
+use lockd_tests::cluster::Cluster;
+use lockd_tests::machines::{LockMachine, NativeMachine, WasmMachine};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 

@@ -1,4 +1,4 @@
-//! Every persisted format pinned by golden bytes (`lock_tests::golden`):
+//! Every persisted format pinned by golden bytes (`lockd_tests::golden`):
 //! log entries of every kind (blank, membership and every request
 //! variant, each world-0.2 command), the log's vote and purge mark, a log
 //! segment and the atomic small files around them, and the cluster
@@ -13,7 +13,6 @@
 
 use std::collections::BTreeMap;
 
-use lock_tests::golden::{commands, commands_0_3, entry, golden, hex, log_id, pinned};
 use lockd::raft::{Request, Vote};
 use lockd_core::command::legacy;
 use lockd_core::engine::ModuleHash;
@@ -23,6 +22,7 @@ use lockd_core::signature::{KeyEntry, ModuleKey, ModuleSignature, SignedFor, Sig
 use lockd_core::upgrade::{BoundUpgrade, SignedUpgrade};
 use lockd_core::upgrade::{Genesis, ShadowEntry, UpgradeEntry};
 use lockd_core::way_back::{OnModuleFailure, RollbackEntry, VersionedUpgrade};
+use lockd_tests::golden::{commands, commands_0_3, entry, golden, hex, log_id, pinned};
 use openraft::EntryPayload;
 
 fn upgrade() -> UpgradeEntry {
@@ -177,7 +177,7 @@ fn log_entries_of_every_kind_are_pinned() {
         "entry_membership",
         &entry(
             2,
-            EntryPayload::Membership(lock_tests::golden::membership()),
+            EntryPayload::Membership(lockd_tests::golden::membership()),
         ),
     );
     for (i, (name, request)) in requests().into_iter().enumerate() {

@@ -1,10 +1,9 @@
-//! Snapshot files pinned by golden bytes (`lock_tests::golden`): format 9
+//! Snapshot files pinned by golden bytes (`lockd_tests::golden`): format 9
 //! written, formats 1 to 8 still read, each with what it held (what a
 //! format did not have reads as none). As `golden_formats`: the current
 //! code must encode a sample to exactly the golden bytes and decode them
 //! back to the same; a format changes only through a new magic.
 
-use lock_tests::golden::{core_meta, golden, hex};
 use lockd_core::command::Command;
 use lockd_core::engine::ModuleHash;
 use lockd_core::entry::SnapshotMeta;
@@ -16,6 +15,7 @@ use lockd_core::signature::{KeyEntry, ModuleKey};
 use lockd_core::snapshot::SnapshotBlob;
 use lockd_core::upgrade::{UpgradeRecord, UpgradeResult};
 use lockd_core::way_back::{FellBack, OnModuleFailure, WayBack};
+use lockd_tests::golden::{core_meta, golden, hex};
 use serde::Serialize;
 
 use super::golden_formats::precheck_record;

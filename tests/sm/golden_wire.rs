@@ -5,7 +5,6 @@
 //! the native client protocol's requests, and the watch stream's
 //! responses.
 
-use lock_tests::golden::{commands, entry, log_id, meta, pinned};
 use lockd::raft::messages::ResignNotice;
 use lockd::raft::messages::{PeerRequest, PeerResponse};
 use lockd::raft::messages::{PreVoteAnswer, PreVoteAsk};
@@ -16,6 +15,7 @@ use lockd_proto::{
     Acquire3, Acquire4, AcquireRequest, ChangeBatch, ChangeKind, ClientRequest, ClientResponse,
     ErrorCode, HolderId, LockMode, WatchChange, WatchCut, WatchRequest, WireError,
 };
+use lockd_tests::golden::{commands, entry, log_id, meta, pinned};
 use openraft::EntryPayload;
 
 #[test]
@@ -351,10 +351,10 @@ fn an_error_answer_carries_its_code_after_the_envelope() {
     let error = ClientResponse::Error(WireError::NotHeld("jobs/a is not held".into()));
     let out = Outgoing::answer(7, error.clone(), Some(ErrorCode::NotHeld));
     let now = out.encode().expect("encode");
-    let gold = lock_tests::golden::golden("answer_error_code", &now);
+    let gold = lockd_tests::golden::golden("answer_error_code", &now);
     assert_eq!(
-        lock_tests::golden::hex(&now),
-        lock_tests::golden::hex(&gold),
+        lockd_tests::golden::hex(&now),
+        lockd_tests::golden::hex(&gold),
         "the encoding changed"
     );
     let plain = postcard::to_allocvec(&Envelope {

@@ -1,9 +1,9 @@
 //! Hostile and malformed modules: each is refused or stopped with a precise
 //! error, never a panic, and the failure is the same every time.
 
-use lock_tests::fixtures::{CHAOS_GUEST, EMPTY_COMPONENT, EMPTY_CORE_MODULE, IMPORT_GUEST};
 use lockd_core::command::{Command, Granted, Outcome, Reason};
 use lockd_core::engine::{EngineError, EngineSettings, GuestInstance, WasmEngine};
+use lockd_tests::fixtures::{CHAOS_GUEST, EMPTY_COMPONENT, EMPTY_CORE_MODULE, IMPORT_GUEST};
 
 /// Small limits so a hostile guest is stopped quickly.
 pub(crate) fn settings() -> EngineSettings {
@@ -221,12 +221,12 @@ fn the_builtin_module_loads_and_has_no_imports() {
 pub(crate) mod replica {
     use std::sync::Arc;
 
-    use lock_tests::fixtures::CHAOS_GUEST;
     use lockd_core::command::Command;
     use lockd_core::engine::WasmEngine;
     use lockd_core::entry::{Entry, LogId, Payload, Request};
     use lockd_core::precompile::Precompiler;
     use lockd_core::replica::Replica;
+    use lockd_tests::fixtures::CHAOS_GUEST;
 
     pub fn chaos() -> Replica {
         let engine = Arc::new(WasmEngine::new(super::settings(), None).unwrap());

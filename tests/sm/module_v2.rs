@@ -3,9 +3,9 @@
 //! (through the engine's 0.1 adapter: a `policy` rejection, the key being
 //! free), and refuses garbage without changing anything.
 
-use lock_tests::fixtures::LOCK_SM_WORLD01_V2;
-use lock_tests::machines::builtin;
 use lockd_core::command::{Command, Granted, Outcome, Reason, Released};
+use lockd_tests::fixtures::LOCK_SM_WORLD01_V2;
+use lockd_tests::machines::builtin;
 
 fn granted(token: u64, lease_ms: u64) -> Outcome {
     Outcome::Granted(Granted {

@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::free_port;
 use lockd::config::NodeConfig;
 use lockd::node::Node;
 use lockd_client::wire::{self, Hello, HelloReply, Role};
+use lockd_tests::cluster::free_port;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

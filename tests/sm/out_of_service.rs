@@ -190,7 +190,7 @@ fn out_of_service_survives_a_snapshot_and_a_new_module_ends_it() {
     assert_eq!(r.view(false).module_out_of_service, None);
     let granted = r.apply(vec![entry(67, vec![Command::grant("n", 60_000)])]);
     assert!(matches!(first(&granted.unwrap()[0]), Outcome::Granted(_)));
-    let back_to_chaos = swap(68, lock_tests::fixtures::CHAOS_GUEST, r.module_hash());
+    let back_to_chaos = swap(68, lockd_tests::fixtures::CHAOS_GUEST, r.module_hash());
     assert!(matches!(
         r.apply([back_to_chaos]).unwrap()[0],
         Response::Upgrade(UpgradeOutcome::Swapped { .. })

@@ -7,12 +7,12 @@
 //! has no check of its own, swaps in over the very state the fixture
 //! refuses, so the refusal is the module's and not the host's.
 
-use lock_tests::fixtures::{CHECKED_GUEST, LOCK_SM_WORLD02, LOCK_SM_WORLD04};
 use lockd_core::command::{Command, Outcome};
 use lockd_core::engine::{ModuleHash, WasmEngine};
 use lockd_core::entry::{Request, Response};
 use lockd_core::replica::Replica;
 use lockd_core::upgrade::{migrate, MigrateError};
+use lockd_tests::fixtures::{CHECKED_GUEST, LOCK_SM_WORLD02, LOCK_SM_WORLD04};
 
 use super::hostile_modules::settings;
 use super::way_back::{at, grants, one, refused, replica_on, swapped, up};

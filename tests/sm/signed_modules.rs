@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use ed25519_dalek::{Signer, SigningKey};
-use lock_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 use lockd_core::command::{Command, Outcome};
 use lockd_core::engine::{EngineSettings, ModuleHash, WasmEngine};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response, SnapshotMeta};
@@ -24,6 +23,7 @@ use lockd_core::snapshot::SnapshotBlob;
 use lockd_core::upgrade::SignedUpgrade;
 use lockd_core::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
 use lockd_proto::signature::signed_message;
+use lockd_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 
 fn loader() -> Arc<Precompiler> {
     let engine = Arc::new(WasmEngine::new(EngineSettings::default(), None).unwrap());

@@ -5,7 +5,7 @@
 //! the hash and continues token assignment exactly.
 
 use guest_sm::Command;
-use lock_tests::machines::{LockMachine, NativeMachine, WasmMachine};
+use lockd_tests::machines::{LockMachine, NativeMachine, WasmMachine};
 use proptest::prelude::*;
 
 const KEYS: &[&str] = &["a", "b", "c", "d", "e", "lock/with/slashes", "ключ", ""];

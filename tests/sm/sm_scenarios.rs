@@ -1,11 +1,11 @@
 //! Every scenario in `scenarios/` against the native and the wasm build.
 
-use lock_tests::machines::all_machines;
-use lock_tests::scenario::run_file;
+use lockd_tests::machines::all_machines;
+use lockd_tests::scenario::run_file;
 
 #[test]
 fn every_scenario_passes_on_native_and_wasm() {
-    lock_tests::scenario::run_dir("scenarios", 6, |f| run_file(f, &mut all_machines()));
+    lockd_tests::scenario::run_dir("scenarios", 6, |f| run_file(f, &mut all_machines()));
 }
 
 /// The runner must be able to fail: a wrong expectation is reported with the

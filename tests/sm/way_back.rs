@@ -8,7 +8,6 @@
 
 use std::sync::Arc;
 
-use lock_tests::fixtures::{CHAOS_GUEST, LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 use lockd_core::builtin::LOCK_SM;
 use lockd_core::command::{Command, Mode, Outcome};
 use lockd_core::engine::{ModuleHash, WasmEngine};
@@ -19,6 +18,7 @@ use lockd_core::signature::SignedFor;
 use lockd_core::snapshot::SnapshotBlob;
 use lockd_core::upgrade::{UpgradeEntry, UpgradeOutcome};
 use lockd_core::way_back::{OnModuleFailure, RollbackEntry, VersionedUpgrade};
+use lockd_tests::fixtures::{CHAOS_GUEST, LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 
 use super::hostile_modules::{apply_cut, settings};
 

@@ -6,8 +6,8 @@
 //! builds continue identically.
 
 use guest_sm_world02::{Command, Grant, PrefixPolicy};
-use lock_tests::world02::machine::{ModuleMachine, NativeV2};
-use lock_tests::world02::wasm::WasmV2;
+use lockd_tests::world02::machine::{ModuleMachine, NativeV2};
+use lockd_tests::world02::wasm::WasmV2;
 use proptest::prelude::*;
 
 const KEYS: &[&str] = &["a", "b", "p/a", "p/b", "ключ", ""];

@@ -5,11 +5,11 @@
 //! the table, and refuses hostile snapshots without trapping.
 
 use guest_sm_world02::{Command, Grant};
-use lock_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
-use lock_tests::machines::builtin;
-use lock_tests::world02::machine::ModuleMachine;
-use lock_tests::world02::wasm::{import_count, WasmV2};
 use lockd_core::command::{Command as V1, Granted as V1Granted, Outcome as V1Out};
+use lockd_tests::fixtures::{LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
+use lockd_tests::machines::builtin;
+use lockd_tests::world02::machine::ModuleMachine;
+use lockd_tests::world02::wasm::{import_count, WasmV2};
 use proptest::prelude::*;
 
 #[test]

@@ -8,13 +8,13 @@
 
 use std::sync::Arc;
 
-use lock_tests::fixtures::LOCK_SM_WORLD02;
 use lockd_core::command::{legacy, Command, Grant, Holder, Mode, Outcome, Reason};
 use lockd_core::engine::{EngineSettings, WasmEngine, World};
 use lockd_core::entry::{Entry, LogId, Payload, Request, Response};
 use lockd_core::precompile::Precompiler;
 use lockd_core::replica::Replica;
 use lockd_core::upgrade::{ShadowEntry, ShadowOutcome, UpgradeEntry, UpgradeOutcome};
+use lockd_tests::fixtures::LOCK_SM_WORLD02;
 
 struct Node {
     replica: Replica,

@@ -1,12 +1,12 @@
 //! Every scenario in `scenarios-0.2/` against the native and the wasm build
 //! of the 0.2 reference module, with equal state hashes after every step.
 
-use lock_tests::world02::machine::both;
-use lock_tests::world02::scenario::run_file;
+use lockd_tests::world02::machine::both;
+use lockd_tests::world02::scenario::run_file;
 
 #[test]
 fn every_0_2_scenario_passes_on_native_and_wasm() {
-    lock_tests::scenario::run_dir("scenarios-0.2", 8, |f| run_file(f, &mut both()));
+    lockd_tests::scenario::run_dir("scenarios-0.2", 8, |f| run_file(f, &mut both()));
 }
 
 /// The runner must be able to fail: a wrong expectation is reported with the

@@ -6,9 +6,9 @@
 //! something is; hostile snapshots are refused without a trap.
 
 use guest_sm_world02::{Command, Grant, OpenSession, Outcome, PrefixPolicy};
-use lock_tests::world02::machine::{ModuleMachine, NativeV3};
-use lock_tests::world02::wasm::WasmV2;
-use lock_tests::world02::wasm03::{import_count, WasmV3};
+use lockd_tests::world02::machine::{ModuleMachine, NativeV3};
+use lockd_tests::world02::wasm::WasmV2;
+use lockd_tests::world02::wasm03::{import_count, WasmV3};
 use proptest::prelude::*;
 
 // The 0.2 equivalence test's policy rules: 0.3 adds none.

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 use crate::drive::{self, System};
 use crate::plan::{ClientRun, Progress};
@@ -52,9 +52,9 @@ fn start(rt: &tokio::runtime::Runtime, systems: &[System]) -> Clusters {
             System::Lockd | System::LockdHttp => {
                 // One cluster for both protocols.
                 if c.lockd.is_none() {
-                    let args: Vec<&str> = lock_bench::ON_WORLD_0_1
+                    let args: Vec<&str> = lockd_bench::ON_WORLD_0_1
                         .iter()
-                        .chain(&lock_bench::ONE_HOST_BOUNDS)
+                        .chain(&lockd_bench::ONE_HOST_BOUNDS)
                         .copied()
                         .collect();
                     let l = Cluster::start_timed(3, &args, HEARTBEAT_MS, election_ms());
@@ -111,7 +111,7 @@ pub fn run(
     }
     let mut workloads = Vec::new();
     // `--workloads 1024,16`: only the workloads of those client counts.
-    let only: String = lock_bench::arg("--workloads", String::new());
+    let only: String = lockd_bench::arg("--workloads", String::new());
     let chosen = |clients: usize| {
         only.is_empty() || only.split(',').any(|n| n.trim() == clients.to_string())
     };
@@ -188,7 +188,7 @@ fn lockd_profile(
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !have_perf || lock_bench::flag("--no-profile") {
+    if !have_perf || lockd_bench::flag("--no-profile") {
         return None;
     }
     let stop = Arc::new(AtomicBool::new(false));

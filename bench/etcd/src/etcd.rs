@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::free_port;
+use lockd_tests::cluster::free_port;
 
 pub struct Member {
     pub name: String,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::Cluster;
+use lockd_tests::cluster::Cluster;
 
 use crate::drive::{self, System};
 use crate::{election_ms, etcd, zk, HEARTBEAT_MS};
@@ -88,7 +88,7 @@ fn trial(rt: &tokio::runtime::Runtime, system: System) -> (f64, u64, Option<Stri
         // for both.
         System::Lockd | System::LockdHttp => {
             let mut c =
-                Cluster::start_timed(3, lock_bench::ON_WORLD_0_1, HEARTBEAT_MS, election_ms());
+                Cluster::start_timed(3, lockd_bench::ON_WORLD_0_1, HEARTBEAT_MS, election_ms());
             let leader = c.wait_leader(Duration::from_secs(20));
             let eps = c.endpoints();
             let r = rt.block_on(failover_once(system, || c.kill(leader), eps));

@@ -76,7 +76,7 @@ pub const ELECTION_MS: u64 = 200;
 
 /// The election timeout this run uses (`--election-ms`, default lockd's).
 pub fn election_ms() -> u64 {
-    lock_bench::arg("--election-ms", ELECTION_MS)
+    lockd_bench::arg("--election-ms", ELECTION_MS)
 }
 
 /// ZooKeeper's ticks for this run's heartbeat and election timeout.
@@ -135,9 +135,9 @@ pub fn measure(runs: &[(Vec<plan::ClientRun>, Duration)]) -> Measured {
     lat.sort_by(|a, b| a.total_cmp(b));
     Measured {
         cycles_per_sec: cycles as f64 / secs.max(1e-9),
-        p50_ms: lock_bench::percentile_ms(&lat, 0.50),
-        p99_ms: lock_bench::percentile_ms(&lat, 0.99),
-        p999_ms: lock_bench::percentile_ms(&lat, 0.999),
+        p50_ms: lockd_bench::percentile_ms(&lat, 0.50),
+        p99_ms: lockd_bench::percentile_ms(&lat, 0.99),
+        p999_ms: lockd_bench::percentile_ms(&lat, 0.999),
         errors,
         last_error,
     }
@@ -163,7 +163,7 @@ fn run_bin(name: &str, args: &[&str]) -> String {
         .output()
         .unwrap_or_else(|e| {
             panic!(
-                "run {}: {e} (build it with `cargo build --release -p lock-bench`)",
+                "run {}: {e} (build it with `cargo build --release -p lockd-bench`)",
                 bin.display()
             )
         });
@@ -177,7 +177,8 @@ fn run_bin(name: &str, args: &[&str]) -> String {
 
 /// The systems named by `--systems` (default all), in the report's order.
 fn systems() -> Vec<System> {
-    let names: String = lock_bench::arg("--systems", "lockd,lockd-http,etcd,zookeeper".to_string());
+    let names: String =
+        lockd_bench::arg("--systems", "lockd,lockd-http,etcd,zookeeper".to_string());
     let mut chosen = Vec::new();
     for name in names.split(',').filter(|n| !n.trim().is_empty()) {
         match System::parse(name) {
@@ -194,24 +195,24 @@ fn systems() -> Vec<System> {
 }
 
 fn main() {
-    let seconds: f64 = lock_bench::arg("--seconds", 5.0);
-    let rounds: usize = lock_bench::arg("--rounds", 2);
-    let out: String = lock_bench::arg("--out", "docs".to_string());
-    let skip_extras = lock_bench::flag("--skip-extras");
-    let trials: usize = lock_bench::arg("--failover-trials", 5);
-    let only_failover = lock_bench::flag("--only-failover");
+    let seconds: f64 = lockd_bench::arg("--seconds", 5.0);
+    let rounds: usize = lockd_bench::arg("--rounds", 2);
+    let out: String = lockd_bench::arg("--out", "docs".to_string());
+    let skip_extras = lockd_bench::flag("--skip-extras");
+    let trials: usize = lockd_bench::arg("--failover-trials", 5);
+    let only_failover = lockd_bench::flag("--only-failover");
     let systems = systems();
-    if lock_bench::flag("--redraw") {
+    if lockd_bench::flag("--redraw") {
         // The chart again from the report's JSON, nothing run.
         return chart::redraw(std::path::Path::new(&out));
     }
-    lock_bench::ensure_binaries_built();
+    lockd_bench::ensure_binaries_built();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    if lock_bench::flag("--tls") {
+    if lockd_bench::flag("--tls") {
         return tls::run(&rt, seconds, rounds, &out);
     }
-    if lock_bench::flag("--recipes") {
-        let keepalive_rounds = lock_bench::arg("--keepalive-rounds", 50);
+    if lockd_bench::flag("--recipes") {
+        let keepalive_rounds = lockd_bench::arg("--keepalive-rounds", 50);
         return recipes::run(&rt, keepalive_rounds, trials, &out);
     }
 
@@ -225,7 +226,7 @@ fn main() {
         }
         return;
     }
-    let warmup: f64 = lock_bench::arg("--warmup", 5.0);
+    let warmup: f64 = lockd_bench::arg("--warmup", 5.0);
     let compared = compare::run(&rt, &systems, seconds, rounds, warmup, &out);
     // Failover: fresh clusters, one trial at a time.
     let failovers: Vec<failover::Failover> = systems

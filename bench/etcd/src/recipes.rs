@@ -20,8 +20,8 @@
 use std::time::{Duration, Instant};
 
 use etcd_client::{LeaseKeepAliveStream, LeaseKeeper, ProclaimOptions, PutOptions, ResignOptions};
-use lock_tests::cluster::Cluster;
 use lockd_client::{AcquireOptions, Client, ClientOptions};
+use lockd_tests::cluster::Cluster;
 
 /// Holdings kept alive per row.
 pub const HOLDINGS: usize = 100;

@@ -114,7 +114,7 @@ fn setup_text(md: &mut String, setup: &Setup<'_>) {
         let _ = writeln!(
             md,
             "- lockd: native protocol (`lockd-client`), one connection per client (the client finds the leader). Connection bounds raised for the run (`{}`): every client comes from one address, and the defaults bound one address to 1 024 connections and 128 still opening (configuration.md, \"Many clients\").",
-            lock_bench::ONE_HOST_BOUNDS.join(" ")
+            lockd_bench::ONE_HOST_BOUNDS.join(" ")
         );
     }
     if has(System::LockdHttp) {

@@ -6,7 +6,7 @@
 //! etcd in the clear, and etcd with client and peer TLS that both require
 //! a certificate from the CA (`--client-cert-auth`,
 //! `--peer-client-cert-auth`). Every certificate comes from one CA
-//! (`lock_tests::secure`, the code behind `lockd certs init`); etcd's
+//! (`lockd_tests::secure`, the code behind `lockd certs init`); etcd's
 //! members use the node certificates, its clients the `admin` client
 //! certificate. Each round runs every workload on the four, in an order
 //! that rotates with the round, so each sees the same machine state. The
@@ -14,8 +14,8 @@
 
 use std::time::Duration;
 
-use lock_tests::cluster::Cluster;
-use lock_tests::secure::Who;
+use lockd_tests::cluster::Cluster;
+use lockd_tests::secure::Who;
 
 use crate::drive::{Security, System};
 use crate::etcd::{EtcdCerts, EtcdCluster};
@@ -36,7 +36,7 @@ struct Row {
 fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
-    lock_bench::percentile(&v, 0.5).unwrap_or(f64::NAN)
+    lockd_bench::percentile(&v, 0.5).unwrap_or(f64::NAN)
 }
 
 fn cycles(r: &(Vec<crate::plan::ClientRun>, Duration)) -> f64 {

@@ -20,7 +20,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::free_port;
+use lockd_tests::cluster::free_port;
 
 /// Debian's ZooKeeper jar; its manifest's `Class-Path` names the jars it
 /// needs (netty, jute, slf4j-api, …).

@@ -259,7 +259,7 @@ fn admin_actions_are_recorded_with_who_what_and_where() {
         .post_bytes(
             leader,
             "/v1/admin/upgrade",
-            lock_tests::fixtures::LOCK_SM_WORLD01_V2,
+            lockd_tests::fixtures::LOCK_SM_WORLD01_V2,
         )
         .expect("upgrade");
     assert!(r.ok(), "{r:?}");

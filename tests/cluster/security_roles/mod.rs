@@ -1,5 +1,5 @@
 //! Authorisation on a real cluster with TLS and authentication on (see
-//! `lock_tests::secure` for the principals): for every HTTP route and
+//! `lockd_tests::secure` for the principals): for every HTTP route and
 //! every native request, one check per outcome — no credentials (and an
 //! unknown token), the wrong role, the wrong key prefix, the right role.
 //! Then holder-bound locks (another principal is refused even with the
@@ -11,10 +11,10 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{Cluster, Reply};
-use lock_tests::secure::Who;
 use lockd_client::{AcquireOptions, Client, ClientError, ClientOptions};
 use lockd_proto::WireError;
+use lockd_tests::cluster::{Cluster, Reply};
+use lockd_tests::secure::Who;
 use serde_json::{json, Value};
 
 mod holders;

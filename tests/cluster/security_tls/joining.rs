@@ -5,7 +5,7 @@
 use super::*;
 
 /// Start node 4 and ask the leader to add it at `addr`.
-fn start_and_add(c: &mut Cluster, leader: u64, addr: &str) -> lock_tests::cluster::Reply {
+fn start_and_add(c: &mut Cluster, leader: u64, addr: &str) -> lockd_tests::cluster::Reply {
     c.spawn(4);
     c.wait_up(4, Duration::from_secs(20));
     c.post(
@@ -53,7 +53,7 @@ fn a_node_that_is_not_the_one_its_certificate_names_cannot_join() {
 fn a_public_address_needs_tls_and_authentication_or_insecure() {
     let port = free_port();
     let dir = tempfile::tempdir().expect("tempdir");
-    let lockd = lock_tests::cluster::lockd_bin();
+    let lockd = lockd_tests::cluster::lockd_bin();
     let serve = |extra: &[&str]| {
         let mut cmd = std::process::Command::new(&lockd);
         cmd.args(["serve", "--addr", &format!("0.0.0.0:{port}"), "--data-dir"])
@@ -82,7 +82,7 @@ fn a_public_address_needs_tls_and_authentication_or_insecure() {
         let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
         text
     });
-    let http = lock_tests::secure::Http::new(None);
+    let http = lockd_tests::secure::Http::new(None);
     while http
         .request(&format!("127.0.0.1:{port}"), "GET", "/v1/status", None)
         .is_err()

@@ -7,13 +7,13 @@
 
 use std::time::{Duration, Instant};
 
-use lock_tests::cluster::{free_port, Cluster};
-use lock_tests::secure::Secure;
 use lockd::raft::messages::{PeerRequest, PeerResponse};
 use lockd_client::security::{self, Stream};
 use lockd_client::tls::{node_name, Alpn, TlsClient};
 use lockd_client::wire::{self, Envelope, HandshakeError, Role};
 use lockd_client::{Client, ClientError, ClientOptions};
+use lockd_tests::cluster::{free_port, Cluster};
+use lockd_tests::secure::Secure;
 use openraft::raft::VoteRequest;
 use openraft::Vote;
 use rustls::pki_types::ServerName;
@@ -268,7 +268,7 @@ fn plaintext_callers_get_a_clear_error_and_the_node_is_unharmed() {
     assert!(e.to_string().contains("requires TLS"), "{e}");
 
     // HTTP without TLS: 400 and the reason.
-    let http = lock_tests::secure::Http::new(None);
+    let http = lockd_tests::secure::Http::new(None);
     let r = http
         .request(c.addr(1), "GET", "/v1/status", None)
         .expect("an answer");
@@ -276,7 +276,7 @@ fn plaintext_callers_get_a_clear_error_and_the_node_is_unharmed() {
     assert!(r.error().contains("requires TLS"), "{r:?}");
 
     // lockctl without --cacert says so too.
-    let lockctl = lock_tests::cluster::lockd_bin().with_file_name("lockctl");
+    let lockctl = lockd_tests::cluster::lockd_bin().with_file_name("lockctl");
     let out = std::process::Command::new(lockctl)
         .env_remove("LOCKD_CACERT")
         .args(["--endpoints", c.addr(1), "get", "jobs/x"])

@@ -4,7 +4,7 @@
 //! number: docs/lock-modules.md, "Module versions and worlds").
 //!
 //! ```text
-//! cargo run --release -p lock-tests --bin modules -- DIR
+//! cargo run --release -p lockd-tests --bin modules -- DIR
 //! ```
 //!
 //! * `lock_sm_0_1.wasm`: the built-in module of world `lock-sm@0.1.0`
@@ -37,12 +37,12 @@ fn main() {
         ("lock_sm_0_1.wasm", lockd_core::builtin::LOCK_SM),
         (
             "lock_sm_0_1_v2.wasm",
-            lock_tests::fixtures::LOCK_SM_WORLD01_V2,
+            lockd_tests::fixtures::LOCK_SM_WORLD01_V2,
         ),
-        ("lock_sm_0_2.wasm", lock_tests::fixtures::LOCK_SM_WORLD02),
+        ("lock_sm_0_2.wasm", lockd_tests::fixtures::LOCK_SM_WORLD02),
         ("lock_sm_0_3.wasm", lockd_core::builtin::LOCK_SM_0_3),
-        ("lock_sm_0_4.wasm", lock_tests::fixtures::LOCK_SM_WORLD04),
-        ("chaos_guest.wasm", lock_tests::fixtures::CHAOS_GUEST),
+        ("lock_sm_0_4.wasm", lockd_tests::fixtures::LOCK_SM_WORLD04),
+        ("chaos_guest.wasm", lockd_tests::fixtures::CHAOS_GUEST),
     ] {
         let path = dir.join(name);
         if let Err(e) = std::fs::write(&path, bytes) {

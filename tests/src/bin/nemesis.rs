@@ -1,7 +1,7 @@
 //! The long fault-injection run: one command, a report.
 //!
 //! ```text
-//! cargo run --release -p lock-tests --bin nemesis -- [--seconds 600] [--nodes 5] [--clients 10] [--keys 3] [--seed 7] [--no-faults | --partitions] [--exclusive | --upgrade-at SECS] [--broken early-expiry|double-grant] [--plaintext]
+//! cargo run --release -p lockd-tests --bin nemesis -- [--seconds 600] [--nodes 5] [--clients 10] [--keys 3] [--seed 7] [--no-faults | --partitions] [--exclusive | --upgrade-at SECS] [--broken early-expiry|double-grant] [--plaintext]
 //! ```
 //!
 //! Prints operations done, faults injected and violations found; exits 1 on
@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use lock_tests::jepsen::{run, RunConfig, Server, ALL_FAULTS, PARTITIONS};
+use lockd_tests::jepsen::{run, RunConfig, Server, ALL_FAULTS, PARTITIONS};
 
 fn value(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
@@ -42,7 +42,7 @@ fn main() {
             }
         };
         Server {
-            bin: lock_tests::cluster::fault_binary(),
+            bin: lockd_tests::cluster::fault_binary(),
             env: vec![(var.0.into(), var.1.into())],
         }
     });

@@ -2,18 +2,18 @@
 //! run a range of seeds, or soak for a given time.
 //!
 //! ```sh
-//! cargo run --release -p lock-tests --bin simulate -- --seed 42            # replay one, print its history
-//! cargo run --release -p lock-tests --bin simulate -- --seeds 1..10001     # a range
-//! cargo run --release -p lock-tests --bin simulate -- --minutes 30         # a soak, from a time-derived first seed
-//! cargo run --release -p lock-tests --bin simulate -- --seed 3 --control early-expiry
-//! cargo run --release -p lock-tests --bin simulate -- --seed 42 --trim      # the shortest run that still fails
-//! cargo run --release -p lock-tests --bin simulate -- --seed 42 --duration 3000   # faults for 3 s only
-//! cargo run --release -p lock-tests --bin simulate -- --scenario snapshot-into-partition
-//! cargo run --release -p lock-tests --bin simulate -- --scenario refusal-from-a-cut-off-leader
-//! cargo run --release -p lock-tests --bin simulate -- --scenario leader-restarted-mid-sync
+//! cargo run --release -p lockd-tests --bin simulate -- --seed 42            # replay one, print its history
+//! cargo run --release -p lockd-tests --bin simulate -- --seeds 1..10001     # a range
+//! cargo run --release -p lockd-tests --bin simulate -- --minutes 30         # a soak, from a time-derived first seed
+//! cargo run --release -p lockd-tests --bin simulate -- --seed 3 --control early-expiry
+//! cargo run --release -p lockd-tests --bin simulate -- --seed 42 --trim      # the shortest run that still fails
+//! cargo run --release -p lockd-tests --bin simulate -- --seed 42 --duration 3000   # faults for 3 s only
+//! cargo run --release -p lockd-tests --bin simulate -- --scenario snapshot-into-partition
+//! cargo run --release -p lockd-tests --bin simulate -- --scenario refusal-from-a-cut-off-leader
+//! cargo run --release -p lockd-tests --bin simulate -- --scenario leader-restarted-mid-sync
 //! ```
 //!
-//! A scenario is a scripted run (`lock_tests::sim::scenario`): one fault
+//! A scenario is a scripted run (`lockd_tests::sim::scenario`): one fault
 //! placed on purpose, and what it measured, with its bound.
 //!
 //! Trimming: the nemesis draws its faults from the seed in time order,
@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use lock_tests::sim::{self, Control, SimConfig, VIOLATION_LINE};
+use lockd_tests::sim::{self, Control, SimConfig, VIOLATION_LINE};
 
 /// Log lines stamped with the simulation's time (ms), not the machine's.
 struct SimTime;

@@ -257,7 +257,7 @@ pub fn checker_of(violation: &str) -> Option<&str> {
 
 /// The command that replays the run of `seed`.
 pub fn replay_command(seed: u64) -> String {
-    format!("cargo run --release -p lock-tests --bin simulate -- --seed {seed}")
+    format!("cargo run --release -p lockd-tests --bin simulate -- --seed {seed}")
 }
 
 /// Run one seed.
