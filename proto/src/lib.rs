@@ -8,10 +8,10 @@
 //!   UTF-8 reaches the node and gets its precise error, instead of failing
 //!   to decode as a frame.
 //! * `status` (re-exported here): the answers of the HTTP API and of the
-//!   native status request: status, members, capacity, upgrades, shadow,
-//!   audit points; `module_status` (re-exported here) what it reports of
-//!   its modules beyond the active one (the way back, failures, the
-//!   pre-check).
+//!   native status request: status, members, capacity, audit points;
+//!   `upgrade_status` (re-exported here) the upgrades and the shadow;
+//!   `module_status` (re-exported here) what it reports of its modules
+//!   beyond the active one (the way back, failures, the pre-check).
 //! * `error_code` (re-exported here): [`ErrorCode`], the stable code of
 //!   every error answer.
 //! * `watch` (re-exported here): the watch stream on the native protocol.
@@ -39,6 +39,7 @@ mod module_status;
 mod request;
 pub mod signature;
 mod status;
+mod upgrade_status;
 mod watch;
 pub mod wire;
 
@@ -46,4 +47,5 @@ pub use error_code::ErrorCode;
 pub use module_status::*;
 pub use request::*;
 pub use status::*;
+pub use upgrade_status::*;
 pub use watch::*;

@@ -20,8 +20,6 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -31,55 +29,13 @@ use super::services::Services;
 use super::status::Role;
 use lockd_core::engine::settings::WASMTIME_VERSION;
 
+mod series;
+
+use series::{counter, gauge, labelled, BuildLabels, Event, Kind, Outcome};
+
 /// The content type of the OpenMetrics text format, which Prometheus
 /// parses (and asks for first).
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct BuildLabels {
-    version: &'static str,
-    wasmtime: &'static str,
-    module_hash: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct Event {
-    event: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct Kind {
-    kind: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct Outcome {
-    result: &'static str,
-}
-
-fn gauge(reg: &mut Registry, name: &str, help: &str, value: u64) {
-    let g = Gauge::<i64>::default();
-    g.set(i64::try_from(value).unwrap_or(i64::MAX));
-    reg.register(name, help, g);
-}
-
-/// A counter, `name` without the `_total` the encoder adds.
-fn counter(reg: &mut Registry, name: &str, help: &str, value: u64) {
-    let c = Counter::<u64>::default();
-    c.inc_by(value);
-    reg.register(name, help, c);
-}
-
-fn labelled<L>(reg: &mut Registry, name: &str, help: &str, values: &[(L, u64)])
-where
-    L: Clone + std::fmt::Debug + std::hash::Hash + Eq + EncodeLabelSet + Send + Sync + 'static,
-{
-    let f = Family::<L, Counter<u64, AtomicU64>>::default();
-    for (label, v) in values {
-        f.get_or_create(label).inc_by(*v);
-    }
-    reg.register(name, help, f);
-}
 
 /// The registry of `node` now.
 fn registry(node: &Services) -> Registry {

@@ -37,7 +37,6 @@
 //! apply decides again on every node.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use lockd_proto::{UpgradeReply, UpgradeResult};
 use thiserror::Error;
@@ -46,8 +45,8 @@ use lockd_proto::signature::Purpose;
 
 use lockd_core::engine::ModuleHash;
 use lockd_core::signature::{KeyError, ModuleSignature, SignedFor};
-use lockd_core::upgrade::{migrate, MigrateError, UpgradeEntry, UpgradeOutcome};
-use lockd_core::way_back::{check_order, OnModuleFailure, VersionedUpgrade};
+use lockd_core::upgrade::{MigrateError, UpgradeEntry, UpgradeOutcome};
+use lockd_core::way_back::{OnModuleFailure, VersionedUpgrade};
 use lockd_replication::peer_client::NetworkFactory;
 use lockd_replication::state_machine::StateMachineStore;
 use lockd_replication::{leader_hint, NodeId, Raft, Request, Response};
@@ -210,66 +209,6 @@ impl Upgrader {
         )))
     }
 
-    /// The dry run: load `module` (compiling it once, for the apply path too)
-    /// and migrate the current state into it.
-    async fn precheck(&self, module: &[u8]) -> Result<(Precheck, String), UpgradeError> {
-        let _turn = self
-            .prechecks
-            .try_acquire()
-            .map_err(|_| UpgradeError::Busy(self.id))?;
-        let pre = self.sm.precompiler().clone();
-        let bytes = module.to_vec();
-        let started = Instant::now();
-        let loaded = crate::blocking::run(move || {
-            pre.prepare(&bytes);
-            pre.load(&bytes)
-        })
-        .await
-        .map_err(|e| UpgradeError::Internal(format!("compile task: {e}")))?
-        .map_err(|e| UpgradeError::Refused(MigrateError::Load(e)))?;
-        let compile_us = started.elapsed().as_micros() as u64;
-        let (state, stats) = self
-            .sm
-            .capture(loaded.world())
-            .map_err(UpgradeError::Refused)?;
-        let engine = self.sm.engine().clone();
-        let started = Instant::now();
-        let version = crate::blocking::run(move || {
-            migrate(&engine, &loaded, &state, &stats).map(|m| m.version)
-        })
-        .await
-        .map_err(|e| UpgradeError::Internal(format!("migrate task: {e}")))?
-        .map_err(UpgradeError::Refused)?;
-        let timings = Precheck {
-            compile_us,
-            migrate_us: started.elapsed().as_micros() as u64,
-        };
-        Ok((timings, version))
-    }
-
-    /// This node's dry run of `module`: its own bound on size, then load,
-    /// compile and migrate the live state (`precheck`), then, unless
-    /// `rollback`, the version order. The leader's check and a voter's
-    /// answer ([`super::precheck`]) alike.
-    pub(super) async fn dry_run(
-        &self,
-        module: &[u8],
-        rollback: bool,
-    ) -> Result<Precheck, UpgradeError> {
-        if let Some(why) = self.sm.precompiler().over_bound(module) {
-            return Err(UpgradeError::OverNodeBound(why));
-        }
-        let (checked, version) = self.precheck(module).await?;
-        if !rollback {
-            let active = self
-                .sm
-                .version()
-                .map_err(|e| UpgradeError::Refused(MigrateError::OldSnapshot(e)))?;
-            check_order(&active, &version).map_err(UpgradeError::Refused)?;
-        }
-        Ok(checked)
-    }
-
     pub(super) async fn propose(&self, request: Request) -> Result<(u64, Response), UpgradeError> {
         // Ten election timeouts: a big module's entry may keep the
         // followers from answering heartbeats for a while; a leader cut
@@ -398,6 +337,7 @@ impl Upgrader {
     }
 }
 
+mod dry_run;
 mod rollback;
 mod settings;
 mod shadow;

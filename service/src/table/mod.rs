@@ -64,6 +64,7 @@
 //! adapts them to a 0.1 module). Holders are kept per `(key, token)`.
 
 mod commands;
+mod free;
 mod holders;
 mod leadership;
 mod pick;
