@@ -1,7 +1,7 @@
 //! The HTTP API's authorisation layer, outside every route (so a route
 //! cannot be added without it): who the caller is (bearer token, client
 //! certificate, or a member node forwarding for a principal), what the
-//! request asks for ([`super::op::parse`], the one reading of its method,
+//! request asks for ([`super::parse::parse`], the one reading of its method,
 //! path and query), and whether the rules allow it. A refusal is 401 (no
 //! credentials this node accepts, with `WWW-Authenticate: Bearer`) or 403,
 //! and is logged with the principal and its roles. A request whose route
@@ -28,18 +28,13 @@ use lockd_proto::AdminAction;
 use lockd_proto::ErrorCode;
 
 use super::error::ApiError;
-use super::op::{self, Op};
+use super::marks::{AdminOutcome, Received};
+use super::op::Op;
+use super::parse;
 use super::services::{Refusal, Services};
 use crate::auth::{Access, Action, Denied, Principal, PRINCIPAL_HEADER};
 use crate::transport::limits::Slot;
 use crate::transport::listener::Caller;
-
-/// What an admin handler did, for the audit trail: set on its response.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct AdminOutcome {
-    pub index: Option<u64>,
-    pub module_hash: Option<String>,
-}
 
 /// The header a node puts on a request it forwards to the leader, naming
 /// itself; only a member may send it.
@@ -147,12 +142,6 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// When the middleware took the request (its head read): the start of
-/// an acquire's `receive` stage, ended by the handler once the body is
-/// read and parsed.
-#[derive(Clone, Copy)]
-pub(crate) struct Received(pub std::time::Instant);
-
 /// The layer.
 pub(crate) async fn authorize(
     State(node): State<Arc<Services>>,
@@ -162,7 +151,7 @@ pub(crate) async fn authorize(
 ) -> Response {
     // Where the request's `receive` stage starts (telemetry::stages).
     let received = Received(std::time::Instant::now());
-    let parsed = op::parse(req.method(), req.uri());
+    let parsed = parse::parse(req.method(), req.uri());
     let action = match &parsed {
         Ok(op) => op.action(),
         // Malformed: nothing is decided on it but who the caller is.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::body::JsonBody;
 use super::error::{ApiError, ErrorBody};
-use super::routes::paths;
+use super::paths;
 use super::services::Services;
 use super::status::{Member, Status};
 

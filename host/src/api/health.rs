@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 
-use super::routes::paths;
+use super::paths;
 use super::services::Services;
 
 /// Whether a node is ready, and why not.

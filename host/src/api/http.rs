@@ -40,7 +40,7 @@ pub async fn serve(node: Arc<Services>, c: Incoming) {
         tracing::warn!(id = node.id(), peer = %addr, "refused a plaintext HTTP connection: this node requires TLS");
         tls_required(node.id())
     } else {
-        super::routes::router(node)
+        super::router::router(node)
             .layer(Extension(caller))
             .layer(Extension(slot.clone()))
     };

@@ -40,7 +40,7 @@ use super::lock_json::{
 };
 use super::native_locks;
 use super::op::{ListQuery, LockOp, Op, Verb};
-use super::routes::paths;
+use super::paths;
 use super::services::Services;
 use crate::auth::Access;
 use crate::service::table::Spec;
@@ -117,7 +117,7 @@ pub(crate) async fn lock_post(
     State(node): State<Arc<Services>>,
     Extension(access): Extension<Access>,
     Extension(op): Extension<Op>,
-    Extension(received): Extension<super::authorize::Received>,
+    Extension(received): Extension<super::marks::Received>,
     headers: HeaderMap,
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {

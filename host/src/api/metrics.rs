@@ -24,7 +24,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::routes::paths;
+use super::paths;
 use super::services::Services;
 use super::status::Role;
 use lockd_core::engine::settings::WASMTIME_VERSION;

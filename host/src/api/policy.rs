@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::body::JsonBody;
 use super::error::{ApiError, ErrorBody};
 use super::lock_json::Done;
-use super::routes::paths;
+use super::paths;
 use super::services::Services;
 use lockd_core::command::PrefixPolicy;
 

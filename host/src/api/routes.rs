@@ -3,10 +3,10 @@
 //! [`Op`](super::op::Op) it parses to, which decides its authorisation),
 //! which node answers it ([`By`]: the node asked, or the leader within the
 //! route's body limit) and its handler. Each path is written once, in
-//! [`paths`].
+//! [`super::paths`].
 //!
 //! Whatever knows a route is built from the table: the router ([`router`]),
-//! the parse of a request ([`super::op::parse`] finds its route here; a
+//! the parse of a request ([`super::parse::parse`] finds its route here; a
 //! path with parameters has its canonical parser there), the requests a
 //! forwarded principal may come with ([`answered_by_leader`]), the paths
 //! that need no credentials ([`public`]), and the paths and methods of the
@@ -17,19 +17,16 @@
 use std::sync::Arc;
 
 use axum::http::Method;
-use axum::middleware;
 use axum::routing::{on, MethodFilter, MethodRouter};
-use axum::Router;
 
 use super::body::{MAX_BODY, MAX_MODULE};
-use super::error::ApiError;
-use super::forward::{to_leader, Forwarding};
+use super::paths::*;
 use super::services::Services;
 use super::{admin, cluster, health, locks, metrics, openapi, policy, sessions, watch};
-use paths::*;
 use Asks::*;
 
-type Methods = MethodRouter<Arc<Services>>;
+/// A handler routed for one method.
+pub(crate) type Methods = MethodRouter<Arc<Services>>;
 
 /// What a method of a route asks for: the kind of its
 /// [`Op`](super::op::Op), before its query or its path's parameters are
@@ -125,40 +122,6 @@ const fn leader(
         by: body,
         handler,
     }
-}
-
-/// Every route's path, named once: the table below and the handlers'
-/// OpenAPI declarations (`#[utoipa::path(…, path = paths::…)]`) take them
-/// from here. The lock and session routes are documented by their
-/// actions' paths, which the router serves as one wildcard route each.
-pub mod paths {
-    pub(crate) const HEALTHZ: &str = "/healthz";
-    pub(crate) const READYZ: &str = "/readyz";
-    pub(crate) const UI: &str = "/ui";
-    pub(crate) const OPENAPI: &str = "/v1/openapi.json";
-    pub(crate) const WHOAMI: &str = "/v1/whoami";
-    pub(crate) const STATUS: &str = "/v1/status";
-    pub(crate) const MEMBERS: &str = "/v1/members";
-    pub(crate) const WATCH: &str = "/v1/watch";
-    pub(crate) const METRICS: &str = "/metrics";
-    pub const AUDIT: &str = "/v1/audit";
-    pub(crate) const SNAPSHOT: &str = "/v1/admin/snapshot";
-    pub(crate) const MEMBERS_ADD: &str = "/v1/members/add";
-    pub(crate) const MEMBERS_PROMOTE: &str = "/v1/members/promote";
-    pub(crate) const MEMBERS_REMOVE: &str = "/v1/members/remove";
-    pub const LOCKS: &str = "/v1/locks";
-    pub const LOCK: &str = "/v1/locks/{*path}";
-    pub(crate) const SESSIONS: &str = "/v1/sessions";
-    pub const SESSION: &str = "/v1/sessions/{*path}";
-    pub(crate) const POLICY: &str = "/v1/admin/policy";
-    pub(crate) const CAPACITY: &str = "/v1/admin/capacity";
-    pub(crate) const MODULE_KEYS: &str = "/v1/admin/module-keys";
-    pub(crate) const MODULE_KEY: &str = "/v1/admin/module-keys/{key}";
-    pub const UPGRADE: &str = "/v1/admin/upgrade";
-    pub(crate) const ROLLBACK: &str = "/v1/admin/rollback";
-    pub(crate) const SHADOW: &str = "/v1/admin/shadow";
-    pub(crate) const SHADOW_PROMOTE: &str = "/v1/admin/shadow/promote";
-    pub(crate) const SHADOW_ABORT: &str = "/v1/admin/shadow/abort";
 }
 
 /// Every route the node serves.
@@ -314,42 +277,6 @@ pub(crate) fn answered_by_leader(method: &Method, path: &str) -> bool {
 /// public (docs/security.md, "Clients and roles").
 pub fn public(path: &str) -> bool {
     find(path).is_some_and(|(r, _)| r.methods.iter().all(|s| s.asks == Public))
-}
-
-/// Every route, behind the authorisation layer (which needs the
-/// connection's [`crate::transport::listener::Caller`] as an extension).
-pub fn router(node: Arc<Services>) -> Router {
-    ROUTES
-        .iter()
-        .fold(Router::new(), |r, route| {
-            r.route(route.path, methods(route, &node))
-        })
-        .fallback(|| async { ApiError::not_found("no such route") })
-        .layer(middleware::from_fn_with_state(
-            node.clone(),
-            super::authorize::authorize,
-        ))
-        .with_state(node)
-}
-
-/// A route's methods, each answered by the leader behind the forwarding
-/// layer (a layer on one method only: a path can mix the node's answers
-/// and the leader's).
-fn methods(route: &Route, node: &Arc<Services>) -> Methods {
-    route.methods.iter().fold(MethodRouter::new(), |all, s| {
-        let one = (s.handler)(s.method);
-        all.merge(match s.by {
-            By::Node => one,
-            By::Leader { limit, what } => one.route_layer(middleware::from_fn_with_state(
-                Forwarding {
-                    node: node.clone(),
-                    limit,
-                    what,
-                },
-                to_leader,
-            )),
-        })
-    })
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use super::body::{parse, RawBody};
 use super::error::{ApiError, ErrorBody};
 use super::native_locks;
 use super::op::{Op, SessionOp};
-use super::routes::paths;
+use super::paths;
 use super::services::Services;
 use crate::auth::Access;
 use crate::service::SessionOpen;

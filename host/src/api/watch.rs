@@ -26,8 +26,8 @@ use serde_json::json;
 
 use super::error::{ApiError, ErrorBody};
 use super::op::{Op, WatchQuery};
+use super::paths;
 use super::reauth::{Due, Reauth};
-use super::routes::paths;
 use super::services::Services;
 use crate::auth::Access;
 use crate::watch::{Cut, Next, WatchError, Watcher};

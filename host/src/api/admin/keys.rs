@@ -11,9 +11,9 @@ use lockd_proto::signature::{ModuleKeyReply, ModuleKeys};
 use lockd_proto::ErrorCode;
 use serde::Deserialize;
 
-use crate::api::authorize::AdminOutcome;
 use crate::api::error::{ApiError, ErrorBody};
-use crate::api::routes::paths;
+use crate::api::marks::AdminOutcome;
+use crate::api::paths;
 use crate::api::services::Services;
 
 /// The trusted module keys, at the leader's applied index.

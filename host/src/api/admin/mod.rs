@@ -36,10 +36,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use lockd_proto::UpgradeReply;
 
-use super::authorize::AdminOutcome;
 use super::body::ModuleBody;
 use super::error::{ApiError, ErrorBody};
-use super::routes::paths;
+use super::marks::AdminOutcome;
+use super::paths;
 use super::services::Services;
 use crate::modules::submit::{How, UpgradeError};
 use lockd_core::engine::ModuleHash;

@@ -10,9 +10,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use lockd_proto::{AuditReport, Capacity, CapacityStatus, SnapshotBuilt};
 
-use crate::api::authorize::AdminOutcome;
 use crate::api::error::{ApiError, ErrorBody};
-use crate::api::routes::paths;
+use crate::api::marks::AdminOutcome;
+use crate::api::paths;
 use crate::api::services::Services;
 
 /// This node's determinism audit points (never forwarded).

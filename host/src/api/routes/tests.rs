@@ -6,8 +6,8 @@
 
 use axum::http::{Method, Uri};
 
-use super::{answered_by_leader, Asks, ROUTES};
-use crate::api::op::parse;
+use super::{answered_by_leader, public, Asks, ROUTES};
+use crate::api::parse::parse;
 
 const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
 
@@ -72,7 +72,7 @@ fn every_route_reads_as_recorded() {
 }
 
 /// The parser of a path with parameters is its route's, whatever the
-/// method (`op::parse` takes it from the route's methods).
+/// method (`parse::parse` takes it from the route's methods).
 #[test]
 fn a_route_with_parameters_asks_the_same_of_every_method() {
     for r in ROUTES {
@@ -95,3 +95,15 @@ fn a_route_with_parameters_asks_the_same_of_every_method() {
 /// What the routes read as: one line a request, `METHOD PATH: what it
 /// parses to -> what authorisation asks; who answers it`.
 const RECORDED: &str = include_str!("readings.txt");
+
+#[test]
+fn the_public_paths_are_the_routes_every_method_of_which_is_public() {
+    for route in ROUTES {
+        assert_eq!(
+            public(route.path),
+            crate::api::paths::PUBLIC.contains(&route.path),
+            "{}",
+            route.path
+        );
+    }
+}

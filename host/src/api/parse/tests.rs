@@ -2,6 +2,7 @@
 //! exactly one accepted spelling.
 
 use super::*;
+use crate::auth::Action;
 
 fn at(method: &str, uri: &str) -> Result<Op, u16> {
     let m: Method = method.parse().expect("method");
