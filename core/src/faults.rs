@@ -65,7 +65,7 @@ pub struct Switches {
     pub skip_prevote: bool,
     /// A replication stream is held: a peer call waits for its deadline
     /// however long its connection makes no progress
-    /// (`lockd::transport::peer`; a snapshot's is ten minutes), and after
+    /// (`lockd_replication::peer_conn`; a snapshot's is ten minutes), and after
     /// an unreachable peer the stream waits 10 s before it tries again
     /// (`lockd::raft::network`).
     pub stuck_stream: bool,

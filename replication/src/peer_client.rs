@@ -98,7 +98,7 @@ impl PeerClient {
         };
         let started = std::time::Instant::now();
         // A quiet call gives up sooner when a new connection opens (its
-        // own is dead): `transport::peer`.
+        // own is dead): `peer_conn`.
         let probe = || async { self.connect(timeout).await.is_ok() };
         let result = conn.call(&req, timeout, self.factory.stall, probe).await;
         tracing::trace!(
