@@ -1,7 +1,7 @@
 //! The HTTP API's authorisation layer, outside every route (so a route
 //! cannot be added without it): who the caller is (bearer token, client
 //! certificate, or a member node forwarding for a principal), what the
-//! request asks for ([`super::parse::parse`], the one reading of its method,
+//! request asks for ([`super::parse::parse_found`], the one reading of its method,
 //! path and query), and whether the rules allow it. A refusal is 401 (no
 //! credentials this node accepts, with `WWW-Authenticate: Bearer`) or 403,
 //! and is logged with the principal and its roles. A request whose route
@@ -151,13 +151,15 @@ pub(crate) async fn authorize(
 ) -> Response {
     // Where the request's `receive` stage starts (telemetry::stages).
     let received = Received(std::time::Instant::now());
-    let parsed = parse::parse(req.method(), req.uri());
+    // The route, looked up once for the parse and the forwarding rule.
+    let found = super::routes::find(req.uri().path());
+    let parsed = parse::parse_found(found, req.method(), req.uri());
     let action = match &parsed {
         Ok(op) => op.action(),
         // Malformed: nothing is decided on it but who the caller is.
         Err(_) => Action::Any,
     };
-    let leader_route = super::routes::answered_by_leader(req.method(), req.uri().path());
+    let leader_route = super::routes::leader_answers(found, req.method());
     let who = principal(&node, &caller, req.headers(), leader_route);
     // The connection's place: out of the opening budget with its first
     // request, and out of the unauthenticated one with a valid credential

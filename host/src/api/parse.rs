@@ -16,15 +16,23 @@ use axum::routing::MethodFilter;
 
 use super::error::ApiError;
 use super::op::{ListQuery, LockOp, Op, SessionOp, Verb, WatchQuery};
-use super::routes::{self, Asks, Route};
+use super::routes::{Asks, Found, Route};
 use lockd_proto::ErrorCode;
 
-/// Parse a request: find its route ([`routes::find`]), then read it by
-/// what its method asks. `Err`: it names a route, but not canonically
-/// (400), or with a method the route does not serve (405).
+/// [`parse_found`] after finding the route (the tests' way in).
+#[cfg(test)]
 pub fn parse(method: &Method, uri: &Uri) -> Result<Op, ApiError> {
+    parse_found(super::routes::find(uri.path()), method, uri)
+}
+
+/// Parse a request whose route `found` is ([`super::routes::find`]; the
+/// authorisation layer looks it up once for this and for
+/// [`super::routes::leader_answers`]): read it by what its method asks. `Err`: it
+/// names a route, but not canonically (400), or with a method the route
+/// does not serve (405).
+pub fn parse_found(found: Found, method: &Method, uri: &Uri) -> Result<Op, ApiError> {
     let path = uri.path();
-    match routes::find(path) {
+    match found {
         None => Ok(unknown(method, path)),
         Some((route, None)) => fixed(route, method, uri),
         // A route with parameters is read by its parser, which reads the

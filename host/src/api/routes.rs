@@ -6,7 +6,7 @@
 //! [`super::paths`].
 //!
 //! Whatever knows a route is built from the table: the router ([`router`]),
-//! the parse of a request ([`super::parse::parse`] finds its route here; a
+//! the parse of a request ([`super::parse::parse_found`] finds its route here; a
 //! path with parameters has its canonical parser there), the requests a
 //! forwarded principal may come with ([`answered_by_leader`]), the paths
 //! that need no credentials ([`public`]), and the paths and methods of the
@@ -252,9 +252,13 @@ impl Route {
     }
 }
 
+/// What [`find`] found: the route, and for a route with parameters the
+/// part of the path after its fixed beginning.
+pub type Found<'a> = Option<(&'static Route, Option<&'a str>)>;
+
 /// The route that `path` names, and for a route with parameters the part
 /// of the path after its fixed beginning (its parser reads the rest).
-pub fn find(path: &str) -> Option<(&'static Route, Option<&str>)> {
+pub fn find(path: &str) -> Found<'_> {
     ROUTES.iter().find_map(|r| match r.path.split_once('{') {
         None => (r.path == path).then_some((r, None)),
         Some((fixed, _)) => path.strip_prefix(fixed).map(|rest| (r, Some(rest))),
@@ -265,16 +269,25 @@ pub fn find(path: &str) -> Option<(&'static Route, Option<&str>)> {
 /// forwarded principal may come with it: a method the leader answers, or
 /// a method the path does not serve (405) when the leader answers all it
 /// does.
+#[cfg(test)]
 pub(crate) fn answered_by_leader(method: &Method, path: &str) -> bool {
+    leader_answers(find(path), method)
+}
+
+/// [`answered_by_leader`] for a route already found.
+pub(crate) fn leader_answers(found: Found, method: &Method) -> bool {
     let leads = |s: &Serve| matches!(s.by, By::Leader { .. });
-    find(path).is_some_and(|(r, _)| match r.serving(method) {
+    found.is_some_and(|(r, _)| match r.serving(method) {
         Some(s) => leads(s),
         None => r.methods.iter().all(leads),
     })
 }
 
 /// Whether `path` needs no credentials: every method its route serves is
-/// public (docs/security.md, "Clients and roles").
+/// public (docs/security.md, "Clients and roles"); the OpenAPI document
+/// reads the same from [`super::paths::PUBLIC`] (a unit test holds them
+/// equal).
+#[cfg(test)]
 pub fn public(path: &str) -> bool {
     find(path).is_some_and(|(r, _)| r.methods.iter().all(|s| s.asks == Public))
 }
