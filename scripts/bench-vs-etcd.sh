@@ -9,7 +9,7 @@
 # and a Java runtime for it; protoc for etcd's gRPC client; a font for the
 # chart), builds lockd, the lockd benchmarks and the comparison, and writes
 # docs/benchmarks.md, docs/benchmarks.png and docs/benchmarks.json. See
-# bench/etcd/src/main.rs.
+# bench/rivals/src/main.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,5 +29,5 @@ if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >&2
 fi
 
-cargo build --release -p lockd -p lockd-bench -p etcd-bench --bins
+cargo build --release -p lockd -p lockd-bench -p lockd-bench-rivals --bins
 exec "${CARGO_TARGET_DIR:-target}/release/vs-etcd" "$@"

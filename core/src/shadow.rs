@@ -51,6 +51,7 @@ impl Shadow {
             hash_diffs: 0,
             failed: None,
             examples: Vec::new(),
+            module_world: Some(module.world().number().to_string()),
         };
         Shadow {
             module,

@@ -164,6 +164,11 @@ pub struct Status {
     /// done once it is not joint and `commit_index` has reached `index`.
     /// Absent: a node of an earlier build.
     pub membership: Option<MembershipInEffect>,
+    /// The world the active module implements (`0.3`): what a person
+    /// should read beside [`Status::module_version`], a release number
+    /// that counts modules, not worlds. Absent: a node of an earlier
+    /// build.
+    pub module_world: Option<String>,
 }
 
 /// The voter configuration a node runs under ([`Status::membership`]).

@@ -100,6 +100,9 @@ pub struct ShadowStatus {
     pub failed: Option<String>,
     /// The first few differing outcomes.
     pub examples: Vec<OutcomeDiff>,
+    /// The world the candidate implements (`0.3`). Absent: a node of an
+    /// earlier build.
+    pub module_world: Option<String>,
 }
 
 /// One command that the active module and a candidate (a shadow, or the

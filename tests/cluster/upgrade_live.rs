@@ -14,7 +14,7 @@ use lockd_tests::load;
 
 #[test]
 fn upgrade_under_load_swaps_every_node_at_one_index() {
-    let (c, leader) = swap_under_load(LOCK_SM_WORLD01_V2, "snapshot format 2");
+    let (c, leader) = swap_under_load(LOCK_SM_WORLD01_V2, "snapshot format 2", "0.1");
     // Version 2's policy is now what the cluster does.
     let r = c.acquire(leader, "reserved/x", 10_000).expect("acquire");
     assert_eq!(r.status, 403, "{r:?}");
@@ -40,14 +40,15 @@ fn upgrade_under_load_swaps_every_node_at_one_index() {
 /// lockctl and the Rust client (`world02_live`).
 #[test]
 fn upgrade_to_world_0_2_under_exclusive_load_loses_nothing() {
-    let (c, leader) = swap_under_load(LOCK_SM_WORLD02, "world lockd:sm@0.2.0");
+    let (c, leader) = swap_under_load(LOCK_SM_WORLD02, "world lockd:sm@0.2.0", "0.2");
     crate::world02_live::used_after_upgrade(&c, leader, "held/across");
 }
 
 /// Start 3 nodes, put six clients on them, swap to `module` through a
 /// follower in the middle, and check what every swap must keep.
-/// `version` is part of the new module's version.
-fn swap_under_load(module: &[u8], version: &str) -> (Cluster, u64) {
+/// `version` is part of the new module's version, `world` the world
+/// status names for it.
+fn swap_under_load(module: &[u8], version: &str, world: &str) -> (Cluster, u64) {
     // Alone: six clients keep both cores busy, and more than 20 grants are
     // required in each 1.5 s window around the swap.
     let _alone = lockd_tests::turns::alone();
@@ -126,6 +127,7 @@ fn swap_under_load(module: &[u8], version: &str) -> (Cluster, u64) {
             "node {id}: {}",
             st.module_version
         );
+        assert_eq!(st.module_world.as_deref(), Some(world), "node {id}");
         // The audit point of the swap is the same on every node.
         let audit = c.audit(id).expect("audit");
         let at_swap: Vec<_> = audit.records.iter().filter(|r| r.index == index).collect();

@@ -156,6 +156,13 @@ fn shadow_mode_counts_differences_then_promotes_or_aborts() {
     );
     let status = lockctl_ok(&c, &["status"]);
     assert!(status.contains("shadow"), "{status}");
+    // Both modules are of world 0.1, and say so before their versions
+    // (which count releases: the candidate's is lock-sm/0.2.0).
+    assert!(
+        status.contains(&format!("node {leader}: module world 0.1, lock-sm/0.1.0")),
+        "{status}"
+    );
+    assert!(status.contains("(world 0.1, lock-sm/0.2.0"), "{status}");
     let token = r.body["token"].as_u64().expect("token");
     assert!(c
         .release(leader, "reserved/c", token)

@@ -58,9 +58,13 @@ pub async fn run(admin: &Admin, j: bool) -> Result<(), Failure> {
             }
         }
         for s in all.iter().filter_map(|(_, s)| s.as_ref().ok()) {
+            // The world first: the version string counts releases.
             println!(
-                "node {}: module {} since index {}",
-                s.id, s.module_version, s.module_since_index
+                "node {}: module {}{} since index {}",
+                s.id,
+                world(s.module_world.as_deref()),
+                s.module_version,
+                s.module_since_index
             );
             if let Some(c) = &s.cluster_id {
                 println!("node {}: cluster {c}", s.id);
@@ -91,9 +95,10 @@ pub async fn run(admin: &Admin, j: bool) -> Result<(), Failure> {
             }
             if let Some(sh) = &s.shadow {
                 println!(
-                    "node {}: shadow {} ({}) since index {}: {} commands compared, {} outcome diffs, {} of {} state hashes differ{}",
+                    "node {}: shadow {} ({}{}) since index {}: {} commands compared, {} outcome diffs, {} of {} state hashes differ{}",
                     s.id,
                     short(&sh.module_hash),
+                    world(sh.module_world.as_deref()),
                     sh.module_version,
                     sh.since_index,
                     sh.commands_compared,
@@ -118,4 +123,10 @@ pub async fn run(admin: &Admin, j: bool) -> Result<(), Failure> {
         return Err(Failure(anyhow!("no endpoint answered"), 1));
     }
     Ok(())
+}
+
+/// "world 0.3, " (nothing from a node of an earlier build, which does not
+/// say).
+fn world(number: Option<&str>) -> String {
+    number.map(|w| format!("world {w}, ")).unwrap_or_default()
 }

@@ -29,6 +29,8 @@ pub struct ReplicaView {
     pub applied_index: u64,
     pub module_hash: String,
     pub module_version: String,
+    /// The world the active module implements.
+    pub module_world: World,
     /// Empty unless asked for (both reference modules keep it up to date,
     /// but a module is free to compute it from the whole table).
     pub state_hash: String,
@@ -201,6 +203,7 @@ impl Replica {
             applied_index: self.last_applied.map_or(0, |l| l.index),
             module_hash: self.module.hash().to_string(),
             module_version: self.guest.version().unwrap_or_else(unavailable),
+            module_world: self.world(),
             state_hash: if hash {
                 self.guest
                     .state_hash()

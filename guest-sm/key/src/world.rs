@@ -40,6 +40,19 @@ impl World {
             World::V04 => "lockd:sm/lock-sm@0.4.0",
         }
     }
+
+    /// The world's number as people read it (`0.3`): status and `lockctl
+    /// status` show it before a module's own version string, which counts
+    /// releases, not worlds (docs/lock-modules.md, "Module versions and
+    /// worlds").
+    pub const fn number(self) -> &'static str {
+        match self {
+            World::V01 => "0.1",
+            World::V02 => "0.2",
+            World::V03 => "0.3",
+            World::V04 => "0.4",
+        }
+    }
 }
 
 impl fmt::Display for World {

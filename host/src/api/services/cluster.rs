@@ -107,6 +107,7 @@ impl Services {
             module_precheck: v.module_precheck,
             module_cannot_run: v.module_cannot_run,
             membership: Some(crate::raft::membership_in_effect(&m)),
+            module_world: Some(v.module_world.number().to_string()),
         };
         let counts = UpgradeCounts {
             swapped: v.upgrades_swapped,

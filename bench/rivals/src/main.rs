@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! scripts/bench-vs-etcd.sh            # installs etcd, ZooKeeper, protoc when missing, then runs this
-//! cargo run --release -p etcd-bench --bin vs-etcd -- [--seconds 5] [--rounds 2] [--out docs]
+//! cargo run --release -p lockd-bench-rivals --bin vs-etcd -- [--seconds 5] [--rounds 2] [--out docs]
 //!     [--systems lockd,etcd,zookeeper] [--warmup 5]
 //! ```
 //!
