@@ -99,10 +99,11 @@ const ONCE_FOUND: [u64; 21] = [
 ];
 
 /// Run `seeds`, one process per core at a time; the runs that found
-/// anything.
-fn run_seeds(seeds: &[u64]) -> Vec<Run> {
+/// anything, and what the runs went through together.
+fn run_seeds(seeds: &[u64]) -> (Vec<Run>, sim::Coverage) {
     let next = AtomicU64::new(0);
     let bad = Mutex::new(Vec::new());
+    let covered = Mutex::new(sim::Coverage::default());
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -113,13 +114,20 @@ fn run_seeds(seeds: &[u64]) -> Vec<Run> {
                 };
                 let r = simulate(seed, None);
                 eprintln!("{}", r.summary());
+                match sim::Coverage::read(&r.stdout) {
+                    Some(c) => covered.lock().unwrap_or_else(|p| p.into_inner()).merge(&c),
+                    None => panic!("seed {seed} printed no coverage"),
+                }
                 if !r.violations().is_empty() {
                     bad.lock().unwrap_or_else(|p| p.into_inner()).push(r);
                 }
             });
         }
     });
-    bad.into_inner().unwrap_or_else(|p| p.into_inner())
+    (
+        bad.into_inner().unwrap_or_else(|p| p.into_inner()),
+        covered.into_inner().unwrap_or_else(|p| p.into_inner()),
+    )
 }
 
 #[test]
@@ -129,7 +137,7 @@ fn seeds_of_mixed_faults_find_nothing() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(CI_SEEDS);
     let seeds: Vec<u64> = (1..n + 1).chain(ONCE_FOUND).collect();
-    let bad = run_seeds(&seeds);
+    let (bad, covered) = run_seeds(&seeds);
     for r in &bad {
         eprintln!("{}\n  replay: {}", r.summary(), r.replay());
         for v in r.violations().iter().take(8) {
@@ -142,6 +150,15 @@ fn seeds_of_mixed_faults_find_nothing() {
         bad.len(),
         seeds.len()
     );
+    // What the seeds went through: every mark at least once (a smaller
+    // range, asked for by hand, need not meet them all).
+    if n >= CI_SEEDS {
+        assert!(
+            covered.missing().is_empty(),
+            "the CI seeds never met {:?} (docs/testing.md, \"Coverage\")",
+            covered.missing()
+        );
+    }
 }
 
 #[test]

@@ -45,6 +45,8 @@ pub struct LogStats {
     pub fsyncs: AtomicU64,
     /// Bytes written to the log since start (records and their framing).
     pub bytes: AtomicU64,
+    /// Torn tails cut when the log was opened (0 or 1 per process).
+    pub torn_tails_cut: AtomicU64,
     /// How long each group-commit record took to write and fsync.
     pub fsync_latency: crate::telemetry::Latency,
     /// Each entry stamped as taken and as synced, and the commit index
@@ -96,6 +98,7 @@ impl LogStore {
         stages: Arc<crate::telemetry::Stages>,
     ) -> Result<LogStore, LogOpenError> {
         let (wal, recovered) = Wal::open(&dir.join("wal"), options)?;
+        let torn_tails_cut = u64::from(recovered.torn_tail.is_some());
         if let Some(t) = &recovered.torn_tail {
             tracing::warn!(file = %t.file.display(), offset = t.offset, dropped = t.dropped_bytes, "cut a torn tail from the log (an unacknowledged batch)");
         }
@@ -122,6 +125,7 @@ impl LogStore {
             vote: Mutex::new(vote),
             stats: LogStats {
                 stages,
+                torn_tails_cut: AtomicU64::new(torn_tails_cut),
                 ..LogStats::default()
             },
         });

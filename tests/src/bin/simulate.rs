@@ -24,6 +24,7 @@
 //! command that replays it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -117,6 +118,7 @@ fn main() -> anyhow::Result<()> {
         for v in &r.violations {
             println!("{VIOLATION_LINE}{v}");
         }
+        println!("{}", r.coverage.line());
         println!(
             "seed {seed}: {} ops, {} violations, {:?} simulated",
             r.ops,
@@ -143,6 +145,8 @@ fn main() -> anyhow::Result<()> {
     drop(sim::open_module_cache(cache.path()));
     let next = AtomicU64::new(range.start);
     let (done, found) = (AtomicU64::new(0), AtomicU64::new(0));
+    // Over every run: how often each mark, and in how many runs.
+    let covered = Mutex::new((sim::Coverage::default(), sim::Coverage::default()));
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -166,6 +170,11 @@ fn main() -> anyhow::Result<()> {
                     }
                 };
                 done.fetch_add(1, Ordering::Relaxed);
+                if let Some(c) = sim::Coverage::read(&out) {
+                    let mut all = covered.lock().unwrap_or_else(|p| p.into_inner());
+                    all.0.merge(&c);
+                    all.1.merge(&c.seen());
+                }
                 let violations = sim::violations_in(&out);
                 if !violations.is_empty() {
                     found.fetch_add(1, Ordering::Relaxed);
@@ -181,6 +190,8 @@ fn main() -> anyhow::Result<()> {
             });
         }
     });
+    let (all, seen) = covered.into_inner().unwrap_or_else(|p| p.into_inner());
+    print!("{}", all.table(&seen, done.load(Ordering::Relaxed)));
     println!(
         "{} seeds in {:.0?}: {} found violations",
         done.load(Ordering::Relaxed),

@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use lockd_log::disk::{Disk, DiskFile, Held};
 
+use super::coverage::Coverage;
 use crate::jepsen::rng::Rng;
 
 mod inode;
@@ -61,6 +62,8 @@ struct State {
     broken: BTreeMap<PathBuf, Broken>,
     /// Node directories whose broken disk refused an operation.
     tripped: BTreeSet<PathBuf>,
+    /// Torn writes, segments made and removed ([`super::coverage`]).
+    coverage: Coverage,
 }
 
 /// The simulated disk of every node of a run.
@@ -88,6 +91,12 @@ pub fn install() -> Arc<SimDisk> {
     disk
 }
 
+/// The sequence number of a log segment's path (`0000000000000002.wal`).
+fn segment_seq(path: &Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_suffix(".wal")?.parse().ok()
+}
+
 fn not_found(path: &Path) -> io::Error {
     io::Error::new(
         io::ErrorKind::NotFound,
@@ -103,6 +112,11 @@ impl SimDisk {
     /// Break the disk of the node whose files are under `dir`.
     pub fn break_disk(&self, dir: &Path, how: Broken) {
         self.state().broken.insert(dir.to_path_buf(), how);
+    }
+
+    /// What the disk saw: torn writes, log segments rotated and purged.
+    pub fn coverage(&self) -> Coverage {
+        self.state().coverage.clone()
     }
 
     /// Whether the node under `dir` met its broken disk.
@@ -146,6 +160,9 @@ impl SimDisk {
                     let zeros =
                         (torn > 0 && rng.below(4) == 0).then(|| rng.below(torn as u64) as usize);
                     inode.tear(torn, zeros);
+                    if torn > 0 && (torn as u64) < extra {
+                        s.coverage.add("disk.torn-write", 1);
+                    }
                 }
             }
             s.names.insert(path, entry);
@@ -338,6 +355,9 @@ impl Disk for SimDisk {
         let mut s = self.state();
         SimDisk::parent_is_dir(&s, to)?;
         let i = SimDisk::file(&s, from)?;
+        if segment_seq(to).is_some_and(|seq| seq > 1) {
+            s.coverage.add("log.segment-rotated", 1);
+        }
         s.names.remove(from);
         s.names.insert(to.to_path_buf(), Entry::File(i));
         Ok(())
@@ -346,6 +366,9 @@ impl Disk for SimDisk {
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let mut s = self.state();
         SimDisk::file(&s, path)?;
+        if segment_seq(path).is_some() {
+            s.coverage.add("log.segment-purged", 1);
+        }
         s.names.remove(path);
         Ok(())
     }

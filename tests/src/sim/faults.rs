@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::coverage::Coverage;
 use super::disk::{Broken, SimDisk, ROOT};
 use crate::jepsen::rng::Rng;
 
@@ -70,6 +71,24 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// Its coverage mark ([`super::coverage::MARKS`]).
+    fn mark(&self) -> &'static str {
+        match self {
+            Fault::Partition(..) => "fault.partition",
+            Fault::OneWay { .. } => "fault.one-way",
+            Fault::Isolate(_) => "fault.isolate",
+            Fault::PeersCut(_) => "fault.peers-cut",
+            Fault::ClientsCut(_) => "fault.clients-cut",
+            Fault::Hold(..) => "fault.hold",
+            Fault::Crash(_) => "fault.crash",
+            Fault::Bounce(_) => "fault.bounce",
+            Fault::Pause(_) => "fault.pause",
+            Fault::Disk(_, Broken::Full) => "fault.disk-full",
+            Fault::Disk(_, Broken::SyncFails) => "fault.disk-sync-fails",
+            Fault::PowerLoss { .. } => "fault.power-loss-majority",
+        }
+    }
+
     /// The node this fault takes down (until healed), if it does.
     fn down(&self) -> Option<u64> {
         match *self {
@@ -148,6 +167,8 @@ pub struct Nemesis {
     /// Links as last written: (from, to) host names.
     cut: BTreeSet<(String, String)>,
     held: BTreeSet<(String, String)>,
+    /// Each kind of fault begun ([`super::coverage`]).
+    pub coverage: Coverage,
 }
 
 impl Nemesis {
@@ -162,6 +183,7 @@ impl Nemesis {
             timeline: vec![Links::default()],
             cut: BTreeSet::new(),
             held: BTreeSet::new(),
+            coverage: Coverage::default(),
         }
     }
 
@@ -187,14 +209,21 @@ impl Nemesis {
                     let ids: Vec<u64> = (0..count)
                         .map(|i| 1 + (from - 1 + i) % self.nodes)
                         .collect();
+                    let mark = match count == self.nodes {
+                        true => "fault.power-loss-all",
+                        false => "fault.power-loss-majority",
+                    };
+                    self.coverage.add(mark, 1);
                     self.bounce(sim, now, &ids);
                 }
                 Fault::Bounce(id) if !self.takes_down_too_many(&Fault::Crash(id)) => {
+                    self.coverage.add("fault.bounce", 1);
                     self.bounce(sim, now, &[id])
                 }
                 // Begin and end at once, or not at all: never active.
                 Fault::PowerLoss { .. } | Fault::Bounce(_) => {}
                 f if !self.active.contains(&f) && !self.takes_down_too_many(&f) => {
+                    self.coverage.add(f.mark(), 1);
                     self.begin(sim, now, f)
                 }
                 _ => {}

@@ -58,11 +58,13 @@
 //!   [`leader_bounce`]: a leader restarted after its followers committed
 //!   what its disk had not written.
 //! * [`operator`]: membership changes and shadows during the faults.
+//! * [`coverage`]: what a run went through, counted.
 
 pub mod applied;
 mod clients;
 pub mod clock;
 pub mod control;
+pub mod coverage;
 pub mod disk;
 pub mod faults;
 pub mod horizon;
@@ -81,6 +83,7 @@ mod swaps;
 use std::time::Duration;
 
 pub use control::Control;
+pub use coverage::Coverage;
 pub use run::{open_module_cache, ELECTION_MS, HEARTBEAT_MS, MODULE_CACHE_VAR};
 
 use crate::jepsen::check::Violation;
@@ -236,6 +239,8 @@ pub struct SimReport {
     /// one seed produce the same bytes.
     pub history: String,
     pub violations: Vec<Violation>,
+    /// What it went through ([`coverage`]).
+    pub coverage: Coverage,
 }
 
 /// How a run's output names each violation: a line `violation [Checker]

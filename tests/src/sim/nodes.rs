@@ -49,6 +49,18 @@ pub struct Watch {
     pub stops: Stops,
     pub disk: Arc<SimDisk>,
     pub latest: Latest,
+    /// What the instances replaced so far went through (the latest ones
+    /// are counted at the end, [`count_instance`]).
+    pub coverage: Arc<Mutex<super::Coverage>>,
+}
+
+/// Add what one instance of a node counted since it started: the torn
+/// tail its log cut on opening, the snapshots it built and installed.
+pub fn count_instance(c: &mut super::Coverage, s: &lockd::api::services::Services) {
+    let n = s.instance_counts();
+    c.add("log.torn-tail-cut", n.torn_tails_cut);
+    c.add("snapshot.built", n.snapshots_built);
+    c.add("snapshot.installed", n.snapshots_installed);
 }
 
 /// Each node's latest started instance (its services), for what is read
@@ -85,11 +97,15 @@ pub async fn node(
     seams.lease_clock = Some(Arc::new(Drifting::start(drift_ppm)));
     let node = match Node::start_with(config.clone(), seams).await {
         Ok(node) => {
-            watch
+            let before = watch
                 .latest
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(id, node.services.clone());
+            let mut c = watch.coverage.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(before) = before {
+                count_instance(&mut c, &before);
+            }
             node
         }
         Err(e) => {

@@ -168,6 +168,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     let stops: Stops = Arc::default();
     let latest: super::nodes::Latest = Arc::default();
     let applied: Arc<Mutex<AppliedRecord>> = Arc::default();
+    let coverage: Arc<Mutex<super::Coverage>> = Arc::default();
     let drift = drifts(cfg);
     for id in 1..=cfg.nodes {
         let config = node_config(cfg, id);
@@ -175,6 +176,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         let latest = latest.clone();
         let applied = applied.clone();
         let samples = samples.clone();
+        let coverage = coverage.clone();
         let ppm = drift[id as usize - 1];
         let log_writer = super::nodes::log_writer(cfg.seed, id);
         sim.host(host(id), move || {
@@ -190,6 +192,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
                 stops: stops.clone(),
                 disk: disk.clone(),
                 latest: latest.clone(),
+                coverage: coverage.clone(),
             };
             node(config.clone(), seams, ppm, watch)
         });
@@ -322,6 +325,27 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     for lead in &takeovers {
         text.push_str(&format!("{lead:?}\n"));
     }
+    let coverage = {
+        let mut c = std::mem::take(&mut *coverage.lock().unwrap_or_else(|p| p.into_inner()));
+        c.merge(&nemesis.coverage);
+        c.merge(&disk.coverage());
+        for s in latest.lock().unwrap_or_else(|p| p.into_inner()).values() {
+            super::nodes::count_instance(&mut c, s);
+            let swapped = s.status().upgrades.iter().filter(|u| u.swapped()).count();
+            c.add("module.swapped", swapped as u64);
+        }
+        let leads = takeovers.iter().filter(|k| k.leads).count() as u64;
+        c.add("raft.leader-change", leads.saturating_sub(1));
+        for op in &ops {
+            match op.ret {
+                Ret::Granted(_) => c.add("op.granted", 1),
+                Ret::Held => c.add("op.held", 1),
+                Ret::Unknown => c.add("op.unknown", 1),
+                _ => {}
+            }
+        }
+        c
+    };
     SimReport {
         seed: cfg.seed,
         ops: ops.len(),
@@ -335,5 +359,6 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         simulated: sim.elapsed(),
         history: text,
         violations,
+        coverage,
     }
 }

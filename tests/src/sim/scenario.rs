@@ -170,6 +170,7 @@ fn run_script(
                 stops: Arc::default(),
                 disk: disk.clone(),
                 latest: Arc::default(),
+                coverage: Arc::default(),
             };
             node(config.clone(), seams, 0, watch)
         });

@@ -6,6 +6,15 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::snapshot_error::SnapshotError;
+
+/// Counts of one instance of a node ([`Services::instance_counts`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InstanceCounts {
+    /// A torn tail its log cut when it opened (0 or 1).
+    pub torn_tails_cut: u64,
+    pub snapshots_built: u64,
+    pub snapshots_installed: u64,
+}
 use super::Services;
 use crate::raft::log_store::LogStats;
 use crate::raft::state_machine::SmLatency;
@@ -98,6 +107,17 @@ impl Services {
     /// Pre-vote rounds this node asked: (won, lost) (`raft::stand`).
     pub(crate) fn prevote_rounds(&self) -> (u64, u64) {
         self.parts.silence.rounds()
+    }
+
+    /// What this instance counted since it started (the simulation's
+    /// coverage reads it from every instance of a node).
+    pub fn instance_counts(&self) -> InstanceCounts {
+        let snaps = self.parts.sm.snapshot_stats();
+        InstanceCounts {
+            torn_tails_cut: self.wal_stats().torn_tails_cut.load(Ordering::Relaxed),
+            snapshots_built: snaps.built,
+            snapshots_installed: snaps.installed,
+        }
     }
 
     /// The log's counters and fsync latency.
