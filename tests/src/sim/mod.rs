@@ -159,7 +159,8 @@ pub struct SimConfig {
 
 impl SimConfig {
     /// A run of `seed` with the defaults: 3 nodes (5 for one seed in
-    /// four), 4 clients on 2 keys, 12 s of faults; every even seed mixed,
+    /// four), clients, keys, leases and snapshots as the seed draws them
+    /// ([`Knobs`]), 12 s of faults; every even seed mixed,
     /// one in two of them (those without an operator) on world 0.3 with
     /// sessions and elections;
     /// one odd seed in two upgrades the module during the faults (one of
@@ -173,16 +174,17 @@ impl SimConfig {
     /// ([`SimConfig::segment_bytes`]); hosts run in a drawn order in
     /// one seed of two ([`SimConfig::random_order`]).
     pub fn seed(seed: u64) -> SimConfig {
+        let knobs = Knobs::draw(seed);
         SimConfig {
             seed,
             nodes: if seed % 4 == 3 { 5 } else { 3 },
-            clients: 4,
-            keys: 2,
+            clients: knobs.clients,
+            keys: knobs.keys,
             duration: Duration::from_secs(12),
-            lease_ms: 800,
+            lease_ms: knobs.lease_ms,
             faults: true,
             max_latency_ms: 10,
-            snapshot_threshold: 100,
+            snapshot_threshold: knobs.snapshot_threshold,
             mixed: seed.is_multiple_of(2),
             sessions: seed.is_multiple_of(4),
             upgrade_at: (seed % 4 == 1).then(|| Duration::from_millis(2000 + seed % 7 * 1000)),
@@ -198,6 +200,36 @@ impl SimConfig {
                 _ => lockd::config::NodeConfig::default().raft.segment_bytes,
             },
             random_order: seed / 9 % 2 == 1,
+        }
+    }
+}
+
+/// The settings a seed draws for itself, each within its range, from a
+/// generator of its own (so they vary independently of the seed's other
+/// choices, which follow its residues): how many clients on how many
+/// keys, how long their leases, how often snapshots. Seed 0 of the
+/// generator's stream is never special: every seed draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Knobs {
+    /// 2 to 6 workers.
+    pub clients: usize,
+    /// 1 to 4 keys (one key: every worker contends).
+    pub keys: usize,
+    /// 400, 800, 1 500 or 3 000 ms: from half an election timeout (a
+    /// lease shorter than a takeover) to several.
+    pub lease_ms: u64,
+    /// A snapshot every 50, 100 or 400 applied entries.
+    pub snapshot_threshold: u64,
+}
+
+impl Knobs {
+    pub fn draw(seed: u64) -> Knobs {
+        let mut rng = crate::jepsen::rng::Rng::new(seed ^ 0x6b6e_6f62);
+        Knobs {
+            clients: 2 + rng.below(5) as usize,
+            keys: 1 + rng.below(4) as usize,
+            lease_ms: [400, 800, 1500, 3000][rng.below(4) as usize],
+            snapshot_threshold: [50, 100, 400][rng.below(3) as usize],
         }
     }
 }

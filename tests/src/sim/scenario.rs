@@ -78,9 +78,15 @@ pub(super) fn scripted_config(control: Option<Control>) -> SimConfig {
         nodes: 3,
         refusing: None,
         control,
-        // Their figures were measured with the default segments.
+        // Their figures were measured with the default segments, 4
+        // clients on 2 keys, leases of 800 ms and a snapshot every 100
+        // entries.
         segment_bytes: lockd::config::NodeConfig::default().raft.segment_bytes,
         random_order: false,
+        clients: 4,
+        keys: 2,
+        lease_ms: 800,
+        snapshot_threshold: 100,
         ..SimConfig::seed(2)
     }
 }
