@@ -8,7 +8,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::run::ELECTION_MS;
 use super::swaps::{
     mixed_module, roll_back, traps, upgrade, upgrade_module, upgrade_refused_by, Swap,
 };
@@ -172,7 +171,7 @@ pub(super) async fn clients(
         }
     }
     tracing::info!("clients: the waiters");
-    let bound = Duration::from_millis(cfg.lease_ms * 2 + 4 * ELECTION_MS + 3000);
+    let bound = Duration::from_millis(cfg.lease_ms * 2 + 4 * cfg.timing.election_ms + 3000);
     let (served, v) = workload::waiters(
         cfg.clients,
         cfg.keys,

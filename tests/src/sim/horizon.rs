@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::faults::Links;
 use super::nodes::Lead;
 use super::progress::Sample;
-use super::run::{ELECTION_MS, HEARTBEAT_MS};
+use super::Timing;
 use crate::jepsen::lin::Horizon;
 use lockd::service::table::MAX_RETRY_DELAY;
 
@@ -37,7 +37,8 @@ use lockd::service::table::MAX_RETRY_DELAY;
 /// stopped and another cut off, the leader committed nothing for 5.7 s,
 /// and an acquire its client had given up on was granted at the heal).
 ///
-/// A leader whose quorum is back replicates again within [`RESUME_MS`]
+/// A leader whose quorum is back replicates again within
+/// [`Timing::resume_ms`]
 /// (docs/architecture.md, "Replication after a fault"): a connection the
 /// fault left dead is dropped once quiet for the stall bound, and the next
 /// try comes a heartbeat later. The spans without a quorum end that much
@@ -48,6 +49,7 @@ pub(super) fn horizon(
     nodes: u64,
     voter_out: &[(f64, f64)],
     samples: &[Sample],
+    timing: Timing,
 ) -> Horizon {
     // Each node's samples in time order: whether its Raft ran.
     let mut runs: Vec<(f64, u64, bool)> = samples.iter().map(|s| (s.at, s.node, s.up)).collect();
@@ -62,7 +64,7 @@ pub(super) fn horizon(
             .map(|(n, _)| n)
             .collect()
     };
-    let settle = (ELECTION_MS * 3 / 2) as f64;
+    let settle = (timing.election_ms * 3 / 2) as f64;
     let mut unstable: Vec<(f64, f64)> = leads
         .iter()
         .filter(|k| k.leads)
@@ -96,7 +98,11 @@ pub(super) fn horizon(
         };
         (t, !ok)
     }));
-    unstable.extend(cut_off.into_iter().map(|(from, to)| (from, to + RESUME_MS)));
+    unstable.extend(
+        cut_off
+            .into_iter()
+            .map(|(from, to)| (from, to + timing.resume_ms())),
+    );
     unstable.extend_from_slice(voter_out);
     unstable.sort_by(|a, b| a.0.total_cmp(&b.0));
     Horizon {
@@ -108,10 +114,8 @@ pub(super) fn horizon(
     }
 }
 
-/// The longest replication to a follower whose link is back may take to
-/// resume, ms: the stall bound on a peer call (an election timeout,
-/// checked every eighth of it) and a heartbeat's backoff.
-pub const RESUME_MS: f64 = (ELECTION_MS * 9 / 8 + HEARTBEAT_MS) as f64;
+/// [`Timing::resume_ms`] of the scripted runs' timing.
+pub const RESUME_MS: f64 = Timing::SCRIPTED.resume_ms();
 
 /// When some link held its messages (a paused node, a slow link): a
 /// request caught there arrives when the hold ends, and an acquire its
@@ -175,7 +179,7 @@ mod tests {
         };
         let stopped = [up(500.0, 2), Sample::down(2000.0, 2)];
         let cut_off = |samples: &[Sample]| -> Vec<(f64, f64)> {
-            horizon(&leads, &timeline, 3, &[], samples)
+            horizon(&leads, &timeline, 3, &[], samples, Timing::SCRIPTED)
                 .unstable
                 .into_iter()
                 .filter(|&(from, _)| from > 0.0)

@@ -84,7 +84,8 @@ use std::time::Duration;
 
 pub use control::Control;
 pub use coverage::Coverage;
-pub use run::{open_module_cache, ELECTION_MS, HEARTBEAT_MS, MODULE_CACHE_VAR};
+pub use run::{open_module_cache, MODULE_CACHE_VAR};
+use run::{ELECTION_MS, HEARTBEAT_MS};
 
 use crate::jepsen::check::Violation;
 
@@ -104,6 +105,8 @@ pub struct SimConfig {
     pub max_latency_ms: u64,
     /// Entries applied since the last snapshot that trigger the next.
     pub snapshot_threshold: u64,
+    /// The nodes' heartbeat and election timeout.
+    pub timing: Timing,
     /// Clients of every kind (mutexes, readers and writers, semaphore
     /// slots, all retry-safe) on the 0.2 reference module, put in by a hot
     /// upgrade before the clients start; else mutexes on the built-in one.
@@ -160,7 +163,7 @@ pub struct SimConfig {
 impl SimConfig {
     /// A run of `seed` with the defaults: 3 nodes (5 for one seed in
     /// four), clients, keys, leases and snapshots as the seed draws them
-    /// ([`Knobs`]), 12 s of faults; every even seed mixed,
+    /// ([`Knobs`]) and so are the Raft timings, 12 s of faults; every even seed mixed,
     /// one in two of them (those without an operator) on world 0.3 with
     /// sessions and elections;
     /// one odd seed in two upgrades the module during the faults (one of
@@ -185,6 +188,7 @@ impl SimConfig {
             faults: true,
             max_latency_ms: 10,
             snapshot_threshold: knobs.snapshot_threshold,
+            timing: knobs.timing,
             mixed: seed.is_multiple_of(2),
             sessions: seed.is_multiple_of(4),
             upgrade_at: (seed % 4 == 1).then(|| Duration::from_millis(2000 + seed % 7 * 1000)),
@@ -220,6 +224,38 @@ pub struct Knobs {
     pub lease_ms: u64,
     /// A snapshot every 50, 100 or 400 applied entries.
     pub snapshot_threshold: u64,
+    /// An election timeout of 200, 400 or 800 ms, a heartbeat of a fifth
+    /// or an eighth of it.
+    pub timing: Timing,
+}
+
+/// The nodes' Raft timing in a run, and the bounds the checkers derive
+/// from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    pub heartbeat_ms: u64,
+    pub election_ms: u64,
+}
+
+impl Timing {
+    /// What scripted runs use (their bounds were measured with it).
+    pub const SCRIPTED: Timing = Timing {
+        heartbeat_ms: HEARTBEAT_MS,
+        election_ms: ELECTION_MS,
+    };
+
+    /// The longest replication to a follower whose link is back may take
+    /// to resume, ms: the stall bound on a peer call (an election
+    /// timeout, checked every eighth of it) and a heartbeat's backoff.
+    pub const fn resume_ms(self) -> f64 {
+        (self.election_ms * 9 / 8 + self.heartbeat_ms) as f64
+    }
+
+    /// How long a healthy majority may go without a leader, or with an
+    /// entry waiting, ms: five election timeouts.
+    pub const fn progress_bound_ms(self) -> f64 {
+        (self.election_ms * 5) as f64
+    }
 }
 
 impl Knobs {
@@ -230,6 +266,13 @@ impl Knobs {
             keys: 1 + rng.below(4) as usize,
             lease_ms: [400, 800, 1500, 3000][rng.below(4) as usize],
             snapshot_threshold: [50, 100, 400][rng.below(3) as usize],
+            timing: {
+                let election_ms = [200, 400, 800][rng.below(3) as usize];
+                Timing {
+                    heartbeat_ms: election_ms / [5, 8][rng.below(2) as usize],
+                    election_ms,
+                }
+            },
         }
     }
 }

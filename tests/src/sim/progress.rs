@@ -1,7 +1,7 @@
 //! Whether the cluster made progress while it could: while a majority of
 //! the nodes ran, on working disks, and could all talk to each other both
 //! ways, a leader was elected among them and what they had in their logs
-//! was committed, each within [`BOUND_MS`].
+//! was committed, each within the bound (`Timing::progress_bound_ms`, five election timeouts).
 //!
 //! The linearizability checker catches a cluster that stalls only when a
 //! lease happens to outlive its promise meanwhile, and the liveness check
@@ -16,18 +16,18 @@
 //! (until its promotion back has settled: no joint configuration, and
 //! committed; sweep seed 111323), membership, not the links, decides the
 //! quorum, and those windows are left out. Within a
-//! span, after [`BOUND_MS`]:
+//! span, after the bound (`Timing::progress_bound_ms`, five election timeouts):
 //! * some node of such a majority must have led within the last
-//!   [`BOUND_MS`];
+//!   the bound (`Timing::progress_bound_ms`, five election timeouts);
 //! * an entry in the log of a node of such a majority above everything any
-//!   node applied must not wait more than [`BOUND_MS`] for the applied
+//!   node applied must not wait more than the bound (`Timing::progress_bound_ms`, five election timeouts) for the applied
 //!   index to move (committed, or replaced by a new leader's own entry),
 //!   counting, while a member leads, the leader's log and those of the
 //!   members that talk with it both ways (a member cut from the leader,
 //!   though in a healthy majority with others, keeps an old term's tail
 //!   until it talks with the leader again: simulation seed 105958);
 //! * each other node of such a majority that talks with the leader both
-//!   ways must reach the index the leader had applied within [`BOUND_MS`]
+//!   ways must reach the index the leader had applied within the bound (`Timing::progress_bound_ms`, five election timeouts)
 //!   (replication to it resumed: with appends, or a snapshot).
 //!
 //! The bound counts what the service promises after a link comes back: a
@@ -40,12 +40,7 @@ use lockd::raft::{Node, NodeId};
 use openraft::{RaftMetrics, ServerState};
 
 use super::faults::{host, Event, Fault, Links};
-use super::run::ELECTION_MS;
 use crate::jepsen::check::{Checker, Violation};
-
-/// How long a healthy majority may go without a leader, or with an entry
-/// waiting, in simulated ms: five election timeouts.
-pub const BOUND_MS: f64 = (ELECTION_MS * 5) as f64;
 
 /// One node's Raft metrics at one moment.
 #[derive(Clone, Copy, Debug)]
@@ -200,6 +195,7 @@ pub fn check(
     n: u64,
     excluded: &[(f64, f64)],
     end: f64,
+    bound_ms: f64,
 ) -> Vec<Violation> {
     let mut points: Vec<f64> = timeline.iter().map(|l| l.at).collect();
     points.extend(samples.iter().map(|s| s.at));
@@ -221,7 +217,7 @@ pub fn check(
     for &t in &points {
         // The state of the interval that ends at `t`, judged at `t`.
         if let Some(s) = &span {
-            if let Some(v) = judge(s, t) {
+            if let Some(v) = judge(s, t, bound_ms) {
                 return vec![v];
             }
         }
@@ -305,9 +301,9 @@ pub fn check(
 
 /// A violation if span `s`, still healthy at `t`, has gone too long
 /// without a leader or with an entry waiting.
-fn judge(s: &Span, t: f64) -> Option<Violation> {
+fn judge(s: &Span, t: f64, bound_ms: f64) -> Option<Violation> {
     let nodes = format!("{:?}", s.members);
-    if !s.leading && t - s.led > BOUND_MS {
+    if !s.leading && t - s.led > bound_ms {
         return Some(Violation::new(
             Checker::Progress,
             format!(
@@ -317,7 +313,7 @@ fn judge(s: &Span, t: f64) -> Option<Violation> {
         ));
     }
     let late = s.behind.iter().enumerate().find_map(|(i, b)| {
-        b.filter(|(since, _)| t - since > BOUND_MS)
+        b.filter(|(since, _)| t - since > bound_ms)
             .map(|(since, to)| (i + 1, since, to))
     });
     if let Some((node, since, to)) = late {
@@ -330,7 +326,7 @@ fn judge(s: &Span, t: f64) -> Option<Violation> {
         ));
     }
     let since = s.waiting?;
-    (t - since > BOUND_MS).then(|| {
+    (t - since > bound_ms).then(|| {
         Violation::new(
             Checker::Progress,
             format!(

@@ -33,6 +33,8 @@ const PORT: u16 = 7000;
 pub(super) fn node_addr(id: u64) -> String {
     format!("{}:{PORT}", host(id))
 }
+/// The Raft timing of scripted runs ([`super::Timing::SCRIPTED`]); a
+/// seed's run draws its own.
 pub const HEARTBEAT_MS: u64 = 50;
 pub const ELECTION_MS: u64 = 400;
 /// After healing, the clients go on this long before they stop.
@@ -61,8 +63,8 @@ pub(super) fn node_config(cfg: &SimConfig, id: u64) -> NodeConfig {
         data_dir: node_dir(id),
         initial_cluster: (1..=cfg.nodes).map(|i| (i, node_addr(i))).collect(),
         raft: lockd::config::settings::Raft {
-            heartbeat_ms: HEARTBEAT_MS,
-            election_timeout_ms: ELECTION_MS,
+            heartbeat_ms: cfg.timing.heartbeat_ms,
+            election_timeout_ms: cfg.timing.election_ms,
             // Snapshots and log purges happen during the faults.
             snapshot_threshold: cfg.snapshot_threshold,
             keep_after_snapshot: 20,
@@ -267,6 +269,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         cfg.nodes,
         &out.voter_out,
         sim.elapsed().as_secs_f64() * 1e3,
+        cfg.timing.progress_bound_ms(),
     ));
     violations.extend(super::nodes::leads_each_term_once(&takeovers));
     witness.sample(&latest);
@@ -284,6 +287,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
                 cfg.nodes,
                 &out.voter_out,
                 &samples.lock().unwrap_or_else(|p| p.into_inner()),
+                cfg.timing,
             )
         },
     ));

@@ -87,6 +87,7 @@ pub(super) fn scripted_config(control: Option<Control>) -> SimConfig {
         keys: 2,
         lease_ms: 800,
         snapshot_threshold: 100,
+        timing: super::Timing::SCRIPTED,
         ..SimConfig::seed(2)
     }
 }
