@@ -94,6 +94,8 @@ struct Inner {
     /// The connection in use, and the address to try first.
     conn: tokio::sync::Mutex<Option<Conn>>,
     preferred: Mutex<Option<String>>,
+    /// Tries sent again after one that got no answer ([`Client::retries`]).
+    retries: std::sync::atomic::AtomicU64,
 }
 
 /// A client of a lockd cluster. Cheap to clone; clones share a connection.
@@ -125,8 +127,21 @@ impl Client {
                 options,
                 conn: tokio::sync::Mutex::new(None),
                 preferred: Mutex::new(None),
+                retries: std::sync::atomic::AtomicU64::new(0),
             }),
         }
+    }
+
+    /// How many times this client (and its clones) sent a request again
+    /// after a try that got no answer, since it was made. A call between
+    /// two equal readings was answered at its first try: a retry-safe
+    /// acquire then had no earlier try whose answer was lost (the
+    /// simulation's checker uses this to model lost grants only where
+    /// there can be one).
+    pub fn retries(&self) -> u64 {
+        self.inner
+            .retries
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The credentials this client presents (what [`crate::admin::Admin`]
@@ -278,6 +293,9 @@ impl Client {
                     last,
                 });
             }
+            self.inner
+                .retries
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if redirected && !attempt.is_multiple_of(4) {
                 continue; // (a hint that keeps pointing at a dead node still waits)
             }

@@ -38,6 +38,10 @@ pub struct Switches {
     pub phantom_release: bool,
     /// No lease ever ends by itself.
     pub never_expire: bool,
+    /// Every lease lasts this many ms longer than asked (0: none): a
+    /// late expiry with a bound, inside the old slack of the
+    /// simulation's linearizability check and outside its tightened one.
+    pub late_expiry_ms: u64,
     /// A leader answers the grants it makes with its count of them since
     /// it took over, from 1 (as if the token counter were reset at every
     /// takeover).
@@ -101,6 +105,9 @@ impl Switches {
             strand_waiters: var("LOCKD_FAULT_STRAND_WAITERS").is_some(),
             phantom_release: var("LOCKD_FAULT_PHANTOM_RELEASE").is_some(),
             never_expire: var("LOCKD_FAULT_NEVER_EXPIRE").is_some(),
+            late_expiry_ms: var("LOCKD_FAULT_LATE_EXPIRY_MS")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
             token_reset: var("LOCKD_FAULT_TOKEN_RESET").is_some(),
             skip_read_barrier: var("LOCKD_FAULT_SKIP_READ_BARRIER").is_some(),
             ack_before_sync: var("LOCKD_FAULT_ACK_BEFORE_SYNC").is_some(),

@@ -12,6 +12,7 @@
 //! * double grant: one grant in `N` expires at once, so the key can go to
 //!   another client while its holder still holds it;
 //! * never expire: no lease ends by itself (a late expiry without bound);
+//! * late expiry: every lease lasts a fixed time longer than asked;
 //! * session early expiry: every session ends after a quarter of its TTL.
 //!
 //! Their switches: `lockd_core::faults`.
@@ -33,6 +34,9 @@ pub(super) fn lease(ms: u64) -> Duration {
         }
         if on.early_expiry {
             return Duration::from_millis(ms / 4);
+        }
+        if on.late_expiry_ms > 0 {
+            return Duration::from_millis(ms.saturating_add(on.late_expiry_ms));
         }
     }
     Duration::from_millis(ms)

@@ -100,6 +100,9 @@ pub struct History {
     clock: Box<dyn Fn() -> f64 + Send + Sync>,
     ops: Mutex<Vec<Op>>,
     holdings: Mutex<Vec<Holding>>,
+    /// The acquires answered at their first try (client, invoke bits):
+    /// no earlier try of theirs can have been granted unseen.
+    first_try: Mutex<std::collections::HashSet<(usize, u64)>>,
 }
 
 impl History {
@@ -115,6 +118,7 @@ impl History {
             clock: Box::new(clock),
             ops: Mutex::new(Vec::new()),
             holdings: Mutex::new(Vec::new()),
+            first_try: Mutex::default(),
         }
     }
 
@@ -131,6 +135,23 @@ impl History {
 
     pub fn holdings(&self) -> Vec<Holding> {
         self.holdings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Say that `client`'s acquire invoked at `invoke` was answered at
+    /// its first try.
+    pub fn answered_first_try(&self, client: usize, invoke: f64) {
+        self.first_try
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((client, invoke.to_bits()));
+    }
+
+    /// The acquires answered at their first try.
+    pub fn first_tries(&self) -> std::collections::HashSet<(usize, u64)> {
+        self.first_try
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()

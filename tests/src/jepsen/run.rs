@@ -26,12 +26,15 @@ const SETTLE_MS: f64 = (4 * ELECTION_MS) as f64;
 fn horizon(log: &nemesis::Log, mixed: bool) -> Horizon {
     Horizon {
         slack_ms: (ELECTION_MS * 3 / 2 + 2 * ELECTION_MS + 1000) as f64,
+        rearm_ms: (ELECTION_MS * 3 / 2 + 2 * ELECTION_MS + 1000) as f64,
         unstable: log.unstable(SETTLE_MS),
         // The leader's drift margin; the machine's clock is one clock.
         stretch: 0.01,
         // Mixed runs' acquires carry request ids and are retried; the
         // seed's acquire is not retried once its outcome is unknown.
         retried_grants: mixed,
+        // Every acquire's lost grant modelled (no reduction needed here).
+        first_try: Default::default(),
         // A paused node's requests arrive when it resumes: inside its
         // fault window, which `unstable` already counts.
         held: Vec::new(),

@@ -109,6 +109,7 @@ async fn acquire(
     want: Want,
 ) -> Result<Granted, ClientError> {
     let invoke = history.now();
+    let retries = client.retries();
     let (lease, wait) = (
         Duration::from_millis(lease_ms),
         Duration::from_millis(wait_ms),
@@ -132,6 +133,9 @@ async fn acquire(
         // The protocol's first acquire, which has no request id.
         client.acquire_once(key, lease, wait).await
     };
+    if client.retries() == retries {
+        history.answered_first_try(id, invoke);
+    }
     history.record(Op {
         client: id,
         key: key.to_string(),

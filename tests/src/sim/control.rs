@@ -60,10 +60,14 @@ pub enum Control {
     /// Log recovery takes every torn tail for damage: a node whose last
     /// write a crash tore cannot restart.
     RefuseTornTail,
+    /// Every lease lasts 400 ms longer than asked: within the bound the
+    /// linearizability check once allowed (1.5 election timeouts and
+    /// 400 ms), beyond the tightened one.
+    LateExpiry,
 }
 
 impl Control {
-    pub const ALL: [Control; 19] = [
+    pub const ALL: [Control; 20] = [
         Control::EarlyExpiry,
         Control::DoubleGrant,
         Control::NeverExpire,
@@ -83,6 +87,7 @@ impl Control {
         Control::UnfencedDoubleGrant,
         Control::PhantomRelease,
         Control::RefuseTornTail,
+        Control::LateExpiry,
     ];
 
     /// Its name on the `simulate` command line.
@@ -107,6 +112,7 @@ impl Control {
             Control::UnfencedDoubleGrant => "unfenced-double-grant",
             Control::PhantomRelease => "phantom-release",
             Control::RefuseTornTail => "refuse-torn-tail",
+            Control::LateExpiry => "late-expiry",
         }
     }
 
@@ -121,6 +127,7 @@ impl Control {
             Control::EarlyExpiry => Checker::Linearizable,
             Control::DoubleGrant => Checker::MutualExclusion,
             Control::NeverExpire => Checker::Linearizable,
+            Control::LateExpiry => Checker::Linearizable,
             Control::TokenReset => Checker::Tokens,
             Control::Divergence => Checker::Convergence,
             Control::SkipReadBarrier => Checker::Linearizable,
@@ -172,6 +179,10 @@ impl Control {
             },
             Control::NeverExpire => Switches {
                 never_expire: true,
+                ..off
+            },
+            Control::LateExpiry => Switches {
+                late_expiry_ms: 400,
                 ..off
             },
             Control::TokenReset => Switches {

@@ -22,7 +22,7 @@ use lockd::service::table::MAX_RETRY_DELAY;
 /// or it was deposed, until a takeover or the links heal). Nothing else
 /// stretches it, so a lease that ends late is caught.
 ///
-/// The leases' own margins are in the slack: the leader times a lease 1 %
+/// The leases' own margins are in the stretch: the leader times a lease 1 %
 /// longer on its clock (the drift bound), and a clean run's clocks run up
 /// to 0.9 % slow, so a lease of `L` may last about 2 % more of real time.
 ///
@@ -82,6 +82,13 @@ pub(super) fn horizon(
         }
     }
     points.sort_by(f64::total_cmp);
+    // A crash deposes a leader, though it reports nothing: a node that
+    // restarts at once (a bounce, a power loss) comes back a follower,
+    // and nothing commits until the next takeover.
+    let crashes: Vec<(f64, u64)> = timeline
+        .iter()
+        .flat_map(|l| l.crashed.iter().map(move |n| (l.at, *n)))
+        .collect();
     let cut_off = spans(points.iter().map(|&t| {
         // The latest takeover, unless its leader was deposed since.
         let took = leads.iter().rev().find(|k| k.leads && k.at <= t);
@@ -89,6 +96,9 @@ pub(super) fn horizon(
             leads
                 .iter()
                 .any(|d| !d.leads && d.node == k.node && d.at >= k.at && d.at <= t)
+                || crashes
+                    .iter()
+                    .any(|&(at, n)| n == k.node && at >= k.at && at <= t)
         });
         let links = timeline.iter().rev().find(|l| l.at <= t);
         let ok = match (took, links) {
@@ -106,13 +116,26 @@ pub(super) fn horizon(
     unstable.extend_from_slice(voter_out);
     unstable.sort_by(|a, b| a.0.total_cmp(&b.0));
     Horizon {
-        slack_ms: settle + MAX_RETRY_DELAY.as_millis() as f64 + 200.0,
+        slack_ms: EXPIRE_COMMIT_MS,
+        // The window of a takeover already holds the new leader's restart
+        // (`settle`); after it, its table loaded (retried at least every
+        // `MAX_RETRY_DELAY`) and the expiry committed.
+        rearm_ms: MAX_RETRY_DELAY.as_millis() as f64 + EXPIRE_COMMIT_MS,
         stretch: 0.02,
         unstable,
         retried_grants: false,
+        first_try: Default::default(),
         held: held(timeline),
     }
 }
+
+/// How long a healthy leader may take from a lease's end on its clock to
+/// the `Expire` applied and answered, ms: waiting for an in-flight slot
+/// behind two entries, the commit (a follower's round trip, at most 10 ms
+/// a message, and a synced batch, at most 12 ms) and the apply. Outside
+/// a fault window nothing else may stretch a lease (the control
+/// `late-expiry`, 400 ms late, is caught).
+pub const EXPIRE_COMMIT_MS: f64 = 150.0;
 
 /// [`Timing::resume_ms`] of the scripted runs' timing.
 pub const RESUME_MS: f64 = Timing::SCRIPTED.resume_ms();
@@ -190,5 +213,26 @@ mod tests {
         // Back once a sample says its Raft runs again.
         let back = [up(500.0, 2), Sample::down(2000.0, 2), up(3000.0, 2)];
         assert_eq!(cut_off(&back), [(2000.0, 3000.0 + RESUME_MS)]);
+    }
+
+    /// Seed 131's shape: the leader, node 3, is bounced at 4 s (crashed
+    /// and restarted at once, as in a power loss) and node 1 takes over at
+    /// 4.5 s. The leader could commit nothing from the bounce to the
+    /// takeover, though the links never changed: a cut-off span.
+    #[test]
+    fn a_bounced_leader_commits_nothing_until_the_next_takeover() {
+        let lead = |at, node, term| Lead {
+            at,
+            node,
+            term,
+            leads: true,
+        };
+        let leads = [lead(0.0, 3, 1), lead(4500.0, 1, 2)];
+        let timeline = [links(0.0, &[]), links(4000.0, &[3]), links(4000.0, &[])];
+        let unstable = horizon(&leads, &timeline, 3, &[], &[], Timing::SCRIPTED).unstable;
+        assert!(
+            unstable.contains(&(4000.0, 4500.0 + RESUME_MS)),
+            "{unstable:?}"
+        );
     }
 }

@@ -281,6 +281,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         &Horizon {
             // Mixed runs' acquires carry request ids and are retried.
             retried_grants: cfg.mixed,
+            first_try: history.first_tries(),
             ..horizon(
                 &takeovers,
                 &nemesis.timeline,
