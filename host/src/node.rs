@@ -170,6 +170,7 @@ impl Node {
             stall: Duration::from_millis(config.raft.election_timeout_ms),
             retry: Duration::from_millis(config.raft.heartbeat_ms),
             snapshot_sends: snapshot_sends.clone(),
+            idle: Default::default(),
         };
         let peers = network.clone();
         let voters = network.clone();

@@ -79,6 +79,7 @@ pub mod non_member;
 pub mod peer_check;
 pub mod peer_client;
 pub mod peer_conn;
+pub mod peer_pool;
 pub mod prevote;
 pub mod runtime;
 pub mod snapshot;

@@ -2,7 +2,10 @@
 //! makes a [`PeerClient`] per target (openraft's replication streams, the
 //! pre-check, the pre-vote, the hand-over), each with its own connection.
 //!
-//! A connection is opened lazily, re-opened after any error, and every
+//! A connection is opened lazily, re-opened after any error, by a task of
+//! its own within the connection's bound (`connect_timeout`), not the
+//! call's: a call that gives up leaves it running, and the next call takes
+//! its connection (see [`PeerClient`]'s `connecting`). Every
 //! call has a deadline and a bound on how long it may go without progress
 //! ([`NetworkFactory::stall`]): the answering node sends keep-alive frames
 //! while it reads or works on a long request, so a connection that went
@@ -43,6 +46,9 @@ pub struct NetworkFactory {
     pub retry: Duration,
     /// Snapshot sends and how they ended (`raft::snapshot_send`).
     pub snapshot_sends: std::sync::Arc<super::snapshot_counts::SendCounts>,
+    /// Connections no client holds, for the next client of that peer
+    /// (`raft::peer_pool`).
+    pub idle: crate::peer_pool::IdleConns,
 }
 
 /// One replication target's connection and its calls.
@@ -51,6 +57,25 @@ pub struct PeerClient {
     pub(super) target: NodeId,
     addr: String,
     conn: Option<FramedConn>,
+    /// A connection being made, by a task that leaves it in the idle
+    /// pool. Opening one takes four round trips (TCP, TLS, the hello, the
+    /// keep-alive ask): on a link slower than a quarter of a heartbeat,
+    /// bounded by an append's deadline (a heartbeat), every try would be
+    /// cut off and the next start over, and the peer would never be
+    /// reached again (found by the simulation: seed 28 of a run with TLS,
+    /// a 25 ms heartbeat and up to 10 ms a message). The task outlives
+    /// the call, and this client.
+    connecting: Option<tokio::task::JoinHandle<Result<(), TransportError>>>,
+}
+
+impl Drop for PeerClient {
+    /// Its connection, healthy (kept only after an answer), goes to the
+    /// pool for the next client of this peer.
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.factory.idle.put(self.target, conn);
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +94,7 @@ impl PeerClient {
             target,
             addr,
             conn: None,
+            connecting: None,
         }
     }
 
@@ -92,9 +118,10 @@ impl PeerClient {
         // next call never waits on a stream that lost a frame or still owes
         // an old answer (seed 7577: a snapshot retried on such a stream
         // timed out again and again).
-        let mut conn = match self.conn.take() {
+        let idle = || self.factory.idle.take(self.target, self.factory.stall);
+        let mut conn = match self.conn.take().or_else(idle) {
             Some(conn) => conn,
-            None => self.connect(timeout).await?,
+            None => self.connected(timeout).await?,
         };
         let started = std::time::Instant::now();
         // A quiet call gives up sooner when a new connection opens (its
@@ -113,42 +140,50 @@ impl PeerClient {
         result
     }
 
-    async fn connect(&self, timeout: Duration) -> Result<FramedConn, TransportError> {
-        let role =
-            self.factory
-                .cluster
-                .hello(self.factory.my_id, self.target, &self.factory.fingerprint);
-        let conn = FramedConn::connect(
-            &self.addr,
-            self.target,
-            role,
-            self.factory.connect_timeout.min(timeout),
-            self.factory.tls.as_ref(),
-        )
-        .await?;
-        if conn.welcome.node_id != self.target {
-            // Addresses get reused: never send Raft RPC to the wrong node.
-            return Err(TransportError::Refused {
+    /// A new connection for a call that may wait `timeout` for it: the
+    /// one being made, or a new one started (see `connecting`). At the
+    /// deadline the making goes on; the connection waits in the pool.
+    async fn connected(&mut self, timeout: Duration) -> Result<FramedConn, TransportError> {
+        let task = self.connecting.get_or_insert_with(|| {
+            let (factory, target, addr) = (self.factory.clone(), self.target, self.addr.clone());
+            let bound = factory.connect_timeout;
+            tokio::spawn(async move {
+                let conn = connect(&factory, target, &addr, bound).await?;
+                factory.idle.put(target, conn);
+                Ok(())
+            })
+        });
+        let joined =
+            tokio::time::timeout(timeout, task)
+                .await
+                .map_err(|_| TransportError::Timeout {
+                    addr: self.addr.clone(),
+                    what: "connect (still under way)",
+                    ms: timeout.as_millis() as u64,
+                })?;
+        self.connecting = None;
+        joined.unwrap_or_else(|e| {
+            Err(TransportError::Connect {
                 addr: self.addr.clone(),
-                reason: format!(
-                    "it is node {}, not node {}",
-                    conn.welcome.node_id, self.target
-                ),
-            });
-        }
-        let mut conn = conn;
-        let ask = PeerRequest::KeepAlive {
-            every_ms: keep_alive_every(self.factory.stall).as_millis() as u64,
-        };
+                source: std::io::Error::other(e),
+            })
+        })?;
+        // Another client of this peer may have taken it meanwhile: the
+        // call fails as if the connection were still being made.
+        self.factory
+            .idle
+            .take(self.target, self.factory.stall)
+            .ok_or_else(|| TransportError::Timeout {
+                addr: self.addr.clone(),
+                what: "connect (taken by another call)",
+                ms: timeout.as_millis() as u64,
+            })
+    }
+
+    /// A connection made now, within `timeout` (the probe of a quiet call).
+    async fn connect(&self, timeout: Duration) -> Result<FramedConn, TransportError> {
         let bound = self.factory.connect_timeout.min(timeout);
-        // A node before keep-alives answers `Error` (it cannot read the
-        // ask): its calls then end at their deadlines only.
-        if let PeerResponse::KeepAlive { .. } =
-            conn.call(&ask, bound, bound, || async { false }).await?
-        {
-            conn.keep_alive();
-        }
-        Ok(conn)
+        connect(&self.factory, self.target, &self.addr, bound).await
     }
 
     pub(super) fn unreachable<E: std::error::Error>(
@@ -218,4 +253,37 @@ impl PeerClient {
             Err(e) => Err(format!("unreachable: {e}")),
         }
     }
+}
+
+/// Connect to node `target` at `addr` for `factory`'s node within
+/// `bound`: the hello, the check that it is that node, and the keep-alive
+/// ask.
+async fn connect(
+    factory: &NetworkFactory,
+    target: NodeId,
+    addr: &str,
+    bound: Duration,
+) -> Result<FramedConn, TransportError> {
+    let role = factory
+        .cluster
+        .hello(factory.my_id, target, &factory.fingerprint);
+    let mut conn = FramedConn::connect(addr, target, role, bound, factory.tls.as_ref()).await?;
+    if conn.welcome.node_id != target {
+        // Addresses get reused: never send Raft RPC to the wrong node.
+        return Err(TransportError::Refused {
+            addr: addr.to_string(),
+            reason: format!("it is node {}, not node {}", conn.welcome.node_id, target),
+        });
+    }
+    let ask = PeerRequest::KeepAlive {
+        every_ms: keep_alive_every(factory.stall).as_millis() as u64,
+    };
+    // A node before keep-alives answers `Error` (it cannot read the
+    // ask): its calls then end at their deadlines only.
+    if let PeerResponse::KeepAlive { .. } =
+        conn.call(&ask, bound, bound, || async { false }).await?
+    {
+        conn.keep_alive();
+    }
+    Ok(conn)
 }

@@ -103,6 +103,7 @@ pub fn run(cfg: RunConfig) -> Report {
     let target = Target {
         endpoints: c.endpoints(),
         credentials: c.client_options(Who::Token("worker")).credentials,
+        admin: None,
     };
     let history = Arc::new(History::new());
     let register = Arc::new(FencedRegister::new(cfg.unfenced_register));

@@ -47,9 +47,21 @@ pub const SLOTS: u32 = 3;
 pub struct Target {
     pub endpoints: Vec<String>,
     pub credentials: Credentials,
+    /// The operator's credentials (upgrades, membership, audits, status),
+    /// when they differ from the workers' (an `admin` certificate).
+    pub admin: Option<Credentials>,
 }
 
 impl Target {
+    /// [`Target::client`] with the operator's credentials.
+    pub fn admin_client(&self, retry_for: Duration, request: Duration) -> Client {
+        let mut t = self.clone();
+        if let Some(admin) = &self.admin {
+            t.credentials = admin.clone();
+        }
+        t.client(retry_for, request)
+    }
+
     /// A client that retries for `retry_for`, each request for at most
     /// `request`.
     pub fn client(&self, retry_for: Duration, request: Duration) -> Client {

@@ -237,7 +237,7 @@ async fn final_state(target: &Target, history: &History) -> BTreeMap<String, Fin
 /// installed over it) agrees at the end, but not here. A node that
 /// restarted keeps only the points since its restart.
 async fn applied_alike(target: &Target) -> Vec<Violation> {
-    let client = target.client(Duration::from_secs(2), Duration::from_secs(1));
+    let client = target.admin_client(Duration::from_secs(2), Duration::from_secs(1));
     let admin = lockd_client::admin::Admin::new(client, target.endpoints.clone());
     let mut reports = Vec::new();
     for e in &target.endpoints {

@@ -69,6 +69,10 @@ pub const MARKS: &[(&str, &str)] = &[
         "module.swapped",
         "a node applied an upgrade entry that swapped its module",
     ),
+    (
+        "run.secure",
+        "a run with TLS on every connection and authentication",
+    ),
     ("op.granted", "a client was granted a lock"),
     ("op.held", "an acquire was answered that the key is held"),
     (

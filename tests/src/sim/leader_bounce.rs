@@ -89,6 +89,7 @@ async fn script(report: &Mutex<Bounce>, hands: &Hands) -> Result<(), String> {
     let target = Target {
         endpoints: (1..=3).map(node_addr).collect(),
         credentials: Default::default(),
+        admin: None,
     };
     let client = target.client(Duration::from_secs(5), Duration::from_secs(1));
 

@@ -107,6 +107,10 @@ pub struct SimConfig {
     pub snapshot_threshold: u64,
     /// The nodes' heartbeat and election timeout.
     pub timing: Timing,
+    /// TLS on every connection (peers, clients) and authentication: the
+    /// workers present the `worker` token, the operator the `admin`
+    /// certificate (`crate::secure`).
+    pub secure: bool,
     /// Clients of every kind (mutexes, readers and writers, semaphore
     /// slots, all retry-safe) on the 0.2 reference module, put in by a hot
     /// upgrade before the clients start; else mutexes on the built-in one.
@@ -189,6 +193,7 @@ impl SimConfig {
             max_latency_ms: 10,
             snapshot_threshold: knobs.snapshot_threshold,
             timing: knobs.timing,
+            secure: knobs.secure,
             mixed: seed.is_multiple_of(2),
             sessions: seed.is_multiple_of(4),
             upgrade_at: (seed % 4 == 1).then(|| Duration::from_millis(2000 + seed % 7 * 1000)),
@@ -227,6 +232,8 @@ pub struct Knobs {
     /// An election timeout of 200, 400 or 800 ms, a heartbeat of a fifth
     /// or an eighth of it.
     pub timing: Timing,
+    /// In one run of four: TLS between everyone and authentication on.
+    pub secure: bool,
 }
 
 /// The nodes' Raft timing in a run, and the bounds the checkers derive
@@ -273,6 +280,7 @@ impl Knobs {
                     election_ms,
                 }
             },
+            secure: rng.below(4) == 0,
         }
     }
 }

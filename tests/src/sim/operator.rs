@@ -38,7 +38,7 @@ pub(super) async fn operate(
     target: &Target,
     history: &History,
 ) -> Result<Option<(f64, f64)>, String> {
-    let client = target.client(Duration::from_secs(3), Duration::from_secs(2));
+    let client = target.admin_client(Duration::from_secs(3), Duration::from_secs(2));
     let admin = Admin::new(client, target.endpoints.clone());
     match op {
         Operation::Rejoin { node } => {

@@ -165,6 +165,14 @@ pub(super) fn simulation<'a>(cfg: &SimConfig) -> (turmoil::Sim<'a>, Arc<super::d
 
 pub fn run(cfg: &SimConfig) -> SimReport {
     let (mut sim, disk) = simulation(cfg);
+    // Certificates and the auth file, on the machine's disk (the node
+    // reads them with std::fs, not through the simulated disk).
+    let certs = cfg.secure.then(|| {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let hosts: Vec<(u64, String)> = (1..=cfg.nodes).map(|id| (id, host(id))).collect();
+        let secure = crate::secure::Secure::create(dir.path(), &hosts);
+        (dir, secure)
+    });
     let takeovers: Takeovers = Arc::default();
     let samples: Samples = Arc::default();
     let stops: Stops = Arc::default();
@@ -173,7 +181,16 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     let coverage: Arc<Mutex<super::Coverage>> = Arc::default();
     let drift = drifts(cfg);
     for id in 1..=cfg.nodes {
-        let config = node_config(cfg, id);
+        let mut config = node_config(cfg, id);
+        if let Some((_, s)) = &certs {
+            config.tls = Some(lockd::config::TlsFiles {
+                cert: s.dir.join(format!("node-{id}.pem")),
+                key: s.dir.join(format!("node-{id}.key")),
+                ca: s.ca(),
+            });
+            config.auth_file = Some(s.auth_file.clone());
+            config.insecure = false;
+        }
         let (takeovers, stops, disk) = (takeovers.clone(), stops.clone(), disk.clone());
         let latest = latest.clone();
         let applied = applied.clone();
@@ -207,7 +224,13 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     let outcome: Arc<Mutex<Outcome>> = Arc::default();
     let target = Target {
         endpoints: (1..=cfg.nodes).map(node_addr).collect(),
-        credentials: Default::default(),
+        credentials: certs
+            .as_ref()
+            .map(|(_, s)| s.credentials(crate::secure::Who::Token("worker")))
+            .unwrap_or_default(),
+        admin: certs
+            .as_ref()
+            .map(|(_, s)| s.credentials(crate::secure::Who::Cert("admin"))),
     };
     sim.client(
         CLIENTS,
@@ -339,6 +362,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
             let swapped = s.status().upgrades.iter().filter(|u| u.swapped()).count();
             c.add("module.swapped", swapped as u64);
         }
+        c.add("run.secure", u64::from(cfg.secure));
         let leads = takeovers.iter().filter(|k| k.leads).count() as u64;
         c.add("raft.leader-change", leads.saturating_sub(1));
         for op in &ops {

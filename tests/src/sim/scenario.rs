@@ -88,6 +88,7 @@ pub(super) fn scripted_config(control: Option<Control>) -> SimConfig {
         lease_ms: 800,
         snapshot_threshold: 100,
         timing: super::Timing::SCRIPTED,
+        secure: false,
         ..SimConfig::seed(2)
     }
 }
@@ -211,6 +212,7 @@ async fn script(report: &Mutex<CatchUp>) -> Result<(), String> {
     let target = Target {
         endpoints: (1..=3).map(node_addr).collect(),
         credentials: Default::default(),
+        admin: None,
     };
     let client = target.client(Duration::from_secs(5), Duration::from_secs(1));
     let http = Http::with_timeout(Duration::from_secs(1));

@@ -66,6 +66,7 @@ async fn script(report: &Mutex<StaleRead>) -> Result<(), String> {
         Target {
             endpoints: ids.iter().map(|id| node_addr(*id)).collect(),
             credentials: Default::default(),
+            admin: None,
         }
         .client(Duration::from_secs(3), Duration::from_secs(1))
     };

@@ -103,7 +103,7 @@ pub(super) async fn traps(
 }
 
 fn admin(target: &Target) -> lockd_client::admin::Admin {
-    let client = target.client(Duration::from_secs(3), Duration::from_secs(2));
+    let client = target.admin_client(Duration::from_secs(3), Duration::from_secs(2));
     lockd_client::admin::Admin::new(client, target.endpoints.clone())
 }
 
