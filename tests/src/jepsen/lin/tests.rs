@@ -269,20 +269,25 @@ fn windows_chain_while_the_holder_is_alive() {
     assert_eq!(h.latest_end(0.0, 1000.0), 4100.0);
 }
 
-/// Seed 642's shape: a retry-safe acquire whose first try was granted and
-/// its answer lost; the holding ended, others took the key (tokens 99,
-/// 104), and the retry was granted anew (109). The "held" at 7400 is
-/// explained only by the lost grant.
-#[test]
-fn a_retried_acquire_may_have_had_an_earlier_lost_grant() {
-    let h = [
+/// The history of [`a_retried_acquire_may_have_had_an_earlier_lost_grant`].
+fn lost_grant_explains_held() -> [Op; 6] {
+    [
         acq(0.0, 7800.0, Ret::Granted(109)),
         acq(7400.0, 7401.0, Ret::Held),
         acq(7410.0, 7526.0, Ret::Granted(99)),
         rel(7533.0, 7542.0, 99, Ret::Released),
         acq(7678.0, 7688.0, Ret::Granted(104)),
         rel(7700.0, 7710.0, 104, Ret::Released),
-    ];
+    ]
+}
+
+/// Seed 642's shape: a retry-safe acquire whose first try was granted and
+/// its answer lost; the holding ended, others took the key (tokens 99,
+/// 104), and the retry was granted anew (109). The "held" at 7400 is
+/// explained only by the lost grant.
+#[test]
+fn a_retried_acquire_may_have_had_an_earlier_lost_grant() {
+    let h = lost_grant_explains_held();
     let retried = retried();
     assert!(check(&h).is_err(), "without retries nothing held the key");
     assert_eq!(check_key(&h, &retried), Ok(()));
@@ -293,14 +298,7 @@ fn a_retried_acquire_may_have_had_an_earlier_lost_grant() {
 /// violation. Marking another acquire leaves it explained.
 #[test]
 fn an_acquire_answered_at_its_first_try_has_no_lost_grant() {
-    let h = [
-        acq(0.0, 7800.0, Ret::Granted(109)),
-        acq(7400.0, 7401.0, Ret::Held),
-        acq(7410.0, 7526.0, Ret::Granted(99)),
-        rel(7533.0, 7542.0, 99, Ret::Released),
-        acq(7678.0, 7688.0, Ret::Granted(104)),
-        rel(7700.0, 7710.0, 104, Ret::Released),
-    ];
+    let h = lost_grant_explains_held();
     let once = |invoke: f64| Horizon {
         first_try: [(0, invoke.to_bits())].into_iter().collect(),
         ..retried()
