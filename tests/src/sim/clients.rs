@@ -28,6 +28,9 @@ pub(super) struct Outcome {
     pub(super) served: usize,
     /// When the operator had a voter out (history time, ms).
     pub(super) voter_out: Vec<(f64, f64)>,
+    /// When the upgrade of a run with `upgrade_at` was answered as swapped
+    /// in (history time, ms), if it was.
+    pub(super) swapped_at: Option<f64>,
 }
 
 /// The clients' host: the keeper and the workers until `stop`, then the
@@ -71,7 +74,9 @@ pub(super) async fn clients(
         }
     }
     let keeper = keeper?;
+    let swapped_at = Arc::new(Mutex::new(None));
     let upgraded = cfg.upgrade_at.map(|at| {
+        let (swapped_at, history) = (swapped_at.clone(), history.clone());
         let target = target.clone();
         let stop = stop.clone();
         let module = upgrade_module(&cfg);
@@ -90,6 +95,7 @@ pub(super) async fn clients(
                 tracing::info!(%why, "clients: the module was kept out");
                 return Ok(Some(lockd_core::builtin::LOCK_SM));
             }
+            *swapped_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(history.now());
             if hostile {
                 return traps(&target, &stop, rollback).await.map(Some);
             }
@@ -199,6 +205,7 @@ pub(super) async fn clients(
         keeper_renewals,
         served,
         voter_out,
+        swapped_at: *swapped_at.lock().unwrap_or_else(|p| p.into_inner()),
     };
     Ok(())
 }

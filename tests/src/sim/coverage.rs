@@ -70,6 +70,10 @@ pub const MARKS: &[(&str, &str)] = &[
         "a node applied an upgrade entry that swapped its module",
     ),
     (
+        "module.swapped-under-fault",
+        "an upgrade answered swapped while a link was cut or held, or a node down",
+    ),
+    (
         "run.secure",
         "a run with TLS on every connection and authentication",
     ),

@@ -363,6 +363,15 @@ pub fn run(cfg: &SimConfig) -> SimReport {
             c.add("module.swapped", swapped as u64);
         }
         c.add("run.secure", u64::from(cfg.secure));
+        // The links and nodes as the faults left them when the swap was
+        // answered.
+        let at_swap = out
+            .swapped_at
+            .and_then(|t| nemesis.timeline.iter().rev().find(|l| l.at <= t));
+        if at_swap.is_some_and(|l| !(l.cut.is_empty() && l.held.is_empty() && l.crashed.is_empty()))
+        {
+            c.add("module.swapped-under-fault", 1);
+        }
         let leads = takeovers.iter().filter(|k| k.leads).count() as u64;
         c.add("raft.leader-change", leads.saturating_sub(1));
         for op in &ops {
