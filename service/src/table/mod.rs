@@ -211,6 +211,16 @@ enum Role {
     },
 }
 
+impl Role {
+    /// The term this node leads, or starts to lead, in; 0 as a follower.
+    fn term(&self) -> u64 {
+        match self {
+            Role::Starting { term, .. } | Role::Leader { term } => *term,
+            Role::Follower(_) => 0,
+        }
+    }
+}
+
 /// The leader's lock table. See the module docs for its rules.
 #[derive(Debug)]
 pub struct Table {
@@ -228,6 +238,8 @@ pub struct Table {
     limits: WaitLimits,
     /// Proposals in flight, whose completion has not been handled yet.
     ops: HashMap<u64, Op>,
+    /// The leadership term each proposal in flight was made in.
+    proposed_in: HashMap<u64, u64>,
     next_proposal: u64,
     counters: Counters,
     now: Duration,
@@ -260,6 +272,7 @@ impl Table {
             waits: waits::Waits::default(),
             limits,
             ops: HashMap::new(),
+            proposed_in: HashMap::new(),
             next_proposal: 1,
             counters: Counters::default(),
             now: Duration::ZERO,

@@ -240,6 +240,7 @@ impl Table {
         let id = self.next_proposal;
         self.next_proposal += 1;
         self.ops.insert(id, op);
+        self.proposed_in.insert(id, self.role.term());
         self.emit(super::Action::Propose { id, why, commands });
     }
 }

@@ -36,6 +36,7 @@ impl Table {
             tracing::warn!(node = self.id, id, "completion of an unknown proposal");
             return;
         };
+        let term = self.proposed_in.remove(&id).unwrap_or(0);
         if let Some(extra) = op.extra.take() {
             let leading = matches!(self.role, Role::Leader { .. });
             self.extra_done(extra, result, leading);
@@ -45,7 +46,10 @@ impl Table {
             return;
         }
         match self.role {
-            Role::Leader { term } => self.done(term, op, result),
+            // Made while this node led an earlier term: the load of this
+            // term's mirror came after it was decided (see
+            // `start_loading`), so its completion is stale.
+            Role::Leader { term: now } if term == now => self.done(now, op, result),
             _ => {
                 // From before the mirror was dropped: answer the callers
                 // with what was committed, and leave the mirror alone.
