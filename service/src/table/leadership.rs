@@ -64,7 +64,7 @@ impl Table {
     /// its promise).
     pub(super) fn start_loading(&mut self) {
         let current = self.role.term();
-        let idle = self.proposed_in.values().all(|t| *t < current);
+        let idle = self.ops.values().all(|(t, _)| *t < current);
         if !idle {
             tracing::debug!(
                 node = self.id,

@@ -236,10 +236,9 @@ pub struct Table {
     /// The deadline of every waiter that has one.
     waits: waits::Waits,
     limits: WaitLimits,
-    /// Proposals in flight, whose completion has not been handled yet.
-    ops: HashMap<u64, Op>,
-    /// The leadership term each proposal in flight was made in.
-    proposed_in: HashMap<u64, u64>,
+    /// Proposals in flight, whose completion has not been handled yet,
+    /// each with the leadership term it was made in.
+    ops: HashMap<u64, (u64, Op)>,
     next_proposal: u64,
     counters: Counters,
     now: Duration,
@@ -272,7 +271,6 @@ impl Table {
             waits: waits::Waits::default(),
             limits,
             ops: HashMap::new(),
-            proposed_in: HashMap::new(),
             next_proposal: 1,
             counters: Counters::default(),
             now: Duration::ZERO,

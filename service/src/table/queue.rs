@@ -89,7 +89,7 @@ impl Table {
             }
             return;
         }
-        for op in self.ops.values_mut() {
+        for (_, op) in self.ops.values_mut() {
             for w in op.grants.iter_mut().filter(|w| w.req == req) {
                 w.gone = true;
             }

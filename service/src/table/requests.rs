@@ -181,7 +181,7 @@ impl Table {
         if lockd_core::faults::get().skip_read_barrier {
             return false;
         }
-        let end = self.ops.values_mut().find_map(|op| {
+        let end = self.ops.values_mut().find_map(|(_, op)| {
             op.end
                 .as_mut()
                 .filter(|e| op.key == key && e.expired && e.token == token && e.reply.is_none())
@@ -239,8 +239,7 @@ impl Table {
     pub(super) fn propose(&mut self, why: Why, commands: Vec<Cmd>, op: Op) {
         let id = self.next_proposal;
         self.next_proposal += 1;
-        self.ops.insert(id, op);
-        self.proposed_in.insert(id, self.role.term());
+        self.ops.insert(id, (self.role.term(), op));
         self.emit(super::Action::Propose { id, why, commands });
     }
 }

@@ -32,11 +32,10 @@ pub(super) fn refusal(key: &str, reject: Reject) -> ServiceError {
 impl Table {
     /// Proposal `id` completed (committed with outcomes, or failed).
     pub(super) fn completed(&mut self, id: u64, result: Result<Vec<Outcome>, ServiceError>) {
-        let Some(mut op) = self.ops.remove(&id) else {
+        let Some((term, mut op)) = self.ops.remove(&id) else {
             tracing::warn!(node = self.id, id, "completion of an unknown proposal");
             return;
         };
-        let term = self.proposed_in.remove(&id).unwrap_or(0);
         if let Some(extra) = op.extra.take() {
             let leading = matches!(self.role, Role::Leader { .. });
             self.extra_done(extra, result, leading);
