@@ -53,22 +53,25 @@
 //! Around them: [`node`] only wires things together and starts them (like
 //! mini-redis's `server::run`; nothing imports it back), [`config`] reads
 //! every setting once (flag, `LOCKD_*` variable, TOML key; file < env <
-//! flag), [`shutdown`] waits for the signal to stop, and [`certs`] makes a
-//! development CA and certificates (`lockd certs init`).
+//! flag), [`shutdown`] waits for the signal to stop, and [`certs`] (its
+//! own crate, `lockd-certs`) makes a development CA and certificates
+//! (`lockd certs init`).
 //! [`restore`] makes a new cluster's data dirs from a backup or from one
 //! survivor (`lockd restore`, `lockd recover --force-new-cluster`).
-//! The answering side of the peer protocol is [`api`]'s: it shares the
-//! node's one address with the front doors.
+//! The connection peers call on is [`api`]'s (it shares the node's one
+//! address with the front doors); what it answers is
+//! [`raft::peer_answer`]'s.
 
 pub mod api;
 pub mod auth;
-pub mod certs;
 pub mod config;
 pub mod node;
 pub mod restore;
 pub mod shutdown;
 pub mod transport;
 
+// The development certificates (`lockd certs init`), their own crate.
+pub use lockd_certs as certs;
 // The replication crate under the names the node's modules use.
 pub use lockd_replication as raft;
 pub use lockd_replication::{cluster_id, membership, telemetry, watch};

@@ -40,14 +40,16 @@
 //!   [`snapshot_policy`] (when to take one), [`snapshot_send`] (sent in
 //!   chunks) and [`snapshot_counts`] (how sends ended).
 //! * [`messages`]: every peer message, requests and answers, with the
-//!   payloads of lockd's own (module pre-check, pre-vote, resignation).
+//!   payloads of consensus's own (pre-vote, resignation); the lock
+//!   service's (the module pre-check) are carried through a trait this
+//!   crate defines ([`messages::ServiceMessages`]), never named here.
 //! * [`peer_conn`]: the calling side of a framed connection to a peer,
 //!   with its deadlines and keep-alives; [`peer_client`]: a connection to
 //!   one peer and the calls made on it; [`network`]: openraft's
-//!   `RaftNetworkFactory` and `RaftNetwork` over them. The answering side
-//!   is the node's (it shares the node's one address with the front
-//!   doors); [`peer_check`] is what a peer's RPC must satisfy before
-//!   openraft sees it.
+//!   `RaftNetworkFactory` and `RaftNetwork` over them. [`peer_answer`]:
+//!   the answering side (the connection that carries it is the node's: it
+//!   shares the node's one address with the front doors); [`peer_check`]
+//!   is what a peer's RPC must satisfy before openraft sees it.
 //! * [`stand`]: a node stands as soon as its leader is gone (silent, or
 //!   its connection closed), and only once a quorum granted a pre-vote
 //!   ([`prevote`]); [`handoff`]: a stopping leader names its successor;
@@ -76,6 +78,7 @@ pub mod membership;
 pub mod messages;
 pub mod network;
 pub mod non_member;
+pub mod peer_answer;
 pub mod peer_check;
 pub mod peer_client;
 pub mod peer_conn;

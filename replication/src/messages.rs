@@ -1,34 +1,89 @@
 //! The peer protocol's messages: every request one node sends another
-//! over the peer transport and every answer, with the payloads of the
-//! lockd-own ones (the module pre-check, the pre-vote, the leader's
-//! resignation). One home, below everything that sends or answers them:
-//! `raft::network` and `raft::peer_client` send them, `api::services::peer`
-//! answers them, `modules::precheck`, `raft::stand` and `raft::handoff`
+//! over the peer transport and every answer, with the payloads of
+//! consensus's own (the pre-vote, the leader's resignation). One home,
+//! below everything that sends or answers them: [`crate::network`] and
+//! [`crate::peer_client`] send them, [`crate::peer_answer`] answers them
+//! (on the node's connection), [`crate::stand`] and [`crate::handoff`]
 //! make and read their payloads.
 //!
+//! The layer above (the lock service's module pre-check) has messages of
+//! its own on the same connections; this crate carries them without
+//! knowing what they are: their types come in through [`ServiceMessages`],
+//! which the service implements (`lockd_service::modules::peer_messages`).
+//! The crate's own calls use [`RaftOnly`], whose service messages cannot
+//! be made. Either way a message's bytes are the same: postcard writes a
+//! variant's index and its fields, never the type's name.
+//!
 //! A persisted format: the encoding (postcard) is pinned by
-//! `tests/sm/golden_wire.rs` and `tests/golden/peer_*.hex`; new variants
+//! `tests/sm/golden_peer.rs` and `tests/golden/peer_*.hex`; new variants
 //! and new fields only at the end, through a new variant.
 
-use lockd_core::signature::{ModuleSignature, SignedFor};
+use std::fmt::Debug;
+
 use openraft::error::{InstallSnapshotError, RaftError};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::{LogId, NodeId, TypeConfig, Vote};
 
+/// A message type of the layer above, carried as it is.
+pub trait Carried: Serialize + DeserializeOwned + Debug + Send + 'static {}
+impl<T: Serialize + DeserializeOwned + Debug + Send + 'static> Carried for T {}
+
+/// An ask of the layer above: carried, and checked only for the vote it
+/// is sent under (the peer gate: its term, and that its sender is the
+/// connection's node).
+pub trait Asked: Carried {
+    /// The vote of the leader that asks.
+    fn vote(&self) -> &Vote;
+}
+
+/// The message types of the layer above (the module pre-check): an older
+/// leader's ask, today's ask, and the answer to both.
+pub trait ServiceMessages: Debug + Send + Sync + 'static {
+    /// [`PeerRequest::ServiceFirst`]'s payload.
+    type FirstAsk: Asked;
+    /// [`PeerRequest::Service`]'s payload.
+    type Ask: Asked;
+    /// [`PeerResponse::Service`]'s payload.
+    type Answer: Carried;
+}
+
+/// The peer protocol as consensus alone knows it: no service message can
+/// be made or read through it (one arrives as a decoding error).
+#[derive(Debug)]
+pub enum RaftOnly {}
+
+/// No value: [`RaftOnly`]'s service messages.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Nothing {}
+
+impl Asked for Nothing {
+    fn vote(&self) -> &Vote {
+        match *self {}
+    }
+}
+
+impl ServiceMessages for RaftOnly {
+    type FirstAsk = Nothing;
+    type Ask = Nothing;
+    type Answer = Nothing;
+}
+
 /// A Raft RPC from one node to another.
 #[derive(Debug, Serialize, Deserialize)]
-pub enum PeerRequest {
+#[serde(bound = "")]
+pub enum PeerRequest<S: ServiceMessages = RaftOnly> {
     AppendEntries(AppendEntriesRequest<TypeConfig>),
     Vote(VoteRequest<NodeId>),
     InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
-    /// The leader asks a voter to pre-check a candidate module
-    /// (`modules::precheck`).
-    Precheck(PrecheckAsk),
+    /// The layer above's first ask (an older leader's module pre-check,
+    /// without the signature).
+    ServiceFirst(S::FirstAsk),
     /// A node that wants to stand asks whether a voter would vote for it
     /// (`raft::prevote`).
     PreVote(PreVoteAsk),
@@ -41,10 +96,9 @@ pub enum PeerRequest {
     KeepAlive {
         every_ms: u64,
     },
-    /// The pre-check ask with what admission needs (the signature the
-    /// upgrade or shadow carries): what a leader sends since signatures
-    /// are checked before a voter compiles anything.
-    SignedPrecheck(SignedPrecheckAsk),
+    /// The layer above's ask (the module pre-check with the signature the
+    /// candidate carries).
+    Service(S::Ask),
 }
 
 /// The answer to a [`PeerRequest`]; `Error` when the request itself could
@@ -52,9 +106,10 @@ pub enum PeerRequest {
 /// `NotMember` when the sender is not a member of the answering node's
 /// membership (the reason as text; the sender stops starting elections,
 /// `raft::non_member`). New variants go at the end: the wire is pinned by
-/// `tests/sm/golden_wire.rs`.
+/// `tests/sm/golden_peer.rs`.
 #[derive(Debug, Serialize, Deserialize)]
-pub enum PeerResponse {
+#[serde(bound = "")]
+pub enum PeerResponse<S: ServiceMessages = RaftOnly> {
     AppendEntries(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
     Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
     InstallSnapshot(
@@ -62,8 +117,8 @@ pub enum PeerResponse {
     ),
     Error(String),
     NotMember(String),
-    /// A voter's verdict on a candidate module.
-    Precheck(PrecheckAnswer),
+    /// The layer above's answer (a voter's verdict on a candidate module).
+    Service(S::Answer),
     /// A voter's answer to a pre-vote.
     PreVote(PreVoteAnswer),
     /// A resign notice was read.
@@ -77,7 +132,7 @@ pub enum PeerResponse {
     },
 }
 
-impl crate::peer_conn::Reply for PeerResponse {
+impl<S: ServiceMessages> crate::peer_conn::Reply for PeerResponse<S> {
     fn is_keep_alive(&self) -> bool {
         matches!(self, PeerResponse::Working)
     }
@@ -117,61 +172,4 @@ pub enum PreVoteAnswer {
 pub struct ResignNotice {
     pub vote: Vote,
     pub successor: NodeId,
-}
-
-/// The leader's question to a voter. A peer message: new fields only
-/// through a new variant (the wire is pinned by `tests/sm/golden_wire.rs`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct PrecheckAsk {
-    /// The asking leader's vote (the peer gate checks term and sender).
-    pub vote: Vote,
-    /// The candidate's component bytes.
-    pub module: Vec<u8>,
-    /// Marked as a rollback: no version order.
-    pub rollback: bool,
-}
-
-/// [`PrecheckAsk`] with the signature the candidate carries and what it
-/// is signed for: a voter checks it, as apply would, before it compiles
-/// anything. A peer message (pinned by `tests/sm/golden_wire.rs`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SignedPrecheckAsk {
-    pub ask: PrecheckAsk,
-    pub signature: Option<ModuleSignature>,
-    pub signed_for: SignedFor,
-}
-
-impl SignedPrecheckAsk {
-    /// An older leader's ask: no signature.
-    pub fn unsigned(ask: PrecheckAsk) -> SignedPrecheckAsk {
-        SignedPrecheckAsk {
-            ask,
-            signature: None,
-            signed_for: SignedFor::Upgrade,
-        }
-    }
-}
-
-/// A voter's verdict.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PrecheckAnswer {
-    pub accepted: bool,
-    /// Why it refused.
-    pub reason: Option<String>,
-    /// Time to load (compile or take from the cache), µs.
-    pub compile_us: u64,
-    /// Time to migrate the live state, µs.
-    pub migrate_us: u64,
-}
-
-impl PrecheckAnswer {
-    /// A refusal with its reason (nothing was loaded or migrated).
-    pub fn refused(reason: String) -> PrecheckAnswer {
-        PrecheckAnswer {
-            accepted: false,
-            reason: Some(reason),
-            compile_us: 0,
-            migrate_us: 0,
-        }
-    }
 }

@@ -32,7 +32,7 @@ use std::sync::Mutex;
 
 use openraft::EntryPayload;
 
-use super::messages::PeerRequest;
+use super::messages::{Asked, PeerRequest, ServiceMessages};
 use super::network::MAX_APPEND_BYTES;
 use super::{NodeId, Request};
 
@@ -77,18 +77,18 @@ impl PeerGate {
     /// openraft. `member(id)` says whether this node's membership has
     /// `id`; `None` when it has no membership yet. A closure, so the
     /// replication path asks one question instead of copying the members.
-    pub fn check(
+    pub fn check<S: ServiceMessages>(
         &self,
         from: NodeId,
-        req: &PeerRequest,
+        req: &PeerRequest<S>,
         member: impl Fn(NodeId) -> Option<bool>,
     ) -> Result<(), Refusal> {
         let vote = match req {
             PeerRequest::AppendEntries(r) => &r.vote,
             PeerRequest::Vote(r) => &r.vote,
             PeerRequest::InstallSnapshot(r) => &r.vote,
-            PeerRequest::Precheck(r) => &r.vote,
-            PeerRequest::SignedPrecheck(r) => &r.ask.vote,
+            PeerRequest::ServiceFirst(r) => r.vote(),
+            PeerRequest::Service(r) => r.vote(),
             PeerRequest::PreVote(r) => &r.vote,
             PeerRequest::Resign(r) => &r.vote,
             // A setting of the connection it comes on: nothing for Raft.

@@ -18,8 +18,7 @@ use std::time::Duration;
 use openraft::error::{NetworkError, RPCError, Unreachable};
 
 use super::messages::{
-    PeerRequest, PeerResponse, PreVoteAnswer, PreVoteAsk, PrecheckAnswer, ResignNotice,
-    SignedPrecheckAsk,
+    PeerRequest, PeerResponse, PreVoteAnswer, PreVoteAsk, ResignNotice, ServiceMessages,
 };
 use super::{Node, NodeId};
 use crate::peer_conn::FramedConn;
@@ -107,11 +106,23 @@ impl PeerClient {
         &self.factory.snapshot_sends
     }
 
+    /// Send consensus's own `req` and wait for its answer, within
+    /// `timeout`.
     pub(super) async fn call(
         &mut self,
         req: PeerRequest,
         timeout: Duration,
     ) -> Result<PeerResponse, TransportError> {
+        self.call_as(req, timeout).await
+    }
+
+    /// Send `req` and wait for its answer, within `timeout`; `S` names
+    /// the layer above's messages (its module pre-check).
+    pub async fn call_as<S: ServiceMessages>(
+        &mut self,
+        req: PeerRequest<S>,
+        timeout: Duration,
+    ) -> Result<PeerResponse<S>, TransportError> {
         // The connection is taken out for the call and put back only after
         // an answer: a call that fails, or that the caller drops (openraft
         // abandons a snapshot send at its own deadline), closes it, so the
@@ -212,20 +223,6 @@ pub(crate) fn keep_alive_every(stall: Duration) -> Duration {
 }
 
 impl PeerClient {
-    /// Ask this peer to pre-check a module, within `timeout`.
-    pub async fn precheck(
-        &mut self,
-        ask: SignedPrecheckAsk,
-        timeout: Duration,
-    ) -> Result<PrecheckAnswer, String> {
-        match self.call(PeerRequest::SignedPrecheck(ask), timeout).await {
-            Ok(PeerResponse::Precheck(answer)) => Ok(answer),
-            Ok(PeerResponse::Error(why) | PeerResponse::NotMember(why)) => Err(why),
-            Ok(other) => Err(format!("answered {other:?}")),
-            Err(e) => Err(format!("unreachable: {e}")),
-        }
-    }
-
     /// Ask this peer whether it would vote for this node, within
     /// `timeout`.
     pub(crate) async fn pre_vote(
@@ -275,14 +272,13 @@ async fn connect(
             reason: format!("it is node {}, not node {}", conn.welcome.node_id, target),
         });
     }
-    let ask = PeerRequest::KeepAlive {
+    let ask: PeerRequest = PeerRequest::KeepAlive {
         every_ms: keep_alive_every(factory.stall).as_millis() as u64,
     };
     // A node before keep-alives answers `Error` (it cannot read the
     // ask): its calls then end at their deadlines only.
-    if let PeerResponse::KeepAlive { .. } =
-        conn.call(&ask, bound, bound, || async { false }).await?
-    {
+    let answer: PeerResponse = conn.call(&ask, bound, bound, || async { false }).await?;
+    if let PeerResponse::KeepAlive { .. } = answer {
         conn.keep_alive();
     }
     Ok(conn)

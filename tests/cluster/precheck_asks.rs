@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use lockd::raft::messages::{PeerRequest, PeerResponse};
-use lockd::raft::messages::{PrecheckAnswer, PrecheckAsk, SignedPrecheckAsk};
+use lockd::modules::peer_messages::{PeerRequest, PeerResponse};
+use lockd::modules::peer_messages::{PrecheckAnswer, PrecheckAsk, SignedPrecheckAsk};
 use lockd_core::engine::ModuleHash;
 use lockd_core::signature::SignedFor;
 use lockd_tests::cluster::{shared_module_cache, Cluster};
@@ -23,7 +23,7 @@ fn ask(
 ) -> PrecheckAnswer {
     // A compile and a migration may take a while on a busy machine.
     let mut s = raw::peer_conn((addr, to, cluster), from, Duration::from_secs(30));
-    let body = PeerRequest::SignedPrecheck(SignedPrecheckAsk {
+    let body = PeerRequest::Service(SignedPrecheckAsk {
         ask: PrecheckAsk {
             vote,
             module: module.to_vec(),
@@ -33,7 +33,7 @@ fn ask(
         signed_for: SignedFor::Upgrade,
     });
     match raw::peer_call(&mut s, body) {
-        PeerResponse::Precheck(a) => a,
+        PeerResponse::Service(a) => a,
         other => panic!("expected a verdict, got {other:?}"),
     }
 }

@@ -39,11 +39,8 @@ fn flood(c: &Cluster, targets: &[u64], from: u64, (stop, answered): (&AtomicBool
                 let mut id = 0;
                 while !stop.load(Ordering::Relaxed) {
                     id += 1;
-                    let bytes = wire::encode(&Envelope {
-                        id,
-                        body: PeerRequest::PreVote(ask.clone()),
-                    })
-                    .expect("encode");
+                    let body: PeerRequest = PeerRequest::PreVote(ask.clone());
+                    let bytes = wire::encode(&Envelope { id, body }).expect("encode");
                     if raw::try_send_frame(&mut conn, &bytes).is_err() {
                         conn = peer(c.addr(to), to, &cluster, from);
                         continue;

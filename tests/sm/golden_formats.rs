@@ -3,7 +3,7 @@
 //! variant, each world-0.2 command), the log's vote and purge mark, a log
 //! segment and the atomic small files around them, and the cluster
 //! record. Snapshot files: `golden_snapshots`. What nodes and clients say
-//! to each other: `golden_wire`.
+//! to each other: `golden_peer` and `golden_wire`.
 //!
 //! For each sample the current code must encode it to exactly the golden
 //! bytes, and decode the golden bytes and encode them again to the same

@@ -9,7 +9,7 @@ use lockd_core::replica::failures::{JUDGED_EVERY, THRESHOLD, WINDOW};
 use lockd_core::replica::Replica;
 use lockd_core::upgrade::{UpgradeEntry, UpgradeOutcome};
 
-use super::hostile_modules::{apply_cut, replica};
+use super::isolated_failures::{apply_cut, replica};
 
 /// One entry of one group.
 fn entry(index: u64, group: Vec<Command>) -> Entry {

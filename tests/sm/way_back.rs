@@ -20,7 +20,8 @@ use lockd_core::upgrade::{UpgradeEntry, UpgradeOutcome};
 use lockd_core::way_back::{OnModuleFailure, RollbackEntry, VersionedUpgrade};
 use lockd_tests::fixtures::{CHAOS_GUEST, LOCK_SM_WORLD01_V2, LOCK_SM_WORLD02};
 
-use super::hostile_modules::{apply_cut, settings};
+use super::hostile_modules::settings;
+use super::isolated_failures::apply_cut;
 
 fn loader() -> Arc<Precompiler> {
     Precompiler::new(Arc::new(WasmEngine::new(settings(), None).unwrap()))

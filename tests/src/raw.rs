@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use lockd::raft::messages::{PeerRequest, PeerResponse};
+use lockd::raft::messages::{PeerRequest, PeerResponse, ServiceMessages};
 use lockd_client::wire::{self, Envelope, Hello, HelloReply, Role};
 
 /// A TCP connection to `addr` from the loopback address `src` (any of
@@ -132,10 +132,12 @@ pub fn peer_conn(to: (&str, u64, &str), from: u64, timeout: Duration) -> TcpStre
 }
 
 /// Send `body` as request 1 on a peer connection; the answer.
-pub fn peer_call(s: &mut TcpStream, body: PeerRequest) -> PeerResponse {
+/// `S` names the service's messages (`RaftOnly`, the default, for
+/// consensus's own).
+pub fn peer_call<S: ServiceMessages>(s: &mut TcpStream, body: PeerRequest<S>) -> PeerResponse<S> {
     let bytes = wire::encode(&Envelope { id: 1, body }).expect("encode");
     send_frame(s, &bytes);
-    let reply: Envelope<PeerResponse> =
+    let reply: Envelope<PeerResponse<S>> =
         wire::decode(&read_frame(s).expect("an answer")).expect("an answer");
     reply.body
 }

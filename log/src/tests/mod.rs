@@ -110,6 +110,7 @@ fn assert_corrupt(err: WalError, want_file: &Path, want_offset: u64, want_reason
     assert!(msg.starts_with(&expected), "{msg}");
 }
 
+mod damage;
 mod lifecycle;
 mod recovery;
 

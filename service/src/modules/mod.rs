@@ -1,6 +1,7 @@
 //! The host's side of lock modules: the leader validates an upgrade or a
 //! shadow start and proposes it ([`submit`]) once every voter checked it
-//! too ([`precheck`], remembering its verdicts in [`verdicts`]), every node compares its audit
+//! too ([`precheck`], its peer messages in [`peer_messages`], remembering
+//! its verdicts in [`verdicts`]), every node compares its audit
 //! points with its peers' in the background ([`audit_checker`]), and `lockd
 //! replay` runs a stopped node's log through another module ([`replay`]).
 //!
@@ -10,6 +11,7 @@
 //! [`lockd_core::signature`], [`lockd_core::audit`]).
 
 pub mod audit_checker;
+pub mod peer_messages;
 pub mod precheck;
 pub mod replay;
 pub mod submit;

@@ -27,8 +27,8 @@ use lockd_core::precheck::{NodeVerdict, PrecheckRecord};
 use lockd_core::signature::{ModuleSignature, SignedFor};
 use openraft::RaftNetworkFactory;
 
+use super::peer_messages::{self, PrecheckAnswer, PrecheckAsk, SignedPrecheckAsk};
 use super::submit::{UpgradeError, Upgrader};
-use lockd_replication::messages::{PrecheckAnswer, PrecheckAsk, SignedPrecheckAsk};
 use lockd_replication::{NodeId, Request, Response};
 
 /// How long a voter has to answer: a compile takes about half a second,
@@ -128,9 +128,10 @@ impl Upgrader {
                     signed_for: signed.1,
                 };
                 let mut client = peers.new_client(id, &node).await;
-                let answer = tokio::time::timeout(DEADLINE, client.precheck(ask, DEADLINE))
-                    .await
-                    .unwrap_or_else(|_| Err(format!("no answer in {} s", DEADLINE.as_secs())));
+                let answer =
+                    tokio::time::timeout(DEADLINE, peer_messages::ask(&mut client, ask, DEADLINE))
+                        .await
+                        .unwrap_or_else(|_| Err(format!("no answer in {} s", DEADLINE.as_secs())));
                 let verdict = match answer {
                     Ok(a) if a.accepted => Ok(()),
                     Ok(a) => Err((true, a.reason.unwrap_or_default())),
@@ -187,5 +188,24 @@ impl Upgrader {
                 "a pre-check record was answered {other:?}"
             ))),
         }
+    }
+}
+
+/// The peer protocol hands a voter the pre-check asks it reads.
+impl lockd_replication::peer_answer::AnswersService for Upgrader {
+    type Messages = peer_messages::Prechecks;
+
+    /// An older leader's ask carries no signature: answered as unsigned
+    /// (refused while keys are trusted).
+    fn first(ask: PrecheckAsk) -> SignedPrecheckAsk {
+        SignedPrecheckAsk::unsigned(ask)
+    }
+
+    fn answer(
+        &self,
+        from: lockd_replication::NodeId,
+        ask: SignedPrecheckAsk,
+    ) -> impl std::future::Future<Output = PrecheckAnswer> + Send {
+        self.answer_precheck(from, ask)
     }
 }

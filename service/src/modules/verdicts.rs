@@ -4,7 +4,7 @@
 
 use lockd_core::engine::ModuleHash;
 
-use lockd_replication::messages::PrecheckAnswer;
+use super::peer_messages::PrecheckAnswer;
 
 /// Verdicts remembered, so that the same ask is not compiled and
 /// migrated again.

@@ -226,7 +226,8 @@ fn peers_must_prove_the_node_id_they_claim() {
         let (mut framed, _) = wire::handshake(stream, role)
             .await
             .map_err(|e| e.to_string())?;
-        let vote = PeerRequest::Vote(VoteRequest::new(Vote::new(before.term + 100, other), None));
+        let vote: PeerRequest =
+            PeerRequest::Vote(VoteRequest::new(Vote::new(before.term + 100, other), None));
         let bytes = wire::encode(&Envelope { id: 1, body: vote }).map_err(|e| e.to_string())?;
         use futures::{SinkExt, StreamExt};
         framed.send(bytes).await.map_err(|e| e.to_string())?;

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use super::{send, Conn};
 use crate::api::caller::peer_refusal;
 use crate::api::services::Services;
-use crate::raft::messages::{PeerRequest, PeerResponse};
+use crate::modules::peer_messages::{PeerRequest, PeerResponse};
 use crate::transport::listener::{stopping, Caller};
 use lockd_net::wire::{self as frame, Envelope, PeerHello};
 

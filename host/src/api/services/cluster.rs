@@ -174,24 +174,7 @@ impl Services {
     /// Whether `id` is a member (voter or learner) as this node knows it;
     /// `None` before it has a membership.
     pub(crate) fn is_member(&self, id: NodeId) -> Option<bool> {
-        let metrics = self.parts.raft.metrics();
-        let m = metrics.borrow();
-        let membership = m.membership_config.membership();
-        membership.nodes().next()?;
-        Some(membership.get_node(&id).is_some())
-    }
-
-    /// Whether a peer RPC from `id` may reach openraft: [`Services::is_member`],
-    /// or a leader a member vouched for (`raft::leader_vouch`).
-    pub(super) fn may_send(&self, id: NodeId) -> Option<bool> {
-        match self.is_member(id) {
-            Some(false) => Some(
-                self.parts
-                    .vouches
-                    .admits(id, crate::raft::leader_vouch::under(&self.parts.raft)),
-            ),
-            other => other,
-        }
+        crate::raft::peer_answer::is_member(&self.parts.raft, id)
     }
 
     /// Whether a peer connection from `id` is a member's: a member of this
