@@ -28,6 +28,14 @@ pub struct RunConfig {
     /// lock with a lease longer than the run on a key of its own, released
     /// half of the time, checked against the final state.
     pub ledger_one_in: u64,
+    /// One in this many rounds the worker's process dies (0: never): within
+    /// 40 ms of invoking its acquire, while the request is on its way or
+    /// waits, or holding what it was granted; it is never released, and
+    /// the worker goes on as a new process (a new client and connection).
+    pub crash_one_in: u64,
+    /// One in this many rounds on a mutex goes over the HTTP/JSON routes
+    /// instead of the native protocol (0: never; `super::http_locks`).
+    pub http_one_in: u64,
     pub faults: Vec<Fault>,
     /// Test-only: a register that does not check tokens.
     pub unfenced_register: bool,
@@ -66,6 +74,8 @@ impl Default for RunConfig {
             lease_ms: 800,
             pause_one_in: 8,
             ledger_one_in: 8,
+            crash_one_in: 0,
+            http_one_in: 0,
             faults: ALL_FAULTS.to_vec(),
             unfenced_register: false,
             hosts: false,

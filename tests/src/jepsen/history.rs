@@ -103,6 +103,8 @@ pub struct History {
     /// The acquires answered at their first try (client, invoke bits):
     /// no earlier try of theirs can have been granted unseen.
     first_try: Mutex<std::collections::HashSet<(usize, u64)>>,
+    /// Counts of what happened to the clients ([`History::note`]).
+    notes: Mutex<std::collections::BTreeMap<&'static str, u64>>,
 }
 
 impl History {
@@ -119,6 +121,7 @@ impl History {
             ops: Mutex::new(Vec::new()),
             holdings: Mutex::new(Vec::new()),
             first_try: Mutex::default(),
+            notes: Mutex::default(),
         }
     }
 
@@ -147,6 +150,19 @@ impl History {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert((client, invoke.to_bits()));
+    }
+
+    /// Count one more of `what` (a worker's process died, an answer over
+    /// HTTP): for the simulation's coverage.
+    pub fn note(&self, what: &'static str) {
+        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        *notes.entry(what).or_default() += 1;
+    }
+
+    /// How many of `what` were noted.
+    pub fn noted(&self, what: &str) -> u64 {
+        let notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        notes.get(what).copied().unwrap_or(0)
     }
 
     /// The acquires answered at their first try.

@@ -59,66 +59,8 @@ pub const MAX_STATES: usize = 500_000;
 
 use super::history::{Call, Op, Ret};
 
-/// The latest a lease may end, from where its timer can have been armed.
-#[derive(Clone, Debug, Default)]
-pub struct Horizon {
-    /// Added to `armed + lease_ms` outside fault windows: the time an
-    /// `Expire` takes to commit, from the leader's timer to the answers.
-    pub slack_ms: f64,
-    /// Added instead after a fault window's end (`to + lease_ms +
-    /// rearm_ms`): what a leader change or a quorum's return adds beyond
-    /// the window (a new leader's table loaded, an expiry retried) and the
-    /// commit.
-    pub rearm_ms: f64,
-    /// Windows (from, to) in which leadership may change (a fault and the
-    /// elections after it), sorted by `from`. A leader change re-arms
-    /// every lease, so a holder alive in a window may last until
-    /// `to + lease + slack`.
-    pub unstable: Vec<(f64, f64)>,
-    /// A lease of `L` may last `L × (1 + stretch)` of real time: the
-    /// leader's drift margin (1 %) and how slow its clock may run.
-    pub stretch: f64,
-    /// Acquires carry request ids and the client library retries them: a
-    /// granted acquire may also have been granted by an earlier try whose
-    /// answer was lost (see the module docs).
-    pub retried_grants: bool,
-    /// The acquires answered at their first try (client, invoke bits):
-    /// with no other try, they have no lost grant to model.
-    pub first_try: std::collections::HashSet<(usize, u64)>,
-    /// Windows (from, to) in which some link held its messages (a paused
-    /// node, a slow link), sorted by `from`. A request sent before one
-    /// ends may arrive, and take effect, only when it ends: long after its
-    /// client gave up.
-    pub held: Vec<(f64, f64)>,
-}
-
-impl Horizon {
-    /// The latest a request sent between `sent` and `gave_up` (its
-    /// client's invoke and giving up) can take effect: at once, or when
-    /// the last hold it can have been caught in ends (a hold it is released
-    /// into may catch it again).
-    pub fn delivered_by(&self, sent: f64, gave_up: f64) -> f64 {
-        let mut by = gave_up;
-        for &(from, to) in &self.held {
-            if from <= by && to >= sent {
-                by = by.max(to);
-            }
-        }
-        by
-    }
-
-    /// The latest a lease of `lease_ms` armed at or before `armed` ends.
-    pub fn latest_end(&self, armed: f64, lease_ms: f64) -> f64 {
-        let lease_ms = lease_ms * (1.0 + self.stretch);
-        let mut end = armed + lease_ms + self.slack_ms;
-        for &(from, to) in &self.unstable {
-            if from < end && to > armed {
-                end = end.max(to + lease_ms + self.rearm_ms);
-            }
-        }
-        end
-    }
-}
+mod horizon;
+pub use horizon::Horizon;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Holder {
@@ -172,7 +114,7 @@ fn step(
         Some(h) if point > f64::from_bits(h.must_end) => starts.push(State { holder: None, ..s }),
         Some(h) => {
             starts.push(s);
-            if may_end(&h, op.complete) {
+            if may_end(&h, horizon.latest_point(op)) {
                 starts.push(State { holder: None, ..s });
             }
         }
@@ -208,11 +150,7 @@ fn step(
             }
             (Call::Acquire { lease_ms, .. }, Ret::Unknown) if s.holder.is_none() => {
                 out.push(State {
-                    holder: Some(holder(
-                        None,
-                        *lease_ms,
-                        horizon.delivered_by(op.invoke, op.complete),
-                    )),
+                    holder: Some(holder(None, *lease_ms, horizon.armed_by(op))),
                     ..s
                 });
             }
@@ -295,7 +233,7 @@ pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Res
             Some(ident(o)).filter(|i| lost && answered_held.contains(i))
         })
         .collect();
-    let grid = Grid::new(&ops);
+    let grid = Grid::new(&ops, horizon);
     let mut search = Search {
         unknown: ops.iter().map(|o| o.ret == Ret::Unknown).collect(),
         complete: ops

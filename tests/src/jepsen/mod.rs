@@ -40,6 +40,7 @@
 pub mod check;
 pub mod config;
 pub mod history;
+pub mod http_locks;
 pub mod keeper;
 pub mod lin;
 pub mod nemesis;

@@ -19,15 +19,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use lockd_client::{AcquireOptions, Client, ClientError, ClientOptions, Credentials};
 
-use super::check::{Checker, Violation};
 use super::config::RunConfig;
 use super::history::{Call, History, Holding, LockMode, Op, Ret};
+use super::http_locks::{self, HttpLocks};
 use super::register::FencedRegister;
 use super::rng::Rng;
+
+mod waiters;
+pub use waiters::waiters;
 
 /// The key the keeper holds, and its lease: far longer than any fault, so
 /// only a service that drops a renewed lock (or cannot renew one for this
@@ -80,14 +81,18 @@ impl Target {
 }
 
 pub fn ret_of(e: &ClientError) -> Ret {
+    ret_of_code(e.code(), || e.to_string())
+}
+
+/// What an answer with `code` (none: no answer) says of an operation;
+/// `text` is the answer's words, for a denial.
+pub fn ret_of_code(code: Option<lockd_proto::ErrorCode>, text: impl FnOnce() -> String) -> Ret {
     use lockd_proto::ErrorCode as C;
-    match e.code() {
+    match code {
         Some(C::Held) => Ret::Held,
         // A session that is gone holds nothing any more.
         Some(C::NotHeld | C::WrongToken | C::NoSession) => Ret::Refused,
-        Some(C::Refused | C::Quota | C::Unsupported | C::PolicyRefused) => {
-            Ret::Denied(e.to_string())
-        }
+        Some(C::Refused | C::Quota | C::Unsupported | C::PolicyRefused) => Ret::Denied(text()),
         _ => Ret::Unknown,
     }
 }
@@ -117,8 +122,23 @@ async fn acquire(
     history: &History,
     id: usize,
     key: &str,
+    taken: (u64, u64),
+    want: Want,
+) -> Result<Granted, ClientError> {
+    acquire_or_die(client, history, id, key, taken, want, None).await
+}
+
+/// [`acquire`], by a process that dies `dies_after` its invoke if the
+/// answer has not come by then: the request is dropped wherever it is
+/// (sent, waiting, granted and on its way back), its outcome unknown.
+async fn acquire_or_die(
+    client: &Client,
+    history: &History,
+    id: usize,
+    key: &str,
     (lease_ms, wait_ms): (u64, u64),
     want: Want,
+    dies_after: Option<Duration>,
 ) -> Result<Granted, ClientError> {
     let invoke = history.now();
     let retries = client.retries();
@@ -126,26 +146,35 @@ async fn acquire(
         Duration::from_millis(lease_ms),
         Duration::from_millis(wait_ms),
     );
-    let r = if want.with_options {
-        let mut opts = AcquireOptions {
-            mode: want.mode,
-            limit: want.limit,
-            ..AcquireOptions::exclusive(lease).wait(wait)
-        };
-        if want.elect {
-            // Three ranks of candidates (no draw from the run's RNG: the
-            // other draws stay where they were), so the module's pick
-            // reorders waiters under the faults.
-            opts = opts
-                .value(format!("candidate {id}"))
-                .priority((id % 3) as u32);
+    let call = async {
+        if want.with_options {
+            let mut opts = AcquireOptions {
+                mode: want.mode,
+                limit: want.limit,
+                ..AcquireOptions::exclusive(lease).wait(wait)
+            };
+            if want.elect {
+                // Three ranks of candidates (no draw from the run's RNG: the
+                // other draws stay where they were), so the module's pick
+                // reorders waiters under the faults.
+                opts = opts
+                    .value(format!("candidate {id}"))
+                    .priority((id % 3) as u32);
+            }
+            client.acquire_with(key, opts).await
+        } else {
+            // The protocol's first acquire, which has no request id.
+            client.acquire_once(key, lease, wait).await
         }
-        client.acquire_with(key, opts).await
-    } else {
-        // The protocol's first acquire, which has no request id.
-        client.acquire_once(key, lease, wait).await
     };
-    if client.retries() == retries {
+    let (r, died) = match dies_after {
+        None => (call.await, false),
+        Some(after) => match tokio::time::timeout(after, call).await {
+            Ok(r) => (r, false),
+            Err(_) => (Err(ClientError::Unknown("its process died".into())), true),
+        },
+    };
+    if !died && client.retries() == retries {
         history.answered_first_try(id, invoke);
     }
     history.record(Op {
@@ -205,7 +234,9 @@ pub async fn worker(
     stop: Arc<AtomicBool>,
 ) {
     let mut rng = Rng::new(cfg.seed * 1000 + id as u64);
-    let client = target.client(Duration::from_secs(3), Duration::from_secs(3));
+    let new_client = || target.client(Duration::from_secs(3), Duration::from_secs(3));
+    let mut client = new_client();
+    let mut http = None;
     let mut ledger = 0;
     let mutex = Want {
         with_options: cfg.mixed,
@@ -270,7 +301,40 @@ pub async fn worker(
         };
         let wait_ms = if rng.below(2) == 0 { 0 } else { 1500 };
         let taken = (cfg.lease_ms, wait_ms);
-        let Ok(granted) = acquire(&client, &history, id, &key, taken, want).await else {
+        // Drawn only in runs that speak HTTP: the others keep their draws.
+        let plain = want.mode == LockMode::Exclusive && want.limit == 1 && !want.elect;
+        if plain && cfg.http_one_in > 0 && rng.below(cfg.http_one_in) == 0 {
+            let http = http.get_or_insert_with(|| {
+                HttpLocks::new(target.endpoints.clone(), target.credentials.clone())
+            });
+            let pause = cfg.pause_one_in;
+            http_locks::round(
+                (id, http),
+                &history,
+                &register,
+                &key,
+                taken,
+                &mut rng,
+                pause,
+            )
+            .await;
+            continue;
+        }
+        // Drawn only in runs that crash clients: the others keep their draws.
+        let dies = (cfg.crash_one_in > 0 && rng.below(cfg.crash_one_in) == 0)
+            .then(|| Duration::from_millis(rng.below(40)));
+        let got = acquire_or_die(&client, &history, id, &key, taken, want, dies).await;
+        if dies.is_some() {
+            // Dead mid-request or holding: nothing is released; the lease
+            // (or, unanswered, the leader's phantom release) ends it.
+            if let Ok(g) = got {
+                drop(g.guard.release_on_drop(false));
+            }
+            history.note("client.died");
+            client = new_client();
+            continue;
+        }
+        let Ok(granted) = got else {
             tokio::time::sleep(Duration::from_millis(rng.below(50))).await;
             continue;
         };
@@ -360,48 +424,4 @@ async fn opening(id: usize, cfg: &RunConfig, client: &Client, history: &History)
     let from = history.now();
     tokio::time::sleep(Duration::from_millis(500)).await;
     done(client, history, id, key, want, from, granted).await;
-}
-
-/// After the faults heal, one client per key waits for it; each must be
-/// served within `bound`. Returns how many were.
-pub async fn waiters(
-    clients: usize,
-    keys: usize,
-    target: Target,
-    history: Arc<History>,
-    bound: Duration,
-) -> (usize, Vec<Violation>) {
-    let mut tasks = Vec::new();
-    for id in 0..clients {
-        let (target, history) = (target.clone(), history.clone());
-        let key = format!("j{}", id % keys);
-        tasks.push(tokio::spawn(async move {
-            let defaults = ClientOptions::default();
-            let client = target.client(defaults.retry_for, defaults.request_timeout);
-            let me = 1000 + id;
-            let t = Instant::now();
-            let lease_ms = 200;
-            let taken = (lease_ms, bound.as_millis() as u64);
-            let Ok(g) = acquire(&client, &history, me, &key, taken, MUTEX).await else {
-                return false;
-            };
-            let served = t.elapsed() <= bound;
-            let from = history.now();
-            done(&client, &history, me, &key, MUTEX, from, g).await;
-            served
-        }));
-    }
-    let mut served = 0;
-    let mut violations = Vec::new();
-    for (id, t) in tasks.into_iter().enumerate() {
-        match t.await {
-            Ok(true) => served += 1,
-            Ok(false) => {}
-            Err(e) => violations.push(Violation::new(
-                Checker::Harness,
-                format!("waiting client {id} failed: {e}"),
-            )),
-        }
-    }
-    (served, violations)
 }

@@ -52,6 +52,8 @@ pub(super) async fn clients(
         secure: false,
         mixed: cfg.mixed,
         sessions: cfg.mixed && cfg.sessions,
+        crash_one_in: cfg.crash_one_in,
+        http_one_in: cfg.http_one_in,
         ..RunConfig::default()
     };
     let mut violations = Vec::new();

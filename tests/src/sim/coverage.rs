@@ -33,6 +33,10 @@ pub const MARKS: &[(&str, &str)] = &[
     ),
     ("fault.bounce", "a node crashed and restarted at once"),
     ("fault.pause", "a node paused"),
+    (
+        "fault.stop",
+        "a node stopped as on SIGTERM (a leader hands over), restarted later",
+    ),
     ("fault.disk-full", "a node's disk full"),
     ("fault.disk-sync-fails", "a node's disk failing its syncs"),
     (
@@ -76,6 +80,18 @@ pub const MARKS: &[(&str, &str)] = &[
     (
         "run.secure",
         "a run with TLS on every connection and authentication",
+    ),
+    (
+        "client.died",
+        "a worker's process died mid-acquire or holding",
+    ),
+    (
+        "lock.phantom-release",
+        "a leader released a grant whose caller had gone",
+    ),
+    (
+        "op.http",
+        "an acquire or release over the HTTP/JSON routes answered",
     ),
     ("op.granted", "a client was granted a lock"),
     ("op.held", "an acquire was answered that the key is held"),

@@ -32,7 +32,9 @@ use lockd_log::disk::{Disk, DiskFile, Held};
 use super::coverage::Coverage;
 use crate::jepsen::rng::Rng;
 
+mod file;
 mod inode;
+use file::{Lock, SimFile};
 use inode::Inode;
 
 /// How a node's disk is broken.
@@ -196,57 +198,6 @@ impl SimDisk {
             Some(Entry::File(i)) => Ok(*i),
             _ => Err(not_found(path)),
         }
-    }
-}
-
-struct SimFile {
-    disk: Arc<SimDisk>,
-    inode: usize,
-    path: PathBuf,
-    /// Where the next write goes.
-    at: usize,
-}
-
-impl DiskFile for SimFile {
-    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        let mut s = self.disk.state();
-        SimDisk::check(&mut s, &self.path, Broken::Full)?;
-        s.inodes[self.inode].write_at(self.at, bytes);
-        self.at += bytes.len();
-        Ok(())
-    }
-
-    fn reserve(&mut self, bytes: u64) -> io::Result<()> {
-        let at = self.at;
-        let zeros = vec![0; usize::try_from(bytes).map_err(io::Error::other)?];
-        self.write_all(&zeros)?;
-        self.sync_data()?;
-        self.at = at;
-        Ok(())
-    }
-
-    fn sync_data(&mut self) -> io::Result<()> {
-        let mut s = self.disk.state();
-        SimDisk::check(&mut s, &self.path, Broken::SyncFails)?;
-        s.inodes[self.inode].sync();
-        Ok(())
-    }
-
-    fn sync_all(&mut self) -> io::Result<()> {
-        self.sync_data()
-    }
-}
-
-struct Lock {
-    disk: Arc<SimDisk>,
-    path: PathBuf,
-}
-
-impl Held for Lock {}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        self.disk.state().locks.remove(&self.path);
     }
 }
 

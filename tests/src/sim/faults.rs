@@ -12,7 +12,8 @@
 //! stand, its log without what its disk had not synced yet, though a
 //! quorum may hold it), and a node's disk made full or failing, which
 //! stops the node until it is restarted the same way on a mended disk,
-//! and a node paused (every link of it held). At most
+//! a node paused (every link of it held), and a node stopped as on
+//! SIGTERM (a leader hands over first) and restarted later. At most
 //! [`MAX_ACTIVE`] are active at once; every [`STEP_MS`] range the nemesis
 //! either heals one or adds one.
 //!
@@ -28,6 +29,9 @@ use std::time::Duration;
 use super::coverage::Coverage;
 use super::disk::{Broken, SimDisk, ROOT};
 use crate::jepsen::rng::Rng;
+
+mod links;
+pub use links::Links;
 
 /// The clients' host.
 pub const CLIENTS: &str = "clients";
@@ -60,6 +64,10 @@ pub enum Fault {
     Pause(u64),
     /// The node's disk breaks; the node stops at its next write or sync.
     Disk(u64, Broken),
+    /// The node is asked to stop as on SIGTERM (a leader hands over to a
+    /// successor first; every connection ends), and is restarted later on
+    /// everything it wrote: a process that exits loses no written byte.
+    Stop(u64),
     /// `count` nodes from node `from` on (wrapping) lose power at once
     /// and restart at once, each on what its disk synced: a majority, or
     /// the whole cluster. Recorded as a `Crash` of each that begins and
@@ -83,6 +91,7 @@ impl Fault {
             Fault::Crash(_) => "fault.crash",
             Fault::Bounce(_) => "fault.bounce",
             Fault::Pause(_) => "fault.pause",
+            Fault::Stop(_) => "fault.stop",
             Fault::Disk(_, Broken::Full) => "fault.disk-full",
             Fault::Disk(_, Broken::SyncFails) => "fault.disk-sync-fails",
             Fault::PowerLoss { .. } => "fault.power-loss-majority",
@@ -92,7 +101,7 @@ impl Fault {
     /// The node this fault takes down (until healed), if it does.
     fn down(&self) -> Option<u64> {
         match *self {
-            Fault::Crash(id) | Fault::Disk(id, _) => Some(id),
+            Fault::Crash(id) | Fault::Disk(id, _) | Fault::Stop(id) => Some(id),
             _ => None,
         }
     }
@@ -104,44 +113,6 @@ pub struct Event {
     pub at: f64,
     pub fault: Fault,
     pub healed: bool,
-}
-
-/// The network and the nodes as the faults left them, from `at` (ms) on.
-#[derive(Clone, Debug, Default)]
-pub struct Links {
-    pub at: f64,
-    /// Directed (from, to) host pairs that drop every message.
-    pub cut: BTreeSet<(String, String)>,
-    /// Host pairs (the smaller name first) that hold every message.
-    pub held: BTreeSet<(String, String)>,
-    pub crashed: BTreeSet<u64>,
-}
-
-impl Links {
-    /// Whether `leader` can commit: it runs, and it exchanges messages
-    /// both ways with enough running nodes to make a majority of `nodes`.
-    /// Nodes in `stopped` (running, but their Raft stopped) count as
-    /// down.
-    pub fn quorum(&self, leader: u64, nodes: u64, stopped: &BTreeSet<u64>) -> bool {
-        let down = |n: &u64| self.crashed.contains(n) || stopped.contains(n);
-        if down(&leader) {
-            return false;
-        }
-        let (l, ok) = (host(leader), |a: &String, b: &String| {
-            let pair = if a < b {
-                (a.clone(), b.clone())
-            } else {
-                (b.clone(), a.clone())
-            };
-            !self.cut.contains(&(a.clone(), b.clone()))
-                && !self.cut.contains(&(b.clone(), a.clone()))
-                && !self.held.contains(&pair)
-        });
-        let reached = (1..=nodes)
-            .filter(|n| *n != leader && !down(n) && ok(&l, &host(*n)))
-            .count() as u64;
-        (reached + 1) * 2 > nodes
-    }
 }
 
 /// The host name of node `id`.
@@ -169,10 +140,17 @@ pub struct Nemesis {
     held: BTreeSet<(String, String)>,
     /// Each kind of fault begun ([`super::coverage`]).
     pub coverage: Coverage,
+    /// Where the node hosts listen for a stop ([`Fault::Stop`]).
+    stop_asks: super::nodes::StopAsks,
 }
 
 impl Nemesis {
-    pub fn new(seed: u64, nodes: u64, disk: Arc<SimDisk>) -> Nemesis {
+    pub fn new(
+        seed: u64,
+        nodes: u64,
+        disk: Arc<SimDisk>,
+        stop_asks: super::nodes::StopAsks,
+    ) -> Nemesis {
         Nemesis {
             rng: Rng::new(seed ^ 0x5eed_fa17),
             disk,
@@ -184,6 +162,7 @@ impl Nemesis {
             cut: BTreeSet::new(),
             held: BTreeSet::new(),
             coverage: Coverage::default(),
+            stop_asks,
         }
     }
 
@@ -267,6 +246,8 @@ impl Nemesis {
             3 => Fault::ClientsCut(a),
             4 => Fault::Hold(a.min(b), a.max(b)),
             5 => Fault::PeersCut(a),
+            // One crash in three is a stop instead.
+            6 if self.rng.below(3) == 0 => Fault::Stop(a),
             6 => Fault::Crash(a),
             7 => Fault::Pause(a),
             // One bounce in five is a power loss: a majority's, or all.
@@ -298,6 +279,7 @@ impl Nemesis {
                 self.disk.crash(&node_dir(id), &mut self.rng);
             }
             Fault::Disk(id, how) => self.disk.break_disk(&node_dir(id), how),
+            Fault::Stop(id) => super::nodes::ask_to_stop(&self.stop_asks, id),
             _ => {}
         }
         self.record(now, f.clone(), false);
@@ -313,6 +295,13 @@ impl Nemesis {
             Fault::Disk(id, _) => {
                 sim.crash(host(id));
                 self.disk.crash(&node_dir(id), &mut self.rng);
+                sim.bounce(host(id));
+            }
+            // Its host ends (if its stop has not ended it yet: a
+            // supervisor's kill after the grace) and starts again; its
+            // disk keeps every byte written.
+            Fault::Stop(id) => {
+                sim.crash(host(id));
                 sim.bounce(host(id));
             }
             _ => {}
@@ -367,7 +356,11 @@ impl Nemesis {
                     }
                     held.insert(pair(host(a), CLIENTS.to_string()));
                 }
-                Fault::Crash(_) | Fault::Bounce(_) | Fault::Disk(..) | Fault::PowerLoss { .. } => {}
+                Fault::Crash(_)
+                | Fault::Bounce(_)
+                | Fault::Disk(..)
+                | Fault::Stop(_)
+                | Fault::PowerLoss { .. } => {}
             }
         }
         let changed: BTreeSet<(String, String)> = self

@@ -66,6 +66,7 @@ pub mod clock;
 pub mod control;
 pub mod coverage;
 pub mod disk;
+mod engine;
 pub mod faults;
 pub mod horizon;
 pub mod leader_bounce;
@@ -84,7 +85,7 @@ use std::time::Duration;
 
 pub use control::Control;
 pub use coverage::Coverage;
-pub use run::{open_module_cache, MODULE_CACHE_VAR};
+pub use engine::{open_module_cache, MODULE_CACHE_VAR};
 use run::{ELECTION_MS, HEARTBEAT_MS};
 
 use crate::jepsen::check::Violation;
@@ -162,6 +163,14 @@ pub struct SimConfig {
     /// met both ways. The order comes from the simulation's own random
     /// numbers, so a seed still replays byte for byte.
     pub random_order: bool,
+    /// One in this many rounds a worker's process dies mid-acquire or
+    /// holding (0: never; [`crate::jepsen::RunConfig::crash_one_in`]):
+    /// one in 20 in one seed of two.
+    pub crash_one_in: u64,
+    /// One in this many mutex rounds goes over HTTP (0: never;
+    /// [`crate::jepsen::RunConfig::http_one_in`]): one in 4 in one seed of
+    /// two.
+    pub http_one_in: u64,
 }
 
 impl SimConfig {
@@ -179,7 +188,10 @@ impl SimConfig {
     /// and runs a shadow of the active module in every other mixed run;
     /// log segments of 4 KiB, 64 KiB or the default 64 MiB by turns
     /// ([`SimConfig::segment_bytes`]); hosts run in a drawn order in
-    /// one seed of two ([`SimConfig::random_order`]).
+    /// one seed of two ([`SimConfig::random_order`]); workers' processes
+    /// die now and then in one seed of two ([`SimConfig::crash_one_in`]),
+    /// and a quarter of the mutex rounds go over HTTP in one seed of two
+    /// ([`SimConfig::http_one_in`]).
     pub fn seed(seed: u64) -> SimConfig {
         let knobs = Knobs::draw(seed);
         SimConfig {
@@ -209,6 +221,8 @@ impl SimConfig {
                 _ => lockd::config::NodeConfig::default().raft.segment_bytes,
             },
             random_order: seed / 9 % 2 == 1,
+            crash_one_in: if seed / 5 % 2 == 1 { 20 } else { 0 },
+            http_one_in: if seed / 11 % 2 == 1 { 4 } else { 0 },
         }
     }
 }

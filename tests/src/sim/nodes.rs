@@ -41,6 +41,17 @@ pub type Takeovers = Arc<Mutex<Vec<Lead>>>;
 pub type Samples = Arc<Mutex<Vec<super::progress::Sample>>>;
 /// Stops no fault explains.
 pub type Stops = Arc<Mutex<Vec<Violation>>>;
+/// Each node's running instance's ear for a stop as on SIGTERM (the
+/// nemesis's `Stop`): made anew by each instance.
+pub type StopAsks = Arc<Mutex<std::collections::BTreeMap<u64, Arc<tokio::sync::Notify>>>>;
+
+/// Ask node `id`'s running instance to stop as on SIGTERM (it hands over
+/// if it leads); kept for it if it is not listening yet.
+pub fn ask_to_stop(asks: &StopAsks, id: u64) {
+    if let Some(ear) = asks.lock().unwrap_or_else(|p| p.into_inner()).get(&id) {
+        ear.notify_one();
+    }
+}
 
 /// What a node's host reports to, and the disk it runs on.
 pub struct Watch {
@@ -52,6 +63,7 @@ pub struct Watch {
     /// What the instances replaced so far went through (the latest ones
     /// are counted at the end, [`count_instance`]).
     pub coverage: Arc<Mutex<super::Coverage>>,
+    pub stop_asks: StopAsks,
 }
 
 /// Add what one instance of a node counted since it started: the torn
@@ -61,6 +73,7 @@ pub fn count_instance(c: &mut super::Coverage, s: &lockd::api::services::Service
     c.add("log.torn-tail-cut", n.torn_tails_cut);
     c.add("snapshot.built", n.snapshots_built);
     c.add("snapshot.installed", n.snapshots_installed);
+    c.add("lock.phantom-release", n.phantom_releases);
 }
 
 /// Each node's latest started instance (its services), for what is read
@@ -86,7 +99,8 @@ impl Watch {
 
 /// The software of node `config.id`'s host, its lease clock `drift_ppm`
 /// fast. It never returns: a node that stops stays down until the nemesis
-/// restarts its host.
+/// restarts its host. Asked to stop ([`ask_to_stop`]), it shuts down as
+/// the binary does on SIGTERM.
 pub async fn node(
     config: NodeConfig,
     mut seams: Seams,
@@ -120,6 +134,12 @@ pub async fn node(
             return down().await;
         }
     };
+    let asked = Arc::new(tokio::sync::Notify::new());
+    watch
+        .stop_asks
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(id, asked.clone());
     let mut metrics = node.raft_metrics();
     // The term this node leads in, if it leads.
     let mut leading = None;
@@ -144,7 +164,15 @@ pub async fn node(
                 leading = now;
             }
         }
-        if metrics.changed().await.is_err() {
+        let changed = tokio::select! {
+            changed = metrics.changed() => changed,
+            () = asked.notified() => {
+                node.shutdown().await;
+                watch.sample(super::progress::Sample::down(sim_ms(), id));
+                return down().await;
+            }
+        };
+        if changed.is_err() {
             watch.sample(super::progress::Sample::down(sim_ms(), id));
             let why = node.failed().await;
             let storage = matches!(metrics.borrow().running_state, Err(Fatal::StorageError(_)));

@@ -103,12 +103,14 @@ impl Nodes {
         (s.up && since_crash && !self.crashed[i]).then_some(s)
     }
 
-    /// A fault began or healed: a crash takes the node down until it
-    /// reports again; a broken disk leaves it running (until it writes)
+    /// A fault began or healed: a crash or a stop takes the node down
+    /// until it reports again; a broken disk leaves it running (until it writes)
     /// but not healthy, and its healing restarts it.
     fn fault(&mut self, e: &Event) {
         match e.fault {
-            Fault::Crash(id) => {
+            // A stop takes its node down like a crash (it stops serving
+            // when asked, before its host ends).
+            Fault::Crash(id) | Fault::Stop(id) => {
                 let i = id as usize - 1;
                 self.crashed[i] = !e.healed;
                 if !e.healed {

@@ -2,17 +2,16 @@
 //! nemesis between steps, then heal, liveness, the final reads and the
 //! checkers.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockd::config::NodeConfig;
 use lockd::node::Seams;
-use lockd_core::engine::WasmEngine;
 
 use super::applied::AppliedRecord;
 use super::clients::{clients, Outcome};
+use super::engine::engine;
 use super::faults::{host, node_dir, Nemesis, CLIENTS};
 use super::horizon::horizon;
 use super::nodes::{node, Samples, Stops, Takeovers, Watch};
@@ -91,39 +90,6 @@ pub(super) fn node_config(cfg: &SimConfig, id: u64) -> NodeConfig {
     }
 }
 
-/// A directory for compiled modules that several simulation processes
-/// share (the tests set it, so a module is compiled once per machine, not
-/// once per seed); else each thread has its own, removed with it.
-pub const MODULE_CACHE_VAR: &str = "LOCKD_SIM_MODULE_CACHE";
-
-thread_local! {
-    /// One wasm engine for every node this thread simulates: the built-in
-    /// module is compiled once per thread (or found in the shared cache),
-    /// not once per node.
-    static ENGINE: (Arc<WasmEngine>, Option<tempfile::TempDir>) = {
-        let (dir, own) = match std::env::var_os(MODULE_CACHE_VAR) {
-            Some(shared) => (std::path::PathBuf::from(shared), None),
-            None => {
-                let own = tempfile::tempdir().expect("a temporary directory");
-                (own.path().to_path_buf(), Some(own))
-            }
-        };
-        (Arc::new(open_module_cache(&dir)), own)
-    };
-}
-
-/// An engine with the nodes' settings and its compiled-module cache in
-/// `dir`; opening it first makes `dir` ready (its key written) for several
-/// processes to open at once.
-pub fn open_module_cache(dir: &Path) -> WasmEngine {
-    WasmEngine::new(NodeConfig::default().engine, Some(dir.join("cache")))
-        .expect("the wasm engine and its module cache")
-}
-
-pub(super) fn engine() -> Arc<WasmEngine> {
-    ENGINE.with(|(e, _)| e.clone())
-}
-
 /// Each node's lease-clock drift, ppm: within the bound lease safety
 /// assumes, from the seed; beyond it for the control that exceeds it.
 fn drifts(cfg: &SimConfig) -> Vec<i64> {
@@ -179,6 +145,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
     let latest: super::nodes::Latest = Arc::default();
     let applied: Arc<Mutex<AppliedRecord>> = Arc::default();
     let coverage: Arc<Mutex<super::Coverage>> = Arc::default();
+    let stop_asks: super::nodes::StopAsks = Arc::default();
     let drift = drifts(cfg);
     for id in 1..=cfg.nodes {
         let mut config = node_config(cfg, id);
@@ -196,6 +163,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         let applied = applied.clone();
         let samples = samples.clone();
         let coverage = coverage.clone();
+        let stop_asks = stop_asks.clone();
         let ppm = drift[id as usize - 1];
         let log_writer = super::nodes::log_writer(cfg.seed, id);
         sim.host(host(id), move || {
@@ -212,6 +180,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
                 disk: disk.clone(),
                 latest: latest.clone(),
                 coverage: coverage.clone(),
+                stop_asks: stop_asks.clone(),
             };
             node(config.clone(), seams, ppm, watch)
         });
@@ -244,7 +213,7 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         ),
     );
 
-    let mut nemesis = Nemesis::new(cfg.seed, cfg.nodes, disk.clone());
+    let mut nemesis = Nemesis::new(cfg.seed, cfg.nodes, disk.clone(), stop_asks);
     let mut healed_at = None;
     let mut harness = Vec::new();
     let mut witness = super::nodes::LogWitness::default();
@@ -363,6 +332,8 @@ pub fn run(cfg: &SimConfig) -> SimReport {
             c.add("module.swapped", swapped as u64);
         }
         c.add("run.secure", u64::from(cfg.secure));
+        c.add("client.died", history.noted("client.died"));
+        c.add("op.http", history.noted("op.http"));
         // The links and nodes as the faults left them when the swap was
         // answered.
         let at_swap = out

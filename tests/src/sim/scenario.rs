@@ -22,10 +22,11 @@ use lockd::raft::log_store::{SyncTime, Writer};
 use lockd_client::admin::Http;
 use lockd_proto::{Role, Status};
 
+use super::engine::engine;
 use super::faults::{host, node_dir};
 use super::horizon::RESUME_MS;
 use super::nodes::{node, Watch};
-use super::run::{engine, node_addr, node_config, sim_ms, simulation, HEARTBEAT_MS};
+use super::run::{node_addr, node_config, sim_ms, simulation, HEARTBEAT_MS};
 use super::{Control, SimConfig};
 use crate::jepsen::workload::Target;
 
@@ -83,6 +84,8 @@ pub(super) fn scripted_config(control: Option<Control>) -> SimConfig {
         // entries.
         segment_bytes: lockd::config::NodeConfig::default().raft.segment_bytes,
         random_order: false,
+        crash_one_in: 0,
+        http_one_in: 0,
         clients: 4,
         keys: 2,
         lease_ms: 800,
@@ -179,6 +182,7 @@ fn run_script(
                 disk: disk.clone(),
                 latest: Arc::default(),
                 coverage: Arc::default(),
+                stop_asks: Arc::default(),
             };
             node(config.clone(), seams, 0, watch)
         });

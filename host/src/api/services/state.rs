@@ -14,6 +14,8 @@ pub struct InstanceCounts {
     pub torn_tails_cut: u64,
     pub snapshots_built: u64,
     pub snapshots_installed: u64,
+    /// Grants it released as leader because their caller had gone.
+    pub phantom_releases: u64,
 }
 use super::Services;
 use crate::raft::log_store::LogStats;
@@ -117,6 +119,12 @@ impl Services {
             torn_tails_cut: self.wal_stats().torn_tails_cut.load(Ordering::Relaxed),
             snapshots_built: snaps.built,
             snapshots_installed: snaps.installed,
+            phantom_releases: self
+                .parts
+                .locks
+                .stats
+                .phantom_releases
+                .load(Ordering::Relaxed),
         }
     }
 

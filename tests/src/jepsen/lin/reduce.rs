@@ -11,8 +11,9 @@ use crate::jepsen::history::{Call, Op, Ret};
 /// memo as one state. The verdict is exactly the same: each bound is moved
 /// to the value that answers every comparison as it did.
 pub(super) struct Grid {
-    /// Every operation's completion, sorted: `may_end` is only compared as
-    /// `complete >= may_end`.
+    /// Every operation's latest point ([`Horizon::latest_point`]: its
+    /// completion, or when an unknown one may still take effect), sorted:
+    /// `may_end` is only compared as `latest >= may_end`.
     completes: Vec<f64>,
     /// Every operation's invoke, sorted: `must_end` is only compared as
     /// `point > must_end`, and a point is always some operation's invoke.
@@ -20,15 +21,15 @@ pub(super) struct Grid {
 }
 
 impl Grid {
-    pub(super) fn new(ops: &[Op]) -> Grid {
-        let sorted = |f: fn(&Op) -> f64| {
+    pub(super) fn new(ops: &[Op], horizon: &Horizon) -> Grid {
+        let sorted = |f: &dyn Fn(&Op) -> f64| {
             let mut v: Vec<f64> = ops.iter().map(f).collect();
             v.sort_by(f64::total_cmp);
             v
         };
         Grid {
-            completes: sorted(|o| o.complete),
-            invokes: sorted(|o| o.invoke),
+            completes: sorted(&|o| horizon.latest_point(o)),
+            invokes: sorted(&|o| o.invoke),
         }
     }
 
@@ -72,8 +73,7 @@ pub(super) fn drop_idle_unknown_acquires(
                 // Its holding starts after its invoke and is gone by its
                 // latest end (as `step` arms it); a "held" beside it is
                 // placed inside its own [invoke, complete].
-                let armed = horizon.delivered_by(o.invoke, o.complete);
-                let gone = horizon.latest_end(armed, *lease_ms as f64);
+                let gone = horizon.latest_end(horizon.armed_by(o), *lease_ms as f64);
                 held.iter().any(|&(i, c)| c >= o.invoke && i <= gone)
             }
             _ => true,
@@ -100,8 +100,7 @@ pub(super) fn twins(
         .map(|i| match (&ops[i].call, &ops[i].ret) {
             (Call::Acquire { lease_ms, .. }, Ret::Unknown) if deadline[i].is_infinite() => {
                 let o = &ops[i];
-                let armed = horizon.delivered_by(o.invoke, o.complete);
-                let end = grid.must_end(horizon.latest_end(armed, *lease_ms as f64));
+                let end = grid.must_end(horizon.latest_end(horizon.armed_by(o), *lease_ms as f64));
                 last.insert((*lease_ms, end.to_bits()), i)
             }
             _ => None,
