@@ -34,7 +34,9 @@
 //! * `tasks`: [`ServiceTasks`], the service's tasks, which shutdown waits
 //!   for.
 //! * [`modules`]: the host's side of lock modules (upgrade and shadow
-//!   submission with the voters' pre-check, the audit checker, replay).
+//!   submission with the voters' pre-check, whose peer messages it
+//!   defines and the replication crate carries without reading, the
+//!   audit checker, replay).
 //! * [`blocking`]: blocking work off the async workers (inline on a
 //!   deterministic simulation's thread).
 

@@ -37,6 +37,10 @@ pub const MARKS: &[(&str, &str)] = &[
         "fault.stop",
         "a node stopped as on SIGTERM (a leader hands over), restarted later",
     ),
+    (
+        "fault.stop-leader",
+        "a leader stopped as on SIGTERM: it hands over first",
+    ),
     ("fault.disk-full", "a node's disk full"),
     ("fault.disk-sync-fails", "a node's disk failing its syncs"),
     (

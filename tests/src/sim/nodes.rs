@@ -167,6 +167,10 @@ pub async fn node(
         let changed = tokio::select! {
             changed = metrics.changed() => changed,
             () = asked.notified() => {
+                if leading.is_some() {
+                    let mut c = watch.coverage.lock().unwrap_or_else(|p| p.into_inner());
+                    c.add("fault.stop-leader", 1);
+                }
                 node.shutdown().await;
                 watch.sample(super::progress::Sample::down(sim_ms(), id));
                 return down().await;
