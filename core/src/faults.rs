@@ -192,3 +192,45 @@ pub fn reset_token(node: u64) -> Option<u64> {
         })
     })
 }
+
+thread_local! {
+    /// BUGGIFY's generator on this thread (`None`: off), and how many
+    /// delays it has made.
+    static BUGGIFY: Cell<Option<u64>> = const { Cell::new(None) };
+    static BUGGIFIED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Switch BUGGIFY on for this thread, drawing from `seed` (`None`: off):
+/// rare delays at named points of the production code ([`buggify`]), so
+/// that a seed meets interleavings the ordinary timing never makes. Only
+/// the simulation switches it on, per run.
+pub fn set_buggify(seed: Option<u64>) {
+    // xorshift's state must not be zero.
+    BUGGIFY.with(|b| b.set(seed.map(|s| s.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)));
+    BUGGIFIED.with(|n| n.set(0));
+}
+
+/// At the named point `site`: whether to wait here, and how long (one
+/// time in 50, 1 to 20 ms), when BUGGIFY is on for this thread. The
+/// caller waits on its own runtime's clock.
+pub fn buggify(site: &'static str) -> Option<std::time::Duration> {
+    BUGGIFY.with(|b| {
+        let mut x = b.get()?;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        b.set(Some(x));
+        if !x.is_multiple_of(50) {
+            return None;
+        }
+        BUGGIFIED.with(|n| n.set(n.get() + 1));
+        let ms = 1 + (x >> 16) % 20;
+        tracing::trace!(site, ms, "buggify: a delay");
+        Some(std::time::Duration::from_millis(ms))
+    })
+}
+
+/// How many delays BUGGIFY made on this thread since it was switched.
+pub fn buggified() -> u64 {
+    BUGGIFIED.with(Cell::get)
+}

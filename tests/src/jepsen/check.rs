@@ -313,6 +313,21 @@ pub struct Final {
     pub holder: Result<Option<u64>, String>,
 }
 
+/// The keys a final read can judge: those only ever taken as mutexes (a
+/// semaphore's or readers' key may end with several holders, which one
+/// token cannot show). A key's releases alone do not say what it is.
+pub fn mutex_keys(ops: &[Op]) -> std::collections::BTreeSet<String> {
+    let counted: std::collections::BTreeSet<&str> = ops
+        .iter()
+        .filter(|o| o.call.is_shared_or_counted())
+        .map(|o| o.key.as_str())
+        .collect();
+    ops.iter()
+        .filter(|o| !counted.contains(o.key.as_str()))
+        .map(|o| o.key.clone())
+        .collect()
+}
+
 /// 4. Acknowledged operations survived, against the final state of each key
 ///    read after the run:
 ///    * a key that could not be read is a violation (never taken as free);

@@ -217,16 +217,7 @@ pub fn run(cfg: RunConfig) -> Report {
     violations.extend(check::no_refusal_inside_lease(&ops));
     c.wait_leader(Duration::from_secs(30));
     // The final reads compare one holder's token: mutex keys only.
-    let shared_or_counted: std::collections::BTreeSet<&str> = ops
-        .iter()
-        .filter(|o| o.call.is_shared_or_counted())
-        .map(|o| o.key.as_str())
-        .collect();
-    let keys: std::collections::BTreeSet<String> = ops
-        .iter()
-        .filter(|o| !shared_or_counted.contains(o.key.as_str()))
-        .map(|o| o.key.clone())
-        .collect();
+    let keys = check::mutex_keys(&ops);
     let ledger_keys = keys.iter().filter(|k| k.starts_with("ledger/")).count();
     let finals = final_state(&c, keys.into_iter(), &history);
     violations.extend(check::survived(&ops, &finals));
