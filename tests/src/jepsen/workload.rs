@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockd_client::{AcquireOptions, Client, ClientError, ClientOptions, Credentials};
+use lockd_client::{AcquireOptions, Client, ClientError};
 
 use super::config::RunConfig;
 use super::history::{Call, History, Holding, LockMode, Op, Ret};
@@ -27,7 +27,9 @@ use super::http_locks::{self, HttpLocks};
 use super::register::FencedRegister;
 use super::rng::Rng;
 
+mod target;
 mod waiters;
+pub use target::{ret_of, ret_of_code, Target};
 pub use waiters::waiters;
 
 /// The key the keeper holds, and its lease: far longer than any fault, so
@@ -41,61 +43,6 @@ pub const LEDGER_LEASE_MS: u64 = 600_000;
 pub const READERS: u32 = 4;
 /// Slots of a semaphore key of a mixed run.
 pub const SLOTS: u32 = 3;
-
-/// Where the clients connect, and with which credentials (the `worker`
-/// token when the cluster has TLS and authentication on).
-#[derive(Clone)]
-pub struct Target {
-    pub endpoints: Vec<String>,
-    pub credentials: Credentials,
-    /// The operator's credentials (upgrades, membership, audits, status),
-    /// when they differ from the workers' (an `admin` certificate).
-    pub admin: Option<Credentials>,
-}
-
-impl Target {
-    /// [`Target::client`] with the operator's credentials.
-    pub fn admin_client(&self, retry_for: Duration, request: Duration) -> Client {
-        let mut t = self.clone();
-        if let Some(admin) = &self.admin {
-            t.credentials = admin.clone();
-        }
-        t.client(retry_for, request)
-    }
-
-    /// A client that retries for `retry_for`, each request for at most
-    /// `request`.
-    pub fn client(&self, retry_for: Duration, request: Duration) -> Client {
-        Client::with_options(
-            self.endpoints.clone(),
-            ClientOptions {
-                retry_for,
-                request_timeout: request,
-                credentials: self.credentials.clone(),
-                // Every renewal is the workload's own, in the history.
-                keepalive: false,
-                ..Default::default()
-            },
-        )
-    }
-}
-
-pub fn ret_of(e: &ClientError) -> Ret {
-    ret_of_code(e.code(), || e.to_string())
-}
-
-/// What an answer with `code` (none: no answer) says of an operation;
-/// `text` is the answer's words, for a denial.
-pub fn ret_of_code(code: Option<lockd_proto::ErrorCode>, text: impl FnOnce() -> String) -> Ret {
-    use lockd_proto::ErrorCode as C;
-    match code {
-        Some(C::Held) => Ret::Held,
-        // A session that is gone holds nothing any more.
-        Some(C::NotHeld | C::WrongToken | C::NoSession) => Ret::Refused,
-        Some(C::Refused | C::Quota | C::Unsupported | C::PolicyRefused) => Ret::Denied(text()),
-        _ => Ret::Unknown,
-    }
-}
 
 /// What a worker takes: a mutex, a reader's or a writer's side of a
 /// readers-writer key, or a semaphore slot.
