@@ -147,10 +147,6 @@ impl<A: AnswersService> Answerer<'_, A> {
                 // What this leader showed of its log: the most a pre-vote
                 // may claim and be believed (`stand`).
                 let shown = r.entries.last().map(|e| e.log_id).max(r.leader_commit);
-                #[cfg(feature = "faults")]
-                if let Some(d) = lockd_core::faults::buggify("peer.append") {
-                    tokio::time::sleep(d).await;
-                }
                 let answer = self.raft.append_entries(r).await;
                 match &answer {
                     Ok(

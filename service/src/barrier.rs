@@ -32,10 +32,6 @@ const APPLY_LIMIT: Duration = Duration::from_secs(10);
 /// log, as far as it reached when called, is applied.
 pub(crate) async fn confirm(raft: &Raft, id: NodeId) -> Result<(), ServiceError> {
     let last = raft.metrics().borrow().last_log_index;
-    #[cfg(feature = "faults")]
-    if let Some(d) = lockd_core::faults::buggify("barrier.confirm") {
-        tokio::time::sleep(d).await;
-    }
     raft.ensure_linearizable().await.map_err(|e| {
         ServiceError::from_raft(id, e, |e| {
             format!("node {id} could not confirm its leadership with a quorum: {e}")

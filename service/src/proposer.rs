@@ -239,10 +239,6 @@ async fn run(
                 entry.push(g.commands);
                 replies.push(g.done);
             }
-            #[cfg(feature = "faults")]
-            if let Some(d) = lockd_core::faults::buggify("proposer.write") {
-                tokio::time::sleep(d).await;
-            }
             let started = Instant::now();
             let write = raft.client_write(Request::commands(entry));
             tokio::pin!(write);

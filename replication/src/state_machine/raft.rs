@@ -32,10 +32,6 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         // batch of lock commands, which is bounded (see
         // `replica::capacity::MAX_COMMANDS_PER_CALL`).
         let entries: Vec<Entry> = entries.into_iter().collect();
-        #[cfg(feature = "faults")]
-        if let Some(d) = lockd_core::faults::buggify("state_machine.apply") {
-            tokio::time::sleep(d).await;
-        }
         let first = entries.first().map(|e| e.log_id.index);
         let last = entries.last().map(|e| e.log_id.index);
         // A rollback swaps without carrying a module; so may a batch that

@@ -97,10 +97,6 @@ pub const MARKS: &[(&str, &str)] = &[
         "op.http",
         "an acquire or release over the HTTP/JSON routes answered",
     ),
-    (
-        "buggify.delay",
-        "a delay BUGGIFY put at a named point of the node",
-    ),
     ("op.granted", "a client was granted a lock"),
     ("op.held", "an acquire was answered that the key is held"),
     (

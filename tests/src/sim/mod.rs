@@ -171,10 +171,6 @@ pub struct SimConfig {
     /// [`crate::jepsen::RunConfig::http_one_in`]): one in 4 in one seed of
     /// two.
     pub http_one_in: u64,
-    /// BUGGIFY: rare delays (one in 50 passes, 1 to 20 ms) at named points
-    /// of the node (a batch's write, a read barrier, an apply, a
-    /// follower's append), drawn from the seed; in one seed of two.
-    pub buggify: bool,
 }
 
 impl SimConfig {
@@ -194,9 +190,8 @@ impl SimConfig {
     /// ([`SimConfig::segment_bytes`]); hosts run in a drawn order in
     /// one seed of two ([`SimConfig::random_order`]); workers' processes
     /// die now and then in one seed of two ([`SimConfig::crash_one_in`]),
-    /// a quarter of the mutex rounds go over HTTP in one seed of two
-    /// ([`SimConfig::http_one_in`]), and BUGGIFY's delays are on in one
-    /// seed of two ([`SimConfig::buggify`]).
+    /// and a quarter of the mutex rounds go over HTTP in one seed of two
+    /// ([`SimConfig::http_one_in`]).
     pub fn seed(seed: u64) -> SimConfig {
         let knobs = Knobs::draw(seed);
         SimConfig {
@@ -228,7 +223,6 @@ impl SimConfig {
             random_order: seed / 9 % 2 == 1,
             crash_one_in: if seed / 5 % 2 == 1 { 20 } else { 0 },
             http_one_in: if seed / 11 % 2 == 1 { 4 } else { 0 },
-            buggify: seed / 13 % 2 == 1,
         }
     }
 }

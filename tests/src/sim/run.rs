@@ -109,7 +109,6 @@ pub(super) fn simulation<'a>(cfg: &SimConfig) -> (turmoil::Sim<'a>, Arc<super::d
     super::net::install();
     let disk = super::disk::install();
     super::control::set(cfg.control);
-    lockd_core::faults::set_buggify(cfg.buggify.then_some(cfg.seed));
     lockd::raft::runtime::seed(cfg.seed);
     lockd_client::id::seed(cfg.seed);
     lockd::blocking::inline_on_this_thread(true);
@@ -335,7 +334,6 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         c.add("run.secure", u64::from(cfg.secure));
         c.add("client.died", history.noted("client.died"));
         c.add("op.http", history.noted("op.http"));
-        c.add("buggify.delay", lockd_core::faults::buggified());
         // The links and nodes as the faults left them when the swap was
         // answered.
         let at_swap = out

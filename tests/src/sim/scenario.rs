@@ -86,7 +86,6 @@ pub(super) fn scripted_config(control: Option<Control>) -> SimConfig {
         random_order: false,
         crash_one_in: 0,
         http_one_in: 0,
-        buggify: false,
         clients: 4,
         keys: 2,
         lease_ms: 800,

@@ -83,7 +83,10 @@ pub(super) fn drop_idle_unknown_acquires(
 
 /// Acquires of unknown outcome that are interchangeable: each leaves a
 /// holder of unknown token whose latest end is the same on the [`Grid`],
-/// and it can take effect at any time after its invoke. Placing the
+/// and each can take effect at any time after its invoke up to the same
+/// latest point ([`Horizon::latest_point`]: the holder before it may have
+/// ended by then; seed 310025, two dead clients' acquires of one lease,
+/// the earlier unable to wait as long as the later). Placing the
 /// later of two such (invoked no earlier) while the earlier is not placed
 /// is never needed: placing the earlier there instead, and the later
 /// where the earlier went (if anywhere), leaves the same states with a
@@ -101,7 +104,8 @@ pub(super) fn twins(
             (Call::Acquire { lease_ms, .. }, Ret::Unknown) if deadline[i].is_infinite() => {
                 let o = &ops[i];
                 let end = grid.must_end(horizon.latest_end(horizon.armed_by(o), *lease_ms as f64));
-                last.insert((*lease_ms, end.to_bits()), i)
+                let latest = horizon.latest_point(o);
+                last.insert((*lease_ms, end.to_bits(), latest.to_bits()), i)
             }
             _ => None,
         })

@@ -213,6 +213,23 @@ fn a_dead_clients_waiting_acquire_arms_by_the_end_of_its_wait() {
     assert!(check(&behind(7000.0)).is_err(), "gone by 3 580 + 3 000");
 }
 
+/// Two dead clients' acquires of one lease whose holders would end alike
+/// are not interchangeable when the earlier cannot take effect as late as
+/// the later (seed 310025): only the later can follow a holder that ends
+/// after the earlier's latest point.
+#[test]
+fn acquires_with_different_latest_points_are_not_twins() {
+    let ops = [
+        op(0.0, 10.0, Call::acquire(2500, 0), Ret::Granted(1)),
+        // Latest points 100 + 2 000 and 1 500 + 2 000; both gone by
+        // 5 100 and 6 500, which no invoke between tells apart.
+        op(100.0, 105.0, Call::acquire(1000, 0), Ret::Unknown),
+        op(1500.0, 1505.0, Call::acquire(1000, 0), Ret::Unknown),
+        acq(5000.0, 5010.0, Ret::Held),
+    ];
+    assert_eq!(check(&ops), Ok(()));
+}
+
 /// Rule: the same upper bound holds for known grants.
 #[test]
 fn a_known_grant_cannot_hold_past_its_latest_end() {
