@@ -83,29 +83,56 @@ pub(super) fn drop_idle_unknown_acquires(
 
 /// Acquires of unknown outcome that are interchangeable: each leaves a
 /// holder of unknown token whose latest end is the same on the [`Grid`],
-/// and each can take effect at any time after its invoke up to the same
-/// latest point ([`Horizon::latest_point`]: the holder before it may have
-/// ended by then; seed 310025, two dead clients' acquires of one lease,
-/// the earlier unable to wait as long as the later). Placing the
+/// and each can take effect at any time after its invoke, up to latest
+/// points ([`Horizon::latest_point`]) that every known holder's earliest
+/// end compares alike with (whether the holder before it may have ended
+/// by then; seed 310025: two dead clients' acquires of one lease, the
+/// earlier unable to wait as long as the later). Placing the
 /// later of two such (invoked no earlier) while the earlier is not placed
 /// is never needed: placing the earlier there instead, and the later
 /// where the earlier went (if anywhere), leaves the same states with a
 /// frontier no higher. So the search places them in invoke order, and
 /// the subsets of them it walks shrink to their prefixes.
+///
+/// Not `exact`, the latest points are left out of the rule: a search
+/// with those twins tries fewer orders, so a linearization it finds is
+/// one, but not finding one proves nothing.
 pub(super) fn twins(
     ops: &[Op],
     deadline: &[f64],
     horizon: &Horizon,
     grid: &Grid,
+    exact: bool,
 ) -> Vec<Option<usize>> {
+    // Every earliest end a holder of known token can have: its grant's
+    // point (some operation's invoke) plus its lease, on the grid.
+    let leases: std::collections::BTreeSet<u64> = ops
+        .iter()
+        .filter_map(|o| match (&o.call, &o.ret) {
+            (Call::Acquire { lease_ms, .. }, Ret::Granted(_)) => Some(*lease_ms),
+            _ => None,
+        })
+        .collect();
+    let mut ends: Vec<f64> = ops
+        .iter()
+        .flat_map(|o| leases.iter().map(|l| grid.may_end(o.invoke + *l as f64)))
+        .collect();
+    ends.sort_by(f64::total_cmp);
+    ends.dedup();
+    // Two latest points past the same ends let the same holders end.
+    let passes = |latest: f64| ends.partition_point(|&m| m <= latest);
     let mut last = std::collections::HashMap::new();
     (0..ops.len())
         .map(|i| match (&ops[i].call, &ops[i].ret) {
             (Call::Acquire { lease_ms, .. }, Ret::Unknown) if deadline[i].is_infinite() => {
                 let o = &ops[i];
                 let end = grid.must_end(horizon.latest_end(horizon.armed_by(o), *lease_ms as f64));
-                let latest = horizon.latest_point(o);
-                last.insert((*lease_ms, end.to_bits(), latest.to_bits()), i)
+                let passed = if exact {
+                    passes(horizon.latest_point(o))
+                } else {
+                    0
+                };
+                last.insert((*lease_ms, end.to_bits(), passed), i)
             }
             _ => None,
         })
