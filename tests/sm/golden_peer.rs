@@ -4,9 +4,9 @@
 //! pre-check's question and answer, the pre-vote, the hand-over notice,
 //! keep-alives), as the node reads them and as consensus alone sends them.
 
-use lockd::modules::peer_messages::{PeerRequest, PeerResponse};
+use lockd::modules::peer_messages::{PeerRequest, PeerResponse, Prechecks};
 use lockd::modules::peer_messages::{PrecheckAnswer, PrecheckAsk, SignedPrecheckAsk};
-use lockd::raft::messages::ResignNotice;
+use lockd::raft::messages::{self, RaftOnly, ResignNotice, ServiceMessages};
 use lockd::raft::messages::{PreVoteAnswer, PreVoteAsk};
 use lockd::raft::{Request, Vote};
 use lockd_client::wire::{Envelope, Hello, HelloReply, Refused, Role, Welcome};
@@ -69,16 +69,7 @@ fn the_peer_hello_and_peer_messages_are_pinned() {
             body: PeerRequest::AppendEntries(append),
         },
     );
-    pinned(
-        "peer_vote",
-        &Envelope {
-            id: 8,
-            body: PeerRequest::Vote(openraft::raft::VoteRequest::new(
-                Vote::new(4, 2),
-                Some(log_id(3, 10)),
-            )),
-        },
-    );
+    pinned("peer_vote", &vote::<Prechecks>());
     pinned(
         "peer_install_snapshot",
         &Envelope {
@@ -99,15 +90,7 @@ fn the_peer_hello_and_peer_messages_are_pinned() {
             body: PeerResponse::Error("node 1 refused the request".into()),
         },
     );
-    pinned(
-        "peer_answer_not_member",
-        &Envelope {
-            id: 10,
-            body: PeerResponse::NotMember(
-                "node 1 refused the request: node 5 is not a member".into(),
-            ),
-        },
-    );
+    pinned("peer_answer_not_member", &not_member::<Prechecks>());
     pinned(
         "peer_precheck",
         &Envelope {
@@ -170,16 +153,7 @@ fn the_peer_hello_and_peer_messages_are_pinned() {
             body: PeerResponse::PreVote(PreVoteAnswer::NotVoter),
         },
     );
-    pinned(
-        "peer_resign",
-        &Envelope {
-            id: 13,
-            body: PeerRequest::Resign(ResignNotice {
-                vote: Vote::new_committed(3, 2),
-                successor: 1,
-            }),
-        },
-    );
+    pinned("peer_resign", &resign::<Prechecks>());
     pinned(
         "peer_answer_resigned",
         &Envelope {
@@ -216,41 +190,45 @@ fn the_peer_hello_and_peer_messages_are_pinned() {
 /// service message in its place is refused as undecodable, not misread.
 #[test]
 fn consensus_alone_speaks_the_same_bytes() {
-    type RaftRequest = lockd::raft::messages::PeerRequest;
     type RaftResponse = lockd::raft::messages::PeerResponse;
-    pinned(
-        "peer_vote",
-        &Envelope {
-            id: 8,
-            body: RaftRequest::Vote(openraft::raft::VoteRequest::new(
-                Vote::new(4, 2),
-                Some(log_id(3, 10)),
-            )),
-        },
-    );
-    pinned(
-        "peer_answer_not_member",
-        &Envelope {
-            id: 10,
-            body: RaftResponse::NotMember(
-                "node 1 refused the request: node 5 is not a member".into(),
-            ),
-        },
-    );
-    pinned(
-        "peer_resign",
-        &Envelope {
-            id: 13,
-            body: RaftRequest::Resign(ResignNotice {
-                vote: Vote::new_committed(3, 2),
-                successor: 1,
-            }),
-        },
-    );
+    pinned("peer_vote", &vote::<RaftOnly>());
+    pinned("peer_answer_not_member", &not_member::<RaftOnly>());
+    pinned("peer_resign", &resign::<RaftOnly>());
     let verdict = postcard::to_allocvec(&Envelope {
         id: 11,
         body: PeerResponse::Service(PrecheckAnswer::refused("too big".into())),
     })
     .expect("encode");
     assert!(postcard::from_bytes::<Envelope<RaftResponse>>(&verdict).is_err());
+}
+
+/// The samples both views of the protocol pin, over `S`'s service
+/// messages (the bytes do not depend on them).
+fn vote<S: ServiceMessages>() -> Envelope<messages::PeerRequest<S>> {
+    Envelope {
+        id: 8,
+        body: messages::PeerRequest::Vote(openraft::raft::VoteRequest::new(
+            Vote::new(4, 2),
+            Some(log_id(3, 10)),
+        )),
+    }
+}
+
+fn not_member<S: ServiceMessages>() -> Envelope<messages::PeerResponse<S>> {
+    Envelope {
+        id: 10,
+        body: messages::PeerResponse::NotMember(
+            "node 1 refused the request: node 5 is not a member".into(),
+        ),
+    }
+}
+
+fn resign<S: ServiceMessages>() -> Envelope<messages::PeerRequest<S>> {
+    Envelope {
+        id: 13,
+        body: messages::PeerRequest::Resign(ResignNotice {
+            vote: Vote::new_committed(3, 2),
+            successor: 1,
+        }),
+    }
 }

@@ -173,6 +173,19 @@ impl History {
             .clone()
     }
 
+    /// Record `client`'s `call` on `key`, invoked at `invoke` and
+    /// completing now with `ret`.
+    pub fn completed(&self, client: usize, key: &str, call: Call, invoke: f64, ret: Ret) {
+        self.record(Op {
+            client,
+            key: key.to_string(),
+            call,
+            invoke,
+            complete: self.now(),
+            ret,
+        });
+    }
+
     pub fn record(&self, op: Op) {
         self.ops.lock().unwrap_or_else(|p| p.into_inner()).push(op);
     }

@@ -13,10 +13,10 @@ use lockd_client::Credentials;
 use lockd_proto::ErrorCode;
 use serde_json::{json, Value};
 
-use super::history::{Call, History, Holding, LockMode, Op, Ret};
+use super::history::{Call, History, Holding, LockMode, Ret};
 use super::register::FencedRegister;
 use super::rng::Rng;
-use super::workload::ret_of_code;
+use super::workload::{ret_of_code, work};
 
 /// One worker's HTTP client: a kept-alive connection per node, as an HTTP
 /// client library keeps it.
@@ -80,8 +80,8 @@ impl HttpLocks {
 }
 
 /// Worker `id`'s round on mutex `key` over HTTP: acquire on a node drawn
-/// from `rng`, the fenced register read and written under the lock (a
-/// stall past the lease one time in `pause_one_in`), release on another
+/// from `rng`, the fenced register read and written under the lock
+/// ([`work`] between), release on another
 /// drawn node; each operation recorded, and the window held by the
 /// server's promise.
 pub async fn round(
@@ -99,28 +99,18 @@ pub async fn round(
     if got != Err(Ret::Unknown) {
         history.note("op.http");
     }
-    history.record(Op {
-        client: id,
-        key: key.to_string(),
-        call: Call::acquire(lease_ms, wait_ms),
-        invoke,
-        complete: history.now(),
-        ret: match got {
-            Ok(token) => Ret::Granted(token),
-            Err(ref r) => r.clone(),
-        },
-    });
+    let ret = match got {
+        Ok(token) => Ret::Granted(token),
+        Err(ref r) => r.clone(),
+    };
+    history.completed(id, key, Call::acquire(lease_ms, wait_ms), invoke, ret);
     let Ok(token) = got else {
         tokio::time::sleep(Duration::from_millis(rng.below(50))).await;
         return;
     };
     let from = history.now();
     if let Some(v) = register.read(key, token) {
-        let stall = match rng.below(pause_one_in) {
-            0 => lease_ms * 3 / 2,
-            _ => rng.below(20),
-        };
-        tokio::time::sleep(Duration::from_millis(stall)).await;
+        work(rng, lease_ms, pause_one_in).await;
         register.write(key, id, token, v);
     }
     history.record_holding(Holding {
@@ -138,12 +128,5 @@ pub async fn round(
     if ret != Ret::Unknown {
         history.note("op.http");
     }
-    history.record(Op {
-        client: id,
-        key: key.to_string(),
-        call: Call::Release { token },
-        invoke,
-        complete: history.now(),
-        ret,
-    });
+    history.completed(id, key, Call::Release { token }, invoke, ret);
 }

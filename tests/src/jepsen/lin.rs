@@ -269,10 +269,7 @@ pub fn check_key_within(ops: &[Op], horizon: &Horizon, max_states: usize) -> Res
         return Ok(());
     }
     // None found among those orders: the exact rule decides.
-    search.twin = twins(&ops, &search.deadline, horizon, &search.grid, true);
-    search.seen.clear();
-    search.done.iter_mut().for_each(|d| *d = 0);
-    search.deepest = 0;
+    search.restart(twins(&ops, &search.deadline, horizon, &search.grid, true));
     if search.run(start, 0, f64::NEG_INFINITY) {
         return Ok(());
     }
@@ -321,6 +318,14 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
+    /// Ready to search again from the start with other twins (a search
+    /// that ended has placed nothing: each step unplaces on its way back).
+    fn restart(&mut self, twin: Vec<Option<usize>>) {
+        self.twin = twin;
+        self.seen.clear();
+        self.deepest = 0;
+    }
+
     fn is_done(&self, i: usize) -> bool {
         self.done[i / 64] & (1 << (i % 64)) != 0
     }

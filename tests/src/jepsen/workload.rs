@@ -22,7 +22,7 @@ use std::time::Duration;
 use lockd_client::{AcquireOptions, Client, ClientError};
 
 use super::config::RunConfig;
-use super::history::{Call, History, Holding, LockMode, Op, Ret};
+use super::history::{Call, History, Holding, LockMode, Ret};
 use super::http_locks::{self, HttpLocks};
 use super::register::FencedRegister;
 use super::rng::Rng;
@@ -124,23 +124,18 @@ async fn acquire_or_die(
     if !died && client.retries() == retries {
         history.answered_first_try(id, invoke);
     }
-    history.record(Op {
-        client: id,
-        key: key.to_string(),
-        call: Call::Acquire {
-            lease_ms,
-            wait_ms,
-            mode: want.mode,
-            limit: want.limit,
-            session: false,
-        },
-        invoke,
-        complete: history.now(),
-        ret: match &r {
-            Ok(g) => Ret::Granted(g.token()),
-            Err(e) => ret_of(e),
-        },
-    });
+    let call = Call::Acquire {
+        lease_ms,
+        wait_ms,
+        mode: want.mode,
+        limit: want.limit,
+        session: false,
+    };
+    let ret = match &r {
+        Ok(g) => Ret::Granted(g.token()),
+        Err(e) => ret_of(e),
+    };
+    history.completed(id, key, call, invoke, ret);
     r.map(|guard| Granted {
         guard,
         promised: invoke + lease_ms as f64,
@@ -159,17 +154,11 @@ struct Granted {
 pub(super) async fn release(client: &Client, history: &History, id: usize, key: &str, token: u64) {
     let invoke = history.now();
     let r = client.release(key, token).await;
-    history.record(Op {
-        client: id,
-        key: key.to_string(),
-        call: Call::Release { token },
-        invoke,
-        complete: history.now(),
-        ret: match &r {
-            Ok(()) => Ret::Released,
-            Err(e) => ret_of(e),
-        },
-    });
+    let ret = match &r {
+        Ok(()) => Ret::Released,
+        Err(e) => ret_of(e),
+    };
+    history.completed(id, key, Call::Release { token }, invoke, ret);
 }
 
 pub async fn worker(
@@ -299,18 +288,23 @@ pub async fn worker(
             Some(0)
         };
         if let Some(v) = read {
-            // A holder that stalls past its lease (a GC pause, a stopped VM).
-            if rng.below(cfg.pause_one_in) == 0 {
-                tokio::time::sleep(Duration::from_millis(cfg.lease_ms * 3 / 2)).await;
-            } else {
-                tokio::time::sleep(Duration::from_millis(rng.below(20))).await;
-            }
+            work(&mut rng, cfg.lease_ms, cfg.pause_one_in).await;
             if sole {
                 register.write(&key, id, token, v);
             }
         }
         done(&client, &history, id, &key, want, from, granted).await;
     }
+}
+
+/// A holder's work under the lock: a few ms, or one time in
+/// `pause_one_in` a stall past its lease (a GC pause, a stopped VM).
+pub(super) async fn work(rng: &mut Rng, lease_ms: u64, pause_one_in: u64) {
+    let ms = match rng.below(pause_one_in) {
+        0 => lease_ms * 3 / 2,
+        _ => rng.below(20),
+    };
+    tokio::time::sleep(Duration::from_millis(ms)).await;
 }
 
 /// A holder is done: record the window it held `key` in by the server's
