@@ -19,7 +19,8 @@ impl Table {
         let Some(k) = self.keys.get_mut(&key) else {
             return;
         };
-        if !expired && k.holders.get(&token).is_some_and(|h| h.count > 1) {
+        if let Some(h) = k.holders.get(&token).filter(|h| !expired && h.count > 1) {
+            let session = h.session;
             // A reentrant holding released once: the module takes one off
             // its count and it stays, so no waiter goes behind it.
             k.inflight += 1;
@@ -28,6 +29,7 @@ impl Table {
                 reply,
                 expired,
                 phantom,
+                session,
             };
             let why = if phantom {
                 Why::PhantomRelease
@@ -86,6 +88,7 @@ impl Table {
             reply,
             expired,
             phantom,
+            session: h.session,
         };
         self.propose(
             why,

@@ -2,11 +2,36 @@
 //! serve), losing it (fail everyone who waits), and rebuilding the mirror
 //! on doubt.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::{retry_delay, Action, Holder, Loaded, Request, Role, Table, GIVE_UP_AFTER};
 use crate::error::ServiceError;
 use lockd_replication::NodeId;
+
+/// The deadlines of a mirror dropped for a rebuild while this node kept
+/// leading the same term. They were promised under this leadership, which
+/// never lapsed: the rebuilt mirror keeps them rather than restart every
+/// lease with a full one plus an election (which let a lease outlive its
+/// documented bound after any rebuild: simulation seed 312868).
+#[derive(Debug)]
+pub(super) struct Kept {
+    term: u64,
+    leases: HashMap<(String, u64), Duration>,
+    sessions: HashMap<u64, Duration>,
+}
+
+impl Kept {
+    /// The kept deadline of `(key, token)`'s own lease, if any.
+    fn lease(&self, key: &str, token: u64) -> Option<Duration> {
+        self.leases.get(&(key.to_string(), token)).copied()
+    }
+
+    /// The kept deadline of session `id`, if any.
+    pub(super) fn session(&self, id: u64) -> Option<Duration> {
+        self.sessions.get(&id).copied()
+    }
+}
 
 impl Table {
     pub(super) fn became_leader(&mut self, term: u64) {
@@ -14,6 +39,7 @@ impl Table {
     }
 
     pub(super) fn lost_leadership(&mut self, leader: Option<NodeId>) {
+        self.kept = None;
         self.reset(ServiceError::NotLeader {
             id: self.id,
             leader,
@@ -35,6 +61,12 @@ impl Table {
     /// Drop all leader state (failing everyone who waits with `err`) and
     /// rebuild the mirror from the applied state for `term`.
     pub(super) fn reload(&mut self, term: u64, err: ServiceError) {
+        match self.role {
+            Role::Leader { term: t } if t == term => self.kept = Some(self.keep(term)),
+            // A rebuild of a rebuild keeps what the first one kept.
+            Role::Starting { term: t, .. } if t == term => {}
+            _ => self.kept = None,
+        }
         self.reset(err);
         self.role = Role::Starting {
             term,
@@ -84,6 +116,30 @@ impl Table {
         }
     }
 
+    /// The deadlines of the mirror as it stands, leading `term`.
+    fn keep(&self, term: u64) -> Kept {
+        let leases = self
+            .keys
+            .iter()
+            .flat_map(|(key, k)| {
+                k.holders
+                    .iter()
+                    .filter(|(_, h)| h.session == 0)
+                    .map(|(token, h)| ((key.clone(), token), h.deadline))
+            })
+            .collect();
+        let sessions = self
+            .sessions
+            .iter()
+            .map(|(id, s)| (*id, s.deadline))
+            .collect();
+        Kept {
+            term,
+            leases,
+            sessions,
+        }
+    }
+
     /// Drop all leader state, failing everyone who waits. Proposals in
     /// flight stay: their completions answer their callers (stale).
     fn reset(&mut self, err: ServiceError) {
@@ -125,19 +181,24 @@ impl Table {
                 // A lease never ends earlier than promised: restart every
                 // timer with a full lease plus the longest election the gap
                 // could have lasted (a session's too, in load_sessions).
-                self.load_sessions(sessions);
+                // Unless this node led the same term all along: then what
+                // the mirror had promised stands (see `Kept`).
+                let kept = self.kept.take().filter(|k| k.term == term);
+                self.load_sessions(sessions, kept.as_ref());
                 for l in locks {
-                    let deadline = if l.session != 0
-                        && self.join_session(l.session, &l.key, l.token)
-                    {
-                        self.sessions
-                            .get(&l.session)
-                            .map_or(self.now, |s| s.deadline)
-                    } else {
-                        let d = self.now + crate::lease::lease(l.lease_ms) + self.election_timeout;
-                        self.leases.insert((d, l.key.clone(), l.token));
-                        d
-                    };
+                    let deadline =
+                        if l.session != 0 && self.join_session(l.session, &l.key, l.token) {
+                            self.sessions
+                                .get(&l.session)
+                                .map_or(self.now, |s| s.deadline)
+                        } else {
+                            let d = kept.as_ref().and_then(|k| k.lease(&l.key, l.token));
+                            let d = d.unwrap_or_else(|| {
+                                self.now + crate::lease::lease(l.lease_ms) + self.election_timeout
+                            });
+                            self.leases.insert((d, l.key.clone(), l.token));
+                            d
+                        };
                     self.keys.entry(l.key).or_default().holders.insert(
                         l.token,
                         Holder {
@@ -162,7 +223,8 @@ impl Table {
                     node = self.id,
                     term,
                     held = self.leases.len(),
-                    "leader: lock table loaded, lease timers restarted"
+                    kept = kept.is_some(),
+                    "leader: lock table loaded, lease timers restarted (or kept)"
                 );
                 self.role = Role::Leader { term };
                 for q in queued {

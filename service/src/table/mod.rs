@@ -169,6 +169,9 @@ struct End {
     reply: Option<ReqId>,
     expired: bool,
     phantom: bool,
+    /// The session the holding lived in (0: none). A release of it can
+    /// meet the session's end committed first: see `Table::done`.
+    session: u64,
 }
 
 /// What a proposal in flight was for, so its outcomes can be handled.
@@ -244,6 +247,8 @@ pub struct Table {
     now: Duration,
     out: Vec<Action>,
     picker: pick::Picker,
+    /// The deadlines a rebuild in the same term keeps (see `reload`).
+    kept: Option<leadership::Kept>,
 }
 
 impl Table {
@@ -276,6 +281,7 @@ impl Table {
             now: Duration::ZERO,
             out: Vec::new(),
             picker: pick::Picker::default(),
+            kept: None,
         }
     }
 

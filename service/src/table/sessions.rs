@@ -348,10 +348,17 @@ impl Table {
     }
 
     /// A new leader's sessions: every deadline restarts with a full TTL
-    /// plus the longest election the gap could have lasted.
-    pub(super) fn load_sessions(&mut self, sessions: Vec<LoadedSession>) {
+    /// plus the longest election the gap could have lasted, unless a
+    /// rebuild in the same term `kept` it.
+    pub(super) fn load_sessions(
+        &mut self,
+        sessions: Vec<LoadedSession>,
+        kept: Option<&super::leadership::Kept>,
+    ) {
         for s in sessions {
-            let deadline = self.now + crate::lease::session(s.ttl_ms) + self.election_timeout;
+            let deadline = kept.and_then(|k| k.session(s.id)).unwrap_or_else(|| {
+                self.now + crate::lease::session(s.ttl_ms) + self.election_timeout
+            });
             self.session_timers.insert((deadline, s.id));
             self.sessions.insert(
                 s.id,

@@ -104,6 +104,17 @@ impl Table {
                         self.reply(r, Ok(answer));
                     }
                 }
+                (false, Some(Outcome::NotFound))
+                    if end.session != 0 && !self.sessions.contains_key(&end.session) =>
+                {
+                    // The holding's session ended (expired or closed) and
+                    // that end committed before this release: it took the
+                    // holding with it, and the mirror already agrees. A
+                    // rebuild here would restart every lease (seed 312868).
+                    if let Some(r) = end.reply {
+                        self.reply(r, Err(ServiceError::NotHeld { key: key.clone() }));
+                    }
+                }
                 (_, other) => {
                     // The mirror said held and the table said otherwise:
                     // answer what the table says, and rebuild the mirror.

@@ -147,3 +147,29 @@ fn a_request_a_link_held_takes_effect_when_the_hold_ends() {
     };
     assert!(check_key(&h, &before).is_err());
 }
+
+/// Seed 319276's shape: a waiting acquire sent into a hold (a paused
+/// node) is queued when the hold ends and waits its full wait from there;
+/// its client was answered (503, unknown) before the grant. A "held" a
+/// lease after the hold's end plus the wait is its holding.
+#[test]
+fn a_held_request_waits_its_wait_after_the_hold() {
+    let h = [
+        op(0.0, 3000.0, Call::acquire(1000, 1500), Ret::Unknown),
+        acq(7200.0, 7210.0, Ret::Held),
+    ];
+    let held = Horizon {
+        slack_ms: 100.0,
+        rearm_ms: 100.0,
+        held: vec![(-500.0, 2000.0)],
+        ..calm()
+    };
+    // Queued at 2000, granted by 3600, its lease armed then ends by 4700:
+    // the "held" at 7200 lies beyond even that.
+    assert!(check_key(&h, &held).is_err());
+    let h = [h[0].clone(), acq(4600.0, 4610.0, Ret::Held)];
+    // Without the wait counted from the hold's end, armed by 3000 (its
+    // answer), gone by 4100.
+    assert_eq!(held.armed_by(&h[0]), 3600.0);
+    assert_eq!(check_key(&h, &held), Ok(()));
+}
