@@ -385,5 +385,8 @@ pub fn survived(ops: &[Op], finals: &BTreeMap<String, Final>) -> Vec<Violation> 
     out
 }
 
+mod interesting;
+pub use interesting::interesting;
+
 #[cfg(test)]
 mod tests;

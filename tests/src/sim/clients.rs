@@ -25,6 +25,8 @@ pub(super) struct Outcome {
     pub(super) violations: Vec<Violation>,
     pub(super) finals: BTreeMap<String, Final>,
     pub(super) keeper_renewals: u64,
+    /// The renewer's keepalives acknowledged past its grant's own lease.
+    pub(super) renewed_past_lease: u64,
     pub(super) served: usize,
     /// When the operator had a voter out (history time, ms).
     pub(super) voter_out: Vec<(f64, f64)>,
@@ -147,13 +149,19 @@ pub(super) async fn clients(
     }
     tracing::info!("clients: the workers stopped");
     let keeper_renewals = keeper::keeper_outcome(keeper.await, &mut violations);
-    match renewer.await {
-        Ok(found) => violations.extend(found),
-        Err(e) => violations.push(Violation::new(
-            Checker::Harness,
-            format!("the renewer failed: {e}"),
-        )),
-    }
+    let renewed_past_lease = match renewer.await {
+        Ok(r) => {
+            violations.extend(r.violations);
+            r.past_first_lease
+        }
+        Err(e) => {
+            violations.push(Violation::new(
+                Checker::Harness,
+                format!("the renewer failed: {e}"),
+            ));
+            0
+        }
+    };
     // The module the run ends on: the one the operator replaced a module
     // out of service with, if it did.
     let mut replaced = None;
@@ -205,6 +213,7 @@ pub(super) async fn clients(
         violations,
         finals,
         keeper_renewals,
+        renewed_past_lease,
         served,
         voter_out,
         swapped_at: *swapped_at.lock().unwrap_or_else(|p| p.into_inner()),

@@ -101,6 +101,22 @@ pub const MARKS: &[(&str, &str)] = &[
         "op.http",
         "an acquire or release over the HTTP/JSON routes answered",
     ),
+    (
+        "check.close-handoff",
+        "holders: a key's next holding began within 100 ms of the previous one's promised end",
+    ),
+    (
+        "check.refused-release",
+        "refusal inside lease: a release answered \"not held\", judged against its lease",
+    ),
+    (
+        "check.fenced-write",
+        "lost update: the register refused a write with a stale token",
+    ),
+    (
+        "check.renewed-past-lease",
+        "keepalive: a keepalive acknowledged after the grant's own lease had ended",
+    ),
     ("op.granted", "a client was granted a lock"),
     ("op.held", "an acquire was answered that the key is held"),
     (

@@ -28,6 +28,15 @@ use crate::jepsen::workload::Target;
 /// linearizability checker reads).
 pub const RENEWER_KEY: &str = "renewer";
 
+/// What the renewer saw.
+#[derive(Default)]
+pub struct Renewed {
+    pub violations: Vec<Violation>,
+    /// Keepalives acknowledged after the lease the grant alone promised
+    /// had ended: the lock lived on keepalives only.
+    pub past_first_lease: u64,
+}
+
 /// Renew `RENEWER_KEY` with leases of `lease_ms` until `stop`; what went
 /// wrong. `history` is the clock.
 pub async fn renew(
@@ -35,10 +44,11 @@ pub async fn renew(
     lease_ms: u64,
     history: Arc<History>,
     stop: Arc<AtomicBool>,
-) -> Vec<Violation> {
+) -> Renewed {
     let client = target.client(Duration::from_secs(2), Duration::from_secs(1));
     let lease = Duration::from_millis(lease_ms);
     let mut found = Vec::new();
+    let mut past_first_lease = 0;
     while !stop.load(Ordering::Relaxed) {
         let sent = history.now();
         // A failed acquire has spent the client's retry budget (its own
@@ -53,6 +63,7 @@ pub async fn renew(
         std::mem::forget(g); // renewed and released by hand
                              // The lease's earliest end: the last acknowledged send + its lease.
         let mut until = sent + lease_ms as f64;
+        let first_lease = until;
         let mut last = sent;
         while !stop.load(Ordering::Relaxed) {
             // The client's renewal schedule (it is what is tested, not a
@@ -63,6 +74,7 @@ pub async fn renew(
                 Ok(granted) => {
                     until = sent + granted.as_millis() as f64;
                     last = sent;
+                    past_first_lease += u64::from(sent > first_lease);
                 }
                 Err(ClientError::Rejected {
                     code: ErrorCode::NotHeld | ErrorCode::WrongToken,
@@ -86,5 +98,8 @@ pub async fn renew(
             let _ = client.release(RENEWER_KEY, token).await;
         }
     }
-    found
+    Renewed {
+        violations: found,
+        past_first_lease,
+    }
 }

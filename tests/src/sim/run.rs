@@ -343,6 +343,10 @@ pub fn run(cfg: &SimConfig) -> SimReport {
         {
             c.add("module.swapped-under-fault", 1);
         }
+        for (mark, n) in check::interesting(&ops, &holdings, &regs) {
+            c.add(mark, n);
+        }
+        c.add("check.renewed-past-lease", out.renewed_past_lease);
         let leads = takeovers.iter().filter(|k| k.leads).count() as u64;
         c.add("raft.leader-change", leads.saturating_sub(1));
         for op in &ops {
