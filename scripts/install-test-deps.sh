@@ -9,3 +9,4 @@ cd "$(dirname "$0")/.."
 python_client_deps
 deploy_deps
 browser_deps
+go_deps

@@ -70,6 +70,8 @@ esac
 # the Python client against real 3-node clusters, and the offline checks of
 # deploy/ (Kubernetes schemas, compose flags, dashboard metric names).
 scripts/test-python.sh
+# The Go client against real 3-node clusters of the same binary.
+scripts/test-go.sh
 scripts/test-deploy.sh
 # The web console in a real headless browser (Debian's chromium, installed
 # by the script when missing).

@@ -9,6 +9,7 @@
 #   python_client_deps         pytest, and setuptools that builds a wheel
 #   deploy_deps                the pinned schema checker and PyYAML
 #   browser_deps [REQ…]        chromium, chromedriver, Selenium and REQ…
+#   go_deps                    Debian's Go (the Go client's tests)
 #
 # scripts/test.sh runs all of them in the background while the build runs
 # (scripts/install-test-deps.sh), so the later steps find them present.
@@ -90,4 +91,14 @@ browser_deps() {
     if ! "$py" -c 'import selenium, pytest' 2>/dev/null || [ $# -gt 0 ]; then
         venv_install "selenium>=4.11,<5" "pytest>=7" "$@"
     fi
+}
+
+# Debian's Go: the Go client uses its standard library only, so the
+# toolchain is all it needs (no module proxy).
+go_deps() {
+    command -v go >/dev/null 2>&1 && return 0
+    echo "installing golang-go with apt"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends golang-go >/dev/null
 }

@@ -1,0 +1,275 @@
+package lockd
+
+// Tests against real 3-node lockd clusters: the binary LOCKD_BIN names
+// (scripts/test-go.sh sets it to the one the Rust tests ran). Without it
+// they are skipped, and the script fails on a skip.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cluster is three `lockd serve` processes on loopback.
+type cluster struct {
+	t     *testing.T
+	bin   string
+	dir   string
+	addrs map[int]string
+	procs map[int]*exec.Cmd
+}
+
+// startCluster starts three nodes and waits for a leader they agree on.
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	bin := os.Getenv("LOCKD_BIN")
+	if bin == "" {
+		t.Skip("LOCKD_BIN is not set: no lockd binary to run clusters of")
+	}
+	c := &cluster{t: t, bin: bin, dir: t.TempDir(), addrs: map[int]string{}, procs: map[int]*exec.Cmd{}}
+	var initial []string
+	for i := 1; i <= 3; i++ {
+		c.addrs[i] = "127.0.0.1:" + freePort(t)
+		initial = append(initial, fmt.Sprintf("%d=%s", i, c.addrs[i]))
+	}
+	for i := 1; i <= 3; i++ {
+		c.spawn(i, strings.Join(initial, ","))
+	}
+	t.Cleanup(c.stop)
+	c.waitLeader(0)
+	return c
+}
+
+// freePort is a loopback port nobody listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
+
+func (c *cluster) spawn(i int, initial string) {
+	log, err := os.Create(filepath.Join(c.dir, fmt.Sprintf("n%d.log", i)))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer log.Close()
+	// The Raft timings of the other clients' cluster tests: a loaded
+	// 2-core machine starts no spurious elections with them.
+	cmd := exec.Command(c.bin, "serve", "--id", fmt.Sprint(i), "--addr", c.addrs[i],
+		"--data-dir", filepath.Join(c.dir, fmt.Sprintf("n%d", i)), "--initial-cluster", initial,
+		"--heartbeat-ms", "50", "--election-timeout-ms", "400")
+	cmd.Stderr = log
+	cmd.Env = append(os.Environ(), "RUST_LOG=info,openraft=warn")
+	if cache := os.Getenv("LOCKD_MODULE_CACHE"); cache == "" {
+		cmd.Env = append(cmd.Env, "LOCKD_MODULE_CACHE="+filepath.Join(filepath.Dir(c.bin), "test-module-cache"))
+	}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.procs[i] = cmd
+}
+
+// kill SIGKILLs node i.
+func (c *cluster) kill(i int) {
+	if p := c.procs[i]; p != nil {
+		_ = p.Process.Kill()
+		_ = p.Wait()
+		delete(c.procs, i)
+	}
+}
+
+func (c *cluster) stop() {
+	for i := range c.procs {
+		c.kill(i)
+	}
+}
+
+func (c *cluster) endpoints() []string {
+	var e []string
+	for i := 1; i <= 3; i++ {
+		e = append(e, c.addrs[i])
+	}
+	return e
+}
+
+// waitLeader is the leader every running node but without agrees on.
+func (c *cluster) waitLeader(without int) int {
+	c.t.Helper()
+	end := time.Now().Add(30 * time.Second)
+	for time.Now().Before(end) {
+		seen := map[uint64]bool{}
+		leads := 0
+		for i := range c.procs {
+			if i == without {
+				continue
+			}
+			var st struct {
+				Role   string  `json:"role"`
+				Leader *uint64 `json:"leader"`
+			}
+			if getJSON("http://"+c.addrs[i]+"/v1/status", &st) != nil || st.Leader == nil {
+				seen[0] = true
+				continue
+			}
+			seen[*st.Leader] = true
+			if st.Role == "leader" {
+				leads = i
+			}
+		}
+		if len(seen) == 1 && leads != 0 && seen[uint64(leads)] {
+			return leads
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("no agreed leader within 30 s; logs in %s", c.dir)
+	return 0
+}
+
+func getJSON(url string, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func TestClusterLockHandsOverWithLargerTokens(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	a, err := New(c.endpoints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := New(c.endpoints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	first, err := a.TryLock(ctx, "go/jobs/1", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.TryLock(ctx, "go/jobs/1", 5*time.Second)
+	var e *Error
+	if !errors.Is(err, ErrHeld) || !errors.As(err, &e) || e.Code != CodeHeld {
+		t.Fatalf("a held key: want ErrHeld, got %v", err)
+	}
+	// A waiter is handed the key when it is released.
+	got := make(chan *Lock, 1)
+	go func() {
+		l, err := b.Lock(ctx, "go/jobs/1", 5*time.Second, Wait(10*time.Second))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-got
+	if second == nil {
+		t.FailNow()
+	}
+	defer second.Release(ctx)
+	if second.Token <= first.Token {
+		t.Fatalf("tokens must grow: %d then %d", first.Token, second.Token)
+	}
+}
+
+func TestClusterBadInputGetsTypedErrors(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	cl, err := New(c.endpoints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	cases := []struct {
+		key   string
+		lease time.Duration
+		code  Code
+	}{
+		{strings.Repeat("k", 5000), time.Second, CodeInvalidKey},
+		{"go/lease", 1000 * time.Hour, CodeInvalidLease},
+	}
+	for _, tc := range cases {
+		_, err := cl.TryLock(ctx, tc.key, tc.lease)
+		var e *Error
+		if !errors.Is(err, ErrBadRequest) || !errors.As(err, &e) || e.Code != tc.code || e.Status != 400 {
+			t.Errorf("%d-byte key, lease %v: want %s, got %v", len(tc.key), tc.lease, tc.code, err)
+		}
+	}
+}
+
+func TestClusterALockSurvivesItsLeaderOrIsLostNeverSilentlyDoubled(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	holder, err := New(c.endpoints(), WithRequestTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	other, err := New(c.endpoints(), WithRequestTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	l, err := holder.TryLock(ctx, "go/failover", 1500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := c.waitLeader(0)
+	c.kill(leader)
+	c.waitLeader(leader)
+	// For three leases: whenever the other client gets the key, the
+	// holder must already know its lease may have ended.
+	end := time.Now().Add(3 * l.Lease)
+	for time.Now().Before(end) {
+		got, err := other.TryLock(ctx, "go/failover", time.Second)
+		if err == nil {
+			select {
+			case <-l.Lost():
+			default:
+				if time.Now().Before(l.Deadline()) {
+					t.Fatalf("token %d granted while the holder (token %d) believed it held until %v", got.Token, l.Token, l.Deadline())
+				}
+			}
+			_ = got.Release(ctx)
+			return // the lock was lost and said so: allowed
+		}
+		if !errors.Is(err, ErrHeld) && !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case <-l.Lost():
+		t.Fatalf("the lock was lost (%v) yet nobody else could take it", l.Err())
+	default:
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("the lock survived the leader's death, so its release must succeed: %v", err)
+	}
+}
