@@ -30,6 +30,7 @@ type Client struct {
 	owner          string
 	retryFor       time.Duration
 	requestTimeout time.Duration
+	tls            bool
 
 	mu   sync.Mutex
 	next int // the endpoint tried first: the last that answered
@@ -57,6 +58,7 @@ func WithTLS(cfg *tls.Config) Option {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.TLSClientConfig = cfg.Clone()
 		c.http = &http.Client{Transport: t}
+		c.tls = true
 		return nil
 	}
 }
@@ -115,7 +117,7 @@ func New(endpoints []string, opts ...Option) (*Client, error) {
 		return nil, errors.New("lockd: no endpoints given")
 	}
 	scheme := "http"
-	if t, ok := c.http.Transport.(*http.Transport); ok && t.TLSClientConfig != nil {
+	if c.tls {
 		scheme = "https"
 	}
 	for _, e := range endpoints {
