@@ -144,8 +144,7 @@ func TestNotLeaderIsSentToTheNextNode(t *testing.T) {
 		return 404, `{"code":"not_found","error":"no route"}`
 	})
 	c := client(t, follower.URL, leader.URL)
-	l := &Lock{c: c, Key: "k", Token: 9, done: make(chan struct{}), stop: make(chan struct{})}
-	close(l.done)
+	l := &Lock{c: c, Key: "k", Token: 9}
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatalf("not_leader is refused before anything is proposed: %v", err)
 	}

@@ -273,3 +273,50 @@ func TestClusterALockSurvivesItsLeaderOrIsLostNeverSilentlyDoubled(t *testing.T)
 		t.Fatalf("the lock survived the leader's death, so its release must succeed: %v", err)
 	}
 }
+
+func TestClusterASessionKeepsItsLocksUntilClosed(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	cl, err := New(c.endpoints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	other, err := New(c.endpoints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	s, err := cl.OpenSession(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.TryLock(ctx, "go/s/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TryLock(ctx, "go/s/b"); err != nil {
+		t.Fatal(err)
+	}
+	if a.Lost() != s.Lost() {
+		t.Fatal("a lock in a session must share the session's Lost")
+	}
+	// Past the TTL: the session's renewals keep both holdings.
+	time.Sleep(1500 * time.Millisecond)
+	for _, k := range []string{"go/s/a", "go/s/b"} {
+		if _, err := other.TryLock(ctx, k, time.Second); !errors.Is(err, ErrHeld) {
+			t.Fatalf("%s past the TTL: want ErrHeld, got %v (session err %v)", k, err, s.Err())
+		}
+	}
+	// Closing it frees both at once.
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"go/s/a", "go/s/b"} {
+		l, err := other.TryLock(ctx, k, time.Second)
+		if err != nil {
+			t.Fatalf("%s after the close: %v", k, err)
+		}
+		_ = l.Release(ctx)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -23,6 +22,7 @@ type acquire struct {
 	reentrant bool
 	value     string
 	requestID string
+	session   *Session
 }
 
 // Wait bounds how long Lock waits while the key is busy (ErrHeld after
@@ -54,7 +54,8 @@ func Value(v string) LockOption { return func(a *acquire) { a.value = v } }
 func RequestID(id string) LockOption { return func(a *acquire) { a.requestID = id } }
 
 // Lock is a held lock. Its lease is renewed in the background until
-// Release; Lost is closed when the lease may have ended.
+// Release (in a session, the session's is); Lost is closed when the lease
+// may have ended.
 type Lock struct {
 	c *Client
 	// Key is the lock's key; Token its fencing token, larger than every
@@ -65,13 +66,9 @@ type Lock struct {
 	Lease time.Duration
 	Count uint32
 
-	mu       sync.Mutex
-	deadline time.Time
-	err      error
-	lost     chan struct{}
-	stop     chan struct{}
-	stopped  sync.Once
-	done     chan struct{}
+	*lease
+	// own: the lease is this lock's (not its session's).
+	own bool
 }
 
 // TryLock takes key for lease if it is free now, or fails with ErrHeld.
@@ -121,6 +118,9 @@ func (c *Client) Lock(ctx context.Context, key string, lease time.Duration, opts
 		if a.value != "" {
 			body["value"] = a.value
 		}
+		if a.session != nil {
+			body["session"] = a.session.ID
+		}
 		var got struct {
 			Token   uint64 `json:"token"`
 			LeaseMS int64  `json:"lease_ms"`
@@ -141,14 +141,16 @@ func (c *Client) Lock(ctx context.Context, key string, lease time.Duration, opts
 		if got.LeaseMS < ms {
 			ms = got.LeaseMS // a module may shorten it, never lengthen it
 		}
-		l := &Lock{
-			c: c, Key: key, Token: got.Token, Lease: time.Duration(ms) * time.Millisecond, Count: got.Count,
-			deadline: sent.Add(time.Duration(ms) * time.Millisecond),
-			lost:     make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+		l := &Lock{c: c, Key: key, Token: got.Token, Lease: time.Duration(ms) * time.Millisecond, Count: got.Count}
+		if a.session != nil {
+			l.lease = a.session.lease
+			return l, nil
 		}
+		l.own = true
+		l.lease = newLease(fmt.Sprintf("%q (token %d)", key, l.Token), l.Lease, sent, l.renew)
 		if time.Since(sent) > l.Lease/3 {
 			// A long wait spent most of the deadline: renew at once.
-			if err := l.renew(ctx); err != nil {
+			if err := l.refresh(ctx); err != nil {
 				return nil, fmt.Errorf("lockd: %q was granted (token %d) but could not be renewed: %w", key, l.Token, err)
 			}
 		}
@@ -157,119 +159,29 @@ func (c *Client) Lock(ctx context.Context, key string, lease time.Duration, opts
 	}
 }
 
-// Deadline is when the lease may end unless renewed, on this machine's
-// clock, counted from before the last acknowledged renewal was sent.
-func (l *Lock) Deadline() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.deadline
-}
-
-// Lost is closed when the lease may have ended; Err says why.
-func (l *Lock) Lost() <-chan struct{} { return l.lost }
-
-// Err is nil while the lock is believed held; after Lost closed it wraps
-// ErrLockLost and the cause (a refusal such as ErrNotHeld, or no renewal
-// acknowledged before the deadline).
-func (l *Lock) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
-}
-
-// Release stops the renewals and gives the lock up. An error wrapping
-// ErrUnknown means the release's answer was lost: the lease ends it at
-// the latest.
+// Release stops the renewals and gives the lock up (in a session, the
+// session lives on). An error wrapping ErrUnknown means the release's
+// answer was lost: the lease ends it at the latest.
 func (l *Lock) Release(ctx context.Context) error {
-	l.stopped.Do(func() { close(l.stop) })
-	<-l.done
+	if l.own {
+		l.halt()
+	}
 	body := map[string]any{"token": l.Token}
 	return l.c.do(ctx, call{method: "POST", path: keyPath(l.Key, "release"), body: body}, nil)
 }
 
-// keep renews the lease every third of it until Release, or marks the
-// lock lost.
-func (l *Lock) keep() {
-	defer close(l.done)
-	tick := time.NewTicker(l.Lease / 3)
-	defer tick.Stop()
-	for {
-		deadline := time.NewTimer(time.Until(l.Deadline()))
-		select {
-		case <-l.stop:
-			deadline.Stop()
-			return
-		case <-deadline.C:
-			l.lose(errors.New("no renewal was acknowledged before the lease's deadline"))
-			return
-		case <-tick.C:
-			deadline.Stop()
-			ctx, cancel := context.WithDeadline(context.Background(), l.Deadline())
-			err := l.renew(ctx)
-			cancel()
-			if refused(err) {
-				l.lose(err) // renewing again will not work
-				return
-			}
-		}
-	}
-}
-
-// renew sends one keepalive; on success the deadline moves to its send
-// time plus the lease.
-func (l *Lock) renew(ctx context.Context) error {
+// renew sends one keepalive of the lock's own lease: the lease it got.
+func (l *Lock) renew(ctx context.Context) (time.Duration, error) {
 	var got struct {
 		LeaseMS int64 `json:"lease_ms"`
 	}
-	sent := time.Now()
 	err := l.c.do(ctx, call{method: "POST", path: keyPath(l.Key, "keepalive"),
 		body: map[string]any{"token": l.Token}, idempotent: true}, &got)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	lease := time.Duration(got.LeaseMS) * time.Millisecond
-	if lease <= 0 {
-		return fmt.Errorf("lockd: keepalive of %q answered a lease of %d ms", l.Key, got.LeaseMS)
+	if got.LeaseMS <= 0 {
+		return 0, fmt.Errorf("lockd: keepalive of %q answered a lease of %d ms", l.Key, got.LeaseMS)
 	}
-	if lease > l.Lease {
-		lease = l.Lease
-	}
-	l.mu.Lock()
-	if d := sent.Add(lease); d.After(l.deadline) {
-		l.deadline = d
-	}
-	l.mu.Unlock()
-	return nil
-}
-
-// lose marks the lock lost with cause.
-func (l *Lock) lose(cause error) {
-	l.mu.Lock()
-	l.err = &lostError{key: l.Key, token: l.Token, cause: cause}
-	l.mu.Unlock()
-	close(l.lost)
-}
-
-// lostError is a held lock's loss: errors.Is finds ErrLockLost, and the
-// cause through Unwrap.
-type lostError struct {
-	key   string
-	token uint64
-	cause error
-}
-
-func (e *lostError) Error() string {
-	return fmt.Sprintf("lockd: the lease of %q (token %d) may have ended: %v", e.key, e.token, e.cause)
-}
-
-func (e *lostError) Unwrap() error { return e.cause }
-
-func (e *lostError) Is(target error) bool { return target == ErrLockLost }
-
-// refused: err is a node's refusal of the request itself (not held, not
-// the holder's token, not allowed), not a passing state such as a full
-// node (429) or a slow body (408).
-func refused(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != 408 && e.Status != 429
+	return time.Duration(got.LeaseMS) * time.Millisecond, nil
 }
