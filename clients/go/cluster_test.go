@@ -171,6 +171,19 @@ func TestClusterLockHandsOverWithLargerTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its holder sees its token; another client sees the holding.
+	hs, err := a.Holders(ctx, "go/jobs/1")
+	if err != nil || len(hs) != 1 || hs[0].Token == nil || *hs[0].Token != first.Token || hs[0].Holder == nil || hs[0].Holder.Owner != a.Owner() {
+		t.Fatalf("holders: %+v, %v", hs, err)
+	}
+	page, err := b.List(ctx, "go/jobs/", "", 10)
+	if err != nil || len(page.Locks) != 1 || page.Locks[0].Key != "go/jobs/1" || page.Index == 0 {
+		t.Fatalf("list: %+v, %v", page, err)
+	}
+	st, err := b.Status(ctx)
+	if err != nil || st.Leader == nil || st.LocksHeld == 0 {
+		t.Fatalf("status: %+v, %v", st, err)
+	}
 	_, err = b.TryLock(ctx, "go/jobs/1", 5*time.Second)
 	var e *Error
 	if !errors.Is(err, ErrHeld) || !errors.As(err, &e) || e.Code != CodeHeld {
