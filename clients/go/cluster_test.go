@@ -26,16 +26,35 @@ type cluster struct {
 	dir   string
 	addrs map[int]string
 	procs map[int]*exec.Cmd
+	// scheme and web: how the harness itself reads a node's status.
+	scheme string
+	web    *http.Client
+	// args: each node's own extra flags (TLS, the auth file).
+	args func(i int) []string
 }
 
 // startCluster starts three nodes and waits for a leader they agree on.
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
+	c := newCluster(t)
+	c.start()
+	return c
+}
+
+// newCluster: a cluster not started yet.
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
 	bin := os.Getenv("LOCKD_BIN")
 	if bin == "" {
 		t.Skip("LOCKD_BIN is not set: no lockd binary to run clusters of")
 	}
-	c := &cluster{t: t, bin: bin, dir: t.TempDir(), addrs: map[int]string{}, procs: map[int]*exec.Cmd{}}
+	return &cluster{t: t, bin: bin, dir: t.TempDir(), addrs: map[int]string{}, procs: map[int]*exec.Cmd{},
+		scheme: "http", web: &http.Client{Timeout: 2 * time.Second}, args: func(int) []string { return nil }}
+}
+
+// start starts three nodes and waits for a leader they agree on.
+func (c *cluster) start() {
+	t := c.t
 	var initial []string
 	for i := 1; i <= 3; i++ {
 		c.addrs[i] = "127.0.0.1:" + freePort(t)
@@ -46,7 +65,6 @@ func startCluster(t *testing.T) *cluster {
 	}
 	t.Cleanup(c.stop)
 	c.waitLeader(0)
-	return c
 }
 
 // freePort is a loopback port nobody listens on now.
@@ -72,6 +90,7 @@ func (c *cluster) spawn(i int, initial string) {
 	cmd := exec.Command(c.bin, "serve", "--id", fmt.Sprint(i), "--addr", c.addrs[i],
 		"--data-dir", filepath.Join(c.dir, fmt.Sprintf("n%d", i)), "--initial-cluster", initial,
 		"--heartbeat-ms", "50", "--election-timeout-ms", "400")
+	cmd.Args = append(cmd.Args, c.args(i)...)
 	cmd.Stderr = log
 	cmd.Env = append(os.Environ(), "RUST_LOG=info,openraft=warn")
 	if cache := os.Getenv("LOCKD_MODULE_CACHE"); cache == "" {
@@ -121,7 +140,7 @@ func (c *cluster) waitLeader(without int) int {
 				Role   string  `json:"role"`
 				Leader *uint64 `json:"leader"`
 			}
-			if getJSON("http://"+c.addrs[i]+"/v1/status", &st) != nil || st.Leader == nil {
+			if getJSON(c.web, c.scheme+"://"+c.addrs[i]+"/v1/status", &st) != nil || st.Leader == nil {
 				seen[0] = true
 				continue
 			}
@@ -139,11 +158,8 @@ func (c *cluster) waitLeader(without int) int {
 	return 0
 }
 
-func getJSON(url string, out any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	resp, err := http.DefaultClient.Do(req)
+func getJSON(web *http.Client, url string, out any) error {
+	resp, err := web.Get(url)
 	if err != nil {
 		return err
 	}
