@@ -349,3 +349,63 @@ func TestClusterASessionKeepsItsLocksUntilClosed(t *testing.T) {
 		_ = l.Release(ctx)
 	}
 }
+
+func TestClusterAWatchResumesOnAnotherNodeMissingAndRepeatingNothing(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The watcher starts on node 1 (its first endpoint); the locker never
+	// talks to node 1.
+	w, err := New(c.endpoints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	locker, err := New([]string{c.addrs[2], c.addrs[3]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close()
+	page, err := locker.List(ctx, "go/w/", "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, done := w.Watch(ctx, "go/w/", page.Index+1)
+	cycle := func(key string) {
+		l, err := locker.TryLock(ctx, key, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each cycle shows as a grant then a release of its key, in one
+	// sequence of growing indexes.
+	var last uint64
+	expect := func(key string) {
+		for _, want := range []string{"granted", "released"} {
+			select {
+			case e, ok := <-events:
+				if !ok {
+					t.Fatalf("the watch ended: %v", <-done)
+				}
+				if e.Index <= last || len(e.Changes) != 1 || e.Changes[0].Key != key || e.Changes[0].Type != want {
+					t.Fatalf("after index %d want %s %s, got %+v", last, want, key, e)
+				}
+				last = e.Index
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no %s of %s within 30 s", want, key)
+			}
+		}
+	}
+	cycle("go/w/1")
+	expect("go/w/1")
+	c.kill(1)
+	cycle("go/w/2")
+	expect("go/w/2")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("a watch ended by its context ends without error, got %v", err)
+	}
+}
