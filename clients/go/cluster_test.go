@@ -409,3 +409,100 @@ func TestClusterAWatchResumesOnAnotherNodeMissingAndRepeatingNothing(t *testing.
 		t.Fatalf("a watch ended by its context ends without error, got %v", err)
 	}
 }
+
+// next reads ch until it gives want, for up to 30 s.
+func next(t *testing.T, ch <-chan string, want string) {
+	t.Helper()
+	end := time.After(30 * time.Second)
+	for {
+		select {
+		case v, ok := <-ch:
+			if !ok {
+				t.Fatalf("the channel closed before %q", want)
+			}
+			if v == want {
+				return
+			}
+		case <-end:
+			t.Fatalf("no %q within 30 s", want)
+		}
+	}
+}
+
+func TestClusterAnElectionWithEtcdsAndClientGosShapes(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clients := make([]*Client, 3)
+	for i := range clients {
+		cl, err := New(c.endpoints())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		clients[i] = cl
+	}
+	seen := clients[2].NewElection("go/e").Observe(ctx)
+	next(t, seen, "")
+	a, err := clients[0].NewElection("go/e").Campaign(ctx, "a", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, seen, "a")
+	// The other candidate waits while a leads.
+	won := make(chan *Lock, 1)
+	go func() {
+		l, err := clients[1].NewElection("go/e").Campaign(ctx, "b", 5*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		won <- l
+	}()
+	if err := a.Proclaim(ctx, "a2"); err != nil {
+		t.Fatal(err)
+	}
+	next(t, seen, "a2")
+	if v, err := clients[2].NewElection("go/e").Leader(ctx); err != nil || v != "a2" {
+		t.Fatalf("leader %q, %v", v, err)
+	}
+	if err := a.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := <-won
+	if b == nil {
+		t.FailNow()
+	}
+	next(t, seen, "b")
+	// client-go's shape: r leads once b resigns, and stops leading (its
+	// context cancelled first) when the run ends.
+	started, stopped, leaders := make(chan context.Context, 1), make(chan struct{}), make(chan string, 16)
+	run, end := context.WithCancel(ctx)
+	go func() {
+		clients[0].RunLeaderElection(run, LeaderElectionConfig{
+			Key: "go/e", Identity: "r", Lease: 5 * time.Second,
+			OnStartedLeading: func(lctx context.Context) { started <- lctx; <-lctx.Done() },
+			OnStoppedLeading: func() { close(stopped) },
+			OnNewLeader:      func(id string) { leaders <- id },
+		})
+	}()
+	if err := b.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var leading context.Context
+	select {
+	case leading = <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("r never led")
+	}
+	next(t, leaders, "r")
+	end()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("OnStoppedLeading never ran")
+	}
+	if leading.Err() == nil {
+		t.Fatal("the leading context must be cancelled when leading stops")
+	}
+	next(t, seen, "")
+}
