@@ -151,12 +151,18 @@ type call struct {
 	// wait: how long the node may take beyond the request timeout (an
 	// acquire's wait).
 	wait time.Duration
+	// raw: a body sent as it is, of type contentType (body is then nil).
+	raw         []byte
+	contentType string
+	// sink: a 2xx answer's body is copied here, unbounded (a snapshot),
+	// instead of decoded.
+	sink io.Writer
 }
 
 // do sends cl to the nodes until one answers, decoding a 2xx answer's
 // JSON into out (if not nil).
 func (c *Client) do(ctx context.Context, cl call, out any) error {
-	var payload []byte
+	payload := cl.raw
 	if cl.body != nil {
 		b, err := json.Marshal(cl.body)
 		if err != nil {
@@ -245,7 +251,10 @@ func (c *Client) once(ctx context.Context, ep string, cl call, payload []byte) (
 	if err != nil {
 		return 0, nil, false, err
 	}
-	if payload != nil {
+	switch {
+	case cl.contentType != "":
+		req.Header.Set("Content-Type", cl.contentType)
+	case payload != nil:
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
@@ -256,6 +265,12 @@ func (c *Client) once(ctx context.Context, ep string, cl call, payload []byte) (
 		return 0, nil, !notConnected(err), err
 	}
 	defer resp.Body.Close()
+	if cl.sink != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if _, err := io.Copy(cl.sink, resp.Body); err != nil {
+			return 0, nil, true, err
+		}
+		return resp.StatusCode, nil, true, nil
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
 	if err != nil {
 		return 0, nil, true, err

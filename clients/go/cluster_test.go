@@ -506,3 +506,53 @@ func TestClusterAnElectionWithEtcdsAndClientGosShapes(t *testing.T) {
 	}
 	next(t, seen, "")
 }
+
+func TestClusterTheAdminCallsAScriptMakes(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	cl, err := New(c.endpoints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := 1; i <= 3; i++ {
+		if err := cl.Healthy(ctx, c.addrs[i]); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	ms, err := cl.Members(ctx)
+	if err != nil || len(ms) != 3 || !ms[0].Voter {
+		t.Fatalf("members %+v, %v", ms, err)
+	}
+	l, err := cl.TryLock(ctx, "go/backup", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	// A backup that lockd restore takes (the cluster trusts no module key,
+	// so the backup requires no signature, which restore must be told).
+	path := filepath.Join(c.dir, "backup.snap")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.SnapshotSave(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	run(t, c.bin, "restore", "--snapshot", path, "--id", "1", "--data-dir", filepath.Join(c.dir, "restored"),
+		"--initial-cluster", "1=127.0.0.1:1", "--allow-unsigned-backup")
+	// Bytes that are no module: refused with the code, nothing proposed.
+	var e *Error
+	if _, err := cl.Upgrade(ctx, []byte("not a module"), UpgradeOptions{}); !errors.As(err, &e) || e.Code != "invalid_module" || e.Status != 400 {
+		t.Fatalf("upgrade of junk: want invalid_module, got %v", err)
+	}
+	if _, err := cl.Shadow(ctx, []byte("not a module"), UpgradeOptions{}); !errors.As(err, &e) || e.Code != "invalid_module" {
+		t.Fatalf("shadow of junk: want invalid_module, got %v", err)
+	}
+	if _, err := cl.AbortShadow(ctx); !errors.As(err, &e) || e.Code != "no_shadow" || e.Status != 404 {
+		t.Fatalf("abort without a shadow: want no_shadow, got %v", err)
+	}
+}
