@@ -136,6 +136,20 @@ func TestClusterTLSTokensRolesAndARevokedToken(t *testing.T) {
 	if _, err := stranger.TryLock(ctx, "jobs/x", time.Second); !errors.Is(err, ErrUnauthenticated) {
 		t.Fatalf("an unknown token: want unauthenticated, got %v", err)
 	}
+	// A watch open on the token, to be ended by the revocation.
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	events, done := worker.Watch(wctx, "jobs/", 0)
+	go func() {
+		for range events {
+		}
+	}()
+	// Something for it to carry meanwhile (a grant of another key).
+	if other, err := worker.TryLock(ctx, "jobs/other", time.Second); err != nil {
+		t.Fatal(err)
+	} else if err := other.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// Revoke the worker's token: the file without it, every node reloads.
 	s.writeAuth(t, false)
 	for i := 1; i <= 3; i++ {
@@ -163,5 +177,16 @@ func TestClusterTLSTokensRolesAndARevokedToken(t *testing.T) {
 	}
 	if !errors.Is(l.Err(), ErrLockLost) || !errors.Is(l.Err(), ErrUnauthenticated) {
 		t.Fatalf("want lost because unauthenticated, got %v", l.Err())
+	}
+	// The open watch ends too: cut as revoked, or refused on resuming.
+	select {
+	case err := <-done:
+		var cut *WatchCut
+		var e *Error
+		if !(errors.As(err, &cut) && cut.Code == CodeRevoked) && !(errors.As(err, &e) && e.Code == CodeUnauthenticated) {
+			t.Fatalf("the watch on a revoked token ended with %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("a watch on a revoked token still runs after 15 s")
 	}
 }
