@@ -556,3 +556,56 @@ func TestClusterTheAdminCallsAScriptMakes(t *testing.T) {
 		t.Fatalf("abort without a shadow: want no_shadow, got %v", err)
 	}
 }
+
+func TestClusterSemaphoresSharedAndReentrantLocks(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	var cls []*Client
+	for i := 0; i < 3; i++ {
+		cl, err := New(c.endpoints())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		cls = append(cls, cl)
+	}
+	var held []*Lock
+	defer func() {
+		for _, l := range held {
+			_ = l.Release(ctx)
+		}
+	}()
+	// A semaphore of two: two holders, the third refused.
+	for i := 0; i < 2; i++ {
+		l, err := cls[i].TryLock(ctx, "go/sem", time.Minute, Semaphore(2))
+		if err != nil {
+			t.Fatalf("slot %d: %v", i, err)
+		}
+		held = append(held, l)
+	}
+	if _, err := cls[2].TryLock(ctx, "go/sem", time.Minute, Semaphore(2)); !errors.Is(err, ErrHeld) {
+		t.Fatalf("a third holder of two slots: want ErrHeld, got %v", err)
+	}
+	// Readers share; a writer waits for them.
+	for i := 0; i < 2; i++ {
+		l, err := cls[i].TryLock(ctx, "go/rw", time.Minute, Shared(0))
+		if err != nil {
+			t.Fatalf("reader %d: %v", i, err)
+		}
+		held = append(held, l)
+	}
+	if _, err := cls[2].TryLock(ctx, "go/rw", time.Minute); !errors.Is(err, ErrHeld) {
+		t.Fatalf("a writer beside readers: want ErrHeld, got %v", err)
+	}
+	// Reentrant: the same owner enters again with the same token.
+	first, err := cls[0].TryLock(ctx, "go/re", time.Minute, Reentrant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	held = append(held, first)
+	again, err := cls[0].TryLock(ctx, "go/re", time.Minute, Reentrant())
+	if err != nil || again.Token != first.Token || again.Count != 2 {
+		t.Fatalf("entered again: %+v, %v (first token %d)", again, err, first.Token)
+	}
+	held = append(held, again)
+}
