@@ -55,6 +55,7 @@ type Error struct {
 	Endpoint string
 }
 
+// Error is the node's message with its status, code and endpoint.
 func (e *Error) Error() string {
 	return fmt.Sprintf("lockd: %s (%d %s) from %s", e.Message, e.Status, e.Code, e.Endpoint)
 }

@@ -47,6 +47,7 @@ type WatchCut struct {
 	ResumeFrom uint64
 }
 
+// Error says what cut the watch and where to resume.
 func (e *WatchCut) Error() string {
 	return fmt.Sprintf("lockd: watch cut (%s): %s; resume from %d", e.Code, e.Message, e.ResumeFrom)
 }
