@@ -221,3 +221,30 @@ func TestBadInputIsRefusedBeforeItIsSent(t *testing.T) {
 		t.Fatalf("key path %q", got)
 	}
 }
+
+func TestAWatchReadsChangesAndEndsOnACutItCannotMend(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("prefix") != "jobs/" || r.URL.Query().Get("from") != "4" {
+			w.WriteHeader(400)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("event: progress\nid: 5\ndata: {\"index\": 5}\n\n" +
+			"event: changes\nid: 6\ndata: {\"index\": 6, \"changes\": [{\"type\": \"granted\", \"key\": \"jobs/a\", \"token\": 9}]}\n\n" +
+			"event: cut\ndata: {\"code\": \"revoked\", \"error\": \"the token was revoked\", \"resume_from\": 7}\n\n"))
+	}))
+	defer s.Close()
+	c := client(t, s.URL)
+	events, done := c.Watch(context.Background(), "jobs/", 4)
+	var got []Event
+	for e := range events {
+		got = append(got, e)
+	}
+	if len(got) != 1 || got[0].Index != 6 || got[0].Changes[0].Key != "jobs/a" || *got[0].Changes[0].Token != 9 {
+		t.Fatalf("events %+v", got)
+	}
+	var cut *WatchCut
+	if err := <-done; !errors.As(err, &cut) || cut.Code != CodeRevoked || cut.ResumeFrom != 7 {
+		t.Fatalf("want a revoked cut resuming from 7, got %v", err)
+	}
+}

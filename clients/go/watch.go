@@ -149,6 +149,9 @@ func (c *Client) stream(ctx context.Context, ep, prefix string, from uint64, eve
 			event = strings.TrimSpace(line[len("event:"):])
 		case strings.HasPrefix(line, "data:"):
 			data += strings.TrimPrefix(line[len("data:"):], " ")
+			if len(data) > MaxAnswerBytes {
+				return from, true, fmt.Errorf("a watch message over %d bytes from %s", MaxAnswerBytes, ep)
+			}
 		case line == "":
 			next, err := c.dispatch(ctx, event, data, from, events)
 			if err != nil {
