@@ -3,7 +3,7 @@ package lockd
 // Unit tests of the client's own rules against a stub node (httptest):
 // how answers map to errors, what is retried and what is left unknown,
 // and when a held lock is lost. The tests against real clusters are in
-// cluster_test.go.
+// cluster_test.go, recipes_test.go and secure_test.go.
 
 import (
 	"context"
