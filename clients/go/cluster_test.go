@@ -189,3 +189,32 @@ func TestClusterASessionKeepsItsLocksUntilClosed(t *testing.T) {
 		_ = l.Release(ctx)
 	}
 }
+
+func TestClusterLostFiresWhenTheKeepaliveCannotReachAQuorum(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	cl, err := New(c.endpoints(), WithRequestTimeout(500*time.Millisecond), WithRetryFor(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	l, err := cl.TryLock(ctx, "go/quorum", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both followers stopped: the leader can renew nothing.
+	leader := c.waitLeader(0)
+	for i := range c.procs {
+		if i != leader {
+			c.pause(i)
+		}
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(15 * time.Second):
+		t.Fatal("Lost never fired without a quorum")
+	}
+	if !errors.Is(l.Err(), ErrLockLost) || time.Now().Before(l.Deadline()) {
+		t.Fatalf("lost %v before its deadline %v", l.Err(), l.Deadline())
+	}
+}

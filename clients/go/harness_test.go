@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -99,6 +100,15 @@ func (c *cluster) spawn(i int, initial string) {
 		c.t.Fatal(err)
 	}
 	c.procs[i] = cmd
+}
+
+// pause SIGSTOPs node i (kill still ends it).
+func (c *cluster) pause(i int) {
+	if p := c.procs[i]; p != nil {
+		if err := p.Process.Signal(syscall.SIGSTOP); err != nil {
+			c.t.Fatal(err)
+		}
+	}
 }
 
 // kill SIGKILLs node i.
