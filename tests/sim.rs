@@ -93,9 +93,10 @@ fn simulate_any(seed: u64, control: Option<&str>) -> Run {
 
 /// Seeds outside the CI's range that once found a bug (docs/testing.md,
 /// "What it found"), run in every CI run too.
-const ONCE_FOUND: [u64; 27] = [
+const ONCE_FOUND: [u64; 28] = [
     642, 888, 979, 1059, 1283, 1399, 1799, 7270, 7577, 9259, 9743, 33452, 55569, 61372, 102287,
     105958, 111323, 130193, 215066, 225820, 252521, 290194, 290770, 302318, 310025, 312868, 319276,
+    337029,
 ];
 
 /// Run `seeds`, one process per core at a time; the runs that found

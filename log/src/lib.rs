@@ -188,9 +188,6 @@ pub struct Wal {
     poisoned: Option<String>,
     /// Reused encode buffer.
     buf: Vec<u8>,
-    /// A batch was written and its sync is still to come
-    /// ([`Wal::write_unsynced`]).
-    unsynced: bool,
     _lock: Box<dyn Held>,
 }
 
@@ -230,7 +227,6 @@ impl Wal {
             stats: WalStats::default(),
             poisoned: None,
             buf: Vec::new(),
-            unsynced: false,
             _lock: lock,
         };
         Ok((wal, recovered))
@@ -243,17 +239,7 @@ impl Wal {
     /// [`WalError::TooLarge`] before anything is written. Any other error
     /// poisons the log (see [`WalError::Poisoned`]).
     pub fn write_batch(&mut self, ops: &[WalOp<'_>]) -> Result<(), WalError> {
-        self.write_unsynced(ops)?;
-        self.sync_written()
-    }
-
-    /// The first half of [`Wal::write_batch`]: the record written, not yet
-    /// synced. Nothing in it is durable until [`Wal::sync_written`]
-    /// returns; a batch written before it syncs any earlier unsynced one.
-    /// The simulation's writer waits between the halves, so that a crash
-    /// can fall between a write and its sync.
-    pub fn write_unsynced(&mut self, ops: &[WalOp<'_>]) -> Result<(), WalError> {
-        self.sync_written()?;
+        self.check_usable()?;
         if ops.is_empty() {
             return Ok(());
         }
@@ -264,27 +250,10 @@ impl Wal {
                 max: record::MAX_PAYLOAD_LEN as u64,
             }
         })?;
-        let result = self.write_encoded(ops);
+        let result = self.append_encoded(ops);
         if self.buf.capacity() > KEEP_BUFFER_BYTES {
             self.buf = Vec::new();
         }
-        self.unsynced = result.is_ok();
-        self.poison_on(result)
-    }
-
-    /// The second half of [`Wal::write_batch`]: the batch last written
-    /// made durable (nothing to do if none waits).
-    pub fn sync_written(&mut self) -> Result<(), WalError> {
-        self.check_usable()?;
-        if !std::mem::take(&mut self.unsynced) {
-            return Ok(());
-        }
-        let result = self.sync_active();
-        self.poison_on(result)
-    }
-
-    /// Refuse every write after `result`'s error, until reopened.
-    fn poison_on(&mut self, result: Result<(), WalError>) -> Result<(), WalError> {
         if let Err(e) = &result {
             tracing::error!(error = %e, "WAL write failed; refusing further writes until reopened");
             self.poisoned = Some(e.to_string());

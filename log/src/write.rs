@@ -9,9 +9,8 @@ use super::segment::{self, SegmentInfo, HEADER_LEN};
 use super::{Wal, WalError, WalOp, RESERVE_BYTES};
 
 impl Wal {
-    /// Rotate if due, then write the record in `self.buf` (its sync is
-    /// [`Wal::sync_active`]'s).
-    pub(super) fn write_encoded(&mut self, ops: &[WalOp<'_>]) -> Result<(), WalError> {
+    /// Rotate if due, then write and sync the record in `self.buf`.
+    pub(super) fn append_encoded(&mut self, ops: &[WalOp<'_>]) -> Result<(), WalError> {
         if self.rotation_due() {
             self.rotate()?;
         }
@@ -35,6 +34,13 @@ impl Wal {
         self.active
             .write_all(&self.buf)
             .map_err(io_err(&seg.path))?;
+        #[cfg(feature = "faults")]
+        let skip = lockd_core::faults::get().ack_before_sync;
+        #[cfg(not(feature = "faults"))]
+        let skip = false;
+        if !skip {
+            self.active.sync_data().map_err(io_err(&seg.path))?;
+        }
         seg.len += self.buf.len() as u64;
         for op in ops {
             if let WalOp::Append { index, .. } = op {
@@ -46,16 +52,6 @@ impl Wal {
         self.stats.ops += ops.len() as u64;
         self.stats.bytes += self.buf.len() as u64;
         Ok(())
-    }
-
-    /// `fdatasync` the active segment: what was written to it is durable.
-    pub(super) fn sync_active(&mut self) -> Result<(), WalError> {
-        #[cfg(feature = "faults")]
-        if lockd_core::faults::get().ack_before_sync {
-            return Ok(());
-        }
-        let path = self.active_path().to_path_buf();
-        self.active.sync_data().map_err(io_err(&path))
     }
 
     /// Rotate once the active segment is full, but never away from a

@@ -269,36 +269,3 @@ fn purge_with_a_truncate_in_a_kept_segment() {
     };
     assert_eq!(above(&rec.entries), above(&model));
 }
-
-/// The two halves of a batch (the simulation's writer waits between
-/// them) write what one `write_batch` does, across rotation; a write
-/// whose sync has not come yet is synced by the next write first.
-#[test]
-fn a_batch_written_in_two_halves_reads_back_as_one() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let mut model = BTreeMap::new();
-    {
-        let (mut wal, _) = open(dir, opts(256));
-        for i in 1..=12u64 {
-            let p = payload(i);
-            wal.write_unsynced(&[WalOp::Append {
-                index: i,
-                payload: &p,
-            }])
-            .unwrap();
-            if i % 3 != 0 {
-                wal.sync_written().unwrap();
-            }
-            model.insert(i, p);
-        }
-        wal.sync_written().unwrap();
-        // Nothing waits: a second sync does nothing.
-        wal.sync_written().unwrap();
-        assert!(wal.segment_paths().len() > 1, "the batches rotated");
-        assert_eq!(wal.stats().batches, 12);
-    }
-    let (_, rec) = open(dir, opts(256));
-    assert_eq!(rec.torn_tail, None);
-    assert_eq!(rec.entries, model);
-}

@@ -44,11 +44,11 @@ pub enum Writer {
     /// source of randomness outside the seed.
     Inline,
     /// A task on the caller's runtime, with group commit like the thread,
-    /// whose syncs take the given time after each batch's write. For the
-    /// deterministic simulation: under its clock a sync takes time, a
+    /// that waits the given time before each batch's write and sync. For
+    /// the deterministic simulation: under its clock a sync takes time, a
     /// leader's replication runs beside its own sync as in production,
-    /// and a crash can fall between a batch's write and its sync (the
-    /// simulated disk then keeps, tears or loses what was not synced).
+    /// and a crash can fall while appends wait for the disk (they are
+    /// then lost, as unsynced writes are).
     Task(SyncTime),
 }
 
@@ -93,9 +93,7 @@ pub(super) fn writer(mut wal: Wal, rx: mpsc::Receiver<WriteReq>, shared: Arc<Sha
     }
 }
 
-/// The writer task: group commit, each batch's sync taking its sync time
-/// after the write (a crash in between finds the batch written and not
-/// synced, as a real one can).
+/// The writer task: group commit, each batch after its sync time.
 pub(super) async fn task_writer(
     mut wal: Wal,
     mut rx: tokio::sync::mpsc::UnboundedReceiver<WriteReq>,
@@ -111,48 +109,13 @@ pub(super) async fn task_writer(
                 None => return, // every LogStore is gone
             },
         };
-        let (batch, next) = match gather(first, || rx.try_recv().ok()) {
-            Gathered::Other(req) => {
-                write(&mut wal, &shared, req);
-                continue;
-            }
-            Gathered::Appends(batch, next) => (batch, next),
-        };
-        pending = next;
-        let started = std::time::Instant::now();
-        let written = append_unsynced(&mut wal, &batch);
         let takes = sync_time();
         // A zero wait would still wait for the timer's next turn.
-        if written.is_ok() && !takes.is_zero() {
+        if !takes.is_zero() {
             tokio::time::sleep(takes).await;
         }
-        let result = written.and_then(|n| wal.sync_written().map(|()| n));
-        shared.stats.fsync_latency.since(started);
-        appended(&wal, &shared, batch, result);
+        pending = carry_out(&mut wal, &shared, first, || rx.try_recv().ok());
     }
-}
-
-/// What the writer takes next: a batch of appends (and the request that
-/// ended it, if one did), or one other request.
-enum Gathered {
-    Appends(Vec<Appended>, Option<WriteReq>),
-    Other(WriteReq),
-}
-
-/// `first`, and if it is an append every append already queued (`next`)
-/// with it.
-fn gather(first: WriteReq, mut next: impl FnMut() -> Option<WriteReq>) -> Gathered {
-    let WriteReq::Append { entries, callback } = first else {
-        return Gathered::Other(first);
-    };
-    let mut batch = vec![(entries, callback)];
-    while let Some(req) = next() {
-        match req {
-            WriteReq::Append { entries, callback } => batch.push((entries, callback)),
-            other => return Gathered::Appends(batch, Some(other)),
-        }
-    }
-    Gathered::Appends(batch, None)
 }
 
 /// Carry out `first`; an append takes every append already queued
@@ -162,18 +125,25 @@ fn carry_out(
     wal: &mut Wal,
     shared: &Shared,
     first: WriteReq,
-    next: impl FnMut() -> Option<WriteReq>,
+    mut next: impl FnMut() -> Option<WriteReq>,
 ) -> Option<WriteReq> {
-    match gather(first, next) {
-        Gathered::Other(req) => {
-            write(wal, shared, req);
-            None
-        }
-        Gathered::Appends(batch, pending) => {
-            append(wal, shared, batch);
-            pending
+    let WriteReq::Append { entries, callback } = first else {
+        write(wal, shared, first);
+        return None;
+    };
+    let mut batch = vec![(entries, callback)];
+    let mut pending = None;
+    while let Some(req) = next() {
+        match req {
+            WriteReq::Append { entries, callback } => batch.push((entries, callback)),
+            other => {
+                pending = Some(other);
+                break;
+            }
         }
     }
+    append(wal, shared, batch);
+    pending
 }
 
 /// Carry out one request.
@@ -197,14 +167,6 @@ pub(super) fn write(wal: &mut Wal, shared: &Shared, req: WriteReq) {
 
 /// Write appends as one record with one fsync, then complete them all.
 fn append(wal: &mut Wal, shared: &Shared, batch: Vec<Appended>) {
-    let started = std::time::Instant::now();
-    let result = append_unsynced(wal, &batch).and_then(|n| wal.sync_written().map(|()| n));
-    shared.stats.fsync_latency.since(started);
-    appended(wal, shared, batch, result);
-}
-
-/// Write `batch`'s appends as one record, not yet synced: how many.
-fn append_unsynced(wal: &mut Wal, batch: &[Appended]) -> Result<u64, lockd_log::WalError> {
     let ops: Vec<WalOp> = batch
         .iter()
         .flat_map(|(entries, _)| {
@@ -214,18 +176,12 @@ fn append_unsynced(wal: &mut Wal, batch: &[Appended]) -> Result<u64, lockd_log::
             })
         })
         .collect();
-    wal.write_unsynced(&ops).map(|()| ops.len() as u64)
-}
-
-/// `batch` was written and synced (`Ok`: that many entries) or failed:
-/// count it and complete every append in it.
-fn appended(
-    wal: &Wal,
-    shared: &Shared,
-    batch: Vec<Appended>,
-    result: Result<u64, lockd_log::WalError>,
-) {
-    if let Ok(n) = result {
+    let n = ops.len() as u64;
+    let started = std::time::Instant::now();
+    let result = wal.write_batch(&ops);
+    shared.stats.fsync_latency.since(started);
+    drop(ops);
+    if result.is_ok() {
         shared.stats.entries.fetch_add(n, Ordering::Relaxed);
         shared.stats.batches.fetch_add(1, Ordering::Relaxed);
         shared.stats.fsyncs.fetch_add(1, Ordering::Relaxed);

@@ -52,10 +52,6 @@ pub const MARKS: &[(&str, &str)] = &[
         "the whole cluster losing power at once",
     ),
     (
-        "disk.crash-unsynced",
-        "a crash fell between a write and its sync (something written was not yet synced)",
-    ),
-    (
         "disk.torn-write",
         "a crash kept part of a file's unsynced appends",
     ),

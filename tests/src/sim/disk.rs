@@ -16,9 +16,9 @@
 //!   openraft stops on a storage error. The nemesis then restarts the
 //!   node on its disk as a crash left it.
 //!
-//! A sync takes no time here; the log's writer waits between a batch's
-//! write and its sync instead (`super::nodes::log_writer`), so a crash
-//! can fall between them (counted: `disk.crash-unsynced`). Not modelled: reads that fail, and bits that rot at rest (the
+//! A sync takes no time here; the log's writer waits before each batch
+//! instead (`super::nodes::log_writer`), so a crash can fall while a batch
+//! waits. Not modelled: reads that fail, and bits that rot at rest (the
 //! log's own tests damage real files for that).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -158,9 +158,6 @@ impl SimDisk {
                     inode.sync();
                 } else {
                     let extra = inode.unsynced_bytes() as u64;
-                    if extra > 0 {
-                        s.coverage.add("disk.crash-unsynced", 1);
-                    }
                     let torn = rng.below(extra + 1) as usize;
                     let zeros =
                         (torn > 0 && rng.below(4) == 0).then(|| rng.below(torn as u64) as usize);

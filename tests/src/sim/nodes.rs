@@ -313,12 +313,12 @@ fn logs_match(logs: &[(u64, Log)]) -> Vec<Violation> {
     out
 }
 
-/// The log writer of node `id` in run `seed`: a task whose syncs take
-/// simulated time after each batch's write (`Writer::Task`), so that a
-/// leader's sync runs beside its replication as in production and a
-/// crash can fall between a write and its sync. Of the syncs, 14 in 20
-/// take no time, 5 one to three ms, 1 a stall of 4 to 12 ms; drawn from
-/// the seed, one sequence per node across its restarts.
+/// The log writer of node `id` in run `seed`: a task whose batches wait
+/// for the simulated disk (`Writer::Task`), so that a leader's sync runs
+/// beside its replication as in production and a crash can fall while a
+/// batch waits. Of the batches, 14 in 20 are written at once, 5 wait one
+/// to three ms, 1 a stall of 4 to 12 ms; drawn from the seed, one
+/// sequence per node across its restarts.
 pub fn log_writer(seed: u64, id: u64) -> Writer {
     let rng = Mutex::new(Rng::new(seed ^ 0xd15c ^ (id << 32)));
     let time: SyncTime = Arc::new(move || {
