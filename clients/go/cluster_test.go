@@ -13,16 +13,8 @@ import (
 func TestClusterLockHandsOverWithLargerTokens(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	a, err := New(c.endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := New(c.endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a := newClient(t, c.endpoints())
+	b := newClient(t, c.endpoints())
 	first, err := a.TryLock(ctx, "go/jobs/1", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -70,11 +62,7 @@ func TestClusterLockHandsOverWithLargerTokens(t *testing.T) {
 func TestClusterBadInputGetsTypedErrors(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	cl, err := New(c.endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := newClient(t, c.endpoints())
 	cases := []struct {
 		key   string
 		lease time.Duration
@@ -95,16 +83,8 @@ func TestClusterBadInputGetsTypedErrors(t *testing.T) {
 func TestClusterALockSurvivesItsLeaderOrIsLostNeverSilentlyDoubled(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	holder, err := New(c.endpoints(), WithRequestTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	other, err := New(c.endpoints(), WithRequestTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	holder := newClient(t, c.endpoints(), WithRequestTimeout(time.Second))
+	other := newClient(t, c.endpoints(), WithRequestTimeout(time.Second))
 	l, err := holder.TryLock(ctx, "go/failover", 1500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -146,16 +126,9 @@ func TestClusterALockSurvivesItsLeaderOrIsLostNeverSilentlyDoubled(t *testing.T)
 func TestClusterASessionKeepsItsLocksUntilClosed(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	cl, err := New(c.endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	other, err := New(c.endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	cl := newClient(t, c.endpoints())
+	other := newClient(t, c.endpoints())
+	opened := time.Now()
 	s, err := cl.OpenSession(ctx, time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +144,15 @@ func TestClusterASessionKeepsItsLocksUntilClosed(t *testing.T) {
 		t.Fatal("a lock in a session must share the session's Lost")
 	}
 	// Past the TTL: the session's renewals keep both holdings.
-	time.Sleep(1500 * time.Millisecond)
+	// Wait until the TTL counted from the open has passed while a renewal
+	// keeps the session's deadline ahead of now.
+	end := time.Now().Add(10 * time.Second)
+	for !(time.Now().After(opened.Add(s.TTL+200*time.Millisecond)) && s.Deadline().After(time.Now())) {
+		if time.Now().After(end) || s.Err() != nil {
+			t.Fatalf("the session was not renewed past its TTL: %v", s.Err())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for _, k := range []string{"go/s/a", "go/s/b"} {
 		if _, err := other.TryLock(ctx, k, time.Second); !errors.Is(err, ErrHeld) {
 			t.Fatalf("%s past the TTL: want ErrHeld, got %v (session err %v)", k, err, s.Err())
@@ -193,11 +174,7 @@ func TestClusterASessionKeepsItsLocksUntilClosed(t *testing.T) {
 func TestClusterLostFiresWhenTheKeepaliveCannotReachAQuorum(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	cl, err := New(c.endpoints(), WithRequestTimeout(500*time.Millisecond), WithRetryFor(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := newClient(t, c.endpoints(), WithRequestTimeout(500*time.Millisecond), WithRetryFor(time.Second))
 	l, err := cl.TryLock(ctx, "go/quorum", time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -178,3 +178,14 @@ func getJSON(web *http.Client, url string, out any) error {
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
+
+// newClient is a client of endpoints, closed when the test ends.
+func newClient(t *testing.T, endpoints []string, opts ...Option) *Client {
+	t.Helper()
+	c, err := New(endpoints, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}

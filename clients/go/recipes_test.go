@@ -18,16 +18,8 @@ func TestClusterAWatchResumesOnAnotherNodeMissingAndRepeatingNothing(t *testing.
 	defer cancel()
 	// The watcher starts on node 1 (its first endpoint); the locker never
 	// talks to node 1.
-	w, err := New(c.endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	locker, err := New([]string{c.addrs[2], c.addrs[3]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close()
+	w := newClient(t, c.endpoints())
+	locker := newClient(t, []string{c.addrs[2], c.addrs[3]})
 	page, err := locker.List(ctx, "go/w/", "", 10)
 	if err != nil {
 		t.Fatal(err)
@@ -97,12 +89,7 @@ func TestClusterAnElectionWithEtcdsAndClientGosShapes(t *testing.T) {
 	defer cancel()
 	clients := make([]*Client, 3)
 	for i := range clients {
-		cl, err := New(c.endpoints())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		clients[i] = cl
+		clients[i] = newClient(t, c.endpoints())
 	}
 	seen := clients[2].NewElection("go/e").Observe(ctx)
 	next(t, seen, "")
@@ -172,11 +159,7 @@ func TestClusterAnElectionWithEtcdsAndClientGosShapes(t *testing.T) {
 func TestClusterTheAdminCallsAScriptMakes(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	cl, err := New(c.endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := newClient(t, c.endpoints())
 	for i := 1; i <= 3; i++ {
 		if err := cl.Healthy(ctx, c.addrs[i]); err != nil {
 			t.Fatalf("node %d: %v", i, err)
@@ -224,12 +207,7 @@ func TestClusterSemaphoresSharedAndReentrantLocks(t *testing.T) {
 	ctx := context.Background()
 	var cls []*Client
 	for i := 0; i < 3; i++ {
-		cl, err := New(c.endpoints())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		cls = append(cls, cl)
+		cls = append(cls, newClient(t, c.endpoints()))
 	}
 	var held []*Lock
 	defer func() {

@@ -113,11 +113,7 @@ func TestClusterTLSTokensRolesAndARevokedToken(t *testing.T) {
 	c, s := startSecureCluster(t)
 	ctx := context.Background()
 	tlsCfg := &tls.Config{RootCAs: s.roots}
-	worker, err := New(c.endpoints(), WithTLS(tlsCfg), WithToken(s.tokens["worker"]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer worker.Close()
+	worker := newClient(t, c.endpoints(), WithTLS(tlsCfg), WithToken(s.tokens["worker"]))
 	l, err := worker.TryLock(ctx, "jobs/nightly", 900*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -128,11 +124,7 @@ func TestClusterTLSTokensRolesAndARevokedToken(t *testing.T) {
 		t.Fatalf("outside the role: want forbidden, got %v", err)
 	}
 	// A token the cluster does not know.
-	stranger, err := New(c.endpoints(), WithTLS(tlsCfg), WithToken("not-a-token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stranger.Close()
+	stranger := newClient(t, c.endpoints(), WithTLS(tlsCfg), WithToken("not-a-token"))
 	if _, err := stranger.TryLock(ctx, "jobs/x", time.Second); !errors.Is(err, ErrUnauthenticated) {
 		t.Fatalf("an unknown token: want unauthenticated, got %v", err)
 	}
