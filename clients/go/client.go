@@ -178,12 +178,12 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 		switch {
 		case err != nil && ctx.Err() != nil:
 			if sent && !cl.idempotent {
-				return &unknownError{cl.method + " " + cl.path, ctx.Err()}
+				return unknown(cl.method+" "+cl.path, ctx.Err())
 			}
 			return ctx.Err()
 		case err != nil:
 			if sent && !cl.idempotent {
-				return &unknownError{cl.method + " " + cl.path, err}
+				return unknown(cl.method+" "+cl.path, err)
 			}
 			last = err
 		case status >= 200 && status < 300:
@@ -202,7 +202,7 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 			if !retry {
 				if busy {
 					// It may have reached the leader before this answer.
-					return &unknownError{cl.method + " " + cl.path, e}
+					return unknown(cl.method+" "+cl.path, e)
 				}
 				return e
 			}

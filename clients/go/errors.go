@@ -120,18 +120,24 @@ func knownCode(c Code) bool {
 	return false
 }
 
-// unknownError says a request's outcome is unknown, with why.
-type unknownError struct {
+// wrapped is an error that errors.Is matches with one sentinel (is) and
+// whose cause errors.As finds through Unwrap: an unknown outcome, a lost
+// lease.
+type wrapped struct {
+	is    error
 	what  string
 	cause error
 }
 
-func (e *unknownError) Error() string {
-	return fmt.Sprintf("lockd: %s: outcome unknown: %v", e.what, e.cause)
-}
+func (e *wrapped) Error() string { return fmt.Sprintf("%s: %v", e.what, e.cause) }
 
 // Unwrap gives the cause (errors.As finds an *Error in it).
-func (e *unknownError) Unwrap() error { return e.cause }
+func (e *wrapped) Unwrap() error { return e.cause }
 
-// Is makes errors.Is(err, ErrUnknown) true.
-func (e *unknownError) Is(target error) bool { return target == ErrUnknown }
+// Is makes errors.Is(err, e.is) true.
+func (e *wrapped) Is(target error) bool { return target == e.is }
+
+// unknown: the outcome of the request named what is unknown, for cause.
+func unknown(what string, cause error) error {
+	return &wrapped{is: ErrUnknown, what: "lockd: " + what + ": outcome unknown", cause: cause}
+}

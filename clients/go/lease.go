@@ -3,7 +3,6 @@ package lockd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -112,25 +111,10 @@ func (l *lease) halt() {
 // lose marks the lease lost with cause.
 func (l *lease) lose(cause error) {
 	l.mu.Lock()
-	l.err = &lostError{what: l.what, cause: cause}
+	l.err = &wrapped{is: ErrLockLost, what: "lockd: the lease of " + l.what + " may have ended", cause: cause}
 	l.mu.Unlock()
 	close(l.lost)
 }
-
-// lostError is a lease's loss: errors.Is finds ErrLockLost, and the cause
-// through Unwrap.
-type lostError struct {
-	what  string
-	cause error
-}
-
-func (e *lostError) Error() string {
-	return fmt.Sprintf("lockd: the lease of %s may have ended: %v", e.what, e.cause)
-}
-
-func (e *lostError) Unwrap() error { return e.cause }
-
-func (e *lostError) Is(target error) bool { return target == ErrLockLost }
 
 // refused: err is a node's refusal of the request itself (not held, not
 // the holder's token, not allowed), not a passing state such as a full
